@@ -1,0 +1,156 @@
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { cors } from 'hono/cors';
+import { requestId } from 'hono/request-id';
+import { secureHeaders } from 'hono/secure-headers';
+import type { Config } from './config.js';
+import { ApiError, apiErrorFromUpstream, renderError } from './errors.js';
+import { publicCacheControl } from './http.js';
+import { silentLogger, type Logger } from './log.js';
+import { createOriginPolicy } from './origins.js';
+import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './public-reads.js';
+import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
+import { createCategoriesRoutes } from './routes/categories.js';
+import { createIssuesRoutes } from './routes/issues.js';
+import { createSubscribeRoutes } from './routes/subscribe.js';
+import { UpstreamError, type UpstreamClient } from './upstream.js';
+
+export interface AppDeps {
+  config: Config;
+  upstream: UpstreamClient;
+  /** Wall clock in ms for caches and limits (tests inject a fake one). */
+  now?: () => number;
+  log?: Logger;
+  /** The visitor's IP: the socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
+  clientIp?: (c: Context) => string | undefined;
+  rateLimiter?: RateLimiter;
+}
+
+/** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
+const PUBLIC_PATHS = {
+  '/api/issues': ['GET', 'HEAD', 'OPTIONS'],
+  '/api/issues/:slug': ['GET', 'HEAD', 'OPTIONS'],
+  '/api/categories': ['GET', 'HEAD', 'OPTIONS'],
+  '/api/subscribe': ['POST', 'OPTIONS'],
+} as const;
+
+const MAX_LOGGED_PATH = 200;
+
+/** Creates the whole service: middleware, the four routes and one error path. No globals. */
+export function createApp(deps: AppDeps) {
+  return createService(deps).app;
+}
+
+/** The app together with its cache counters (logged by the Node entry on shutdown). */
+export function createService(deps: AppDeps) {
+  const { config, upstream, now = Date.now, log = silentLogger } = deps;
+  const origins = createOriginPolicy(config.allowedOrigins);
+  const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
+  const reads = createPublicReads({
+    upstream,
+    now,
+    ttlSeconds: config.cacheTtlSeconds,
+    maxBytes: config.cacheMaxBytes,
+    notFoundTtlSeconds: config.notFoundTtlSeconds,
+    archiveMaxIssues: config.archiveMaxIssues,
+    onLoadError: (key, error) => logUpstreamFailure(log, error, { key, during: 'cache load' }),
+  });
+
+  const api = new Hono()
+    .route('/', createIssuesRoutes({ reads, cacheControl, maxOffset: config.archiveMaxIssues }))
+    .route('/', createCategoriesRoutes({ reads, cacheControl }))
+    .route(
+      '/',
+      createSubscribeRoutes({
+        upstream,
+        config,
+        origins,
+        rateLimiter:
+          deps.rateLimiter ??
+          createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
+        clientIp: deps.clientIp ?? (() => undefined),
+        now,
+        log,
+      }),
+    );
+
+  const corsPolicy = cors({
+    origin: config.allowedOrigins === '*' ? '*' : (origin, c) => (origins.isAllowed(origin, new URL(c.req.url).origin) ? origin : null),
+    allowMethods: ['GET', 'HEAD', 'POST', 'OPTIONS'],
+    allowHeaders: ['Content-Type', 'Accept', 'If-None-Match'],
+    exposeHeaders: ['ETag', 'Retry-After', 'X-Cache', 'X-Request-Id'],
+    maxAge: 600,
+    credentials: false,
+  });
+
+  const app = new Hono();
+  app.use(requestId(), accessLog(log));
+  app.use(
+    secureHeaders({
+      // JSON only: nothing here is meant to be framed, run or embedded.
+      contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+      crossOriginResourcePolicy: 'cross-origin',
+      xFrameOptions: 'DENY',
+    }),
+  );
+  for (const path of Object.keys(PUBLIC_PATHS)) app.use(path, corsPolicy);
+  const routes = app.route('/api', api);
+  for (const [path, allow] of Object.entries(PUBLIC_PATHS)) {
+    app.all(path, () => {
+      throw new ApiError('METHOD_NOT_ALLOWED', { allow });
+    });
+  }
+
+  app.notFound((c) => renderError(c, new ApiError('NOT_FOUND')));
+  app.onError((error, c) => {
+    if (error instanceof ApiError) return renderError(c, error);
+    if (error instanceof UpstreamError) {
+      logUpstreamFailure(log, error, { requestId: c.get('requestId') });
+      return renderError(c, apiErrorFromUpstream(error, 'read'));
+    }
+    log.log('error', 'unhandled_error', {
+      requestId: c.get('requestId'),
+      name: error instanceof Error ? error.name : typeof error,
+      message: error instanceof Error ? error.message : undefined,
+    });
+    return renderError(c, new ApiError('INTERNAL_ERROR'));
+  });
+
+  return { app: routes, stats: () => reads.stats() };
+}
+
+/** The route types, for `hono/client`'s `hc<AppType>()`. */
+export type AppType = ReturnType<typeof createApp>;
+
+function logUpstreamFailure(log: Logger, error: unknown, fields: Record<string, string | undefined>) {
+  if (!(error instanceof UpstreamError)) {
+    log.log('error', 'upstream_failure', { ...fields, kind: 'unexpected' });
+    return;
+  }
+  if (error.kind === 'not_found') return;
+  // A rejected key takes the whole site down: say so loudly, and what to check.
+  const level = error.kind === 'auth' ? 'error' : 'warn';
+  log.log(level, 'upstream_failure', {
+    ...fields,
+    kind: error.kind,
+    status: error.status,
+    upstreamCode: error.upstreamCode,
+    message: error.message,
+    hint: error.kind === 'auth' ? 'the upstream rejected NEWSLETTER_API_KEY' : undefined,
+  });
+}
+
+/** One structured line per request: method, path, status, ms, cache state, request id. */
+function accessLog(log: Logger): MiddlewareHandler {
+  return async function logAccess(c, next) {
+    const started = performance.now();
+    await next();
+    log.log('info', 'request', {
+      method: c.req.method,
+      path: c.req.path.slice(0, MAX_LOGGED_PATH),
+      status: c.res.status,
+      ms: Math.round((performance.now() - started) * 10) / 10,
+      cache: c.res.headers.get('x-cache') ?? undefined,
+      requestId: c.get('requestId'),
+    });
+  };
+}

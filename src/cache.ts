@@ -1,0 +1,146 @@
+import { LRUCache } from 'lru-cache';
+
+/** How a read was answered, sent as `X-Cache`. */
+export type CacheState = 'HIT' | 'MISS' | 'STALE';
+
+/** Schedules work that must outlive the response (Workers' `waitUntil`; on Node it simply runs). */
+export type WaitUntil = (promise: Promise<unknown>) => void;
+
+export interface CacheStats {
+  hits: number;
+  misses: number;
+  staleServed: number;
+  refreshFailures: number;
+  entries: number;
+  bytes: number;
+}
+
+export interface ReadThroughCacheOptions<V> {
+  /** Loads a value; `undefined` means "does not exist" and removes any stale copy. */
+  load: (key: string) => Promise<V | undefined>;
+  /** Approximate bytes a value holds in memory. */
+  sizeOf: (value: V) => number;
+  maxBytes: number;
+  /** One entry may take at most this much (default: half of maxBytes). */
+  maxEntryBytes?: number;
+  ttlMs: number;
+  /** After `ttlMs`, a stale value is served at once while one background refresh runs. */
+  staleWhileRevalidateMs: number;
+  /** After that, a stale value is served only when a refresh fails, up to this age past `ttlMs`. */
+  staleIfErrorMs: number;
+  now: () => number;
+  onLoadError?: (key: string, error: unknown) => void;
+}
+
+export interface ReadResult<V> {
+  value: V | undefined;
+  state: CacheState;
+}
+
+export interface ReadThroughCache<V> {
+  read(key: string, waitUntil?: WaitUntil): Promise<ReadResult<V>>;
+  stats(): CacheStats;
+  clear(): void;
+}
+
+interface Entry<V> {
+  /** `undefined`: a tombstone that replaced a stale value whose source said it is gone. */
+  value: V | undefined;
+  fetchedAt: number;
+  size: number;
+}
+
+interface FetchContext {
+  waitUntil: WaitUntil | undefined;
+}
+
+const TOMBSTONE_BYTES = 64;
+
+/**
+ * A bounded read-through cache on lru-cache's `fetchMethod`, which already gives single-flight
+ * (concurrent misses share one load), stale-while-revalidate (`allowStale` +
+ * `noDeleteOnStaleGet`) and stale-if-error (`allowStaleOnFetchRejection`). What we add is the
+ * time limit on staleness and the HIT/MISS/STALE state (PRODUCT.md "Caching").
+ */
+export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
+  const { load, sizeOf, ttlMs, staleWhileRevalidateMs, staleIfErrorMs, now, onLoadError } = options;
+  const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
+
+  const lru: LRUCache<string, Entry<V>, FetchContext> = new LRUCache<string, Entry<V>, FetchContext>({
+    maxSize: options.maxBytes,
+    maxEntrySize: options.maxEntryBytes ?? Math.floor(options.maxBytes / 2),
+    sizeCalculation: (entry) => entry.size,
+    ttl: ttlMs,
+    ttlAutopurge: false,
+    perf: { now },
+    allowStale: true,
+    noDeleteOnStaleGet: true,
+    allowStaleOnFetchRejection: true,
+    fetchMethod: async (key, stale, { context, options: fetchOptions }) => {
+      const loading = load(key);
+      // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
+      context.waitUntil?.(loading.then(noop, noop));
+      let value: V | undefined;
+      try {
+        value = await loading;
+      } catch (error) {
+        counters.refreshFailures += 1;
+        onLoadError?.(key, error);
+        throw error;
+      }
+      if (value === undefined) {
+        if (stale === undefined) return undefined;
+        // lru-cache would put the stale value back: replace it with a short-lived tombstone.
+        fetchOptions.ttl = Math.min(ttlMs, 30_000);
+        return { value: undefined, fetchedAt: now(), size: TOMBSTONE_BYTES };
+      }
+      return { value, fetchedAt: now(), size: sizeOf(value) };
+    },
+  });
+
+  return {
+    async read(key, waitUntil) {
+      const current = lru.peek(key, { allowStale: true });
+      const age = current ? now() - current.fetchedAt : 0;
+      if (current && age > ttlMs + staleIfErrorMs) lru.delete(key);
+      const status: LRUCache.Status<string, Entry<V>, FetchContext> = {};
+      const entry = await lru.fetch(key, {
+        context: { waitUntil },
+        allowStale: age <= ttlMs + staleWhileRevalidateMs,
+        status,
+      });
+      if (entry === undefined && status.fetchRejected && !status.returnedStale) {
+        // allowStaleOnFetchRejection resolves a cold failure to undefined: surface the error.
+        throw status.fetchError;
+      }
+      let state: CacheState;
+      if (status.returnedStale) {
+        state = 'STALE';
+        counters.staleServed += 1;
+      } else if (status.fetch === 'hit') {
+        state = 'HIT';
+        counters.hits += 1;
+      } else {
+        state = 'MISS';
+        counters.misses += 1;
+      }
+      return { value: entry?.value, state };
+    },
+    stats() {
+      return { ...counters, entries: lru.size, bytes: lru.calculatedSize };
+    },
+    clear() {
+      lru.clear();
+    },
+  };
+}
+
+function noop(): void {}
+
+/** A strong ETag (RFC 9110 §8.8.3) of a body: computed once per cached value, never per request. */
+export async function strongEtag(body: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(body));
+  let binary = '';
+  for (const byte of new Uint8Array(digest).subarray(0, 18)) binary += String.fromCharCode(byte);
+  return `"${btoa(binary).replace(/\+/g, '-').replace(/\//g, '_')}"`;
+}

@@ -1,0 +1,226 @@
+import { z } from 'zod';
+import { SUBSCRIBER_SOURCE_TYPES } from './upstream-schemas.js';
+
+/** The parsed configuration: PRODUCT.md "Configuration", plus the few knobs the README lists. */
+export interface Config {
+  /** `upstream` talks to the configured service; `demo` to the embedded sample publication. */
+  mode: 'upstream' | 'demo';
+  apiKey: string | undefined;
+  /** Upstream root without a trailing slash, ending in `/v1`. */
+  apiBaseUrl: string | undefined;
+  /** `'*'` allows any origin; otherwise exact origins (`https://example.com`). */
+  allowedOrigins: '*' | readonly string[];
+  port: number;
+  host: string;
+  cacheTtlSeconds: number;
+  cacheMaxBytes: number;
+  notFoundTtlSeconds: number;
+  archiveMaxIssues: number;
+  upstreamTimeoutMs: number;
+  subscribeRateLimitPerMinute: number;
+  subscribeSourceType: (typeof SUBSCRIBER_SOURCE_TYPES)[number];
+  subscribeDefaultSource: string;
+  subscribeRedirectUrl: string | undefined;
+  honeypotField: string;
+  trustProxyHops: number;
+  production: boolean;
+}
+
+export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
+
+/** Environment variables arrive as strings (Node) or as Worker bindings of any type. */
+export type ConfigSource = Readonly<Record<string, unknown>>;
+
+const MIB = 1024 * 1024;
+const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
+const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
+
+function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** Unset, empty and whitespace-only values all mean "use the default" (env files often leave `X=`). */
+function blankToUndefined(value: unknown): unknown {
+  if (typeof value === 'string' && value.trim() === '') return undefined;
+  return typeof value === 'string' ? value.trim() : value;
+}
+
+function optionalText() {
+  return z.preprocess(blankToUndefined, z.string().optional());
+}
+
+function wholeNumber(min: number, max: number, fallback: number) {
+  const range = `must be a whole number from ${min} to ${max}`;
+  return z.preprocess(
+    (value) => {
+      const blank = blankToUndefined(value);
+      return typeof blank === 'number' ? String(blank) : blank;
+    },
+    z
+      .string({ error: range })
+      .regex(/^\d{1,16}$/, { error: range })
+      .transform(Number)
+      .pipe(z.number().min(min, { error: range }).max(max, { error: range }))
+      .default(fallback),
+  );
+}
+
+function parseOrigin(entry: string): string | undefined {
+  try {
+    const url = new URL(entry);
+    const isHttp = url.protocol === 'https:' || url.protocol === 'http:';
+    // An origin is scheme + host [+ port]: a path, query, userinfo or trailing slash means a typo.
+    return isHttp && url.origin === entry ? entry : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const ConfigSchema = z
+  .object({
+    // Validated for shape only; its value never appears in a message (PRODUCT.md: never echo the secret).
+    NEWSLETTER_API_KEY: z.preprocess(
+      blankToUndefined,
+      z
+        .string({ error: 'must be a string' })
+        .regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII with no spaces' })
+        .max(4096, { error: 'is longer than 4096 characters' })
+        .optional(),
+    ),
+    NEWSLETTER_API_BASE_URL: z.preprocess(
+      blankToUndefined,
+      z
+        .string({ error: 'must be a URL' })
+        .transform((value, ctx) => {
+          let url: URL;
+          try {
+            url = new URL(value);
+          } catch {
+            ctx.addIssue({ code: 'custom', message: 'must be an absolute URL such as https://api.example.com/v1' });
+            return z.NEVER;
+          }
+          const path = url.pathname.replace(/\/+$/, '');
+          if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+            ctx.addIssue({ code: 'custom', message: 'must use https (plain http is accepted only for a loopback host)' });
+          } else if (url.username || url.password || url.search || url.hash) {
+            ctx.addIssue({ code: 'custom', message: 'must not carry credentials, a query or a fragment' });
+          } else if (!path.endsWith('/v1')) {
+            ctx.addIssue({ code: 'custom', message: 'must end in /v1' });
+          }
+          return `${url.origin}${path}`;
+        })
+        .optional(),
+    ),
+    ALLOWED_ORIGINS: z.preprocess(
+      blankToUndefined,
+      z
+        .string({ error: 'must be a comma-separated list of origins' })
+        .transform((value, ctx): '*' | string[] => {
+          const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+          if (entries.includes('*')) {
+            if (entries.length > 1) ctx.addIssue({ code: 'custom', message: 'must be either * alone or a list of origins' });
+            return '*';
+          }
+          const invalid = entries.filter((entry) => parseOrigin(entry) === undefined);
+          if (invalid.length > 0) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `has entries that are not origins (scheme://host[:port], no path or trailing slash): ${invalid.join(', ')}`,
+            });
+          }
+          return entries;
+        })
+        .default([]),
+    ),
+    PORT: wholeNumber(1, 65535, 8787),
+    HOST: z.preprocess(blankToUndefined, z.string().default('127.0.0.1')),
+    CACHE_TTL_SECONDS: wholeNumber(1, 86_400, 60),
+    CACHE_MAX_BYTES: wholeNumber(MIB, 4096 * MIB, 64 * MIB),
+    NOT_FOUND_CACHE_TTL_SECONDS: wholeNumber(1, 3600, 30),
+    ARCHIVE_MAX_ISSUES: wholeNumber(200, 100_000, 5000),
+    UPSTREAM_TIMEOUT_MS: wholeNumber(100, 60_000, 8000),
+    SUBSCRIBE_RATE_LIMIT_PER_MINUTE: wholeNumber(1, 10_000, 10),
+    SUBSCRIBE_SOURCE_TYPE: z.preprocess(
+      blankToUndefined,
+      z.enum(SUBSCRIBER_SOURCE_TYPES, { error: `must be one of ${SUBSCRIBER_SOURCE_TYPES.join(', ')}` }).default('embed'),
+    ),
+    SUBSCRIBE_DEFAULT_SOURCE: z.preprocess(
+      blankToUndefined,
+      z.string().max(160, { error: 'must be at most 160 characters' }).default('website'),
+    ),
+    SUBSCRIBE_REDIRECT_URL: z.preprocess(
+      blankToUndefined,
+      z
+        .string()
+        .refine((value) => /^https?:$/.test(safeProtocol(value)), { error: 'must be an absolute http(s) URL' })
+        .optional(),
+    ),
+    SUBSCRIBE_HONEYPOT_FIELD: z.preprocess(
+      blankToUndefined,
+      z
+        .string()
+        .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' })
+        .refine((value) => !FIELD_NAMES_OF_THE_FORM.has(value), { error: 'must not be one of the real form fields' })
+        .default('website'),
+    ),
+    TRUST_PROXY_HOPS: wholeNumber(0, 10, 0),
+    NODE_ENV: optionalText(),
+  });
+
+function safeProtocol(value: string): string {
+  try {
+    return new URL(value).protocol;
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
+ * Pure: reports every problem at once, one line per variable, and never echoes a value.
+ */
+export function parseConfig(source: ConfigSource): ConfigResult {
+  const result = ConfigSchema.safeParse(source);
+  const problems = new Map<string, string>();
+  for (const issue of result.error?.issues ?? []) {
+    const name = String(issue.path[0] ?? 'configuration');
+    if (!problems.has(name)) problems.set(name, `${name} ${issue.message}`);
+  }
+  // Checked on the raw values so they are reported even when another variable is invalid.
+  const hasKey = blankToUndefined(source.NEWSLETTER_API_KEY) !== undefined;
+  const hasBaseUrl = blankToUndefined(source.NEWSLETTER_API_BASE_URL) !== undefined;
+  const production = blankToUndefined(source.NODE_ENV) === 'production';
+  if (!hasKey && production) {
+    problems.set('NEWSLETTER_API_KEY', 'NEWSLETTER_API_KEY is required when NODE_ENV=production');
+  } else if (!hasKey && hasBaseUrl) {
+    problems.set('NEWSLETTER_API_KEY', 'NEWSLETTER_API_KEY is required when NEWSLETTER_API_BASE_URL is set (unset both to run the demo)');
+  }
+  if (hasKey && !hasBaseUrl) {
+    problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
+  }
+  if (!result.success || problems.size > 0) return { ok: false, problems: [...problems.values()] };
+  const env = result.data;
+  return {
+    ok: true,
+    config: {
+      mode: env.NEWSLETTER_API_KEY ? 'upstream' : 'demo',
+      apiKey: env.NEWSLETTER_API_KEY,
+      apiBaseUrl: env.NEWSLETTER_API_BASE_URL,
+      allowedOrigins: env.ALLOWED_ORIGINS,
+      port: env.PORT,
+      host: env.HOST,
+      cacheTtlSeconds: env.CACHE_TTL_SECONDS,
+      cacheMaxBytes: env.CACHE_MAX_BYTES,
+      notFoundTtlSeconds: env.NOT_FOUND_CACHE_TTL_SECONDS,
+      archiveMaxIssues: env.ARCHIVE_MAX_ISSUES,
+      upstreamTimeoutMs: env.UPSTREAM_TIMEOUT_MS,
+      subscribeRateLimitPerMinute: env.SUBSCRIBE_RATE_LIMIT_PER_MINUTE,
+      subscribeSourceType: env.SUBSCRIBE_SOURCE_TYPE,
+      subscribeDefaultSource: env.SUBSCRIBE_DEFAULT_SOURCE,
+      subscribeRedirectUrl: env.SUBSCRIBE_REDIRECT_URL,
+      honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
+      trustProxyHops: env.TRUST_PROXY_HOPS,
+      production,
+    },
+  };
+}

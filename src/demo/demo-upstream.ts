@@ -1,0 +1,155 @@
+import { Hono, type Context } from 'hono';
+import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../upstream-schemas.js';
+import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication, type DemoIssue } from './sample-publication.js';
+
+/** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */
+export const DEMO_BASE_URL = 'https://demo.newsletter.invalid/v1';
+/** Not a secret: the demo upstream accepts only this key, so the client's auth path is exercised. */
+export const DEMO_API_KEY = 'demo-key-not-a-secret';
+/** Subscribing this address gets the upstream's "refused" answer (a blocked subscriber). */
+export const DEMO_BLOCKED_EMAIL = 'blocked@example.com';
+
+// List Issues' default row count is not documented; the demo assumes 50.
+const DEFAULT_LIMIT = 50;
+const MAX_LIMIT = 200;
+
+export interface DemoSubscriber {
+  id: string;
+  emailNormalized: string;
+  emailOriginal: string;
+  status: 'subscribed' | 'blocked';
+  sourceType: string;
+  source: string | undefined;
+  sourcePlatform: string | undefined;
+}
+
+export interface DemoUpstream {
+  /** A `fetch` that answers the four upstream operations in process. */
+  fetch: typeof globalThis.fetch;
+  baseUrl: string;
+  apiKey: string;
+  /** The demo's subscriber list, by normalized email (readable by tests). */
+  subscribers: Map<string, DemoSubscriber>;
+  issues: DemoIssue[];
+}
+
+function fail(c: Context, status: 401 | 404 | 409 | 422, code: string, message: string, details?: unknown) {
+  return c.json({ ok: false, error: { code, message, ...(details === undefined ? {} : { details }) } }, status);
+}
+
+/**
+ * An in-process implementation of the upstream operations we use (upstream-api.md), over a
+ * sample publication. It plugs in as the injected `fetch`, so demo mode and the tests run the
+ * real upstream client, its auth header, URL building and zod parsing included.
+ */
+export function createDemoUpstream(options: { apiKey?: string; now?: () => number } = {}): DemoUpstream {
+  const apiKey = options.apiKey ?? DEMO_API_KEY;
+  const now = options.now ?? Date.now;
+  const { categories, issues } = createSamplePublication();
+  const subscribers = new Map<string, DemoSubscriber>();
+  subscribers.set(DEMO_BLOCKED_EMAIL, {
+    id: 'sub_blocked',
+    emailNormalized: DEMO_BLOCKED_EMAIL,
+    emailOriginal: DEMO_BLOCKED_EMAIL,
+    status: 'blocked',
+    sourceType: 'import',
+    source: undefined,
+    sourcePlatform: undefined,
+  });
+  const base = new URL(DEMO_BASE_URL);
+
+  const app = new Hono().basePath(base.pathname);
+  app.use(async (c, next) => {
+    if (c.req.header('authorization') !== `Bearer ${apiKey}`) {
+      return fail(c, 401, 'UNAUTHORIZED', 'API key missing or invalid');
+    }
+    return next();
+  });
+
+  app.get('/newsletter/issues', (c) => {
+    const { status, isPublic, limit, offset } = c.req.query();
+    const problems: { path: string; message: string }[] = [];
+    const rows = limit === undefined ? DEFAULT_LIMIT : Number(limit);
+    const skip = offset === undefined ? 0 : Number(offset);
+    if (!Number.isInteger(rows) || rows < 1 || rows > MAX_LIMIT) problems.push({ path: 'limit', message: 'must be 1 to 200' });
+    if (!Number.isInteger(skip) || skip < 0) problems.push({ path: 'offset', message: 'must be 0 or more' });
+    if (status !== undefined && !['draft', 'sending', 'sent', 'failed'].includes(status)) {
+      problems.push({ path: 'status', message: 'unknown status' });
+    }
+    if (isPublic !== undefined && isPublic !== 'true' && isPublic !== 'false') {
+      problems.push({ path: 'isPublic', message: 'must be a boolean' });
+    }
+    if (problems.length > 0) return fail(c, 422, 'VALIDATION_ERROR', 'Invalid query', problems);
+    const matching = issues
+      .filter((issue) => status === undefined || issue.status === status)
+      .filter((issue) => isPublic === undefined || issue.isPublic === (isPublic === 'true'))
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id));
+    return c.json({ ok: true, data: matching.slice(skip, skip + rows) });
+  });
+
+  app.get('/newsletter/issues/by-slug/:slug', (c) => {
+    const slug = c.req.param('slug');
+    const issue = issues.find((candidate) => candidate.slug === slug && candidate.status === 'sent' && candidate.isPublic);
+    if (!issue) return fail(c, 404, 'NOT_FOUND', 'Issue not found');
+    return c.json({ ok: true, data: issue });
+  });
+
+  app.get('/newsletter/categories', (c) => c.json({ ok: true, data: categories }));
+
+  app.post('/newsletter/subscribers', async (c) => {
+    const body: unknown = await c.req.json().catch(() => undefined);
+    const input = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    const problems: { path: string; message: string }[] = [];
+    const email = typeof input.email === 'string' ? input.email.trim() : '';
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) problems.push({ path: 'email', message: 'Invalid email' });
+    if (input.optInAttestation !== true) problems.push({ path: 'optInAttestation', message: 'Must be true' });
+    if (!SUBSCRIBER_SOURCE_TYPES.includes(input.sourceType as never)) problems.push({ path: 'sourceType', message: 'Invalid' });
+    if (input.source !== undefined && (typeof input.source !== 'string' || input.source.length > 160)) {
+      problems.push({ path: 'source', message: 'At most 160 characters' });
+    }
+    if (input.sourcePlatform !== undefined && !SOURCE_PLATFORMS.includes(input.sourcePlatform as never)) {
+      problems.push({ path: 'sourcePlatform', message: 'Invalid' });
+    }
+    if (problems.length > 0) return fail(c, 422, 'VALIDATION_ERROR', 'Invalid subscriber', problems);
+
+    const normalized = email.toLowerCase();
+    const existing = subscribers.get(normalized);
+    if (existing?.status === 'blocked') {
+      return fail(c, 409, 'SUBSCRIBER_BLOCKED', `Subscriber ${normalized} is blocked`);
+    }
+    const timestamp = new Date(now()).toISOString();
+    const subscriber: DemoSubscriber = existing ?? {
+      id: `sub_${String(subscribers.size + 1).padStart(4, '0')}`,
+      emailNormalized: normalized,
+      emailOriginal: email,
+      status: 'subscribed',
+      sourceType: String(input.sourceType),
+      source: typeof input.source === 'string' ? input.source : undefined,
+      sourcePlatform: typeof input.sourcePlatform === 'string' ? input.sourcePlatform : undefined,
+    };
+    subscribers.set(normalized, subscriber);
+    return c.json({
+      ok: true,
+      data: {
+        ...subscriber,
+        workspaceId: DEMO_WORKSPACE_ID,
+        accountSetId: DEMO_ACCOUNT_SET_ID,
+        subscribedAt: timestamp,
+        createdAt: timestamp,
+        updatedAt: timestamp,
+      },
+    });
+  });
+
+  app.notFound((c) => fail(c, 404, 'NOT_FOUND', 'No such operation in the demo upstream'));
+
+  const demoFetch: typeof globalThis.fetch = async (input, init) => {
+    const request = new Request(input, init);
+    if (new URL(request.url).origin !== base.origin) {
+      throw new TypeError('fetch failed: the demo upstream answers only its own host');
+    }
+    return app.fetch(request);
+  };
+
+  return { fetch: demoFetch, baseUrl: DEMO_BASE_URL, apiKey, subscribers, issues };
+}

@@ -1,0 +1,114 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { UpstreamError } from './upstream.js';
+
+/** The error codes of PRODUCT.md ("Errors we return"), with their HTTP status. */
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 422,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  FORBIDDEN_ORIGIN: 403,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  UPSTREAM_ERROR: 502,
+  UPSTREAM_UNAVAILABLE: 503,
+  INTERNAL_ERROR: 500,
+} as const satisfies Record<string, ContentfulStatusCode>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** One entry of a VALIDATION_ERROR's `details`. */
+export interface ValidationIssue {
+  path: string;
+  message: string;
+}
+
+/** Our own wording for each code: clients never see upstream text. */
+const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
+  VALIDATION_ERROR: 'The request is not valid.',
+  NOT_FOUND: 'Not found.',
+  METHOD_NOT_ALLOWED: 'Method not allowed.',
+  FORBIDDEN_ORIGIN: 'This origin is not allowed.',
+  PAYLOAD_TOO_LARGE: 'The request body is too large.',
+  UNSUPPORTED_MEDIA_TYPE: 'Send application/json, application/x-www-form-urlencoded or multipart/form-data.',
+  RATE_LIMITED: 'Too many requests. Try again later.',
+  UPSTREAM_ERROR: 'The newsletter service could not answer.',
+  UPSTREAM_UNAVAILABLE: 'The newsletter service is busy. Try again later.',
+  INTERNAL_ERROR: 'Something went wrong.',
+};
+
+export interface ApiErrorOptions {
+  message?: string;
+  details?: ValidationIssue[];
+  /** Seconds, sent as `Retry-After` (429, 503). */
+  retryAfter?: number;
+  /** Methods, sent as `Allow` (405). */
+  allow?: readonly string[];
+  cause?: unknown;
+}
+
+/** The one error type routes throw; `renderError` turns it into the envelope. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: ContentfulStatusCode;
+  readonly details: ValidationIssue[] | undefined;
+  readonly retryAfter: number | undefined;
+  readonly allow: readonly string[] | undefined;
+
+  constructor(code: ErrorCode, options: ApiErrorOptions = {}) {
+    super(options.message ?? DEFAULT_MESSAGES[code], { cause: options.cause });
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.details = options.details;
+    this.retryAfter = options.retryAfter;
+    this.allow = options.allow;
+  }
+}
+
+/** The body of an error response, exactly as PRODUCT.md shapes it. */
+export function errorEnvelope(error: ApiError): {
+  ok: false;
+  error: { code: ErrorCode; message: string; details?: ValidationIssue[] };
+} {
+  const body: { code: ErrorCode; message: string; details?: ValidationIssue[] } = {
+    code: error.code,
+    message: error.message,
+  };
+  if (error.details) body.details = error.details;
+  return { ok: false, error: body };
+}
+
+/** Renders any ApiError as the JSON envelope with its status and headers; errors are never cached. */
+export function renderError(c: Context, error: ApiError): Response {
+  const headers: Record<string, string> = { 'Cache-Control': 'no-store' };
+  if (error.retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfter)));
+  if (error.allow) headers.Allow = error.allow.join(', ');
+  return c.json(errorEnvelope(error), error.status, headers);
+}
+
+/**
+ * Maps an upstream failure to our code (PRODUCT.md "Errors we return"). The browser never sees
+ * a 401: a rejected key is our problem (502). A 422 on a read means we sent something the
+ * upstream did not expect (502); on subscribe it is the visitor's input (422, in our words).
+ */
+export function apiErrorFromUpstream(error: UpstreamError, operation: 'read' | 'write'): ApiError {
+  switch (error.kind) {
+    case 'not_found':
+      return new ApiError('NOT_FOUND', { cause: error });
+    case 'rate_limited':
+    case 'timeout':
+      return new ApiError('UPSTREAM_UNAVAILABLE', { retryAfter: error.retryAfterSeconds ?? 5, cause: error });
+    case 'validation':
+      return operation === 'write'
+        ? new ApiError('VALIDATION_ERROR', {
+            message: 'The newsletter service did not accept this subscription.',
+            details: [{ path: 'email', message: 'was not accepted' }],
+            cause: error,
+          })
+        : new ApiError('UPSTREAM_ERROR', { cause: error });
+    default:
+      return new ApiError('UPSTREAM_ERROR', { cause: error });
+  }
+}

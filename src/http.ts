@@ -1,0 +1,43 @@
+import type { Context } from 'hono';
+import type { WaitUntil } from './cache.js';
+import type { PublicRead } from './public-reads.js';
+
+/**
+ * Sends a cached read: its serialized body, strong ETag and `X-Cache`, or 304 when the
+ * client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2).
+ */
+export function sendRead(c: Context, read: PublicRead, cacheControl: string): Response {
+  const { body, etag } = read.rendered;
+  if (ifNoneMatchMatches(c.req.header('if-none-match'), etag)) {
+    return c.body(null, 304, { 'Cache-Control': cacheControl, ETag: etag, 'X-Cache': read.state });
+  }
+  return c.body(body, 200, {
+    'Content-Type': 'application/json',
+    'Cache-Control': cacheControl,
+    ETag: etag,
+    'X-Cache': read.state,
+  });
+}
+
+/** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */
+export function ifNoneMatchMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
+}
+
+/** `Cache-Control` of public GET successes (PRODUCT.md "Caching"). */
+export function publicCacheControl(ttlSeconds: number, staleWhileRevalidate: number, staleIfError: number): string {
+  return `public, max-age=${ttlSeconds}, stale-while-revalidate=${staleWhileRevalidate}, stale-if-error=${staleIfError}`;
+}
+
+/** Workers' `waitUntil` for this request; on Node there is no execution context and work simply runs. */
+export function waitUntilOf(c: Context): WaitUntil | undefined {
+  let ctx: { waitUntil(promise: Promise<unknown>): void };
+  try {
+    ctx = c.executionCtx;
+  } catch {
+    return undefined;
+  }
+  return (promise) => ctx.waitUntil(promise);
+}

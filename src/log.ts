@@ -1,0 +1,75 @@
+/** Severity of a log line. */
+export type LogLevel = 'info' | 'warn' | 'error';
+
+export type LogFields = Record<string, string | number | boolean | null | undefined>;
+
+/** Structured JSON logging: one line per event. */
+export interface Logger {
+  log(level: LogLevel, event: string, fields?: LogFields): void;
+}
+
+export interface LoggerOptions {
+  /** Receives one serialized JSON line at a time. */
+  write: (line: string) => void;
+  now?: () => number;
+  /** Strings that must never appear in a line (the API key): replaced as a last line of defence. */
+  redact?: readonly (string | undefined)[];
+}
+
+/** Creates a JSON-lines logger; redaction runs on the serialized line so no field can slip past it. */
+export function createLogger(options: LoggerOptions): Logger {
+  const { write, now = Date.now } = options;
+  const secrets = (options.redact ?? []).filter((secret): secret is string => typeof secret === 'string' && secret.length >= 4);
+  return {
+    log(level, event, fields) {
+      let line = JSON.stringify({ time: new Date(now()).toISOString(), level, event, ...fields });
+      for (const secret of secrets) line = line.split(secret).join('[redacted]');
+      write(line);
+    },
+  };
+}
+
+/** A logger that drops everything (the default where none is given). */
+export const silentLogger: Logger = { log() {} };
+
+/** `jane.doe@example.com` → `j***@example.com`: enough to follow a case in the logs, not to harvest addresses. */
+export function maskEmail(email: string): string {
+  const at = email.lastIndexOf('@');
+  if (at < 1) return '***';
+  return `${email[0]}***@${email.slice(at + 1).toLowerCase()}`;
+}
+
+/**
+ * Buffers lines and writes them in batches: a synchronous write per request costs more than
+ * the rest of a cached request. Flushes when the buffer is large, on the interval, and on demand.
+ */
+export function createBufferedWriter(
+  sink: (chunk: string) => void,
+  options: { flushIntervalMs?: number; maxBufferedBytes?: number } = {},
+): { write: (line: string) => void; flush: () => void; stop: () => void } {
+  const { flushIntervalMs = 250, maxBufferedBytes = 64 * 1024 } = options;
+  let buffered: string[] = [];
+  let bytes = 0;
+  const flush = () => {
+    if (buffered.length === 0) return;
+    const chunk = `${buffered.join('\n')}\n`;
+    buffered = [];
+    bytes = 0;
+    sink(chunk);
+  };
+  const timer = setInterval(flush, flushIntervalMs);
+  // The timer alone must not keep a stopping process alive.
+  (timer as { unref?: () => void }).unref?.();
+  return {
+    write(line) {
+      buffered.push(line);
+      bytes += line.length + 1;
+      if (bytes >= maxBufferedBytes) flush();
+    },
+    flush,
+    stop() {
+      clearInterval(timer);
+      flush();
+    },
+  };
+}

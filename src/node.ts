@@ -1,0 +1,63 @@
+import { serve } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { clientIpFromForwardedFor } from './client-ip.js';
+import { parseConfig } from './config.js';
+import { createBufferedWriter, createLogger } from './log.js';
+import { createServiceForConfig } from './service.js';
+
+/** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
+function main(): void {
+  const parsed = parseConfig(process.env);
+  if (!parsed.ok) {
+    for (const problem of parsed.problems) process.stderr.write(`config error: ${problem}\n`);
+    process.stderr.write('newsletter-bff did not start. See README.md "Configuration".\n');
+    process.exitCode = 1;
+    return;
+  }
+  const { config } = parsed;
+  const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
+  const log = createLogger({ write: writer.write, redact: [config.apiKey] });
+  const { app, stats } = createServiceForConfig(config, {
+    log,
+    clientIp: (c) =>
+      clientIpFromForwardedFor(c.req.header('x-forwarded-for'), getConnInfo(c).remote.address, config.trustProxyHops),
+  });
+
+  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
+    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+    if (config.mode === 'demo') {
+      process.stdout.write(
+        [
+          '',
+          '  DEMO MODE: no NEWSLETTER_API_KEY is set, so this serves an embedded sample publication.',
+          '  Nothing is sent to a real newsletter service. Set NEWSLETTER_API_KEY and',
+          '  NEWSLETTER_API_BASE_URL to serve your own newsletter.',
+          '',
+        ].join('\n') + '\n',
+      );
+    }
+    process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);
+  });
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.log('info', 'shutting_down', { signal });
+    // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets.
+    server.close(() => {
+      log.log('info', 'cache_stats', { ...stats() });
+      writer.stop();
+      process.exit(0);
+    });
+    if ('closeIdleConnections' in server) server.closeIdleConnections();
+    setTimeout(() => {
+      writer.stop();
+      process.exit(0);
+    }, 10_000).unref();
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+main();

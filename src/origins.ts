@@ -1,0 +1,25 @@
+/**
+ * The browser origins this service answers (PRODUCT.md `ALLOWED_ORIGINS`): the listed ones,
+ * any with `*`, and always the service's own origin (a page it serves posting to itself).
+ */
+export function createOriginPolicy(allowed: '*' | readonly string[]) {
+  const listed = new Set(allowed === '*' ? [] : allowed);
+  return {
+    isAllowed(origin: string, ownOrigin: string): boolean {
+      return allowed === '*' || listed.has(origin) || origin === ownOrigin;
+    },
+  };
+}
+
+export type OriginPolicy = ReturnType<typeof createOriginPolicy>;
+
+/** The origin of a URL string, or undefined when it is not an absolute http(s) URL. */
+export function originOf(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}

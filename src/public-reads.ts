@@ -1,0 +1,208 @@
+import { LRUCache } from 'lru-cache';
+import { createReadThroughCache, strongEtag, type CacheState, type CacheStats, type WaitUntil } from './cache.js';
+import { ApiError } from './errors.js';
+import {
+  compareByName,
+  compareNewestFirst,
+  isPublicIssue,
+  toIssueDetail,
+  toIssueSummary,
+  toPublicCategory,
+  type IssueSummary,
+  type PublicCategory,
+} from './shape.js';
+import { UpstreamError, type UpstreamClient } from './upstream.js';
+
+/** A success envelope serialized once, with its strong ETag: a cache hit only copies bytes. */
+export interface RenderedJson {
+  body: string;
+  etag: string;
+}
+
+export interface PublicRead {
+  rendered: RenderedJson;
+  state: CacheState;
+}
+
+export interface ArchiveQuery {
+  limit: number;
+  offset: number;
+  category?: string | undefined;
+}
+
+/** The archive as one cached index; every limit/offset/category is served from it. */
+interface ArchiveIndex {
+  all: IssueSummary[];
+  byCategory: Map<string, IssueSummary[]>;
+  size: number;
+}
+
+type CachedValue = { kind: 'archive'; index: ArchiveIndex } | { kind: 'json'; rendered: RenderedJson; size: number };
+
+export interface PublicReadsOptions {
+  upstream: UpstreamClient;
+  now: () => number;
+  ttlSeconds: number;
+  maxBytes: number;
+  notFoundTtlSeconds: number;
+  archiveMaxIssues: number;
+  onLoadError?: (key: string, error: unknown) => void;
+}
+
+export interface PublicReads {
+  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil): Promise<PublicRead>;
+  issue(slug: string, waitUntil?: WaitUntil): Promise<PublicRead>;
+  categories(waitUntil?: WaitUntil): Promise<PublicRead>;
+  stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
+}
+
+/** Staleness limits of PRODUCT.md "Caching", also sent in `Cache-Control`. */
+export const STALE_WHILE_REVALIDATE_SECONDS = 300;
+export const STALE_IF_ERROR_SECONDS = 86_400;
+const NOT_FOUND_MAX_ENTRIES = 20_000;
+const ARCHIVE_KEY = 'archive';
+const CATEGORIES_KEY = 'categories';
+const ISSUE_KEY_PREFIX = 'issue:';
+
+// JavaScript strings may take two bytes a character; the estimate errs on the safe side.
+const stringBytes = (text: string): number => 2 * text.length + 64;
+
+/** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
+export function createPublicReads(options: PublicReadsOptions): PublicReads {
+  const { upstream, now } = options;
+  // One memory budget (CACHE_MAX_BYTES), split: upstream data, serialized archive pages, 404s.
+  const notFoundBytes = Math.floor(options.maxBytes * 0.05);
+  const pageBytes = Math.floor(options.maxBytes * 0.25);
+  const dataBytes = options.maxBytes - pageBytes - notFoundBytes;
+
+  // Unknown slugs live apart from the main cache, so a slug-scanning bot can neither reach
+  // the upstream twice for one slug nor evict the good entries (PRODUCT.md "Caching").
+  const notFound = new LRUCache<string, true>({
+    max: NOT_FOUND_MAX_ENTRIES,
+    maxSize: notFoundBytes,
+    sizeCalculation: (_value, slug) => stringBytes(slug),
+    ttl: options.notFoundTtlSeconds * 1000,
+    perf: { now },
+  });
+
+  const cache = createReadThroughCache<CachedValue>({
+    maxBytes: dataBytes,
+    ttlMs: options.ttlSeconds * 1000,
+    staleWhileRevalidateMs: STALE_WHILE_REVALIDATE_SECONDS * 1000,
+    staleIfErrorMs: STALE_IF_ERROR_SECONDS * 1000,
+    now,
+    sizeOf: (value) => (value.kind === 'archive' ? value.index.size : value.size),
+    onLoadError: options.onLoadError,
+    load: (key) => {
+      if (key === ARCHIVE_KEY) return loadArchive();
+      if (key === CATEGORIES_KEY) return loadCategories();
+      return loadIssue(key.slice(ISSUE_KEY_PREFIX.length));
+    },
+  });
+
+  const pages = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
+    maxSize: pageBytes,
+    sizeCalculation: (page) => stringBytes(page.rendered.body),
+  });
+
+  async function loadArchive(): Promise<CachedValue> {
+    const rows = await upstream.listAllPublicIssues(options.archiveMaxIssues);
+    const bySlug = new Map<string, IssueSummary>();
+    for (const row of rows) {
+      // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
+      if (isPublicIssue(row) && !bySlug.has(row.slug)) bySlug.set(row.slug, toIssueSummary(row));
+    }
+    const all = [...bySlug.values()].sort(compareNewestFirst);
+    const byCategory = new Map<string, IssueSummary[]>();
+    let size = 256;
+    for (const summary of all) {
+      size += stringBytes(JSON.stringify(summary));
+      if (!summary.category) continue;
+      const list = byCategory.get(summary.category.slug) ?? [];
+      list.push(summary);
+      byCategory.set(summary.category.slug, list);
+    }
+    return { kind: 'archive', index: { all, byCategory, size } };
+  }
+
+  async function loadCategories(): Promise<CachedValue> {
+    const bySlug = new Map<string, PublicCategory>();
+    for (const category of await upstream.listCategories()) {
+      if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
+    }
+    return renderJson({ ok: true, data: [...bySlug.values()].sort(compareByName) });
+  }
+
+  async function loadIssue(slug: string): Promise<CachedValue | undefined> {
+    let issue;
+    try {
+      issue = await upstream.getIssueBySlug(slug);
+    } catch (error) {
+      if (error instanceof UpstreamError && error.kind === 'not_found') {
+        notFound.set(slug, true);
+        return undefined;
+      }
+      throw error;
+    }
+    // A draft, private or renamed issue is a 404 even when the upstream returned it.
+    if (!isPublicIssue(issue) || issue.slug !== slug) {
+      notFound.set(slug, true);
+      return undefined;
+    }
+    return renderJson({ ok: true, data: toIssueDetail(issue) });
+  }
+
+  async function renderJson(envelope: unknown): Promise<CachedValue> {
+    const body = JSON.stringify(envelope);
+    return { kind: 'json', rendered: { body, etag: await strongEtag(body) }, size: stringBytes(body) };
+  }
+
+  async function readJson(key: string, waitUntil: WaitUntil | undefined): Promise<PublicRead | undefined> {
+    const { value, state } = await cache.read(key, waitUntil);
+    if (value?.kind !== 'json') return undefined;
+    return { rendered: value.rendered, state };
+  }
+
+  return {
+    async archivePage(query, waitUntil) {
+      const { value, state } = await cache.read(ARCHIVE_KEY, waitUntil);
+      if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
+      const { index } = value;
+      const pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`;
+      const cached = pages.get(pageKey);
+      if (cached?.index === index) return { rendered: cached.rendered, state };
+      const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+      const body = JSON.stringify({
+        ok: true,
+        data: list.slice(query.offset, query.offset + query.limit),
+        meta: { total: list.length, limit: query.limit, offset: query.offset },
+      });
+      const rendered = { body, etag: await strongEtag(body) };
+      pages.set(pageKey, { index, rendered });
+      return { rendered, state };
+    },
+
+    async issue(slug, waitUntil) {
+      if (notFound.has(slug)) throw new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+      const read = await readJson(ISSUE_KEY_PREFIX + slug, waitUntil);
+      if (!read) throw new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+      return read;
+    },
+
+    async categories(waitUntil) {
+      const read = await readJson(CATEGORIES_KEY, waitUntil);
+      if (!read) throw new Error('categories loader returned nothing');
+      return read;
+    },
+
+    stats() {
+      return {
+        ...cache.stats(),
+        notFoundEntries: notFound.size,
+        notFoundBytes: notFound.calculatedSize,
+        renderedPages: pages.size,
+        renderedPageBytes: pages.calculatedSize,
+      };
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import { LRUCache } from 'lru-cache';
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  /** Seconds until the current window ends (for `Retry-After`). */
+  retryAfterSeconds: number;
+}
+
+/** Counts attempts per key in fixed windows. */
+export interface RateLimiter {
+  hit(key: string): RateLimitDecision | Promise<RateLimitDecision>;
+}
+
+/**
+ * A fixed-window limiter kept in a bounded lru-cache (a flood of new IPs evicts the oldest
+ * counters instead of growing memory). In memory, so per process on Node and per isolate on Workers.
+ */
+export function createMemoryRateLimiter(options: {
+  limit: number;
+  windowMs: number;
+  now: () => number;
+  maxKeys?: number;
+}): RateLimiter {
+  const { limit, windowMs, now } = options;
+  const windows = new LRUCache<string, { count: number; startedAt: number }>({
+    max: options.maxKeys ?? 50_000,
+    ttl: windowMs,
+    perf: { now },
+  });
+  return {
+    hit(key) {
+      const time = now();
+      let current = windows.get(key);
+      if (!current || time - current.startedAt >= windowMs) {
+        current = { count: 0, startedAt: time };
+        windows.set(key, current);
+      }
+      current.count += 1;
+      const retryAfterSeconds = Math.max(1, Math.ceil((current.startedAt + windowMs - time) / 1000));
+      return { allowed: current.count <= limit, retryAfterSeconds };
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import { Hono } from 'hono';
+import { validator } from 'hono/validator';
+import { z } from 'zod';
+import { ApiError } from '../errors.js';
+import { sendRead, waitUntilOf } from '../http.js';
+import type { PublicReads } from '../public-reads.js';
+import { SLUG_PATTERN } from '../upstream.js';
+import { firstValue, parseOrThrow } from '../validation.js';
+
+export interface IssuesRoutesOptions {
+  reads: PublicReads;
+  cacheControl: string;
+  /** The largest useful offset: the archive never holds more issues than this. */
+  maxOffset: number;
+}
+
+const SLUG_RULE = 'must be 1 to 200 letters, digits, "-" or "_", starting and ending with a letter or digit';
+
+function wholeNumber(min: number, max: number, fallback: number) {
+  const rule = `must be a whole number from ${min} to ${max}`;
+  return z.preprocess(
+    firstValue,
+    z
+      .string()
+      .regex(/^\d{1,9}$/, { error: rule })
+      .transform(Number)
+      .pipe(z.number().min(min, { error: rule }).max(max, { error: rule }))
+      .optional()
+      .transform((value) => value ?? fallback),
+  );
+}
+
+function createArchiveQuerySchema(maxOffset: number) {
+  // Only these three are read: unknown parameters are dropped and never reach a cache key.
+  return z.object({
+    limit: wholeNumber(1, 100, 20),
+    offset: wholeNumber(0, maxOffset, 0),
+    category: z.preprocess(firstValue, z.string().regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` }).optional()),
+  });
+}
+
+/** GET /api/issues and GET /api/issues/:slug (PRODUCT.md "The four public routes"). */
+export function createIssuesRoutes(options: IssuesRoutesOptions) {
+  const { reads, cacheControl } = options;
+  const ArchiveQuerySchema = createArchiveQuerySchema(options.maxOffset);
+
+  return new Hono()
+    .get(
+      '/issues',
+      validator('query', (query) => parseOrThrow(ArchiveQuerySchema, query)),
+      async function listIssues(c) {
+        const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c));
+        return sendRead(c, read, cacheControl);
+      },
+    )
+    .get('/issues/:slug', async function getIssue(c) {
+      // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
+      // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
+      const slug = c.req.param('slug');
+      if (!SLUG_PATTERN.test(slug)) {
+        throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
+      }
+      const read = await reads.issue(slug, waitUntilOf(c));
+      return sendRead(c, read, cacheControl);
+    });
+}

@@ -1,0 +1,44 @@
+import type { Context } from 'hono';
+import { createService } from './app.js';
+import type { Config } from './config.js';
+import { createDemoUpstream } from './demo/demo-upstream.js';
+import type { Logger } from './log.js';
+import type { RateLimiter } from './rate-limit.js';
+import { createUpstreamClient } from './upstream.js';
+
+export interface RuntimeDeps {
+  log: Logger;
+  clientIp: (c: Context) => string | undefined;
+  fetch?: typeof globalThis.fetch;
+  now?: () => number;
+  rateLimiter?: RateLimiter;
+}
+
+/**
+ * Builds the service for a parsed config, shared by the Node and Workers entries: the real
+ * upstream client, pointed at the configured service or (demo mode) at the embedded demo upstream.
+ */
+export function createServiceForConfig(config: Config, deps: RuntimeDeps) {
+  const upstream =
+    config.mode === 'demo'
+      ? createDemoClient(config, deps)
+      : createUpstreamClient({
+          baseUrl: config.apiBaseUrl ?? '',
+          apiKey: config.apiKey ?? '',
+          timeoutMs: config.upstreamTimeoutMs,
+          fetch: deps.fetch,
+          now: deps.now,
+        });
+  return createService({ config, upstream, ...deps });
+}
+
+function createDemoClient(config: Config, deps: RuntimeDeps) {
+  const demo = createDemoUpstream({ now: deps.now });
+  return createUpstreamClient({
+    baseUrl: demo.baseUrl,
+    apiKey: demo.apiKey,
+    timeoutMs: config.upstreamTimeoutMs,
+    fetch: demo.fetch,
+    now: deps.now,
+  });
+}
