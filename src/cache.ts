@@ -73,6 +73,8 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     ttl: ttlMs,
     ttlAutopurge: false,
     perf: { now },
+    // Staleness is checked against the injected clock on every read (no cached "now" timer).
+    ttlResolution: 0,
     allowStale: true,
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,

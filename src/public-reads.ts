@@ -83,6 +83,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     sizeCalculation: (_value, slug) => stringBytes(slug),
     ttl: options.notFoundTtlSeconds * 1000,
     perf: { now },
+    // Staleness is checked against the injected clock on every read (no cached "now" timer).
+    ttlResolution: 0,
   });
 
   const cache = createReadThroughCache<CachedValue>({

@@ -26,6 +26,8 @@ export function createMemoryRateLimiter(options: {
     max: options.maxKeys ?? 50_000,
     ttl: windowMs,
     perf: { now },
+    // Staleness is checked against the injected clock on every read (no cached "now" timer).
+    ttlResolution: 0,
   });
   return {
     hit(key) {

@@ -121,3 +121,23 @@ export function createTestApp(options: TestAppOptions = {}) {
   });
   return { app: service.app, stats: service.stats, clock, logs, demo, config, sleeps };
 }
+
+/** A Workers-style execution context that records `waitUntil` work, so a test can await it. */
+export function createExecutionContext() {
+  const pending: Promise<unknown>[] = [];
+  const ctx = {
+    waitUntil: (promise: Promise<unknown>) => {
+      pending.push(promise);
+    },
+    passThroughOnException: () => undefined,
+    props: {},
+  };
+  return {
+    ctx,
+    pending,
+    /** Awaits all background work handed to waitUntil so far. */
+    async settle() {
+      await Promise.allSettled(pending.splice(0));
+    },
+  };
+}

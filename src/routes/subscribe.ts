@@ -78,7 +78,12 @@ type Outcome = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'r
 /** POST /api/subscribe (PRODUCT.md "POST /api/subscribe"). */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
   const { upstream, config, origins, rateLimiter, clientIp, now, log } = options;
-  const recentlySubscribed = new LRUCache<string, true>({ max: REPEAT_MAX_ENTRIES, ttl: REPEAT_WINDOW_MS, perf: { now } });
+  const recentlySubscribed = new LRUCache<string, true>({
+    max: REPEAT_MAX_ENTRIES,
+    ttl: REPEAT_WINDOW_MS,
+    perf: { now },
+    ttlResolution: 0,
+  });
 
   function ownOrigin(c: Context): string {
     return new URL(c.req.url).origin;

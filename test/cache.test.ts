@@ -1,0 +1,185 @@
+import { describe, expect, it } from 'vitest';
+import { createReadThroughCache, strongEtag, type ReadThroughCacheOptions } from '../src/cache.js';
+import { createFakeClock } from './helpers.js';
+
+const TTL = 60_000;
+const SWR = 300_000;
+const SIE = 86_400_000;
+
+/** A loader whose answers the test scripts, with a log of every load. */
+function createLoader() {
+  const loads: string[] = [];
+  let version = 1;
+  let failure: Error | undefined;
+  let pending: { resolve: () => void } | undefined;
+  const load = async (key: string): Promise<string | undefined> => {
+    loads.push(key);
+    if (pending) await new Promise<void>((resolve) => (pending = { resolve }));
+    if (failure) throw failure;
+    if (key.startsWith('missing')) return undefined;
+    return `${key}@v${version}`;
+  };
+  return {
+    load,
+    loads,
+    bump: () => (version += 1),
+    fail: (error: Error | undefined) => (failure = error),
+    hold: () => (pending = { resolve: () => undefined }),
+    release: () => {
+      const current = pending;
+      pending = undefined;
+      current?.resolve();
+    },
+  };
+}
+
+function createCache(overrides: Partial<ReadThroughCacheOptions<string>> = {}) {
+  const clock = createFakeClock();
+  const loader = createLoader();
+  const cache = createReadThroughCache<string>({
+    load: loader.load,
+    sizeOf: (value) => value.length,
+    maxBytes: 10_000,
+    ttlMs: TTL,
+    staleWhileRevalidateMs: SWR,
+    staleIfErrorMs: SIE,
+    now: clock.now,
+    ...overrides,
+  });
+  return { cache, clock, loader };
+}
+
+/** Lets queued promise callbacks (a background refresh) run to completion. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i += 1) await Promise.resolve();
+}
+
+describe('read-through cache', () => {
+  it('answers a second read within the TTL from memory without loading again', async () => {
+    const { cache, clock, loader } = createCache();
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'MISS' });
+    clock.advance(TTL - 1);
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'HIT' });
+    expect(loader.loads).toEqual(['a']);
+    expect(cache.stats()).toMatchObject({ hits: 1, misses: 1, entries: 1 });
+  });
+
+  it('makes one load for 100 concurrent misses of one key', async () => {
+    const { cache, loader } = createCache();
+    loader.hold();
+    const reads = Array.from({ length: 100 }, () => cache.read('a'));
+    await settle();
+    loader.release();
+    const results = await Promise.all(reads);
+    expect(loader.loads).toEqual(['a']);
+    expect(new Set(results.map((result) => result.value))).toEqual(new Set(['a@v1']));
+  });
+
+  it('serves the stale value at once after the TTL and refreshes it once in the background', async () => {
+    const { cache, clock, loader } = createCache();
+    await cache.read('a');
+    loader.bump();
+    clock.advance(TTL + 1);
+    loader.hold();
+    const first = await cache.read('a');
+    const second = await cache.read('a');
+    expect(first).toEqual({ value: 'a@v1', state: 'STALE' });
+    expect(second).toEqual({ value: 'a@v1', state: 'STALE' });
+    loader.release();
+    await settle();
+    expect(loader.loads).toEqual(['a', 'a']);
+    expect(await cache.read('a')).toEqual({ value: 'a@v2', state: 'HIT' });
+  });
+
+  it('hands the background refresh to waitUntil so a Worker keeps it alive', async () => {
+    const { cache, clock } = createCache();
+    await cache.read('a');
+    clock.advance(TTL + 1);
+    const kept: Promise<unknown>[] = [];
+    await cache.read('a', (promise) => kept.push(promise));
+    expect(kept).toHaveLength(1);
+    await expect(kept[0]).resolves.toBeUndefined();
+  });
+
+  it.each([
+    ['a 500', new Error('upstream failed (500)')],
+    ['a timeout', Object.assign(new Error('timed out'), { name: 'TimeoutError' })],
+    ['garbage', new Error('body is not JSON')],
+  ])('keeps serving the stale value while refreshes fail with %s, up to the stale-if-error limit', async (_label, error) => {
+    const { cache, clock, loader } = createCache();
+    await cache.read('a');
+    loader.fail(error);
+
+    clock.advance(TTL + 1);
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'STALE' });
+    await settle();
+
+    // Past the stale-while-revalidate window the refresh is awaited, and its failure still serves stale.
+    clock.advance(SWR + 1000);
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'STALE' });
+
+    clock.advance(SIE - SWR - 10_000);
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'STALE' });
+
+    // Beyond a day past its freshness the copy is dropped and the failure surfaces.
+    clock.advance(20_000);
+    await expect(cache.read('a')).rejects.toBe(error);
+    expect(cache.stats().entries).toBe(0);
+    expect(cache.stats().refreshFailures).toBeGreaterThanOrEqual(4);
+  });
+
+  it('rejects a cold read whose load fails and caches nothing', async () => {
+    const { cache, loader } = createCache();
+    const error = new Error('upstream down');
+    loader.fail(error);
+    await expect(cache.read('a')).rejects.toBe(error);
+    expect(cache.stats().entries).toBe(0);
+    loader.fail(undefined);
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'MISS' });
+    expect(loader.loads).toEqual(['a', 'a']);
+  });
+
+  it('returns undefined for a value that does not exist and stores nothing', async () => {
+    const { cache } = createCache();
+    expect(await cache.read('missing-1')).toEqual({ value: undefined, state: 'MISS' });
+    expect(cache.stats()).toMatchObject({ entries: 0, bytes: 0 });
+  });
+
+  it('replaces a stale value with a tombstone when its source says it is gone', async () => {
+    const { cache, clock } = createCache({
+      load: async (key) => (clock.now() > 1_700_000_000_000 + TTL ? undefined : `${key}@v1`),
+    });
+    expect((await cache.read('a')).value).toBe('a@v1');
+    clock.advance(TTL + SWR + 1);
+    expect((await cache.read('a')).value).toBeUndefined();
+    expect((await cache.read('a')).value).toBeUndefined();
+  });
+
+  it('never holds more bytes than its bound, however many keys are read', async () => {
+    const { cache } = createCache({ maxBytes: 5_000 });
+    for (let i = 0; i < 20_000; i += 1) {
+      await cache.read(`key-${i}`);
+      const { bytes } = cache.stats();
+      if (bytes > 5_000) throw new Error(`bound exceeded after ${i} keys: ${bytes}`);
+    }
+    expect(cache.stats().bytes).toBeLessThanOrEqual(5_000);
+    expect(cache.stats().entries).toBeLessThan(1_000);
+  });
+
+  it('does not store a value larger than the per-entry cap', async () => {
+    const { cache, loader } = createCache({ maxBytes: 10_000, maxEntryBytes: 3 });
+    await cache.read('a');
+    await cache.read('a');
+    expect(loader.loads).toEqual(['a', 'a']);
+    expect(cache.stats().entries).toBe(0);
+  });
+});
+
+describe('strongEtag', () => {
+  it('is a quoted strong validator that is stable for a body and differs between bodies', async () => {
+    const etag = await strongEtag('{"ok":true}');
+    expect(etag).toMatch(/^"[A-Za-z0-9_-]{24}"$/);
+    expect(await strongEtag('{"ok":true}')).toBe(etag);
+    expect(await strongEtag('{"ok":false}')).not.toBe(etag);
+  });
+});

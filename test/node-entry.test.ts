@@ -1,0 +1,93 @@
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const entry = fileURLToPath(new URL('../dist/node.js', import.meta.url));
+const children: ChildProcessWithoutNullStreams[] = [];
+
+beforeAll(() => {
+  // The entry runs as `npm start` runs it: compiled by tsc into dist/.
+  execFileSync(process.execPath, [fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.build.json'], {
+    cwd: root,
+    stdio: 'pipe',
+  });
+});
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+function start(env: Record<string, string>) {
+  const child = spawn(process.execPath, [entry], { cwd: root, env: { PATH: process.env.PATH ?? '', ...env } });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    exited,
+    output: () => ({ stdout, stderr }),
+    /** Resolves when stdout contains `text`; gives up after a bounded wait. */
+    waitFor: (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no "${text}" in output: ${stdout}${stderr}`)), 15_000);
+        const check = () => {
+          if (stdout.includes(text)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        child.stdout.on('data', check);
+        check();
+      }),
+  };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (typeof address !== 'object' || address === null) throw new Error('no port');
+  return address.port;
+}
+
+describe('Node entry', () => {
+  it('exits non-zero with one line naming each bad variable, never echoing the key', async () => {
+    const key = 'fake-secret-key-4b1d9e';
+    const run = start({ NEWSLETTER_API_KEY: key, NEWSLETTER_API_BASE_URL: 'nope', PORT: 'eighty' });
+    expect(await run.exited).toBe(1);
+    const { stdout, stderr } = run.output();
+    expect(stderr).toMatch(/^config error: NEWSLETTER_API_BASE_URL .+$/m);
+    expect(stderr).toMatch(/^config error: PORT .+$/m);
+    expect(stdout + stderr).not.toContain(key);
+  });
+
+  it('refuses to start in production without an API key', async () => {
+    const run = start({ NODE_ENV: 'production' });
+    expect(await run.exited).toBe(1);
+    expect(run.output().stderr).toContain('config error: NEWSLETTER_API_KEY is required when NODE_ENV=production');
+  });
+
+  it('serves the demo archive with a banner, and stops cleanly on SIGTERM', async () => {
+    const port = await freePort();
+    const run = start({ PORT: String(port), HOST: '127.0.0.1' });
+    await run.waitFor('listening on');
+    expect(run.output().stdout).toContain('DEMO MODE');
+
+    const response = await fetch(`http://127.0.0.1:${port}/api/issues?limit=3`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { ok: boolean; data: unknown[]; meta: { total: number } };
+    expect(body.ok).toBe(true);
+    expect(body.data).toHaveLength(3);
+    expect(body.meta.total).toBeGreaterThanOrEqual(40);
+
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(run.output().stdout).toContain('"event":"cache_stats"');
+  });
+});

@@ -1,0 +1,206 @@
+import { describe, expect, it } from 'vitest';
+import { createPublicReads } from '../src/public-reads.js';
+import { UpstreamError, type UpstreamClient } from '../src/upstream.js';
+import type { UpstreamIssue } from '../src/upstream-schemas.js';
+import { createExecutionContext, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from './helpers.js';
+
+function issue(slug: string, extra: Partial<UpstreamIssue> = {}): UpstreamIssue {
+  return {
+    id: `id-${slug}`,
+    slug,
+    subject: `Subject of ${slug}`,
+    previewText: null,
+    thumbnailUrl: null,
+    contentHtml: `<p>${slug}</p>`,
+    status: 'sent',
+    isPublic: true,
+    category: null,
+    categories: [],
+    sentAt: '2026-01-01T00:00:00.000Z',
+    ...extra,
+  };
+}
+
+/** An upstream client double that knows the slugs starting with "known-". */
+function createFakeUpstream() {
+  const calls: string[] = [];
+  const upstream: UpstreamClient = {
+    listIssues: async () => [],
+    listAllPublicIssues: async () => {
+      calls.push('archive');
+      return [issue('first')];
+    },
+    getIssueBySlug: async (slug) => {
+      calls.push(slug);
+      if (slug.startsWith('known-')) return issue(slug, { contentHtml: `<p>${'x'.repeat(2000)}</p>` });
+      throw new UpstreamError('not_found', 'upstream answered not found (404)', { status: 404 });
+    },
+    listCategories: async () => [],
+    createSubscriber: async () => ({}),
+  };
+  return { upstream, calls };
+}
+
+describe('public reads', () => {
+  it('remembers an unknown slug as a 404 for the negative TTL, then asks again', async () => {
+    const clock = createFakeClock();
+    const { upstream, calls } = createFakeUpstream();
+    const reads = createPublicReads({
+      upstream,
+      now: clock.now,
+      ttlSeconds: 60,
+      maxBytes: 1024 * 1024,
+      notFoundTtlSeconds: 30,
+      archiveMaxIssues: 5000,
+    });
+    await expect(reads.issue('nope')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    clock.advance(29_000);
+    await expect(reads.issue('nope')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(calls).toEqual(['nope']);
+    clock.advance(2_000);
+    await expect(reads.issue('nope')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(calls).toEqual(['nope', 'nope']);
+  });
+
+  it('keeps entries and bytes within CACHE_MAX_BYTES when 100,000 distinct slugs are requested', async () => {
+    const clock = createFakeClock();
+    const { upstream, calls } = createFakeUpstream();
+    const maxBytes = 1024 * 1024;
+    const reads = createPublicReads({
+      upstream,
+      now: clock.now,
+      ttlSeconds: 60,
+      maxBytes,
+      notFoundTtlSeconds: 30,
+      archiveMaxIssues: 5000,
+    });
+    await reads.archivePage({ limit: 20, offset: 0 });
+    let peakBytes = 0;
+    for (let i = 0; i < 100_000; i += 1) {
+      // Half known issues (each ~4 KB cached), half unknown slugs from a scanning bot.
+      const slug = i % 2 === 0 ? `known-${i}` : `unknown-${i}`;
+      await reads.issue(slug).catch(() => undefined);
+      if (i % 1000 === 0) {
+        const stats = reads.stats();
+        peakBytes = Math.max(peakBytes, stats.bytes + stats.renderedPageBytes + stats.notFoundBytes);
+      }
+    }
+    const stats = reads.stats();
+    expect(calls).toHaveLength(100_001);
+    expect(stats.bytes + stats.renderedPageBytes + stats.notFoundBytes).toBeLessThanOrEqual(maxBytes);
+    expect(peakBytes).toBeLessThanOrEqual(maxBytes);
+    expect(stats.notFoundBytes).toBeLessThanOrEqual(maxBytes * 0.05);
+    expect(stats.entries).toBeLessThan(400);
+  });
+
+  it('is not evicted by a slug scan: the archive stays cached while 50,000 unknown slugs are tried', async () => {
+    const clock = createFakeClock();
+    const { upstream, calls } = createFakeUpstream();
+    const reads = createPublicReads({
+      upstream,
+      now: clock.now,
+      ttlSeconds: 60,
+      maxBytes: 1024 * 1024,
+      notFoundTtlSeconds: 30,
+      archiveMaxIssues: 5000,
+    });
+    await reads.archivePage({ limit: 20, offset: 0 });
+    for (let i = 0; i < 50_000; i += 1) await reads.issue(`unknown-${i}`).catch(() => undefined);
+    const page = await reads.archivePage({ limit: 20, offset: 0 });
+    expect(page.state).toBe('HIT');
+    expect(calls.filter((call) => call === 'archive')).toHaveLength(1);
+  });
+});
+
+describe('HTTP caching of the public GET routes', () => {
+  it('serves 10,000 requests with junk query strings from one cached index and one upstream read', async () => {
+    const { fetch, calls } = createScriptedFetch((call) =>
+      jsonResponse({ ok: true, data: call.url.pathname.endsWith('/issues') ? [issue('first')] : [] }),
+    );
+    const { app, stats } = createTestApp({ fetch });
+    const etags = new Set<string>();
+    for (let i = 0; i < 10_000; i += 1) {
+      const response = await app.request(`/api/issues?utm_source=${i}&x${i}=${'y'.repeat(i % 50)}&_=${i * 7}`);
+      expect(response.status).toBe(200);
+      etags.add(response.headers.get('etag') ?? '');
+    }
+    expect(calls).toHaveLength(1);
+    expect(etags.size).toBe(1);
+    expect(stats()).toMatchObject({ entries: 1, renderedPages: 1 });
+  });
+
+  it('keeps the ETag across hits, answers a matching If-None-Match with 304, and changes it when the content changes', async () => {
+    let subject = 'First subject';
+    const { fetch } = createScriptedFetch(() => jsonResponse({ ok: true, data: issue('a-slug', { subject }) }));
+    const { app, clock } = createTestApp({ fetch });
+    const first = await app.request('/api/issues/a-slug');
+    const etag = first.headers.get('etag');
+    expect(etag).toMatch(/^"[^"]+"$/);
+    const hit = await app.request('/api/issues/a-slug');
+    expect(hit.headers.get('x-cache')).toBe('HIT');
+    expect(hit.headers.get('etag')).toBe(etag);
+
+    const notModified = await app.request('/api/issues/a-slug', { headers: { 'If-None-Match': etag ?? '' } });
+    expect(notModified.status).toBe(304);
+    expect(await notModified.text()).toBe('');
+    expect(notModified.headers.get('etag')).toBe(etag);
+
+    subject = 'Corrected subject';
+    clock.advance(61_000);
+    const background = createExecutionContext();
+    const stale = await app.request('/api/issues/a-slug', { headers: { 'If-None-Match': etag ?? '' } }, {}, background.ctx);
+    expect(stale.status).toBe(304);
+    expect(stale.headers.get('x-cache')).toBe('STALE');
+    expect(background.pending).toHaveLength(1);
+    await background.settle();
+    const fresh = await app.request('/api/issues/a-slug', { headers: { 'If-None-Match': etag ?? '' } });
+    expect(fresh.status).toBe(200);
+    expect(fresh.headers.get('etag')).not.toBe(etag);
+    expect(((await fresh.json()) as { data: { subject: string } }).data.subject).toBe('Corrected subject');
+  });
+
+  it.each(['/api/issues', '/api/issues/a-slug', '/api/categories'])(
+    'sends public Cache-Control with max-age, stale-while-revalidate and stale-if-error on %s',
+    async (path) => {
+      const { fetch } = createScriptedFetch((call) => {
+        if (call.url.pathname.endsWith('/a-slug')) return jsonResponse({ ok: true, data: issue('a-slug') });
+        return jsonResponse({ ok: true, data: [] });
+      });
+      const { app } = createTestApp({ fetch, env: { CACHE_TTL_SECONDS: '120' } });
+      const response = await app.request(path);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('cache-control')).toBe(
+        'public, max-age=120, stale-while-revalidate=300, stale-if-error=86400',
+      );
+    },
+  );
+
+  it('sends no-store on errors and on subscribe', async () => {
+    const { app } = createTestApp();
+    const notFound = await app.request('/api/issues/no-such-issue');
+    expect(notFound.status).toBe(404);
+    expect(notFound.headers.get('cache-control')).toBe('no-store');
+    const subscribe = await app.request('/api/subscribe', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: 'reader@example.com', optInAttestation: true }),
+    });
+    expect(subscribe.status).toBe(200);
+    expect(subscribe.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('answers a cold key with a failing upstream with 502 and caches nothing', async () => {
+    let failing = true;
+    const { fetch, calls } = createScriptedFetch(() =>
+      failing ? new Response('<html>Bad gateway</html>', { status: 502 }) : jsonResponse({ ok: true, data: [] }),
+    );
+    const { app } = createTestApp({ fetch });
+    const failed = await app.request('/api/categories');
+    expect(failed.status).toBe(502);
+    failing = false;
+    const recovered = await app.request('/api/categories');
+    expect(recovered.status).toBe(200);
+    expect(recovered.headers.get('x-cache')).toBe('MISS');
+    expect(calls).toHaveLength(4);
+  });
+});
