@@ -198,7 +198,12 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
-  if (!result.success || problems.size > 0) return { ok: false, problems: [...problems.values()] };
+  if (!result.success || problems.size > 0) {
+    // A key pasted into the wrong variable must not be echoed by that variable's message either.
+    const key = blankToUndefined(source.NEWSLETTER_API_KEY);
+    const redact = (line: string) => (typeof key === 'string' ? line.split(key).join('[redacted]') : line);
+    return { ok: false, problems: [...problems.values()].map(redact) };
+  }
   const env = result.data;
   return {
     ok: true,

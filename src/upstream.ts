@@ -375,6 +375,8 @@ export function parseRetryAfter(value: string | null, nowMs: number): number | u
   if (!value) return undefined;
   const trimmed = value.trim();
   if (/^\d{1,9}$/.test(trimmed)) return Math.max(1, Number(trimmed));
+  // Only an IMF-fixdate is read as a date: Date.parse would take '-5' or '1.5' for a year.
+  if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed)) return undefined;
   const date = Date.parse(trimmed);
   if (Number.isNaN(date)) return undefined;
   return Math.max(1, Math.ceil((date - nowMs) / 1000));

@@ -1,0 +1,400 @@
+import { describe, it, expect } from 'vitest';
+import { parseConfig, type Config } from '../src/config.js';
+import { SUBSCRIBER_SOURCE_TYPES } from '../src/upstream-schemas.js';
+
+/** A fake key distinctive enough that any echo of it in a problem line is unmistakable. */
+const KEY = 'sk_live_ZEBRA-quokka-4471-not-real';
+const BASE_URL = 'https://api.example.com/v1';
+const MIB = 1024 * 1024;
+
+/** Parses over a valid key and base URL; fails the test with the problems if parsing fails. */
+function configWith(env: Record<string, unknown> = {}): Config {
+  const result = parseConfig({ NEWSLETTER_API_KEY: KEY, NEWSLETTER_API_BASE_URL: BASE_URL, ...env });
+  if (!result.ok) throw new Error(`expected a valid config, got: ${result.problems.join(' | ')}`);
+  return result.config;
+}
+
+/** Parses a raw source and returns its problem lines; fails the test if parsing succeeds. */
+function problemsOf(source: Record<string, unknown>): string[] {
+  const result = parseConfig(source);
+  if (result.ok) throw new Error('expected configuration problems, but the source was accepted');
+  return result.problems;
+}
+
+/** Problem lines for one bad variable over an otherwise valid configuration. */
+function problemsWith(env: Record<string, unknown>): string[] {
+  return problemsOf({ NEWSLETTER_API_KEY: KEY, NEWSLETTER_API_BASE_URL: BASE_URL, ...env });
+}
+
+describe('parseConfig defaults', () => {
+  it('fills every optional variable with the default of PRODUCT.md when only the key and base URL are set', () => {
+    expect(configWith()).toEqual({
+      mode: 'upstream',
+      apiKey: KEY,
+      apiBaseUrl: BASE_URL,
+      allowedOrigins: [],
+      port: 8787,
+      host: '127.0.0.1',
+      cacheTtlSeconds: 60,
+      cacheMaxBytes: 64 * MIB,
+      notFoundTtlSeconds: 30,
+      archiveMaxIssues: 5000,
+      upstreamTimeoutMs: 8000,
+      subscribeRateLimitPerMinute: 10,
+      subscribeSourceType: 'embed',
+      subscribeDefaultSource: 'website',
+      subscribeRedirectUrl: undefined,
+      honeypotField: 'website',
+      trustProxyHops: 0,
+      production: false,
+    } satisfies Config);
+  });
+
+  it('reads every variable when each one is set to a valid non-default value', () => {
+    expect(
+      configWith({
+        ALLOWED_ORIGINS: 'https://site.example',
+        PORT: '3000',
+        HOST: '0.0.0.0',
+        CACHE_TTL_SECONDS: '120',
+        CACHE_MAX_BYTES: String(8 * MIB),
+        NOT_FOUND_CACHE_TTL_SECONDS: '15',
+        ARCHIVE_MAX_ISSUES: '1000',
+        UPSTREAM_TIMEOUT_MS: '2500',
+        SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '5',
+        SUBSCRIBE_SOURCE_TYPE: 'subscribe_page',
+        SUBSCRIBE_DEFAULT_SOURCE: 'footer form',
+        SUBSCRIBE_REDIRECT_URL: 'https://site.example/thanks',
+        SUBSCRIBE_HONEYPOT_FIELD: 'company_url',
+        TRUST_PROXY_HOPS: '2',
+        NODE_ENV: 'production',
+      }),
+    ).toEqual({
+      mode: 'upstream',
+      apiKey: KEY,
+      apiBaseUrl: BASE_URL,
+      allowedOrigins: ['https://site.example'],
+      port: 3000,
+      host: '0.0.0.0',
+      cacheTtlSeconds: 120,
+      cacheMaxBytes: 8 * MIB,
+      notFoundTtlSeconds: 15,
+      archiveMaxIssues: 1000,
+      upstreamTimeoutMs: 2500,
+      subscribeRateLimitPerMinute: 5,
+      subscribeSourceType: 'subscribe_page',
+      subscribeDefaultSource: 'footer form',
+      subscribeRedirectUrl: 'https://site.example/thanks',
+      honeypotField: 'company_url',
+      trustProxyHops: 2,
+      production: true,
+    } satisfies Config);
+  });
+
+  it('treats empty and whitespace-only values as unset, so every one falls back to its default', () => {
+    const blanks = [
+      'ALLOWED_ORIGINS',
+      'PORT',
+      'HOST',
+      'CACHE_TTL_SECONDS',
+      'CACHE_MAX_BYTES',
+      'NOT_FOUND_CACHE_TTL_SECONDS',
+      'ARCHIVE_MAX_ISSUES',
+      'UPSTREAM_TIMEOUT_MS',
+      'SUBSCRIBE_RATE_LIMIT_PER_MINUTE',
+      'SUBSCRIBE_SOURCE_TYPE',
+      'SUBSCRIBE_DEFAULT_SOURCE',
+      'SUBSCRIBE_REDIRECT_URL',
+      'SUBSCRIBE_HONEYPOT_FIELD',
+      'TRUST_PROXY_HOPS',
+      'NODE_ENV',
+    ];
+    const env = Object.fromEntries(blanks.map((name, index) => [name, index % 2 === 0 ? '' : '  \t ']));
+    expect(configWith(env)).toEqual(configWith());
+  });
+
+  it('runs demo mode when the key and the base URL are both blank', () => {
+    const result = parseConfig({ NEWSLETTER_API_KEY: '   ', NEWSLETTER_API_BASE_URL: '', NODE_ENV: '' });
+    expect(result).toMatchObject({ ok: true, config: { mode: 'demo', apiKey: undefined, apiBaseUrl: undefined, production: false } });
+  });
+
+  it('ignores variables it does not know, as process.env is full of them', () => {
+    expect(configWith({ PATH: '/usr/bin', HOME: '/root', npm_lifecycle_event: 'start' })).toEqual(configWith());
+  });
+
+  it('accepts numbers given as Worker bindings of type number', () => {
+    expect(configWith({ PORT: 8080, TRUST_PROXY_HOPS: 1 })).toMatchObject({ port: 8080, trustProxyHops: 1 });
+  });
+});
+
+describe('parseConfig NEWSLETTER_API_BASE_URL', () => {
+  it.each([
+    ['https://api.example.com/v1', 'https://api.example.com/v1'],
+    ['https://api.example.com/v1/', 'https://api.example.com/v1'],
+    ['https://API.Example.com:8443/newsletter/v1', 'https://api.example.com:8443/newsletter/v1'],
+    ['http://127.0.0.1:3000/v1', 'http://127.0.0.1:3000/v1'],
+    ['http://127.45.6.7/v1', 'http://127.45.6.7/v1'],
+    ['http://localhost:8080/v1', 'http://localhost:8080/v1'],
+    ['http://[::1]:8080/v1', 'http://[::1]:8080/v1'],
+  ])('accepts %s and stores it as %s', (value, stored) => {
+    expect(configWith({ NEWSLETTER_API_BASE_URL: value }).apiBaseUrl).toBe(stored);
+  });
+
+  it.each([
+    ['nope', 'must be an absolute URL such as https://api.example.com/v1'],
+    ['/v1', 'must be an absolute URL such as https://api.example.com/v1'],
+    ['api.example.com/v1', 'must be an absolute URL such as https://api.example.com/v1'],
+    ['https://api.example.com', 'must end in /v1'],
+    ['https://api.example.com/v2', 'must end in /v1'],
+    ['https://api.example.com/v1/issues', 'must end in /v1'],
+    ['https://api.example.com/v10', 'must end in /v1'],
+    ['https://api.example.com/apiv1', 'must end in /v1'],
+    ['http://api.example.com/v1', 'must use https (plain http is accepted only for a loopback host)'],
+    ['http://10.0.0.5/v1', 'must use https (plain http is accepted only for a loopback host)'],
+    ['http://localhost.example.com/v1', 'must use https (plain http is accepted only for a loopback host)'],
+    ['http://127.0.0.1.example.com/v1', 'must use https (plain http is accepted only for a loopback host)'],
+    ['ftp://api.example.com/v1', 'must use https (plain http is accepted only for a loopback host)'],
+    ['https://user:hunter2@api.example.com/v1', 'must not carry credentials, a query or a fragment'],
+    ['https://api.example.com/v1?token=abc', 'must not carry credentials, a query or a fragment'],
+    ['https://api.example.com/v1#top', 'must not carry credentials, a query or a fragment'],
+  ])('refuses %s with one line naming the variable', (value, message) => {
+    expect(problemsWith({ NEWSLETTER_API_BASE_URL: value })).toEqual([`NEWSLETTER_API_BASE_URL ${message}`]);
+  });
+
+  it('does not echo credentials embedded in the base URL', () => {
+    const [line] = problemsWith({ NEWSLETTER_API_BASE_URL: 'https://admin:Pa55-WORD-xyzzy@api.example.com/v1' });
+    expect(line).toMatch(/^NEWSLETTER_API_BASE_URL /);
+    expect(line).not.toContain('Pa55-WORD-xyzzy');
+    expect(line).not.toContain('admin');
+  });
+});
+
+describe('parseConfig numeric variables', () => {
+  const numeric: readonly { name: string; field: keyof Config; min: number; max: number }[] = [
+    { name: 'PORT', field: 'port', min: 1, max: 65535 },
+    { name: 'CACHE_TTL_SECONDS', field: 'cacheTtlSeconds', min: 1, max: 86_400 },
+    { name: 'CACHE_MAX_BYTES', field: 'cacheMaxBytes', min: MIB, max: 4096 * MIB },
+    { name: 'NOT_FOUND_CACHE_TTL_SECONDS', field: 'notFoundTtlSeconds', min: 1, max: 3600 },
+    { name: 'ARCHIVE_MAX_ISSUES', field: 'archiveMaxIssues', min: 200, max: 100_000 },
+    { name: 'UPSTREAM_TIMEOUT_MS', field: 'upstreamTimeoutMs', min: 100, max: 60_000 },
+    { name: 'SUBSCRIBE_RATE_LIMIT_PER_MINUTE', field: 'subscribeRateLimitPerMinute', min: 1, max: 10_000 },
+    { name: 'TRUST_PROXY_HOPS', field: 'trustProxyHops', min: 0, max: 10 },
+  ];
+
+  for (const { name, field, min, max } of numeric) {
+    describe(name, () => {
+      it(`accepts the bounds ${min} and ${max}, with surrounding spaces trimmed`, () => {
+        expect(configWith({ [name]: String(min) })[field]).toBe(min);
+        expect(configWith({ [name]: ` ${max} ` })[field]).toBe(max);
+      });
+
+      it.each([
+        ['one below the minimum', String(min - 1)],
+        ['one above the maximum', String(max + 1)],
+        ['a fraction', `${min}.5`],
+        ['a negative number', `-${max}`],
+        ['an exponent', '1e3'],
+        ['a word', 'eighty'],
+        ['a number with a unit', `${max}ms`],
+        ['a hexadecimal number', '0x10'],
+      ])(`refuses %s with "${name} must be a whole number from ${min} to ${max}"`, (_label, value) => {
+        expect(problemsWith({ [name]: value })).toEqual([`${name} must be a whole number from ${min} to ${max}`]);
+      });
+    });
+  }
+
+  it('refuses a fractional number given as a Worker binding of type number', () => {
+    expect(problemsWith({ PORT: 8080.5 })).toEqual(['PORT must be a whole number from 1 to 65535']);
+  });
+});
+
+describe('parseConfig ALLOWED_ORIGINS', () => {
+  it('accepts * alone as "any origin"', () => {
+    expect(configWith({ ALLOWED_ORIGINS: ' * ' }).allowedOrigins).toBe('*');
+  });
+
+  it('accepts a comma-separated list of origins, trimming spaces and skipping empty entries', () => {
+    expect(
+      configWith({ ALLOWED_ORIGINS: ' https://site.example , http://localhost:3000,,https://www.site.example:8443, ' })
+        .allowedOrigins,
+    ).toEqual(['https://site.example', 'http://localhost:3000', 'https://www.site.example:8443']);
+  });
+
+  it('refuses * mixed with origins', () => {
+    expect(problemsWith({ ALLOWED_ORIGINS: 'https://site.example,*' })).toEqual([
+      'ALLOWED_ORIGINS must be either * alone or a list of origins',
+    ]);
+  });
+
+  it.each([
+    ['a trailing slash', 'https://site.example/'],
+    ['a path', 'https://site.example/blog'],
+    ['a query', 'https://site.example?x=1'],
+    ['userinfo', 'https://user@site.example'],
+    ['no scheme', 'site.example'],
+    ['a non-http scheme', 'ftp://site.example'],
+    ['the literal null origin', 'null'],
+  ])('refuses an entry with %s', (_label, entry) => {
+    const problems = problemsWith({ ALLOWED_ORIGINS: `https://ok.example,${entry}` });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^ALLOWED_ORIGINS has entries that are not origins/);
+    expect(problems[0]).not.toContain('https://ok.example');
+  });
+});
+
+describe('parseConfig subscribe settings', () => {
+  it.each(SUBSCRIBER_SOURCE_TYPES)('accepts the upstream source type %s', (sourceType) => {
+    expect(configWith({ SUBSCRIBE_SOURCE_TYPE: sourceType }).subscribeSourceType).toBe(sourceType);
+  });
+
+  it.each(['newsletter', 'EMBED', 'embed,api'])('refuses the source type %s and lists the allowed ones', (value) => {
+    expect(problemsWith({ SUBSCRIBE_SOURCE_TYPE: value })).toEqual([
+      'SUBSCRIBE_SOURCE_TYPE must be one of manual, subscribe_page, social_post, embed, import, api, referral',
+    ]);
+  });
+
+  it('accepts a default source of exactly 160 characters and refuses 161', () => {
+    expect(configWith({ SUBSCRIBE_DEFAULT_SOURCE: 's'.repeat(160) }).subscribeDefaultSource).toBe('s'.repeat(160));
+    expect(problemsWith({ SUBSCRIBE_DEFAULT_SOURCE: 's'.repeat(161) })).toEqual([
+      'SUBSCRIBE_DEFAULT_SOURCE must be at most 160 characters',
+    ]);
+  });
+
+  it.each(['https://site.example/thanks', 'http://localhost:3000/thanks?from=form'])(
+    'accepts the absolute http(s) redirect URL %s',
+    (value) => {
+      expect(configWith({ SUBSCRIBE_REDIRECT_URL: value }).subscribeRedirectUrl).toBe(value);
+    },
+  );
+
+  it.each(['/thanks', 'site.example/thanks', 'javascript:alert(1)', 'ftp://site.example/thanks', 'data:text/html,hi'])(
+    'refuses the redirect URL %s',
+    (value) => {
+      expect(problemsWith({ SUBSCRIBE_REDIRECT_URL: value })).toEqual(['SUBSCRIBE_REDIRECT_URL must be an absolute http(s) URL']);
+    },
+  );
+
+  it.each(['website', 'company_url', 'hp-field2', `a${'b'.repeat(63)}`])('accepts the honeypot field name %s', (value) => {
+    expect(configWith({ SUBSCRIBE_HONEYPOT_FIELD: value }).honeypotField).toBe(value);
+  });
+
+  it.each(['2fast', '_hidden', 'my field', 'a.b', 'fïeld', `a${'b'.repeat(64)}`])(
+    'refuses the honeypot field name %s',
+    (value) => {
+      expect(problemsWith({ SUBSCRIBE_HONEYPOT_FIELD: value })).toEqual([
+        'SUBSCRIBE_HONEYPOT_FIELD must be a simple field name (letters, digits, _ or -)',
+      ]);
+    },
+  );
+
+  it.each(['email', 'optInAttestation', 'source', 'sourcePlatform'])(
+    'refuses %s as the honeypot, because it is a real form field',
+    (value) => {
+      expect(problemsWith({ SUBSCRIBE_HONEYPOT_FIELD: value })).toEqual([
+        'SUBSCRIBE_HONEYPOT_FIELD must not be one of the real form fields',
+      ]);
+    },
+  );
+});
+
+describe('parseConfig modes', () => {
+  it('runs demo mode with no key and no base URL when NODE_ENV is unset', () => {
+    expect(parseConfig({})).toMatchObject({
+      ok: true,
+      config: { mode: 'demo', apiKey: undefined, apiBaseUrl: undefined, production: false },
+    });
+  });
+
+  it.each(['development', 'test'])('runs demo mode with no key when NODE_ENV is %s', (nodeEnv) => {
+    expect(parseConfig({ NODE_ENV: nodeEnv })).toMatchObject({ ok: true, config: { mode: 'demo', production: false } });
+  });
+
+  it('refuses to start in production without a key', () => {
+    expect(problemsOf({ NODE_ENV: 'production' })).toEqual(['NEWSLETTER_API_KEY is required when NODE_ENV=production']);
+  });
+
+  it('refuses to start in production with a blank key, even when the base URL is set', () => {
+    expect(problemsOf({ NODE_ENV: 'production', NEWSLETTER_API_KEY: '  ', NEWSLETTER_API_BASE_URL: BASE_URL })).toEqual([
+      'NEWSLETTER_API_KEY is required when NODE_ENV=production',
+    ]);
+  });
+
+  it('runs against the upstream in production when the key and base URL are set', () => {
+    expect(configWith({ NODE_ENV: 'production' })).toMatchObject({ mode: 'upstream', production: true, apiKey: KEY });
+  });
+
+  it('refuses a key without a base URL, without echoing the key', () => {
+    const problems = problemsOf({ NEWSLETTER_API_KEY: KEY });
+    expect(problems).toEqual(['NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set']);
+    expect(problems.join('\n')).not.toContain(KEY);
+  });
+
+  it('refuses a base URL without a key instead of silently running the demo', () => {
+    expect(problemsOf({ NEWSLETTER_API_BASE_URL: BASE_URL })).toEqual([
+      'NEWSLETTER_API_KEY is required when NEWSLETTER_API_BASE_URL is set (unset both to run the demo)',
+    ]);
+  });
+});
+
+describe('parseConfig problem reporting', () => {
+  it('reports every bad variable at once, one line each, each line starting with the variable name', () => {
+    const problems = problemsOf({
+      NEWSLETTER_API_KEY: KEY,
+      NEWSLETTER_API_BASE_URL: 'http://api.example.com/v1',
+      PORT: '0',
+      ALLOWED_ORIGINS: 'site.example',
+      SUBSCRIBE_SOURCE_TYPE: 'newsletter',
+      TRUST_PROXY_HOPS: '11',
+    });
+    expect(problems).toHaveLength(5);
+    for (const line of problems) expect(line).not.toContain('\n');
+    expect(problems.map((line) => line.split(' ')[0]).sort()).toEqual([
+      'ALLOWED_ORIGINS',
+      'NEWSLETTER_API_BASE_URL',
+      'PORT',
+      'SUBSCRIBE_SOURCE_TYPE',
+      'TRUST_PROXY_HOPS',
+    ]);
+  });
+
+  it('reports the missing base URL together with other problems', () => {
+    const problems = problemsOf({ NEWSLETTER_API_KEY: KEY, PORT: 'eighty' });
+    expect(problems.sort()).toEqual([
+      'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set',
+      'PORT must be a whole number from 1 to 65535',
+    ]);
+  });
+
+  it('never puts a valid key in any problem line, even with every other variable wrong', () => {
+    const problems = problemsOf({
+      NEWSLETTER_API_KEY: KEY,
+      NEWSLETTER_API_BASE_URL: `https://api.example.com/v1?key=${KEY}`,
+      PORT: KEY,
+      CACHE_TTL_SECONDS: '0',
+      SUBSCRIBE_SOURCE_TYPE: KEY,
+      SUBSCRIBE_DEFAULT_SOURCE: KEY.repeat(10),
+      SUBSCRIBE_REDIRECT_URL: KEY,
+      SUBSCRIBE_HONEYPOT_FIELD: `${KEY} `.repeat(3),
+    });
+    expect(problems.length).toBeGreaterThanOrEqual(7);
+    for (const line of problems) expect(line).not.toContain(KEY);
+  });
+
+  it.each([
+    ['containing a space', 'sk_live SECRETPART-quokka-91', 'must be printable ASCII with no spaces'],
+    ['containing a non-ASCII letter', 'sk_live_SECRETPART-qüokka-91', 'must be printable ASCII with no spaces'],
+    ['containing a newline', 'sk_live_SECRETPART\nquokka-91', 'must be printable ASCII with no spaces'],
+    ['longer than 4096 characters', `SECRETPART${'k'.repeat(4096)}`, 'is longer than 4096 characters'],
+  ])('refuses a key %s without echoing any of it', (_label, key, message) => {
+    const problems = problemsOf({ NEWSLETTER_API_KEY: key, NEWSLETTER_API_BASE_URL: BASE_URL });
+    expect(problems).toEqual([`NEWSLETTER_API_KEY ${message}`]);
+    expect(problems.join('\n')).not.toContain('SECRETPART');
+  });
+
+  it('never echoes the key, even when it is pasted into another variable by mistake', () => {
+    const problems = problemsOf({ NEWSLETTER_API_KEY: KEY, NEWSLETTER_API_BASE_URL: BASE_URL, ALLOWED_ORIGINS: KEY });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(/^ALLOWED_ORIGINS /);
+    expect(problems[0]).not.toContain(KEY);
+  });
+});
