@@ -103,10 +103,8 @@ export function createService(deps: AppDeps) {
   app.notFound((c) => renderError(c, new ApiError('NOT_FOUND')));
   app.onError((error, c) => {
     if (error instanceof ApiError) return renderError(c, error);
-    if (error instanceof UpstreamError) {
-      logUpstreamFailure(log, error, { requestId: c.get('requestId') });
-      return renderError(c, apiErrorFromUpstream(error, 'read'));
-    }
+    // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
+    if (error instanceof UpstreamError) return renderError(c, apiErrorFromUpstream(error, 'read'));
     log.log('error', 'unhandled_error', {
       requestId: c.get('requestId'),
       name: error instanceof Error ? error.name : typeof error,

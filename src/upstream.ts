@@ -233,7 +233,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       // The status alone decides the kind; an unreadable error body changes nothing.
     }
     const details = { status, upstreamCode };
-    if (status === 401 || status === 403) return new UpstreamError('auth', `upstream rejected the API key (${status})`, details);
+    // Only 401 is documented for a missing or invalid key. A 403 (permission scopes are not
+    // shown) is a refusal like any other 4xx, so subscribe cannot reveal who is on the list.
+    if (status === 401) return new UpstreamError('auth', 'upstream rejected the API key (401)', details);
     if (status === NOT_FOUND_STATUS || (status < 500 && upstreamCode === 'NOT_FOUND')) {
       return new UpstreamError('not_found', `upstream answered not found (${status})`, details);
     }

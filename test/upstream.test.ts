@@ -320,7 +320,7 @@ describe('upstream client failures', () => {
 
   it.each([
     [401, 'auth'],
-    [403, 'auth'],
+    [403, 'refused'],
     [404, 'not_found'],
     [422, 'validation'],
     [409, 'refused'],

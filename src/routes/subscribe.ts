@@ -42,36 +42,42 @@ const blankToUndefined = (value: unknown) => {
   return text === '' ? undefined : text;
 };
 
-/** One schema for JSON and form input; form checkboxes send `on` (or the value attribute). */
-export const SubscribeInputSchema = z.object({
-  email: z.preprocess(
-    trimmed,
-    z
-      .string({ error: 'is required' })
-      .min(1, { error: 'is required' })
-      .max(254, { error: 'must be at most 254 characters' })
-      .regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' })
-      .pipe(z.email({ error: 'must be a valid email address' })),
-  ),
-  optInAttestation: z.preprocess(
-    (value) => (typeof value === 'string' ? value.trim().toLowerCase() : value),
-    z.union([z.literal(true), z.enum(['true', 'on', '1', 'yes'])], {
-      error: 'must be true: the subscriber must confirm they opted in',
-    }),
-  ),
-  source: z.preprocess(
-    blankToUndefined,
-    z
-      .string({ error: 'must be text' })
-      .max(160, { error: 'must be at most 160 characters' })
-      .regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' })
-      .optional(),
-  ),
-  sourcePlatform: z.preprocess(
-    blankToUndefined,
-    z.enum(SOURCE_PLATFORMS, { error: `must be one of ${SOURCE_PLATFORMS.join(', ')}` }).optional(),
-  ),
-});
+/**
+ * The subscribe schema, one for JSON and form input. Only the attestation differs by source:
+ * JSON must send `true`; a form checkbox sends `on` (or its value attribute) when ticked.
+ */
+export function createSubscribeInputSchema(checkedValues: readonly string[]) {
+  return z.object({
+    email: z.preprocess(
+      trimmed,
+      z
+        .string({ error: 'is required' })
+        .min(1, { error: 'is required' })
+        .max(254, { error: 'must be at most 254 characters' })
+        .regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' })
+        .pipe(z.email({ error: 'must be a valid email address' })),
+    ),
+    optInAttestation: z.preprocess(
+      (value) => (typeof value === 'string' && checkedValues.includes(value.trim().toLowerCase()) ? true : value),
+      z.literal(true, { error: 'must be true: the subscriber must confirm they opted in' }),
+    ),
+    source: z.preprocess(
+      blankToUndefined,
+      z
+        .string({ error: 'must be text' })
+        .max(160, { error: 'must be at most 160 characters' })
+        .regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' })
+        .optional(),
+    ),
+    sourcePlatform: z.preprocess(
+      blankToUndefined,
+      z.enum(SOURCE_PLATFORMS, { error: `must be one of ${SOURCE_PLATFORMS.join(', ')}` }).optional(),
+    ),
+  });
+}
+
+const JsonInputSchema = createSubscribeInputSchema([]);
+const FormInputSchema = createSubscribeInputSchema(['true', 'on', '1', 'yes']);
 
 type Outcome = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'rejected' | 'failed';
 
@@ -125,10 +131,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
 
   async function handle(c: Context, target: URL | undefined): Promise<Response> {
     const limit = await rateLimiter.hit(clientIp(c) ?? 'unknown');
-    if (!limit.allowed) {
-      record(c, 'rejected', { reason: 'rate_limited' });
-      throw new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
-    }
+    if (!limit.allowed) throw new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
     const mediaType = mediaTypeOf(c);
     if (!mediaType || !ACCEPTED_TYPES.has(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
 
@@ -143,7 +146,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
     // Own properties of the four known fields only: `__proto__` and unknown fields are dropped.
     const picked: Record<string, unknown> = Object.create(null);
     for (const field of SUBSCRIBE_FIELDS) if (Object.hasOwn(input, field)) picked[field] = input[field];
-    const fields = parseOrThrow(SubscribeInputSchema, picked);
+    const fields = parseOrThrow(mediaType === 'application/json' ? JsonInputSchema : FormInputSchema, picked);
     const normalized = fields.email.toLowerCase();
     const masked = maskEmail(fields.email);
 
@@ -185,19 +188,28 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
     async function guardOrigin(c, next) {
       // CORS does not stop a simple cross-site form post; this does, for JSON and forms alike.
       const origin = c.req.header('origin');
-      if (origin !== undefined && !origins.isAllowed(origin, ownOrigin(c))) throw new ApiError('FORBIDDEN_ORIGIN');
+      if (origin !== undefined && !origins.isAllowed(origin, ownOrigin(c))) {
+        record(c, 'rejected', { reason: 'FORBIDDEN_ORIGIN' });
+        throw new ApiError('FORBIDDEN_ORIGIN');
+      }
       await next();
     },
     bodyLimit({
       maxSize: SUBSCRIBE_MAX_BODY_BYTES,
-      onError: (c) => reply(c, redirectTarget(c), new ApiError('PAYLOAD_TOO_LARGE')),
+      onError: (c) => {
+        record(c, 'rejected', { reason: 'PAYLOAD_TOO_LARGE' });
+        return reply(c, redirectTarget(c), new ApiError('PAYLOAD_TOO_LARGE'));
+      },
     }),
     async function subscribe(c) {
       const target = redirectTarget(c);
       try {
         return await handle(c, target);
       } catch (error) {
-        if (error instanceof ApiError && target) return reply(c, target, error);
+        if (!(error instanceof ApiError)) throw error;
+        // Upstream failures were logged as 'failed' where they happened; the rest are ours.
+        if (!(error.cause instanceof UpstreamError)) record(c, 'rejected', { reason: error.code });
+        if (target) return reply(c, target, error);
         throw error;
       }
     },

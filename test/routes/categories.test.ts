@@ -1,0 +1,164 @@
+import { describe, expect, it } from 'vitest';
+import { createDemoUpstream } from '../../src/demo/demo-upstream.js';
+import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID } from '../../src/demo/sample-publication.js';
+import { TEST_API_KEY, TEST_BASE_URL, createScriptedFetch, createTestApp, jsonResponse, type FetchHandler } from '../helpers.js';
+
+interface CategoriesBody {
+  ok: true;
+  data: { name: string; slug: string }[];
+}
+
+interface ErrorBody {
+  ok: false;
+  error: { code: string; message: string; details?: unknown };
+}
+
+/** The real app over the demo upstream, with the demo's traffic recorded in a call log. */
+function createDemoApp() {
+  const demo = createDemoUpstream({ apiKey: TEST_API_KEY });
+  const upstream = createScriptedFetch((call) => demo.fetch(call.url, { method: call.method, headers: call.headers }));
+  const test = createTestApp({ fetch: upstream.fetch, env: { NEWSLETTER_API_BASE_URL: demo.baseUrl } });
+  return { ...test, calls: upstream.calls };
+}
+
+function createScriptedApp(handler: FetchHandler) {
+  const upstream = createScriptedFetch(handler);
+  return { ...createTestApp({ fetch: upstream.fetch }), calls: upstream.calls };
+}
+
+function upstreamCategory(id: string, name: string, slug: string) {
+  return {
+    id,
+    workspaceId: 'ws_internal_cat',
+    accountSetId: 'acct-set-internal-cat',
+    name,
+    slug,
+    createdAt: '2025-01-01T00:00:00.000Z',
+    updatedAt: '2025-02-01T00:00:00.000Z',
+  };
+}
+
+describe('GET /api/categories', () => {
+  it('lists the demo categories as { name, slug }, sorted by name', async () => {
+    const { app, calls } = createDemoApp();
+    const res = await app.request('/api/categories');
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await res.json()).toEqual({
+      ok: true,
+      data: [
+        { name: 'Community', slug: 'community' },
+        { name: 'Interviews', slug: 'interviews' },
+        { name: 'Seasonal Guides', slug: 'seasonal-guides' },
+        { name: 'Tools & Tech', slug: 'tools-and-tech' },
+      ],
+    });
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.method).toBe('GET');
+    expect(calls[0]!.url.pathname).toBe('/v1/newsletter/categories');
+    expect(calls[0]!.headers.get('authorization')).toBe(`Bearer ${TEST_API_KEY}`);
+  });
+
+  it('leaves out the ids, workspace, account set and timestamps of each category', async () => {
+    const { app } = createDemoApp();
+    const res = await app.request('/api/categories');
+    const text = await res.text();
+    const body = JSON.parse(text) as CategoriesBody;
+    for (const category of body.data) expect(Object.keys(category).sort()).toEqual(['name', 'slug']);
+    for (const internal of ['"id"', 'workspaceId', 'accountSetId', 'createdAt', 'updatedAt', 'cat_0', DEMO_WORKSPACE_ID, DEMO_ACCOUNT_SET_ID]) {
+      expect(text).not.toContain(internal);
+    }
+  });
+
+  it('sorts by name whatever order and letter case the upstream uses', async () => {
+    const { app, calls } = createScriptedApp(() =>
+      jsonResponse({
+        ok: true,
+        data: [
+          upstreamCategory('c1', 'Zucchini', 'zucchini'),
+          upstreamCategory('c2', 'apples', 'apples'),
+          upstreamCategory('c3', 'Mushrooms', 'mushrooms'),
+          upstreamCategory('c4', 'beans', 'beans'),
+        ],
+      }),
+    );
+    const res = await app.request('/api/categories');
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect((JSON.parse(text) as CategoriesBody).data).toEqual([
+      { name: 'apples', slug: 'apples' },
+      { name: 'beans', slug: 'beans' },
+      { name: 'Mushrooms', slug: 'mushrooms' },
+      { name: 'Zucchini', slug: 'zucchini' },
+    ]);
+    expect(text).not.toContain('ws_internal_cat');
+    expect(text).not.toContain('acct-set-internal-cat');
+    expect(calls).toHaveLength(1);
+    expect(`${calls[0]!.url.origin}${calls[0]!.url.pathname}`).toBe(`${TEST_BASE_URL}/newsletter/categories`);
+  });
+
+  it('drops unknown fields the upstream adds to a category', async () => {
+    const { app } = createScriptedApp(() =>
+      jsonResponse({ ok: true, data: [{ ...upstreamCategory('c1', 'Herbs', 'herbs'), issueCount: 12, ownerEmail: 'owner@internal.example' }] }),
+    );
+    const text = await (await app.request('/api/categories')).text();
+    expect(JSON.parse(text)).toEqual({ ok: true, data: [{ name: 'Herbs', slug: 'herbs' }] });
+    expect(text).not.toContain('owner@internal.example');
+  });
+
+  it('answers a second request from the cache without another upstream call', async () => {
+    const { app, calls } = createDemoApp();
+    const first = await app.request('/api/categories');
+    const second = await app.request('/api/categories');
+    expect(second.status).toBe(200);
+    expect(await second.text()).toBe(await first.text());
+    expect(second.headers.get('etag')).toBe(first.headers.get('etag'));
+    expect(calls).toHaveLength(1);
+  });
+
+  it('ignores a query string: same body, same ETag, no further upstream call', async () => {
+    const { app, calls } = createDemoApp();
+    const plain = await app.request('/api/categories');
+    const decorated = await app.request('/api/categories?include=workspaceId&limit=1');
+    expect(decorated.status).toBe(200);
+    expect(await decorated.text()).toBe(await plain.text());
+    expect(decorated.headers.get('etag')).toBe(plain.headers.get('etag'));
+    expect(calls).toHaveLength(1);
+  });
+
+  it('answers 502 UPSTREAM_ERROR with no-store, never 401 and never the upstream wording, when the key is rejected', async () => {
+    const { app } = createScriptedApp(() =>
+      jsonResponse({ ok: false, error: { code: 'UNAUTHORIZED', message: 'key sk_live_abc is revoked' } }, 401, {
+        'Set-Cookie': 'upstream=1',
+        'X-Upstream-Secret': 'hunter2',
+      }),
+    );
+    const res = await app.request('/api/categories');
+    expect(res.status).toBe(502);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('set-cookie')).toBeNull();
+    expect(res.headers.get('x-upstream-secret')).toBeNull();
+    const text = await res.text();
+    expect(text).not.toContain('sk_live_abc');
+    expect(JSON.parse(text)).toEqual({ ok: false, error: { code: 'UPSTREAM_ERROR', message: expect.any(String) } });
+  });
+
+  it('answers 502 UPSTREAM_ERROR when a category lacks its name', async () => {
+    const { app } = createScriptedApp(() => jsonResponse({ ok: true, data: [{ id: 'c1', slug: 'nameless' }] }));
+    const res = await app.request('/api/categories');
+    expect(res.status).toBe(502);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(((await res.json()) as ErrorBody).error.code).toBe('UPSTREAM_ERROR');
+  });
+
+  it('answers 503 UPSTREAM_UNAVAILABLE with Retry-After 7 when the upstream answers 429 with Retry-After: 7', async () => {
+    const { app } = createScriptedApp(() =>
+      jsonResponse({ ok: false, error: { code: 'RATE_LIMITED', message: 'slow down' } }, 429, { 'Retry-After': '7' }),
+    );
+    const res = await app.request('/api/categories');
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('7');
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(((await res.json()) as ErrorBody).error.code).toBe('UPSTREAM_UNAVAILABLE');
+  });
+});
