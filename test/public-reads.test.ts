@@ -41,18 +41,25 @@ function createFakeUpstream() {
   return { upstream, calls };
 }
 
+const MAX_BYTES = 1024 * 1024;
+
+function createReads() {
+  const clock = createFakeClock();
+  const { upstream, calls } = createFakeUpstream();
+  const reads = createPublicReads({
+    upstream,
+    now: clock.now,
+    ttlSeconds: 60,
+    maxBytes: MAX_BYTES,
+    notFoundTtlSeconds: 30,
+    archiveMaxIssues: 5000,
+  });
+  return { reads, calls, clock };
+}
+
 describe('public reads', () => {
   it('remembers an unknown slug as a 404 for the negative TTL, then asks again', async () => {
-    const clock = createFakeClock();
-    const { upstream, calls } = createFakeUpstream();
-    const reads = createPublicReads({
-      upstream,
-      now: clock.now,
-      ttlSeconds: 60,
-      maxBytes: 1024 * 1024,
-      notFoundTtlSeconds: 30,
-      archiveMaxIssues: 5000,
-    });
+    const { reads, calls, clock } = createReads();
     await expect(reads.issue('nope')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     clock.advance(29_000);
     await expect(reads.issue('nope')).rejects.toMatchObject({ code: 'NOT_FOUND' });
@@ -63,17 +70,7 @@ describe('public reads', () => {
   });
 
   it('keeps entries and bytes within CACHE_MAX_BYTES when 100,000 distinct slugs are requested', async () => {
-    const clock = createFakeClock();
-    const { upstream, calls } = createFakeUpstream();
-    const maxBytes = 1024 * 1024;
-    const reads = createPublicReads({
-      upstream,
-      now: clock.now,
-      ttlSeconds: 60,
-      maxBytes,
-      notFoundTtlSeconds: 30,
-      archiveMaxIssues: 5000,
-    });
+    const { reads, calls, clock } = createReads();
     await reads.archivePage({ limit: 20, offset: 0 });
     let peakBytes = 0;
     for (let i = 0; i < 100_000; i += 1) {
@@ -87,23 +84,14 @@ describe('public reads', () => {
     }
     const stats = reads.stats();
     expect(calls).toHaveLength(100_001);
-    expect(stats.bytes + stats.renderedPageBytes + stats.notFoundBytes).toBeLessThanOrEqual(maxBytes);
-    expect(peakBytes).toBeLessThanOrEqual(maxBytes);
-    expect(stats.notFoundBytes).toBeLessThanOrEqual(maxBytes * 0.05);
+    expect(stats.bytes + stats.renderedPageBytes + stats.notFoundBytes).toBeLessThanOrEqual(MAX_BYTES);
+    expect(peakBytes).toBeLessThanOrEqual(MAX_BYTES);
+    expect(stats.notFoundBytes).toBeLessThanOrEqual(MAX_BYTES * 0.05);
     expect(stats.entries).toBeLessThan(400);
   });
 
   it('is not evicted by a slug scan: the archive stays cached while 50,000 unknown slugs are tried', async () => {
-    const clock = createFakeClock();
-    const { upstream, calls } = createFakeUpstream();
-    const reads = createPublicReads({
-      upstream,
-      now: clock.now,
-      ttlSeconds: 60,
-      maxBytes: 1024 * 1024,
-      notFoundTtlSeconds: 30,
-      archiveMaxIssues: 5000,
-    });
+    const { reads, calls, clock } = createReads();
     await reads.archivePage({ limit: 20, offset: 0 });
     for (let i = 0; i < 50_000; i += 1) await reads.issue(`unknown-${i}`).catch(() => undefined);
     const page = await reads.archivePage({ limit: 20, offset: 0 });
