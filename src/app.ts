@@ -23,6 +23,11 @@ export interface AppDeps {
   /** The visitor's IP: the socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
   clientIp?: (c: Context) => string | undefined;
   rateLimiter?: RateLimiter;
+  /**
+   * Answers GET/HEAD of every path outside /api/ (demo mode serves the example site with it).
+   * Without it, only the four API routes exist.
+   */
+  site?: MiddlewareHandler;
 }
 
 /** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
@@ -34,6 +39,23 @@ const PUBLIC_PATHS = {
 } as const;
 
 const MAX_LOGGED_PATH = 200;
+
+/**
+ * The example site's pages (demo mode): scripts and styles from this origin only; issue
+ * images may come from any https host; issue HTML is shown in a sandboxed iframe.
+ */
+const SITE_CONTENT_SECURITY_POLICY = {
+  defaultSrc: ["'self'"],
+  scriptSrc: ["'self'"],
+  styleSrc: ["'self'", "'unsafe-inline'"],
+  imgSrc: ["'self'", 'https:', 'data:'],
+  connectSrc: ["'self'"],
+  frameSrc: ["'self'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+  formAction: ["'self'"],
+  objectSrc: ["'none'"],
+};
 
 /** Creates the whole service: middleware, the four routes and one error path. No globals. */
 export function createApp(deps: AppDeps) {
@@ -82,22 +104,27 @@ export function createService(deps: AppDeps) {
     credentials: false,
   });
 
+  // API responses are JSON only: nothing in them is meant to be framed, run or embedded.
+  const apiHeaders = secureHeaders({
+    contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+    crossOriginResourcePolicy: 'cross-origin',
+    xFrameOptions: 'DENY',
+  });
+  const siteHeaders = secureHeaders({ contentSecurityPolicy: SITE_CONTENT_SECURITY_POLICY, xFrameOptions: 'DENY' });
+
   const app = new Hono();
   app.use(requestId(), accessLog(log));
-  app.use(
-    secureHeaders({
-      // JSON only: nothing here is meant to be framed, run or embedded.
-      contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
-      crossOriginResourcePolicy: 'cross-origin',
-      xFrameOptions: 'DENY',
-    }),
-  );
+  app.use(deps.site ? (c, next) => (c.req.path.startsWith('/api/') ? apiHeaders : siteHeaders)(c, next) : apiHeaders);
   for (const path of Object.keys(PUBLIC_PATHS)) app.use(path, corsPolicy);
   const routes = app.route('/api', api);
   for (const [path, allow] of Object.entries(PUBLIC_PATHS)) {
     app.all(path, () => {
       throw new ApiError('METHOD_NOT_ALLOWED', { allow });
     });
+  }
+  if (deps.site) {
+    const site = deps.site;
+    app.on(['GET', 'HEAD'], '*', (c, next) => (c.req.path.startsWith('/api/') ? next() : site(c, next)));
   }
 
   app.notFound((c) => renderError(c, new ApiError('NOT_FOUND')));

@@ -1,5 +1,8 @@
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
+import { serveStatic } from '@hono/node-server/serve-static';
+import { relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { clientIpFromForwardedFor } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
@@ -17,8 +20,11 @@ function main(): void {
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
   const log = createLogger({ write: writer.write, redact: [config.apiKey] });
+  // examples/site beside dist/, relative to the working directory as serveStatic expects.
+  const siteRoot = relative(process.cwd(), fileURLToPath(new URL('../examples/site', import.meta.url)));
   const { app, stats } = createServiceForConfig(config, {
     log,
+    demoSite: serveStatic({ root: siteRoot }),
     clientIp: (c) =>
       clientIpFromForwardedFor(c.req.header('x-forwarded-for'), getConnInfo(c).remote.address, config.trustProxyHops),
   });

@@ -1,4 +1,4 @@
-import type { Context } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { createService } from './app.js';
 import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
@@ -12,6 +12,8 @@ export interface RuntimeDeps {
   fetch?: typeof globalThis.fetch;
   now?: () => number;
   rateLimiter?: RateLimiter;
+  /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
+  demoSite?: MiddlewareHandler;
 }
 
 /**
@@ -29,7 +31,8 @@ export function createServiceForConfig(config: Config, deps: RuntimeDeps) {
           fetch: deps.fetch,
           now: deps.now,
         });
-  return createService({ config, upstream, ...deps });
+  const { demoSite, ...rest } = deps;
+  return createService({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
 }
 
 function createDemoClient(config: Config, deps: RuntimeDeps) {
