@@ -1,10 +1,23 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two projects: `node` runs every suite on Node; `workerd` runs the runtime-neutral suites
+ * again inside the Workers runtime (see vitest.workers.config.ts), so the two cannot drift.
+ */
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    environment: 'node',
-    // Every test is deterministic and runs without the network: a hang is a bug, not slowness.
-    testTimeout: 20_000,
+    projects: [
+      {
+        test: {
+          name: 'node',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/workers/**'],
+          environment: 'node',
+          // Every test is deterministic and runs without the network: a hang is a bug, not slowness.
+          testTimeout: 20_000,
+        },
+      },
+      './vitest.workers.config.ts',
+    ],
   },
 });

@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from './log.js';
 import { createOriginPolicy } from './origins.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
+import type { SharedTier } from './shared-cache.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createIssuesRoutes } from './routes/issues.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
@@ -28,6 +29,8 @@ export interface AppDeps {
    * Without it, only the four API routes exist.
    */
   site?: MiddlewareHandler;
+  /** A cache tier shared between isolates (Workers' Cache API); none on Node. */
+  sharedCache?: SharedTier;
 }
 
 /** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
@@ -75,6 +78,7 @@ export function createService(deps: AppDeps) {
     notFoundTtlSeconds: config.notFoundTtlSeconds,
     archiveMaxIssues: config.archiveMaxIssues,
     onLoadError: (key, error) => logUpstreamFailure(log, error, { key, during: 'cache load' }),
+    sharedCache: deps.sharedCache,
   });
 
   const api = new Hono()

@@ -17,7 +17,9 @@ export interface CacheStats {
 
 export interface ReadThroughCacheOptions<V> {
   /** Loads a value; `undefined` means "does not exist" and removes any stale copy. */
-  load: (key: string) => Promise<V | undefined>;
+  load: (key: string, waitUntil: WaitUntil | undefined) => Promise<V | undefined>;
+  /** When a loaded value was fetched, if earlier than now (a copy from a shared tier). */
+  fetchedAtOf?: (value: V) => number | undefined;
   /** Approximate bytes a value holds in memory. */
   sizeOf: (value: V) => number;
   maxBytes: number;
@@ -63,7 +65,7 @@ const TOMBSTONE_BYTES = 64;
  * time limit on staleness and the HIT/MISS/STALE state (PRODUCT.md "Caching").
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
-  const { load, sizeOf, ttlMs, staleWhileRevalidateMs, staleIfErrorMs, now, onLoadError } = options;
+  const { load, sizeOf, ttlMs, staleWhileRevalidateMs, staleIfErrorMs, now, onLoadError, fetchedAtOf } = options;
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
 
   const lru: LRUCache<string, Entry<V>, FetchContext> = new LRUCache<string, Entry<V>, FetchContext>({
@@ -79,7 +81,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,
     fetchMethod: async (key, stale, { context, options: fetchOptions }) => {
-      const loading = load(key);
+      const loading = load(key, context.waitUntil);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
       let value: V | undefined;
@@ -96,7 +98,11 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         fetchOptions.ttl = Math.min(ttlMs, 30_000);
         return { value: undefined, fetchedAt: now(), size: TOMBSTONE_BYTES };
       }
-      return { value, fetchedAt: now(), size: sizeOf(value) };
+      const time = now();
+      const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
+      // A copy fetched earlier (by another isolate) is fresh only for what is left of its TTL.
+      if (fetchedAt < time) fetchOptions.ttl = Math.max(1, ttlMs - (time - fetchedAt));
+      return { value, fetchedAt, size: sizeOf(value) };
     },
   });
 

@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { createReadThroughCache, strongEtag, type CacheState, type CacheStats, type WaitUntil } from './cache.js';
+import type { SharedEntry, SharedTier } from './shared-cache.js';
 import { ApiError } from './errors.js';
 import {
   compareByName,
@@ -37,7 +38,10 @@ interface ArchiveIndex {
   size: number;
 }
 
-type CachedValue = { kind: 'archive'; index: ArchiveIndex } | { kind: 'json'; rendered: RenderedJson; size: number };
+/** What the cache holds per key; `fetchedAt` is when the upstream answered (ms). */
+type CachedValue =
+  | { kind: 'archive'; index: ArchiveIndex; fetchedAt: number }
+  | { kind: 'json'; rendered: RenderedJson; size: number; fetchedAt: number };
 
 export interface PublicReadsOptions {
   upstream: UpstreamClient;
@@ -47,6 +51,8 @@ export interface PublicReadsOptions {
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
   onLoadError?: (key: string, error: unknown) => void;
+  /** A tier shared between isolates (Workers' Cache API); none on Node. */
+  sharedCache?: SharedTier;
 }
 
 export interface PublicReads {
@@ -94,18 +100,40 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     staleIfErrorMs: STALE_IF_ERROR_SECONDS * 1000,
     now,
     sizeOf: (value) => (value.kind === 'archive' ? value.index.size : value.size),
+    fetchedAtOf: (value) => value.fetchedAt,
     onLoadError: options.onLoadError,
-    load: (key) => {
-      if (key === ARCHIVE_KEY) return loadArchive();
-      if (key === CATEGORIES_KEY) return loadCategories();
-      return loadIssue(key.slice(ISSUE_KEY_PREFIX.length));
-    },
+    load: (key, waitUntil) => (options.sharedCache ? loadShared(options.sharedCache, key, waitUntil) : loadFromUpstream(key)),
   });
 
   const pages = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
     maxSize: pageBytes,
     sizeCalculation: (page) => stringBytes(page.rendered.body),
   });
+
+  function loadFromUpstream(key: string): Promise<CachedValue | undefined> {
+    if (key === ARCHIVE_KEY) return loadArchive();
+    if (key === CATEGORIES_KEY) return loadCategories();
+    return loadIssue(key.slice(ISSUE_KEY_PREFIX.length));
+  }
+
+  /**
+   * Shared tier first: a fresh copy another isolate stored saves the upstream call; a stale one
+   * is kept for stale-if-error. What the upstream answers is stored for the other isolates.
+   */
+  async function loadShared(shared: SharedTier, key: string, waitUntil: WaitUntil | undefined) {
+    const stored = decode(await shared.get(key).catch(() => undefined));
+    const age = stored ? now() - stored.fetchedAt : Number.POSITIVE_INFINITY;
+    if (stored && age <= options.ttlSeconds * 1000) return stored;
+    let value: CachedValue | undefined;
+    try {
+      value = await loadFromUpstream(key);
+    } catch (error) {
+      if (stored && age <= (options.ttlSeconds + STALE_IF_ERROR_SECONDS) * 1000) return stored;
+      throw error;
+    }
+    if (value) waitUntil?.(shared.put(key, encode(value)).catch(() => undefined));
+    return value;
+  }
 
   async function loadArchive(): Promise<CachedValue> {
     const rows = await upstream.listAllPublicIssues(options.archiveMaxIssues);
@@ -114,17 +142,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
       if (isPublicIssue(row) && !bySlug.has(row.slug)) bySlug.set(row.slug, toIssueSummary(row));
     }
-    const all = [...bySlug.values()].sort(compareNewestFirst);
-    const byCategory = new Map<string, IssueSummary[]>();
-    let size = 256;
-    for (const summary of all) {
-      size += stringBytes(JSON.stringify(summary));
-      if (!summary.category) continue;
-      const list = byCategory.get(summary.category.slug) ?? [];
-      list.push(summary);
-      byCategory.set(summary.category.slug, list);
-    }
-    return { kind: 'archive', index: { all, byCategory, size } };
+    return { kind: 'archive', index: buildArchiveIndex([...bySlug.values()].sort(compareNewestFirst)), fetchedAt: now() };
   }
 
   async function loadCategories(): Promise<CachedValue> {
@@ -156,7 +174,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
 
   async function renderJson(envelope: unknown): Promise<CachedValue> {
     const body = JSON.stringify(envelope);
-    return { kind: 'json', rendered: { body, etag: await strongEtag(body) }, size: stringBytes(body) };
+    return { kind: 'json', rendered: { body, etag: await strongEtag(body) }, size: stringBytes(body), fetchedAt: now() };
   }
 
   async function readJson(key: string, waitUntil: WaitUntil | undefined): Promise<PublicRead | undefined> {
@@ -207,4 +225,47 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       };
     },
   };
+}
+
+function buildArchiveIndex(all: IssueSummary[]): ArchiveIndex {
+  const byCategory = new Map<string, IssueSummary[]>();
+  let size = 256;
+  for (const summary of all) {
+    size += stringBytes(JSON.stringify(summary));
+    if (!summary.category) continue;
+    const list = byCategory.get(summary.category.slug) ?? [];
+    list.push(summary);
+    byCategory.set(summary.category.slug, list);
+  }
+  return { all, byCategory, size };
+}
+
+/** The shared tier stores our own, already public shapes: the archive's summaries or a rendered body. */
+function encode(value: CachedValue): SharedEntry {
+  const payload =
+    value.kind === 'archive'
+      ? JSON.stringify({ kind: 'archive', all: value.index.all })
+      : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag });
+  return { payload, fetchedAt: value.fetchedAt };
+}
+
+function decode(entry: SharedEntry | undefined): CachedValue | undefined {
+  if (!entry) return undefined;
+  try {
+    const parsed = JSON.parse(entry.payload) as { kind?: unknown; all?: unknown; body?: unknown; etag?: unknown };
+    if (parsed.kind === 'archive' && Array.isArray(parsed.all)) {
+      return { kind: 'archive', index: buildArchiveIndex(parsed.all as IssueSummary[]), fetchedAt: entry.fetchedAt };
+    }
+    if (parsed.kind === 'json' && typeof parsed.body === 'string' && typeof parsed.etag === 'string') {
+      return {
+        kind: 'json',
+        rendered: { body: parsed.body, etag: parsed.etag },
+        size: stringBytes(parsed.body),
+        fetchedAt: entry.fetchedAt,
+      };
+    }
+  } catch {
+    // An unreadable entry is a miss.
+  }
+  return undefined;
 }

@@ -43,3 +43,21 @@ export function createMemoryRateLimiter(options: {
     },
   };
 }
+
+/** The Workers Rate Limiting binding (`[[ratelimits]]` in wrangler.toml). */
+export interface RateLimitBinding {
+  limit(options: { key: string }): Promise<{ success: boolean }>;
+}
+
+/**
+ * A limiter on the Workers Rate Limiting binding: counted across isolates at a location,
+ * unlike the in-memory one. The binding tells no reset time, so Retry-After is its period.
+ */
+export function createBindingRateLimiter(binding: RateLimitBinding, periodSeconds = 60): RateLimiter {
+  return {
+    async hit(key) {
+      const { success } = await binding.limit({ key });
+      return { allowed: success, retryAfterSeconds: periodSeconds };
+    },
+  };
+}

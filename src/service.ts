@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
 import type { RateLimiter } from './rate-limit.js';
+import type { SharedTier } from './shared-cache.js';
 import { createUpstreamClient } from './upstream.js';
 
 export interface RuntimeDeps {
@@ -12,6 +13,8 @@ export interface RuntimeDeps {
   fetch?: typeof globalThis.fetch;
   now?: () => number;
   rateLimiter?: RateLimiter;
+  /** Workers' Cache API tier; none on Node. */
+  sharedCache?: SharedTier;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
 }

@@ -141,3 +141,8 @@ export function createExecutionContext() {
     },
   };
 }
+
+/** True inside the Workers runtime (the `workerd` test project). */
+export function isWorkerd(): boolean {
+  return typeof navigator !== 'undefined' && navigator.userAgent === 'Cloudflare-Workers';
+}

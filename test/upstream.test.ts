@@ -11,6 +11,7 @@ import type { CreateSubscriberBody, UpstreamIssue } from '../src/upstream-schema
 import {
   createFakeClock,
   createScriptedFetch,
+  isWorkerd,
   jsonResponse,
   TEST_API_KEY,
   TEST_BASE_URL,
@@ -382,11 +383,12 @@ describe('upstream client failures', () => {
 
   it('refuses a body whose declared Content-Length is over the cap without reading it', async () => {
     let cancelled = false;
+    // A body that never ends: reading it to the end would hang this test.
     const body = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        controller.enqueue(new TextEncoder().encode('{"ok":true,"data":[]}'));
-        controller.close();
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode('{"ok":true,"data":['));
       },
+      pull: () => new Promise<void>(() => undefined),
       cancel() {
         cancelled = true;
       },
@@ -397,7 +399,8 @@ describe('upstream client failures', () => {
     const error = await failureOf(client.listCategories());
     expect(error.kind).toBe('bad_response');
     expect(calls).toHaveLength(1);
-    expect(cancelled).toBe(true);
+    // workerd adopts a JS stream into its own pipe, so the source's cancel is observable on Node only.
+    if (!isWorkerd()) expect(cancelled).toBe(true);
   });
 
   it('stops reading a streamed body with no Content-Length once it passes the cap', async () => {

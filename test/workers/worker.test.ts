@@ -1,0 +1,206 @@
+import { createExecutionContext, env as poolEnv, waitOnExecutionContext } from 'cloudflare:test';
+import { describe, expect, it } from 'vitest';
+import { createWorker } from '../../src/worker.js';
+import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
+
+const ISSUES = [
+  { id: 'i1', slug: 'first-issue', subject: 'First', status: 'sent', isPublic: true, sentAt: '2026-01-02T00:00:00.000Z' },
+  { id: 'i2', slug: 'second-issue', subject: 'Second', status: 'sent', isPublic: true, sentAt: '2026-01-09T00:00:00.000Z' },
+];
+
+/** A fake upstream for the Worker's own fetch, answering the three read operations. */
+function upstreamHandler(subject = 'First'): FetchHandler {
+  return (call) => {
+    if (call.url.pathname.endsWith('/newsletter/issues')) return jsonResponse({ ok: true, data: ISSUES });
+    if (call.url.pathname.endsWith('/newsletter/categories')) return jsonResponse({ ok: true, data: [] });
+    if (call.url.pathname.endsWith('/newsletter/subscribers')) return jsonResponse({ ok: true, data: {} });
+    return jsonResponse({ ok: true, data: { ...ISSUES[0], subject } });
+  };
+}
+
+let namespaceCounter = 0;
+
+/** Worker bindings: plain vars plus the key as a secret, each test on its own upstream host. */
+function bindings(extra: Record<string, unknown> = {}) {
+  namespaceCounter += 1;
+  return {
+    NEWSLETTER_API_KEY: TEST_API_KEY,
+    NEWSLETTER_API_BASE_URL: `https://upstream-${namespaceCounter}.test/v1`,
+    NODE_ENV: 'production',
+    ...extra,
+  };
+}
+
+async function call(worker: ReturnType<typeof createWorker>, env: Record<string, unknown>, path: string, init?: RequestInit) {
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(new Request(`https://bff.example${path}`, init), env, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+describe('Worker entry (workerd)', () => {
+  it('reads its config from env bindings and sends the secret only as the Bearer token', async () => {
+    const upstream = createScriptedFetch(upstreamHandler());
+    const lines: string[] = [];
+    const worker = createWorker({ fetch: upstream.fetch, write: (line) => lines.push(line), sharedCache: null });
+    const response = await call(worker, bindings({ CACHE_TTL_SECONDS: '42' }), '/api/issues');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toContain('max-age=42');
+    const body = (await response.json()) as { data: { slug: string }[] };
+    expect(body.data.map((issue) => issue.slug)).toEqual(['second-issue', 'first-issue']);
+    expect(upstream.calls[0]?.headers.get('authorization')).toBe(`Bearer ${TEST_API_KEY}`);
+    expect(lines.join('\n')).not.toContain(TEST_API_KEY);
+  });
+
+  it('answers a generic 500 when misconfigured and logs each problem once, never the key', async () => {
+    const upstream = createScriptedFetch(upstreamHandler());
+    const lines: string[] = [];
+    const worker = createWorker({ fetch: upstream.fetch, write: (line) => lines.push(line), sharedCache: null });
+    const env = bindings({ NEWSLETTER_API_BASE_URL: 'http://not-https.example/v1', CACHE_TTL_SECONDS: 'soon' });
+    for (let i = 0; i < 3; i += 1) {
+      const response = await call(worker, env, '/api/categories');
+      expect(response.status).toBe(500);
+      expect(response.headers.get('cache-control')).toBe('no-store');
+      const text = await response.text();
+      expect(JSON.parse(text)).toEqual({
+        ok: false,
+        error: { code: 'INTERNAL_ERROR', message: 'The service is not configured correctly.' },
+      });
+      expect(text).not.toContain(TEST_API_KEY);
+    }
+    const problems = lines.map((line) => JSON.parse(line) as { event: string; problem: string });
+    expect(problems.map((entry) => entry.event)).toEqual(['config_error', 'config_error']);
+    expect(problems.map((entry) => entry.problem.split(' ')[0]).sort()).toEqual(['CACHE_TTL_SECONDS', 'NEWSLETTER_API_BASE_URL']);
+    expect(lines.join('\n')).not.toContain(TEST_API_KEY);
+    expect(upstream.calls).toHaveLength(0);
+  });
+
+  it('refuses to serve in production without the secret, and serves the demo when not in production', async () => {
+    const production = createWorker({ write: () => undefined, sharedCache: null });
+    expect((await call(production, { NODE_ENV: 'production' }, '/api/issues')).status).toBe(500);
+
+    const demo = createWorker({ write: () => undefined, sharedCache: null });
+    const response = await call(demo, { NODE_ENV: 'development' }, '/api/issues?limit=1');
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { meta: { total: number } }).meta.total).toBeGreaterThanOrEqual(40);
+  });
+
+  it('limits subscribe attempts per CF-Connecting-IP and ignores X-Forwarded-For', async () => {
+    const upstream = createScriptedFetch(upstreamHandler());
+    const worker = createWorker({ fetch: upstream.fetch, write: () => undefined, sharedCache: null });
+    const env = bindings({ SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '2' });
+    const post = (ip: string, n: number, spoof = '') =>
+      call(worker, env, '/api/subscribe', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'CF-Connecting-IP': ip, 'X-Forwarded-For': spoof || `10.0.0.${n}` },
+        body: JSON.stringify({ email: `reader${n}@example.com`, optInAttestation: true }),
+      });
+    expect((await post('198.51.100.1', 1)).status).toBe(200);
+    expect((await post('198.51.100.1', 2)).status).toBe(200);
+    const limited = await post('198.51.100.1', 3);
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('60');
+    expect((await post('198.51.100.2', 4, '198.51.100.1')).status).toBe(200);
+    expect(upstream.calls.filter((entry) => entry.method === 'POST')).toHaveLength(3);
+  });
+
+  it('uses the Workers Rate Limiting binding when one is configured', async () => {
+    const binding = poolEnv.SUBSCRIBE_RATE_LIMITER;
+    expect(binding).toBeDefined();
+    const upstream = createScriptedFetch(upstreamHandler());
+    const worker = createWorker({ fetch: upstream.fetch, write: () => undefined, sharedCache: null });
+    // The in-memory limit would allow 100; the binding (limit 3 a minute) decides.
+    const env = bindings({ SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '100', SUBSCRIBE_RATE_LIMITER: binding });
+    const statuses: number[] = [];
+    for (let n = 0; n < 5; n += 1) {
+      const response = await call(worker, env, '/api/subscribe', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'CF-Connecting-IP': '203.0.113.99' },
+        body: JSON.stringify({ email: `limited${n}@example.com`, optInAttestation: true }),
+      });
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+  });
+
+  it('keeps the background refresh of a stale entry alive with waitUntil', async () => {
+    const clock = createFakeClock();
+    let subject = 'Original';
+    const upstream = createScriptedFetch((entry, index) => upstreamHandler(subject)(entry, index));
+    const worker = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: null });
+    const env = bindings();
+    await call(worker, env, '/api/issues/first-issue');
+    subject = 'Revised';
+    clock.advance(61_000);
+
+    const ctx = createExecutionContext();
+    const stale = await worker.fetch(new Request('https://bff.example/api/issues/first-issue'), env, ctx);
+    expect(stale.headers.get('x-cache')).toBe('STALE');
+    expect(((await stale.json()) as { data: { subject: string } }).data.subject).toBe('Original');
+    await waitOnExecutionContext(ctx);
+
+    const fresh = await call(worker, env, '/api/issues/first-issue');
+    expect(fresh.headers.get('x-cache')).toBe('HIT');
+    expect(((await fresh.json()) as { data: { subject: string } }).data.subject).toBe('Revised');
+    expect(upstream.calls).toHaveLength(2);
+  });
+});
+
+describe('Cache API tier shared by isolates (workerd)', () => {
+  const ROUTES = ['/api/issues', '/api/issues/first-issue', '/api/categories'];
+
+  /** N isolates, each with its own in-memory cache, all reading the three routes once. */
+  async function upstreamCallsFor(isolates: number, sharedCache: Cache | null) {
+    const clock = createFakeClock();
+    const upstream = createScriptedFetch(upstreamHandler());
+    const env = bindings();
+    for (let i = 0; i < isolates; i += 1) {
+      const worker = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache });
+      for (const path of ROUTES) expect((await call(worker, env, path)).status).toBe(200);
+    }
+    return upstream.calls.length;
+  }
+
+  it('saves every cold upstream read after the first isolate (measured: 5 isolates × 3 routes)', async () => {
+    const without = await upstreamCallsFor(5, null);
+    const withTier = await upstreamCallsFor(5, caches.default);
+    expect(without).toBe(15);
+    expect(withTier).toBe(3);
+  });
+
+  it('serves a new isolate the stale shared copy while the upstream is down, and nothing once it is too old', async () => {
+    const clock = createFakeClock();
+    let down = false;
+    const upstream = createScriptedFetch((entry, index) =>
+      down ? new Response('unavailable', { status: 503 }) : upstreamHandler()(entry, index),
+    );
+    const env = bindings();
+    const first = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    expect((await call(first, env, '/api/categories')).status).toBe(200);
+
+    down = true;
+    clock.advance(10 * 60_000);
+    const second = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    const stale = await call(second, env, '/api/categories');
+    expect(stale.status).toBe(200);
+    expect(await stale.json()).toEqual({ ok: true, data: [] });
+
+    clock.advance(2 * 86_400_000);
+    const third = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    expect((await call(third, env, '/api/categories')).status).toBe(502);
+  });
+
+  it('never stores an error in the shared tier', async () => {
+    const clock = createFakeClock();
+    let down = true;
+    const upstream = createScriptedFetch((entry, index) =>
+      down ? new Response('unavailable', { status: 503 }) : upstreamHandler()(entry, index),
+    );
+    const env = bindings();
+    const first = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    expect((await call(first, env, '/api/categories')).status).toBe(502);
+    down = false;
+    const second = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    expect((await call(second, env, '/api/categories')).status).toBe(200);
+  });
+});

@@ -1,0 +1,31 @@
+import { cloudflareTest } from '@cloudflare/vitest-pool-workers';
+import { defineProject } from 'vitest/config';
+
+/** Suites that need nothing of Node run here too, inside workerd, plus the Worker-only suites. */
+export const RUNTIME_NEUTRAL_SUITES = [
+  'test/app.test.ts',
+  'test/cache.test.ts',
+  'test/config.test.ts',
+  'test/demo-upstream.test.ts',
+  'test/public-reads.test.ts',
+  'test/routes/**/*.test.ts',
+  'test/upstream.test.ts',
+];
+
+export default defineProject({
+  plugins: [
+    cloudflareTest({
+      miniflare: {
+        // The same date as wrangler.toml.
+        compatibilityDate: '2026-05-01',
+        // A Rate Limiting binding as wrangler.toml would declare it (test/workers uses it).
+        ratelimits: { SUBSCRIBE_RATE_LIMITER: { simple: { limit: 3, period: 60 } } },
+      },
+    }),
+  ],
+  test: {
+    name: 'workerd',
+    include: [...RUNTIME_NEUTRAL_SUITES, 'test/workers/**/*.test.ts'],
+    testTimeout: 30_000,
+  },
+});
