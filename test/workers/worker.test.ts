@@ -1,6 +1,6 @@
 import { createExecutionContext, env as poolEnv, waitOnExecutionContext } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { createWorker } from '../../src/worker.js';
+import { createWorker } from '../../src/worker-handler.js';
 import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
 
 const ISSUES = [

@@ -1,0 +1,32 @@
+// Bundles the Worker as `wrangler deploy` would (dry run, nothing uploaded) and holds its
+// gzipped size under the budget. Prints raw and gzip sizes.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+
+const BUDGET_GZIP_BYTES = 150 * 1024;
+const outdir = mkdtempSync(join(tmpdir(), 'newsletter-bff-bundle-'));
+try {
+  execFileSync('./node_modules/.bin/wrangler', ['deploy', '--dry-run', '--outdir', outdir], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      ...process.env,
+      WRANGLER_SEND_METRICS: 'false',
+      WRANGLER_SEND_ERROR_REPORTS: 'false',
+      WRANGLER_HIDE_BANNER: 'true',
+      CLOUDFLARE_CF_FETCH_ENABLED: 'false',
+    },
+  });
+  const bundle = readFileSync(join(outdir, 'worker.js'));
+  const gzip = gzipSync(bundle, { level: 9 }).length;
+  const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
+  console.log(`worker bundle: ${kib(bundle.length)} raw, ${kib(gzip)} gzip (budget ${kib(BUDGET_GZIP_BYTES)} gzip)`);
+  if (gzip > BUDGET_GZIP_BYTES) {
+    console.error('worker bundle is over its gzip budget');
+    process.exitCode = 1;
+  }
+} finally {
+  rmSync(outdir, { recursive: true, force: true });
+}

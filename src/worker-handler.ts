@@ -1,0 +1,93 @@
+import type { ExecutionContext, Hono } from 'hono';
+import { parseConfig } from './config.js';
+import { createLogger } from './log.js';
+import { createBindingRateLimiter, type RateLimitBinding } from './rate-limit.js';
+import { createServiceForConfig } from './service.js';
+import { createWorkersSharedCache } from './shared-cache.js';
+
+type Env = Record<string, unknown>;
+
+/** Test seams of the Worker; production uses the runtime's own. */
+export interface WorkerOptions {
+  fetch?: typeof globalThis.fetch;
+  now?: () => number;
+  /** Where log lines go (console.log, which Workers logs collect). */
+  write?: (line: string) => void;
+  /** The Cache API store shared by the isolates of a location (`caches.default`); `null` turns it off. */
+  sharedCache?: Cache | null;
+}
+
+const GENERIC_ERROR = JSON.stringify({
+  ok: false,
+  error: { code: 'INTERNAL_ERROR', message: 'The service is not configured correctly.' },
+});
+
+/** The binding name of the optional Workers Rate Limiting binding (see wrangler.toml). */
+export const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
+
+/** Creates a Worker handler: `{ fetch(request, env, ctx) }` with one app per isolate. */
+export function createWorker(options: WorkerOptions = {}) {
+  const write = options.write ?? ((line: string) => console.log(line));
+  // Built on the first request: bindings cannot change within an isolate (a deploy starts new
+  // ones), and the in-memory cache lives as long as the app.
+  let built: { app: Hono | undefined } | undefined;
+
+  function appFor(env: Env): Hono | undefined {
+    if (built) return built.app;
+    const log = createLogger({ write, now: options.now, redact: [stringOrUndefined(env.NEWSLETTER_API_KEY)] });
+    const parsed = parseConfig(env);
+    if (!parsed.ok) {
+      // Logged once per isolate; the visitor gets a generic 500 and never the details.
+      for (const problem of parsed.problems) log.log('error', 'config_error', { problem });
+      built = { app: undefined };
+      return undefined;
+    }
+    const { config } = parsed;
+    const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);
+    const store = options.sharedCache === undefined ? defaultSharedCache() : options.sharedCache;
+    const { app } = createServiceForConfig(config, {
+      log,
+      fetch: options.fetch,
+      now: options.now,
+      clientIp: (c) => c.req.header('cf-connecting-ip'),
+      rateLimiter: binding ? createBindingRateLimiter(binding) : undefined,
+      sharedCache: store
+        ? createWorkersSharedCache(store, {
+            namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
+            maxAgeSeconds: config.cacheTtlSeconds + 86_400,
+          })
+        : undefined,
+    });
+    built = { app: app as unknown as Hono };
+    return built.app;
+  }
+
+  return {
+    fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
+      const app = appFor(env);
+      if (!app) {
+        return new Response(GENERIC_ERROR, {
+          status: 500,
+          headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
+        });
+      }
+      return app.fetch(request, env, ctx);
+    },
+  };
+}
+
+function stringOrUndefined(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
+}
+
+function rateLimitBindingOf(value: unknown): RateLimitBinding | undefined {
+  return typeof value === 'object' && value !== null && typeof (value as RateLimitBinding).limit === 'function'
+    ? (value as RateLimitBinding)
+    : undefined;
+}
+
+/** `caches.default` where the runtime has it (Workers), nothing elsewhere. */
+function defaultSharedCache(): Cache | undefined {
+  const storage = (globalThis as { caches?: { default?: Cache } }).caches;
+  return storage?.default;
+}
