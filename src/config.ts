@@ -1,5 +1,6 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream-schemas.js';
+import { addIssue, preprocess } from './validation.js';
 
 /** The parsed configuration: PRODUCT.md "Configuration", plus the few knobs the README lists. */
 export interface Config {
@@ -46,22 +47,24 @@ function blankToUndefined(value: unknown): unknown {
 }
 
 function optionalText() {
-  return z.preprocess(blankToUndefined, z.string().optional());
+  return preprocess(blankToUndefined, z.optional(z.string()));
 }
 
 function wholeNumber(min: number, max: number, fallback: number) {
   const range = `must be a whole number from ${min} to ${max}`;
-  return z.preprocess(
+  return preprocess(
     (value) => {
       const blank = blankToUndefined(value);
       return typeof blank === 'number' ? String(blank) : blank;
     },
-    z
-      .string({ error: range })
-      .regex(/^\d{1,16}$/, { error: range })
-      .transform(Number)
-      .pipe(z.number().min(min, { error: range }).max(max, { error: range }))
-      .default(fallback),
+    // Digits only, then Number, then the range: every way of failing reads the same rule.
+    z._default(
+      z.pipe(
+        z.pipe(z.string({ error: range }).check(z.regex(/^\d{1,16}$/, { error: range })), z.transform(Number)),
+        z.number().check(z.gte(min, { error: range }), z.lte(max, { error: range })),
+      ),
+      fallback,
+    ),
   );
 }
 
@@ -76,96 +79,106 @@ function parseOrigin(entry: string): string | undefined {
   }
 }
 
-const ConfigSchema = z
-  .object({
-    // Validated for shape only; its value never appears in a message (PRODUCT.md: never echo the secret).
-    NEWSLETTER_API_KEY: z.preprocess(
-      blankToUndefined,
+const ConfigSchema = z.object({
+  // Validated for shape only; its value never appears in a message (PRODUCT.md: never echo the secret).
+  NEWSLETTER_API_KEY: preprocess(
+    blankToUndefined,
+    z.optional(
       z
         .string({ error: 'must be a string' })
-        .regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII with no spaces' })
-        .max(4096, { error: 'is longer than 4096 characters' })
-        .optional(),
+        .check(
+          z.regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII with no spaces' }),
+          z.maxLength(4096, { error: 'is longer than 4096 characters' }),
+        ),
     ),
-    NEWSLETTER_API_BASE_URL: z.preprocess(
-      blankToUndefined,
-      z
-        .string({ error: 'must be a URL' })
-        .transform((value, ctx) => {
+  ),
+  NEWSLETTER_API_BASE_URL: preprocess(
+    blankToUndefined,
+    z.optional(
+      z.pipe(
+        z.string({ error: 'must be a URL' }),
+        z.transform((value: string, ctx) => {
           let url: URL;
           try {
             url = new URL(value);
           } catch {
-            ctx.addIssue({ code: 'custom', message: 'must be an absolute URL such as https://api.example.com/v1' });
+            addIssue(ctx, 'must be an absolute URL such as https://api.example.com/v1');
             return z.NEVER;
           }
           const path = url.pathname.replace(/\/+$/, '');
           if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
-            ctx.addIssue({ code: 'custom', message: 'must use https (plain http is accepted only for a loopback host)' });
+            addIssue(ctx, 'must use https (plain http is accepted only for a loopback host)');
           } else if (url.username || url.password || url.search || url.hash) {
-            ctx.addIssue({ code: 'custom', message: 'must not carry credentials, a query or a fragment' });
+            addIssue(ctx, 'must not carry credentials, a query or a fragment');
           } else if (!path.endsWith('/v1')) {
-            ctx.addIssue({ code: 'custom', message: 'must end in /v1' });
+            addIssue(ctx, 'must end in /v1');
           }
           return `${url.origin}${path}`;
-        })
-        .optional(),
+        }),
+      ),
     ),
-    ALLOWED_ORIGINS: z.preprocess(
-      blankToUndefined,
-      z
-        .string({ error: 'must be a comma-separated list of origins' })
-        .transform((value, ctx): '*' | string[] => {
+  ),
+  ALLOWED_ORIGINS: preprocess(
+    blankToUndefined,
+    z._default(
+      z.pipe(
+        z.string({ error: 'must be a comma-separated list of origins' }),
+        z.transform((value: string, ctx): '*' | string[] => {
           const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
           if (entries.includes('*')) {
-            if (entries.length > 1) ctx.addIssue({ code: 'custom', message: 'must be either * alone or a list of origins' });
+            if (entries.length > 1) addIssue(ctx, 'must be either * alone or a list of origins');
             return '*';
           }
           const invalid = entries.filter((entry) => parseOrigin(entry) === undefined);
           if (invalid.length > 0) {
-            ctx.addIssue({
-              code: 'custom',
-              message: `has entries that are not origins (scheme://host[:port], no path or trailing slash): ${invalid.join(', ')}`,
-            });
+            addIssue(
+              ctx,
+              `has entries that are not origins (scheme://host[:port], no path or trailing slash): ${invalid.join(', ')}`,
+            );
           }
           return entries;
-        })
-        .default([]),
+        }),
+      ),
+      [],
     ),
-    PORT: wholeNumber(1, 65535, 8787),
-    HOST: z.preprocess(blankToUndefined, z.string().default('127.0.0.1')),
-    CACHE_TTL_SECONDS: wholeNumber(1, 86_400, 60),
-    CACHE_MAX_BYTES: wholeNumber(MIB, 4096 * MIB, 64 * MIB),
-    NOT_FOUND_CACHE_TTL_SECONDS: wholeNumber(1, 3600, 30),
-    ARCHIVE_MAX_ISSUES: wholeNumber(200, 100_000, 5000),
-    UPSTREAM_TIMEOUT_MS: wholeNumber(100, 60_000, 8000),
-    SUBSCRIBE_RATE_LIMIT_PER_MINUTE: wholeNumber(1, 10_000, 10),
-    SUBSCRIBE_SOURCE_TYPE: z.preprocess(
-      blankToUndefined,
-      z.enum(SUBSCRIBER_SOURCE_TYPES, { error: `must be one of ${SUBSCRIBER_SOURCE_TYPES.join(', ')}` }).default('embed'),
+  ),
+  PORT: wholeNumber(1, 65535, 8787),
+  HOST: preprocess(blankToUndefined, z._default(z.string(), '127.0.0.1')),
+  CACHE_TTL_SECONDS: wholeNumber(1, 86_400, 60),
+  CACHE_MAX_BYTES: wholeNumber(MIB, 4096 * MIB, 64 * MIB),
+  NOT_FOUND_CACHE_TTL_SECONDS: wholeNumber(1, 3600, 30),
+  ARCHIVE_MAX_ISSUES: wholeNumber(200, 100_000, 5000),
+  UPSTREAM_TIMEOUT_MS: wholeNumber(100, 60_000, 8000),
+  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: wholeNumber(1, 10_000, 10),
+  SUBSCRIBE_SOURCE_TYPE: preprocess(
+    blankToUndefined,
+    z._default(z.enum(SUBSCRIBER_SOURCE_TYPES, { error: `must be one of ${SUBSCRIBER_SOURCE_TYPES.join(', ')}` }), 'embed'),
+  ),
+  SUBSCRIBE_DEFAULT_SOURCE: preprocess(
+    blankToUndefined,
+    z._default(z.string().check(z.maxLength(160, { error: 'must be at most 160 characters' })), 'website'),
+  ),
+  SUBSCRIBE_REDIRECT_URL: preprocess(
+    blankToUndefined,
+    z.optional(
+      z.string().check(z.refine((value) => /^https?:$/.test(safeProtocol(value)), { error: 'must be an absolute http(s) URL' })),
     ),
-    SUBSCRIBE_DEFAULT_SOURCE: z.preprocess(
-      blankToUndefined,
-      z.string().max(160, { error: 'must be at most 160 characters' }).default('website'),
-    ),
-    SUBSCRIBE_REDIRECT_URL: z.preprocess(
-      blankToUndefined,
+  ),
+  SUBSCRIBE_HONEYPOT_FIELD: preprocess(
+    blankToUndefined,
+    z._default(
       z
         .string()
-        .refine((value) => /^https?:$/.test(safeProtocol(value)), { error: 'must be an absolute http(s) URL' })
-        .optional(),
+        .check(
+          z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
+          z.refine((value) => !FIELD_NAMES_OF_THE_FORM.has(value), { error: 'must not be one of the real form fields' }),
+        ),
+      'website',
     ),
-    SUBSCRIBE_HONEYPOT_FIELD: z.preprocess(
-      blankToUndefined,
-      z
-        .string()
-        .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' })
-        .refine((value) => !FIELD_NAMES_OF_THE_FORM.has(value), { error: 'must not be one of the real form fields' })
-        .default('website'),
-    ),
-    TRUST_PROXY_HOPS: wholeNumber(0, 10, 0),
-    NODE_ENV: optionalText(),
-  });
+  ),
+  TRUST_PROXY_HOPS: wholeNumber(0, 10, 0),
+  NODE_ENV: optionalText(),
+});
 
 function safeProtocol(value: string): string {
   try {

@@ -1,4 +1,6 @@
-import { z } from 'zod';
+import * as z from 'zod/mini';
+// Registers English issue messages (see validation.ts): upstream shape errors keep their wording.
+import './validation.js';
 
 /**
  * zod schemas of the upstream resources we read (upstream-api.md "Resources and their fields").
@@ -18,34 +20,34 @@ export const UpstreamCategorySchema = z.object({
 });
 
 export const UpstreamIssueSchema = z.object({
-  id: z.string().min(1),
-  slug: z.string().nullish(),
+  id: z.string().check(z.minLength(1)),
+  slug: z.nullish(z.string()),
   subject: z.string(),
-  previewText: z.string().nullish(),
-  thumbnailUrl: z.string().nullish(),
-  contentHtml: z.string().nullish(),
+  previewText: z.nullish(z.string()),
+  thumbnailUrl: z.nullish(z.string()),
+  contentHtml: z.nullish(z.string()),
   // Documented as draft | sending | sent | failed. Only `sent` matters to us, so a state added
   // later is accepted here and filtered out by the routes rather than failing the whole archive.
   status: z.string(),
-  isPublic: z.boolean().nullish(),
-  category: UpstreamCategorySchema.nullish(),
-  categories: z.array(UpstreamCategorySchema).nullish(),
-  sentAt: z.string().nullish(),
+  isPublic: z.nullish(z.boolean()),
+  category: z.nullish(UpstreamCategorySchema),
+  categories: z.nullish(z.array(UpstreamCategorySchema)),
+  sentAt: z.nullish(z.string()),
 });
 
 // Required flags of subscriber fields are "not shown" upstream: everything is optional.
 export const UpstreamSubscriberSchema = z.object({
-  id: z.string().optional(),
-  status: z.enum(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked']).optional(),
+  id: z.optional(z.string()),
+  status: z.optional(z.enum(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked'])),
 });
 
 export const UpstreamErrorBodySchema = z.object({
   ok: z.literal(false),
-  error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }),
+  error: z.object({ code: z.string(), message: z.string(), details: z.optional(z.unknown()) }),
 });
 
 /** The success envelope `{ ok: true, data }` around a data schema. */
-export function successEnvelope<T extends z.ZodType>(data: T) {
+export function successEnvelope<T extends z.ZodMiniType>(data: T) {
   return z.object({ ok: z.literal(true), data });
 }
 

@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod/mini';
 import {
   CategoryListEnvelope,
   IssueEnvelope,
@@ -153,7 +153,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   async function call<T>(
     method: 'GET' | 'POST',
     url: URL,
-    schema: z.ZodType<{ ok: true; data: T }>,
+    schema: z.ZodMiniType<{ ok: true; data: T }>,
     body?: unknown,
   ): Promise<T> {
     const retries = method === 'GET' ? getRetries : postRetries;
@@ -176,7 +176,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   async function attemptOnce<T>(
     method: 'GET' | 'POST',
     url: URL,
-    schema: z.ZodType<{ ok: true; data: T }>,
+    schema: z.ZodMiniType<{ ok: true; data: T }>,
     body: unknown,
   ): Promise<T> {
     const waitMs = blockedUntil - now();

@@ -1,11 +1,40 @@
-import type { z } from 'zod';
+import * as z from 'zod/mini';
+import { en } from 'zod/locales';
 import { ApiError, type ValidationIssue } from './errors.js';
+
+/*
+ * zod/mini rather than `zod`: the classic build is not tree-shakable and was most of the Worker
+ * bundle. Its functional API builds the same core schemas, so parsing behaves the same.
+ *
+ * zod/mini registers no locale, so an issue whose schema gives no message of its own (a
+ * non-string Worker binding for HOST, an upstream body of the wrong shape) would read just
+ * "Invalid input". The classic build registered English on first use; registering it here keeps
+ * those messages as they were. Only the English map is bundled, not every locale.
+ */
+z.config(en());
+
+/**
+ * `z.preprocess` of the classic build, which zod/mini lacks: `fn` runs on the raw input and
+ * `schema` parses its result. Built exactly as the classic one is, a transform piped into the schema.
+ */
+export function preprocess<S extends z.ZodMiniType>(fn: (value: unknown) => unknown, schema: S) {
+  return z.pipe(z.transform(fn), schema);
+}
+
+/**
+ * Reports a problem from inside `z.transform`. zod/mini's transform context is the bare parse
+ * payload, without the classic build's `ctx.addIssue`, so the issue is pushed the way that
+ * method pushed it: a custom issue about the value being transformed.
+ */
+export function addIssue(ctx: z.core.ParsePayload, message: string): void {
+  ctx.issues.push({ code: 'custom', message, input: ctx.value });
+}
 
 /**
  * Parses input with a zod schema; a failure becomes our VALIDATION_ERROR with
  * `[{ path, message }]` details in our own words (never zod's default dump, which can echo input).
  */
-export function parseOrThrow<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const details: ValidationIssue[] = result.error.issues.map((issue) => ({

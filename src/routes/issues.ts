@@ -1,11 +1,11 @@
 import { Hono } from 'hono';
 import { validator } from 'hono/validator';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import { ApiError } from '../errors.js';
 import { sendRead, waitUntilOf } from '../http.js';
 import type { PublicReads } from '../public-reads.js';
 import { SLUG_PATTERN } from '../upstream.js';
-import { firstValue, parseOrThrow } from '../validation.js';
+import { firstValue, parseOrThrow, preprocess } from '../validation.js';
 
 export interface IssuesRoutesOptions {
   reads: PublicReads;
@@ -18,15 +18,18 @@ const SLUG_RULE = 'must be 1 to 200 letters, digits, "-" or "_", starting and en
 
 function wholeNumber(min: number, max: number, fallback: number) {
   const rule = `must be a whole number from ${min} to ${max}`;
-  return z.preprocess(
+  return preprocess(
     firstValue,
-    z
-      .string()
-      .regex(/^\d{1,9}$/, { error: rule })
-      .transform(Number)
-      .pipe(z.number().min(min, { error: rule }).max(max, { error: rule }))
-      .optional()
-      .transform((value) => value ?? fallback),
+    // Digits only, then Number, then the range; an absent parameter takes the fallback.
+    z.pipe(
+      z.optional(
+        z.pipe(
+          z.pipe(z.string().check(z.regex(/^\d{1,9}$/, { error: rule })), z.transform(Number)),
+          z.number().check(z.gte(min, { error: rule }), z.lte(max, { error: rule })),
+        ),
+      ),
+      z.transform((value: number | undefined) => value ?? fallback),
+    ),
   );
 }
 
@@ -35,7 +38,7 @@ function createArchiveQuerySchema(maxOffset: number) {
   return z.object({
     limit: wholeNumber(1, 100, 20),
     offset: wholeNumber(0, maxOffset, 0),
-    category: z.preprocess(firstValue, z.string().regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` }).optional()),
+    category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
   });
 }
 

@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { LRUCache } from 'lru-cache';
-import { z } from 'zod';
+import * as z from 'zod/mini';
 import type { Config } from '../config.js';
 import { ApiError, apiErrorFromUpstream, renderError } from '../errors.js';
 import { maskEmail, type Logger } from '../log.js';
@@ -9,7 +9,7 @@ import { originOf, type OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { UpstreamError, type UpstreamClient } from '../upstream.js';
 import { SOURCE_PLATFORMS, type CreateSubscriberBody } from '../upstream-schemas.js';
-import { parseOrThrow } from '../validation.js';
+import { parseOrThrow, preprocess } from '../validation.js';
 
 export interface SubscribeRoutesOptions {
   upstream: UpstreamClient;
@@ -48,30 +48,37 @@ const blankToUndefined = (value: unknown) => {
  */
 export function createSubscribeInputSchema(checkedValues: readonly string[]) {
   return z.object({
-    email: z.preprocess(
+    email: preprocess(
       trimmed,
-      z
-        .string({ error: 'is required' })
-        .min(1, { error: 'is required' })
-        .max(254, { error: 'must be at most 254 characters' })
-        .regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' })
-        .pipe(z.email({ error: 'must be a valid email address' })),
+      z.pipe(
+        z
+          .string({ error: 'is required' })
+          .check(
+            z.minLength(1, { error: 'is required' }),
+            z.maxLength(254, { error: 'must be at most 254 characters' }),
+            z.regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' }),
+          ),
+        z.email({ error: 'must be a valid email address' }),
+      ),
     ),
-    optInAttestation: z.preprocess(
+    optInAttestation: preprocess(
       (value) => (typeof value === 'string' && checkedValues.includes(value.trim().toLowerCase()) ? true : value),
       z.literal(true, { error: 'must be true: the subscriber must confirm they opted in' }),
     ),
-    source: z.preprocess(
+    source: preprocess(
       blankToUndefined,
-      z
-        .string({ error: 'must be text' })
-        .max(160, { error: 'must be at most 160 characters' })
-        .regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' })
-        .optional(),
+      z.optional(
+        z
+          .string({ error: 'must be text' })
+          .check(
+            z.maxLength(160, { error: 'must be at most 160 characters' }),
+            z.regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' }),
+          ),
+      ),
     ),
-    sourcePlatform: z.preprocess(
+    sourcePlatform: preprocess(
       blankToUndefined,
-      z.enum(SOURCE_PLATFORMS, { error: `must be one of ${SOURCE_PLATFORMS.join(', ')}` }).optional(),
+      z.optional(z.enum(SOURCE_PLATFORMS, { error: `must be one of ${SOURCE_PLATFORMS.join(', ')}` })),
     ),
   });
 }
