@@ -13,13 +13,18 @@ export function createOriginPolicy(allowed: '*' | readonly string[]) {
 
 export type OriginPolicy = ReturnType<typeof createOriginPolicy>;
 
-/** The origin of a URL string, or undefined when it is not an absolute http(s) URL. */
-export function originOf(value: string | undefined): string | undefined {
+/** An absolute http(s) URL, or undefined for anything else (relative, `javascript:`, `data:`, junk). */
+export function parseHttpUrl(value: string | null | undefined): URL | undefined {
   if (!value) return undefined;
   try {
     const url = new URL(value);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : undefined;
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The origin of a URL string, or undefined when it is not an absolute http(s) URL. */
+export function originOf(value: string | undefined): string | undefined {
+  return parseHttpUrl(value)?.origin;
 }

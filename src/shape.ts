@@ -1,3 +1,4 @@
+import { parseHttpUrl } from './origins.js';
 import { SLUG_PATTERN } from './upstream.js';
 import type { UpstreamCategory, UpstreamIssue } from './upstream-schemas.js';
 
@@ -65,13 +66,7 @@ export function compareByName(a: PublicCategory, b: PublicCategory): number {
 
 // A site puts this in <img src>: only http(s) URLs pass, so `javascript:` or `data:` cannot.
 function httpUrlOrNull(value: string | null | undefined): string | null {
-  if (!value) return null;
-  try {
-    const url = new URL(value);
-    return url.protocol === 'https:' || url.protocol === 'http:' ? url.href : null;
-  } catch {
-    return null;
-  }
+  return parseHttpUrl(value)?.href ?? null;
 }
 
 function isoDateOrNull(value: string | null | undefined): string | null {
