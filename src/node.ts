@@ -20,11 +20,9 @@ function main(): void {
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
   const log = createLogger({ write: writer.write, redact: [config.apiKey] });
-  // examples/site beside dist/, relative to the working directory as serveStatic expects.
-  const siteRoot = relative(process.cwd(), fileURLToPath(new URL('../examples/site', import.meta.url)));
   const { app, stats } = createServiceForConfig(config, {
     log,
-    demoSite: serveStatic({ root: siteRoot }),
+    demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
     clientIp: (c) =>
       clientIpFromForwardedFor(c.req.header('x-forwarded-for'), getConnInfo(c).remote.address, config.trustProxyHops),
   });
@@ -64,6 +62,11 @@ function main(): void {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/** The example site (examples/site beside dist/), relative to the working directory as serveStatic expects. */
+function createDemoSite() {
+  return serveStatic({ root: relative(process.cwd(), fileURLToPath(new URL('../examples/site', import.meta.url))) });
 }
 
 main();
