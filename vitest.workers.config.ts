@@ -9,6 +9,7 @@ export const RUNTIME_NEUTRAL_SUITES = [
   'test/demo-upstream.test.ts',
   'test/public-reads.test.ts',
   'test/routes/**/*.test.ts',
+  'test/typed-client.test.ts',
   'test/upstream.test.ts',
 ];
 

@@ -114,7 +114,12 @@ export function createService(deps: AppDeps) {
     crossOriginResourcePolicy: 'cross-origin',
     xFrameOptions: 'DENY',
   });
-  const siteHeaders = secureHeaders({ contentSecurityPolicy: SITE_CONTENT_SECURITY_POLICY, xFrameOptions: 'DENY' });
+  const siteHeaders = secureHeaders({
+    contentSecurityPolicy: SITE_CONTENT_SECURITY_POLICY,
+    xFrameOptions: 'DENY',
+    // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
+    referrerPolicy: 'strict-origin-when-cross-origin',
+  });
 
   const app = new Hono();
   app.use(requestId(), accessLog(log));

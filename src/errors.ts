@@ -17,6 +17,7 @@ export const ERROR_STATUS = {
 } as const satisfies Record<string, ContentfulStatusCode>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
+export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 
 /** One entry of a VALIDATION_ERROR's `details`. */
 export interface ValidationIssue {
@@ -51,7 +52,7 @@ export interface ApiErrorOptions {
 /** The one error type routes throw; `renderError` turns it into the envelope. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
-  readonly status: ContentfulStatusCode;
+  readonly status: ErrorStatus;
   readonly details: ValidationIssue[] | undefined;
   readonly retryAfter: number | undefined;
   readonly allow: readonly string[] | undefined;
@@ -81,12 +82,15 @@ export function errorEnvelope(error: ApiError): {
 }
 
 /** Renders any ApiError as the JSON envelope with its status and headers; errors are never cached. */
-export function renderError(c: Context, error: ApiError): Response {
+export function renderError(c: Context, error: ApiError) {
   const headers: Record<string, string> = { 'Cache-Control': 'no-store' };
   if (error.retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfter)));
   if (error.allow) headers.Allow = error.allow.join(', ');
   return c.json(errorEnvelope(error), error.status, headers);
 }
+
+/** An error envelope response with its status, typed for `hc<AppType>`. */
+export type ErrorResponse = ReturnType<typeof renderError>;
 
 /**
  * Maps an upstream failure to our code (PRODUCT.md "Errors we return"). The browser never sees

@@ -1,22 +1,26 @@
-import type { Context } from 'hono';
+import type { Context, TypedResponse } from 'hono';
 import type { WaitUntil } from './cache.js';
 import type { PublicRead } from './public-reads.js';
+
+/** A pre-serialized JSON response typed as the envelope `T` it holds, so `hc<AppType>` infers it. */
+export type JsonResponse<T> = Response & TypedResponse<T, 200, 'json'>;
+type NotModified = Response & TypedResponse<null, 304, 'body'>;
 
 /**
  * Sends a cached read: its serialized body, strong ETag and `X-Cache`, or 304 when the
  * client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2).
  */
-export function sendRead(c: Context, read: PublicRead, cacheControl: string): Response {
+export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string): JsonResponse<T> | NotModified {
   const { body, etag } = read.rendered;
   if (ifNoneMatchMatches(c.req.header('if-none-match'), etag)) {
-    return c.body(null, 304, { 'Cache-Control': cacheControl, ETag: etag, 'X-Cache': read.state });
+    return c.body(null, 304, { 'Cache-Control': cacheControl, ETag: etag, 'X-Cache': read.state }) as Response as NotModified;
   }
   return c.body(body, 200, {
     'Content-Type': 'application/json',
     'Cache-Control': cacheControl,
     ETag: etag,
     'X-Cache': read.state,
-  });
+  }) as Response as JsonResponse<T>;
 }
 
 /** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */

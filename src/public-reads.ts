@@ -9,6 +9,9 @@ import {
   toIssueDetail,
   toIssueSummary,
   toPublicCategory,
+  type ArchivePageBody,
+  type CategoriesBody,
+  type IssueBody,
   type IssueSummary,
   type PublicCategory,
 } from './shape.js';
@@ -20,9 +23,11 @@ export interface RenderedJson {
   etag: string;
 }
 
-export interface PublicRead {
+/** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
+export interface PublicRead<T = unknown> {
   rendered: RenderedJson;
   state: CacheState;
+  readonly envelope?: T;
 }
 
 export interface ArchiveQuery {
@@ -56,9 +61,9 @@ export interface PublicReadsOptions {
 }
 
 export interface PublicReads {
-  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil): Promise<PublicRead>;
-  issue(slug: string, waitUntil?: WaitUntil): Promise<PublicRead>;
-  categories(waitUntil?: WaitUntil): Promise<PublicRead>;
+  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil): Promise<PublicRead<ArchivePageBody>>;
+  issue(slug: string, waitUntil?: WaitUntil): Promise<PublicRead<IssueBody>>;
+  categories(waitUntil?: WaitUntil): Promise<PublicRead<CategoriesBody>>;
   stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
 }
 
@@ -150,7 +155,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     for (const category of await upstream.listCategories()) {
       if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
     }
-    return renderJson({ ok: true, data: [...bySlug.values()].sort(compareByName) });
+    return renderJson<CategoriesBody>({ ok: true, data: [...bySlug.values()].sort(compareByName) });
   }
 
   async function loadIssue(slug: string): Promise<CachedValue | undefined> {
@@ -169,15 +174,15 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       notFound.set(slug, true);
       return undefined;
     }
-    return renderJson({ ok: true, data: toIssueDetail(issue) });
+    return renderJson<IssueBody>({ ok: true, data: toIssueDetail(issue) });
   }
 
-  async function renderJson(envelope: unknown): Promise<CachedValue> {
+  async function renderJson<T>(envelope: T): Promise<CachedValue> {
     const body = JSON.stringify(envelope);
     return { kind: 'json', rendered: { body, etag: await strongEtag(body) }, size: stringBytes(body), fetchedAt: now() };
   }
 
-  async function readJson(key: string, waitUntil: WaitUntil | undefined): Promise<PublicRead | undefined> {
+  async function readJson<T>(key: string, waitUntil: WaitUntil | undefined): Promise<PublicRead<T> | undefined> {
     const { value, state } = await cache.read(key, waitUntil);
     if (value?.kind !== 'json') return undefined;
     return { rendered: value.rendered, state };
@@ -192,11 +197,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const cached = pages.get(pageKey);
       if (cached?.index === index) return { rendered: cached.rendered, state };
       const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
-      const body = JSON.stringify({
+      const envelope: ArchivePageBody = {
         ok: true,
         data: list.slice(query.offset, query.offset + query.limit),
         meta: { total: list.length, limit: query.limit, offset: query.offset },
-      });
+      };
+      const body = JSON.stringify(envelope);
       const rendered = { body, etag: await strongEtag(body) };
       pages.set(pageKey, { index, rendered });
       return { rendered, state };
@@ -204,13 +210,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
 
     async issue(slug, waitUntil) {
       if (notFound.has(slug)) throw new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
-      const read = await readJson(ISSUE_KEY_PREFIX + slug, waitUntil);
+      const read = await readJson<IssueBody>(ISSUE_KEY_PREFIX + slug, waitUntil);
       if (!read) throw new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
       return read;
     },
 
     async categories(waitUntil) {
-      const read = await readJson(CATEGORIES_KEY, waitUntil);
+      const read = await readJson<CategoriesBody>(CATEGORIES_KEY, waitUntil);
       if (!read) throw new Error('categories loader returned nothing');
       return read;
     },

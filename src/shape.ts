@@ -26,6 +26,25 @@ export interface IssueDetail extends IssueSummary {
   contentHtml: string | null;
 }
 
+/** The 200 bodies of the four routes (PRODUCT.md "The four public routes"), for typed clients. */
+export interface ArchivePageBody {
+  ok: true;
+  data: IssueSummary[];
+  meta: { total: number; limit: number; offset: number };
+}
+export interface IssueBody {
+  ok: true;
+  data: IssueDetail;
+}
+export interface CategoriesBody {
+  ok: true;
+  data: PublicCategory[];
+}
+export interface SubscribeBody {
+  ok: true;
+  data: { accepted: true };
+}
+
 /** A public page shows only sent, website-visible issues with a usable slug, whatever the upstream sent us. */
 export function isPublicIssue(issue: UpstreamIssue): issue is UpstreamIssue & { slug: string } {
   return issue.status === 'sent' && issue.isPublic === true && typeof issue.slug === 'string' && SLUG_PATTERN.test(issue.slug);

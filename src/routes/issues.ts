@@ -1,9 +1,9 @@
-import { Hono } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { validator } from 'hono/validator';
 import * as z from 'zod/mini';
 import { ApiError } from '../errors.js';
 import { sendRead, waitUntilOf } from '../http.js';
-import type { PublicReads } from '../public-reads.js';
+import type { ArchiveQuery, PublicReads } from '../public-reads.js';
 import { SLUG_PATTERN } from '../upstream.js';
 import { firstValue, parseOrThrow, preprocess } from '../validation.js';
 
@@ -50,7 +50,12 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
   return new Hono()
     .get(
       '/issues',
-      validator('query', (query) => parseOrThrow(ArchiveQuerySchema, query)),
+      // Typed for `hc` as the client sends it: every parameter optional (limit 20, offset 0).
+      validator('query', (query) => parseOrThrow(ArchiveQuerySchema, query)) as MiddlewareHandler<
+        {},
+        '/issues',
+        { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveQuery } }
+      >,
       async function listIssues(c) {
         const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c));
         return sendRead(c, read, cacheControl);

@@ -1,12 +1,13 @@
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler, type TypedResponse } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { LRUCache } from 'lru-cache';
 import * as z from 'zod/mini';
 import type { Config } from '../config.js';
-import { ApiError, apiErrorFromUpstream, renderError } from '../errors.js';
+import { ApiError, apiErrorFromUpstream, renderError, type ErrorResponse } from '../errors.js';
 import { maskEmail, type Logger } from '../log.js';
 import { originOf, type OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
+import type { SubscribeBody } from '../shape.js';
 import { UpstreamError, type UpstreamClient } from '../upstream.js';
 import { SOURCE_PLATFORMS, type CreateSubscriberBody } from '../upstream-schemas.js';
 import { parseOrThrow, preprocess } from '../validation.js';
@@ -86,6 +87,22 @@ export function createSubscribeInputSchema(checkedValues: readonly string[]) {
 const JsonInputSchema = createSubscribeInputSchema([]);
 const FormInputSchema = createSubscribeInputSchema(['true', 'on', '1', 'yes']);
 
+/** The JSON body `hc<AppType>` sends (HTML forms post the same fields as text). */
+export interface SubscribeJsonInput {
+  email: string;
+  optInAttestation: true;
+  source?: string;
+  sourcePlatform?: (typeof SOURCE_PLATFORMS)[number];
+}
+
+/** A JSON caller's 200 or a form post's 303 (other errors are thrown and rendered by onError). */
+type SubscribeReply = (Response & TypedResponse<SubscribeBody, 200, 'json'>) | (Response & TypedResponse<undefined, 303, 'redirect'>);
+
+// Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
+const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: SubscribeJsonInput }; out: {} }> = async function declareJsonInput(_c, next) {
+  await next();
+};
+
 type Outcome = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'rejected' | 'failed';
 
 /** POST /api/subscribe (PRODUCT.md "POST /api/subscribe"). */
@@ -116,13 +133,13 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
     return undefined;
   }
 
-  function reply(c: Context, target: URL | undefined, error?: ApiError): Response {
+  function reply(c: Context, target: URL | undefined, error?: ApiError): SubscribeReply | ErrorResponse {
     if (target) {
       target.searchParams.delete('subscribed');
       target.searchParams.delete('subscribe_error');
       if (error) target.searchParams.set('subscribe_error', error.code);
       else target.searchParams.set('subscribed', '1');
-      return c.body(null, 303, { Location: target.href, 'Cache-Control': 'no-store' });
+      return c.body(null, 303, { Location: target.href, 'Cache-Control': 'no-store' }) as Response as SubscribeReply;
     }
     if (error) return renderError(c, error);
     return c.json({ ok: true as const, data: { accepted: true as const } }, 200, { 'Cache-Control': 'no-store' });
@@ -136,7 +153,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
     });
   }
 
-  async function handle(c: Context, target: URL | undefined): Promise<Response> {
+  async function handle(c: Context, target: URL | undefined): Promise<SubscribeReply | ErrorResponse> {
     const limit = await rateLimiter.hit(clientIp(c) ?? 'unknown');
     if (!limit.allowed) throw new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
     const mediaType = mediaTypeOf(c);
@@ -192,6 +209,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
 
   return new Hono().post(
     '/subscribe',
+    declareJsonInput,
     async function guardOrigin(c, next) {
       // CORS does not stop a simple cross-site form post; this does, for JSON and forms alike.
       const origin = c.req.header('origin');

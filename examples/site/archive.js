@@ -1,0 +1,160 @@
+// The archive page: categories, one page of issues, paging. State lives in the URL
+// (?category=slug&page=N), so every view has an address and the back button works.
+import { ApiFailure, el, getJson, safeImageUrl, showState, SLUG_PATTERN, timeElement } from './api.js';
+
+const PAGE_SIZE = 10;
+// The service refuses offsets beyond its archive cap (ARCHIVE_MAX_ISSUES, 5000 by default).
+const MAX_PAGE = 500;
+
+const params = new URLSearchParams(window.location.search);
+const requestedCategory = params.get('category');
+const category = requestedCategory && SLUG_PATTERN.test(requestedCategory) ? requestedCategory : undefined;
+const page = parsePage(params.get('page'));
+/** The active category's name, once the categories have loaded. */
+let categoryName;
+
+const nodes = {
+  summary: document.getElementById('archive-summary'),
+  list: document.getElementById('issue-list'),
+  emptyText: document.getElementById('archive-empty-text'),
+  categories: document.getElementById('categories'),
+  categoryList: document.getElementById('category-list'),
+  pager: document.getElementById('pager'),
+  newer: document.getElementById('pager-newer'),
+  older: document.getElementById('pager-older'),
+  position: document.getElementById('pager-position'),
+};
+const states = {
+  loading: document.getElementById('archive-loading'),
+  content: nodes.list,
+  empty: document.getElementById('archive-empty'),
+  error: document.getElementById('archive-error'),
+};
+
+function parsePage(value) {
+  const number = /^\d{1,4}$/.test(value ?? '') ? Number(value) : 1;
+  return Math.min(Math.max(number, 1), MAX_PAGE);
+}
+
+/** This page's address for another page or category (relative, so the site works in a subfolder). */
+function viewHref(toPage, toCategory) {
+  const query = new URLSearchParams();
+  if (toCategory) query.set('category', toCategory);
+  if (toPage > 1) query.set('page', String(toPage));
+  const search = query.toString();
+  return search ? `?${search}` : window.location.pathname;
+}
+
+async function loadCategories() {
+  let categories;
+  try {
+    ({ data: categories } = await getJson('/api/categories'));
+  } catch {
+    return; // The archive is still useful without its filter.
+  }
+  const item = (label, slug) => {
+    const link = el('a', { href: viewHref(1, slug), 'aria-current': slug === category ? 'page' : undefined }, label);
+    return el('li', {}, link);
+  };
+  nodes.categoryList.replaceChildren(item('All issues', undefined), ...categories.map((c) => item(c.name, c.slug)));
+  nodes.categories.hidden = false;
+  categoryName = categories.find((c) => c.slug === category)?.name;
+  updateTitle();
+}
+
+function updateTitle() {
+  document.title = ['The Field Notes', categoryName ?? 'Archive', page > 1 ? `page ${page}` : undefined].filter(Boolean).join(' · ');
+}
+
+function issueCard(issue) {
+  const href = `issue.html?slug=${encodeURIComponent(issue.slug)}`;
+  const thumb = el('div', { className: 'thumb' });
+  const imageUrl = issue.thumbnailUrl ? safeImageUrl(issue.thumbnailUrl) : undefined;
+  if (imageUrl) {
+    // The box keeps its size either way; an image that fails to load leaves the plain box.
+    const image = el('img', { src: imageUrl, alt: '', loading: 'lazy', decoding: 'async' });
+    image.addEventListener('error', () => image.remove());
+    thumb.append(image);
+  }
+  const meta = el('p', { className: 'meta' }, timeElement(issue.sentAt));
+  if (issue.category) {
+    if (meta.childNodes.length) meta.append(' · ');
+    meta.append(el('a', { href: viewHref(1, issue.category.slug), className: 'category' }, issue.category.name));
+  }
+  return el(
+    'li',
+    { className: 'issue-card' },
+    thumb,
+    el(
+      'div',
+      { className: 'issue-text' },
+      el('h2', {}, el('a', { href }, issue.subject)),
+      meta,
+      issue.previewText ? el('p', { className: 'preview' }, issue.previewText) : undefined,
+    ),
+  );
+}
+
+function renderPager(total) {
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  nodes.position.textContent = `Page ${page} of ${pages}`;
+  setLink(nodes.newer, page > 1 ? viewHref(Math.min(page - 1, pages), category) : undefined);
+  setLink(nodes.older, page < pages ? viewHref(page + 1, category) : undefined);
+  nodes.pager.hidden = pages === 1 && page === 1;
+}
+
+function setLink(link, href) {
+  // A missing page is a disabled link: no href (not focusable), announced as unavailable.
+  if (href) {
+    link.href = href;
+    link.removeAttribute('aria-disabled');
+  } else {
+    link.removeAttribute('href');
+    link.setAttribute('aria-disabled', 'true');
+  }
+}
+
+async function loadArchive() {
+  showState(states, 'loading');
+  nodes.summary.textContent = '';
+  nodes.pager.hidden = true;
+  if (requestedCategory !== null && !category) {
+    nodes.emptyText.textContent = 'There is no such category.';
+    showState(states, 'empty');
+    return;
+  }
+  const query = new URLSearchParams({ limit: String(PAGE_SIZE), offset: String((page - 1) * PAGE_SIZE) });
+  if (category) query.set('category', category);
+  let body;
+  try {
+    body = await getJson(`/api/issues?${query}`);
+  } catch (error) {
+    if (error instanceof ApiFailure && error.status === 422) {
+      nodes.emptyText.textContent = 'There is no such page of the archive.';
+      showState(states, 'empty');
+    } else {
+      showState(states, 'error');
+    }
+    return;
+  }
+  const { data: issues, meta } = body;
+  if (issues.length === 0) {
+    nodes.emptyText.textContent =
+      meta.total === 0 ? (category ? 'No issues in this category yet.' : 'No issues have been published yet.') : 'This page is empty.';
+    showState(states, 'empty');
+    if (meta.total > 0) renderPager(meta.total);
+    return;
+  }
+  nodes.list.replaceChildren(...issues.map(issueCard));
+  const pages = Math.max(1, Math.ceil(meta.total / PAGE_SIZE));
+  nodes.summary.textContent = `${meta.total} ${meta.total === 1 ? 'issue' : 'issues'} · page ${page} of ${pages}`;
+  showState(states, 'content');
+  renderPager(meta.total);
+}
+
+document.getElementById('archive-retry').addEventListener('click', () => {
+  loadArchive();
+});
+updateTitle();
+loadCategories();
+loadArchive();

@@ -1,0 +1,82 @@
+// One issue by slug (issue.html?slug=…): its details as text, its HTML in the sandboxed iframe.
+import { ApiFailure, el, getJson, showState, SLUG_PATTERN, timeElement } from './api.js';
+
+const slug = new URLSearchParams(window.location.search).get('slug') ?? '';
+const frame = document.getElementById('issue-frame');
+const states = {
+  loading: document.getElementById('issue-loading'),
+  content: document.getElementById('issue'),
+  missing: document.getElementById('issue-missing'),
+  error: document.getElementById('issue-error'),
+};
+
+// The frame's own stylesheet: readable defaults for email HTML, which brings its own styles too.
+// `<base target="_blank">` opens the issue's links in a new tab (allowed by allow-popups).
+const FRAME_HEAD =
+  '<meta charset="utf-8"><base target="_blank"><style>' +
+  'html{color-scheme:light}body{margin:0;padding:1.5rem;font:1.0625rem/1.65 Georgia,"Iowan Old Style",serif;color:#1f2a1f;overflow-wrap:anywhere}' +
+  'h1,h2,h3{font-family:system-ui,sans-serif;line-height:1.25}img{max-width:100%;height:auto}' +
+  'blockquote{margin:1.25rem 0;padding:.25rem 1rem;border-left:4px solid #7aa36a;color:#3d4d3d;font-style:italic}' +
+  'a{color:#2f6b2f}</style>';
+
+/** Sizes the frame to its content, so the page scrolls as one (possible because of allow-same-origin). */
+function fitFrame() {
+  const doc = frame.contentDocument;
+  if (!doc?.documentElement) return;
+  const border = frame.offsetHeight - frame.clientHeight;
+  frame.style.height = `${doc.documentElement.scrollHeight + border}px`;
+}
+
+function render(issue) {
+  document.title = `${issue.subject} · The Field Notes`;
+  document.getElementById('issue-title').textContent = issue.subject;
+  document.getElementById('issue-preview').textContent = issue.previewText ?? '';
+  const meta = document.getElementById('issue-meta');
+  meta.replaceChildren();
+  const time = timeElement(issue.sentAt);
+  if (time) meta.append(time);
+  if (issue.category) {
+    if (time) meta.append(' · ');
+    meta.append(el('a', { href: `./?category=${encodeURIComponent(issue.category.slug)}` }, issue.category.name));
+  }
+  showState(states, 'content');
+  const noContent = document.getElementById('issue-no-content');
+  if (!issue.contentHtml) {
+    frame.hidden = true;
+    noContent.hidden = false;
+    return;
+  }
+  frame.hidden = false;
+  noContent.hidden = true;
+  frame.addEventListener(
+    'load',
+    () => {
+      fitFrame();
+      // Late images change the height; their load events still reach this page's listener.
+      frame.contentDocument?.addEventListener('load', fitFrame, true);
+    },
+    { once: true },
+  );
+  // HTML on purpose (it is the newsletter as sent), and safe because the frame is sandboxed.
+  frame.srcdoc = `<!doctype html><html lang="en"><head>${FRAME_HEAD}</head><body>${issue.contentHtml}</body></html>`;
+}
+
+async function load() {
+  if (!SLUG_PATTERN.test(slug)) {
+    showState(states, 'missing');
+    return;
+  }
+  showState(states, 'loading');
+  try {
+    const { data } = await getJson(`/api/issues/${encodeURIComponent(slug)}`);
+    render(data);
+  } catch (error) {
+    showState(states, error instanceof ApiFailure && (error.status === 404 || error.status === 422) ? 'missing' : 'error');
+  }
+}
+
+window.addEventListener('resize', fitFrame);
+document.getElementById('issue-retry').addEventListener('click', () => {
+  load();
+});
+load();

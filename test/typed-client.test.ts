@@ -1,0 +1,166 @@
+import { hc, type InferRequestType, type InferResponseType } from 'hono/client';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { z } from 'zod';
+import type { AppType } from '../src/app.js';
+import type { errorEnvelope } from '../src/errors.js';
+import type { IssueDetail, IssueSummary, PublicCategory } from '../src/shape.js';
+import { createTestApp } from './helpers.js';
+
+/**
+ * The response shapes of PRODUCT.md ("The four public routes"), written out once: strict
+ * schemas check every real response at run time, and their types are compared with the
+ * service's own types at compile time (`npm run typecheck`), so a shape that changes on
+ * either side fails here.
+ */
+const Category = z.strictObject({ name: z.string(), slug: z.string() });
+const Summary = z.strictObject({
+  slug: z.string(),
+  subject: z.string(),
+  previewText: z.string().nullable(),
+  thumbnailUrl: z.string().nullable(),
+  sentAt: z.string().nullable(),
+  category: Category.nullable(),
+});
+const Detail = Summary.extend({ contentHtml: z.string().nullable() });
+const ArchiveBody = z.strictObject({
+  ok: z.literal(true),
+  data: z.array(Summary),
+  meta: z.strictObject({ total: z.number(), limit: z.number(), offset: z.number() }),
+});
+const IssueBody = z.strictObject({ ok: z.literal(true), data: Detail });
+const CategoriesBody = z.strictObject({ ok: z.literal(true), data: z.array(Category) });
+const SubscribeBody = z.strictObject({ ok: z.literal(true), data: z.strictObject({ accepted: z.literal(true) }) });
+const ErrorBody = z.strictObject({
+  ok: z.literal(false),
+  error: z.strictObject({
+    code: z.enum([
+      'VALIDATION_ERROR',
+      'NOT_FOUND',
+      'METHOD_NOT_ALLOWED',
+      'FORBIDDEN_ORIGIN',
+      'PAYLOAD_TOO_LARGE',
+      'UNSUPPORTED_MEDIA_TYPE',
+      'RATE_LIMITED',
+      'UPSTREAM_ERROR',
+      'UPSTREAM_UNAVAILABLE',
+      'INTERNAL_ERROR',
+    ]),
+    message: z.string(),
+    details: z.array(z.strictObject({ path: z.string(), message: z.string() })).optional(),
+  }),
+});
+
+/** A typed client over the real app: its fetch is `app.request`, so no socket is opened. */
+function createTypedClient() {
+  const { app } = createTestApp();
+  return hc<AppType>('http://bff.test', { fetch: async (input: RequestInfo | URL, init?: RequestInit) => app.request(input, init) });
+}
+
+type Client = ReturnType<typeof createTypedClient>;
+
+/**
+ * The 200 body `hc` infers for a route, or the documented shape while it infers none (`{}`):
+ * today every route sends pre-serialized JSON with `c.body()`, which carries no type. Once the
+ * routes type their bodies, the inferred type itself must equal the documented one.
+ */
+type InferredOr<Inferred, Documented> = {} extends Inferred ? Documented : Inferred;
+
+describe('typed client (hono/client hc<AppType>)', () => {
+  it('types the requests: paths, the archive query and the slug parameter', () => {
+    expectTypeOf<InferRequestType<Client['api']['issues'][':slug']['$get']>>().toEqualTypeOf<{ param: { slug: string } }>();
+    expectTypeOf<InferRequestType<Client['api']['issues']['$get']>>().toEqualTypeOf<{
+      query: { limit?: string; offset?: string; category?: string };
+    }>();
+    expectTypeOf<InferRequestType<Client['api']['subscribe']['$post']>>().toEqualTypeOf<{
+      json: { email: string; optInAttestation: true; source?: string; sourcePlatform?: 'x' | 'linkedin' };
+    }>();
+    expectTypeOf<Client['api']['categories']['$get']>().toBeFunction();
+    expectTypeOf<Client['api']['subscribe']['$post']>().toBeFunction();
+  });
+
+  it('keeps the service’s exported shapes equal to the documented ones', () => {
+    expectTypeOf<PublicCategory>().toEqualTypeOf<z.infer<typeof Category>>();
+    expectTypeOf<IssueSummary>().toEqualTypeOf<z.infer<typeof Summary>>();
+    expectTypeOf<IssueDetail>().toEqualTypeOf<z.infer<typeof Detail>>();
+    expectTypeOf<ReturnType<typeof errorEnvelope>>().toEqualTypeOf<z.infer<typeof ErrorBody>>();
+  });
+
+  it('types each 200 body as documented, as soon as hc can infer it', () => {
+    type Archive = InferResponseType<Client['api']['issues']['$get'], 200>;
+    type Issue = InferResponseType<Client['api']['issues'][':slug']['$get'], 200>;
+    type Categories = InferResponseType<Client['api']['categories']['$get'], 200>;
+    type Subscribe = InferResponseType<Client['api']['subscribe']['$post'], 200>;
+    expectTypeOf<InferredOr<Archive, z.infer<typeof ArchiveBody>>>().toEqualTypeOf<z.infer<typeof ArchiveBody>>();
+    expectTypeOf<InferredOr<Issue, z.infer<typeof IssueBody>>>().toEqualTypeOf<z.infer<typeof IssueBody>>();
+    expectTypeOf<InferredOr<Categories, z.infer<typeof CategoriesBody>>>().toEqualTypeOf<z.infer<typeof CategoriesBody>>();
+    expectTypeOf<InferredOr<Subscribe, z.infer<typeof SubscribeBody>>>().toEqualTypeOf<z.infer<typeof SubscribeBody>>();
+  });
+
+  it('lists a page of the archive with a typed query, in the documented shape', async () => {
+    const client = createTypedClient();
+    const response = await client.api.issues.$get({ query: { limit: '2', offset: '1', category: 'interviews' } });
+    expect(response.status).toBe(200);
+    const body = ArchiveBody.parse(await response.json());
+    expect(body.data).toHaveLength(2);
+    expect(body.meta).toEqual({ total: expect.any(Number), limit: 2, offset: 1 });
+    expect(body.data.every((issue) => issue.category?.slug === 'interviews')).toBe(true);
+  });
+
+  it('reads one issue through the typed slug parameter, in the documented shape', async () => {
+    const client = createTypedClient();
+    const { data } = ArchiveBody.parse(await (await client.api.issues.$get({ query: { limit: '1', offset: '0' } })).json());
+    const slug = data[0]!.slug;
+    const response = await client.api.issues[':slug'].$get({ param: { slug } });
+    expect(response.status).toBe(200);
+    const body = IssueBody.parse(await response.json());
+    expect(body.data.slug).toBe(slug);
+    expect(body.data.contentHtml).toContain('<h1>');
+  });
+
+  it('reads the categories in the documented shape', async () => {
+    const client = createTypedClient();
+    const response = await client.api.categories.$get();
+    expect(response.status).toBe(200);
+    if (response.status !== 200) return;
+    const typed = await response.json();
+    expectTypeOf(typed.data).toEqualTypeOf<PublicCategory[]>();
+    const body = CategoriesBody.parse(typed);
+    expect(body.data.map((category) => category.name)).toEqual([...body.data.map((category) => category.name)].sort());
+  });
+
+  it('subscribes with JSON and gets the documented answer', async () => {
+    const client = createTypedClient();
+    const response = await client.api.subscribe.$post(
+      { json: { email: 'typed.client@example.com', optInAttestation: true } },
+      { headers: { Accept: 'application/json' } },
+    );
+    expect(response.status).toBe(200);
+    if (response.status !== 200) return;
+    const body = await response.json();
+    expectTypeOf(body).toEqualTypeOf<z.infer<typeof SubscribeBody>>();
+    expect(SubscribeBody.parse(body)).toEqual({ ok: true, data: { accepted: true } });
+  });
+
+  it('gets errors in the documented error envelope', async () => {
+    const client = createTypedClient();
+    const missing = await client.api.issues[':slug'].$get({ param: { slug: 'no-such-issue' } });
+    expect(missing.status).toBe(404);
+    expect(ErrorBody.parse(await missing.json()).error.code).toBe('NOT_FOUND');
+
+    const invalid = await client.api.issues.$get({ query: { limit: '0', offset: '0' } });
+    expect(invalid.status).toBe(422);
+    const body = ErrorBody.parse(await invalid.json());
+    expect(body.error.code).toBe('VALIDATION_ERROR');
+    expect(body.error.details?.map((detail) => detail.path)).toEqual(['limit']);
+  });
+
+  it('builds the URLs a site fetches with $url()', () => {
+    const client = createTypedClient();
+    expect(client.api.issues.$url({ query: { limit: '10', offset: '20', category: 'interviews' } }).href).toBe(
+      'http://bff.test/api/issues?limit=10&offset=20&category=interviews',
+    );
+    expect(client.api.issues[':slug'].$url({ param: { slug: 'planning-next-years-plot' } }).href).toBe(
+      'http://bff.test/api/issues/planning-next-years-plot',
+    );
+  });
+});
