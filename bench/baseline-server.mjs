@@ -1,0 +1,54 @@
+// The baseline of `npm run bench`: a bare Hono app on @hono/node-server that answers the
+// same bytes as the BFF (same body, same Content-Type; ETag on a 304) from constants, with no
+// middleware, cache, validation or logging. Run by bench/run.mjs as a child process:
+//   PORT=<port> HOST=127.0.0.1 node bench/baseline-server.mjs <responses.json>
+// responses.json: { "<path?query>": { "body": string, "contentType": string, "etag"?: string,
+//   "headers"?: { name: value } (BENCH_BASELINE_HEADERS=same: every header the BFF sent, instead of Content-Type alone) } }
+import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import { readFileSync } from 'node:fs';
+
+const file = process.argv[2];
+if (!file) {
+  process.stderr.write('usage: node bench/baseline-server.mjs <responses.json>\n');
+  process.exit(2);
+}
+const responses = new Map(
+  Object.entries(JSON.parse(readFileSync(file, 'utf8'))).map(([key, value]) => [
+    key,
+    {
+      body: value.body,
+      headers: value.headers ?? { 'Content-Type': value.contentType },
+      notModifiedHeaders: value.headers ? withoutContentType(value.headers) : { ETag: value.etag },
+      etag: value.etag,
+    },
+  ]),
+);
+
+function withoutContentType(headers) {
+  const rest = { ...headers };
+  delete rest['content-type'];
+  return rest;
+}
+
+function answer(c) {
+  const url = c.req.url;
+  const entry = responses.get(url.slice(url.indexOf('/', 8)));
+  if (entry === undefined) return c.body(null, 404);
+  if (entry.etag !== undefined && c.req.header('if-none-match') !== undefined) {
+    return c.body(null, 304, entry.notModifiedHeaders);
+  }
+  return c.body(entry.body, 200, entry.headers);
+}
+
+const app = new Hono();
+app.get('/api/issues', answer);
+app.get('/api/issues/:slug', answer);
+app.get('/api/categories', answer);
+
+const server = serve({ fetch: app.fetch, hostname: process.env.HOST ?? '127.0.0.1', port: Number(process.env.PORT ?? 0) }, (info) => {
+  process.stdout.write(`baseline listening on http://${info.address}:${info.port}\n`);
+});
+const stop = () => server.close(() => process.exit(0));
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
