@@ -1,7 +1,5 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
-import { requestId } from 'hono/request-id';
-import { secureHeaders } from 'hono/secure-headers';
 import type { Config } from './config.js';
 import { ApiError, apiErrorFromUpstream, renderError } from './errors.js';
 import { publicCacheControl } from './http.js';
@@ -9,6 +7,7 @@ import { silentLogger, type Logger } from './log.js';
 import { createOriginPolicy } from './origins.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
+import { API_SECURITY_HEADERS, CORS_POLICY, createResponseHeaders } from './response-headers.js';
 import type { SharedTier } from './shared-cache.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createIssuesRoutes } from './routes/issues.js';
@@ -47,17 +46,14 @@ const MAX_LOGGED_PATH = 200;
  * The example site's pages (demo mode): scripts and styles from this origin only; issue
  * images may come from any https host; issue HTML is shown in a sandboxed iframe.
  */
-const SITE_CONTENT_SECURITY_POLICY = {
-  defaultSrc: ["'self'"],
-  scriptSrc: ["'self'"],
-  styleSrc: ["'self'", "'unsafe-inline'"],
-  imgSrc: ["'self'", 'https:', 'data:'],
-  connectSrc: ["'self'"],
-  frameSrc: ["'self'"],
-  frameAncestors: ["'none'"],
-  baseUri: ["'none'"],
-  formAction: ["'self'"],
-  objectSrc: ["'none'"],
+const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  ...API_SECURITY_HEADERS,
+  'Content-Security-Policy':
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; " +
+    "connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'",
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
+  'Referrer-Policy': 'strict-origin-when-cross-origin',
 };
 
 /** Creates the whole service: middleware, the four routes and one error path. No globals. */
@@ -99,32 +95,22 @@ export function createService(deps: AppDeps) {
       }),
     );
 
-  const corsPolicy = cors({
+  // Preflights only: the requests themselves get their grant from createResponseHeaders.
+  const preflight = cors({
+    ...CORS_POLICY,
     origin: config.allowedOrigins === '*' ? '*' : (origin, c) => (origins.isAllowed(origin, new URL(c.req.url).origin) ? origin : null),
-    allowMethods: ['GET', 'HEAD', 'POST', 'OPTIONS'],
-    allowHeaders: ['Content-Type', 'Accept', 'If-None-Match'],
-    exposeHeaders: ['ETag', 'Retry-After', 'X-Cache', 'X-Request-Id'],
-    maxAge: 600,
-    credentials: false,
-  });
-
-  // API responses are JSON only: nothing in them is meant to be framed, run or embedded.
-  const apiHeaders = secureHeaders({
-    contentSecurityPolicy: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
-    crossOriginResourcePolicy: 'cross-origin',
-    xFrameOptions: 'DENY',
-  });
-  const siteHeaders = secureHeaders({
-    contentSecurityPolicy: SITE_CONTENT_SECURITY_POLICY,
-    xFrameOptions: 'DENY',
-    // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
-    referrerPolicy: 'strict-origin-when-cross-origin',
   });
 
   const app = new Hono();
-  app.use(requestId(), accessLog(log));
-  app.use(deps.site ? (c, next) => (c.req.path.startsWith('/api/') ? apiHeaders : siteHeaders)(c, next) : apiHeaders);
-  for (const path of Object.keys(PUBLIC_PATHS)) app.use(path, corsPolicy);
+  app.use(
+    createResponseHeaders({
+      allowedOrigins: config.allowedOrigins,
+      origins,
+      siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
+    }),
+    accessLog(log),
+  );
+  for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, preflight);
   const routes = app.route('/api', api);
   for (const [path, allow] of Object.entries(PUBLIC_PATHS)) {
     app.all(path, () => {
@@ -183,7 +169,7 @@ function accessLog(log: Logger): MiddlewareHandler {
       path: c.req.path.slice(0, MAX_LOGGED_PATH),
       status: c.res.status,
       ms: Math.round((performance.now() - started) * 10) / 10,
-      cache: c.res.headers.get('x-cache') ?? undefined,
+      cache: c.get('cacheState'),
       requestId: c.get('requestId'),
     });
   };

@@ -23,7 +23,7 @@ export function createLogger(options: LoggerOptions): Logger {
   return {
     log(level, event, fields) {
       let line = JSON.stringify({ time: new Date(now()).toISOString(), level, event, ...fields });
-      for (const secret of secrets) line = line.split(secret).join('[redacted]');
+      for (const secret of secrets) if (line.includes(secret)) line = line.replaceAll(secret, '[redacted]');
       write(line);
     },
   };

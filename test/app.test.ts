@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { createService } from '../src/app.js';
 import { createDemoUpstream } from '../src/demo/demo-upstream.js';
-import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse } from './helpers.js';
+import { createUpstreamClient } from '../src/upstream.js';
+import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse, testConfig } from './helpers.js';
 
 interface ErrorBody {
   ok: false;
@@ -214,6 +216,95 @@ describe('headers on every response', () => {
   });
 });
 
+/** The security headers of a JSON API response, as the service promises them. */
+const API_SECURITY_HEADERS = {
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'cross-origin-resource-policy': 'cross-origin',
+  'referrer-policy': 'no-referrer',
+  'strict-transport-security': 'max-age=15552000; includeSubDomains',
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+};
+
+function securityHeadersOf(res: Response) {
+  return Object.fromEntries(Object.keys(API_SECURITY_HEADERS).map((name) => [name, res.headers.get(name)]));
+}
+
+describe('security and CORS headers, cached hits and errors alike', () => {
+  it('sends the same security headers on a cached hit, a 304, a preflight and every kind of error', async () => {
+    const { app } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
+    const miss = await app.request('/api/issues');
+    const etag = miss.headers.get('etag')!;
+    const responses = [
+      miss,
+      await app.request('/api/issues'),
+      await app.request('/api/issues', { headers: { 'If-None-Match': etag } }),
+      await app.request(`/api/issues/${KNOWN_SLUG}`, { method: 'HEAD' }),
+      await app.request('/api/issues', { method: 'OPTIONS', headers: { Origin: ALLOWED_ORIGIN, 'Access-Control-Request-Method': 'GET' } }),
+      await app.request('/api/issues/no-such-issue'),
+      await app.request('/api/issues?limit=0'),
+      await app.request('/api/categories', { method: 'PUT' }),
+      await app.request('/nowhere'),
+    ];
+    expect(responses[1]!.headers.get('x-cache')).toBe('HIT');
+    for (const res of responses) expect(securityHeadersOf(res)).toEqual(API_SECURITY_HEADERS);
+  });
+
+  it('sends Vary: Origin on API answers when only some origins are allowed, and once on a preflight', async () => {
+    const { app } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
+    for (const path of [...GET_ROUTES, '/api/issues/no-such-issue']) {
+      for (const headers of [{}, { Origin: ALLOWED_ORIGIN }, { Origin: 'https://evil.example' }]) {
+        expect((await app.request(path, { headers })).headers.get('vary')).toBe('Origin');
+      }
+    }
+    const preflight = await app.request('/api/issues', {
+      method: 'OPTIONS',
+      headers: { Origin: ALLOWED_ORIGIN, 'Access-Control-Request-Method': 'GET' },
+    });
+    const vary = (preflight.headers.get('vary') ?? '').split(',').map((entry) => entry.trim());
+    expect(vary.filter((entry) => entry === 'Origin')).toHaveLength(1);
+  });
+
+  it('exposes the caching headers to an allowed origin on a cached hit and on an error', async () => {
+    const { app } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
+    await app.request('/api/categories');
+    for (const path of ['/api/categories', '/api/issues/no-such-issue']) {
+      const res = await app.request(path, { headers: { Origin: ALLOWED_ORIGIN } });
+      expect(res.headers.get('access-control-allow-origin')).toBe(ALLOWED_ORIGIN);
+      expect((res.headers.get('access-control-expose-headers') ?? '').split(',')).toEqual(
+        expect.arrayContaining(['ETag', 'Retry-After', 'X-Cache', 'X-Request-Id']),
+      );
+    }
+  });
+
+  it('keeps a safe incoming X-Request-Id and replaces an unsafe one', async () => {
+    const { app } = createDemoApp();
+    const kept = await app.request('/api/categories', { headers: { 'X-Request-Id': 'edge-4f2a_b=' } });
+    expect(kept.headers.get('x-request-id')).toBe('edge-4f2a_b=');
+    const replaced = await app.request('/api/categories', { headers: { 'X-Request-Id': 'a b"<script>' } });
+    expect(replaced.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('gives the demo site its own page policy and the API the JSON one', async () => {
+    const config = testConfig({ NEWSLETTER_API_KEY: '', NEWSLETTER_API_BASE_URL: '' });
+    const demo = createDemoUpstream({ apiKey: TEST_API_KEY });
+    const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: TEST_API_KEY, timeoutMs: 1000, fetch: demo.fetch });
+    const { app } = createService({ config, upstream, site: (c) => c.html('<p>The Field Notes</p>') });
+
+    const page = await app.request('/');
+    expect(page.status).toBe(200);
+    const pagePolicy = page.headers.get('content-security-policy') ?? '';
+    expect(pagePolicy).toContain("script-src 'self'");
+    expect(pagePolicy).toContain("frame-ancestors 'none'");
+    expect(page.headers.get('referrer-policy')).toBe('strict-origin-when-cross-origin');
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+    expect(page.headers.get('x-request-id')).toBeTruthy();
+
+    const api = await app.request('/api/categories');
+    expect(securityHeadersOf(api)).toEqual(API_SECURITY_HEADERS);
+  });
+});
+
 describe('caching headers of public GETs', () => {
   it.each(GET_ROUTES)('sends Cache-Control with max-age=60, stale-while-revalidate and stale-if-error for %s', async (path) => {
     const { app } = createDemoApp();
@@ -283,6 +374,15 @@ describe('access log and the API key', () => {
       expect(typeof line.ms).toBe('number');
       expect(line.ms as number).toBeGreaterThanOrEqual(0);
     });
+  });
+
+  it('logs how each cached read was answered', async () => {
+    const { app, logs } = createDemoApp();
+    await app.request('/api/categories');
+    await app.request('/api/categories');
+    await app.request('/api/issues/a.b');
+    const lines = logs.entries().filter((entry) => entry.event === 'request');
+    expect(lines.map((line) => line.cache)).toEqual(['MISS', 'HIT', undefined]);
   });
 
   it('never puts the API key in a response or a log line, even when the upstream echoes it', async () => {

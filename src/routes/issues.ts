@@ -1,5 +1,5 @@
 import { Hono, type MiddlewareHandler } from 'hono';
-import { validator } from 'hono/validator';
+import { LRUCache } from 'lru-cache';
 import * as z from 'zod/mini';
 import { ApiError } from '../errors.js';
 import { sendRead, waitUntilOf } from '../http.js';
@@ -13,6 +13,10 @@ export interface IssuesRoutesOptions {
   /** The largest useful offset: the archive never holds more issues than this. */
   maxOffset: number;
 }
+
+/** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
+const QUERY_MEMO_MAX_ENTRIES = 1024;
+const QUERY_MEMO_MAX_BYTES = 1024 * 1024;
 
 const SLUG_RULE = 'must be 1 to 200 letters, digits, "-" or "_", starting and ending with a letter or digit';
 
@@ -42,25 +46,48 @@ function createArchiveQuerySchema(maxOffset: number) {
   });
 }
 
+type ArchiveQueryValidator = MiddlewareHandler<
+  {},
+  '/issues',
+  // Typed for `hc` as the client sends it: every parameter optional (limit 20, offset 0).
+  { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveQuery } }
+>;
+
+/**
+ * Validates the archive query once per distinct query string: the result depends on that
+ * string alone, and parsing it with zod on every cached hit cost more than the rest of the
+ * route. (Hono's `validator('query')` copies the parsed query before a memo could be asked.)
+ */
+function createArchiveQueryValidator(maxOffset: number): ArchiveQueryValidator {
+  const schema = createArchiveQuerySchema(maxOffset);
+  const memo = new LRUCache<string, Readonly<ArchiveQuery>>({
+    max: QUERY_MEMO_MAX_ENTRIES,
+    maxSize: QUERY_MEMO_MAX_BYTES,
+    sizeCalculation: (_query, search) => 2 * search.length + 64,
+  });
+  return async function validateArchiveQuery(c, next) {
+    const url = c.req.url;
+    const at = url.indexOf('?');
+    const search = at === -1 ? '' : url.slice(at + 1);
+    let query = memo.get(search);
+    if (query === undefined) {
+      query = Object.freeze(parseOrThrow(schema, c.req.queries()));
+      memo.set(search, query);
+    }
+    c.req.addValidatedData('query', query);
+    await next();
+  };
+}
+
 /** GET /api/issues and GET /api/issues/:slug (PRODUCT.md "The four public routes"). */
 export function createIssuesRoutes(options: IssuesRoutesOptions) {
   const { reads, cacheControl } = options;
-  const ArchiveQuerySchema = createArchiveQuerySchema(options.maxOffset);
 
   return new Hono()
-    .get(
-      '/issues',
-      // Typed for `hc` as the client sends it: every parameter optional (limit 20, offset 0).
-      validator('query', (query) => parseOrThrow(ArchiveQuerySchema, query)) as MiddlewareHandler<
-        {},
-        '/issues',
-        { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveQuery } }
-      >,
-      async function listIssues(c) {
-        const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c));
-        return sendRead(c, read, cacheControl);
-      },
-    )
+    .get('/issues', createArchiveQueryValidator(options.maxOffset), async function listIssues(c) {
+      const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c));
+      return sendRead(c, read, cacheControl);
+    })
     .get('/issues/:slug', async function getIssue(c) {
       // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
       // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
