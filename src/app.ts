@@ -7,7 +7,7 @@ import { silentLogger, type Logger } from './log.js';
 import { createOriginPolicy } from './origins.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
-import { API_SECURITY_HEADERS, CORS_POLICY, createResponseHeaders } from './response-headers.js';
+import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createResponseHeaders } from './response-headers.js';
 import type { SharedTier } from './shared-cache.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createIssuesRoutes } from './routes/issues.js';
@@ -47,11 +47,10 @@ const MAX_LOGGED_PATH = 200;
  * images may come from any https host; issue HTML is shown in a sandboxed iframe.
  */
 const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  ...API_SECURITY_HEADERS,
+  ...DOCUMENT_SECURITY_HEADERS,
   'Content-Security-Policy':
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; " +
     "connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'",
-  'Cross-Origin-Resource-Policy': 'same-origin',
   // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
   'Referrer-Policy': 'strict-origin-when-cross-origin',
 };

@@ -12,20 +12,28 @@ declare module 'hono' {
 }
 
 /**
- * What Hono's `secureHeaders()` sends by default, with the API's own choices: JSON is never
- * framed, run or embedded, and other origins may read it (CORS decides which).
+ * The security headers a browser acts on for a JSON response (OWASP's REST set): it is never
+ * sniffed, framed, run or embedded, and other origins may read it (CORS decides which).
+ * `secureHeaders()`'s document-only headers are left to HTML pages (DOCUMENT_SECURITY_HEADERS):
+ * on a body that is never rendered they change nothing, and Node spends ~0.6 µs writing each line.
  */
 export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
-  'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Resource-Policy': 'cross-origin',
-  'Origin-Agent-Cluster': '?1',
   'Referrer-Policy': 'no-referrer',
   'Strict-Transport-Security': 'max-age=15552000; includeSubDomains',
   'X-Content-Type-Options': 'nosniff',
+  'X-Frame-Options': 'DENY',
+};
+
+/** What Hono's `secureHeaders()` adds for documents (its defaults), for HTML pages such as the demo site. */
+export const DOCUMENT_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  ...API_SECURITY_HEADERS,
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'Origin-Agent-Cluster': '?1',
   'X-DNS-Prefetch-Control': 'off',
   'X-Download-Options': 'noopen',
-  'X-Frame-Options': 'DENY',
   'X-Permitted-Cross-Domain-Policies': 'none',
   'X-XSS-Protection': '0',
 };

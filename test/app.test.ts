@@ -253,7 +253,8 @@ describe('security and CORS headers, cached hits and errors alike', () => {
   it('sends Vary: Origin on API answers when only some origins are allowed, and once on a preflight', async () => {
     const { app } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
     for (const path of [...GET_ROUTES, '/api/issues/no-such-issue']) {
-      for (const headers of [{}, { Origin: ALLOWED_ORIGIN }, { Origin: 'https://evil.example' }]) {
+      const variants: Record<string, string>[] = [{}, { Origin: ALLOWED_ORIGIN }, { Origin: 'https://evil.example' }];
+      for (const headers of variants) {
         expect((await app.request(path, { headers })).headers.get('vary')).toBe('Origin');
       }
     }
@@ -289,7 +290,7 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     const config = testConfig({ NEWSLETTER_API_KEY: '', NEWSLETTER_API_BASE_URL: '' });
     const demo = createDemoUpstream({ apiKey: TEST_API_KEY });
     const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: TEST_API_KEY, timeoutMs: 1000, fetch: demo.fetch });
-    const { app } = createService({ config, upstream, site: (c) => c.html('<p>The Field Notes</p>') });
+    const { app } = createService({ config, upstream, site: async (c) => c.html('<p>The Field Notes</p>') });
 
     const page = await app.request('/');
     expect(page.status).toBe(200);
@@ -299,9 +300,13 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     expect(page.headers.get('referrer-policy')).toBe('strict-origin-when-cross-origin');
     expect(page.headers.get('x-frame-options')).toBe('DENY');
     expect(page.headers.get('x-request-id')).toBeTruthy();
+    // Headers that only documents act on go with pages, not with JSON.
+    expect(page.headers.get('cross-origin-opener-policy')).toBe('same-origin');
+    expect(page.headers.get('cross-origin-resource-policy')).toBe('same-origin');
 
     const api = await app.request('/api/categories');
     expect(securityHeadersOf(api)).toEqual(API_SECURITY_HEADERS);
+    expect(api.headers.get('cross-origin-opener-policy')).toBeNull();
   });
 });
 
