@@ -30,6 +30,8 @@ export interface ReadThroughCacheOptions<V> {
   staleWhileRevalidateMs: number;
   /** After that, a stale value is served only when a refresh fails, up to this age past `ttlMs`. */
   staleIfErrorMs: number;
+  /** How long a tombstone (a stale value whose source said it is gone) answers "does not exist". */
+  notFoundTtlMs: number;
   now: () => number;
   onLoadError?: (key: string, error: unknown) => void;
 }
@@ -49,7 +51,11 @@ interface Entry<V> {
   /** `undefined`: a tombstone that replaced a stale value whose source said it is gone. */
   value: V | undefined;
   fetchedAt: number;
+  /** When the entry stops being fresh: `fetchedAt` + its TTL (a tombstone's is shorter). */
+  staleAt: number;
   size: number;
+  /** When the last refresh of this (stale) entry failed; starts the refresh back-off. */
+  refreshFailedAt?: number;
 }
 
 interface FetchContext {
@@ -59,13 +65,21 @@ interface FetchContext {
 const TOMBSTONE_BYTES = 64;
 
 /**
+ * After a refresh of a key fails, its stale copy is served at once for this long (while one
+ * background refresh runs) instead of every request waiting for the upstream to fail again,
+ * up to UPSTREAM_TIMEOUT_MS each. Renewed by each failed refresh; never past `staleIfErrorMs`.
+ */
+export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
+
+/**
  * A bounded read-through cache on lru-cache's `fetchMethod`, which already gives single-flight
  * (concurrent misses share one load), stale-while-revalidate (`allowStale` +
  * `noDeleteOnStaleGet`) and stale-if-error (`allowStaleOnFetchRejection`). What we add is the
- * time limit on staleness and the HIT/MISS/STALE state (PRODUCT.md "Caching").
+ * time limit on staleness, the back-off after a failed refresh and the HIT/MISS/STALE state
+ * (PRODUCT.md "Caching").
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
-  const { load, sizeOf, ttlMs, staleWhileRevalidateMs, staleIfErrorMs, now, onLoadError, fetchedAtOf } = options;
+  const { load, sizeOf, ttlMs, staleWhileRevalidateMs, staleIfErrorMs, notFoundTtlMs, now, onLoadError, fetchedAtOf } = options;
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
 
   const lru: LRUCache<string, Entry<V>, FetchContext> = new LRUCache<string, Entry<V>, FetchContext>({
@@ -89,40 +103,54 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         value = await loading;
       } catch (error) {
         counters.refreshFailures += 1;
+        // lru-cache keeps this very object as the stale value: the mark starts its back-off.
+        if (stale) stale.refreshFailedAt = now();
         onLoadError?.(key, error);
         throw error;
       }
       if (value === undefined) {
         if (stale === undefined) return undefined;
         // lru-cache would put the stale value back: replace it with a short-lived tombstone.
-        fetchOptions.ttl = Math.min(ttlMs, 30_000);
-        return { value: undefined, fetchedAt: now(), size: TOMBSTONE_BYTES };
+        const time = now();
+        fetchOptions.ttl = notFoundTtlMs;
+        return { value: undefined, fetchedAt: time, staleAt: time + notFoundTtlMs, size: TOMBSTONE_BYTES };
       }
       const time = now();
       const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
       // A copy fetched earlier (by another isolate) is fresh only for what is left of its TTL.
       if (fetchedAt < time) fetchOptions.ttl = Math.max(1, ttlMs - (time - fetchedAt));
-      return { value, fetchedAt, size: sizeOf(value) };
+      const staleAt = fetchedAt + ttlMs;
+      // A loader hands back a copy already past its TTL only when its source failed to refresh
+      // it (the shared tier's stale-if-error): that starts the back-off like a thrown failure.
+      return { value, fetchedAt, staleAt, size: sizeOf(value), refreshFailedAt: staleAt < time ? time : undefined };
     },
   });
 
   return {
     async read(key, waitUntil) {
-      const current = lru.peek(key, { allowStale: true });
-      const age = current ? now() - current.fetchedAt : 0;
-      if (current && age > ttlMs + staleIfErrorMs) lru.delete(key);
+      let current = lru.peek(key, { allowStale: true });
+      const time = now();
+      if (current && time - current.staleAt > staleIfErrorMs) {
+        lru.delete(key);
+        current = undefined;
+      }
+      const staleFor = current ? time - current.staleAt : 0;
+      const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
       const status: LRUCache.Status<string, Entry<V>, FetchContext> = {};
       const entry = await lru.fetch(key, {
         context: { waitUntil },
-        allowStale: age <= ttlMs + staleWhileRevalidateMs,
+        allowStale: staleFor <= staleWhileRevalidateMs || backingOff,
+        // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
+        // load to `undefined` for every caller but the first (who alone sees the error in its
+        // status), and "failed" would read as "does not exist": this way the shared promise
+        // rejects, so every waiter of one cold load gets the same error.
+        allowStaleOnFetchRejection: current !== undefined,
         status,
       });
-      if (entry === undefined && status.fetchRejected && !status.returnedStale) {
-        // allowStaleOnFetchRejection resolves a cold failure to undefined: surface the error.
-        throw status.fetchError;
-      }
       let state: CacheState;
-      if (status.returnedStale) {
+      // Judged by the served entry itself: a request that joined a failing refresh, or a copy
+      // another isolate stored long ago, is stale whatever path lru-cache took to return it.
+      if (entry !== undefined && now() > entry.staleAt) {
         state = 'STALE';
         counters.staleServed += 1;
       } else if (status.fetch === 'hit') {

@@ -103,6 +103,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     ttlMs: options.ttlSeconds * 1000,
     staleWhileRevalidateMs: STALE_WHILE_REVALIDATE_SECONDS * 1000,
     staleIfErrorMs: STALE_IF_ERROR_SECONDS * 1000,
+    notFoundTtlMs: options.notFoundTtlSeconds * 1000,
     now,
     sizeOf: (value) => (value.kind === 'archive' ? value.index.size : value.size),
     fetchedAtOf: (value) => value.fetchedAt,

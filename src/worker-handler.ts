@@ -54,6 +54,7 @@ export function createWorker(options: WorkerOptions = {}) {
       sharedCache: store
         ? createWorkersSharedCache(store, {
             namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
+            apiKey: config.apiKey ?? '',
             maxAgeSeconds: config.cacheTtlSeconds + 86_400,
           })
         : undefined,

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { createReadThroughCache, strongEtag, type ReadThroughCacheOptions } from '../src/cache.js';
+import { createReadThroughCache, REFRESH_FAILURE_BACKOFF_MS, strongEtag, type ReadThroughCacheOptions } from '../src/cache.js';
 import { createFakeClock } from './helpers.js';
 
 const TTL = 60_000;
 const SWR = 300_000;
 const SIE = 86_400_000;
+const NOT_FOUND_TTL = 45_000;
 
 /** A loader whose answers the test scripts, with a log of every load. */
 function createLoader() {
@@ -43,6 +44,7 @@ function createCache(overrides: Partial<ReadThroughCacheOptions<string>> = {}) {
     ttlMs: TTL,
     staleWhileRevalidateMs: SWR,
     staleIfErrorMs: SIE,
+    notFoundTtlMs: NOT_FOUND_TTL,
     now: clock.now,
     ...overrides,
   });
@@ -139,20 +141,143 @@ describe('read-through cache', () => {
     expect(loader.loads).toEqual(['a', 'a']);
   });
 
+  it.each([3, 50])('rejects all %i concurrent readers of a failed cold load with its error, after one load', async (readers) => {
+    const { cache, loader } = createCache();
+    const error = new Error('upstream down');
+    loader.fail(error);
+    loader.hold();
+    const reads = Array.from({ length: readers }, () => cache.read('a'));
+    await settle();
+    loader.release();
+    const outcomes = await Promise.allSettled(reads);
+    expect(outcomes).toEqual(Array.from({ length: readers }, () => ({ status: 'rejected', reason: error })));
+    expect(loader.loads).toEqual(['a']);
+    expect(cache.stats()).toMatchObject({ entries: 0, refreshFailures: 1 });
+
+    loader.fail(undefined);
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'MISS' });
+  });
+
+  it('tells every concurrent reader of a value that does not exist "undefined", not an error', async () => {
+    const { cache, loader } = createCache();
+    loader.hold();
+    const reads = Array.from({ length: 3 }, () => cache.read('missing-1'));
+    await settle();
+    loader.release();
+    expect(await Promise.all(reads)).toEqual(Array.from({ length: 3 }, () => ({ value: undefined, state: 'MISS' })));
+    expect(loader.loads).toEqual(['missing-1']);
+  });
+
+  it('labels every reader that joins a failing refresh past the stale-while-revalidate window STALE, and counts each', async () => {
+    const { cache, clock, loader } = createCache();
+    await cache.read('a');
+    loader.fail(new Error('upstream down'));
+    clock.advance(TTL + SWR + 1000);
+    loader.hold();
+    const first = cache.read('a');
+    const joiner = cache.read('a');
+    await settle();
+    loader.release();
+    expect(await first).toEqual({ value: 'a@v1', state: 'STALE' });
+    expect(await joiner).toEqual({ value: 'a@v1', state: 'STALE' });
+    expect(loader.loads).toEqual(['a', 'a']);
+    expect(cache.stats()).toMatchObject({ misses: 1, hits: 0, staleServed: 2, refreshFailures: 1 });
+  });
+
+  it('labels a value its loader fetched longer ago than the TTL (a shared copy) STALE, and one within it MISS', async () => {
+    const { cache, clock } = createCache({
+      fetchedAtOf: (value) => Number(value.split('@')[1]),
+      load: async (key) => `${key}@${clock.now() - (key === 'old' ? TTL + 10_000 : 10_000)}`,
+    });
+    expect((await cache.read('old')).state).toBe('STALE');
+    expect((await cache.read('recent')).state).toBe('MISS');
+    expect((await cache.read('recent')).state).toBe('HIT');
+    expect(cache.stats()).toMatchObject({ staleServed: 1, misses: 1, hits: 1 });
+  });
+
+  it('after a refresh fails, answers from the stale value at once for the back-off, with one background refresh at a time', async () => {
+    const { cache, clock, loader } = createCache();
+    await cache.read('a');
+    loader.fail(new Error('upstream down'));
+    clock.advance(TTL + SWR + 1000);
+    // The first reader past the window waits for the refresh to fail, then gets the stale value.
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'STALE' });
+    expect(loader.loads).toHaveLength(2);
+
+    clock.advance(REFRESH_FAILURE_BACKOFF_MS - 1000);
+    loader.hold();
+    const answered: unknown[] = [];
+    for (let i = 0; i < 5; i += 1) void cache.read('a').then((result) => answered.push(result));
+    await settle();
+    // All five answered while the refresh they started is still waiting on the upstream.
+    expect(answered).toEqual(Array.from({ length: 5 }, () => ({ value: 'a@v1', state: 'STALE' })));
+    expect(loader.loads).toHaveLength(3);
+    loader.release();
+    await settle();
+    expect(cache.stats().refreshFailures).toBe(2);
+  });
+
+  it('waits for the upstream again once a back-off has passed with no refresh failing', async () => {
+    const { cache, clock, loader } = createCache();
+    await cache.read('a');
+    loader.fail(new Error('upstream down'));
+    clock.advance(TTL + SWR + 1000);
+    await cache.read('a');
+
+    clock.advance(REFRESH_FAILURE_BACKOFF_MS + 1);
+    loader.hold();
+    let answered = false;
+    const read = cache.read('a').then((result) => {
+      answered = true;
+      return result;
+    });
+    await settle();
+    expect(answered).toBe(false);
+    loader.fail(undefined);
+    loader.release();
+    expect(await read).toEqual({ value: 'a@v1', state: 'MISS' });
+  });
+
+  it('never serves a stale value past the stale-if-error limit, back-off or not', async () => {
+    const { cache, clock, loader } = createCache();
+    await cache.read('a');
+    const error = new Error('upstream down');
+    loader.fail(error);
+    clock.advance(TTL + SIE - 1000);
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'STALE' });
+    clock.advance(2000);
+    await expect(cache.read('a')).rejects.toBe(error);
+    expect(cache.stats().entries).toBe(0);
+  });
+
   it('returns undefined for a value that does not exist and stores nothing', async () => {
     const { cache } = createCache();
     expect(await cache.read('missing-1')).toEqual({ value: undefined, state: 'MISS' });
     expect(cache.stats()).toMatchObject({ entries: 0, bytes: 0 });
   });
 
-  it('replaces a stale value with a tombstone when its source says it is gone', async () => {
+  it('replaces a stale value with a tombstone when its source says it is gone, for the configured not-found TTL', async () => {
+    const loads: number[] = [];
     const { cache, clock } = createCache({
-      load: async (key) => (clock.now() > 1_700_000_000_000 + TTL ? undefined : `${key}@v1`),
+      load: async (key) => {
+        loads.push(clock.now());
+        return clock.now() > 1_700_000_000_000 + TTL ? undefined : `${key}@v1`;
+      },
     });
     expect((await cache.read('a')).value).toBe('a@v1');
     clock.advance(TTL + SWR + 1);
     expect((await cache.read('a')).value).toBeUndefined();
-    expect((await cache.read('a')).value).toBeUndefined();
+    expect(loads).toHaveLength(2);
+
+    // NOT_FOUND_TTL (45 s) is longer than the 30 s once hard-coded: the tombstone answers alone.
+    clock.advance(NOT_FOUND_TTL - 1000);
+    expect(await cache.read('a')).toEqual({ value: undefined, state: 'HIT' });
+    expect(loads).toHaveLength(2);
+
+    clock.advance(2000);
+    await cache.read('a');
+    await settle();
+    expect(loads).toHaveLength(3);
   });
 
   it('never holds more bytes than its bound, however many keys are read', async () => {

@@ -177,6 +177,73 @@ describe('HTTP caching of the public GET routes', () => {
     expect(subscribe.headers.get('cache-control')).toBe('no-store');
   });
 
+  describe.each([
+    ['/api/issues/some-slug', { ok: true, data: issue('some-slug') }],
+    ['/api/issues', { ok: true, data: [issue('some-slug')] }],
+    ['/api/categories', { ok: true, data: [] }],
+  ])('with five concurrent cold requests to %s', (path, recovered) => {
+    /** An upstream that answers `failure` until told otherwise, holding its first answer until released. */
+    function createGatedUpstream(failure: () => Response) {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let failing = true;
+      const { fetch, calls } = createScriptedFetch(async () => {
+        await gate;
+        return failing ? failure() : jsonResponse(recovered);
+      });
+      return { fetch, calls, release, recover: () => (failing = false) };
+    }
+
+    /** Starts five requests at once and lets the upstream answer only once all of them wait on it. */
+    async function fiveAtOnce(app: ReturnType<typeof createTestApp>['app'], release: () => void) {
+      const requests = Array.from({ length: 5 }, () => app.request(path));
+      for (let i = 0; i < 50; i += 1) await Promise.resolve();
+      release();
+      return Promise.all(requests);
+    }
+
+    it('answers every one 502 UPSTREAM_ERROR when the upstream fails with 500, from one upstream read, and caches nothing', async () => {
+      const upstream = createGatedUpstream(() => jsonResponse({ ok: false, error: { code: 'INTERNAL' } }, 500));
+      const { app } = createTestApp({ fetch: upstream.fetch });
+      const responses = await fiveAtOnce(app, upstream.release);
+      for (const response of responses) {
+        expect(response.status).toBe(502);
+        expect(response.headers.get('cache-control')).toBe('no-store');
+        expect(((await response.json()) as { error: { code: string } }).error.code).toBe('UPSTREAM_ERROR');
+      }
+      // One read of the upstream, retried twice on its 500: the five requests shared it.
+      expect(upstream.calls).toHaveLength(3);
+
+      upstream.recover();
+      const next = await app.request(path);
+      expect(next.status).toBe(200);
+      expect(next.headers.get('x-cache')).toBe('MISS');
+      expect(upstream.calls).toHaveLength(4);
+    });
+
+    it('answers every one 503 UPSTREAM_UNAVAILABLE with Retry-After when the upstream answers 429, from one upstream call', async () => {
+      const upstream = createGatedUpstream(() =>
+        jsonResponse({ ok: false, error: { code: 'RATE_LIMITED' } }, 429, { 'Retry-After': '7' }),
+      );
+      const { app, clock } = createTestApp({ fetch: upstream.fetch });
+      const responses = await fiveAtOnce(app, upstream.release);
+      for (const response of responses) {
+        expect(response.status).toBe(503);
+        expect(response.headers.get('retry-after')).toBe('7');
+        expect(response.headers.get('cache-control')).toBe('no-store');
+        expect(((await response.json()) as { error: { code: string } }).error.code).toBe('UPSTREAM_UNAVAILABLE');
+      }
+      expect(upstream.calls).toHaveLength(1);
+
+      upstream.recover();
+      clock.advance(7_000);
+      const next = await app.request(path);
+      expect(next.status).toBe(200);
+      expect(next.headers.get('x-cache')).toBe('MISS');
+      expect(upstream.calls).toHaveLength(2);
+    });
+  });
+
   it('answers a cold key with a failing upstream with 502 and caches nothing', async () => {
     let failing = true;
     const { fetch, calls } = createScriptedFetch(() =>

@@ -18,6 +18,25 @@ function upstreamHandler(subject = 'First'): FetchHandler {
   };
 }
 
+/** A second calling key, for a second deployment on the same zone. */
+const OTHER_API_KEY = 'other-key-2b8d4e6f-not-real';
+
+/** The Cache API store, recording every URL it is asked for or given. */
+function createRecordingCache(store: Cache, urls: string[]): Cache {
+  const urlOf = (request: RequestInfo | URL) => (request instanceof Request ? request.url : String(request));
+  return {
+    match: (request: RequestInfo | URL, options?: CacheQueryOptions) => {
+      urls.push(urlOf(request));
+      return store.match(request, options);
+    },
+    put: (request: RequestInfo | URL, response: Response) => {
+      urls.push(urlOf(request));
+      return store.put(request, response);
+    },
+    delete: (request: RequestInfo | URL, options?: CacheQueryOptions) => store.delete(request, options),
+  } as Cache;
+}
+
 let namespaceCounter = 0;
 
 /** Worker bindings: plain vars plus the key as a secret, each test on its own upstream host. */
@@ -183,11 +202,61 @@ describe('Cache API tier shared by isolates (workerd)', () => {
     const second = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
     const stale = await call(second, env, '/api/categories');
     expect(stale.status).toBe(200);
+    // A copy fetched ten minutes ago is past its 60 s TTL, whichever isolate stored it.
+    expect(stale.headers.get('x-cache')).toBe('STALE');
     expect(await stale.json()).toEqual({ ok: true, data: [] });
 
     clock.advance(2 * 86_400_000);
     const third = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
     expect((await call(third, env, '/api/categories')).status).toBe(502);
+  });
+
+  it('makes a new isolate ask the upstream once the shared copy is past its TTL, and serves the new content', async () => {
+    const clock = createFakeClock();
+    let subject = 'Original';
+    const upstream = createScriptedFetch((entry, index) => upstreamHandler(subject)(entry, index));
+    const env = bindings({ CACHE_TTL_SECONDS: '60' });
+    const isolateA = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    expect((await call(isolateA, env, '/api/issues/first-issue')).status).toBe(200);
+
+    subject = 'Revised';
+    clock.advance(61_000);
+    const isolateB = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    const response = await call(isolateB, env, '/api/issues/first-issue');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-cache')).toBe('MISS');
+    expect(((await response.json()) as { data: { subject: string } }).data.subject).toBe('Revised');
+    expect(upstream.calls).toHaveLength(2);
+  });
+
+  it('keeps apart the entries of two Workers with different keys on one base URL and one caches.default, and never puts a key in a cache URL', async () => {
+    const clock = createFakeClock();
+    const urls: string[] = [];
+    const shared = createRecordingCache(caches.default, urls);
+    const categoriesOf = (name: string) =>
+      createScriptedFetch(() => jsonResponse({ ok: true, data: [{ id: name, name, slug: name.toLowerCase() }] }));
+    const upstreamA = categoriesOf('Alpha');
+    const upstreamB = categoriesOf('Beta');
+    const envA = bindings();
+    const envB = { ...envA, NEWSLETTER_API_KEY: OTHER_API_KEY };
+    const isolate = (fetch: typeof globalThis.fetch) =>
+      createWorker({ fetch, now: clock.now, write: () => undefined, sharedCache: shared });
+    const namesFrom = async (response: Response) => ((await response.json()) as { data: { name: string }[] }).data.map((c) => c.name);
+
+    expect(await namesFrom(await call(isolate(upstreamA.fetch), envA, '/api/categories'))).toEqual(['Alpha']);
+    expect(await namesFrom(await call(isolate(upstreamB.fetch), envB, '/api/categories'))).toEqual(['Beta']);
+    expect(upstreamB.calls).toHaveLength(1);
+    // The same key on another isolate still shares: the tier works, it is only partitioned.
+    expect(await namesFrom(await call(isolate(upstreamA.fetch), envA, '/api/categories'))).toEqual(['Alpha']);
+    expect(upstreamA.calls).toHaveLength(1);
+
+    expect(new Set(urls).size).toBe(2);
+    for (const url of urls) {
+      for (const key of [TEST_API_KEY, OTHER_API_KEY]) {
+        expect(url).not.toContain(key);
+        expect(url).not.toContain(encodeURIComponent(key));
+      }
+    }
   });
 
   it('never stores an error in the shared tier', async () => {
