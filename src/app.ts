@@ -145,16 +145,21 @@ function logUpstreamFailure(log: Logger, error: unknown, fields: Record<string, 
     log.log('error', 'upstream_failure', { ...fields, kind: 'unexpected' });
     return;
   }
-  if (error.kind === 'not_found') return;
-  // A rejected key takes the whole site down: say so loudly, and what to check.
-  const level = error.kind === 'auth' ? 'error' : 'warn';
-  log.log(level, 'upstream_failure', {
+  // A rejected key, or a not-found on a list read (an unknown slug never gets here: public-reads
+  // caches it as our 404), takes the whole site down: say so loudly, and what to check.
+  const hint =
+    error.kind === 'auth'
+      ? 'the upstream rejected NEWSLETTER_API_KEY'
+      : error.kind === 'not_found'
+        ? 'the upstream has no such path: NEWSLETTER_API_BASE_URL may be wrong (it must be the service root ending in /v1)'
+        : undefined;
+  log.log(hint ? 'error' : 'warn', 'upstream_failure', {
     ...fields,
     kind: error.kind,
     status: error.status,
     upstreamCode: error.upstreamCode,
     message: error.message,
-    hint: error.kind === 'auth' ? 'the upstream rejected NEWSLETTER_API_KEY' : undefined,
+    hint,
   });
 }
 

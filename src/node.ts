@@ -3,7 +3,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { clientIpFromForwardedFor } from './client-ip.js';
+import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
 import { createServiceForConfig } from './service.js';
@@ -23,8 +23,7 @@ function main(): void {
   const { app, stats } = createServiceForConfig(config, {
     log,
     demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
-    clientIp: (c) =>
-      clientIpFromForwardedFor(c.req.header('x-forwarded-for'), getConnInfo(c).remote.address, config.trustProxyHops),
+    clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
 
   const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {

@@ -112,6 +112,32 @@ const RETRYABLE_STATUSES = new Set([500, 502, 503, 504]);
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * Builds upstream URLs under `baseUrl`: each segment is percent-encoded, and the finished URL
+ * must be exactly the path we meant, under the configured base, or the call is refused.
+ */
+export function createUpstreamUrlBuilder(baseUrl: string) {
+  const base = new URL(baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+
+  return function buildUpstreamUrl(segments: readonly string[], query?: Record<string, string>): URL {
+    // An empty segment stays under the base yet asks for a path we never meant (`by-slug/`).
+    if (segments.includes('')) {
+      throw new UpstreamError('validation', 'refused to build an upstream path with an empty segment');
+    }
+    const expectedPath = `${basePath}/${segments.map(encodeURIComponent).join('/')}`;
+    const url = new URL(base.origin + expectedPath);
+    // The URL parser is the judge of what a path means: if it resolved a dot segment or moved to
+    // another origin, a slug could walk to another upstream operation or host, so refuse. This
+    // is the one check for `.` and `..` (encodeURIComponent leaves them as they are).
+    if (url.origin !== base.origin || url.pathname !== expectedPath) {
+      throw new UpstreamError('validation', 'refused an upstream URL outside the configured base path');
+    }
+    for (const [name, value] of Object.entries(query ?? {})) url.searchParams.set(name, value);
+    return url;
+  };
+}
+
 /** Creates the only code that talks to the newsletter service. */
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const {
@@ -127,28 +153,10 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     sleep = defaultSleep,
     now = Date.now,
   } = options;
-  const base = new URL(options.baseUrl);
-  const basePath = base.pathname.replace(/\/+$/, '');
+  const buildUrl = createUpstreamUrlBuilder(options.baseUrl);
   const authorization = `Bearer ${apiKey}`;
   // After a 429 we hold off every call until Retry-After has passed: honoured, not hammered.
   let blockedUntil = 0;
-
-  function buildUrl(segments: readonly string[], query?: Record<string, string>): URL {
-    for (const segment of segments) {
-      if (segment === '' || segment === '.' || segment === '..') {
-        throw new UpstreamError('validation', 'refused to build an upstream path with an empty or dot segment');
-      }
-    }
-    const expectedPath = `${basePath}/${segments.map(encodeURIComponent).join('/')}`;
-    const url = new URL(base.origin + expectedPath);
-    // The final URL must be exactly the path we meant, under the configured base: nothing a slug
-    // contains can walk to another upstream operation or host.
-    if (url.origin !== base.origin || url.pathname !== expectedPath) {
-      throw new UpstreamError('validation', 'refused an upstream URL outside the configured base path');
-    }
-    for (const [name, value] of Object.entries(query ?? {})) url.searchParams.set(name, value);
-    return url;
-  }
 
   async function call<T>(
     method: 'GET' | 'POST',

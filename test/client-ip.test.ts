@@ -1,5 +1,7 @@
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { Hono, type Context } from 'hono';
 import { describe, it, expect } from 'vitest';
-import { clientIpFromForwardedFor } from '../src/client-ip.js';
+import { clientIpFromForwardedFor, createNodeClientIp } from '../src/client-ip.js';
 
 const SOCKET = '198.51.100.20';
 
@@ -50,5 +52,45 @@ describe('clientIpFromForwardedFor', () => {
   it('returns undefined when there is neither a usable header nor a socket address', () => {
     expect(clientIpFromForwardedFor(undefined, undefined, 1)).toBeUndefined();
     expect(clientIpFromForwardedFor('6.6.6.6', undefined, 0)).toBeUndefined();
+  });
+});
+
+describe('createNodeClientIp', () => {
+  /** The socket address as node.ts reads it: @hono/node-server's bindings, no real socket. */
+  const socketOfNodeServer = (c: Context) => getConnInfo(c).remote.address;
+
+  /** Asks a fresh app which client IP the Node wiring sees for one request. */
+  async function seenIp(trustProxyHops: number, forwardedFor?: string, socket = SOCKET): Promise<string> {
+    const clientIp = createNodeClientIp(trustProxyHops, socketOfNodeServer);
+    const app = new Hono().get('/', (c) => c.text(clientIp(c) ?? '(none)'));
+    const headers: Record<string, string> = forwardedFor === undefined ? {} : { 'X-Forwarded-For': forwardedFor };
+    const bindings = { incoming: { socket: { remoteAddress: socket, remotePort: 50_000, remoteFamily: 'IPv4' } } };
+    return (await app.request('/', { headers }, bindings)).text();
+  }
+
+  it('uses the socket address and ignores a spoofed X-Forwarded-For with 0 trusted hops', async () => {
+    expect(await seenIp(0, '6.6.6.6')).toBe(SOCKET);
+    expect(await seenIp(0, '6.6.6.6, 203.0.113.9')).toBe(SOCKET);
+  });
+
+  it('uses the socket address when no X-Forwarded-For is sent', async () => {
+    expect(await seenIp(0)).toBe(SOCKET);
+    expect(await seenIp(1)).toBe(SOCKET);
+  });
+
+  it('uses the right-most X-Forwarded-For entry with 1 trusted hop', async () => {
+    expect(await seenIp(1, '6.6.6.6, 203.0.113.9')).toBe('203.0.113.9');
+  });
+
+  it('uses the second entry from the right with 2 trusted hops', async () => {
+    expect(await seenIp(2, '6.6.6.6, 203.0.113.9, 10.0.0.2')).toBe('203.0.113.9');
+  });
+
+  it('falls back to the leftmost entry when there are fewer entries than trusted hops', async () => {
+    expect(await seenIp(2, '203.0.113.9')).toBe('203.0.113.9');
+  });
+
+  it('falls back to the socket address when X-Forwarded-For holds no entry', async () => {
+    expect(await seenIp(1, ' , ')).toBe(SOCKET);
   });
 });

@@ -1,4 +1,5 @@
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -89,5 +90,51 @@ describe('Node entry', () => {
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(run.output().stdout).toContain('"event":"cache_stats"');
+  });
+
+  describe('client IP for the subscribe rate limit (TRUST_PROXY_HOPS)', () => {
+    /** Starts the demo with a limit of one subscribe a minute per client IP. */
+    async function startLimited(trustProxyHops: string) {
+      const port = await freePort();
+      const run = start({ PORT: String(port), HOST: '127.0.0.1', SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '1', TRUST_PROXY_HOPS: trustProxyHops });
+      await run.waitFor('listening on');
+      /** Posts from the loopback address `from` (Linux routes all of 127/8 to lo), returning the status. */
+      const subscribe = (email: string, forwardedFor: string, from = '127.0.0.1') =>
+        new Promise<number | undefined>((resolve, reject) => {
+          const body = JSON.stringify({ email, optInAttestation: true });
+          const req = request(
+            {
+              host: '127.0.0.1',
+              port,
+              localAddress: from,
+              method: 'POST',
+              path: '/api/subscribe',
+              headers: { 'Content-Type': 'application/json', 'X-Forwarded-For': forwardedFor },
+            },
+            (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode));
+            },
+          );
+          req.on('error', reject);
+          req.end(body);
+        });
+      return { run, subscribe };
+    }
+
+    it('limits by the socket address with 0 hops, whatever X-Forwarded-For claims', async () => {
+      const { subscribe } = await startLimited('0');
+      expect(await subscribe('first@example.com', '198.51.100.1', '127.0.0.2')).toBe(200);
+      expect(await subscribe('second@example.com', '198.51.100.2', '127.0.0.2')).toBe(429);
+      // Another socket address is another client.
+      expect(await subscribe('third@example.com', '198.51.100.2', '127.0.0.3')).toBe(200);
+    });
+
+    it('limits by the right-most X-Forwarded-For entry with 1 hop', async () => {
+      const { subscribe } = await startLimited('1');
+      expect(await subscribe('first@example.com', '6.6.6.6, 198.51.100.1')).toBe(200);
+      expect(await subscribe('second@example.com', '6.6.6.6, 198.51.100.2')).toBe(200);
+      expect(await subscribe('third@example.com', '7.7.7.7, 198.51.100.1')).toBe(429);
+    });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, it, expect, vi } from 'vitest';
 import {
   createUpstreamClient,
+  createUpstreamUrlBuilder,
   parseRetryAfter,
   readWholeArchive,
   UpstreamError,
@@ -607,6 +608,68 @@ describe('upstream client URL building with hostile slugs', () => {
       expect(calls[0]?.url.search).toBe('');
     },
   );
+});
+
+// getIssueBySlug's SLUG_PATTERN stops every hostile slug first, so these call the builder
+// directly: its own refusal is the last line of defence and must hold on its own.
+describe('createUpstreamUrlBuilder', () => {
+  /** Builds, or returns the UpstreamError the builder threw. */
+  function attempt(baseUrl: string, segments: string[]): URL | UpstreamError {
+    try {
+      return createUpstreamUrlBuilder(baseUrl)(segments);
+    } catch (error) {
+      if (error instanceof UpstreamError) return error;
+      throw error;
+    }
+  }
+
+  it.each([
+    ['..', ['newsletter', 'issues', 'by-slug', '..']],
+    ['.', ['newsletter', 'issues', 'by-slug', '.']],
+    ['.. as the first segment', ['..', 'newsletter', 'categories']],
+    ['.. twice, past the base path', ['newsletter', '..', '..', 'admin']],
+  ])('refuses a dot segment (%s) that would leave the path we meant, with kind validation', (_label, segments) => {
+    const result = attempt(TEST_BASE_URL, segments);
+    expect(result).toBeInstanceOf(UpstreamError);
+    expect((result as UpstreamError).kind).toBe('validation');
+    expect((result as UpstreamError).message).toMatch(/outside the configured base path/);
+  });
+
+  it.each([
+    ['https://newsletter.test/v1', 'without a trailing slash'],
+    ['https://newsletter.test/v1/', 'with a trailing slash'],
+  ])('refuses an empty segment under a base URL %s', (baseUrl) => {
+    const result = attempt(baseUrl, ['newsletter', 'issues', 'by-slug', '']);
+    expect(result).toBeInstanceOf(UpstreamError);
+    expect((result as UpstreamError).kind).toBe('validation');
+  });
+
+  it.each([
+    ['a/b', `${TEST_BASE_URL}/newsletter/issues/by-slug/a%2Fb`],
+    ['%2e%2e', `${TEST_BASE_URL}/newsletter/issues/by-slug/%252e%252e`],
+    ['../x', `${TEST_BASE_URL}/newsletter/issues/by-slug/..%2Fx`],
+    ['a?status=draft#top', `${TEST_BASE_URL}/newsletter/issues/by-slug/a%3Fstatus%3Ddraft%23top`],
+    ['a\\b', `${TEST_BASE_URL}/newsletter/issues/by-slug/a%5Cb`],
+    ['//evil.example', `${TEST_BASE_URL}/newsletter/issues/by-slug/%2F%2Fevil.example`],
+    ['what-to-sow_in-March', `${TEST_BASE_URL}/newsletter/issues/by-slug/what-to-sow_in-March`],
+  ])('keeps the segment %j as one encoded segment under the base path', (slug, expected) => {
+    const url = createUpstreamUrlBuilder(TEST_BASE_URL)(['newsletter', 'issues', 'by-slug', slug]);
+    expect(url.href).toBe(expected);
+  });
+
+  it.each([
+    ['https://newsletter.test/v1', 'https://newsletter.test/v1/newsletter/categories'],
+    ['https://newsletter.test/v1/', 'https://newsletter.test/v1/newsletter/categories'],
+    ['https://api.example.com/newsletter-api/v1//', 'https://api.example.com/newsletter-api/v1/newsletter/categories'],
+    ['http://127.0.0.1:8788/v1', 'http://127.0.0.1:8788/v1/newsletter/categories'],
+  ])('builds exactly the expected URL under the base URL %s', (baseUrl, expected) => {
+    expect(createUpstreamUrlBuilder(baseUrl)(['newsletter', 'categories']).href).toBe(expected);
+  });
+
+  it('adds the query parameters after the path, encoded', () => {
+    const url = createUpstreamUrlBuilder(TEST_BASE_URL)(['newsletter', 'issues'], { status: 'sent', q: 'a&b=c' });
+    expect(url.href).toBe(`${TEST_BASE_URL}/newsletter/issues?status=sent&q=a%26b%3Dc`);
+  });
 });
 
 describe('reading the whole archive', () => {

@@ -4,11 +4,11 @@ import { LRUCache } from 'lru-cache';
 import * as z from 'zod/mini';
 import type { Config } from '../config.js';
 import { ApiError, apiErrorFromUpstream, renderError, type ErrorResponse } from '../errors.js';
-import { maskEmail, type Logger } from '../log.js';
+import { maskEmail, type Logger, type LogLevel } from '../log.js';
 import { originOf, type OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
 import type { SubscribeBody } from '../shape.js';
-import { UpstreamError, type UpstreamClient } from '../upstream.js';
+import { NOT_FOUND_STATUS, UpstreamError, type UpstreamClient } from '../upstream.js';
 import { SOURCE_PLATFORMS, type CreateSubscriberBody } from '../upstream-schemas.js';
 import { parseOrThrow, preprocess } from '../validation.js';
 
@@ -145,8 +145,13 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
     return c.json({ ok: true as const, data: { accepted: true as const } }, 200, { 'Cache-Control': 'no-store' });
   }
 
-  function record(c: Context, outcome: Outcome, fields: Record<string, string | undefined> = {}) {
-    log.log(outcome === 'failed' ? 'warn' : 'info', 'subscribe', {
+  function record(
+    c: Context,
+    outcome: Outcome,
+    fields: Record<string, string | undefined> = {},
+    level: LogLevel = outcome === 'failed' ? 'warn' : 'info',
+  ) {
+    log.log(level, 'subscribe', {
       outcome,
       requestId: c.get('requestId'),
       ...fields,
@@ -192,9 +197,17 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       await upstream.createSubscriber(body);
     } catch (error) {
       if (!(error instanceof UpstreamError)) throw error;
+      if (error.status === NOT_FOUND_STATUS) {
+        // Our POST path is fixed, so a 404 means this deployment points at the wrong place, not
+        // that this address was refused: every address gets it alike, so answering it as an
+        // error reveals nothing about the address. Not remembered: the next attempt goes upstream.
+        const hint = 'Create Subscriber answered 404: NEWSLETTER_API_BASE_URL may be wrong (it must be the service root ending in /v1)';
+        record(c, 'failed', { email: masked, upstreamKind: error.kind, upstreamStatus: '404', upstreamCode: error.upstreamCode, hint }, 'error');
+        throw new ApiError('UPSTREAM_ERROR', { cause: error });
+      }
       if (error.kind === 'refused' || error.kind === 'not_found') {
-        // Blocked, bounced or otherwise refused for its status: the same reply as a new address,
-        // so the form cannot be used to learn who is on the list.
+        // Blocked, bounced or otherwise refused for its status (any other 4xx, whatever its code):
+        // the same reply as a new address, so the form cannot be used to learn who is on the list.
         recentlySubscribed.set(normalized, true);
         record(c, 'refused_by_upstream', { email: masked, upstreamStatus: String(error.status), upstreamCode: error.upstreamCode });
         return reply(c, target);

@@ -143,6 +143,30 @@ describe('GET /api/categories', () => {
     expect(JSON.parse(text)).toEqual({ ok: false, error: { code: 'UPSTREAM_ERROR', message: expect.any(String) } });
   });
 
+  // A 404 on List Categories means our path is wrong (a wrong NEWSLETTER_API_BASE_URL), not
+  // that a category is missing: an upstream failure, and said loudly.
+  it('answers 502 UPSTREAM_ERROR, not 404, when List Categories answers 404, and logs an error with a hint', async () => {
+    const { app, calls, logs } = createScriptedApp(() =>
+      jsonResponse({ ok: false, error: { code: 'NOT_FOUND', message: 'Cannot GET /newsletter/categories' } }, 404),
+    );
+    const res = await app.request('/api/categories');
+    expect(res.status).toBe(502);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const text = await res.text();
+    expect(text).not.toContain('Cannot GET');
+    expect(JSON.parse(text)).toEqual({ ok: false, error: { code: 'UPSTREAM_ERROR', message: expect.any(String) } });
+    expect(calls).toHaveLength(1);
+    expect(logs.entries()).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        event: 'upstream_failure',
+        kind: 'not_found',
+        status: 404,
+        hint: expect.stringContaining('NEWSLETTER_API_BASE_URL'),
+      }),
+    );
+  });
+
   it('answers 502 UPSTREAM_ERROR when a category lacks its name', async () => {
     const { app } = createScriptedApp(() => jsonResponse({ ok: true, data: [{ id: 'c1', slug: 'nameless' }] }));
     const res = await app.request('/api/categories');

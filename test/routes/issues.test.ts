@@ -642,6 +642,29 @@ describe('upstream failures on the archive (cold cache)', () => {
     expect(logs.entries()).toContainEqual(expect.objectContaining({ level: 'error', event: 'upstream_failure', kind: 'auth' }));
   });
 
+  // A 404 on List Issues means our path is wrong (a wrong NEWSLETTER_API_BASE_URL): the site is
+  // down, not the archive empty or missing, so it is an upstream failure, and said loudly.
+  it('answers 502 UPSTREAM_ERROR, not 404, when List Issues answers 404, and logs an error with a hint', async () => {
+    const { app, calls, logs } = createScriptedApp(() =>
+      jsonResponse({ ok: false, error: { code: 'NOT_FOUND', message: UPSTREAM_WORDING } }, 404, upstreamHeaders),
+    );
+    const res = await app.request('/api/issues');
+    expectErrorResponse(res, 502);
+    const body = await expectNothingOfTheUpstream(res);
+    expect(body).toEqual({ ok: false, error: { code: 'UPSTREAM_ERROR', message: expect.any(String) } });
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.url.pathname).toBe('/v1/newsletter/issues');
+    expect(logs.entries()).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        event: 'upstream_failure',
+        kind: 'not_found',
+        status: 404,
+        hint: expect.stringContaining('NEWSLETTER_API_BASE_URL'),
+      }),
+    );
+  });
+
   it('answers 502 UPSTREAM_ERROR when the upstream answers 403', async () => {
     const { app } = createScriptedApp(() =>
       jsonResponse({ ok: false, error: { code: 'FORBIDDEN', message: UPSTREAM_WORDING } }, 403, upstreamHeaders),
@@ -727,6 +750,18 @@ describe('upstream failures on the archive (cold cache)', () => {
 });
 
 describe('upstream failures on one issue (cold cache)', () => {
+  it('still answers 404 NOT_FOUND for a slug the upstream does not know, and logs no upstream failure', async () => {
+    const { app, calls, logs } = createScriptedApp(() =>
+      jsonResponse({ ok: false, error: { code: 'NOT_FOUND', message: 'Issue not found' } }, 404),
+    );
+    const res = await app.request('/api/issues/no-such-issue');
+    expectErrorResponse(res, 404);
+    expect(((await res.json()) as ErrorBody).error.code).toBe('NOT_FOUND');
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.url.pathname).toBe('/v1/newsletter/issues/by-slug/no-such-issue');
+    expect(logs.entries().filter((entry) => entry.event === 'upstream_failure')).toEqual([]);
+  });
+
   it('answers 502 UPSTREAM_ERROR, never 401, when the upstream rejects our key', async () => {
     const { app } = createScriptedApp(() =>
       jsonResponse({ ok: false, error: { code: 'UNAUTHORIZED', message: 'bad key sk_live_zzz' } }, 401, { 'Set-Cookie': 'a=b' }),

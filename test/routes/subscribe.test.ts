@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createService } from '../../src/app.js';
-import { clientIpFromForwardedFor } from '../../src/client-ip.js';
+import { createNodeClientIp } from '../../src/client-ip.js';
 import { DEMO_BLOCKED_EMAIL, createDemoUpstream } from '../../src/demo/demo-upstream.js';
 import { createUpstreamClient } from '../../src/upstream.js';
 import {
@@ -43,8 +43,8 @@ function createSubscribeApp(options: { env?: Record<string, string>; handler?: F
 }
 
 /**
- * The app built with `createService` directly, with the client IP taken the way the Node entry
- * does (`X-Forwarded-For` behind `TRUST_PROXY_HOPS`), and the socket address from a test header,
+ * The app built with `createService` directly, with the Node entry's own client-IP function
+ * (`X-Forwarded-For` behind `TRUST_PROXY_HOPS`) over a socket address taken from a test header,
  * so one app can see many visitors.
  */
 function createMultiClientApp(env: Record<string, string> = {}) {
@@ -66,8 +66,7 @@ function createMultiClientApp(env: Record<string, string> = {}) {
     upstream,
     now: clock.now,
     log: logs.log,
-    clientIp: (c) =>
-      clientIpFromForwardedFor(c.req.header('x-forwarded-for'), c.req.header('x-test-socket-ip'), config.trustProxyHops),
+    clientIp: createNodeClientIp(config.trustProxyHops, (c) => c.req.header('x-test-socket-ip')),
   });
   return { app, clock, logs, calls: upstreamFetch.calls };
 }
@@ -297,6 +296,17 @@ describe('POST /api/subscribe', () => {
       expect(calls).toHaveLength(0);
     });
 
+    // Only a form checkbox sends text; a JSON caller must send the boolean (PRODUCT.md "POST /api/subscribe").
+    it.each(['true', 'on', 'yes', '1', 1])(
+      'returns 422 and makes no upstream call when JSON sends optInAttestation as %j instead of true',
+      async (value) => {
+        const { app, calls } = createSubscribeApp();
+        const response = await postJson(app, { email: EMAIL, optInAttestation: value });
+        await expectValidationError(response, 'optInAttestation');
+        expect(calls).toHaveLength(0);
+      },
+    );
+
     it('returns 422 and makes no upstream call when optInAttestation is only inherited via __proto__', async () => {
       const { app, calls } = createSubscribeApp();
       const raw = '{"email":"jane@example.com","__proto__":{"optInAttestation":true}}';
@@ -505,11 +515,11 @@ describe('POST /api/subscribe', () => {
 
     it.each([
       { status: 400, code: 'BAD_REQUEST' },
-      { status: 404, code: 'NOT_FOUND' },
+      { status: 400, code: 'NOT_FOUND' },
       { status: 409, code: 'SUBSCRIBER_BLOCKED' },
       { status: 410, code: 'SUBSCRIBER_UNSUBSCRIBED' },
     ])(
-      'answers 200 with the success body when the upstream refuses the address with $status',
+      'answers 200 with the success body when the upstream refuses the address with $status $code',
       async ({ status, code }) => {
         const { app, calls } = createSubscribeApp({
           handler: () => upstreamFailure(status, code, `Subscriber ${EMAIL} cannot be subscribed: it is ${code}`),
@@ -527,6 +537,45 @@ describe('POST /api/subscribe', () => {
       });
       await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }));
       expect(calls).toHaveLength(1);
+    });
+
+    // A 404 on our fixed POST path is the deployment's (a wrong base URL), the same for every
+    // address, so answering it as an error tells nothing about this one.
+    it('answers an upstream 404 with 502 UPSTREAM_ERROR, logs it as an error with a hint, and does not remember the address', async () => {
+      const { app, calls, logs } = createSubscribeApp({
+        handler: (call, index) =>
+          index === 0 ? upstreamFailure(404, 'NOT_FOUND', 'Cannot POST /newsletter/subscribers') : subscriberCreated(call, index),
+      });
+      const response = await postJson(app, { email: EMAIL, optInAttestation: true });
+      const text = await response.clone().text();
+      await expectErrorCode(response, 502, 'UPSTREAM_ERROR');
+      expect(text).not.toContain('Cannot POST');
+      expect(subscribeLogLines(logs)).toEqual([
+        expect.objectContaining({
+          level: 'error',
+          outcome: 'failed',
+          email: MASKED_EMAIL,
+          upstreamStatus: '404',
+          hint: expect.stringContaining('NEWSLETTER_API_BASE_URL'),
+        }),
+      ]);
+      // Not remembered as subscribed: the next attempt for the same address goes upstream again.
+      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }));
+      expect(calls).toHaveLength(2);
+    });
+
+    it('answers an upstream 404 alike for every address, so it tells nothing about one', async () => {
+      const { app, calls } = createSubscribeApp({
+        handler: () => upstreamFailure(404, 'NOT_FOUND', 'no such route'),
+      });
+      const replies: string[] = [];
+      for (const email of [EMAIL, 'other@example.com']) {
+        const response = await postJson(app, { email, optInAttestation: true });
+        expect(response.status).toBe(502);
+        replies.push(await response.text());
+      }
+      expect(replies[1]).toBe(replies[0]);
+      expect(calls).toHaveLength(2);
     });
 
     it("answers the demo upstream's blocked address exactly like a new address", async () => {
@@ -829,6 +878,36 @@ describe('POST /api/subscribe', () => {
     });
   });
 
+  describe('CORS preflight', () => {
+    function preflight(app: TestApp, origin: string): Promise<Response> {
+      return Promise.resolve(
+        app.request(PATH, {
+          method: 'OPTIONS',
+          headers: { Origin: origin, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type' },
+        }),
+      );
+    }
+
+    it('grants a preflight for POST from an allowed origin: 204, the origin echoed, Content-Type allowed', async () => {
+      const { app, calls } = createSubscribeApp({ env: { ALLOWED_ORIGINS: 'https://site.example' } });
+      const response = await preflight(app, 'https://site.example');
+      expect(response.status).toBe(204);
+      expect(response.headers.get('access-control-allow-origin')).toBe('https://site.example');
+      expect(response.headers.get('access-control-allow-methods')?.split(/\s*,\s*/)).toContain('POST');
+      expect(response.headers.get('access-control-allow-headers')?.toLowerCase().split(/\s*,\s*/)).toContain('content-type');
+      expect(response.headers.get('vary')).toMatch(/\bOrigin\b/);
+      expect(calls).toHaveLength(0);
+    });
+
+    it('grants nothing to a preflight from a foreign origin', async () => {
+      const { app, calls } = createSubscribeApp({ env: { ALLOWED_ORIGINS: 'https://site.example' } });
+      const response = await preflight(app, 'https://evil.example');
+      expect(response.headers.get('access-control-allow-origin')).toBeNull();
+      expect(response.headers.get('access-control-allow-credentials')).toBeNull();
+      expect(calls).toHaveLength(0);
+    });
+  });
+
   describe('forms without JavaScript', () => {
     const redirectEnv = { SUBSCRIBE_REDIRECT_URL: REDIRECT_URL };
 
@@ -883,6 +962,18 @@ describe('POST /api/subscribe', () => {
       });
       const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Accept: BROWSER_ACCEPT });
       expect(expectRedirect(response).searchParams.get('subscribe_error')).toBe('UPSTREAM_ERROR');
+    });
+
+    it('redirects a form post that the upstream answers 404 to ?subscribe_error=UPSTREAM_ERROR', async () => {
+      const { app, calls } = createSubscribeApp({
+        env: redirectEnv,
+        handler: () => upstreamFailure(404, 'NOT_FOUND', 'no such route'),
+      });
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Accept: BROWSER_ACCEPT });
+      const location = expectRedirect(response);
+      expect(location.searchParams.get('subscribe_error')).toBe('UPSTREAM_ERROR');
+      expect(location.searchParams.has('subscribed')).toBe(false);
+      expect(calls).toHaveLength(1);
     });
 
     it('redirects an oversized form post to ?subscribe_error=PAYLOAD_TOO_LARGE with no upstream call', async () => {
