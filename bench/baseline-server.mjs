@@ -21,6 +21,7 @@ const responses = new Map(
       headers: value.headers ?? { 'Content-Type': value.contentType },
       notModifiedHeaders: value.headers ? withoutContentType(value.headers) : { ETag: value.etag },
       etag: value.etag,
+      sameHeaders: value.headers !== undefined,
     },
   ]),
 );
@@ -36,8 +37,13 @@ function answer(c) {
   const entry = responses.get(url.slice(url.indexOf('/', 8)));
   if (entry === undefined) return c.body(null, 404);
   if (entry.etag !== undefined && c.req.header('if-none-match') !== undefined) {
+    if (entry.sameHeaders) return new Response(null, { status: 304, headers: entry.notModifiedHeaders });
     return c.body(null, 304, entry.notModifiedHeaders);
   }
+  // With the BFF's headers, the response is built the way the BFF builds a cached hit (a plain
+  // header record, which @hono/node-server writes straight to the socket): c.body() would turn
+  // fifteen headers into a Headers object and take the slower path, flattering the ratio.
+  if (entry.sameHeaders) return new Response(entry.body, { status: 200, headers: entry.headers });
   return c.body(entry.body, 200, entry.headers);
 }
 

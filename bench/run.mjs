@@ -14,9 +14,12 @@
 //   BENCH_STAMPEDE_LATENCY_MS [500]                 BENCH_SCAN_SLUGS [100000]   BENCH_SCAN_CONNECTIONS [50]
 //   BENCH_SCAN_LATENCY_MS [0]                       BENCH_SCAN_MAX_SECONDS [150] the scan stops there if not done
 //   BENCH_STALE_LATENCY_MS [1000]
-//   BENCH_SERVER_STDOUT [count] or null (the BFF's stdout, i.e. its access log: piped to this process
-//                       and counted, or straight to /dev/null)
-//   BENCH_CPU_PROF [unset] a directory: run every BFF instance under --cpu-prof (bff-*.cpuprofile,
+//   BENCH_SERVER_STDOUT [file], count or null: where the BFF's stdout (its access log) goes. file: a
+//                       temporary file, counted after the run and removed, so the BFF pays for every
+//                       line as it would with a file or journald while this process, which shares the
+//                       load generator's core, does not read 300+ MB during the run; count: piped here
+//                       and counted live; null: /dev/null
+//   BENCH_CPU_PROF [unset] a directory: run every server under --cpu-prof (bff-*.cpuprofile, baseline-*,
 //                  bff-fresh-* for stampede and scan, bff-stale-*); summarise with bench/profile-summary.mjs
 //   BENCH_NO_PIN [unset] 1 to skip taskset pinning
 //   BENCH_ENTRY [dist/node.js] the server entry to measure (e.g. a patched copy, for before/after)
@@ -26,7 +29,7 @@
 // sends (security, CORS, cache headers, a constant X-Request-Id). The second separates the cost
 // of writing those header lines from the cost of the code that produces them.
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -68,7 +71,7 @@ const settings = {
   scanLatencyMs: num('BENCH_SCAN_LATENCY_MS', 0),
   scanMaxSeconds: num('BENCH_SCAN_MAX_SECONDS', 150),
   staleLatencyMs: num('BENCH_STALE_LATENCY_MS', 1000),
-  serverStdout: env.BENCH_SERVER_STDOUT === 'null' ? 'null' : 'count',
+  serverStdout: ['null', 'count'].includes(env.BENCH_SERVER_STDOUT) ? env.BENCH_SERVER_STDOUT : 'file',
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
   entry: env.BENCH_ENTRY || 'dist/node.js',
 };
@@ -80,6 +83,8 @@ const wants = (name) => settings.scenarios.includes(name);
 // ---------------------------------------------------------------------------------------------
 
 const children = new Set();
+/** Temporary files (server stdout in `file` mode), removed at exit whatever happens. */
+const tempFiles = new Set();
 let cleaningUp = false;
 
 function hasCommand(command) {
@@ -130,7 +135,10 @@ function killAll(signal) {
   }
 }
 
-process.on('exit', () => killAll('SIGKILL'));
+process.on('exit', () => {
+  killAll('SIGKILL');
+  for (const file of tempFiles) rmSync(file, { force: true });
+});
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
     if (cleaningUp) return;
@@ -149,6 +157,19 @@ async function stopChild(child, timeoutMs = 5000) {
   await exited;
   clearTimeout(timer);
   children.delete(child);
+}
+
+/** Lines and bytes of a server's stdout file, read in chunks; the file is removed afterwards. */
+async function countLines(file) {
+  let lines = 0;
+  let bytes = 0;
+  for await (const chunk of createReadStream(file)) {
+    bytes += chunk.length;
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines += 1;
+  }
+  rmSync(file, { force: true });
+  tempFiles.delete(file);
+  return { lines, bytes };
 }
 
 async function freePort() {
@@ -183,19 +204,21 @@ async function waitForPort(port, child, timeoutMs) {
 
 /**
  * Starts a server child pinned to the server core and resolves once it listens. stdout is piped
- * and counted (its "listening on http://host:port" line says it is up), or goes straight to
- * /dev/null (then the port, which must be known, is polled).
+ * and counted (its "listening on http://host:port" line says it is up), or goes to a temporary
+ * file or /dev/null (then the port, which must be known, is polled).
  */
 async function startServerProcess({ name, nodeArgs, script, scriptArgs = [], env: childEnv, ipc = false, stdoutMode = 'count', port: knownPort, captureLines = 0 }) {
   const [command, args] = pinned(SERVER_CPU, process.execPath, [...nodeArgs, script, ...scriptArgs]);
-  const toNull = stdoutMode === 'null' && knownPort !== undefined;
-  const devNull = toNull ? openSync('/dev/null', 'w') : undefined;
+  const toFile = stdoutMode !== 'count' && knownPort !== undefined;
+  const stdoutFile = toFile && stdoutMode === 'file' ? join(tmpdir(), `newsletter-bff-bench-${name}-${process.pid}-${Date.now()}.log`) : undefined;
+  if (stdoutFile) tempFiles.add(stdoutFile);
+  const sink = toFile ? openSync(stdoutFile ?? '/dev/null', 'w') : undefined;
   const child = spawn(command, args, {
     cwd: root,
     env: childEnv,
-    stdio: ['ignore', devNull ?? 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
+    stdio: ['ignore', sink ?? 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
   });
-  if (devNull !== undefined) closeSync(devNull); // the child has its own copy
+  if (sink !== undefined) closeSync(sink); // the child has its own copy
   children.add(child);
   const log = { bytes: 0, lines: 0, captured: [], partial: '' };
   let head = '';
@@ -203,9 +226,10 @@ async function startServerProcess({ name, nodeArgs, script, scriptArgs = [], env
   child.stderr.on('data', (chunk) => {
     if (stderr.length < 20_000) stderr += chunk;
   });
-  if (toNull) {
+  if (toFile) {
     if (!(await waitForPort(knownPort, child, 15_000))) throw new Error(`${name} did not start within 15 s:\n${stderr}`);
-    return { name, child, pid: child.pid, port: knownPort, url: `http://${HOST}:${knownPort}`, log: { bytes: Number.NaN, lines: Number.NaN }, stderr: () => stderr };
+    const log = { bytes: Number.NaN, lines: Number.NaN, file: stdoutFile };
+    return { name, child, pid: child.pid, port: knownPort, url: `http://${HOST}:${knownPort}`, log, stderr: () => stderr };
   }
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start within 15 s:\n${head}${stderr}`)), 15_000);
@@ -249,12 +273,16 @@ function bffEnv(upstreamUrl, port, extra = {}) {
   };
 }
 
+/** `--cpu-prof` arguments when BENCH_CPU_PROF is set: one profile per server process, named after it. */
+function profArgs(name) {
+  return settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+}
+
 async function startBff(name, upstreamUrl, { extraEnv = {}, nodeArgs = [], ipc = false, captureLines = 0 } = {}) {
   const port = await freePort();
-  const profArgs = settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
   return startServerProcess({
     name,
-    nodeArgs: [...profArgs, ...nodeArgs],
+    nodeArgs: [...profArgs(name), ...nodeArgs],
     script: settings.entry,
     env: bffEnv(upstreamUrl, port, extraEnv),
     ipc,
@@ -518,7 +546,7 @@ async function main() {
         const port = await freePort();
         const server = await startServerProcess({
           name,
-          nodeArgs: [],
+          nodeArgs: profArgs(name),
           script: join(benchDir, 'baseline-server.mjs'),
           scriptArgs: [file],
           env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(port), HOST },
@@ -634,7 +662,8 @@ async function main() {
 
     if (ours) {
       results.meta.oursEndRss = procStatus(ours.pid);
-      results.meta.oursAccessLog = { ...ours.log, counted: settings.serverStdout === 'count' };
+      if (ours.log.file) Object.assign(ours.log, await countLines(ours.log.file));
+      results.meta.oursAccessLog = { lines: ours.log.lines, bytes: ours.log.bytes, sink: settings.serverStdout };
     }
     // Stop the throughput servers before the memory scenarios: their cores and sockets are free.
     for (const server of servers.splice(0)) await stopChild(server.child);
@@ -1003,9 +1032,11 @@ function report(results) {
   if (meta.oursAccessLog) {
     say('');
     say(
-      (meta.oursAccessLog.counted
-        ? `BFF stdout (access log) during the run: ${fmtInt(meta.oursAccessLog.lines)} lines, ${fmtInt(meta.oursAccessLog.bytes)} bytes (piped to the bench and counted); `
-        : 'BFF stdout (access log) went to /dev/null; ') +
+      (meta.oursAccessLog.sink === 'null'
+        ? 'BFF stdout (access log) went to /dev/null; '
+        : `BFF stdout (access log) during the run: ${fmtInt(meta.oursAccessLog.lines)} lines, ${fmtInt(meta.oursAccessLog.bytes)} bytes (${
+            meta.oursAccessLog.sink === 'file' ? 'written to a file, counted afterwards' : 'piped to the bench and counted'
+          }); `) +
         `RSS ${fmtMiB(meta.oursStartRssMiB)} at start → ${fmtMiB(meta.oursEndRss?.rssMiB)} at end`,
     );
   }
