@@ -15,7 +15,7 @@ declare module 'hono' {
  * The security headers a browser acts on for a JSON response (OWASP's REST set): it is never
  * sniffed, framed, run or embedded, and other origins may read it (CORS decides which).
  * `secureHeaders()`'s document-only headers are left to HTML pages (DOCUMENT_SECURITY_HEADERS):
- * on a body that is never rendered they change nothing, and Node spends ~0.6 µs writing each line.
+ * on a body that is never rendered they change nothing.
  */
 export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
