@@ -23,6 +23,7 @@
 //                  bff-fresh-* for stampede and scan, bff-stale-*); summarise with bench/profile-summary.mjs
 //   BENCH_NO_PIN [unset] 1 to skip taskset pinning
 //   BENCH_ENTRY [dist/node.js] the server entry to measure (e.g. a patched copy, for before/after)
+//   BENCH_NODE_ARGS [unset] extra node flags for every BFF process, space-separated (e.g. --trace-deopt)
 //
 // Two baselines run in the same rounds as ours: bare Hono sending the same body with Content-Type
 // only (the target's reference), and bare Hono sending the same body with every header the BFF
@@ -74,6 +75,7 @@ const settings = {
   serverStdout: ['null', 'count'].includes(env.BENCH_SERVER_STDOUT) ? env.BENCH_SERVER_STDOUT : 'file',
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
   entry: env.BENCH_ENTRY || 'dist/node.js',
+  nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
 };
 for (const s of settings.scenarios) if (!ALL_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; use ${ALL_SCENARIOS}`);
 const wants = (name) => settings.scenarios.includes(name);
@@ -282,7 +284,7 @@ async function startBff(name, upstreamUrl, { extraEnv = {}, nodeArgs = [], ipc =
   const port = await freePort();
   return startServerProcess({
     name,
-    nodeArgs: [...profArgs(name), ...nodeArgs],
+    nodeArgs: [...profArgs(name), ...settings.nodeArgs, ...nodeArgs],
     script: settings.entry,
     env: bffEnv(upstreamUrl, port, extraEnv),
     ipc,
@@ -912,6 +914,7 @@ function report(results) {
     say(`warning: before the run, other processes used ${meta.backgroundBusyPctBefore.toFixed(0)}% of the machine's CPU: figures are noisy`);
   }
   if (s.entry !== 'dist/node.js') say(`entry: ${s.entry}`);
+  if (s.nodeArgs.length) say(`BFF node flags: ${s.nodeArgs.join(' ')}`);
   say(
     `settings: ${s.pairs} pairs × ${s.durationSec} s, ${s.connections} connections, warm-up ${s.warmupSec} s, upstream latency ${s.upstreamLatencyMs} ms, ` +
       `archive ${s.archive.issues} issues / ${s.archive.categories} categories / ${s.archive.contentBytes} B contentHtml`,
