@@ -24,19 +24,23 @@
 //   BENCH_NO_PIN [unset] 1 to skip taskset pinning
 //   BENCH_ENTRY [dist/node.js] the server entry to measure (e.g. a patched copy, for before/after)
 //   BENCH_NODE_ARGS [unset] extra node flags for every BFF process, space-separated (e.g. --trace-deopt)
+//   BENCH_NGINX [1 when nginx is installed] 0 to leave out the nginx proxy_cache reference
 //
 // Two baselines run in the same rounds as ours: bare Hono sending the same body with Content-Type
 // only (the target's reference), and bare Hono sending the same body with every header the BFF
 // sends (security, CORS, cache headers, a constant X-Request-Id). The second separates the cost
-// of writing those header lines from the cost of the code that produces them.
-import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// of writing those header lines from the cost of the code that produces them. When nginx is
+// installed, a third reference runs in the same rounds: nginx proxy_cache (one process) in front
+// of the second baseline, answering every request from its cache (bench/nginx.mjs).
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { closeSync, createReadStream, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { findNginx, nginxConfig } from './nginx.mjs';
 import { startUpstreamSim } from './upstream-sim.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -110,6 +114,7 @@ const clkTck = (() => {
   }
 })();
 const wrkAvailable = hasCommand('wrk');
+const nginxPath = env.BENCH_NGINX === '0' ? undefined : findNginx(hasCommand);
 if (settings.tool === 'wrk' && !wrkAvailable) {
   // autocannon needs most of a core near 60k req/s, which can make it the limit (see the note it prints).
   if (env.BENCH_TOOL === 'wrk') process.stderr.write('BENCH_TOOL=wrk but wrk is not installed (apt-get install -y wrk); using autocannon\n');
@@ -139,7 +144,7 @@ function killAll(signal) {
 
 process.on('exit', () => {
   killAll('SIGKILL');
-  for (const file of tempFiles) rmSync(file, { force: true });
+  for (const file of tempFiles) rmSync(file, { force: true, recursive: true });
 });
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
@@ -278,6 +283,27 @@ function bffEnv(upstreamUrl, port, extra = {}) {
 /** `--cpu-prof` arguments when BENCH_CPU_PROF is set: one profile per server process, named after it. */
 function profArgs(name) {
   return settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+}
+
+/** nginx proxy_cache in front of `originUrl`, pinned to the server core, files in a temporary directory. */
+async function startNginx(originUrl) {
+  const prefix = mkdtempSync(join(tmpdir(), 'newsletter-bff-bench-nginx-'));
+  tempFiles.add(prefix);
+  const port = await freePort();
+  const conf = join(prefix, 'nginx.conf');
+  writeFileSync(conf, nginxConfig({ prefix, host: HOST, port, origin: new URL(originUrl).host }));
+  const [command, args] = pinned(SERVER_CPU, nginxPath, ['-p', prefix, '-c', conf, '-e', join(prefix, 'error.log')]);
+  const child = spawn(command, args, { cwd: prefix, stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(child);
+  let stderr = '';
+  child.stderr.on('data', (chunk) => {
+    if (stderr.length < 20_000) stderr += chunk;
+  });
+  if (!(await waitForPort(port, child, 15_000))) {
+    const log = existsSync(join(prefix, 'error.log')) ? readFileSync(join(prefix, 'error.log'), 'utf8') : '';
+    throw new Error(`nginx did not start within 15 s:\n${stderr}${log}`);
+  }
+  return { name: 'nginx', child, pid: child.pid, port, url: `http://${HOST}:${port}`, stderr: () => stderr };
 }
 
 async function startBff(name, upstreamUrl, { extraEnv = {}, nodeArgs = [], ipc = false, captureLines = 0 } = {}) {
@@ -559,11 +585,24 @@ async function main() {
       };
       const baseline = await startBaseline('baseline', responses);
       const sameHeaders = await startBaseline('baseline-same-headers', responsesWithHeaders);
+      let nginx;
+      if (nginxPath) {
+        progress(`starting nginx proxy_cache (${nginxPath}) in front of the same-headers baseline`);
+        nginx = await startNginx(sameHeaders.url);
+        servers.push(nginx);
+        for (const scenario of cachedScenarios) {
+          await get(agent, nginx.url + scenario.path);
+          const second = await get(agent, nginx.url + scenario.path);
+          if (second.headers['x-cache'] !== 'HIT') throw new Error(`nginx does not cache ${scenario.path} (X-Cache: ${second.headers['x-cache']})`);
+        }
+        results.meta.nginx = { binary: nginxPath, version: spawnSync(nginxPath, ['-v'], { encoding: 'utf8' }).stderr.trim() };
+      }
+      const references = [baseline, sameHeaders, ...(nginx ? [nginx] : [])];
       // Same bytes, same Content-Type: checked, not assumed.
       for (const scenario of cachedScenarios) {
         const headers = scenario.revalidate ? { 'If-None-Match': scenario.etag } : {};
         const a = await get(agent, ours.url + scenario.path, { headers });
-        for (const server of [baseline, sameHeaders]) {
+        for (const server of references) {
           const b = await get(agent, server.url + scenario.path, { headers });
           if (a.status !== b.status || a.body !== b.body || a.headers['content-type'] !== b.headers['content-type']) {
             throw new Error(`${server.name} does not answer ${scenario.path} like the BFF (${a.status}/${b.status})`);
@@ -575,9 +614,10 @@ async function main() {
 
       results.cached = [];
       for (const scenario of cachedScenarios) {
-        const runs = { baseline: [], sameHeaders: [], ours: [] };
+        const runs = { baseline: [], sameHeaders: [], ...(nginx ? { nginx: [] } : {}), ours: [] };
+        const sides = [['baseline', baseline], ['sameHeaders', sameHeaders], ...(nginx ? [['nginx', nginx]] : []), ['ours', ours]];
         for (let pair = 0; pair < settings.pairs; pair += 1) {
-          for (const [side, server] of [['baseline', baseline], ['sameHeaders', sameHeaders], ['ours', ours]]) {
+          for (const [side, server] of sides) {
             progress(`${scenario.name}: pair ${pair + 1}/${settings.pairs}, ${side}`);
             const run = await runLoad({
               tool: settings.tool,
@@ -594,6 +634,7 @@ async function main() {
         }
         const ratios = runs.ours.map((run, i) => run.rps / runs.baseline[i].rps);
         const sameHeadersRatios = runs.ours.map((run, i) => run.rps / runs.sameHeaders[i].rps);
+        const nginxRatios = nginx ? runs.ours.map((run, i) => run.rps / runs.nginx[i].rps) : undefined;
         results.cached.push({
           id: scenario.id,
           scenario: scenario.name,
@@ -607,8 +648,9 @@ async function main() {
           medianRatio: median(ratios),
           sameHeadersRatios,
           medianSameHeadersRatio: median(sameHeadersRatios),
+          ...(nginx ? { nginx: summarizeSide(runs.nginx), nginxRatios, medianNginxRatio: median(nginxRatios) } : {}),
           responseHeaderNames: { ours: scenario.oursResponseHeaderNames, baseline: scenario.baselineResponseHeaderNames },
-          runs: { baseline: runs.baseline.map(stripHistogram), sameHeaders: runs.sameHeaders.map(stripHistogram), ours: runs.ours.map(stripHistogram) },
+          runs: Object.fromEntries(Object.entries(runs).map(([side, list]) => [side, list.map(stripHistogram)])),
         });
       }
       results.meta.callsAfterCachedScenarios = sim.counts();
@@ -871,6 +913,13 @@ function evaluateTargets(results) {
       value: `${c.medianSameHeadersRatio.toFixed(2)}×`,
       met: c.medianSameHeadersRatio >= 0.9,
     });
+    if (c.nginx) {
+      targets.push({
+        target: `${c.scenario}: ≥ 0.6× nginx proxy_cache (stretch)`,
+        value: `${c.medianNginxRatio.toFixed(2)}×`,
+        met: c.medianNginxRatio >= 0.6,
+      });
+    }
     targets.push({ target: `${c.scenario}: p99 ≤ 5 ms at ${results.meta.settings.connections} connections`, value: `${fmtMs(c.ours.p99Ms)} ms`, met: c.ours.p99Ms <= 5 });
   }
   if (results.stampede) {
@@ -923,31 +972,33 @@ function report(results) {
   if (results.cached?.length) {
     say('');
     say(`Cached reads — ours = ${s.entry} (NODE_ENV=production), against two bare Hono apps on @hono/node-server answering the same body from a constant:`);
-    say('  base = with Content-Type only; same-hdr = with every header ours sends. Each round runs base, same-hdr, ours in turn.');
-    say('req/s: median of rounds; p50/p99 (ms): pooled over rounds; ratio: median of per-round ours/base (and ours/same-hdr) req/s;');
-    say('µs CPU/req: server CPU time per answered request (/proc utime+stime), base/same-hdr/ours; srv CPU: % of one core during the run');
+    say('  base = with Content-Type only; same-hdr = with every header ours sends.');
+    if (meta.nginx) say(`  nginx = ${meta.nginx.version}, proxy_cache, one process, in front of same-hdr: every measured request is a cache hit.`);
+    say(`Each round runs base, same-hdr, ${meta.nginx ? 'nginx, ' : ''}ours in turn.`);
+    say('req/s: median of rounds; p50/p99 (ms): pooled over rounds; ratio: median of per-round ours/reference req/s;');
+    const sideNames = meta.nginx ? 'base/same-hdr/nginx/ours' : 'base/same-hdr/ours';
+    say(`µs CPU/req: server CPU time per answered request (/proc utime+stime), ${sideNames}; srv CPU: % of one core during the run`);
+    const sidesOf = (c) => [c.baseline, c.sameHeaders, ...(c.nginx ? [c.nginx] : []), c.ours];
     const rows = results.cached.map((c) => [
       c.scenario,
       c.bodyBytes ? `${(c.bodyBytes / 1024).toFixed(1)} KB` : '0',
       fmtInt(c.baseline.rpsMedian),
       fmtMs(c.baseline.p99Ms),
       fmtInt(c.sameHeaders.rpsMedian),
+      ...(meta.nginx ? [fmtInt(c.nginx.rpsMedian)] : []),
       fmtInt(c.ours.rpsMedian),
       fmtMs(c.ours.p50Ms),
       fmtMs(c.ours.p99Ms),
       `${c.ours.errors}/${c.ours.unexpected}`,
       `${c.medianRatio.toFixed(2)}×`,
       `${c.medianSameHeadersRatio.toFixed(2)}×`,
-      `${fmtInt(c.baseline.serverCpuUsPerRequest)}/${fmtInt(c.sameHeaders.serverCpuUsPerRequest)}/${fmtInt(c.ours.serverCpuUsPerRequest)}`,
-      `${fmtInt(c.baseline.serverCpuPct)}/${fmtInt(c.sameHeaders.serverCpuPct)}/${fmtInt(c.ours.serverCpuPct)}%`,
+      ...(meta.nginx ? [`${c.medianNginxRatio.toFixed(2)}×`] : []),
+      sidesOf(c).map((side) => fmtInt(side.serverCpuUsPerRequest)).join('/'),
+      `${sidesOf(c).map((side) => fmtInt(side.serverCpuPct)).join('/')}%`,
     ]);
-    say(
-      table(
-        ['scenario', 'body', 'base req/s', 'p99', 'same-hdr req/s', 'ours req/s', 'p50', 'p99', 'err/non-2xx', 'vs base', 'vs same-hdr', 'µs CPU/req', 'srv CPU'],
-        rows,
-        [false, true, true, true, true, true, true, true, true, true, true, true, true],
-      ),
-    );
+    const headers = ['scenario', 'body', 'base req/s', 'p99', 'same-hdr req/s', ...(meta.nginx ? ['nginx req/s'] : []), 'ours req/s', 'p50', 'p99'];
+    headers.push('err/non-2xx', 'vs base', 'vs same-hdr', ...(meta.nginx ? ['vs nginx'] : []), 'µs CPU/req', 'srv CPU');
+    say(table(headers, rows, headers.map((_, i) => i > 0)));
     const unsaturated = results.cached.filter((c) => c.baseline.serverCpuPct < 90);
     if (unsaturated.length) {
       const loadBound = unsaturated.filter((c) => c.baseline.loadCpuPct >= 80);
