@@ -120,8 +120,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       // A copy fetched earlier (by another isolate) is fresh only for what is left of its TTL.
       if (fetchedAt < time) fetchOptions.ttl = Math.max(1, ttlMs - (time - fetchedAt));
       const staleAt = fetchedAt + ttlMs;
-      // A loader hands back a copy already past its TTL only when its source failed to refresh
-      // it (the shared tier's stale-if-error): that starts the back-off like a thrown failure.
+      // A loader hands back a copy already past its TTL when its source serves it stale: while
+      // refreshing it (the shared tier's stale-while-revalidate) or because refreshing it failed
+      // (stale-if-error). Either way this key is not loaded again for the back-off's length.
       return { value, fetchedAt, staleAt, size: sizeOf(value), refreshFailedAt: staleAt < time ? time : undefined };
     },
   });

@@ -123,22 +123,42 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   }
 
   /**
-   * Shared tier first: a fresh copy another isolate stored saves the upstream call; a stale one
-   * is kept for stale-if-error. What the upstream answers is stored for the other isolates.
+   * Shared tier first: a fresh copy another isolate stored saves the upstream call. A copy past
+   * its TTL but within stale-while-revalidate is answered at once, as STALE, while one refresh
+   * runs behind the response and stores the new copy for every isolate. An older one is kept
+   * for stale-if-error. What the upstream answers is stored for the other isolates.
    */
   async function loadShared(shared: SharedTier, key: string, waitUntil: WaitUntil | undefined) {
     const stored = decode(await shared.get(key).catch(() => undefined));
     const age = stored ? now() - stored.fetchedAt : Number.POSITIVE_INFINITY;
-    if (stored && age <= options.ttlSeconds * 1000) return stored;
+    const ttlMs = options.ttlSeconds * 1000;
+    if (stored && age <= ttlMs) return stored;
+    if (stored && age <= ttlMs + STALE_WHILE_REVALIDATE_SECONDS * 1000) {
+      // Handed back past its TTL, the copy is served at once and this isolate asks the tier
+      // again after REFRESH_FAILURE_BACKOFF_MS (cache.ts), by when the refresh has landed.
+      const refreshing = refreshShared(shared, key);
+      waitUntil?.(refreshing);
+      return stored;
+    }
     let value: CachedValue | undefined;
     try {
       value = await loadFromUpstream(key);
     } catch (error) {
-      if (stored && age <= (options.ttlSeconds + STALE_IF_ERROR_SECONDS) * 1000) return stored;
+      if (stored && age <= ttlMs + STALE_IF_ERROR_SECONDS * 1000) return stored;
       throw error;
     }
     if (value) waitUntil?.(shared.put(key, encode(value)).catch(() => undefined));
     return value;
+  }
+
+  /** The upstream's answer replaces the shared copy; an issue that is gone leaves the tier too. */
+  async function refreshShared(shared: SharedTier, key: string): Promise<void> {
+    try {
+      const value = await loadFromUpstream(key);
+      await (value ? shared.put(key, encode(value)) : shared.delete(key));
+    } catch (error) {
+      options.onLoadError?.(key, error);
+    }
   }
 
   async function loadArchive(): Promise<CachedValue> {

@@ -6,6 +6,7 @@
 export interface SharedTier {
   get(key: string): Promise<SharedEntry | undefined>;
   put(key: string, entry: SharedEntry): Promise<void>;
+  delete(key: string): Promise<void>;
 }
 
 /** A serialized cached value and when it was fetched from the upstream (ms since the epoch). */
@@ -57,6 +58,9 @@ export function createWorkersSharedCache(
           },
         }),
       );
+    },
+    async delete(key) {
+      await cache.delete(await urlOf(key));
     },
   };
 }

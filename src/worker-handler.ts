@@ -1,7 +1,9 @@
 import type { ExecutionContext, Hono } from 'hono';
 import { parseConfig } from './config.js';
 import { createLogger } from './log.js';
+import { STALE_IF_ERROR_SECONDS } from './public-reads.js';
 import { createBindingRateLimiter, type RateLimitBinding } from './rate-limit.js';
+import { API_SECURITY_HEADERS } from './response-headers.js';
 import { createServiceForConfig } from './service.js';
 import { createWorkersSharedCache } from './shared-cache.js';
 
@@ -55,7 +57,7 @@ export function createWorker(options: WorkerOptions = {}) {
         ? createWorkersSharedCache(store, {
             namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
             apiKey: config.apiKey ?? '',
-            maxAgeSeconds: config.cacheTtlSeconds + 86_400,
+            maxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
           })
         : undefined,
     });
@@ -69,7 +71,7 @@ export function createWorker(options: WorkerOptions = {}) {
       if (!app) {
         return new Response(GENERIC_ERROR, {
           status: 500,
-          headers: { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
+          headers: { ...API_SECURITY_HEADERS, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
         });
       }
       return app.fetch(request, env, ctx);

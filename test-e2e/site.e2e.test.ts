@@ -311,6 +311,7 @@ describe('the example site, in Chromium against the demo server', () => {
     const honeypot = page.locator('input[name="website"]');
     expect(await honeypot.getAttribute('tabindex')).toBe('-1');
     expect(await honeypot.getAttribute('autocomplete')).toBe('off');
+    expect(await honeypot.isVisible()).toBe(false);
     expect(await honeypot.evaluate((input) => input.closest('[aria-hidden="true"]') !== null)).toBe(true);
   });
 
@@ -382,10 +383,12 @@ describe('the example site, in Chromium against the demo server', () => {
     expect(await status.textContent()).toBe(NETWORK_ERROR);
   });
 
-  it('works without JavaScript: the form post comes back to the page with ?subscribed=1', async () => {
+  it('works without JavaScript: the form post comes back to the page with ?subscribed=1, and the page says so', async () => {
     const page = await openPage({ javaScript: false });
     await page.goto(`${server.origin}/`);
-    expect(await page.locator('noscript').count()).toBe(1);
+    // The archive's notice and the form's two outcome messages.
+    expect(await page.locator('noscript').count()).toBe(2);
+    expect(await page.locator('#subscribed').isVisible()).toBe(false);
     expect(await page.locator('#archive-loading').isHidden()).toBe(true);
     await page.getByLabel('Email address').fill('reader.nojs@example.com');
     await page.getByLabel(/^Yes, email me each new issue/).check();
@@ -396,8 +399,11 @@ describe('the example site, in Chromium against the demo server', () => {
     expect(response.status()).toBe(303);
     // The site's own page, kept by its <meta name="referrer"> although the service sends no-referrer.
     expect((await response.request().allHeaders())['referer']).toBe(`${server.origin}/`);
-    expect(response.headers()['location']).toBe(`${server.origin}/?subscribed=1`);
-    await page.waitForURL(`${server.origin}/?subscribed=1`);
+    expect(response.headers()['location']).toBe(`${server.origin}/?subscribed=1#subscribed`);
+    await page.waitForURL(`${server.origin}/?subscribed=1#subscribed`);
+    // No script reads the query: the fragment makes the success message the CSS :target.
+    expect(await page.locator('#subscribed').isVisible()).toBe(true);
+    expect(await page.locator('#subscribe-error').isVisible()).toBe(false);
     await screenshot(page, 'nojs-subscribed');
     await expect.poll(() => subscribeLogs('forwarded').length).toBeGreaterThanOrEqual(1);
   });
@@ -417,19 +423,22 @@ describe('the example site, in Chromium against the demo server', () => {
     // An old browser, or a form pasted without `required`: the service still refuses, and says why.
     await page.locator('#subscribe-consent').evaluate((input) => input.removeAttribute('required'));
     await page.getByRole('button', { name: 'Subscribe' }).click();
-    await page.waitForURL(`${start}&subscribe_error=VALIDATION_ERROR`);
+    await page.waitForURL(`${start}&subscribe_error=VALIDATION_ERROR#subscribe-error`);
     expect(posts()).toBe(1);
+    expect(await page.locator('#subscribe-error').isVisible()).toBe(true);
+    expect(await page.locator('#subscribed').isVisible()).toBe(false);
+    await screenshot(page.locator('.subscribe-box'), 'nojs-subscribe-error');
 
     // Back on that address with JavaScript, the page explains the code and tidies the address.
     const withScript = await openPage();
-    await withScript.goto(`${start}&subscribe_error=VALIDATION_ERROR`);
+    await withScript.goto(`${start}&subscribe_error=VALIDATION_ERROR#subscribe-error`);
     const status = withScript.locator('[data-subscribe-status]');
     await expect
       .poll(() => status.textContent())
       .toBe('Please check your email address and the consent box, then try again.');
     expect(withScript.url()).toBe(start);
     await screenshot(withScript.locator('.subscribe-box'), 'subscribe-error-after-redirect');
-    await withScript.goto(`${server.origin}/?subscribed=1`);
+    await withScript.goto(`${server.origin}/?subscribed=1#subscribed`);
     await expect.poll(() => withScript.locator('[data-subscribe-status]').textContent()).toBe(SUCCESS);
     expect(withScript.url()).toBe(`${server.origin}/`);
   });
@@ -471,7 +480,7 @@ describe('the example site, in Chromium against the demo server', () => {
     await plain.getByLabel('Email address').fill('reader.snippet.nojs@example.com');
     await plain.getByLabel(/^Yes, email me each new issue/).check();
     await plain.getByRole('button', { name: 'Subscribe' }).click();
-    await plain.waitForURL(`${allowedSite.origin}/?subscribed=1`);
+    await plain.waitForURL(`${allowedSite.origin}/?subscribed=1#subscribed`);
   });
 
   it('refuses a third, unlisted origin: the archive shows its error state and subscribing is refused', async () => {

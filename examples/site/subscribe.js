@@ -159,6 +159,7 @@
     first.form.scrollIntoView({ block: 'nearest' });
     url.searchParams.delete('subscribed');
     url.searchParams.delete('subscribe_error');
+    if (url.hash === '#subscribed' || url.hash === '#subscribe-error') url.hash = '';
     window.history.replaceState(window.history.state, '', url.href);
   }
 

@@ -95,6 +95,9 @@ export interface SubscribeJsonInput {
   sourcePlatform?: (typeof SOURCE_PLATFORMS)[number];
 }
 
+/** Fragments of a form post's redirect: ids a page can show with `:target`, no script needed. */
+export const NO_SCRIPT_ANCHORS = { success: 'subscribed', error: 'subscribe-error' } as const;
+
 /** A JSON caller's 200 or a form post's 303 (other errors are thrown and rendered by onError). */
 type SubscribeReply = (Response & TypedResponse<SubscribeBody, 200, 'json'>) | (Response & TypedResponse<undefined, 303, 'redirect'>);
 
@@ -139,6 +142,9 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       target.searchParams.delete('subscribe_error');
       if (error) target.searchParams.set('subscribe_error', error.code);
       else target.searchParams.set('subscribed', '1');
+      // A page without JavaScript cannot read the query; CSS can show `:target` (the example
+      // site's <noscript> messages). A fragment the configured redirect URL has is kept.
+      if (!target.hash) target.hash = error ? NO_SCRIPT_ANCHORS.error : NO_SCRIPT_ANCHORS.success;
       return c.body(null, 303, { Location: target.href, 'Cache-Control': 'no-store' }) as Response as SubscribeReply;
     }
     if (error) return renderError(c, error);

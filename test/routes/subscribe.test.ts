@@ -915,14 +915,14 @@ describe('POST /api/subscribe', () => {
       const { app, calls } = createSubscribeApp({ env: redirectEnv });
       const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Accept: BROWSER_ACCEPT });
       const location = expectRedirect(response);
-      expect(location.href).toBe(`${REDIRECT_URL}?subscribed=1`);
+      expect(location.href).toBe(`${REDIRECT_URL}?subscribed=1#subscribed`);
       expect(calls).toHaveLength(1);
     });
 
     it('redirects a multipart form post too', async () => {
       const { app, calls } = createSubscribeApp({ env: redirectEnv });
       const response = await postMultipart(app, { email: EMAIL, optInAttestation: 'on' }, { Accept: BROWSER_ACCEPT });
-      expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribed=1`);
+      expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribed=1#subscribed`);
       expect(calls).toHaveLength(1);
     });
 
@@ -944,7 +944,14 @@ describe('POST /api/subscribe', () => {
       const location = expectRedirect(response);
       expect(location.searchParams.get('subscribe_error')).toBe('VALIDATION_ERROR');
       expect(location.searchParams.has('subscribed')).toBe(false);
+      expect(location.hash).toBe('#subscribe-error');
       expect(calls).toHaveLength(0);
+    });
+
+    it('keeps a fragment of the configured redirect URL instead of adding its own', async () => {
+      const { app } = createSubscribeApp({ env: { SUBSCRIBE_REDIRECT_URL: 'https://site.example/thanks#newsletter' } });
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Accept: BROWSER_ACCEPT });
+      expect(expectRedirect(response).href).toBe('https://site.example/thanks?subscribed=1#newsletter');
     });
 
     it('redirects a rate-limited form post to ?subscribe_error=RATE_LIMITED', async () => {
@@ -994,7 +1001,7 @@ describe('POST /api/subscribe', () => {
         { email: EMAIL, optInAttestation: 'on' },
         { Accept: BROWSER_ACCEPT, Referer: 'https://site.example/newsletter?ref=home' },
       );
-      expect(expectRedirect(response).href).toBe('https://site.example/newsletter?ref=home&subscribed=1');
+      expect(expectRedirect(response).href).toBe('https://site.example/newsletter?ref=home&subscribed=1#subscribed');
     });
 
     it('does not redirect to a Referer whose origin is foreign, and answers JSON instead', async () => {
@@ -1015,7 +1022,7 @@ describe('POST /api/subscribe', () => {
         { email: EMAIL, optInAttestation: 'on', next: 'https://evil.example/a', returnTo: 'https://evil.example/b' },
         { Accept: BROWSER_ACCEPT, Referer: 'https://site.example/newsletter' },
       );
-      expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribed=1`);
+      expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribed=1#subscribed`);
     });
 
     it('never honours a next or returnTo query parameter pointing to another host', async () => {
@@ -1026,7 +1033,7 @@ describe('POST /api/subscribe', () => {
         { Accept: BROWSER_ACCEPT },
         `${PATH}?next=${encodeURIComponent('https://evil.example/a')}&returnTo=${encodeURIComponent('//evil.example/b')}`,
       );
-      expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribed=1`);
+      expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribed=1#subscribed`);
     });
 
     it('answers JSON, not a redirect, to next/returnTo when neither a redirect URL nor an allowed Referer exists', async () => {

@@ -80,6 +80,8 @@ describe('Worker entry (workerd)', () => {
       const response = await call(worker, env, '/api/categories');
       expect(response.status).toBe(500);
       expect(response.headers.get('cache-control')).toBe('no-store');
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'");
       const text = await response.text();
       expect(JSON.parse(text)).toEqual({
         ok: false,
@@ -211,7 +213,41 @@ describe('Cache API tier shared by isolates (workerd)', () => {
     expect((await call(third, env, '/api/categories')).status).toBe(502);
   });
 
-  it('makes a new isolate ask the upstream once the shared copy is past its TTL, and serves the new content', async () => {
+  it('answers a new isolate at once with a shared copy within stale-while-revalidate, refreshing it behind the response for every isolate', async () => {
+    const clock = createFakeClock();
+    let subject = 'Original';
+    let release: () => void = () => undefined;
+    let hold = false;
+    const upstream = createScriptedFetch(async (entry, index) => {
+      if (hold) await new Promise<void>((resolve) => (release = resolve));
+      return upstreamHandler(subject)(entry, index);
+    });
+    const env = bindings({ CACHE_TTL_SECONDS: '60' });
+    const isolate = () => createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    expect((await call(isolate(), env, '/api/issues/first-issue')).status).toBe(200);
+
+    subject = 'Revised';
+    hold = true;
+    clock.advance(61_000);
+    const ctx = createExecutionContext();
+    // Answered while the upstream has not answered the refresh yet: nobody waits for it.
+    const response = await isolate().fetch(new Request('https://bff.example/api/issues/first-issue'), env, ctx);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-cache')).toBe('STALE');
+    expect(((await response.json()) as { data: { subject: string } }).data.subject).toBe('Original');
+    expect(upstream.calls).toHaveLength(2);
+    hold = false;
+    release();
+    await waitOnExecutionContext(ctx);
+
+    // The refresh replaced the shared copy: the next isolate gets the new content, no call.
+    const next = await call(isolate(), env, '/api/issues/first-issue');
+    expect(next.headers.get('x-cache')).toBe('MISS');
+    expect(((await next.json()) as { data: { subject: string } }).data.subject).toBe('Revised');
+    expect(upstream.calls).toHaveLength(2);
+  });
+
+  it('makes a new isolate wait for the upstream once the shared copy is past stale-while-revalidate, and serves the new content', async () => {
     const clock = createFakeClock();
     let subject = 'Original';
     const upstream = createScriptedFetch((entry, index) => upstreamHandler(subject)(entry, index));
@@ -220,13 +256,33 @@ describe('Cache API tier shared by isolates (workerd)', () => {
     expect((await call(isolateA, env, '/api/issues/first-issue')).status).toBe(200);
 
     subject = 'Revised';
-    clock.advance(61_000);
+    clock.advance(61_000 + 300_000);
     const isolateB = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
     const response = await call(isolateB, env, '/api/issues/first-issue');
     expect(response.status).toBe(200);
     expect(response.headers.get('x-cache')).toBe('MISS');
     expect(((await response.json()) as { data: { subject: string } }).data.subject).toBe('Revised');
     expect(upstream.calls).toHaveLength(2);
+  });
+
+  it('drops the shared copy of an issue the refresh finds gone', async () => {
+    const clock = createFakeClock();
+    let gone = false;
+    const upstream = createScriptedFetch((entry, index) =>
+      gone && entry.url.pathname.includes('/by-slug/')
+        ? jsonResponse({ ok: false, error: { code: 'NOT_FOUND', message: 'not found' } }, 404)
+        : upstreamHandler()(entry, index),
+    );
+    const env = bindings({ CACHE_TTL_SECONDS: '60' });
+    const isolate = () => createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    expect((await call(isolate(), env, '/api/issues/first-issue')).status).toBe(200);
+
+    gone = true;
+    clock.advance(61_000);
+    expect((await call(isolate(), env, '/api/issues/first-issue')).headers.get('x-cache')).toBe('STALE');
+    expect(upstream.calls).toHaveLength(2);
+    expect((await call(isolate(), env, '/api/issues/first-issue')).status).toBe(404);
+    expect(upstream.calls).toHaveLength(3);
   });
 
   it('keeps apart the entries of two Workers with different keys on one base URL and one caches.default, and never puts a key in a cache URL', async () => {
