@@ -3,7 +3,7 @@ import { cors } from 'hono/cors';
 import type { Config } from './config.js';
 import { ApiError, apiErrorFromUpstream, renderError } from './errors.js';
 import { publicCacheControl } from './http.js';
-import { silentLogger, type Logger } from './log.js';
+import { maskEmailsInPath, silentLogger, type Logger } from './log.js';
 import { createOriginPolicy } from './origins.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
@@ -73,6 +73,13 @@ export function createService(deps: AppDeps) {
     notFoundTtlSeconds: config.notFoundTtlSeconds,
     archiveMaxIssues: config.archiveMaxIssues,
     onLoadError: (key, error) => logUpstreamFailure(log, error, { key, during: 'cache load' }),
+    onTooLarge: (key, bytes, maxEntryBytes) =>
+      log.log('warn', 'cache_entry_too_large', {
+        key,
+        bytes,
+        maxEntryBytes,
+        hint: 'served but not cached, so every request reads it from the upstream again: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES',
+      }),
     sharedCache: deps.sharedCache,
   });
 
@@ -170,7 +177,7 @@ function accessLog(log: Logger): MiddlewareHandler {
     await next();
     log.log('info', 'request', {
       method: c.req.method,
-      path: c.req.path.slice(0, MAX_LOGGED_PATH),
+      path: maskEmailsInPath(c.req.path.slice(0, MAX_LOGGED_PATH)),
       status: c.res.status,
       ms: Math.round((performance.now() - started) * 10) / 10,
       cache: c.get('cacheState'),

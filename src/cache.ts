@@ -34,6 +34,8 @@ export interface ReadThroughCacheOptions<V> {
   notFoundTtlMs: number;
   now: () => number;
   onLoadError?: (key: string, error: unknown) => void;
+  /** A loaded value over `maxEntryBytes`: served, but not kept, so every read loads it again. */
+  onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
 }
 
 export interface ReadResult<V> {
@@ -79,12 +81,13 @@ export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
  * (PRODUCT.md "Caching").
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
-  const { load, sizeOf, ttlMs, staleWhileRevalidateMs, staleIfErrorMs, notFoundTtlMs, now, onLoadError, fetchedAtOf } = options;
+  const { load, sizeOf, ttlMs, staleWhileRevalidateMs, staleIfErrorMs, notFoundTtlMs, now, onLoadError, onTooLarge, fetchedAtOf } = options;
+  const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
 
   const lru: LRUCache<string, Entry<V>, FetchContext> = new LRUCache<string, Entry<V>, FetchContext>({
     maxSize: options.maxBytes,
-    maxEntrySize: options.maxEntryBytes ?? Math.floor(options.maxBytes / 2),
+    maxEntrySize: maxEntryBytes,
     sizeCalculation: (entry) => entry.size,
     ttl: ttlMs,
     ttlAutopurge: false,
@@ -123,7 +126,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       // A loader hands back a copy already past its TTL when its source serves it stale: while
       // refreshing it (the shared tier's stale-while-revalidate) or because refreshing it failed
       // (stale-if-error). Either way this key is not loaded again for the back-off's length.
-      return { value, fetchedAt, staleAt, size: sizeOf(value), refreshFailedAt: staleAt < time ? time : undefined };
+      const size = sizeOf(value);
+      if (size > maxEntryBytes) onTooLarge?.(key, size, maxEntryBytes);
+      return { value, fetchedAt, staleAt, size, refreshFailedAt: staleAt < time ? time : undefined };
     },
   });
 

@@ -40,6 +40,14 @@ function isLoopbackHost(hostname: string): boolean {
   return LOOPBACK_HOSTS.has(hostname) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
 }
 
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** What Node can listen on: a DNS name, an IPv4 address (a name of digits) or a bare IPv6 address. */
+function isListenHost(host: string): boolean {
+  // IPv6 has at least two colons; `127.0.0.1:8787` (a port pasted in) has one.
+  return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
+}
+
 /** Unset, empty and whitespace-only values all mean "use the default" (env files often leave `X=`). */
 function blankToUndefined(value: unknown): unknown {
   if (typeof value === 'string' && value.trim() === '') return undefined;
@@ -79,6 +87,9 @@ function parseOrigin(entry: string): string | undefined {
   }
 }
 
+/** Shorter than this is a truncated paste, not a key; the logger also redacts only strings this long. */
+export const MIN_API_KEY_LENGTH = 8;
+
 const ConfigSchema = z.object({
   // Validated for shape only; its value never appears in a message (PRODUCT.md: never echo the secret).
   NEWSLETTER_API_KEY: preprocess(
@@ -88,6 +99,7 @@ const ConfigSchema = z.object({
         .string({ error: 'must be a string' })
         .check(
           z.regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII with no spaces' }),
+          z.minLength(MIN_API_KEY_LENGTH, { error: `is shorter than ${MIN_API_KEY_LENGTH} characters (was all of it copied?)` }),
           z.maxLength(4096, { error: 'is longer than 4096 characters' }),
         ),
     ),
@@ -143,7 +155,13 @@ const ConfigSchema = z.object({
     ),
   ),
   PORT: wholeNumber(1, 65535, 8787),
-  HOST: preprocess(blankToUndefined, z._default(z.string(), '127.0.0.1')),
+  HOST: preprocess(
+    blankToUndefined,
+    z._default(
+      z.string().check(z.refine(isListenHost, { error: 'must be a host name or an IP address (such as 127.0.0.1, 0.0.0.0 or ::)' })),
+      '127.0.0.1',
+    ),
+  ),
   CACHE_TTL_SECONDS: wholeNumber(1, 86_400, 60),
   CACHE_MAX_BYTES: wholeNumber(MIB, 4096 * MIB, 64 * MIB),
   NOT_FOUND_CACHE_TTL_SECONDS: wholeNumber(1, 3600, 30),

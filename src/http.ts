@@ -15,21 +15,17 @@ export type JsonResponse<T> = Response & TypedResponse<T, 200, 'json'>;
 type NotModified = Response & TypedResponse<null, 304, 'body'>;
 
 /**
- * Sends a cached read: its serialized body, strong ETag and `X-Cache`, or 304 when the
+ * Sends a cached read: its serialized body, strong ETag, `X-Cache` (and `Age` when stale), or 304 when the
  * client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2).
  */
 export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string): JsonResponse<T> | NotModified {
   const { body, etag } = read.rendered;
   c.set('cacheState', read.state);
-  if (ifNoneMatchMatches(c.req.header('if-none-match'), etag)) {
-    return respond(c, null, 304, { 'Cache-Control': cacheControl, ETag: etag, 'X-Cache': read.state }) as NotModified;
-  }
-  return respond(c, body, 200, {
-    'Content-Type': 'application/json',
-    'Cache-Control': cacheControl,
-    ETag: etag,
-    'X-Cache': read.state,
-  }) as JsonResponse<T>;
+  const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: etag, 'X-Cache': read.state };
+  if (read.ageSeconds !== undefined) headers.Age = String(read.ageSeconds);
+  if (ifNoneMatchMatches(c.req.header('if-none-match'), etag)) return respond(c, null, 304, headers) as NotModified;
+  headers['Content-Type'] = 'application/json';
+  return respond(c, body, 200, headers) as JsonResponse<T>;
 }
 
 /** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */

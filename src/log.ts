@@ -1,3 +1,5 @@
+import { MIN_API_KEY_LENGTH } from './config.js';
+
 /** Severity of a log line. */
 export type LogLevel = 'info' | 'warn' | 'error';
 
@@ -19,7 +21,7 @@ export interface LoggerOptions {
 /** Creates a JSON-lines logger; redaction runs on the serialized line so no field can slip past it. */
 export function createLogger(options: LoggerOptions): Logger {
   const { write, now = Date.now } = options;
-  const secrets = (options.redact ?? []).filter((secret): secret is string => typeof secret === 'string' && secret.length >= 4);
+  const secrets = secretForms(options.redact ?? []);
   // Formatting the date was half the cost of a line; under load many lines share a millisecond.
   let lastMs = Number.NaN;
   let lastTime = '';
@@ -39,6 +41,25 @@ export function createLogger(options: LoggerOptions): Logger {
   };
 }
 
+/**
+ * Every form in which a secret can reach a serialized line: as given, trimmed (config trims
+ * the key; a Worker secret may keep a trailing newline) and JSON-escaped (`"` and `\` are
+ * allowed in a key). Strings shorter than a key can be are left alone.
+ */
+function secretForms(secrets: readonly (string | undefined)[]): string[] {
+  const forms = new Set<string>();
+  for (const secret of secrets) {
+    if (typeof secret !== 'string') continue;
+    for (const form of [secret, secret.trim()]) {
+      if (form.length < MIN_API_KEY_LENGTH) continue;
+      forms.add(form);
+      forms.add(JSON.stringify(form).slice(1, -1));
+    }
+  }
+  // Longest first, so a form containing another is replaced whole.
+  return [...forms].sort((a, b) => b.length - a.length);
+}
+
 /** A logger that drops everything (the default where none is given). */
 export const silentLogger: Logger = { log() {} };
 
@@ -47,6 +68,25 @@ export function maskEmail(email: string): string {
   const at = email.lastIndexOf('@');
   if (at < 1) return '***';
   return `${email[0]}***@${email.slice(at + 1).toLowerCase()}`;
+}
+
+const EMAIL_LIKE_SEGMENT = /[^/]*(?:@|%40)[^/]*/g;
+
+/**
+ * A request path for the access log with every segment holding an `@` (raw or `%40`) masked
+ * like an address: `/api/issues/jane.doe@example.com` → `/api/issues/j***@example.com`.
+ */
+export function maskEmailsInPath(path: string): string {
+  if (!path.includes('@') && !path.includes('%40')) return path;
+  return path.replace(EMAIL_LIKE_SEGMENT, (segment) => maskEmail(safeDecode(segment)));
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /**

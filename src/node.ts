@@ -42,6 +42,14 @@ function main(): void {
     process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);
   });
 
+  // A port in use or a host that cannot be bound: one clear line, not an unhandled 'error' event.
+  server.on('error', (error: NodeJS.ErrnoException) => {
+    const reason = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
+    process.stderr.write(`newsletter-bff could not listen on ${config.host} port ${config.port}: ${reason}\n`);
+    writer.stop();
+    process.exit(1);
+  });
+
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
@@ -53,7 +61,11 @@ function main(): void {
       writer.stop();
       process.exit(0);
     });
-    if ('closeIdleConnections' in server) server.closeIdleConnections();
+    if ('closeIdleConnections' in server) {
+      server.closeIdleConnections();
+      // A keep-alive connection whose response finishes now would otherwise idle until its timeout.
+      setInterval(() => server.closeIdleConnections(), 50).unref();
+    }
     setTimeout(() => {
       writer.stop();
       process.exit(0);

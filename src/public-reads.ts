@@ -27,6 +27,8 @@ export interface RenderedJson {
 export interface PublicRead<T = unknown> {
   rendered: RenderedJson;
   state: CacheState;
+  /** Seconds since the upstream answered; set on STALE reads only (sent as `Age`). */
+  ageSeconds?: number;
   readonly envelope?: T;
 }
 
@@ -56,6 +58,8 @@ export interface PublicReadsOptions {
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
   onLoadError?: (key: string, error: unknown) => void;
+  /** A value too large to keep within `maxBytes` (see ReadThroughCacheOptions.onTooLarge). */
+  onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   /** A tier shared between isolates (Workers' Cache API); none on Node. */
   sharedCache?: SharedTier;
 }
@@ -108,6 +112,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     sizeOf: (value) => (value.kind === 'archive' ? value.index.size : value.size),
     fetchedAtOf: (value) => value.fetchedAt,
     onLoadError: options.onLoadError,
+    onTooLarge: options.onTooLarge,
     load: (key, waitUntil) => (options.sharedCache ? loadShared(options.sharedCache, key, waitUntil) : loadFromUpstream(key)),
   });
 
@@ -198,6 +203,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return renderJson<IssueBody>({ ok: true, data: toIssueDetail(issue) });
   }
 
+  /**
+   * A stale copy says how old it is, so a browser or CDN does not count its `max-age` afresh
+   * (RFC 9111 §5.1); a fresh one is within `max-age` and needs no `Age`.
+   */
+  function ageOf(state: CacheState, value: CachedValue): number | undefined {
+    return state === 'STALE' ? Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)) : undefined;
+  }
+
   async function renderJson<T>(envelope: T): Promise<CachedValue> {
     const body = JSON.stringify(envelope);
     return { kind: 'json', rendered: { body, etag: await strongEtag(body) }, size: stringBytes(body), fetchedAt: now() };
@@ -206,7 +219,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   async function readJson<T>(key: string, waitUntil: WaitUntil | undefined): Promise<PublicRead<T> | undefined> {
     const { value, state } = await cache.read(key, waitUntil);
     if (value?.kind !== 'json') return undefined;
-    return { rendered: value.rendered, state };
+    return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
 
   return {
@@ -216,7 +229,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const { index } = value;
       const pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`;
       const cached = pages.get(pageKey);
-      if (cached?.index === index) return { rendered: cached.rendered, state };
+      const ageSeconds = ageOf(state, value);
+      if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds };
       const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
       const envelope: ArchivePageBody = {
         ok: true,
@@ -226,7 +240,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const body = JSON.stringify(envelope);
       const rendered = { body, etag: await strongEtag(body) };
       pages.set(pageKey, { index, rendered });
-      return { rendered, state };
+      return { rendered, state, ageSeconds };
     },
 
     async issue(slug, waitUntil) {

@@ -1,6 +1,6 @@
 import type { ExecutionContext, Hono } from 'hono';
 import { parseConfig } from './config.js';
-import { createLogger } from './log.js';
+import { createLogger, type Logger } from './log.js';
 import { STALE_IF_ERROR_SECONDS } from './public-reads.js';
 import { createBindingRateLimiter, type RateLimitBinding } from './rate-limit.js';
 import { API_SECURITY_HEADERS } from './response-headers.js';
@@ -32,17 +32,17 @@ export function createWorker(options: WorkerOptions = {}) {
   const write = options.write ?? ((line: string) => console.log(line));
   // Built on the first request: bindings cannot change within an isolate (a deploy starts new
   // ones), and the in-memory cache lives as long as the app.
-  let built: { app: Hono | undefined } | undefined;
+  let built: { app: Hono | undefined; log: Logger } | undefined;
 
-  function appFor(env: Env): Hono | undefined {
-    if (built) return built.app;
+  function build(env: Env): { app: Hono | undefined; log: Logger } {
+    if (built) return built;
     const log = createLogger({ write, now: options.now, redact: [stringOrUndefined(env.NEWSLETTER_API_KEY)] });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
       // Logged once per isolate; the visitor gets a generic 500 and never the details.
       for (const problem of parsed.problems) log.log('error', 'config_error', { problem });
-      built = { app: undefined };
-      return undefined;
+      built = { app: undefined, log };
+      return built;
     }
     const { config } = parsed;
     const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);
@@ -61,17 +61,25 @@ export function createWorker(options: WorkerOptions = {}) {
           })
         : undefined,
     });
-    built = { app: app as unknown as Hono };
-    return built.app;
+    built = { app: app as unknown as Hono, log };
+    return built;
   }
 
   return {
     fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
-      const app = appFor(env);
+      const { app, log } = build(env);
       if (!app) {
+        // Still one access line and a request id, so a visitor's report can be matched to the log.
+        const requestId = crypto.randomUUID();
+        log.log('info', 'request', { method: request.method, path: new URL(request.url).pathname, status: 500, requestId });
         return new Response(GENERIC_ERROR, {
           status: 500,
-          headers: { ...API_SECURITY_HEADERS, 'Content-Type': 'application/json', 'Cache-Control': 'no-store' },
+          headers: {
+            ...API_SECURITY_HEADERS,
+            'Content-Type': 'application/json',
+            'Cache-Control': 'no-store',
+            'X-Request-Id': requestId,
+          },
         });
       }
       return app.fetch(request, env, ctx);

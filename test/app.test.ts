@@ -381,6 +381,15 @@ describe('access log and the API key', () => {
     });
   });
 
+  it('masks an address sent as a slug in the logged path', async () => {
+    const { app, logs } = createDemoApp();
+    expect((await app.request('/api/issues/jane.doe@example.com')).status).toBe(422);
+    expect((await app.request('/api/issues/jane.doe%40example.com')).status).toBe(422);
+    const lines = logs.entries().filter((entry) => entry.event === 'request');
+    expect(lines.map((line) => line.path)).toEqual(['/api/issues/j***@example.com', '/api/issues/j***@example.com']);
+    expect(JSON.stringify(logs.entries())).not.toContain('jane.doe');
+  });
+
   it('logs how each cached read was answered', async () => {
     const { app, logs } = createDemoApp();
     await app.request('/api/categories');

@@ -208,6 +208,21 @@ describe('parseConfig numeric variables', () => {
   });
 });
 
+describe('parseConfig HOST', () => {
+  it.each(['127.0.0.1', '0.0.0.0', 'localhost', 'bff.internal.example', '::', '::1', 'fe80::1'])('accepts %s', (host) => {
+    expect(configWith({ HOST: host }).host).toBe(host);
+  });
+
+  it.each(['no such host!', 'http://127.0.0.1', '127.0.0.1:8787', 'host/path', '-leading.example', '[::1]'])(
+    'refuses %j with one line naming HOST',
+    (host) => {
+      expect(problemsWith({ HOST: host })).toEqual([
+        'HOST must be a host name or an IP address (such as 127.0.0.1, 0.0.0.0 or ::)',
+      ]);
+    },
+  );
+});
+
 describe('parseConfig ALLOWED_ORIGINS', () => {
   it('accepts * alone as "any origin"', () => {
     expect(configWith({ ALLOWED_ORIGINS: ' * ' }).allowedOrigins).toBe('*');
@@ -384,6 +399,7 @@ describe('parseConfig problem reporting', () => {
     ['containing a space', 'sk_live SECRETPART-quokka-91', 'must be printable ASCII with no spaces'],
     ['containing a non-ASCII letter', 'sk_live_SECRETPART-qüokka-91', 'must be printable ASCII with no spaces'],
     ['containing a newline', 'sk_live_SECRETPART\nquokka-91', 'must be printable ASCII with no spaces'],
+    ['shorter than 8 characters', 'SECRETP', 'is shorter than 8 characters (was all of it copied?)'],
     ['longer than 4096 characters', `SECRETPART${'k'.repeat(4096)}`, 'is longer than 4096 characters'],
   ])('refuses a key %s without echoing any of it', (_label, key, message) => {
     const problems = problemsOf({ NEWSLETTER_API_KEY: key, NEWSLETTER_API_BASE_URL: BASE_URL });

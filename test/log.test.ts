@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createBufferedWriter, createLogger, maskEmail } from '../src/log.js';
+import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath } from '../src/log.js';
 import { createFakeClock } from './helpers.js';
 
 function capture(options: { redact?: string[] } = {}) {
@@ -38,6 +38,28 @@ describe('createLogger', () => {
     expect(lines[0]).not.toContain('sk_live_0123456789');
     expect(lines[0]!.match(/\[redacted\]/g)).toHaveLength(3);
   });
+
+  it('redacts a key holding a quote or a backslash, which JSON escapes in the line', () => {
+    const key = 'sk_"quoted\\back-0123';
+    const { log, lines } = capture({ redact: [key] });
+    log.log('error', 'oops', { message: `rejected ${key}` });
+    expect(lines[0]).not.toContain(JSON.stringify(key).slice(1, -1));
+    expect(lines[0]).not.toContain('quoted');
+    expect(JSON.parse(lines[0]!).message).toBe('rejected [redacted]');
+  });
+
+  it('redacts the trimmed key too, when the secret was given with surrounding whitespace', () => {
+    // A Worker secret pasted with a trailing newline: config trims it, so the trimmed key is what gets used.
+    const { log, lines } = capture({ redact: ['  sk_live_0123456789\n'] });
+    log.log('error', 'oops', { message: 'Bearer sk_live_0123456789' });
+    expect(lines[0]).not.toContain('sk_live_0123456789');
+  });
+
+  it('leaves strings shorter than a key can be alone', () => {
+    const { log, lines } = capture({ redact: ['abc'] });
+    log.log('info', 'request', { path: '/api/issues/abc' });
+    expect(JSON.parse(lines[0]!).path).toBe('/api/issues/abc');
+  });
 });
 
 describe('createBufferedWriter', () => {
@@ -71,5 +93,17 @@ describe('maskEmail', () => {
     ['@example.org', '***'],
   ])('masks %s as %s', (email, masked) => {
     expect(maskEmail(email)).toBe(masked);
+  });
+});
+
+describe('maskEmailsInPath', () => {
+  it.each([
+    ['/api/issues/jane.doe@example.com', '/api/issues/j***@example.com'],
+    ['/api/issues/jane.doe%40Example.com', '/api/issues/j***@example.com'],
+    ['/api/issues/jane.doe%40example.com/more', '/api/issues/j***@example.com/more'],
+    ['/api/issues/%E0%A4%A@x.org', '/api/issues/%***@x.org'],
+    ['/api/issues/weekly-notes-12', '/api/issues/weekly-notes-12'],
+  ])('logs %s as %s', (path, logged) => {
+    expect(maskEmailsInPath(path)).toBe(logged);
   });
 });

@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { request } from 'node:http';
+import { createServer as createHttpServer, request, type ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -90,6 +90,60 @@ describe('Node entry', () => {
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(run.output().stdout).toContain('"event":"cache_stats"');
+  });
+
+  it('exits 1 with one line when its port is already taken', async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (blocker.address() as { port: number }).port;
+      const run = start({ PORT: String(port), HOST: '127.0.0.1' });
+      expect(await run.exited).toBe(1);
+      expect(run.output().stderr).toBe(`newsletter-bff could not listen on 127.0.0.1 port ${port}: the port is already in use\n`);
+    } finally {
+      await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    }
+  });
+
+  it('on SIGTERM stops accepting, lets the request in flight finish, then exits 0', async () => {
+    // An upstream on loopback that holds the categories call until the test lets it answer.
+    let held: ServerResponse | undefined;
+    let upstreamCalled!: () => void;
+    const called = new Promise<void>((resolve) => (upstreamCalled = resolve));
+    const upstream = createHttpServer((req, res) => {
+      held = res;
+      upstreamCalled();
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    try {
+      const upstreamPort = (upstream.address() as { port: number }).port;
+      const port = await freePort();
+      const run = start({
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        NEWSLETTER_API_KEY: 'fake-key-9c2e71d0-not-real',
+        NEWSLETTER_API_BASE_URL: `http://127.0.0.1:${upstreamPort}/v1`,
+      });
+      await run.waitFor('listening on');
+
+      const inFlight = fetch(`http://127.0.0.1:${port}/api/categories`);
+      await called;
+      run.child.kill('SIGTERM');
+      await run.waitFor('"event":"shutting_down"');
+      // No longer accepting: a new connection is refused while the first request is still open.
+      await expect(fetch(`http://127.0.0.1:${port}/api/issues`)).rejects.toThrow();
+      expect(run.child.exitCode).toBeNull();
+
+      held!.writeHead(200, { 'Content-Type': 'application/json' });
+      held!.end(JSON.stringify({ ok: true, data: [{ id: 'c1', name: 'Essays', slug: 'essays' }] }));
+      const response = await inFlight;
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ ok: true, data: [{ name: 'Essays', slug: 'essays' }] });
+      expect(await run.exited).toBe(0);
+    } finally {
+      upstream.closeAllConnections();
+      await new Promise<void>((resolve) => upstream.close(() => resolve()));
+    }
   });
 
   describe('client IP for the subscribe rate limit (TRUST_PROXY_HOPS)', () => {

@@ -127,6 +127,7 @@ describe('HTTP caching of the public GET routes', () => {
     const hit = await app.request('/api/issues/a-slug');
     expect(hit.headers.get('x-cache')).toBe('HIT');
     expect(hit.headers.get('etag')).toBe(etag);
+    expect(hit.headers.get('age')).toBeNull();
 
     const notModified = await app.request('/api/issues/a-slug', { headers: { 'If-None-Match': etag ?? '' } });
     expect(notModified.status).toBe(304);
@@ -139,6 +140,8 @@ describe('HTTP caching of the public GET routes', () => {
     const stale = await app.request('/api/issues/a-slug', { headers: { 'If-None-Match': etag ?? '' } }, {}, background.ctx);
     expect(stale.status).toBe(304);
     expect(stale.headers.get('x-cache')).toBe('STALE');
+    // Past max-age=60 already: a downstream cache must not count a fresh 60 s from now.
+    expect(stale.headers.get('age')).toBe('61');
     expect(background.pending).toHaveLength(1);
     await background.settle();
     const fresh = await app.request('/api/issues/a-slug', { headers: { 'If-None-Match': etag ?? '' } });
@@ -162,6 +165,55 @@ describe('HTTP caching of the public GET routes', () => {
       );
     },
   );
+
+  it('says how old a copy served under stale-if-error is, on the archive and on an issue', async () => {
+    let failing = false;
+    const { fetch } = createScriptedFetch((call) => {
+      if (failing) return jsonResponse({ ok: false, error: { code: 'INTERNAL', message: 'down' } }, 500);
+      if (call.url.pathname.endsWith('/a-slug')) return jsonResponse({ ok: true, data: issue('a-slug') });
+      return jsonResponse({ ok: true, data: [issue('a-slug')] });
+    });
+    const { app, clock } = createTestApp({ fetch });
+    for (const path of ['/api/issues', '/api/issues/a-slug']) expect((await app.request(path)).status).toBe(200);
+    failing = true;
+    clock.advance(3 * 3600_000);
+    for (const path of ['/api/issues?limit=5', '/api/issues/a-slug']) {
+      const response = await app.request(path);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-cache')).toBe('STALE');
+      expect(response.headers.get('age')).toBe(String(3 * 3600));
+    }
+  });
+
+  it('logs a warning when the archive is too large to keep in CACHE_MAX_BYTES, and still serves it', async () => {
+    // 400 issues with long previews: more than a third of a 1 MiB budget once indexed.
+    const archive = Array.from({ length: 400 }, (_, n) => issue(`issue-${n}`, { previewText: 'p'.repeat(600) }));
+    const { fetch, calls } = createScriptedFetch((call) => {
+      const limit = Number(call.url.searchParams.get('limit'));
+      const offset = Number(call.url.searchParams.get('offset') ?? 0);
+      return jsonResponse({ ok: true, data: archive.slice(offset, offset + limit) });
+    });
+    const { app, logs } = createTestApp({ fetch, env: { CACHE_MAX_BYTES: String(1024 * 1024) } });
+    const first = await app.request('/api/issues?limit=1');
+    expect(first.status).toBe(200);
+    expect(((await first.json()) as { meta: { total: number } }).meta.total).toBe(400);
+    const callsAfterFirst = calls.length;
+    // Not kept: the next request reads the whole archive again.
+    expect((await app.request('/api/issues?limit=1')).headers.get('x-cache')).toBe('MISS');
+    expect(calls.length).toBe(2 * callsAfterFirst);
+    const warnings = logs.entries().filter((entry) => entry.event === 'cache_entry_too_large');
+    expect(warnings).toHaveLength(2);
+    expect(warnings[0]).toMatchObject({ level: 'warn', key: 'archive' });
+    expect(warnings[0]!.bytes as number).toBeGreaterThan(warnings[0]!.maxEntryBytes as number);
+    expect(String(warnings[0]!.hint)).toContain('CACHE_MAX_BYTES');
+  });
+
+  it('logs no such warning for an archive that fits', async () => {
+    const { app, logs } = createTestApp({ env: { CACHE_MAX_BYTES: String(1024 * 1024) } });
+    await app.request('/api/issues');
+    expect((await app.request('/api/issues')).headers.get('x-cache')).toBe('HIT');
+    expect(logs.entries().filter((entry) => entry.event === 'cache_entry_too_large')).toEqual([]);
+  });
 
   it('sends no-store on errors and on subscribe', async () => {
     const { app } = createTestApp();

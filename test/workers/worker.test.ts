@@ -76,12 +76,15 @@ describe('Worker entry (workerd)', () => {
     const lines: string[] = [];
     const worker = createWorker({ fetch: upstream.fetch, write: (line) => lines.push(line), sharedCache: null });
     const env = bindings({ NEWSLETTER_API_BASE_URL: 'http://not-https.example/v1', CACHE_TTL_SECONDS: 'soon' });
+    const requestIds: (string | null)[] = [];
     for (let i = 0; i < 3; i += 1) {
       const response = await call(worker, env, '/api/categories');
       expect(response.status).toBe(500);
       expect(response.headers.get('cache-control')).toBe('no-store');
       expect(response.headers.get('x-content-type-options')).toBe('nosniff');
       expect(response.headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      requestIds.push(response.headers.get('x-request-id'));
       const text = await response.text();
       expect(JSON.parse(text)).toEqual({
         ok: false,
@@ -89,8 +92,14 @@ describe('Worker entry (workerd)', () => {
       });
       expect(text).not.toContain(TEST_API_KEY);
     }
-    const problems = lines.map((line) => JSON.parse(line) as { event: string; problem: string });
-    expect(problems.map((entry) => entry.event)).toEqual(['config_error', 'config_error']);
+    const entries = lines.map((line) => JSON.parse(line) as { event: string; problem: string; status?: number; requestId?: string });
+    const problems = entries.filter((entry) => entry.event === 'config_error');
+    expect(problems).toHaveLength(2);
+    // Each visitor's 500 has its access line; its request id is the one the response carried.
+    const access = entries.filter((entry) => entry.event === 'request');
+    expect(access.map((entry) => entry.status)).toEqual([500, 500, 500]);
+    expect(access.map((entry) => entry.requestId)).toEqual(requestIds);
+    expect(new Set(requestIds).size).toBe(3);
     expect(problems.map((entry) => entry.problem.split(' ')[0]).sort()).toEqual(['CACHE_TTL_SECONDS', 'NEWSLETTER_API_BASE_URL']);
     expect(lines.join('\n')).not.toContain(TEST_API_KEY);
     expect(upstream.calls).toHaveLength(0);
