@@ -10,7 +10,7 @@ export const RUNTIME_NEUTRAL_SUITES = [
   'test/public-reads.test.ts',
   'test/routes/**/*.test.ts',
   'test/typed-client.test.ts',
-  'test/upstream.test.ts',
+  'test/upstream/**/*.test.ts',
 ];
 
 export default defineProject({

@@ -3,7 +3,7 @@
 // app (dist/), with a simulated upstream that answers after a real delay. Run: npm run bench:cache
 import { createService } from '../dist/app.js';
 import { parseConfig } from '../dist/config.js';
-import { createUpstreamClient } from '../dist/upstream.js';
+import { createUpstreamClient } from '../dist/upstream/newsletter-api.js';
 
 const BASE_URL = 'http://127.0.0.1:9/v1';
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -12,7 +12,8 @@ import type { SharedTier } from './shared-cache.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createIssuesRoutes } from './routes/issues.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
-import { UpstreamError, type UpstreamClient } from './upstream.js';
+import type { UpstreamClient } from './upstream/newsletter-api.js';
+import { UpstreamError } from './upstream/transport.js';
 
 export interface AppDeps {
   config: Config;

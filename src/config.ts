@@ -1,5 +1,5 @@
 import * as z from 'zod/mini';
-import { SUBSCRIBER_SOURCE_TYPES } from './upstream-schemas.js';
+import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
 import { addIssue, preprocess } from './validation.js';
 
 /** The parsed configuration: PRODUCT.md "Configuration", plus the few knobs the README lists. */

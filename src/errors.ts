@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { UpstreamError } from './upstream.js';
+import type { UpstreamError } from './upstream/transport.js';
 
 /** The error codes of PRODUCT.md ("Errors we return"), with their HTTP status. */
 export const ERROR_STATUS = {

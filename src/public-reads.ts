@@ -15,7 +15,8 @@ import {
   type IssueSummary,
   type PublicCategory,
 } from './shape.js';
-import { UpstreamError, type UpstreamClient } from './upstream.js';
+import type { UpstreamClient } from './upstream/newsletter-api.js';
+import { UpstreamError } from './upstream/transport.js';
 
 /** A success envelope serialized once, with its strong ETag: a cache hit only copies bytes. */
 export interface RenderedJson {

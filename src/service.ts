@@ -5,7 +5,7 @@ import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './shared-cache.js';
-import { createUpstreamClient } from './upstream.js';
+import { createUpstreamClient } from './upstream/newsletter-api.js';
 
 export interface RuntimeDeps {
   log: Logger;

@@ -1,6 +1,6 @@
 import { parseHttpUrl } from './origins.js';
-import { SLUG_PATTERN } from './upstream.js';
-import type { UpstreamCategory, UpstreamIssue } from './upstream-schemas.js';
+import { SLUG_PATTERN } from './slug.js';
+import type { UpstreamCategory, UpstreamIssue } from './upstream/schemas.js';
 
 /**
  * The public shapes of PRODUCT.md, built field by field from parsed upstream records

@@ -1,17 +1,6 @@
-import * as z from 'zod/mini';
-import { en } from 'zod/locales';
+// The configured `z` (English messages; see zod.ts).
+import { z } from './zod.js';
 import { ApiError, type ValidationIssue } from './errors.js';
-
-/*
- * zod/mini rather than `zod`: the classic build is not tree-shakable and was most of the Worker
- * bundle. Its functional API builds the same core schemas, so parsing behaves the same.
- *
- * zod/mini registers no locale, so an issue whose schema gives no message of its own (a
- * non-string Worker binding for HOST, an upstream body of the wrong shape) would read just
- * "Invalid input". The classic build registered English on first use; registering it here keeps
- * those messages as they were. Only the English map is bundled, not every locale.
- */
-z.config(en());
 
 /**
  * `z.preprocess` of the classic build, which zod/mini lacks: `fn` runs on the raw input and

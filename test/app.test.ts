@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createService } from '../src/app.js';
 import { createDemoUpstream } from '../src/demo/demo-upstream.js';
-import { createUpstreamClient } from '../src/upstream.js';
+import { createUpstreamClient } from '../src/upstream/newsletter-api.js';
 import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse, testConfig } from './helpers.js';
 
 interface ErrorBody {

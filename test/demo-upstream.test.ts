@@ -7,8 +7,9 @@ import {
   type DemoUpstream,
 } from '../src/demo/demo-upstream.js';
 import { createSamplePublication, type DemoCategory, type DemoIssue } from '../src/demo/sample-publication.js';
-import { createUpstreamClient, SLUG_PATTERN } from '../src/upstream.js';
-import { UpstreamCategorySchema, UpstreamIssueSchema } from '../src/upstream-schemas.js';
+import { SLUG_PATTERN } from '../src/slug.js';
+import { createUpstreamClient } from '../src/upstream/newsletter-api.js';
+import { UpstreamCategorySchema, UpstreamIssueSchema } from '../src/upstream/schemas.js';
 import { createFakeClock } from './helpers.js';
 
 interface Envelope<T = unknown> {

@@ -2,7 +2,7 @@ import { createService } from '../src/app.js';
 import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
 import { createLogger, type Logger } from '../src/log.js';
-import { createUpstreamClient, type UpstreamClientOptions } from '../src/upstream.js';
+import { createUpstreamClient, type UpstreamClientOptions } from '../src/upstream/newsletter-api.js';
 
 /** A fake key: tests assert it never appears in a response or a log line. */
 export const TEST_API_KEY = 'test-key-7f3a9c1e-not-real';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createPublicReads } from '../src/public-reads.js';
-import { UpstreamError, type UpstreamClient } from '../src/upstream.js';
-import type { UpstreamIssue } from '../src/upstream-schemas.js';
+import type { UpstreamClient } from '../src/upstream/newsletter-api.js';
+import type { UpstreamIssue } from '../src/upstream/schemas.js';
+import { UpstreamError } from '../src/upstream/transport.js';
 import { createExecutionContext, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from './helpers.js';
 
 function issue(slug: string, extra: Partial<UpstreamIssue> = {}): UpstreamIssue {

@@ -1,5 +1,5 @@
 import { Hono, type Context } from 'hono';
-import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../upstream-schemas.js';
+import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../upstream/schemas.js';
 import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication, type DemoIssue } from './sample-publication.js';
 
 /** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */

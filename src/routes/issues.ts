@@ -4,7 +4,7 @@ import * as z from 'zod/mini';
 import { ApiError } from '../errors.js';
 import { sendRead, waitUntilOf } from '../http.js';
 import type { ArchiveQuery, PublicReads } from '../public-reads.js';
-import { SLUG_PATTERN } from '../upstream.js';
+import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { firstValue, parseOrThrow, preprocess } from '../validation.js';
 
 export interface IssuesRoutesOptions {
@@ -17,8 +17,6 @@ export interface IssuesRoutesOptions {
 /** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
 const QUERY_MEMO_MAX_ENTRIES = 1024;
 const QUERY_MEMO_MAX_BYTES = 1024 * 1024;
-
-const SLUG_RULE = 'must be 1 to 200 letters, digits, "-" or "_", starting and ending with a letter or digit';
 
 function wholeNumber(min: number, max: number, fallback: number) {
   const rule = `must be a whole number from ${min} to ${max}`;

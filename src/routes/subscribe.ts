@@ -8,8 +8,10 @@ import { maskEmail, type Logger, type LogLevel } from '../log.js';
 import { originOf, type OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
 import type { SubscribeBody } from '../shape.js';
-import { NOT_FOUND_STATUS, UpstreamError, type UpstreamClient } from '../upstream.js';
-import { SOURCE_PLATFORMS, type CreateSubscriberBody } from '../upstream-schemas.js';
+import { NOT_FOUND_STATUS } from '../upstream/assumptions.js';
+import type { UpstreamClient } from '../upstream/newsletter-api.js';
+import { SOURCE_PLATFORMS, type CreateSubscriberBody } from '../upstream/schemas.js';
+import { UpstreamError } from '../upstream/transport.js';
 import { parseOrThrow, preprocess } from '../validation.js';
 
 export interface SubscribeRoutesOptions {

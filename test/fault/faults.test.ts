@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createService } from '../../src/app.js';
 import { createLogger } from '../../src/log.js';
-import { createUpstreamClient } from '../../src/upstream.js';
+import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
 import { createFakeClock, testConfig } from '../helpers.js';
 import { startFaultUpstream, startTrapListener, type FaultMode, type FaultUpstream } from './fault-upstream.js';
 import { createLeakScanner, findLeaks, LEAK_API_KEY, responseText } from './leak-scan.js';

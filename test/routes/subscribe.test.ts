@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createService } from '../../src/app.js';
 import { createNodeClientIp } from '../../src/client-ip.js';
 import { DEMO_BLOCKED_EMAIL, createDemoUpstream } from '../../src/demo/demo-upstream.js';
-import { createUpstreamClient } from '../../src/upstream.js';
+import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
 import {
   TEST_API_KEY,
   TEST_BASE_URL,

@@ -1,9 +1,8 @@
-import * as z from 'zod/mini';
-// Registers English issue messages (see validation.ts): upstream shape errors keep their wording.
-import './validation.js';
+// The configured `z`: a body of the wrong shape is described in English words (see zod.ts).
+import { z } from '../zod.js';
 
 /**
- * zod schemas of the upstream resources we read (upstream-api.md "Resources and their fields").
+ * zod schemas of the upstream resources we read (docs/upstream.md "Resources and their fields").
  * Unknown extra fields are tolerated and stripped; fields we read are checked strictly.
  * Fields we never read (stats, audience, workspaceId, …) are not required, so a change to
  * them cannot take a public site down.
@@ -59,6 +58,14 @@ export const SubscriberEnvelope = successEnvelope(UpstreamSubscriberSchema);
 export type UpstreamIssue = z.infer<typeof UpstreamIssueSchema>;
 export type UpstreamCategory = z.infer<typeof UpstreamCategorySchema>;
 export type UpstreamSubscriber = z.infer<typeof UpstreamSubscriberSchema>;
+
+/** The query we send to List Issues (docs/upstream.md "List Issues"); paging names are assumptions.ts's. */
+export interface ListIssuesQuery {
+  status: 'draft' | 'sending' | 'sent' | 'failed';
+  isPublic: boolean;
+  limit: number;
+  offset: number;
+}
 
 /** The body we send to Create Subscriber, built field by field by the subscribe route. */
 export interface CreateSubscriberBody {

@@ -1,0 +1,290 @@
+import type { z } from '../zod.js';
+import {
+  DEFAULT_RETRY_AFTER_SECONDS,
+  isSuccessStatus,
+  MAX_RETRY_AFTER_SECONDS,
+  NOT_FOUND_STATUS,
+} from './assumptions.js';
+
+/*
+ * A small JSON-over-HTTP transport in the manner of unjs/ofetch's `$fetch` and `FetchError`:
+ * `fetch` injected, `AbortSignal.timeout`, a commented set of retryable statuses, payload methods
+ * not retried blindly, one error class that keeps `cause`. Written here rather than taken from
+ * ofetch because we also need what it lacks: a capped body read, a hold-off after 429 shared by
+ * every call, and errors whose message never carries the upstream's text. It knows no paths.
+ */
+
+/** How an upstream call failed; the routes map each kind to one of docs/contract.md's codes. */
+export type UpstreamErrorKind =
+  | 'auth'
+  | 'not_found'
+  | 'validation'
+  | 'rate_limited'
+  | 'timeout'
+  | 'unavailable'
+  | 'refused'
+  | 'bad_response';
+
+/**
+ * The one error of the upstream client. Its message is our own wording: the upstream's text,
+ * headers and the API key never reach it.
+ */
+export class UpstreamError extends Error {
+  readonly kind: UpstreamErrorKind;
+  readonly status: number | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  /** The upstream's error code when it matched `^[A-Z][A-Z0-9_]{0,63}$`, for logs only. */
+  readonly upstreamCode: string | undefined;
+
+  constructor(
+    kind: UpstreamErrorKind,
+    message: string,
+    options: { status?: number; retryAfterSeconds?: number; upstreamCode?: string; cause?: unknown } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'UpstreamError';
+    this.kind = kind;
+    this.status = options.status;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.upstreamCode = options.upstreamCode;
+  }
+}
+
+/**
+ * Statuses retried within the budget: the transient failures of a gateway or of the service.
+ * Not 501 or 505 (they will not get better), not 429 (held off, never hammered), not 408 or 409
+ * (ofetch retries those; the upstream documents neither, so they stay refusals).
+ */
+const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([
+  500, // Internal Server Error: the service failed this once
+  502, // Bad Gateway: a proxy in front of it could not reach it
+  503, // Service Unavailable: overloaded or restarting
+  504, // Gateway Timeout: a proxy in front of it gave up waiting
+]);
+
+/** What a timed-out call tells our caller to wait: a guess of our own, short enough to retry soon. */
+const TIMEOUT_RETRY_AFTER_SECONDS = 5;
+
+/** An error code worth keeping for the logs: upper-case and short, so never free text or a key. */
+const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+export type UpstreamMethod = 'GET' | 'POST';
+
+export interface TransportOptions {
+  timeoutMs: number;
+  fetch?: typeof globalThis.fetch;
+  /** Bodies above this are refused before they are buffered. */
+  maxResponseBytes?: number;
+  /** Retries after the first attempt, for GETs (docs/contract.md "Upstream calls": a small budget). */
+  getRetries?: number;
+  /** Retries after the first attempt, for POSTs: none unless the operation is safe to repeat. */
+  postRetries?: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+  /** Sent on every call, besides Accept (and Content-Type with a body): the credentials, say. */
+  headers?: Readonly<Record<string, string>>;
+  /** Reads the API's error code out of an error body; the status alone decides without it. */
+  errorCodeOf?: (body: unknown) => string | undefined;
+  /** An error code that means "not found" at any 4xx status, for an API that says so by code. */
+  notFoundCode?: string;
+}
+
+export interface TransportRequest<T> {
+  method: UpstreamMethod;
+  url: URL;
+  /** The whole success body must match it; its parsed value is what `request` returns. */
+  schema: z.ZodMiniType<T>;
+  /** Sent as JSON. */
+  body?: unknown;
+}
+
+export type Transport = <T>(request: TransportRequest<T>) => Promise<T>;
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Creates the one function that makes an HTTP call to the upstream and reads its JSON answer. */
+export function createTransport(options: TransportOptions): Transport {
+  const {
+    timeoutMs,
+    fetch: fetchImpl = globalThis.fetch.bind(globalThis),
+    maxResponseBytes = 16 * 1024 * 1024,
+    getRetries = 2,
+    postRetries = 0,
+    baseDelayMs = 100,
+    maxDelayMs = 1000,
+    random = Math.random,
+    sleep = defaultSleep,
+    now = Date.now,
+    headers: fixedHeaders = {},
+    errorCodeOf = () => undefined,
+    notFoundCode,
+  } = options;
+  // After a 429 we hold off every call until Retry-After has passed: honoured, not hammered.
+  let blockedUntil = 0;
+
+  return async function request<T>({ method, url, schema, body }: TransportRequest<T>): Promise<T> {
+    const retries = method === 'GET' ? getRetries : postRetries;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await attemptOnce(method, url, schema, body);
+      } catch (error) {
+        const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
+        if (!retryable) throw error;
+        // Exponential backoff with full jitter (spreads retries of many instances apart).
+        const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
+        await sleep(Math.round(random() * ceiling));
+      }
+    }
+  };
+
+  async function attemptOnce<T>(method: UpstreamMethod, url: URL, schema: z.ZodMiniType<T>, body: unknown): Promise<T> {
+    const waitMs = blockedUntil - now();
+    if (waitMs > 0) {
+      throw new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', {
+        retryAfterSeconds: Math.ceil(waitMs / 1000),
+      });
+    }
+    // Built from scratch on every call: no header of the visitor's request is ever passed on.
+    const headers: Record<string, string> = { ...fixedHeaders, Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await fetchImpl(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+        // 'manual', not 'follow': a redirect must never carry the key to another host.
+        // ('error' would say the same, but Workers' fetch does not accept it.)
+        redirect: 'manual',
+      });
+    } catch (error) {
+      throw transportError(error);
+    }
+
+    const { status } = response;
+    if (status >= 300 && status < 400) {
+      await discard(response);
+      throw new UpstreamError('bad_response', `upstream answered with a redirect (${status}); not followed`, { status });
+    }
+    if (!isSuccessStatus(status)) throw await failureFromResponse(response);
+    const parsed = schema.safeParse(await readJson(response, status));
+    if (!parsed.success) {
+      throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, {
+        status,
+        cause: parsed.error,
+      });
+    }
+    return parsed.data;
+  }
+
+  async function failureFromResponse(response: Response): Promise<UpstreamError> {
+    const { status } = response;
+    let upstreamCode: string | undefined;
+    try {
+      const code = errorCodeOf(await readJson(response, status));
+      upstreamCode = code !== undefined && WELL_FORMED_CODE.test(code) ? code : undefined;
+    } catch {
+      // The status alone decides the kind; an unreadable error body changes nothing.
+    }
+    const details = { status, upstreamCode };
+    // Only 401 is documented for a missing or invalid key. A 403 (permission scopes are not
+    // shown) is a refusal like any other 4xx, so subscribe cannot reveal who is on the list.
+    if (status === 401) return new UpstreamError('auth', 'upstream rejected the API key (401)', details);
+    if (status === NOT_FOUND_STATUS || (status < 500 && upstreamCode !== undefined && upstreamCode === notFoundCode)) {
+      return new UpstreamError('not_found', `upstream answered not found (${status})`, details);
+    }
+    if (status === 422) return new UpstreamError('validation', 'upstream rejected the request as invalid (422)', details);
+    if (status === 429) {
+      const retryAfterSeconds = Math.min(
+        MAX_RETRY_AFTER_SECONDS,
+        parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS,
+      );
+      blockedUntil = Math.max(blockedUntil, now() + retryAfterSeconds * 1000);
+      return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
+    }
+    if (RETRYABLE_STATUSES.has(status)) return new UpstreamError('unavailable', `upstream failed (${status})`, details);
+    if (status >= 500) return new UpstreamError('bad_response', `upstream failed (${status})`, details);
+    return new UpstreamError('refused', `upstream refused the request (${status})`, details);
+  }
+
+  async function readJson(response: Response, status: number): Promise<unknown> {
+    const text = await readCapped(response, status);
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new UpstreamError('bad_response', `upstream ${status} body is not JSON`, { status, cause: error });
+    }
+  }
+
+  async function readCapped(response: Response, status: number): Promise<string> {
+    const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+    const tooLarge = () =>
+      new UpstreamError('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
+    if (declared > maxResponseBytes) {
+      await discard(response);
+      throw tooLarge();
+    }
+    if (!response.body) return '';
+    const reader = response.body.getReader();
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    try {
+      // Bounded: every turn adds a chunk to `total`, and passing the cap ends the loop.
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        total += value.byteLength;
+        if (total > maxResponseBytes) {
+          await reader.cancel().catch(() => undefined);
+          throw tooLarge();
+        }
+        chunks.push(value);
+      }
+    } catch (error) {
+      if (error instanceof UpstreamError) throw error;
+      throw transportError(error);
+    }
+    const bytes = new Uint8Array(total);
+    let offset = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, offset);
+      offset += chunk.byteLength;
+    }
+    try {
+      return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    } catch (error) {
+      throw new UpstreamError('bad_response', `upstream ${status} body is not valid UTF-8`, { status, cause: error });
+    }
+  }
+
+  function transportError(error: unknown): UpstreamError {
+    const name = error instanceof Error ? error.name : '';
+    if (name === 'TimeoutError' || name === 'AbortError') {
+      return new UpstreamError('timeout', `upstream did not answer within ${timeoutMs} ms`, {
+        retryAfterSeconds: TIMEOUT_RETRY_AFTER_SECONDS,
+        cause: error,
+      });
+    }
+    return new UpstreamError('unavailable', 'could not reach the upstream', { cause: error });
+  }
+}
+
+/** Seconds from a `Retry-After` header: delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
+export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  if (/^\d{1,9}$/.test(trimmed)) return Math.max(1, Number(trimmed));
+  // Only an IMF-fixdate is read as a date: Date.parse would take '-5' or '1.5' for a year.
+  if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed)) return undefined;
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(1, Math.ceil((date - nowMs) / 1000));
+}
+
+async function discard(response: Response): Promise<void> {
+  await response.body?.cancel().catch(() => undefined);
+}
