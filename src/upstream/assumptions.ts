@@ -30,3 +30,5 @@ export const DEFAULT_RETRY_AFTER_SECONDS = 30;
 export const MAX_RETRY_AFTER_SECONDS = 600;
 /** The status and code of Create Subscriber's further error (not shown); the demo refuses a blocked address so. */
 export const SUBSCRIBER_REFUSED = { status: 409, code: 'SUBSCRIBER_BLOCKED' } as const;
+/** The largest answer we read (response sizes are not shown); a longer body is refused unread. */
+export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;

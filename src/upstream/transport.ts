@@ -2,6 +2,7 @@ import type { z } from '../zod.js';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
   isSuccessStatus,
+  MAX_RESPONSE_BYTES,
   MAX_RETRY_AFTER_SECONDS,
   NOT_FOUND_STATUS,
 } from './assumptions.js';
@@ -11,7 +12,8 @@ import {
  * `fetch` injected, `AbortSignal.timeout`, a commented set of retryable statuses, payload methods
  * not retried blindly, one error class that keeps `cause`. Written here rather than taken from
  * ofetch because we also need what it lacks: a capped body read, a hold-off after 429 shared by
- * every call, and errors whose message never carries the upstream's text. It knows no paths.
+ * every call, and errors whose message never carries the upstream's text. It knows no paths;
+ * what the upstream leaves unshown about statuses and sizes it reads from assumptions.ts.
  */
 
 /** How an upstream call failed; the routes map each kind to one of docs/contract.md's codes. */
@@ -110,7 +112,7 @@ export function createTransport(options: TransportOptions): Transport {
   const {
     timeoutMs,
     fetch: fetchImpl = globalThis.fetch.bind(globalThis),
-    maxResponseBytes = 16 * 1024 * 1024,
+    maxResponseBytes = MAX_RESPONSE_BYTES,
     getRetries = 2,
     postRetries = 0,
     baseDelayMs = 100,

@@ -70,24 +70,31 @@ export function errorBody(code: string, message = UPSTREAM_SENTENCE) {
   return { ok: false, error: { code, message } };
 }
 
-/** The real client over a scripted fetch, a fake clock and sleeps that only record their delay. */
-export function setupClient(handler: FetchHandler, overrides: Partial<UpstreamClientOptions> = {}) {
+/**
+ * The seams every upstream suite injects: a scripted fetch, a fake clock, jitter fixed at half,
+ * and sleeps that only record their delay.
+ */
+export function createTestSeams(handler: FetchHandler) {
   const clock = createFakeClock();
   const sleeps: number[] = [];
   const scripted = createScriptedFetch(handler);
-  const client = createUpstreamClient({
-    baseUrl: TEST_BASE_URL,
-    apiKey: TEST_API_KEY,
+  const options = {
     timeoutMs: 5000,
     fetch: scripted.fetch,
     random: () => 0.5,
-    sleep: async (ms) => {
+    sleep: async (ms: number) => {
       sleeps.push(ms);
     },
     now: clock.now,
-    ...overrides,
-  });
-  return { client, calls: scripted.calls, sleeps, clock };
+  };
+  return { options, calls: scripted.calls, sleeps, clock };
+}
+
+/** The real client over the test seams. */
+export function setupClient(handler: FetchHandler, overrides: Partial<UpstreamClientOptions> = {}) {
+  const { options, ...seams } = createTestSeams(handler);
+  const client = createUpstreamClient({ baseUrl: TEST_BASE_URL, apiKey: TEST_API_KEY, ...options, ...overrides });
+  return { client, ...seams };
 }
 
 /** Awaits a promise that must reject with an UpstreamError, and returns that error. */

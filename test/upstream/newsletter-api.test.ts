@@ -128,6 +128,22 @@ describe('upstream client and the shape of a success body', () => {
   });
 });
 
+describe('upstream client and the error envelope', () => {
+  it('reads the code out of the documented error envelope and maps NOT_FOUND at another 4xx to not_found', async () => {
+    const { client } = setupClient(() => jsonResponse(errorBody('NOT_FOUND'), 400));
+    const error = await failureOf(client.getIssueBySlug('gone'));
+    expect(error.kind).toBe('not_found');
+    expect(error.upstreamCode).toBe('NOT_FOUND');
+  });
+
+  it('keeps no code from an error body that is not the documented envelope', async () => {
+    const { client } = setupClient(() => jsonResponse({ code: 'UNAUTHORIZED' }, 401));
+    const error = await failureOf(client.listCategories());
+    expect(error.kind).toBe('auth');
+    expect(error.upstreamCode).toBeUndefined();
+  });
+});
+
 describe('upstream client retries of createSubscriber', () => {
   it('retries the POST of createSubscriber at most once on a 5xx', async () => {
     const { client, calls, sleeps } = setupClient(() => jsonResponse(errorBody('INTERNAL'), 503));

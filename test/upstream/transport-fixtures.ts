@@ -1,6 +1,7 @@
 import { createTransport, type TransportOptions } from '../../src/upstream/transport.js';
 import { z } from '../../src/zod.js';
-import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
+import { jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
+import { createTestSeams } from './fixtures.js';
 
 /** Any API's URL: the transport knows no paths of its own. */
 export const THING_URL = new URL('https://api.test/v2/things');
@@ -20,29 +21,22 @@ function errorCodeOf(body: unknown): string | undefined {
 }
 
 /**
- * The real transport over a scripted fetch, a fake clock and sleeps that only record their delay,
- * sending the fake key the way an API client would, so every leak check has a key to look for.
+ * The real transport over the test seams (fixtures.ts), sending the fake key the way an API
+ * client would, so every leak check has a key to look for.
  */
-export function setupTransport(handler: FetchHandler, overrides: Partial<TransportOptions> = {}) {
-  const clock = createFakeClock();
-  const sleeps: number[] = [];
-  const scripted = createScriptedFetch(handler);
+export function setupTransport(handler: FetchHandler, overrides: Partial<TransportOptions> & { readsCodes?: boolean } = {}) {
+  const { readsCodes = true, ...options } = overrides;
+  const { options: seams, ...recorded } = createTestSeams(handler);
   const request = createTransport({
-    timeoutMs: 5000,
-    fetch: scripted.fetch,
-    random: () => 0.5,
-    sleep: async (ms) => {
-      sleeps.push(ms);
-    },
-    now: clock.now,
+    ...seams,
     headers: { Authorization: `Bearer ${TEST_API_KEY}` },
-    errorCodeOf,
-    notFoundCode: 'NOT_FOUND',
-    ...overrides,
+    // Told how to read an error code, as an API's client tells it; `readsCodes: false` leaves it plain.
+    ...(readsCodes ? { errorCodeOf, notFoundCode: 'NOT_FOUND' } : {}),
+    ...options,
   });
   const transport = {
     get: async () => (await request({ method: 'GET', url: THING_URL, schema: Answer })).data,
     post: async (body: unknown) => (await request({ method: 'POST', url: THING_URL, schema: Answer, body })).data,
   };
-  return { transport, calls: scripted.calls, sleeps, clock };
+  return { transport, ...recorded };
 }

@@ -1,10 +1,30 @@
 import { describe, it, expect, vi } from 'vitest';
 import { UpstreamError } from '../../src/upstream/transport.js';
-import { isWorkerd, jsonResponse } from '../helpers.js';
+import { isWorkerd, jsonResponse, TEST_API_KEY } from '../helpers.js';
 import { connectionReset, errorBody, failureOf, timeoutError } from './fixtures.js';
 import { setupTransport as setup, THING, THING_URL, thingsOk } from './transport-fixtures.js';
 
 describe('transport request shape', () => {
+  it('calls exactly the URL it is given, with the configured headers and Accept, and no body on a GET', async () => {
+    const { transport, calls } = setup(thingsOk);
+    await transport.get();
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.url.href).toBe(THING_URL.href);
+    expect([...(calls[0]?.headers.entries() ?? [])]).toEqual([
+      ['accept', 'application/json'],
+      ['authorization', `Bearer ${TEST_API_KEY}`],
+    ]);
+    expect(calls[0]?.body).toBeUndefined();
+  });
+
+  it('sends a POST body as JSON with Content-Type: application/json', async () => {
+    const { transport, calls } = setup(thingsOk);
+    await transport.post(THING);
+    expect(calls[0]?.method).toBe('POST');
+    expect(calls[0]?.headers.get('content-type')).toBe('application/json');
+    expect(JSON.parse(calls[0]?.body ?? 'null')).toEqual(THING);
+  });
+
   it('asks fetch not to follow redirects and passes a live abort signal on every call', async () => {
     const { transport, calls } = setup(thingsOk);
     await transport.get();
@@ -219,4 +239,36 @@ describe('transport failures', () => {
       expect(sleeps).toEqual([]);
     },
   );
+});
+
+describe('transport options', () => {
+  it('does not repeat a POST unless told it is safe to', async () => {
+    const { transport, calls, sleeps } = setup(() => jsonResponse(errorBody('INTERNAL'), 503));
+    expect((await failureOf(transport.post(THING))).kind).toBe('unavailable');
+    expect(calls).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+  });
+
+  it('repeats a POST as many times as postRetries allows', async () => {
+    const { transport, calls } = setup(() => Promise.reject(connectionReset()), { postRetries: 2 });
+    expect((await failureOf(transport.post(THING))).kind).toBe('unavailable');
+    expect(calls.map((call) => call.method)).toEqual(['POST', 'POST', 'POST']);
+  });
+
+  it('decides by the status alone and keeps no code when it is not told how to read one', async () => {
+    const { transport } = setup(() => jsonResponse(errorBody('NOT_FOUND'), 400), { readsCodes: false });
+    const error = await failureOf(transport.get());
+    expect(error.kind).toBe('refused');
+    expect(error.upstreamCode).toBeUndefined();
+  });
+
+  it('keeps a code it can read but reads no not-found code unless told which one', async () => {
+    const { transport } = setup(() => jsonResponse(errorBody('NOT_FOUND'), 400), {
+      readsCodes: false,
+      errorCodeOf: (body) => (body as { error: { code: string } }).error.code,
+    });
+    const error = await failureOf(transport.get());
+    expect(error.kind).toBe('refused');
+    expect(error.upstreamCode).toBe('NOT_FOUND');
+  });
 });
