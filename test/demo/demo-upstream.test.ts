@@ -5,11 +5,11 @@ import {
   DEMO_BASE_URL,
   DEMO_BLOCKED_EMAIL,
   type DemoUpstream,
-} from '../src/demo/demo-upstream.js';
-import { createSamplePublication, type DemoCategory, type DemoIssue } from '../src/demo/sample-publication.js';
-import { createUpstreamClient, SLUG_PATTERN } from '../src/upstream.js';
-import { UpstreamCategorySchema, UpstreamIssueSchema } from '../src/upstream-schemas.js';
-import { createFakeClock } from './helpers.js';
+} from '../../src/demo/demo-upstream.js';
+import { createSamplePublication, type DemoCategory, type DemoIssue } from '../../src/demo/sample-publication.js';
+import { createUpstreamClient, SLUG_PATTERN } from '../../src/upstream.js';
+import { UpstreamCategorySchema, UpstreamIssueSchema } from '../../src/upstream-schemas.js';
+import { createFakeClock } from '../helpers.js';
 
 interface Envelope<T = unknown> {
   ok: boolean;
