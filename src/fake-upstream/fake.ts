@@ -113,12 +113,12 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
     const context = {
       delay,
       maxHoldMs: options.maxHoldMs ?? 5_000,
-      signal: init?.signal ?? request.signal,
+      signal: request.signal,
       stormStatus: (statuses: readonly number[]) => statuses[stormIndex++ % statuses.length] ?? 503,
       headers,
       internals,
     };
-    if (latencyMs > 0) await delay(Math.min(latencyMs, context.maxHoldMs), context.signal ?? undefined);
+    if (latencyMs > 0) await delay(Math.min(latencyMs, context.maxHoldMs), context.signal);
     const answer = rateLimited() ?? (await faultyAnswer(current, () => healthy(request, url, found?.operation), context));
     if (found?.slug !== undefined && current.kind === 'ok') {
       if (answer.status === 200) slugCounts.set(found.slug, (slugCounts.get(found.slug) ?? 0) + 1);
