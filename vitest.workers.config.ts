@@ -6,7 +6,7 @@ export const RUNTIME_NEUTRAL_SUITES = [
   'test/app.test.ts',
   'test/cache.test.ts',
   'test/config.test.ts',
-  'test/demo-upstream.test.ts',
+  'test/demo/**/*.test.ts',
   'test/public-reads.test.ts',
   'test/routes/**/*.test.ts',
   'test/slug.test.ts',

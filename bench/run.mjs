@@ -41,7 +41,7 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { findNginx, nginxConfig } from './nginx.mjs';
-import { startUpstreamSim } from './upstream-sim.mjs';
+import { startUpstreamSim } from '../dist/fake-upstream/bench-upstream.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const benchDir = fileURLToPath(new URL('.', import.meta.url));

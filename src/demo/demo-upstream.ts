@@ -1,6 +1,15 @@
 import { Hono, type Context } from 'hono';
+import {
+  LIST_ISSUES_DEFAULT_ROWS,
+  LIST_ISSUES_LIMIT_PARAM,
+  LIST_ISSUES_MAX_ROWS,
+  LIST_ISSUES_OFFSET_PARAM,
+  NOT_FOUND_STATUS,
+  SUBSCRIBER_REFUSED,
+  UPSTREAM_PATHS,
+} from '../upstream/assumptions.js';
 import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../upstream/schemas.js';
-import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication, type DemoIssue } from './sample-publication.js';
+import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication, type DemoCategory, type DemoIssue } from './sample-publication.js';
 
 /** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */
 export const DEMO_BASE_URL = 'https://demo.newsletter.invalid/v1';
@@ -9,9 +18,7 @@ export const DEMO_API_KEY = 'demo-key-not-a-secret';
 /** Subscribing this address gets the upstream's "refused" answer (a blocked subscriber). */
 export const DEMO_BLOCKED_EMAIL = 'blocked@example.com';
 
-// List Issues' default row count is not documented; the demo assumes 50.
-const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 200;
+const path = (segments: readonly string[]) => `/${segments.join('/')}`;
 
 export interface DemoSubscriber {
   id: string;
@@ -30,11 +37,13 @@ export interface DemoUpstream {
   apiKey: string;
   /** The demo's subscriber list, by normalized email (readable by tests). */
   subscribers: Map<string, DemoSubscriber>;
+  /** The publication it serves; a test may add to it. */
   issues: DemoIssue[];
+  categories: DemoCategory[];
 }
 
-function fail(c: Context, status: 401 | 404 | 409 | 422, code: string, message: string, details?: unknown) {
-  return c.json({ ok: false, error: { code, message, ...(details === undefined ? {} : { details }) } }, status);
+function fail(c: Context, status: number, code: string, message: string, details?: unknown) {
+  return c.json({ ok: false, error: { code, message, ...(details === undefined ? {} : { details }) } }, status as 401);
 }
 
 /**
@@ -42,10 +51,12 @@ function fail(c: Context, status: 401 | 404 | 409 | 422, code: string, message: 
  * sample publication. It plugs in as the injected `fetch`, so demo mode and the tests run the
  * real upstream client, its auth header, URL building and zod parsing included.
  */
-export function createDemoUpstream(options: { apiKey?: string; now?: () => number } = {}): DemoUpstream {
+export function createDemoUpstream(
+  options: { apiKey?: string; now?: () => number; publication?: { categories: DemoCategory[]; issues: DemoIssue[] } } = {},
+): DemoUpstream {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
-  const { categories, issues } = createSamplePublication();
+  const { categories, issues } = options.publication ?? createSamplePublication();
   const subscribers = new Map<string, DemoSubscriber>();
   subscribers.set(DEMO_BLOCKED_EMAIL, {
     id: 'sub_blocked',
@@ -66,13 +77,15 @@ export function createDemoUpstream(options: { apiKey?: string; now?: () => numbe
     return next();
   });
 
-  app.get('/newsletter/issues', (c) => {
-    const { status, isPublic, limit, offset } = c.req.query();
+  app.get(path(UPSTREAM_PATHS.listIssues), (c) => {
+    const { status, isPublic, [LIST_ISSUES_LIMIT_PARAM]: limit, [LIST_ISSUES_OFFSET_PARAM]: offset } = c.req.query();
     const problems: { path: string; message: string }[] = [];
-    const rows = limit === undefined ? DEFAULT_LIMIT : Number(limit);
+    const rows = limit === undefined ? LIST_ISSUES_DEFAULT_ROWS : Number(limit);
     const skip = offset === undefined ? 0 : Number(offset);
-    if (!Number.isInteger(rows) || rows < 1 || rows > MAX_LIMIT) problems.push({ path: 'limit', message: 'must be 1 to 200' });
-    if (!Number.isInteger(skip) || skip < 0) problems.push({ path: 'offset', message: 'must be 0 or more' });
+    if (!Number.isInteger(rows) || rows < 1 || rows > LIST_ISSUES_MAX_ROWS) {
+      problems.push({ path: LIST_ISSUES_LIMIT_PARAM, message: `must be 1 to ${LIST_ISSUES_MAX_ROWS}` });
+    }
+    if (!Number.isInteger(skip) || skip < 0) problems.push({ path: LIST_ISSUES_OFFSET_PARAM, message: 'must be 0 or more' });
     if (status !== undefined && !['draft', 'sending', 'sent', 'failed'].includes(status)) {
       problems.push({ path: 'status', message: 'unknown status' });
     }
@@ -87,16 +100,16 @@ export function createDemoUpstream(options: { apiKey?: string; now?: () => numbe
     return c.json({ ok: true, data: matching.slice(skip, skip + rows) });
   });
 
-  app.get('/newsletter/issues/by-slug/:slug', (c) => {
+  app.get(`${path(UPSTREAM_PATHS.issueBySlug)}/:slug`, (c) => {
     const slug = c.req.param('slug');
     const issue = issues.find((candidate) => candidate.slug === slug && candidate.status === 'sent' && candidate.isPublic);
-    if (!issue) return fail(c, 404, 'NOT_FOUND', 'Issue not found');
+    if (!issue) return fail(c, NOT_FOUND_STATUS, 'NOT_FOUND', 'Issue not found');
     return c.json({ ok: true, data: issue });
   });
 
-  app.get('/newsletter/categories', (c) => c.json({ ok: true, data: categories }));
+  app.get(path(UPSTREAM_PATHS.listCategories), (c) => c.json({ ok: true, data: categories }));
 
-  app.post('/newsletter/subscribers', async (c) => {
+  app.post(path(UPSTREAM_PATHS.createSubscriber), async (c) => {
     const body: unknown = await c.req.json().catch(() => undefined);
     const input = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     const problems: { path: string; message: string }[] = [];
@@ -115,7 +128,7 @@ export function createDemoUpstream(options: { apiKey?: string; now?: () => numbe
     const normalized = email.toLowerCase();
     const existing = subscribers.get(normalized);
     if (existing?.status === 'blocked') {
-      return fail(c, 409, 'SUBSCRIBER_BLOCKED', `Subscriber ${normalized} is blocked`);
+      return fail(c, SUBSCRIBER_REFUSED.status, SUBSCRIBER_REFUSED.code, `Subscriber ${normalized} is blocked`);
     }
     const timestamp = new Date(now()).toISOString();
     const subscriber: DemoSubscriber = existing ?? {
@@ -141,7 +154,7 @@ export function createDemoUpstream(options: { apiKey?: string; now?: () => numbe
     });
   });
 
-  app.notFound((c) => fail(c, 404, 'NOT_FOUND', 'No such operation in the demo upstream'));
+  app.notFound((c) => fail(c, NOT_FOUND_STATUS, 'NOT_FOUND', 'No such operation in the demo upstream'));
 
   const demoFetch: typeof globalThis.fetch = async (input, init) => {
     const request = new Request(input, init);
@@ -151,5 +164,5 @@ export function createDemoUpstream(options: { apiKey?: string; now?: () => numbe
     return app.fetch(request);
   };
 
-  return { fetch: demoFetch, baseUrl: DEMO_BASE_URL, apiKey, subscribers, issues };
+  return { fetch: demoFetch, baseUrl: DEMO_BASE_URL, apiKey, subscribers, issues, categories };
 }

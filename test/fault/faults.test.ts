@@ -7,8 +7,14 @@ import { createService } from '../../src/app.js';
 import { createLogger } from '../../src/log.js';
 import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
 import { createFakeClock, testConfig } from '../helpers.js';
-import { startFaultUpstream, startTrapListener, type FaultMode, type FaultUpstream } from './fault-upstream.js';
-import { createLeakScanner, findLeaks, LEAK_API_KEY, responseText } from './leak-scan.js';
+import type { DemoIssue } from '../../src/demo/sample-publication.js';
+import type { FaultMode } from '../../src/fake-upstream/faults.js';
+import { startFakeUpstreamServer, startTrapListener, type FakeUpstreamServer } from '../../src/fake-upstream/server.js';
+import { createLeakScanner, findLeaks, LEAK_API_KEY, responseText, UPSTREAM_HEADERS } from './leak-scan.js';
+
+type FaultUpstream = FakeUpstreamServer;
+/** The fake upstream over the sample publication, sending the headers the leak scan looks for. */
+const startFaultUpstream = () => startFakeUpstreamServer({ apiKey: LEAK_API_KEY, headers: { ...UPSTREAM_HEADERS } });
 
 // Issue 7 "Fault and fuzz suite": the real service, over real loopback sockets, against an
 // upstream that fails in every way toxiproxy can, and a few more.
@@ -281,18 +287,19 @@ function expectWithinBudget(result: Exchange): void {
   expect(result.ms, `${result.route} took ${Math.round(result.ms)} ms`).toBeLessThan(BUDGET_MS);
 }
 
-function expectGoodIssue(result: Exchange, slug: string): void {
+/** The issue as published upstream, with only its public fields. */
+function expectGoodIssue(result: Exchange, issue: DemoIssue): void {
   expect(result.status, result.body.slice(0, 200)).toBe(200);
   expect(result.json).toEqual({
     ok: true,
     data: {
-      slug,
-      subject: `Issue ${slug}`,
-      previewText: `Preview of ${slug}`,
-      thumbnailUrl: `https://images.example/${slug}.png`,
-      sentAt: '2025-01-28T00:00:00.000Z',
-      category: { name: 'Essays', slug: 'essays' },
-      contentHtml: `<p>The issue called ${slug}.</p>`,
+      slug: issue.slug,
+      subject: issue.subject,
+      previewText: issue.previewText,
+      thumbnailUrl: issue.thumbnailUrl,
+      sentAt: issue.sentAt,
+      category: issue.category && { name: issue.category.name, slug: issue.category.slug },
+      contentHtml: issue.contentHtml,
     },
   });
 }
@@ -323,7 +330,7 @@ describe('the Node server (production entry) against a faulty upstream, over rea
       [fileURLToPath(new URL('../../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.build.json', '--outDir', outDir],
       { cwd: root, stdio: 'pipe' },
     );
-    fault = await startFaultUpstream({ apiKey: LEAK_API_KEY });
+    fault = await startFaultUpstream();
     trap = await startTrapListener();
     const port = await freePort();
     child = spawn(process.execPath, [`${outDir}/node.js`], {
@@ -369,19 +376,20 @@ describe('the Node server (production entry) against a faulty upstream, over rea
   async function hitRoutes(routes: readonly Route[]) {
     sequence += 1;
     const slug = `fault-${sequence}`;
+    const issue = fault.publish(slug);
     const email = `fault-${sequence}@example.com`;
     const before = fault.requests.length;
     const results = await Promise.all(routes.map((route) => requestFor(origin, route, slug, email)));
     const calls = fault.requestsSince(before);
     const attempts = (route: Route) => calls.filter((call) => upstreamPathOf(route, slug)(call.path)).length;
-    return { slug, results, attempts };
+    return { issue, results, attempts };
   }
 
   async function expectStillServing(): Promise<void> {
     fault.setMode({ kind: 'ok' });
-    const { slug, results } = await hitRoutes(['issue', 'subscribe']);
+    const { issue: published, results } = await hitRoutes(['issue', 'subscribe']);
     const [issue, subscribe] = results;
-    expectGoodIssue(issue!, slug);
+    expectGoodIssue(issue!, published);
     expect(subscribe!.status).toBe(200);
     expect(subscribe!.json).toEqual({ ok: true, data: { accepted: true } });
     expect(child.exitCode).toBeNull();
@@ -412,8 +420,8 @@ describe('the Node server (production entry) against a faulty upstream, over rea
 
   it('serves good answers through latency below the timeout', async () => {
     fault.setMode({ kind: 'latency', ms: 150 });
-    const { slug, results } = await hitRoutes(['issue', 'subscribe']);
-    expectGoodIssue(results[0]!, slug);
+    const { issue, results } = await hitRoutes(['issue', 'subscribe']);
+    expectGoodIssue(results[0]!, issue);
     expect(results[1]!.status).toBe(200);
     for (const result of results) expect(result.ms).toBeGreaterThanOrEqual(140);
     for (const result of results) expectWithinBudget(result);
@@ -421,13 +429,15 @@ describe('the Node server (production entry) against a faulty upstream, over rea
 
   it('serves all four routes with only the public fields once the upstream recovers', async () => {
     fault.setMode({ kind: 'ok' });
-    const { slug, results } = await hitRoutes(ALL_ROUTES);
+    const { issue: published, results } = await hitRoutes(ALL_ROUTES);
     const [issue, archive, categories, subscribe] = results;
-    expectGoodIssue(issue!, slug);
+    expectGoodIssue(issue!, published);
     expect(archive!.status).toBe(200);
-    expect(archive!.json).toMatchObject({ ok: true, meta: { total: 3, limit: 2, offset: 0 } });
+    const total = fault.demo.issues.filter((candidate) => candidate.status === 'sent' && candidate.isPublic && candidate.slug).length;
+    expect(archive!.json).toMatchObject({ ok: true, meta: { total, limit: 2, offset: 0 } });
     expect((archive!.json as { data: unknown[] }).data).toHaveLength(2);
-    expect(categories!.json).toEqual({ ok: true, data: [{ name: 'Essays', slug: 'essays' }, { name: 'Notes', slug: 'notes' }] });
+    const names = fault.demo.categories.map(({ name, slug }) => ({ name, slug })).sort((a, b) => a.name.localeCompare(b.name));
+    expect(categories!.json).toEqual({ ok: true, data: names });
     expect(subscribe!.json).toEqual({ ok: true, data: { accepted: true } });
     for (const result of results) expect(result.headers.get('set-cookie')).toBeNull();
   });
@@ -507,7 +517,7 @@ describe('stale content under upstream faults (in-process service, fake clock, r
   let current: { fetch: (request: Request) => Response | Promise<Response> } | undefined;
 
   beforeAll(async () => {
-    fault = await startFaultUpstream({ apiKey: LEAK_API_KEY });
+    fault = await startFaultUpstream();
     trap = await startTrapListener();
     await new Promise<void>((resolve) => {
       server = serve({ fetch: (request) => current!.fetch(request), hostname: '127.0.0.1', port: 0 }, (info) => {
@@ -547,6 +557,7 @@ describe('stale content under upstream faults (in-process service, fake clock, r
 
   async function warm(slug: string): Promise<Exchange[]> {
     fault.setMode({ kind: 'ok' });
+    if (!fault.demo.issues.some((issue) => issue.slug === slug)) fault.publish(slug);
     const warmed = await Promise.all([
       exchange(origin, 'issue', `/api/issues/${slug}`),
       exchange(origin, 'archive', '/api/issues'),
@@ -636,10 +647,11 @@ describe('stale content under upstream faults (in-process service, fake clock, r
 
 describe('leak scan', () => {
   it('would notice: a raw upstream answer trips every kind of rule', async () => {
-    const upstream = await startFaultUpstream({ apiKey: LEAK_API_KEY });
+    const upstream = await startFaultUpstream();
     try {
       const headers = { Authorization: `Bearer ${LEAK_API_KEY}` };
-      const issue = await fetch(`${upstream.baseUrl}/newsletter/issues/by-slug/raw`, { headers });
+      const slug = upstream.demo.issues.find((candidate) => candidate.status === 'sent' && candidate.isPublic)!.slug!;
+      const issue = await fetch(`${upstream.baseUrl}/newsletter/issues/by-slug/${slug}`, { headers });
       const found = findLeaks(responseText(issue, await issue.text()));
       for (const label of ['workspace id', 'account set id', 'creator id', 'internal field deliveredCount', 'contentJson body', 'upstream Set-Cookie', 'upstream header name']) {
         expect(found).toContain(label);

@@ -1,24 +1,29 @@
+import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication } from '../../src/demo/sample-publication.js';
+import { FAKE_UPSTREAM_ERROR_TEXT } from '../../src/fake-upstream/faults.js';
+
 /**
- * The leak scan of issue 7: every response (status line, headers, body) and every log line the
- * fault and fuzz suites produce is searched for things that must never leave the service
- * (PRODUCT.md "Errors we return" and "Upstream calls"). The fake upstreams of both suites put
- * exactly these markers into every answer, so finding none means none was passed through.
+ * The leak scan: every response (status line, headers, body) and every log line the fault and
+ * fuzz suites produce is searched for things that must never leave the service (docs/contract.md
+ * "Errors we return" and "Upstream calls"). Both suites run the fake upstream over the sample
+ * publication, whose records carry these internal values, so finding none means none was passed through.
  */
 
 /** A fake key, distinctive enough that a match can only be a leak. */
 export const LEAK_API_KEY = 'fault-fuzz-key-3e9b71c4-not-real';
 
-/** Internal values the upstream sends and the public shapes must drop (upstream-api.md "Issue"). */
+/** Internal values the upstream sends and the public shapes must drop (docs/upstream.md "Issue"). */
 export const INTERNAL_VALUES = {
-  workspaceId: 'ws_internal_5d1f0a',
-  accountSetId: '9b0c7f4e-1a2b-4c3d-8e9f-internal0001',
-  createdBy: 'user_internal_77c1',
-  issueIdPrefix: 'iss_internal_',
-  categoryIdPrefix: 'cat_internal_',
-  subscriberId: 'sub_internal_4242',
-  contentJson: { type: 'doc', marker: 'contentjson_internal_body' },
+  workspaceId: DEMO_WORKSPACE_ID,
+  accountSetId: DEMO_ACCOUNT_SET_ID,
+  createdBy: createSamplePublication().issues[0]!.createdBy,
+  /** Record ids as the sample publication and the demo upstream number them. */
+  issueId: /\biss_\d{4}\b/,
+  categoryId: /\bcat_\d{2}\b/,
+  subscriberId: /\bsub_(?:\d{4}|blocked)\b/,
+  /** The start of every sample issue's contentJson, which has no public counterpart. */
+  contentJson: '{"type":"doc","version":1,',
   /** The upstream's own error text: our messages are our own words. */
-  errorText: 'UPSTREAM-INTERNAL-ERROR-TEXT at db-shard-7',
+  errorText: FAKE_UPSTREAM_ERROR_TEXT,
 } as const;
 
 /** Headers the fault upstreams send on every answer; no upstream header may be passed back. */
@@ -61,11 +66,11 @@ const RULES: Rule[] = [
   { label: 'workspace id', test: includes(INTERNAL_VALUES.workspaceId) },
   { label: 'account set id', test: includes(INTERNAL_VALUES.accountSetId) },
   { label: 'creator id', test: includes(INTERNAL_VALUES.createdBy) },
-  { label: 'upstream issue id', test: includes(INTERNAL_VALUES.issueIdPrefix) },
-  { label: 'upstream category id', test: includes(INTERNAL_VALUES.categoryIdPrefix) },
-  { label: 'upstream subscriber id', test: includes(INTERNAL_VALUES.subscriberId) },
-  { label: 'contentJson body', test: includes(INTERNAL_VALUES.contentJson.marker) },
-  { label: 'upstream error text', test: includes('UPSTREAM-INTERNAL-ERROR-TEXT') },
+  { label: 'upstream issue id', test: (text) => INTERNAL_VALUES.issueId.test(text) },
+  { label: 'upstream category id', test: (text) => INTERNAL_VALUES.categoryId.test(text) },
+  { label: 'upstream subscriber id', test: (text) => INTERNAL_VALUES.subscriberId.test(text) },
+  { label: 'contentJson body', test: includes(INTERNAL_VALUES.contentJson) },
+  { label: 'upstream error text', test: includes(INTERNAL_VALUES.errorText) },
   { label: 'upstream Set-Cookie', test: includes(UPSTREAM_HEADERS['Set-Cookie']) },
   { label: 'upstream header name', test: includesIgnoringCase('x-upstream-internal') },
   // A V8 stack frame: "    at fn (file:line:col)" or "    at file:line:col".
