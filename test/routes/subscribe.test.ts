@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createService } from '../../src/app.js';
+import { createApp } from '../../src/app.js';
 import { createNodeClientIp } from '../../src/client-ip.js';
 import { DEMO_BLOCKED_EMAIL, createDemoUpstream } from '../../src/demo/demo-upstream.js';
 import { createUpstreamClient } from '../../src/upstream.js';
@@ -43,7 +43,7 @@ function createSubscribeApp(options: { env?: Record<string, string>; handler?: F
 }
 
 /**
- * The app built with `createService` directly, with the Node entry's own client-IP function
+ * The app built with `createApp` directly, with the Node entry's own client-IP function
  * (`X-Forwarded-For` behind `TRUST_PROXY_HOPS`) over a socket address taken from a test header,
  * so one app can see many visitors.
  */
@@ -61,7 +61,7 @@ function createMultiClientApp(env: Record<string, string> = {}) {
     random: () => 0.5,
     sleep: async () => {},
   });
-  const { app } = createService({
+  const { app } = createApp({
     config,
     upstream,
     now: clock.now,
