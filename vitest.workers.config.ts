@@ -9,8 +9,10 @@ export const RUNTIME_NEUTRAL_SUITES = [
   'test/demo-upstream.test.ts',
   'test/public-reads.test.ts',
   'test/routes/**/*.test.ts',
+  'test/subscribe/**/*.test.ts',
   'test/typed-client.test.ts',
   'test/upstream.test.ts',
+  'test/upstream-failures.test.ts',
 ];
 
 export default defineProject({
