@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { REPEAT_WINDOW_MS, createRepeatGuard, enforceRateLimit, isHoneypotFilled } from '../../src/subscribe/guards.js';
+import { createFakeClock } from '../helpers.js';
 import {
   EMAIL,
   BROWSER_ACCEPT,
@@ -199,5 +201,33 @@ describe('POST /api/subscribe', () => {
       await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }, { Origin: 'http://localhost' }));
       expect(calls).toHaveLength(1);
     });
+  });
+});
+
+describe('the guards one by one', () => {
+  it('counts the honeypot as filled only when it holds something other than blank text', () => {
+    expect(isHoneypotFilled({ email: EMAIL }, 'website')).toBe(false);
+    expect(isHoneypotFilled({ website: '  ' }, 'website')).toBe(false);
+    expect(isHoneypotFilled({ website: 'https://spam.example' }, 'website')).toBe(true);
+    expect(isHoneypotFilled({ website: 0 }, 'website')).toBe(true);
+    expect(isHoneypotFilled(JSON.parse('{"__proto__":{"website":"x"}}') as Record<string, unknown>, 'website')).toBe(false);
+  });
+
+  it('remembers an address for the repeat window and forgets it after', () => {
+    const clock = createFakeClock();
+    const repeats = createRepeatGuard(clock.now);
+    repeats.remember('jane@example.com');
+    expect(repeats.isRepeat('jane@example.com')).toBe(true);
+    expect(repeats.isRepeat('john@example.com')).toBe(false);
+    clock.advance(REPEAT_WINDOW_MS + 1);
+    expect(repeats.isRepeat('jane@example.com')).toBe(false);
+  });
+
+  it('throws RATE_LIMITED with the limiter’s Retry-After, and counts a visitor without an address as one', async () => {
+    const keys: string[] = [];
+    const limiter = { hit: (key: string) => (keys.push(key), { allowed: keys.length < 2, retryAfterSeconds: 12 }) };
+    await expect(enforceRateLimit(limiter, undefined)).resolves.toBeUndefined();
+    await expect(enforceRateLimit(limiter, '203.0.113.9')).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfter: 12 });
+    expect(keys).toEqual(['unknown', '203.0.113.9']);
   });
 });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { TEST_API_KEY, TEST_BASE_URL } from '../helpers.js';
+import { createSubscribeInputSchema } from '../../src/subscribe/input.js';
+import { parseOrThrow } from '../../src/validation.js';
 import {
   PATH,
   EMAIL,
@@ -317,6 +319,38 @@ describe('POST /api/subscribe', () => {
       for (const [, value] of headers) {
         expect(value).not.toMatch(/visitor|198\.51\.100\.23|site\.example/i);
       }
+    });
+  });
+});
+
+describe('createSubscribeInputSchema', () => {
+  const formSchema = createSubscribeInputSchema(['true', 'on', '1', 'yes']);
+  const jsonSchema = createSubscribeInputSchema([]);
+
+  it.each(['on', 'true', '1', 'yes', ' YES '])('reads the form checkbox value %j as a ticked attestation', (value) => {
+    expect(parseOrThrow(formSchema, { email: EMAIL, optInAttestation: value }).optInAttestation).toBe(true);
+  });
+
+  it.each(['off', 'false', '0', 'no', 'y', ''])('refuses the form checkbox value %j in our own words', (value) => {
+    expect(() => parseOrThrow(formSchema, { email: EMAIL, optInAttestation: value })).toThrow(
+      expect.objectContaining({
+        code: 'VALIDATION_ERROR',
+        details: [{ path: 'optInAttestation', message: 'must be true: the subscriber must confirm they opted in' }],
+      }),
+    );
+  });
+
+  it('accepts only the boolean true from JSON, not its text', () => {
+    expect(parseOrThrow(jsonSchema, { email: EMAIL, optInAttestation: true }).optInAttestation).toBe(true);
+    expect(() => parseOrThrow(jsonSchema, { email: EMAIL, optInAttestation: 'true' })).toThrow(expect.objectContaining({ code: 'VALIDATION_ERROR' }));
+  });
+
+  it('trims the address and turns a blank source or platform into none', () => {
+    expect(parseOrThrow(jsonSchema, { email: `  ${EMAIL} `, optInAttestation: true, source: ' ', sourcePlatform: '' })).toEqual({
+      email: EMAIL,
+      optInAttestation: true,
+      source: undefined,
+      sourcePlatform: undefined,
     });
   });
 });

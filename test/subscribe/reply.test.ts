@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import { Hono } from 'hono';
+import { ApiError } from '../../src/errors.js';
+import { createOriginPolicy } from '../../src/origins.js';
+import { redirectTarget, reply } from '../../src/subscribe/reply.js';
 import {
   PATH,
   EMAIL,
   BROWSER_ACCEPT,
   REDIRECT_URL,
+  SUCCESS_BODY,
   upstreamFailure,
   createSubscribeApp,
   postJson,
@@ -185,5 +190,41 @@ describe('POST /api/subscribe', () => {
       expect(String(response.status)).toBe(label);
       expect(response.headers.get('cache-control')).toBe('no-store');
     });
+  });
+});
+
+
+describe('redirectTarget and reply on their own', () => {
+  /** A bare app that answers every POST with `reply`, optionally with an error. */
+  function replyApp(redirectUrl: string | undefined, error?: ApiError) {
+    const origins = createOriginPolicy(['https://site.example']);
+    return new Hono().post('/', (c) => reply(c, redirectTarget(c, redirectUrl, origins), error));
+  }
+  const formPost = (headers: Record<string, string>) => ({
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
+    body: 'email=x',
+  });
+
+  it('sends a form post back to an allowed referring page with 303, the query and the fragment', async () => {
+    const response = await replyApp(undefined).request('http://bff.example/', formPost({ Referer: 'https://site.example/join?subscribed=0' }));
+    expect(response.status).toBe(303);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    expect(response.headers.get('location')).toBe('https://site.example/join?subscribed=1#subscribed');
+  });
+
+  it('answers JSON when the referring page is not an allowed origin, or when the form asks for JSON', async () => {
+    const requests: Record<string, string>[] = [{ Referer: 'https://evil.example/' }, { Referer: 'https://site.example/', Accept: 'application/json' }];
+    for (const headers of requests) {
+      const response = await replyApp(undefined).request('http://bff.example/', formPost(headers));
+      expect(response.status).toBe(200);
+      expect(await response.text()).toBe(SUCCESS_BODY);
+    }
+  });
+
+  it('puts the error code in the configured redirect URL and keeps its fragment', async () => {
+    const response = await replyApp(`${REDIRECT_URL}#form`, new ApiError('RATE_LIMITED')).request('http://bff.example/', formPost({}));
+    expect(response.status).toBe(303);
+    expect(response.headers.get('location')).toBe(`${REDIRECT_URL}?subscribe_error=RATE_LIMITED#form`);
   });
 });
