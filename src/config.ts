@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream-schemas.js';
 import { parseHttpUrl } from './origins.js';
-import { addIssue, blankToUndefined, preprocess, wholeNumber as wholeNumberOf } from './validation.js';
+import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';
 
 /** The parsed configuration: PRODUCT.md "Configuration", plus the few knobs the README lists. */
 export interface Config {
@@ -53,8 +53,8 @@ function optionalText() {
 }
 
 /** A variable holding a whole number; a Worker binding may hold it as a number. */
-function wholeNumber(min: number, max: number, fallback: number) {
-  return wholeNumberOf(min, max, fallback, (value) => {
+function wholeNumberVariable(min: number, max: number, fallback: number) {
+  return wholeNumber(min, max, fallback, (value) => {
     const given = blankToUndefined(value);
     return typeof given === 'number' ? String(given) : given;
   });
@@ -128,7 +128,7 @@ const ConfigSchema = z.object({
       [],
     ),
   ),
-  PORT: wholeNumber(1, 65535, 8787),
+  PORT: wholeNumberVariable(1, 65535, 8787),
   HOST: preprocess(
     blankToUndefined,
     z._default(
@@ -136,12 +136,12 @@ const ConfigSchema = z.object({
       '127.0.0.1',
     ),
   ),
-  CACHE_TTL_SECONDS: wholeNumber(1, 86_400, 60),
-  CACHE_MAX_BYTES: wholeNumber(MIB, 4096 * MIB, 64 * MIB),
-  NOT_FOUND_CACHE_TTL_SECONDS: wholeNumber(1, 3600, 30),
-  ARCHIVE_MAX_ISSUES: wholeNumber(200, 100_000, 5000),
-  UPSTREAM_TIMEOUT_MS: wholeNumber(100, 60_000, 8000),
-  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: wholeNumber(1, 10_000, 10),
+  CACHE_TTL_SECONDS: wholeNumberVariable(1, 86_400, 60),
+  CACHE_MAX_BYTES: wholeNumberVariable(MIB, 4096 * MIB, 64 * MIB),
+  NOT_FOUND_CACHE_TTL_SECONDS: wholeNumberVariable(1, 3600, 30),
+  ARCHIVE_MAX_ISSUES: wholeNumberVariable(200, 100_000, 5000),
+  UPSTREAM_TIMEOUT_MS: wholeNumberVariable(100, 60_000, 8000),
+  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: wholeNumberVariable(1, 10_000, 10),
   SUBSCRIBE_SOURCE_TYPE: preprocess(
     blankToUndefined,
     z._default(z.enum(SUBSCRIBER_SOURCE_TYPES, { error: `must be one of ${SUBSCRIBER_SOURCE_TYPES.join(', ')}` }), 'embed'),
@@ -168,7 +168,7 @@ const ConfigSchema = z.object({
       'website',
     ),
   ),
-  TRUST_PROXY_HOPS: wholeNumber(0, 10, 0),
+  TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
   NODE_ENV: optionalText(),
 });
 

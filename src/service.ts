@@ -20,8 +20,9 @@ export interface RuntimeDeps {
 }
 
 /**
- * Builds the service for a parsed config, shared by the Node and Workers entries: the real
- * upstream client, pointed at the configured service or (demo mode) at the embedded demo upstream.
+ * Creates the app for a parsed config, shared by the Node and Workers entries: chooses the real
+ * upstream client, pointed at the configured service or (demo mode) at the embedded demo
+ * upstream, then hands it to `createApp`. Returns what `createApp` returns.
  */
 export function createAppForConfig(config: Config, deps: RuntimeDeps) {
   const upstream =

@@ -49,7 +49,10 @@ export function firstValue(value: unknown): unknown {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Blank text means "not given": unset, empty and whitespace-only alike; other text is trimmed. */
+/**
+ * Blank text means "not given": unset, empty and whitespace-only alike (env files often leave
+ * `X=`, forms post empty fields); other text is trimmed.
+ */
 export function blankToUndefined(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   const text = value.trim();
