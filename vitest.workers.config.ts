@@ -10,8 +10,10 @@ export const RUNTIME_NEUTRAL_SUITES = [
   'test/public-reads.test.ts',
   'test/routes/**/*.test.ts',
   'test/slug.test.ts',
+  'test/subscribe/**/*.test.ts',
   'test/typed-client.test.ts',
   'test/upstream/**/*.test.ts',
+  'test/upstream-failures.test.ts',
   'test/zod.test.ts',
 ];
 

@@ -1,7 +1,7 @@
 // Cache figures (issue: caching): upstream calls for a stampede, heap growth under a slug scan,
 // and the time to serve a stale hit while the upstream is slow. In process, over the compiled
 // app (dist/), with a simulated upstream that answers after a real delay. Run: npm run bench:cache
-import { createService } from '../dist/app.js';
+import { createApp } from '../dist/app.js';
 import { parseConfig } from '../dist/config.js';
 import { createUpstreamClient } from '../dist/upstream/newsletter-api.js';
 
@@ -42,7 +42,7 @@ function createBench(env = {}) {
   const upstream = createUpstreamClient({
     baseUrl: BASE_URL, apiKey: 'bench-key-not-real', timeoutMs: 8000, fetch: simulated.fetch, now: clock.now,
   });
-  const service = createService({ config: parsed.config, upstream, now: clock.now });
+  const service = createApp({ config: parsed.config, upstream, now: clock.now });
   return { ...service, clock, simulated };
 }
 

@@ -1,7 +1,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import type { Config } from './config.js';
-import { ApiError, apiErrorFromUpstream, renderError } from './errors.js';
+import { ApiError, renderError } from './errors.js';
 import { publicCacheControl } from './http.js';
 import { maskEmailsInPath, silentLogger, type Logger } from './log.js';
 import { createOriginPolicy } from './origins.js';
@@ -14,6 +14,7 @@ import { createIssuesRoutes } from './routes/issues.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
+import { logReadFailure, readErrorFromUpstream } from './upstream-failures.js';
 
 export interface AppDeps {
   config: Config;
@@ -56,13 +57,11 @@ const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Referrer-Policy': 'strict-origin-when-cross-origin',
 };
 
-/** Creates the whole service: middleware, the four routes and one error path. No globals. */
+/**
+ * Creates the whole service from its dependencies: middleware, the four routes and one error
+ * path, with the cache counters the Node entry logs on shutdown. No globals.
+ */
 export function createApp(deps: AppDeps) {
-  return createService(deps).app;
-}
-
-/** The app together with its cache counters (logged by the Node entry on shutdown). */
-export function createService(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger } = deps;
   const origins = createOriginPolicy(config.allowedOrigins);
   const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
@@ -73,7 +72,7 @@ export function createService(deps: AppDeps) {
     maxBytes: config.cacheMaxBytes,
     notFoundTtlSeconds: config.notFoundTtlSeconds,
     archiveMaxIssues: config.archiveMaxIssues,
-    onLoadError: (key, error) => logUpstreamFailure(log, error, { key, during: 'cache load' }),
+    onLoadError: (key, error) => logReadFailure(log, error, { key, during: 'cache load' }),
     onTooLarge: (key, bytes, maxEntryBytes) =>
       log.log('warn', 'cache_entry_too_large', {
         key,
@@ -133,7 +132,7 @@ export function createService(deps: AppDeps) {
   app.onError((error, c) => {
     if (error instanceof ApiError) return renderError(c, error);
     // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
-    if (error instanceof UpstreamError) return renderError(c, apiErrorFromUpstream(error, 'read'));
+    if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));
     log.log('error', 'unhandled_error', {
       requestId: c.get('requestId'),
       name: error instanceof Error ? error.name : typeof error,
@@ -146,30 +145,7 @@ export function createService(deps: AppDeps) {
 }
 
 /** The route types, for `hono/client`'s `hc<AppType>()`. */
-export type AppType = ReturnType<typeof createApp>;
-
-function logUpstreamFailure(log: Logger, error: unknown, fields: Record<string, string | undefined>) {
-  if (!(error instanceof UpstreamError)) {
-    log.log('error', 'upstream_failure', { ...fields, kind: 'unexpected' });
-    return;
-  }
-  // A rejected key, or a not-found on a list read (an unknown slug never gets here: public-reads
-  // caches it as our 404), takes the whole site down: say so loudly, and what to check.
-  const hint =
-    error.kind === 'auth'
-      ? 'the upstream rejected NEWSLETTER_API_KEY'
-      : error.kind === 'not_found'
-        ? 'the upstream has no such path: NEWSLETTER_API_BASE_URL may be wrong (it must be the service root ending in /v1)'
-        : undefined;
-  log.log(hint ? 'error' : 'warn', 'upstream_failure', {
-    ...fields,
-    kind: error.kind,
-    status: error.status,
-    upstreamCode: error.upstreamCode,
-    message: error.message,
-    hint,
-  });
-}
+export type AppType = ReturnType<typeof createApp>['app'];
 
 /** One structured line per request: method, path, status, ms, cache state, request id. */
 function accessLog(log: Logger): MiddlewareHandler {

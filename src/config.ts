@@ -1,6 +1,7 @@
 import * as z from 'zod/mini';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
-import { addIssue, preprocess } from './validation.js';
+import { parseHttpUrl } from './origins.js';
+import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';
 
 /** The parsed configuration: PRODUCT.md "Configuration", plus the few knobs the README lists. */
 export interface Config {
@@ -24,7 +25,6 @@ export interface Config {
   subscribeRedirectUrl: string | undefined;
   honeypotField: string;
   trustProxyHops: number;
-  production: boolean;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -48,43 +48,16 @@ function isListenHost(host: string): boolean {
   return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
 }
 
-/** Unset, empty and whitespace-only values all mean "use the default" (env files often leave `X=`). */
-function blankToUndefined(value: unknown): unknown {
-  if (typeof value === 'string' && value.trim() === '') return undefined;
-  return typeof value === 'string' ? value.trim() : value;
-}
-
 function optionalText() {
   return preprocess(blankToUndefined, z.optional(z.string()));
 }
 
-function wholeNumber(min: number, max: number, fallback: number) {
-  const range = `must be a whole number from ${min} to ${max}`;
-  return preprocess(
-    (value) => {
-      const blank = blankToUndefined(value);
-      return typeof blank === 'number' ? String(blank) : blank;
-    },
-    // Digits only, then Number, then the range: every way of failing reads the same rule.
-    z._default(
-      z.pipe(
-        z.pipe(z.string({ error: range }).check(z.regex(/^\d{1,16}$/, { error: range })), z.transform(Number)),
-        z.number().check(z.gte(min, { error: range }), z.lte(max, { error: range })),
-      ),
-      fallback,
-    ),
-  );
-}
-
-function parseOrigin(entry: string): string | undefined {
-  try {
-    const url = new URL(entry);
-    const isHttp = url.protocol === 'https:' || url.protocol === 'http:';
-    // An origin is scheme + host [+ port]: a path, query, userinfo or trailing slash means a typo.
-    return isHttp && url.origin === entry ? entry : undefined;
-  } catch {
-    return undefined;
-  }
+/** A variable holding a whole number; a Worker binding may hold it as a number. */
+function wholeNumberVariable(min: number, max: number, fallback: number) {
+  return wholeNumber(min, max, fallback, (value) => {
+    const given = blankToUndefined(value);
+    return typeof given === 'number' ? String(given) : given;
+  });
 }
 
 /** Shorter than this is a truncated paste, not a key; the logger also redacts only strings this long. */
@@ -141,7 +114,8 @@ const ConfigSchema = z.object({
             if (entries.length > 1) addIssue(ctx, 'must be either * alone or a list of origins');
             return '*';
           }
-          const invalid = entries.filter((entry) => parseOrigin(entry) === undefined);
+          // An origin is scheme + host [+ port]: a path, query, userinfo or trailing slash means a typo.
+          const invalid = entries.filter((entry) => parseHttpUrl(entry)?.origin !== entry);
           if (invalid.length > 0) {
             addIssue(
               ctx,
@@ -154,7 +128,7 @@ const ConfigSchema = z.object({
       [],
     ),
   ),
-  PORT: wholeNumber(1, 65535, 8787),
+  PORT: wholeNumberVariable(1, 65535, 8787),
   HOST: preprocess(
     blankToUndefined,
     z._default(
@@ -162,12 +136,12 @@ const ConfigSchema = z.object({
       '127.0.0.1',
     ),
   ),
-  CACHE_TTL_SECONDS: wholeNumber(1, 86_400, 60),
-  CACHE_MAX_BYTES: wholeNumber(MIB, 4096 * MIB, 64 * MIB),
-  NOT_FOUND_CACHE_TTL_SECONDS: wholeNumber(1, 3600, 30),
-  ARCHIVE_MAX_ISSUES: wholeNumber(200, 100_000, 5000),
-  UPSTREAM_TIMEOUT_MS: wholeNumber(100, 60_000, 8000),
-  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: wholeNumber(1, 10_000, 10),
+  CACHE_TTL_SECONDS: wholeNumberVariable(1, 86_400, 60),
+  CACHE_MAX_BYTES: wholeNumberVariable(MIB, 4096 * MIB, 64 * MIB),
+  NOT_FOUND_CACHE_TTL_SECONDS: wholeNumberVariable(1, 3600, 30),
+  ARCHIVE_MAX_ISSUES: wholeNumberVariable(200, 100_000, 5000),
+  UPSTREAM_TIMEOUT_MS: wholeNumberVariable(100, 60_000, 8000),
+  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: wholeNumberVariable(1, 10_000, 10),
   SUBSCRIBE_SOURCE_TYPE: preprocess(
     blankToUndefined,
     z._default(z.enum(SUBSCRIBER_SOURCE_TYPES, { error: `must be one of ${SUBSCRIBER_SOURCE_TYPES.join(', ')}` }), 'embed'),
@@ -179,7 +153,7 @@ const ConfigSchema = z.object({
   SUBSCRIBE_REDIRECT_URL: preprocess(
     blankToUndefined,
     z.optional(
-      z.string().check(z.refine((value) => /^https?:$/.test(safeProtocol(value)), { error: 'must be an absolute http(s) URL' })),
+      z.string().check(z.refine((value) => parseHttpUrl(value) !== undefined, { error: 'must be an absolute http(s) URL' })),
     ),
   ),
   SUBSCRIBE_HONEYPOT_FIELD: preprocess(
@@ -194,17 +168,9 @@ const ConfigSchema = z.object({
       'website',
     ),
   ),
-  TRUST_PROXY_HOPS: wholeNumber(0, 10, 0),
+  TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
   NODE_ENV: optionalText(),
 });
-
-function safeProtocol(value: string): string {
-  try {
-    return new URL(value).protocol;
-  } catch {
-    return '';
-  }
-}
 
 /**
  * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
@@ -256,7 +222,6 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       subscribeRedirectUrl: env.SUBSCRIBE_REDIRECT_URL,
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
-      production,
     },
   };
 }

@@ -1,6 +1,5 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { UpstreamError } from './upstream/transport.js';
 
 /** The error codes of PRODUCT.md ("Errors we return"), with their HTTP status. */
 export const ERROR_STATUS = {
@@ -91,29 +90,3 @@ export function renderError(c: Context, error: ApiError) {
 
 /** An error envelope response with its status, typed for `hc<AppType>`. */
 export type ErrorResponse = ReturnType<typeof renderError>;
-
-/**
- * Maps an upstream failure to our code (PRODUCT.md "Errors we return"). The browser never sees
- * a 401: a rejected key is our problem (502). A 422 on a read means we sent something the
- * upstream did not expect (502); on subscribe it is the visitor's input (422, in our words).
- * An upstream not-found is a 502 too: an unknown slug is answered as our 404 before it gets here
- * (public-reads caches it), so what is left is a list or create path the upstream does not
- * have, i.e. a wrong NEWSLETTER_API_BASE_URL, not a resource the visitor asked for.
- */
-export function apiErrorFromUpstream(error: UpstreamError, operation: 'read' | 'write'): ApiError {
-  switch (error.kind) {
-    case 'rate_limited':
-    case 'timeout':
-      return new ApiError('UPSTREAM_UNAVAILABLE', { retryAfter: error.retryAfterSeconds ?? 5, cause: error });
-    case 'validation':
-      return operation === 'write'
-        ? new ApiError('VALIDATION_ERROR', {
-            message: 'The newsletter service did not accept this subscription.',
-            details: [{ path: 'email', message: 'was not accepted' }],
-            cause: error,
-          })
-        : new ApiError('UPSTREAM_ERROR', { cause: error });
-    default:
-      return new ApiError('UPSTREAM_ERROR', { cause: error });
-  }
-}

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
-import { createServiceForConfig } from './service.js';
+import { createAppForConfig } from './service.js';
 
 /** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
 function main(): void {
@@ -20,7 +20,7 @@ function main(): void {
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
   const log = createLogger({ write: writer.write, redact: [config.apiKey] });
-  const { app, stats } = createServiceForConfig(config, {
+  const { app, stats } = createAppForConfig(config, {
     log,
     demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),

@@ -23,8 +23,3 @@ export function parseHttpUrl(value: string | null | undefined): URL | undefined 
     return undefined;
   }
 }
-
-/** The origin of a URL string, or undefined when it is not an absolute http(s) URL. */
-export function originOf(value: string | undefined): string | undefined {
-  return parseHttpUrl(value)?.origin;
-}

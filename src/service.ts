@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { createService } from './app.js';
+import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
@@ -20,10 +20,11 @@ export interface RuntimeDeps {
 }
 
 /**
- * Builds the service for a parsed config, shared by the Node and Workers entries: the real
- * upstream client, pointed at the configured service or (demo mode) at the embedded demo upstream.
+ * Creates the app for a parsed config, shared by the Node and Workers entries: chooses the real
+ * upstream client, pointed at the configured service or (demo mode) at the embedded demo
+ * upstream, then hands it to `createApp`. Returns what `createApp` returns.
  */
-export function createServiceForConfig(config: Config, deps: RuntimeDeps) {
+export function createAppForConfig(config: Config, deps: RuntimeDeps) {
   const upstream =
     config.mode === 'demo'
       ? createDemoClient(config, deps)
@@ -35,7 +36,7 @@ export function createServiceForConfig(config: Config, deps: RuntimeDeps) {
           now: deps.now,
         });
   const { demoSite, ...rest } = deps;
-  return createService({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
+  return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
 }
 
 function createDemoClient(config: Config, deps: RuntimeDeps) {

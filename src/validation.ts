@@ -37,3 +37,32 @@ export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown)
 export function firstValue(value: unknown): unknown {
   return Array.isArray(value) ? value[0] : value;
 }
+
+/**
+ * Blank text means "not given": unset, empty and whitespace-only alike (env files often leave
+ * `X=`, forms post empty fields); other text is trimmed.
+ */
+export function blankToUndefined(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const text = value.trim();
+  return text === '' ? undefined : text;
+}
+
+/**
+ * A whole number from `min` to `max`, written in digits; absent, it takes `fallback`. `read`
+ * first turns the raw input (a query parameter's values, an environment variable) into text.
+ * Digits only, then Number, then the range: every way of failing reads the same rule.
+ */
+export function wholeNumber(min: number, max: number, fallback: number, read: (raw: unknown) => unknown) {
+  const rule = `must be a whole number from ${min} to ${max}`;
+  return preprocess(
+    read,
+    z._default(
+      z.pipe(
+        z.pipe(z.string({ error: rule }).check(z.regex(/^\d{1,16}$/, { error: rule })), z.transform(Number)),
+        z.number().check(z.gte(min, { error: rule }), z.lte(max, { error: rule })),
+      ),
+      fallback,
+    ),
+  );
+}

@@ -4,7 +4,7 @@ import { createLogger, type Logger } from './log.js';
 import { STALE_IF_ERROR_SECONDS } from './public-reads.js';
 import { createBindingRateLimiter, type RateLimitBinding } from './rate-limit.js';
 import { API_SECURITY_HEADERS } from './response-headers.js';
-import { createServiceForConfig } from './service.js';
+import { createAppForConfig } from './service.js';
 import { createWorkersSharedCache } from './shared-cache.js';
 
 type Env = Record<string, unknown>;
@@ -47,7 +47,7 @@ export function createWorker(options: WorkerOptions = {}) {
     const { config } = parsed;
     const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);
     const store = options.sharedCache === undefined ? defaultSharedCache() : options.sharedCache;
-    const { app } = createServiceForConfig(config, {
+    const { app } = createAppForConfig(config, {
       log,
       fetch: options.fetch,
       now: options.now,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createService } from '../src/app.js';
+import { createApp } from '../src/app.js';
 import { createDemoUpstream } from '../src/demo/demo-upstream.js';
 import { createUpstreamClient } from '../src/upstream/newsletter-api.js';
 import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse, testConfig } from './helpers.js';
@@ -290,7 +290,7 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     const config = testConfig({ NEWSLETTER_API_KEY: '', NEWSLETTER_API_BASE_URL: '' });
     const demo = createDemoUpstream({ apiKey: TEST_API_KEY });
     const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: TEST_API_KEY, timeoutMs: 1000, fetch: demo.fetch });
-    const { app } = createService({ config, upstream, site: async (c) => c.html('<p>The Field Notes</p>') });
+    const { app } = createApp({ config, upstream, site: async (c) => c.html('<p>The Field Notes</p>') });
 
     const page = await app.request('/');
     expect(page.status).toBe(200);

@@ -46,7 +46,6 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: undefined,
       honeypotField: 'website',
       trustProxyHops: 0,
-      production: false,
     } satisfies Config);
   });
 
@@ -87,7 +86,6 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: 'https://site.example/thanks',
       honeypotField: 'company_url',
       trustProxyHops: 2,
-      production: true,
     } satisfies Config);
   });
 
@@ -115,7 +113,7 @@ describe('parseConfig defaults', () => {
 
   it('runs demo mode when the key and the base URL are both blank', () => {
     const result = parseConfig({ NEWSLETTER_API_KEY: '   ', NEWSLETTER_API_BASE_URL: '', NODE_ENV: '' });
-    expect(result).toMatchObject({ ok: true, config: { mode: 'demo', apiKey: undefined, apiBaseUrl: undefined, production: false } });
+    expect(result).toMatchObject({ ok: true, config: { mode: 'demo', apiKey: undefined, apiBaseUrl: undefined } });
   });
 
   it('ignores variables it does not know, as process.env is full of them', () => {
@@ -316,12 +314,12 @@ describe('parseConfig modes', () => {
   it('runs demo mode with no key and no base URL when NODE_ENV is unset', () => {
     expect(parseConfig({})).toMatchObject({
       ok: true,
-      config: { mode: 'demo', apiKey: undefined, apiBaseUrl: undefined, production: false },
+      config: { mode: 'demo', apiKey: undefined, apiBaseUrl: undefined },
     });
   });
 
   it.each(['development', 'test'])('runs demo mode with no key when NODE_ENV is %s', (nodeEnv) => {
-    expect(parseConfig({ NODE_ENV: nodeEnv })).toMatchObject({ ok: true, config: { mode: 'demo', production: false } });
+    expect(parseConfig({ NODE_ENV: nodeEnv })).toMatchObject({ ok: true, config: { mode: 'demo' } });
   });
 
   it('refuses to start in production without a key', () => {
@@ -335,7 +333,7 @@ describe('parseConfig modes', () => {
   });
 
   it('runs against the upstream in production when the key and base URL are set', () => {
-    expect(configWith({ NODE_ENV: 'production' })).toMatchObject({ mode: 'upstream', production: true, apiKey: KEY });
+    expect(configWith({ NODE_ENV: 'production' })).toMatchObject({ mode: 'upstream', apiKey: KEY });
   });
 
   it('refuses a key without a base URL, without echoing the key', () => {

@@ -1,4 +1,4 @@
-import { createService } from '../src/app.js';
+import { createApp } from '../src/app.js';
 import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
 import { createLogger, type Logger } from '../src/log.js';
@@ -112,7 +112,7 @@ export function createTestApp(options: TestAppOptions = {}) {
     },
     ...options.upstreamOptions,
   });
-  const service = createService({
+  const service = createApp({
     config,
     upstream,
     now: clock.now,

@@ -5,7 +5,7 @@ import { ApiError } from '../errors.js';
 import { sendRead, waitUntilOf } from '../http.js';
 import type { ArchiveQuery, PublicReads } from '../public-reads.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
-import { firstValue, parseOrThrow, preprocess } from '../validation.js';
+import { firstValue, parseOrThrow, preprocess, wholeNumber } from '../validation.js';
 
 export interface IssuesRoutesOptions {
   reads: PublicReads;
@@ -18,28 +18,12 @@ export interface IssuesRoutesOptions {
 const QUERY_MEMO_MAX_ENTRIES = 1024;
 const QUERY_MEMO_MAX_BYTES = 1024 * 1024;
 
-function wholeNumber(min: number, max: number, fallback: number) {
-  const rule = `must be a whole number from ${min} to ${max}`;
-  return preprocess(
-    firstValue,
-    // Digits only, then Number, then the range; an absent parameter takes the fallback.
-    z.pipe(
-      z.optional(
-        z.pipe(
-          z.pipe(z.string().check(z.regex(/^\d{1,9}$/, { error: rule })), z.transform(Number)),
-          z.number().check(z.gte(min, { error: rule }), z.lte(max, { error: rule })),
-        ),
-      ),
-      z.transform((value: number | undefined) => value ?? fallback),
-    ),
-  );
-}
 
 function createArchiveQuerySchema(maxOffset: number) {
   // Only these three are read: unknown parameters are dropped and never reach a cache key.
   return z.object({
-    limit: wholeNumber(1, 100, 20),
-    offset: wholeNumber(0, maxOffset, 0),
+    limit: wholeNumber(1, 100, 20, firstValue),
+    offset: wholeNumber(0, maxOffset, 0, firstValue),
     category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
   });
 }

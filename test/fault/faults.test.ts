@@ -3,7 +3,7 @@ import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:c
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createService } from '../../src/app.js';
+import { createApp } from '../../src/app.js';
 import { createLogger } from '../../src/log.js';
 import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
 import { createFakeClock, testConfig } from '../helpers.js';
@@ -551,7 +551,7 @@ describe('stale content under upstream faults (in-process service, fake clock, r
       now: clock.now,
     });
     const log = createLogger({ write: (line) => logLines.push(line), now: clock.now });
-    current = createService({ config, upstream, now: clock.now, log }).app;
+    current = createApp({ config, upstream, now: clock.now, log }).app;
     return clock;
   }
 

@@ -1,0 +1,44 @@
+import type { Context } from 'hono';
+import { LRUCache } from 'lru-cache';
+import { ApiError } from '../errors.js';
+import type { OriginPolicy } from '../origins.js';
+import type { RateLimiter } from '../rate-limit.js';
+
+/** The same address again within this window is accepted without a second upstream call. */
+export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
+const REPEAT_MAX_ENTRIES = 50_000;
+
+/** The service's own origin, always allowed (a page it serves posting to itself). */
+export function ownOrigin(c: Context): string {
+  return new URL(c.req.url).origin;
+}
+
+/**
+ * CORS does not stop a simple cross-site form post; this does, for JSON and forms alike.
+ * A request without `Origin` (not from a browser page) passes.
+ */
+export function isForbiddenOrigin(c: Context, origins: OriginPolicy): boolean {
+  const origin = c.req.header('origin');
+  return origin !== undefined && !origins.isAllowed(origin, ownOrigin(c));
+}
+
+/** Throws RATE_LIMITED (with Retry-After) when this visitor has posted too often. */
+export async function enforceRateLimit(rateLimiter: RateLimiter, clientIp: string | undefined): Promise<void> {
+  const limit = await rateLimiter.hit(clientIp ?? 'unknown');
+  if (!limit.allowed) throw new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
+}
+
+/** A bot fills the hidden field; a person leaves it absent or blank. */
+export function isHoneypotFilled(input: Record<string, unknown>, honeypotField: string): boolean {
+  const honeypot = Object.hasOwn(input, honeypotField) ? input[honeypotField] : undefined;
+  return honeypot !== undefined && !(typeof honeypot === 'string' && honeypot.trim() === '');
+}
+
+/** Addresses accepted lately (bounded), so a repeat is answered without calling the upstream again. */
+export function createRepeatGuard(now: () => number) {
+  const recent = new LRUCache<string, true>({ max: REPEAT_MAX_ENTRIES, ttl: REPEAT_WINDOW_MS, perf: { now }, ttlResolution: 0 });
+  return {
+    isRepeat: (normalizedEmail: string): boolean => recent.has(normalizedEmail),
+    remember: (normalizedEmail: string): void => void recent.set(normalizedEmail, true),
+  };
+}

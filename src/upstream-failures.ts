@@ -1,0 +1,96 @@
+import { ApiError } from './errors.js';
+import type { Logger, LogLevel } from './log.js';
+import { NOT_FOUND_STATUS } from './upstream/assumptions.js';
+import { UpstreamError } from './upstream/transport.js';
+
+/** What we were doing when the upstream failed: the same failure can mean different things. */
+export type UpstreamOperation = 'read' | 'subscribe';
+
+/** How one upstream failure is answered and logged (docs/contract.md "Errors we return"). */
+export interface UpstreamFailureAnswer {
+  /** The error the visitor gets; `undefined` when subscribe answers it as a success. */
+  error: ApiError | undefined;
+  /** `error` when the whole deployment is likely misconfigured, so an operator looks. */
+  level: LogLevel;
+  /** What an operator should check, when the failure points at the configuration. */
+  hint: string | undefined;
+}
+
+const WRONG_BASE_URL = 'NEWSLETTER_API_BASE_URL may be wrong (it must be the service root ending in /v1)';
+
+/** The operator hints, written once. */
+export const UPSTREAM_HINTS = {
+  rejectedKey: 'the upstream rejected NEWSLETTER_API_KEY',
+  readPathMissing: `the upstream has no such path: ${WRONG_BASE_URL}`,
+  subscribePathMissing: `Create Subscriber answered 404: ${WRONG_BASE_URL}`,
+} as const;
+
+/**
+ * Maps an upstream failure to our answer (docs/contract.md "Errors we return").
+ *
+ * Reads: the browser never sees a 401: a rejected key is our problem (502). A 422 means we sent
+ * something the upstream did not expect (502). An upstream not-found is a 502 too: an unknown
+ * slug is answered as our 404 before it gets here (the reads cache it), so what is left is a list
+ * path the upstream does not have, i.e. a wrong NEWSLETTER_API_BASE_URL. A rejected key or a
+ * missing path takes the whole site down: logged as an error, with what to check.
+ *
+ * Subscribe: a 422 is the visitor's input (422, in our words). A 404 means our fixed POST path is
+ * wrong for this deployment; every address gets it alike, so answering it as an error reveals
+ * nothing about the address. Any other refusal (blocked, bounced, any other 4xx or a NOT_FOUND
+ * code) is answered like a new address, so the form cannot tell who is on the list.
+ */
+export function answerUpstreamFailure(failure: UpstreamError, operation: UpstreamOperation): UpstreamFailureAnswer {
+  return operation === 'read' ? answerReadFailure(failure) : answerSubscribeFailure(failure);
+}
+
+function answerReadFailure(failure: UpstreamError): UpstreamFailureAnswer & { error: ApiError } {
+  const hint =
+    failure.kind === 'auth' ? UPSTREAM_HINTS.rejectedKey : failure.kind === 'not_found' ? UPSTREAM_HINTS.readPathMissing : undefined;
+  return { error: transientOrUpstreamError(failure), level: hint ? 'error' : 'warn', hint };
+}
+
+function answerSubscribeFailure(failure: UpstreamError): UpstreamFailureAnswer {
+  if (failure.status === NOT_FOUND_STATUS) {
+    return { error: new ApiError('UPSTREAM_ERROR', { cause: failure }), level: 'error', hint: UPSTREAM_HINTS.subscribePathMissing };
+  }
+  if (failure.kind === 'refused' || failure.kind === 'not_found') return { error: undefined, level: 'info', hint: undefined };
+  if (failure.kind === 'validation') {
+    const error = new ApiError('VALIDATION_ERROR', {
+      message: 'The newsletter service did not accept this subscription.',
+      details: [{ path: 'email', message: 'was not accepted' }],
+      cause: failure,
+    });
+    return { error, level: 'warn', hint: undefined };
+  }
+  return { error: transientOrUpstreamError(failure), level: 'warn', hint: undefined };
+}
+
+/** A busy or slow upstream is worth retrying later (503 with Retry-After); anything else is a 502. */
+function transientOrUpstreamError(failure: UpstreamError): ApiError {
+  if (failure.kind === 'rate_limited' || failure.kind === 'timeout') {
+    return new ApiError('UPSTREAM_UNAVAILABLE', { retryAfter: failure.retryAfterSeconds ?? 5, cause: failure });
+  }
+  return new ApiError('UPSTREAM_ERROR', { cause: failure });
+}
+
+/** The visitor's error for a failed read (onError renders it; the failure was logged where it loaded). */
+export function readErrorFromUpstream(failure: UpstreamError): ApiError {
+  return answerReadFailure(failure).error;
+}
+
+/** Logs a failed read once, where the cache loaded it, with its level and hint. */
+export function logReadFailure(log: Logger, failure: unknown, fields: Record<string, string | undefined>): void {
+  if (!(failure instanceof UpstreamError)) {
+    log.log('error', 'upstream_failure', { ...fields, kind: 'unexpected' });
+    return;
+  }
+  const { level, hint } = answerReadFailure(failure);
+  log.log(level, 'upstream_failure', {
+    ...fields,
+    kind: failure.kind,
+    status: failure.status,
+    upstreamCode: failure.upstreamCode,
+    message: failure.message,
+    hint,
+  });
+}

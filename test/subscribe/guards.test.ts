@@ -1,0 +1,233 @@
+import { describe, expect, it } from 'vitest';
+import { REPEAT_WINDOW_MS, createRepeatGuard, enforceRateLimit, isHoneypotFilled } from '../../src/subscribe/guards.js';
+import { createFakeClock } from '../helpers.js';
+import {
+  EMAIL,
+  BROWSER_ACCEPT,
+  REDIRECT_URL,
+  createSubscribeApp,
+  createMultiClientApp,
+  postJson,
+  postForm,
+  forwardedBody,
+  expectErrorCode,
+  expectAccepted,
+  expectRedirect,
+} from './support.js';
+
+// docs/contract.md "POST /api/subscribe": the abuse guards: honeypot, rate limit and origin.
+
+describe('POST /api/subscribe', () => {
+  describe('honeypot', () => {
+    it('answers a filled honeypot in JSON with the success body and makes no upstream call', async () => {
+      const { app, calls } = createSubscribeApp();
+      const response = await postJson(app, { email: EMAIL, optInAttestation: true, website: 'https://spam.example' });
+      await expectAccepted(response);
+      expect(calls).toHaveLength(0);
+    });
+
+    it('answers a filled honeypot in a form post with the success body and makes no upstream call', async () => {
+      const { app, calls } = createSubscribeApp();
+      const response = await postForm(
+        app,
+        { email: EMAIL, optInAttestation: 'on', website: 'spam' },
+        { Accept: 'application/json' },
+      );
+      await expectAccepted(response);
+      expect(calls).toHaveLength(0);
+    });
+
+    it('answers a filled honeypot with success even when the rest of the submission is invalid', async () => {
+      const { app, calls } = createSubscribeApp();
+      await expectAccepted(await postJson(app, { email: 'not-an-email', website: 'spam' }));
+      expect(calls).toHaveLength(0);
+    });
+
+    it('redirects a filled honeypot form post to the success URL like a real subscription, with no upstream call', async () => {
+      const { app, calls } = createSubscribeApp({ env: { SUBSCRIBE_REDIRECT_URL: REDIRECT_URL } });
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', website: 'spam' }, { Accept: BROWSER_ACCEPT });
+      const location = expectRedirect(response);
+      expect(location.searchParams.get('subscribed')).toBe('1');
+      expect(calls).toHaveLength(0);
+    });
+
+    it('uses the honeypot field name from SUBSCRIBE_HONEYPOT_FIELD', async () => {
+      const { app, calls } = createSubscribeApp({ env: { SUBSCRIBE_HONEYPOT_FIELD: 'fax_number' } });
+      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true, fax_number: '555-0100' }));
+      expect(calls).toHaveLength(0);
+      // `website` is now just an unknown field: dropped, not a trap.
+      await expectAccepted(await postJson(app, { email: 'other@example.com', optInAttestation: true, website: 'x' }));
+      expect(calls).toHaveLength(1);
+      expect(forwardedBody(calls[0])).not.toHaveProperty('website');
+    });
+
+    it.each(['', '   '])('forwards the subscription when the honeypot is present but empty (%j)', async (value) => {
+      const { app, calls } = createSubscribeApp();
+      await expectAccepted(await postForm(app, { email: EMAIL, optInAttestation: 'on', website: value }, { Accept: 'application/json' }));
+      expect(calls).toHaveLength(1);
+      expect(forwardedBody(calls[0])).not.toHaveProperty('website');
+    });
+  });
+
+  describe('rate limit', () => {
+    const env = { SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '3' };
+    const fromIp = (ip: string) => ({ 'X-Test-Socket-Ip': ip });
+
+    it('answers the 4th attempt in a minute from one IP with 429 RATE_LIMITED and Retry-After, without an upstream call', async () => {
+      const { app, calls } = createMultiClientApp(env);
+      for (let attempt = 1; attempt <= 3; attempt += 1) {
+        await expectAccepted(await postJson(app, { email: `reader${attempt}@example.com`, optInAttestation: true }, fromIp('192.0.2.1')));
+      }
+      const response = await postJson(app, { email: 'reader4@example.com', optInAttestation: true }, fromIp('192.0.2.1'));
+      expect(response.headers.get('retry-after')).toBe('60');
+      await expectErrorCode(response, 429, 'RATE_LIMITED');
+      expect(calls).toHaveLength(3);
+    });
+
+    it('counts the attempts of one IP with the default limit of 10 a minute', async () => {
+      const { app, calls } = createMultiClientApp();
+      for (let attempt = 1; attempt <= 10; attempt += 1) {
+        await expectAccepted(await postJson(app, { email: `reader${attempt}@example.com`, optInAttestation: true }, fromIp('192.0.2.1')));
+      }
+      await expectErrorCode(await postJson(app, { email: 'reader11@example.com', optInAttestation: true }, fromIp('192.0.2.1')), 429, 'RATE_LIMITED');
+      expect(calls).toHaveLength(10);
+    });
+
+    it('allows the IP again once 60 seconds have passed', async () => {
+      const { app, calls, clock } = createMultiClientApp(env);
+      for (let attempt = 1; attempt <= 4; attempt += 1) {
+        await postJson(app, { email: `reader${attempt}@example.com`, optInAttestation: true }, fromIp('192.0.2.1'));
+      }
+      clock.advance(30_000);
+      const stillLimited = await postJson(app, { email: 'reader5@example.com', optInAttestation: true }, fromIp('192.0.2.1'));
+      expect(stillLimited.headers.get('retry-after')).toBe('30');
+      await expectErrorCode(stillLimited, 429, 'RATE_LIMITED');
+      clock.advance(30_000);
+      await expectAccepted(await postJson(app, { email: 'reader6@example.com', optInAttestation: true }, fromIp('192.0.2.1')));
+      expect(calls).toHaveLength(4);
+    });
+
+    it('does not limit a different IP when one IP is limited', async () => {
+      const { app, calls } = createMultiClientApp(env);
+      for (let attempt = 1; attempt <= 4; attempt += 1) {
+        await postJson(app, { email: `reader${attempt}@example.com`, optInAttestation: true }, fromIp('192.0.2.1'));
+      }
+      await expectAccepted(await postJson(app, { email: 'neighbour@example.com', optInAttestation: true }, fromIp('192.0.2.2')));
+      expect(calls).toHaveLength(4);
+    });
+
+    it('counts attempts that fail validation or hit the honeypot too', async () => {
+      const { app, calls } = createMultiClientApp(env);
+      await postJson(app, { email: 'not-an-email', optInAttestation: true }, fromIp('192.0.2.1'));
+      await postJson(app, { email: EMAIL, optInAttestation: true, website: 'spam' }, fromIp('192.0.2.1'));
+      await postJson(app, { email: EMAIL }, fromIp('192.0.2.1'));
+      await expectErrorCode(await postJson(app, { email: EMAIL, optInAttestation: true }, fromIp('192.0.2.1')), 429, 'RATE_LIMITED');
+      expect(calls).toHaveLength(0);
+    });
+
+    it('ignores a spoofed X-Forwarded-For when no proxy hop is trusted', async () => {
+      const { app, calls } = createMultiClientApp(env);
+      for (let attempt = 1; attempt <= 4; attempt += 1) {
+        const response = await postJson(
+          app,
+          { email: `reader${attempt}@example.com`, optInAttestation: true },
+          { ...fromIp('192.0.2.1'), 'X-Forwarded-For': `10.0.0.${attempt}` },
+        );
+        if (attempt === 4) await expectErrorCode(response, 429, 'RATE_LIMITED');
+      }
+      expect(calls).toHaveLength(3);
+    });
+
+    it('with one trusted hop limits by the right-most X-Forwarded-For entry, not the spoofable left end', async () => {
+      const { app, calls } = createMultiClientApp({ ...env, TRUST_PROXY_HOPS: '1' });
+      const proxy = fromIp('10.0.0.1');
+      for (let attempt = 1; attempt <= 4; attempt += 1) {
+        const response = await postJson(
+          app,
+          { email: `reader${attempt}@example.com`, optInAttestation: true },
+          { ...proxy, 'X-Forwarded-For': `198.18.0.${attempt}, 192.0.2.1` },
+        );
+        if (attempt === 4) await expectErrorCode(response, 429, 'RATE_LIMITED');
+      }
+      // Another visitor behind the same proxy is a different client.
+      await expectAccepted(
+        await postJson(app, { email: 'neighbour@example.com', optInAttestation: true }, { ...proxy, 'X-Forwarded-For': '192.0.2.2' }),
+      );
+      expect(calls).toHaveLength(4);
+    });
+  });
+
+  describe('origin', () => {
+    const env = { ALLOWED_ORIGINS: 'https://site.example' };
+
+    it('returns 403 FORBIDDEN_ORIGIN and makes no upstream call for a JSON post from a foreign Origin', async () => {
+      const { app, calls } = createSubscribeApp({ env });
+      const response = await postJson(app, { email: EMAIL, optInAttestation: true }, { Origin: 'https://evil.example' });
+      await expectErrorCode(response, 403, 'FORBIDDEN_ORIGIN');
+      expect(calls).toHaveLength(0);
+    });
+
+    it('returns 403 FORBIDDEN_ORIGIN and makes no upstream call for an urlencoded form post from a foreign Origin', async () => {
+      const { app, calls } = createSubscribeApp({ env: { ...env, SUBSCRIBE_REDIRECT_URL: REDIRECT_URL } });
+      const response = await postForm(
+        app,
+        { email: EMAIL, optInAttestation: 'on' },
+        { Origin: 'https://evil.example', Accept: BROWSER_ACCEPT },
+      );
+      await expectErrorCode(response, 403, 'FORBIDDEN_ORIGIN');
+      expect(calls).toHaveLength(0);
+    });
+
+    it('returns 403 for the opaque Origin "null" (sandboxed frames, file: pages)', async () => {
+      const { app, calls } = createSubscribeApp({ env });
+      await expectErrorCode(await postJson(app, { email: EMAIL, optInAttestation: true }, { Origin: 'null' }), 403, 'FORBIDDEN_ORIGIN');
+      expect(calls).toHaveLength(0);
+    });
+
+    it('accepts a post from an allowed Origin', async () => {
+      const { app, calls } = createSubscribeApp({ env });
+      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }, { Origin: 'https://site.example' }));
+      expect(calls).toHaveLength(1);
+    });
+
+    it('accepts a post with no Origin (server-side callers)', async () => {
+      const { app, calls } = createSubscribeApp({ env });
+      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }));
+      expect(calls).toHaveLength(1);
+    });
+
+    it("accepts a post from the service's own origin", async () => {
+      const { app, calls } = createSubscribeApp({ env });
+      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }, { Origin: 'http://localhost' }));
+      expect(calls).toHaveLength(1);
+    });
+  });
+});
+
+describe('the guards one by one', () => {
+  it('counts the honeypot as filled only when it holds something other than blank text', () => {
+    expect(isHoneypotFilled({ email: EMAIL }, 'website')).toBe(false);
+    expect(isHoneypotFilled({ website: '  ' }, 'website')).toBe(false);
+    expect(isHoneypotFilled({ website: 'https://spam.example' }, 'website')).toBe(true);
+    expect(isHoneypotFilled({ website: 0 }, 'website')).toBe(true);
+    expect(isHoneypotFilled(JSON.parse('{"__proto__":{"website":"x"}}') as Record<string, unknown>, 'website')).toBe(false);
+  });
+
+  it('remembers an address for the repeat window and forgets it after', () => {
+    const clock = createFakeClock();
+    const repeats = createRepeatGuard(clock.now);
+    repeats.remember('jane@example.com');
+    expect(repeats.isRepeat('jane@example.com')).toBe(true);
+    expect(repeats.isRepeat('john@example.com')).toBe(false);
+    clock.advance(REPEAT_WINDOW_MS + 1);
+    expect(repeats.isRepeat('jane@example.com')).toBe(false);
+  });
+
+  it('throws RATE_LIMITED with the limiter’s Retry-After, and counts a visitor without an address as one', async () => {
+    const keys: string[] = [];
+    const limiter = { hit: (key: string) => (keys.push(key), { allowed: keys.length < 2, retryAfterSeconds: 12 }) };
+    await expect(enforceRateLimit(limiter, undefined)).resolves.toBeUndefined();
+    await expect(enforceRateLimit(limiter, '203.0.113.9')).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfter: 12 });
+    expect(keys).toEqual(['unknown', '203.0.113.9']);
+  });
+});
