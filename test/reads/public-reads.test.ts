@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createPublicReads } from '../src/public-reads.js';
-import { UpstreamError, type UpstreamClient } from '../src/upstream.js';
-import type { UpstreamIssue } from '../src/upstream-schemas.js';
-import { createExecutionContext, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from './helpers.js';
+import { createPublicReads } from '../../src/reads/public-reads.js';
+import { UpstreamError, type UpstreamClient } from '../../src/upstream.js';
+import type { UpstreamIssue } from '../../src/upstream-schemas.js';
+import { createExecutionContext, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
 
 function issue(slug: string, extra: Partial<UpstreamIssue> = {}): UpstreamIssue {
   return {

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
-import { createReadThroughCache, strongEtag, type CacheState, type CacheStats, type WaitUntil } from './cache.js';
-import type { SharedEntry, SharedTier } from './shared-cache.js';
-import { ApiError } from './errors.js';
+import { createReadThroughCache, strongEtag, type CacheState, type CacheStats, type WaitUntil } from './read-through-cache.js';
+import type { SharedEntry, SharedTier } from './shared-tier.js';
+import { ApiError } from '../errors.js';
 import {
   compareByName,
   compareNewestFirst,
@@ -14,8 +14,8 @@ import {
   type IssueBody,
   type IssueSummary,
   type PublicCategory,
-} from './shape.js';
-import { UpstreamError, type UpstreamClient } from './upstream.js';
+} from '../shape.js';
+import { UpstreamError, type UpstreamClient } from '../upstream.js';
 
 /** A success envelope serialized once, with its strong ETag: a cache hit only copies bytes. */
 export interface RenderedJson {

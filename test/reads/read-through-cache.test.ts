@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createReadThroughCache, REFRESH_FAILURE_BACKOFF_MS, strongEtag, type ReadThroughCacheOptions } from '../src/cache.js';
-import { createFakeClock } from './helpers.js';
+import { createReadThroughCache, REFRESH_FAILURE_BACKOFF_MS, strongEtag, type ReadThroughCacheOptions } from '../../src/reads/read-through-cache.js';
+import { createFakeClock } from '../helpers.js';
 
 const TTL = 60_000;
 const SWR = 300_000;
