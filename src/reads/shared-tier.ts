@@ -65,7 +65,8 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
     if (stored !== undefined && isWithinStaleWhileRevalidate(staleAt, time, rules)) {
       // Handed back past its TTL, the copy is served at once, and this isolate asks the tier
       // again after REFRESH_FAILURE_BACKOFF_MS (read-through-cache.ts), by when the refresh has landed.
-      waitUntil?.(refresh(key, waitUntil));
+      const refreshing = refresh(key, waitUntil);
+      waitUntil?.(refreshing);
       return stored;
     }
     let value: V | undefined;

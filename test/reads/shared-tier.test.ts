@@ -77,6 +77,17 @@ describe('shared tier around a loader', () => {
     expect(tier.entries.get('k')).toEqual({ payload: 'ok:new', fetchedAt: tier.clock.now() });
   });
 
+  it('still refreshes a copy within stale-while-revalidate where there is no waitUntil (Node)', async () => {
+    const tier = createTier();
+    tier.entries.set('k', { payload: 'ok:old', fetchedAt: tier.clock.now() });
+    tier.clock.advance(TTL + 1);
+    tier.answerWith(() => 'new');
+    await tier.load('k', undefined);
+    for (let i = 0; i < 10; i += 1) await Promise.resolve();
+    expect(tier.loads).toEqual(['k']);
+    expect(tier.entries.get('k')?.payload).toBe('ok:new');
+  });
+
   it('removes the shared copy when the refresh finds the value gone', async () => {
     const tier = createTier();
     tier.entries.set('k', { payload: 'ok:old', fetchedAt: tier.clock.now() });
