@@ -4,10 +4,9 @@ import { defineProject } from 'vitest/config';
 /** Suites that need nothing of Node run here too, inside workerd, plus the Worker-only suites. */
 export const RUNTIME_NEUTRAL_SUITES = [
   'test/app.test.ts',
-  'test/cache.test.ts',
   'test/config.test.ts',
   'test/demo/**/*.test.ts',
-  'test/public-reads.test.ts',
+  'test/reads/**/*.test.ts',
   'test/routes/**/*.test.ts',
   'test/slug.test.ts',
   'test/subscribe/**/*.test.ts',

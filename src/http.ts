@@ -1,6 +1,6 @@
 import type { Context, TypedResponse } from 'hono';
-import type { CacheState, WaitUntil } from './cache.js';
-import type { PublicRead } from './public-reads.js';
+import type { CacheState, WaitUntil } from './reads/read-through-cache.js';
+import type { PublicRead } from './reads/public-reads.js';
 import { respond } from './response-headers.js';
 
 declare module 'hono' {

@@ -4,7 +4,7 @@ import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
 import type { RateLimiter } from './rate-limit.js';
-import type { SharedTier } from './shared-cache.js';
+import type { SharedTier } from './reads/shared-tier.js';
 import { createUpstreamClient } from './upstream/newsletter-api.js';
 
 export interface RuntimeDeps {

@@ -1,11 +1,11 @@
 import type { ExecutionContext, Hono } from 'hono';
 import { parseConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
-import { STALE_IF_ERROR_SECONDS } from './public-reads.js';
+import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
 import { createBindingRateLimiter, type RateLimitBinding } from './rate-limit.js';
 import { API_SECURITY_HEADERS } from './response-headers.js';
 import { createAppForConfig } from './service.js';
-import { createWorkersSharedCache } from './shared-cache.js';
+import { createWorkersSharedCache } from './reads/shared-tier.js';
 
 type Env = Record<string, unknown>;
 

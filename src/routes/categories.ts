@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { sendRead, waitUntilOf } from '../http.js';
-import type { PublicReads } from '../public-reads.js';
+import type { PublicReads } from '../reads/public-reads.js';
 
 /** GET /api/categories: `[{ name, slug }]` sorted by name. */
 export function createCategoriesRoutes(options: { reads: PublicReads; cacheControl: string }) {

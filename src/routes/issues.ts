@@ -3,7 +3,7 @@ import { LRUCache } from 'lru-cache';
 import * as z from 'zod/mini';
 import { ApiError } from '../errors.js';
 import { sendRead, waitUntilOf } from '../http.js';
-import type { ArchiveQuery, PublicReads } from '../public-reads.js';
+import type { ArchiveQuery, PublicReads } from '../reads/public-reads.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { firstValue, parseOrThrow, preprocess, wholeNumber } from '../validation.js';
 

@@ -1,5 +1,6 @@
 import { createExecutionContext, env as poolEnv, waitOnExecutionContext } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
+import { createWorkersSharedCache } from '../../src/reads/shared-tier.js';
 import { createWorker } from '../../src/worker-handler.js';
 import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
 
@@ -322,6 +323,27 @@ describe('Cache API tier shared by isolates (workerd)', () => {
         expect(url).not.toContain(encodeURIComponent(key));
       }
     }
+  });
+
+  it('treats a shared entry that does not decode as a miss, reads the upstream and replaces it', async () => {
+    const clock = createFakeClock();
+    const upstream = createScriptedFetch(upstreamHandler());
+    const env = bindings();
+    // An entry under the key the Worker reads, as another version might have left it.
+    const tier = createWorkersSharedCache(caches.default, {
+      namespace: env.NEWSLETTER_API_BASE_URL,
+      apiKey: TEST_API_KEY,
+      maxAgeSeconds: 600,
+    });
+    await tier.put('categories', { payload: JSON.stringify({ kind: 'json', body: { ok: true } }), fetchedAt: clock.now() });
+
+    const worker = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache: caches.default });
+    const response = await call(worker, env, '/api/categories');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-cache')).toBe('MISS');
+    expect(await response.json()).toEqual({ ok: true, data: [] });
+    expect(upstream.calls).toHaveLength(1);
+    expect(JSON.parse((await tier.get('categories'))?.payload ?? 'null')).toMatchObject({ kind: 'json', body: '{"ok":true,"data":[]}' });
   });
 
   it('never stores an error in the shared tier', async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createPublicReads } from '../src/public-reads.js';
-import type { UpstreamClient } from '../src/upstream/newsletter-api.js';
-import type { UpstreamIssue } from '../src/upstream/schemas.js';
-import { UpstreamError } from '../src/upstream/transport.js';
-import { createExecutionContext, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from './helpers.js';
+import { createPublicReads } from '../../src/reads/public-reads.js';
+import type { UpstreamClient } from '../../src/upstream/newsletter-api.js';
+import type { UpstreamIssue } from '../../src/upstream/schemas.js';
+import { UpstreamError } from '../../src/upstream/transport.js';
+import { createExecutionContext, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
 
 function issue(slug: string, extra: Partial<UpstreamIssue> = {}): UpstreamIssue {
   return {

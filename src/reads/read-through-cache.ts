@@ -15,9 +15,34 @@ export interface CacheStats {
   bytes: number;
 }
 
-export interface ReadThroughCacheOptions<V> {
-  /** Loads a value; `undefined` means "does not exist" and removes any stale copy. */
-  load: (key: string, waitUntil: WaitUntil | undefined) => Promise<V | undefined>;
+/** Loads the value of a key; `undefined` means "does not exist" and removes any stale copy. */
+export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined) => Promise<V | undefined>;
+
+/** How long a value is fresh, and how long past that a stale copy may still be served (docs/contract.md "Caching"). */
+export interface FreshnessRules {
+  ttlMs: number;
+  /** After `ttlMs`, a stale value is served at once while one background refresh runs. */
+  staleWhileRevalidateMs: number;
+  /** After that, a stale value is served only when a refresh fails, up to this age past `ttlMs`. */
+  staleIfErrorMs: number;
+}
+
+/** Fresh until `staleAt` (when it was fetched + its TTL): served as it is, nothing loaded. */
+export function isFresh(staleAt: number, time: number): boolean {
+  return time <= staleAt;
+}
+
+/** Stale, but young enough to be served at once while one refresh replaces it. */
+export function isWithinStaleWhileRevalidate(staleAt: number, time: number, rules: FreshnessRules): boolean {
+  return time - staleAt <= rules.staleWhileRevalidateMs;
+}
+
+/** Stale, but young enough to be served when a refresh fails; older, it is dropped. */
+export function isWithinStaleIfError(staleAt: number, time: number, rules: FreshnessRules): boolean {
+  return time - staleAt <= rules.staleIfErrorMs;
+}
+
+export interface ReadThroughCacheOptions<V> extends FreshnessRules {
   /** When a loaded value was fetched, if earlier than now (a copy from a shared tier). */
   fetchedAtOf?: (value: V) => number | undefined;
   /** Approximate bytes a value holds in memory. */
@@ -25,11 +50,6 @@ export interface ReadThroughCacheOptions<V> {
   maxBytes: number;
   /** One entry may take at most this much (default: half of maxBytes). */
   maxEntryBytes?: number;
-  ttlMs: number;
-  /** After `ttlMs`, a stale value is served at once while one background refresh runs. */
-  staleWhileRevalidateMs: number;
-  /** After that, a stale value is served only when a refresh fails, up to this age past `ttlMs`. */
-  staleIfErrorMs: number;
   /** How long a tombstone (a stale value whose source said it is gone) answers "does not exist". */
   notFoundTtlMs: number;
   now: () => number;
@@ -44,7 +64,11 @@ export interface ReadResult<V> {
 }
 
 export interface ReadThroughCache<V> {
-  read(key: string, waitUntil?: WaitUntil): Promise<ReadResult<V>>;
+  /**
+   * The value of `key`, loaded with `load` when there is no fresh copy. One key is always
+   * loaded by the same loader: concurrent reads share the load the first one started.
+   */
+  read(key: string, load: Loader<V>, waitUntil?: WaitUntil): Promise<ReadResult<V>>;
   stats(): CacheStats;
   clear(): void;
 }
@@ -60,7 +84,9 @@ interface Entry<V> {
   refreshFailedAt?: number;
 }
 
-interface FetchContext {
+/** What one read hands to lru-cache's `fetchMethod`: which loader, and the request's `waitUntil`. */
+interface FetchContext<V> {
+  load: Loader<V>;
   waitUntil: WaitUntil | undefined;
 }
 
@@ -78,14 +104,14 @@ export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
  * (concurrent misses share one load), stale-while-revalidate (`allowStale` +
  * `noDeleteOnStaleGet`) and stale-if-error (`allowStaleOnFetchRejection`). What we add is the
  * time limit on staleness, the back-off after a failed refresh and the HIT/MISS/STALE state
- * (PRODUCT.md "Caching").
+ * (docs/contract.md "Caching").
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
-  const { load, sizeOf, ttlMs, staleWhileRevalidateMs, staleIfErrorMs, notFoundTtlMs, now, onLoadError, onTooLarge, fetchedAtOf } = options;
+  const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onTooLarge, fetchedAtOf } = options;
   const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
 
-  const lru: LRUCache<string, Entry<V>, FetchContext> = new LRUCache<string, Entry<V>, FetchContext>({
+  const lru: LRUCache<string, Entry<V>, FetchContext<V>> = new LRUCache<string, Entry<V>, FetchContext<V>>({
     maxSize: options.maxBytes,
     maxEntrySize: maxEntryBytes,
     sizeCalculation: (entry) => entry.size,
@@ -98,7 +124,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,
     fetchMethod: async (key, stale, { context, options: fetchOptions }) => {
-      const loading = load(key, context.waitUntil);
+      const loading = context.load(key, context.waitUntil);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
       let value: V | undefined;
@@ -133,19 +159,18 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
   });
 
   return {
-    async read(key, waitUntil) {
+    async read(key, load, waitUntil) {
       let current = lru.peek(key, { allowStale: true });
       const time = now();
-      if (current && time - current.staleAt > staleIfErrorMs) {
+      if (current && !isWithinStaleIfError(current.staleAt, time, options)) {
         lru.delete(key);
         current = undefined;
       }
-      const staleFor = current ? time - current.staleAt : 0;
       const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
-      const status: LRUCache.Status<string, Entry<V>, FetchContext> = {};
+      const status: LRUCache.Status<string, Entry<V>, FetchContext<V>> = {};
       const entry = await lru.fetch(key, {
-        context: { waitUntil },
-        allowStale: staleFor <= staleWhileRevalidateMs || backingOff,
+        context: { load, waitUntil },
+        allowStale: current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff,
         // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
         // load to `undefined` for every caller but the first (who alone sees the error in its
         // status), and "failed" would read as "does not exist": this way the shared promise
@@ -156,7 +181,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       let state: CacheState;
       // Judged by the served entry itself: a request that joined a failing refresh, or a copy
       // another isolate stored long ago, is stale whatever path lru-cache took to return it.
-      if (entry !== undefined && now() > entry.staleAt) {
+      if (entry !== undefined && !isFresh(entry.staleAt, now())) {
         state = 'STALE';
         counters.staleServed += 1;
       } else if (status.fetch === 'hit') {
@@ -178,11 +203,3 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
 }
 
 function noop(): void {}
-
-/** A strong ETag (RFC 9110 §8.8.3) of a body: computed once per cached value, never per request. */
-export async function strongEtag(body: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(body));
-  let binary = '';
-  for (const byte of new Uint8Array(digest).subarray(0, 18)) binary += String.fromCharCode(byte);
-  return `"${btoa(binary).replace(/\+/g, '-').replace(/\//g, '_')}"`;
-}

@@ -1,6 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { createReadThroughCache, REFRESH_FAILURE_BACKOFF_MS, strongEtag, type ReadThroughCacheOptions } from '../src/cache.js';
-import { createFakeClock } from './helpers.js';
+import {
+  createReadThroughCache,
+  isFresh,
+  isWithinStaleIfError,
+  isWithinStaleWhileRevalidate,
+  REFRESH_FAILURE_BACKOFF_MS,
+  type Loader,
+  type ReadThroughCacheOptions,
+  type WaitUntil,
+} from '../../src/reads/read-through-cache.js';
+import { createFakeClock } from '../helpers.js';
+
+type FakeClock = ReturnType<typeof createFakeClock>;
 
 const TTL = 60_000;
 const SWR = 300_000;
@@ -34,11 +45,12 @@ function createLoader() {
   };
 }
 
-function createCache(overrides: Partial<ReadThroughCacheOptions<string>> = {}) {
+/** A cache whose reads all pass the scripted loader (or `load`, when a test gives its own). */
+function createCache(overrides: Partial<ReadThroughCacheOptions<string>> = {}, load?: (clock: FakeClock) => Loader<string>) {
   const clock = createFakeClock();
   const loader = createLoader();
-  const cache = createReadThroughCache<string>({
-    load: loader.load,
+  const readLoader = load?.(clock) ?? loader.load;
+  const readThrough = createReadThroughCache<string>({
     sizeOf: (value) => value.length,
     maxBytes: 10_000,
     ttlMs: TTL,
@@ -48,7 +60,11 @@ function createCache(overrides: Partial<ReadThroughCacheOptions<string>> = {}) {
     now: clock.now,
     ...overrides,
   });
-  return { cache, clock, loader };
+  const cache = {
+    read: (key: string, waitUntil?: WaitUntil) => readThrough.read(key, readLoader, waitUntil),
+    stats: () => readThrough.stats(),
+  };
+  return { cache, clock, loader, readThrough };
 }
 
 /** Lets queued promise callbacks (a background refresh) run to completion. */
@@ -64,6 +80,25 @@ describe('read-through cache', () => {
     expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'HIT' });
     expect(loader.loads).toEqual(['a']);
     expect(cache.stats()).toMatchObject({ hits: 1, misses: 1, entries: 1 });
+  });
+
+  it('loads each key with the loader its read passes, so one cache holds values of different kinds', async () => {
+    const { readThrough } = createCache();
+    const calls: string[] = [];
+    const fromA: Loader<string> = async (key) => (calls.push(`A:${key}`), 'from A');
+    const fromB: Loader<string> = async (key) => (calls.push(`B:${key}`), 'from B');
+    expect(await readThrough.read('one', fromA)).toEqual({ value: 'from A', state: 'MISS' });
+    expect(await readThrough.read('two', fromB)).toEqual({ value: 'from B', state: 'MISS' });
+    expect(await readThrough.read('one', fromA)).toEqual({ value: 'from A', state: 'HIT' });
+    expect(calls).toEqual(['A:one', 'B:two']);
+  });
+
+  it('hands the read\'s waitUntil to its loader', async () => {
+    const { readThrough } = createCache();
+    const given: (WaitUntil | undefined)[] = [];
+    const waitUntil: WaitUntil = () => undefined;
+    await readThrough.read('a', async (_key, received) => (given.push(received), 'a'), waitUntil);
+    expect(given).toEqual([waitUntil]);
   });
 
   it('makes one load for 100 concurrent misses of one key', async () => {
@@ -185,10 +220,10 @@ describe('read-through cache', () => {
   });
 
   it('labels a value its loader fetched longer ago than the TTL (a shared copy) STALE, and one within it MISS', async () => {
-    const { cache, clock } = createCache({
-      fetchedAtOf: (value) => Number(value.split('@')[1]),
-      load: async (key) => `${key}@${clock.now() - (key === 'old' ? TTL + 10_000 : 10_000)}`,
-    });
+    const { cache } = createCache(
+      { fetchedAtOf: (value) => Number(value.split('@')[1]) },
+      (clock) => async (key) => `${key}@${clock.now() - (key === 'old' ? TTL + 10_000 : 10_000)}`,
+    );
     expect((await cache.read('old')).state).toBe('STALE');
     expect((await cache.read('recent')).state).toBe('MISS');
     expect((await cache.read('recent')).state).toBe('HIT');
@@ -258,11 +293,9 @@ describe('read-through cache', () => {
 
   it('replaces a stale value with a tombstone when its source says it is gone, for the configured not-found TTL', async () => {
     const loads: number[] = [];
-    const { cache, clock } = createCache({
-      load: async (key) => {
-        loads.push(clock.now());
-        return clock.now() > 1_700_000_000_000 + TTL ? undefined : `${key}@v1`;
-      },
+    const { cache, clock } = createCache({}, (clock) => async (key) => {
+      loads.push(clock.now());
+      return clock.now() > 1_700_000_000_000 + TTL ? undefined : `${key}@v1`;
     });
     expect((await cache.read('a')).value).toBe('a@v1');
     clock.advance(TTL + SWR + 1);
@@ -300,11 +333,22 @@ describe('read-through cache', () => {
   });
 });
 
-describe('strongEtag', () => {
-  it('is a quoted strong validator that is stable for a body and differs between bodies', async () => {
-    const etag = await strongEtag('{"ok":true}');
-    expect(etag).toMatch(/^"[A-Za-z0-9_-]{24}"$/);
-    expect(await strongEtag('{"ok":true}')).toBe(etag);
-    expect(await strongEtag('{"ok":false}')).not.toBe(etag);
+describe('freshness rules', () => {
+  const rules = { ttlMs: TTL, staleWhileRevalidateMs: SWR, staleIfErrorMs: SIE };
+  const staleAt = 1_700_000_000_000 + TTL;
+
+  it('counts a value fresh up to and including the moment its TTL ends', () => {
+    expect(isFresh(staleAt, staleAt)).toBe(true);
+    expect(isFresh(staleAt, staleAt + 1)).toBe(false);
+  });
+
+  it('allows serving a stale value while revalidating up to stale-while-revalidate past its TTL', () => {
+    expect(isWithinStaleWhileRevalidate(staleAt, staleAt + SWR, rules)).toBe(true);
+    expect(isWithinStaleWhileRevalidate(staleAt, staleAt + SWR + 1, rules)).toBe(false);
+  });
+
+  it('allows serving a stale value on error up to stale-if-error past its TTL', () => {
+    expect(isWithinStaleIfError(staleAt, staleAt + SIE, rules)).toBe(true);
+    expect(isWithinStaleIfError(staleAt, staleAt + SIE + 1, rules)).toBe(false);
   });
 });

@@ -1,3 +1,12 @@
+import {
+  isFresh,
+  isWithinStaleIfError,
+  isWithinStaleWhileRevalidate,
+  type FreshnessRules,
+  type Loader,
+  type WaitUntil,
+} from './read-through-cache.js';
+
 /**
  * A second cache tier shared by the isolates of one Workers location (the Cache API,
  * `caches.default`). The in-memory cache is per isolate, and isolates are many: without this
@@ -13,6 +22,63 @@ export interface SharedTier {
 export interface SharedEntry {
   payload: string;
   fetchedAt: number;
+}
+
+export interface SharedTierOptions<V> {
+  store: SharedTier;
+  /** The in-memory cache's rules, judged on the copy's `fetchedAt`. */
+  rules: FreshnessRules;
+  now: () => number;
+  /** A value as the tier stores it, and back: an entry that does not decode is a miss. */
+  encode: (value: V) => SharedEntry;
+  decode: (entry: SharedEntry) => V | undefined;
+  /** A refresh behind the response failed (no request waits on it to see the error). */
+  onRefreshError?: (key: string, error: unknown) => void;
+}
+
+/**
+ * Wraps a loader so that it asks the shared tier first, by the in-memory cache's own rules: a
+ * fresh copy another isolate stored saves the upstream call; one past its TTL but within
+ * stale-while-revalidate is answered at once while one refresh runs behind the response and
+ * replaces it for every isolate; an older one is kept for stale-if-error. What the wrapped
+ * loader loads is stored for the other isolates.
+ */
+export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>): Loader<V> {
+  const { store, rules, now, encode, decode } = options;
+
+  /** The loader's answer replaces the shared copy; a value found gone leaves the tier too. */
+  async function refresh(key: string, waitUntil: WaitUntil | undefined): Promise<void> {
+    try {
+      const value = await load(key, waitUntil);
+      await (value === undefined ? store.delete(key) : store.put(key, encode(value)));
+    } catch (error) {
+      options.onRefreshError?.(key, error);
+    }
+  }
+
+  return async function loadThroughSharedTier(key, waitUntil) {
+    const entry = await store.get(key).catch(() => undefined);
+    const stored = entry === undefined ? undefined : decode(entry);
+    const staleAt = entry === undefined ? 0 : entry.fetchedAt + rules.ttlMs;
+    const time = now();
+    if (stored !== undefined && isFresh(staleAt, time)) return stored;
+    if (stored !== undefined && isWithinStaleWhileRevalidate(staleAt, time, rules)) {
+      // Handed back past its TTL, the copy is served at once, and this isolate asks the tier
+      // again after REFRESH_FAILURE_BACKOFF_MS (read-through-cache.ts), by when the refresh has landed.
+      const refreshing = refresh(key, waitUntil);
+      waitUntil?.(refreshing);
+      return stored;
+    }
+    let value: V | undefined;
+    try {
+      value = await load(key, waitUntil);
+    } catch (error) {
+      if (stored !== undefined && isWithinStaleIfError(staleAt, time, rules)) return stored;
+      throw error;
+    }
+    if (value !== undefined) waitUntil?.(store.put(key, encode(value)).catch(() => undefined));
+    return value;
+  };
 }
 
 const FETCHED_AT_HEADER = 'X-Fetched-At';

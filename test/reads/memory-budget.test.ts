@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { splitMemoryBudget } from '../../src/reads/memory-budget.js';
+
+const MIB = 1024 * 1024;
+
+describe('splitMemoryBudget', () => {
+  it.each([MIB, 64 * MIB + 7, 4096 * MIB])('gives the three read caches %i bytes at most in all', (maxBytes) => {
+    const budget = splitMemoryBudget(maxBytes);
+    expect(budget.upstreamData + budget.renderedPages + budget.notFound).toBe(maxBytes);
+  });
+
+  it('gives 70 % to upstream data (half of it at most to one entry), 25 % to rendered pages and 5 % to 404s', () => {
+    expect(splitMemoryBudget(100 * MIB)).toEqual({
+      upstreamData: 70 * MIB,
+      upstreamDataEntry: 35 * MIB,
+      renderedPages: 25 * MIB,
+      notFound: 5 * MIB,
+    });
+  });
+});
