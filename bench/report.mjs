@@ -1,0 +1,200 @@
+// What a bench run prints: the targets evaluated from the results, then the tables and lines.
+import { fmtInt, fmtMiB, fmtMs, pad, say, table } from './lib/stats.mjs';
+
+export function evaluateTargets(results) {
+  const targets = [];
+  for (const c of results.cached ?? []) {
+    targets.push({ target: `${c.scenario}: ≥ 0.9× baseline`, value: `${c.medianRatio.toFixed(2)}×`, met: c.medianRatio >= 0.9 });
+    targets.push({
+      target: `${c.scenario}: ≥ 0.9× baseline with the same headers`,
+      value: `${c.medianSameHeadersRatio.toFixed(2)}×`,
+      met: c.medianSameHeadersRatio >= 0.9,
+    });
+    if (c.nginx) {
+      targets.push({
+        target: `${c.scenario}: ≥ 0.6× nginx proxy_cache (stretch)`,
+        value: `${c.medianNginxRatio.toFixed(2)}×`,
+        met: c.medianNginxRatio >= 0.6,
+      });
+    }
+    targets.push({ target: `${c.scenario}: p99 ≤ 5 ms at ${results.meta.settings.connections} connections`, value: `${fmtMs(c.ours.p99Ms)} ms`, met: c.ours.p99Ms <= 5 });
+  }
+  if (results.stampede) {
+    targets.push({ target: 'stampede → 1 upstream call', value: String(results.stampede.upstreamCalls), met: results.stampede.upstreamCalls === 1 });
+  }
+  if (results.slugScan) {
+    const s = results.slugScan;
+    targets.push({
+      target: 'slug scan: heap growth ≤ CACHE_MAX_BYTES + 32 MB',
+      value: `${s.heapUsedMiB.growth.toFixed(1)} MiB (RSS ${s.rssMiB.growth.toFixed(1)} MiB)`,
+      met: s.heapUsedMiB.growth <= s.heapBudgetMiB,
+    });
+    targets.push({
+      target: 'slug scan: ≤ 1 upstream call per distinct slug',
+      value: `${s.upstreamCalls} calls / ${s.slugs} slugs`,
+      met: s.upstreamCalls <= s.slugs && s.repeatOfLastSlugs.upstreamCalls === 0,
+    });
+  }
+  if (results.stale) {
+    targets.push({
+      target: 'stale serve < 5 ms (p99, measured at the client)',
+      value: `p50 ${fmtMs(results.stale.p50Ms)} ms, p99 ${fmtMs(results.stale.p99Ms)} ms, max ${fmtMs(results.stale.maxMs)} ms`,
+      met: results.stale.p99Ms < 5,
+    });
+  }
+  return targets;
+}
+
+export function report(results) {
+  const { meta } = results;
+  const s = meta.settings;
+  say('');
+  say(`newsletter-bff bench — ${meta.date}`);
+  say(`Node ${meta.node} (V8 ${meta.v8}), ${meta.platform}, ${meta.cpuCount} × ${meta.cpuModel}`);
+  say(
+    meta.pinned
+      ? `server pinned to CPU ${meta.pinned.server}; load generator (${meta.loadTool}) and upstream simulator on CPU ${meta.pinned.loadGeneratorAndSimulator}`
+      : `not pinned (taskset missing, BENCH_NO_PIN or < 2 CPUs); load generator: ${meta.loadTool}`,
+  );
+  if (meta.backgroundBusyPctBefore > 10) {
+    say(`warning: before the run, other processes used ${meta.backgroundBusyPctBefore.toFixed(0)}% of the machine's CPU: figures are noisy`);
+  }
+  if (s.entry !== 'dist/node.js') say(`entry: ${s.entry}`);
+  if (s.nodeArgs.length) say(`BFF node flags: ${s.nodeArgs.join(' ')}`);
+  say(
+    `settings: ${s.pairs} pairs × ${s.durationSec} s, ${s.connections} connections, warm-up ${s.warmupSec} s, upstream latency ${s.upstreamLatencyMs} ms, ` +
+      `archive ${s.archive.issues} issues / ${s.archive.categories} categories / ${s.archive.contentBytes} B contentHtml`,
+  );
+
+  if (results.cached?.length) {
+    say('');
+    say(`Cached reads — ours = ${s.entry} (NODE_ENV=production), against two bare Hono apps on @hono/node-server answering the same body from a constant:`);
+    say('  base = with Content-Type only; same-hdr = with every header ours sends.');
+    if (meta.nginx) say(`  nginx = ${meta.nginx.version}, proxy_cache, one process, in front of same-hdr: every measured request is a cache hit.`);
+    say(`Each round runs base, same-hdr, ${meta.nginx ? 'nginx, ' : ''}ours in turn.`);
+    say('req/s: median of rounds; p50/p99 (ms): pooled over rounds; ratio: median of per-round ours/reference req/s;');
+    const sideNames = meta.nginx ? 'base/same-hdr/nginx/ours' : 'base/same-hdr/ours';
+    say(`µs CPU/req: server CPU time per answered request (/proc utime+stime), ${sideNames}; srv CPU: % of one core during the run`);
+    const sidesOf = (c) => [c.baseline, c.sameHeaders, ...(c.nginx ? [c.nginx] : []), c.ours];
+    const rows = results.cached.map((c) => [
+      c.scenario,
+      c.bodyBytes ? `${(c.bodyBytes / 1024).toFixed(1)} KB` : '0',
+      fmtInt(c.baseline.rpsMedian),
+      fmtMs(c.baseline.p99Ms),
+      fmtInt(c.sameHeaders.rpsMedian),
+      ...(meta.nginx ? [fmtInt(c.nginx.rpsMedian)] : []),
+      fmtInt(c.ours.rpsMedian),
+      fmtMs(c.ours.p50Ms),
+      fmtMs(c.ours.p99Ms),
+      `${c.ours.errors}/${c.ours.unexpected}`,
+      `${c.medianRatio.toFixed(2)}×`,
+      `${c.medianSameHeadersRatio.toFixed(2)}×`,
+      ...(meta.nginx ? [`${c.medianNginxRatio.toFixed(2)}×`] : []),
+      sidesOf(c).map((side) => fmtInt(side.serverCpuUsPerRequest)).join('/'),
+      `${sidesOf(c).map((side) => fmtInt(side.serverCpuPct)).join('/')}%`,
+    ]);
+    const headers = ['scenario', 'body', 'base req/s', 'p99', 'same-hdr req/s', ...(meta.nginx ? ['nginx req/s'] : []), 'ours req/s', 'p50', 'p99'];
+    headers.push('err/non-2xx', 'vs base', 'vs same-hdr', ...(meta.nginx ? ['vs nginx'] : []), 'µs CPU/req', 'srv CPU');
+    say(table(headers, rows, headers.map((_, i) => i > 0)));
+    const unsaturated = results.cached.filter((c) => c.baseline.serverCpuPct < 90);
+    if (unsaturated.length) {
+      const loadBound = unsaturated.filter((c) => c.baseline.loadCpuPct >= 80);
+      say(
+        `note: the baseline server used < 90% of its core in ${unsaturated.map((c) => c.id).join(', ')}` +
+          (loadBound.length
+            ? `; the load generator was near a full core in ${loadBound.map((c) => c.id).join(', ')}, so it may be the limit there, which pulls ratios towards 1${meta.loadTool === 'autocannon' ? ' (try BENCH_TOOL=wrk)' : ''}.`
+            : '; other processes on this machine probably competed for the CPU.'),
+      );
+    }
+    const bytes = results.cached[0];
+    say(
+      `response size incl. headers (${bytes.scenario}): ours ${fmtInt(bytes.ours.bytesPerResponse)} B (${bytes.responseHeaderNames.ours.length} headers), ` +
+        `baseline ${fmtInt(bytes.baseline.bytesPerResponse)} B (${bytes.responseHeaderNames.baseline.length} headers)`,
+    );
+  }
+
+  if (results.subscribe) {
+    const r = results.subscribe;
+    say('');
+    say(`POST /api/subscribe — ${r.connections} connections, simulated upstream ${r.simulatedLatencyMs} ms; ${r.emails}`);
+    say(
+      table(
+        ['scenario', 'req/s', 'p50', 'p99', 'err/non-2xx', 'upstream calls', 'p50 − latency', 'p50 − direct p50', 'p99 − direct p99'],
+        [
+          [
+            'POST /api/subscribe',
+            fmtInt(r.rps),
+            fmtMs(r.p50Ms),
+            fmtMs(r.p99Ms),
+            `${r.errors}/${r.unexpected}`,
+            `${fmtInt(r.upstreamCalls)} / ${fmtInt(r.requests)} req`,
+            `${fmtMs(r.overheadP50Ms)} ms`,
+            `${fmtMs(r.overheadOverDirectP50Ms)} ms`,
+            `${fmtMs(r.overheadOverDirectP99Ms)} ms`,
+          ],
+          ['(direct to the simulator)', fmtInt(r.directUpstream.rps), fmtMs(r.directUpstream.p50Ms), fmtMs(r.directUpstream.p99Ms), '', '', '', '', ''],
+        ],
+        [false, true, true, true, true, true, true, true, true],
+      ),
+    );
+  }
+
+  const lines = [];
+  if (results.stampede) {
+    const r = results.stampede;
+    lines.push([
+      'stampede',
+      `${r.requests} concurrent cold requests for one slug → ${r.upstreamCalls} upstream call(s); statuses ${JSON.stringify(r.statuses)}, ` +
+        `X-Cache ${JSON.stringify(r.cacheStates)}; upstream ${r.upstreamLatencyMs} ms; p50 ${fmtMs(r.p50Ms, 0)} ms, slowest ${fmtMs(r.maxMs, 0)} ms`,
+    ]);
+  }
+  if (results.slugScan) {
+    const r = results.slugScan;
+    lines.push([
+      'slug scan',
+      `${fmtInt(r.slugs)} distinct unknown slugs${r.stoppedByTimeCap ? ` (of ${fmtInt(r.slugsPlanned)}: time cap)` : ''} → ${fmtInt(r.upstreamCalls)} upstream calls; ` +
+        `${fmtInt(r.rps)} req/s, ${fmtInt(r.serverCpuUsPerRequest)} µs server CPU per miss, ${JSON.stringify(r.statuses)}`,
+    ]);
+    lines.push([
+      '',
+      `heapUsed after gc ${fmtMiB(r.heapUsedMiB.before)} → ${fmtMiB(r.heapUsedMiB.after)} (${r.heapUsedMiB.growth >= 0 ? '+' : ''}${r.heapUsedMiB.growth.toFixed(1)}); ` +
+        `RSS ${fmtMiB(r.rssMiB.before)} → ${fmtMiB(r.rssMiB.after)} (peak ${fmtMiB(r.rssMiB.peak)}); ` +
+        `the last ${fmtInt(r.repeatOfLastSlugs.slugs)} slugs again → ${r.repeatOfLastSlugs.upstreamCalls} upstream calls`,
+    ]);
+  }
+  if (results.stale) {
+    const r = results.stale;
+    lines.push([
+      'stale serve',
+      `TTL 1 s, upstream ${r.upstreamLatencyMs} ms: ${r.staleResponses} × STALE; client-side p50 ${fmtMs(r.p50Ms, 3)} ms, p99 ${fmtMs(r.p99Ms, 3)} ms, max ${fmtMs(r.maxMs, 3)} ms` +
+        (r.serverSide ? `; server-side (access log) p50 ${fmtMs(r.serverSide.p50Ms, 1)}, p99 ${fmtMs(r.serverSide.p99Ms, 1)}, max ${fmtMs(r.serverSide.maxMs, 1)} ms` : ''),
+    ]);
+    lines.push([
+      '',
+      `other answers ${JSON.stringify(r.otherResponses)}; upstream calls meanwhile (background refreshes) ${JSON.stringify(r.upstreamCallsDuringWindow)}`,
+    ]);
+  }
+  if (lines.length) {
+    say('');
+    say('Cache behaviour');
+    for (const [name, text] of lines) say(`  ${pad(name, 12)}${text}`);
+  }
+
+  if (meta.oursAccessLog) {
+    say('');
+    say(
+      (meta.oursAccessLog.sink === 'null'
+        ? 'BFF stdout (access log) went to /dev/null; '
+        : `BFF stdout (access log) during the run: ${fmtInt(meta.oursAccessLog.lines)} lines, ${fmtInt(meta.oursAccessLog.bytes)} bytes (${
+            meta.oursAccessLog.sink === 'file' ? 'written to a file, counted afterwards' : 'piped to the bench and counted'
+          }); `) +
+        `RSS ${fmtMiB(meta.oursStartRssMiB)} at start → ${fmtMiB(meta.oursEndRss?.rssMiB)} at end`,
+    );
+  }
+
+  if (results.targets.length) {
+    say('');
+    say('Targets (issue 7)');
+    say(table(['target', 'measured', 'met'], results.targets.map((t) => [t.target, t.value, t.met ? 'yes' : 'NO']), [false, true, false]));
+  }
+}

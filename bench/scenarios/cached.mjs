@@ -1,0 +1,160 @@
+// The cached reads (issues, deep, slug, categories, 304): ours against the references — bare Hono
+// with Content-Type only, bare Hono with every header ours sends, and nginx proxy_cache when
+// installed — in alternating rounds, after checking that all of them answer the same bytes.
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { get } from '../lib/http.mjs';
+import { freePort, profArgs, runLoad, startNginx, startServerProcess } from '../lib/processes.mjs';
+import { benchDir, env, HOST, nginxPath, settings } from '../lib/settings.mjs';
+import { median, progress, stripHistogram, summarizeSide } from '../lib/stats.mjs';
+
+/** The five cached scenarios, in the order they run; `newest` is the newest issue's slug. */
+export function cachedScenarioList(newest) {
+  return [
+    { id: 'issues', name: 'GET /api/issues (default page)', path: '/api/issues' },
+    { id: 'deep', name: 'GET /api/issues deep page', path: '/api/issues?offset=200&limit=50' },
+    { id: 'slug', name: 'GET /api/issues/:slug', path: `/api/issues/${newest}` },
+    { id: 'categories', name: 'GET /api/categories', path: '/api/categories' },
+    { id: '304', name: 'GET /api/issues/:slug → 304', path: `/api/issues/${newest}`, revalidate: true },
+  ];
+}
+
+/**
+ * Measures `scenarios` on `ours` (already started) against the references, filling
+ * `results.cached` and the call counts in `results.meta`.
+ */
+export async function runCachedScenarios({ sim, agent, servers, results }, ours, scenarios) {
+  const { responses, responsesWithHeaders } = await warmOurs(agent, ours, scenarios);
+  results.meta.callsAfterWarmUp = sim.counts();
+  const baseline = await startBaseline(servers, 'baseline', responses);
+  const sameHeaders = await startBaseline(servers, 'baseline-same-headers', responsesWithHeaders);
+  let nginx;
+  if (nginxPath) {
+    nginx = await startNginxReference(agent, servers, sameHeaders, scenarios);
+    results.meta.nginx = { binary: nginxPath, version: spawnSync(nginxPath, ['-v'], { encoding: 'utf8' }).stderr.trim() };
+  }
+  await checkSameAnswers(agent, ours, baseline, [baseline, sameHeaders, ...(nginx ? [nginx] : [])], scenarios);
+
+  results.cached = [];
+  for (const scenario of scenarios) results.cached.push(await measureCachedScenario(scenario, { baseline, sameHeaders, nginx, ours }));
+  results.meta.callsAfterCachedScenarios = sim.counts();
+}
+
+/** Warms every path on ours; what it answers becomes the baselines' constants. */
+async function warmOurs(agent, ours, scenarios) {
+  const responses = {};
+  const responsesWithHeaders = {};
+  for (const scenario of scenarios) {
+    const first = await get(agent, ours.url + scenario.path);
+    const second = await get(agent, ours.url + scenario.path);
+    if (first.status !== 200 || second.status !== 200) {
+      throw new Error(`warm-up of ${scenario.path} answered ${first.status}/${second.status}: ${second.body.slice(0, 200)}`);
+    }
+    if (second.headers['x-cache'] !== 'HIT') throw new Error(`${scenario.path} is not cached (X-Cache: ${second.headers['x-cache']})`);
+    scenario.bodyBytes = Buffer.byteLength(second.body);
+    scenario.etag = second.headers.etag;
+    scenario.oursHeaderCount = Object.keys(second.headers).length;
+    const allHeaders = {};
+    for (const [name, value] of Object.entries(second.headers)) {
+      if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)) allHeaders[name] = value;
+    }
+    const etag = responses[scenario.path]?.etag || scenario.revalidate ? { etag: second.headers.etag } : {};
+    responses[scenario.path] = { body: second.body, contentType: second.headers['content-type'], ...etag };
+    responsesWithHeaders[scenario.path] = { ...responses[scenario.path], headers: allHeaders };
+    if (scenario.revalidate) {
+      const revalidated = await get(agent, ours.url + scenario.path, { headers: { 'If-None-Match': scenario.etag } });
+      if (revalidated.status !== 304) throw new Error(`If-None-Match on ${scenario.path} answered ${revalidated.status}, not 304`);
+    }
+  }
+  return { responses, responsesWithHeaders };
+}
+
+/** A bare-Hono baseline (bench/baseline-server.mjs) answering `constants`, one body per path. */
+async function startBaseline(servers, name, constants) {
+  const file = join(tmpdir(), `newsletter-bff-bench-${name}-${process.pid}.json`);
+  writeFileSync(file, JSON.stringify(constants));
+  const port = await freePort();
+  const server = await startServerProcess({
+    name,
+    nodeArgs: profArgs(name),
+    script: join(benchDir, 'baseline-server.mjs'),
+    scriptArgs: [file],
+    env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(port), HOST },
+  });
+  servers.push(server);
+  rmSync(file, { force: true });
+  return server;
+}
+
+/** nginx proxy_cache in front of the same-headers baseline, with every path already cached. */
+async function startNginxReference(agent, servers, sameHeaders, scenarios) {
+  progress(`starting nginx proxy_cache (${nginxPath}) in front of the same-headers baseline`);
+  const nginx = await startNginx(sameHeaders.url);
+  servers.push(nginx);
+  for (const scenario of scenarios) {
+    await get(agent, nginx.url + scenario.path);
+    const second = await get(agent, nginx.url + scenario.path);
+    if (second.headers['x-cache'] !== 'HIT') throw new Error(`nginx does not cache ${scenario.path} (X-Cache: ${second.headers['x-cache']})`);
+  }
+  return nginx;
+}
+
+/** Same bytes, same Content-Type: checked, not assumed. */
+async function checkSameAnswers(agent, ours, baseline, references, scenarios) {
+  for (const scenario of scenarios) {
+    const headers = scenario.revalidate ? { 'If-None-Match': scenario.etag } : {};
+    const a = await get(agent, ours.url + scenario.path, { headers });
+    for (const server of references) {
+      const b = await get(agent, server.url + scenario.path, { headers });
+      if (a.status !== b.status || a.body !== b.body || a.headers['content-type'] !== b.headers['content-type']) {
+        throw new Error(`${server.name} does not answer ${scenario.path} like the BFF (${a.status}/${b.status})`);
+      }
+      if (server === baseline) scenario.baselineResponseHeaderNames = Object.keys(b.headers);
+    }
+    scenario.oursResponseHeaderNames = Object.keys(a.headers);
+  }
+}
+
+/** `settings.pairs` rounds of base, same-hdr, nginx (when running) and ours, then their summaries and ratios. */
+async function measureCachedScenario(scenario, { baseline, sameHeaders, nginx, ours }) {
+  const runs = { baseline: [], sameHeaders: [], ...(nginx ? { nginx: [] } : {}), ours: [] };
+  const sides = [['baseline', baseline], ['sameHeaders', sameHeaders], ...(nginx ? [['nginx', nginx]] : []), ['ours', ours]];
+  for (let pair = 0; pair < settings.pairs; pair += 1) {
+    for (const [side, server] of sides) {
+      progress(`${scenario.name}: pair ${pair + 1}/${settings.pairs}, ${side}`);
+      const run = await runLoad({
+        tool: settings.tool,
+        url: server.url + scenario.path,
+        headers: scenario.revalidate ? { 'If-None-Match': scenario.etag } : {},
+        connections: settings.connections,
+        durationSec: settings.durationSec,
+        warmupSec: pair === 0 ? settings.warmupSec : 0,
+        expectStatus: scenario.revalidate ? 304 : 200,
+        serverPid: server.pid,
+      });
+      runs[side].push(run);
+    }
+  }
+  const ratios = runs.ours.map((run, i) => run.rps / runs.baseline[i].rps);
+  const sameHeadersRatios = runs.ours.map((run, i) => run.rps / runs.sameHeaders[i].rps);
+  const nginxRatios = nginx ? runs.ours.map((run, i) => run.rps / runs.nginx[i].rps) : undefined;
+  return {
+    id: scenario.id,
+    scenario: scenario.name,
+    path: scenario.path,
+    requestHeaders: scenario.revalidate ? { 'If-None-Match': scenario.etag } : {},
+    bodyBytes: scenario.revalidate ? 0 : scenario.bodyBytes,
+    baseline: summarizeSide(runs.baseline),
+    sameHeaders: summarizeSide(runs.sameHeaders),
+    ours: summarizeSide(runs.ours),
+    ratios,
+    medianRatio: median(ratios),
+    sameHeadersRatios,
+    medianSameHeadersRatio: median(sameHeadersRatios),
+    ...(nginx ? { nginx: summarizeSide(runs.nginx), nginxRatios, medianNginxRatio: median(nginxRatios) } : {}),
+    responseHeaderNames: { ours: scenario.oursResponseHeaderNames, baseline: scenario.baselineResponseHeaderNames },
+    runs: Object.fromEntries(Object.entries(runs).map(([side, list]) => [side, list.map(stripHistogram)])),
+  };
+}
