@@ -3,7 +3,7 @@ import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
 import { parseHttpUrl } from './origins.js';
 import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';
 
-/** The parsed configuration: PRODUCT.md "Configuration", plus the few knobs the README lists. */
+/** The parsed configuration: docs/contract.md "Configuration", plus the few knobs the README lists. */
 export interface Config {
   /** `upstream` talks to the configured service; `demo` to the embedded sample publication. */
   mode: 'upstream' | 'demo';
@@ -64,7 +64,7 @@ function wholeNumberVariable(min: number, max: number, fallback: number) {
 export const MIN_API_KEY_LENGTH = 8;
 
 const ConfigSchema = z.object({
-  // Validated for shape only; its value never appears in a message (PRODUCT.md: never echo the secret).
+  // Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
   NEWSLETTER_API_KEY: preprocess(
     blankToUndefined,
     z.optional(

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
-/** The error codes of PRODUCT.md ("Errors we return"), with their HTTP status. */
+/** The error codes of docs/contract.md ("Errors we return"), with their HTTP status. */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 422,
   NOT_FOUND: 404,
@@ -67,7 +67,7 @@ export class ApiError extends Error {
   }
 }
 
-/** The body of an error response, exactly as PRODUCT.md shapes it. */
+/** The body of an error response, exactly as docs/contract.md shapes it. */
 export function errorEnvelope(error: ApiError): {
   ok: false;
   error: { code: ErrorCode; message: string; details?: ValidationIssue[] };

@@ -35,7 +35,7 @@ export function ifNoneMatchMatches(header: string | undefined, etag: string): bo
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
 
-/** `Cache-Control` of public GET successes (PRODUCT.md "Caching"). */
+/** `Cache-Control` of public GET successes (docs/contract.md "Caching"). */
 export function publicCacheControl(ttlSeconds: number, staleWhileRevalidate: number, staleIfError: number): string {
   return `public, max-age=${ttlSeconds}, stale-while-revalidate=${staleWhileRevalidate}, stale-if-error=${staleIfError}`;
 }

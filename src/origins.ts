@@ -1,5 +1,5 @@
 /**
- * The browser origins this service answers (PRODUCT.md `ALLOWED_ORIGINS`): the listed ones,
+ * The browser origins this service answers (docs/contract.md `ALLOWED_ORIGINS`): the listed ones,
  * any with `*`, and always the service's own origin (a page it serves posting to itself).
  */
 export function createOriginPolicy(allowed: '*' | readonly string[]) {

@@ -61,10 +61,12 @@ export interface ResponseHeadersOptions {
 
 /**
  * Puts every header a response needs — security headers, `X-Request-Id`, the CORS grant —
- * into one plain record before the handler runs. Hono's `secureHeaders()`, `requestId()` and
- * `cors()` set them on `c.res` after it instead, which makes @hono/node-server materialize and
- * stream the response: a cached hit ran at 0.15× a bare Hono app. Cached reads are built with
- * the record by `respond` and left untouched; every other response gets the headers set here.
+ * into one plain record before the handler runs. Why not Hono's own (README "Dependencies"):
+ * `cors()` writes to `c.res` before the handler, so Hono rebuilds the response from its body
+ * stream and @hono/node-server leaves its fast path; `requestId()`'s `c.header()` is lost on a
+ * handler's own `Response`; `secureHeaders()` costs a layer for headers this record already has.
+ * Cached reads are built with the record by `respond` and left untouched; every other response
+ * gets the headers set here.
  */
 export function createResponseHeaders(options: ResponseHeadersOptions): MiddlewareHandler {
   const { allowedOrigins, origins, siteSecurityHeaders, generateId = () => crypto.randomUUID() } = options;

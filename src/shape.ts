@@ -3,7 +3,7 @@ import { SLUG_PATTERN } from './slug.js';
 import type { UpstreamCategory, UpstreamIssue } from './upstream/schemas.js';
 
 /**
- * The public shapes of PRODUCT.md, built field by field from parsed upstream records
+ * The public shapes of docs/contract.md, built field by field from parsed upstream records
  * (an allow-list): stats, audience, createdBy, workspace and account-set ids, contentJson,
  * scheduledFor and upstream ids can never reach a response, whatever the upstream adds.
  */
@@ -26,7 +26,7 @@ export interface IssueDetail extends IssueSummary {
   contentHtml: string | null;
 }
 
-/** The 200 bodies of the four routes (PRODUCT.md "The four public routes"), for typed clients. */
+/** The 200 bodies of the four routes (docs/contract.md "The four public routes"), for typed clients. */
 export interface ArchivePageBody {
   ok: true;
   data: IssueSummary[];

@@ -7,7 +7,7 @@ import type { IssueDetail, IssueSummary, PublicCategory } from '../src/shape.js'
 import { createTestApp } from './helpers.js';
 
 /**
- * The response shapes of PRODUCT.md ("The four public routes"), written out once: strict
+ * The response shapes of docs/contract.md ("The four public routes"), written out once: strict
  * schemas check every real response at run time, and their types are compared with the
  * service's own types at compile time (`npm run typecheck`), so a shape that changes on
  * either side fails here.

@@ -4,7 +4,7 @@
 
 const base = String(window.NEWSLETTER_BFF_URL ?? '').replace(/\/+$/, '');
 
-/** The slug rule of the service (PRODUCT.md "GET /api/issues/:slug"): anything else cannot exist. */
+/** The slug rule of the service (docs/contract.md "GET /api/issues/:slug"): anything else cannot exist. */
 export const SLUG_PATTERN = /^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,198}[A-Za-z0-9])?$/;
 
 /** An absolute or same-origin URL of one of the service's routes. */

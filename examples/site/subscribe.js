@@ -17,7 +17,7 @@
     consent: 'Please tick the box to confirm that you want the newsletter by email.',
     network: 'We could not reach the newsletter service. Check your connection and try again.'
   };
-  // By the service's error code (PRODUCT.md "Errors we return"); anything else gets `other`.
+  // By the service's error code (docs/contract.md "Errors we return"); anything else gets `other`.
   var ERRORS = {
     VALIDATION_ERROR: 'Please check your email address and the consent box, then try again.',
     FORBIDDEN_ORIGIN: 'This page cannot sign you up. Please use the form on our website.',

@@ -47,7 +47,7 @@ function fail(c: Context, status: number, code: string, message: string, details
 }
 
 /**
- * An in-process implementation of the upstream operations we use (upstream-api.md), over a
+ * An in-process implementation of the upstream operations we use (docs/upstream.md), over a
  * sample publication. It plugs in as the injected `fetch`, so demo mode and the tests run the
  * real upstream client, its auth header, URL building and zod parsing included.
  */

@@ -61,7 +61,7 @@ function createArchiveQueryValidator(maxOffset: number): ArchiveQueryValidator {
   };
 }
 
-/** GET /api/issues and GET /api/issues/:slug (PRODUCT.md "The four public routes"). */
+/** GET /api/issues and GET /api/issues/:slug (docs/contract.md "The four public routes"). */
 export function createIssuesRoutes(options: IssuesRoutesOptions) {
   const { reads, cacheControl } = options;
 

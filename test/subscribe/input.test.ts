@@ -151,7 +151,7 @@ describe('POST /api/subscribe', () => {
       expect(calls).toHaveLength(0);
     });
 
-    // Only a form checkbox sends text; a JSON caller must send the boolean (PRODUCT.md "POST /api/subscribe").
+    // Only a form checkbox sends text; a JSON caller must send the boolean (docs/contract.md "POST /api/subscribe").
     it.each(['true', 'on', 'yes', '1', 1])(
       'returns 422 and makes no upstream call when JSON sends optInAttestation as %j instead of true',
       async (value) => {
