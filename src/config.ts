@@ -1,4 +1,4 @@
-import * as z from 'zod/mini';
+import * as z from './zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
 import { parseHttpUrl } from './origins.js';
 import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';

@@ -1,5 +1,5 @@
 // The configured `z` (English messages; see zod.ts).
-import { z } from './zod.js';
+import * as z from './zod.js';
 import { ApiError, type ValidationIssue } from './errors.js';
 
 /**

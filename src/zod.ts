@@ -1,4 +1,4 @@
-import * as z from 'zod/mini';
+import { config } from 'zod/mini';
 import { en } from 'zod/locales';
 
 /*
@@ -11,6 +11,7 @@ import { en } from 'zod/locales';
  * those messages as they were. Only the English map is bundled, not every locale.
  */
 // Registered beside the `z` that schema modules import by name, not in the entries: tests, the bench and any embedder build schemas without an entry, and a module using this `z` cannot miss it.
-z.config(en());
+config(en());
 
-export { z };
+// Re-exported name by name (not as one namespace object) so the Worker bundle keeps tree-shaking zod.
+export * from 'zod/mini';

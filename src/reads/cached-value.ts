@@ -1,4 +1,4 @@
-import * as z from 'zod/mini';
+import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../shape.js';
 import { stringBytes } from './memory-budget.js';
 import type { RenderedJson } from './rendered-json.js';

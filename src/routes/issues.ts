@@ -1,6 +1,6 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import { LRUCache } from 'lru-cache';
-import * as z from 'zod/mini';
+import * as z from '../zod.js';
 import { ApiError } from '../errors.js';
 import { sendRead, waitUntilOf } from '../http.js';
 import type { ArchiveQuery, PublicReads } from '../reads/public-reads.js';

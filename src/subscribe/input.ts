@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import * as z from 'zod/mini';
+import * as z from '../zod.js';
 import { ApiError } from '../errors.js';
 import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
 import { blankToUndefined, parseOrThrow, preprocess } from '../validation.js';

@@ -1,5 +1,5 @@
 // The configured `z`: a body of the wrong shape is described in English words (see zod.ts).
-import { z } from '../zod.js';
+import * as z from '../zod.js';
 
 /**
  * zod schemas of the upstream resources we read (docs/upstream.md "Resources and their fields").

@@ -1,4 +1,4 @@
-import type { z } from '../zod.js';
+import type * as z from '../zod.js';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
   isSuccessStatus,
