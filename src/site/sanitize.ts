@@ -15,8 +15,9 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
     'table', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td', 'caption',
   ],
   allowedAttributes: {
-    a: ['href', 'title'],
-    img: ['src', 'alt', 'title', 'width', 'height'],
+    // rel/target/loading/decoding are set by transformTags below, over whatever the letter said.
+    a: ['href', 'title', 'rel', 'target'],
+    img: ['src', 'alt', 'title', 'width', 'height', 'loading', 'decoding'],
     abbr: ['title'],
     th: ['colspan', 'rowspan', 'scope'],
     td: ['colspan', 'rowspan'],
@@ -29,10 +30,26 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
   nonTextTags: ['script', 'style', 'textarea', 'option', 'noscript', 'title', 'head', 'template', 'svg', 'math'],
   transformTags: {
     // The letter's links lead off the site: a new tab that cannot reach back (window.opener) nor learn the page.
-    a: sanitizeHtml.simpleTransform('a', { rel: 'noopener noreferrer', target: '_blank' }),
-    img: sanitizeHtml.simpleTransform('img', { loading: 'lazy', decoding: 'async' }),
+    a: (tagName, attribs) => ({
+      tagName,
+      attribs: { ...absoluteOnly(attribs, 'href'), ...(attribs.title ? { title: attribs.title } : {}), rel: 'noopener noreferrer', target: '_blank' },
+    }),
+    img: (tagName, attribs) => ({ tagName, attribs: { ...absoluteOnly(attribs, 'src'), loading: 'lazy', decoding: 'async' } }),
   },
+  // An image with no usable source is only a broken box.
+  exclusiveFilter: (frame) => frame.tag === 'img' && !frame.attribs.src,
 };
+
+/**
+ * Keeps `name` only when it is an absolute URL: an email's relative link or image means
+ * nothing on the site and would point at pages that do not exist. (The scheme is checked by
+ * allowedSchemes.)
+ */
+function absoluteOnly(attribs: sanitizeHtml.Attributes, name: string): sanitizeHtml.Attributes {
+  const value = attribs[name];
+  const { [name]: _dropped, ...rest } = attribs;
+  return value !== undefined && /^[a-z][a-z0-9+.-]*:/i.test(value.trim()) ? { ...rest, [name]: value } : rest;
+}
 
 /** The letter's HTML, safe to inline in a page of the site. */
 export function sanitizeLetter(html: string): string {
