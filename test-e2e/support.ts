@@ -151,8 +151,8 @@ export interface RefusingProxy {
 }
 
 /**
- * Keeps every page on loopback: the demo's thumbnails (images.example.com) and anything else
- * off-machine go to a "proxy" that closes each connection at once, so nothing leaves the host
+ * Keeps every page on loopback: anything off-machine (a letter's own links and images) goes
+ * to a "proxy" that closes each connection at once, so nothing leaves the host
  * and nothing waits on DNS. A proxy rather than `context.route()`, because with request
  * interception on, Playwright answers CORS preflights itself and the service's CORS would
  * go untested.
