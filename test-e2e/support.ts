@@ -76,12 +76,14 @@ export interface StaticSite {
   close(): Promise<void>;
 }
 
-const CONTENT_TYPES: Record<string, string> = {
+export const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
   '.png': 'image/png',
   '.svg': 'image/svg+xml',
+  '.xml': 'application/xml; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
 };
 
 /**
@@ -166,7 +168,7 @@ export async function startRefusingProxy(loopbackHosts: string[]): Promise<Refus
   };
 }
 
-function listen(server: Server | NetServer, host: string): Promise<AddressInfo> {
+export function listen(server: Server | NetServer, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, host, () => {
