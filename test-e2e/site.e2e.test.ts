@@ -6,6 +6,7 @@ import {
   buildServer,
   freePort,
   launchBrowser,
+  openVisitorPage,
   SCREENSHOT_DIR,
   startDemoServer,
   startRefusingProxy,
@@ -63,17 +64,8 @@ afterAll(async () => {
   await offMachine?.close();
 });
 
-async function openPage(options: { javaScript?: boolean } = {}): Promise<Page> {
-  const context = await browser.newContext({
-    javaScriptEnabled: options.javaScript ?? true,
-    viewport: { width: 1200, height: 900 },
-    locale: 'en-GB',
-    timezoneId: 'UTC',
-    proxy: offMachine.proxy,
-  });
-  context.setDefaultTimeout(15_000);
-  contexts.push(context);
-  return context.newPage();
+function openPage(options: { javaScript?: boolean } = {}): Promise<Page> {
+  return openVisitorPage(browser, offMachine.proxy, contexts, options.javaScript ?? true);
 }
 
 async function screenshot(target: Page | Locator, name: string): Promise<void> {

@@ -7,6 +7,7 @@ import {
   buildServer,
   freePort,
   launchBrowser,
+  openVisitorPage,
   ROOT,
   SCREENSHOT_DIR,
   startDemoServer,
@@ -51,16 +52,7 @@ afterAll(async () => {
 });
 
 async function openPage(javaScript: boolean): Promise<Page> {
-  const context = await browser.newContext({
-    javaScriptEnabled: javaScript,
-    viewport: { width: 1200, height: 900 },
-    locale: 'en-GB',
-    timezoneId: 'UTC',
-    proxy: offMachine.proxy,
-  });
-  context.setDefaultTimeout(15_000);
-  contexts.push(context);
-  const page = await context.newPage();
+  const page = await openVisitorPage(browser, offMachine.proxy, contexts, javaScript);
   await serveDemoThumbnails(page);
   return page;
 }

@@ -5,7 +5,7 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SITE_DIR = join(ROOT, 'examples', 'site');
@@ -144,6 +144,28 @@ export async function startStaticSite(host: string, bffOrigin: string): Promise<
 /** Chromium with exactly the flags of issue 8; Playwright gives every launch a fresh temporary profile. */
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+}
+
+/**
+ * A page in a fresh context as a visitor has it (1200×900, en-GB, UTC), with every off-machine
+ * request sent to `proxy`. The context goes into `contexts`, for the suite to close after each test.
+ */
+export async function openVisitorPage(
+  browser: Browser,
+  proxy: RefusingProxy['proxy'],
+  contexts: BrowserContext[],
+  javaScript: boolean,
+): Promise<Page> {
+  const context = await browser.newContext({
+    javaScriptEnabled: javaScript,
+    viewport: { width: 1200, height: 900 },
+    locale: 'en-GB',
+    timezoneId: 'UTC',
+    proxy,
+  });
+  context.setDefaultTimeout(15_000);
+  contexts.push(context);
+  return context.newPage();
 }
 
 export interface RefusingProxy {

@@ -1,7 +1,7 @@
 import { renderAtomFeed } from '../feeds/atom.js';
 import { latestSentAt } from '../feeds/options.js';
 import type { IssueDetail, PublicCategory } from '../shape.js';
-import { FEED_PATH, type SiteIdentity } from './layout.js';
+import { FEED_PATH, subscribeFormFrom, type SiteIdentity } from './layout.js';
 import { LETTER_CSS } from './letter-style.js';
 import { renderArchivePage, renderIssuePage, renderNotFoundPage } from './pages.js';
 import { archivePath, createSitePaths, fileOf, isSafeSegment, issuePath } from './paths.js';
@@ -21,8 +21,8 @@ export interface SiteOptions {
   apiUrl: string;
   title: string;
   description: string;
-  /** The example site's assets, copied in: `style.css` and `subscribe.js`. */
-  assets: { styleCss: string; subscribeJs: string };
+  /** The kit's assets: examples/site's `style.css` and `subscribe.js` (copied in), examples/subscribe-form.html (on every page). */
+  assets: { styleCss: string; subscribeJs: string; subscribeFormSnippet: string };
   pageSize?: number;
 }
 
@@ -39,7 +39,12 @@ const EPOCH = '1970-01-01T00:00:00.000Z';
  */
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = createSitePaths(options.siteUrl);
-  const site: SiteIdentity = { title: options.title, description: options.description, apiUrl: options.apiUrl, paths };
+  const site: SiteIdentity = {
+    title: options.title,
+    description: options.description,
+    subscribeForm: subscribeFormFrom(options.assets.subscribeFormSnippet, options.apiUrl, options.title),
+    paths,
+  };
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
   const issues = publication.issues.filter((issue) => isSafeSegment(issue.slug));
   const categories = publication.categories.filter((category) => isSafeSegment(category.slug));

@@ -42,10 +42,11 @@ async function main(): Promise<void> {
     return;
   }
   const started = performance.now();
-  const assets = new URL('../../examples/site/', import.meta.url);
-  const [styleCss, subscribeJs, publication] = await Promise.all([
-    readFile(new URL('style.css', assets), 'utf8'),
-    readFile(new URL('subscribe.js', assets), 'utf8'),
+  const examples = new URL('../../examples/', import.meta.url);
+  const [styleCss, subscribeJs, subscribeFormSnippet, publication] = await Promise.all([
+    readFile(new URL('site/style.css', examples), 'utf8'),
+    readFile(new URL('site/subscribe.js', examples), 'utf8'),
+    readFile(new URL('subscribe-form.html', examples), 'utf8'),
     readPublication({ apiUrl: values.api }),
   ]);
   const files = buildSite(publication, {
@@ -53,7 +54,7 @@ async function main(): Promise<void> {
     apiUrl: values.api,
     title: values.title,
     description: values.description,
-    assets: { styleCss, subscribeJs },
+    assets: { styleCss, subscribeJs, subscribeFormSnippet },
   });
   await writeSite(values.out, files);
   const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);

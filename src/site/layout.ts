@@ -7,8 +7,8 @@ export interface SiteIdentity {
   title: string;
   /** One sentence about it (tagline, default meta description). */
   description: string;
-  /** The service's origin (newsletter-bff), where the subscribe form posts. */
-  apiUrl: string;
+  /** The subscribe form, already pointed at the service (see `subscribeFormFrom`). */
+  subscribeForm: string;
   paths: SitePaths;
 }
 
@@ -60,33 +60,25 @@ ${subscribeBox(site)}
 `;
 }
 
+// The snippet's placeholders: its service address and its name for the publication.
+const SNIPPET_SERVICE = 'https://newsletter-bff.example.com';
+const SNIPPET_NAME = 'of the newsletter.';
+
 /**
- * The subscribe form of examples/subscribe-form.html: a plain post to the service (which
- * answers with a 303 back to this page and #subscribed or #subscribe-error, shown by
- * :target without JavaScript), enhanced by subscribe.js when scripts run.
+ * The subscribe form of examples/subscribe-form.html, pointed at the service and named for
+ * the publication: a plain post (answered with a 303 back to the page and #subscribed or
+ * #subscribe-error, shown by :target without JavaScript), enhanced by subscribe.js.
  */
+export function subscribeFormFrom(snippet: string, apiUrl: string, title: string): string {
+  const form = /<form[\s\S]*<\/form>/.exec(snippet)?.[0];
+  if (!form || !form.includes(SNIPPET_SERVICE)) throw new Error('the subscribe form snippet has no <form> posting to its placeholder address');
+  return form.replaceAll(SNIPPET_SERVICE, escapeHtml(apiUrl.replace(/\/+$/, ''))).replace(SNIPPET_NAME, `of ${escapeHtml(title)}.`);
+}
+
 function subscribeBox(site: SiteIdentity): string {
-  const action = `${site.apiUrl.replace(/\/+$/, '')}/api/subscribe`;
   return `<aside class="subscribe-box" aria-labelledby="subscribe-title">
   <h2 id="subscribe-title">Get the next issue</h2>
   <p>New issues by email. No spam, and you can leave with one click.</p>
-  <form class="subscribe-form" method="post" action="${escapeHtml(action)}" data-newsletter-subscribe>
-    <label for="subscribe-email">Email address</label>
-    <input id="subscribe-email" name="email" type="email" autocomplete="email" spellcheck="false" maxlength="254" required>
-    <div class="subscribe-consent">
-      <input id="subscribe-consent" name="optInAttestation" type="checkbox" value="true" required>
-      <label for="subscribe-consent">Yes, email me each new issue of ${escapeHtml(site.title)}. I can unsubscribe at any time.</label>
-    </div>
-    <div hidden aria-hidden="true" style="position:absolute;left:-10000px;top:auto;width:1px;height:1px;overflow:hidden">
-      <label for="subscribe-website">Leave this field empty</label>
-      <input id="subscribe-website" name="website" type="text" tabindex="-1" autocomplete="off">
-    </div>
-    <button type="submit">Subscribe</button>
-    <noscript>
-      <p class="subscribe-result" id="subscribed">Thank you! You are subscribed. Look out for the next issue in your inbox.</p>
-      <p class="subscribe-result" id="subscribe-error">Sorry, that did not work. Check the address and the consent box, then try again in a minute.</p>
-    </noscript>
-    <p class="subscribe-status" data-subscribe-status role="status" aria-live="polite" style="min-height:4.5em"></p>
-  </form>
+${site.subscribeForm}
 </aside>`;
 }

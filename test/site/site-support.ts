@@ -12,9 +12,11 @@ export const SITE_URL = 'https://news.example.com/letters/';
 export const API_URL = 'https://bff.example.com';
 
 export async function siteAssets(): Promise<SiteOptions['assets']> {
-  const dir = new URL('../../examples/site/', import.meta.url);
-  const [styleCss, subscribeJs] = await Promise.all([readFile(new URL('style.css', dir), 'utf8'), readFile(new URL('subscribe.js', dir), 'utf8')]);
-  return { styleCss, subscribeJs };
+  const dir = new URL('../../examples/', import.meta.url);
+  const [styleCss, subscribeJs, subscribeFormSnippet] = await Promise.all(
+    ['site/style.css', 'site/subscribe.js', 'subscribe-form.html'].map((name) => readFile(new URL(name, dir), 'utf8')),
+  );
+  return { styleCss: styleCss!, subscribeJs: subscribeJs!, subscribeFormSnippet: subscribeFormSnippet! };
 }
 
 export function siteOptions(assets: SiteOptions['assets']): SiteOptions {
