@@ -47,7 +47,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   };
   const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
   const issues = publication.issues.filter((issue) => isSafeSegment(issue.slug));
-  const categories = publication.categories.filter((category) => isSafeSegment(category.slug));
+  const categories = withIssueCategories(publication.categories, issues).filter((category) => isSafeSegment(category.slug));
   const files = new Map<string, string>();
   const sitemap: SitemapEntry[] = [];
 
@@ -74,10 +74,9 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     }
   }
 
-  const categorySlugs = new Set(categories.map((category) => category.slug));
   for (const issue of issues) {
     const path = issuePath(issue.slug);
-    files.set(fileOf(path), renderIssuePage(site, issue, issue.category !== null && categorySlugs.has(issue.category.slug)));
+    files.set(fileOf(path), renderIssuePage(site, issue));
     sitemap.push({ loc: paths.absolute(path), lastmod: issue.sentAt });
   }
 
@@ -98,4 +97,17 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   files.set('style.css', options.assets.styleCss + LETTER_CSS);
   files.set('subscribe.js', options.assets.subscribeJs);
   return files;
+}
+
+/**
+ * The categories route's list, plus any category an issue names that it lacks (each gets its
+ * page, so a category link never leads nowhere), in the route's order with additions by name.
+ */
+function withIssueCategories(listed: readonly PublicCategory[], issues: readonly IssueDetail[]): PublicCategory[] {
+  const bySlug = new Map(listed.map((category) => [category.slug, category]));
+  const added = new Map<string, PublicCategory>();
+  for (const { category } of issues) {
+    if (category && !bySlug.has(category.slug) && !added.has(category.slug)) added.set(category.slug, category);
+  }
+  return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
 }

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { buildSite } from './build.js';
+import { createSitePaths } from './paths.js';
 import { readPublication } from './read.js';
 import { siteDigest, writeSite } from './write.js';
 
@@ -41,6 +42,8 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  // A bad --site-url fails before anything is read.
+  createSitePaths(values['site-url']);
   const started = performance.now();
   const examples = new URL('../../examples/', import.meta.url);
   const [styleCss, subscribeJs, subscribeFormSnippet, publication] = await Promise.all([

@@ -82,7 +82,7 @@ function metaLine(site: SiteIdentity, issue: IssueSummary): string {
 }
 
 /** One issue: its head tags, and the letter's sanitised HTML inline (indexable, readable without JavaScript). */
-export function renderIssuePage(site: SiteIdentity, issue: IssueDetail, categoryHasPage: boolean): string {
+export function renderIssuePage(site: SiteIdentity, issue: IssueDetail): string {
   const url = site.paths.absolute(issuePath(issue.slug));
   const letter = issue.contentHtml ? withoutLeadingTitle(sanitizeLetter(issue.contentHtml), issue.subject) : '';
   const description = truncate(issue.previewText || letterText(letter) || site.description, DESCRIPTION_MAX);
@@ -98,12 +98,11 @@ export function renderIssuePage(site: SiteIdentity, issue: IssueDetail, category
     },
     'article',
   );
-  const meta = categoryHasPage ? metaLine(site, issue) : metaLine(site, { ...issue, category: null });
   const main = `<div class="issue-page">
 <p class="back"><a href="${escapeHtml(site.paths.href(''))}">← All issues</a></p>
 <article class="issue" aria-labelledby="issue-title">
 <header class="issue-header">
-${meta}
+${metaLine(site, issue)}
 <h1 id="issue-title">${escapeHtml(issue.subject)}</h1>
 ${issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` : ''}
 </header>

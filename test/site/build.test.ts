@@ -167,3 +167,20 @@ describe('a letter with hostile HTML', () => {
     expect(parseFeed(files.get('feed.xml')!).items[0]!.title).toBe(issue.subject);
   });
 });
+
+describe('a publication whose issues name a category the categories route does not list', () => {
+  it('gives that category its page too, so no category link leads nowhere', () => {
+    const issue: IssueDetail = {
+      slug: 'orphan',
+      subject: 'Orphan',
+      previewText: 'p',
+      thumbnailUrl: null,
+      sentAt: '2026-01-01T09:00:00.000Z',
+      category: { name: 'Unlisted', slug: 'unlisted' },
+      contentHtml: '<p>Hi</p>',
+    };
+    const files = buildSite({ issues: [issue], categories: [{ name: 'Listed', slug: 'listed' }] }, siteOptions(assets));
+    expect(files.has('categories/unlisted/index.html')).toBe(true);
+    expect(all(parseHtml(files.get('index.html')!), '.categories a').map((a) => textContent(a))).toEqual(['All issues', 'Listed', 'Unlisted']);
+  });
+});
