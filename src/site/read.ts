@@ -31,7 +31,11 @@ export class SiteReadError extends Error {
 export async function readPublication(options: ReadOptions): Promise<Publication> {
   const fetch = options.fetch ?? globalThis.fetch;
   const client = hc<AppType>(options.apiUrl.replace(/\/+$/, ''), {
-    fetch: (input: RequestInfo | URL, init?: RequestInit) => fetch(input, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) }),
+    fetch: (input: RequestInfo | URL, init?: RequestInit) =>
+      fetch(input, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) }).catch((error: unknown) => {
+        const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
+        throw new SiteReadError(`could not read ${path} from ${options.apiUrl}: ${(error as Error).message}`, { cause: error });
+      }),
     headers: { Accept: 'application/json' },
   });
 
