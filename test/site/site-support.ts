@@ -4,7 +4,7 @@ import { selectAll, selectOne } from 'css-select';
 import type { Document, Element } from 'domhandler';
 import { parseConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
-import { createServiceForConfig } from '../../src/service.js';
+import { createAppForConfig } from '../../src/service.js';
 import { buildSite, type SiteOptions } from '../../src/site/build.js';
 import { readPublication } from '../../src/site/read.js';
 
@@ -30,7 +30,7 @@ export function siteOptions(assets: SiteOptions['assets']): SiteOptions {
 export function createDemoService() {
   const parsed = parseConfig({});
   if (!parsed.ok || parsed.config.mode !== 'demo') throw new Error('expected the demo configuration');
-  const { app } = createServiceForConfig(parsed.config, { log: silentLogger, clientIp: () => undefined });
+  const { app } = createAppForConfig(parsed.config, { log: silentLogger, clientIp: () => undefined });
   let requests = 0;
   const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
     requests++;
