@@ -1,6 +1,8 @@
 // What a bench run prints: the targets evaluated from the results, then the tables and lines.
 import { fmtInt, fmtMiB, fmtMs, pad, say, table } from './lib/stats.mjs';
 
+const fmtRatio = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '-');
+
 export function evaluateTargets(results) {
   const targets = [];
   for (const c of results.cached ?? []) {
@@ -15,6 +17,18 @@ export function evaluateTargets(results) {
         target: `${c.scenario}: ≥ 0.6× nginx proxy_cache (stretch)`,
         value: `${c.medianNginxRatio.toFixed(2)}×`,
         met: c.medianNginxRatio >= 0.6,
+      });
+    }
+    targets.push({
+      target: `${c.scenario}: CPU/request ≤ 1.1× bare Hono's (stretch: ≤ 1×)`,
+      value: `${fmtRatio(c.medianCpuRatios.baseline)} (${fmtMs(c.ours.serverCpuUsPerRequest, 1)} / ${fmtMs(c.baseline.serverCpuUsPerRequest, 1)} µs)`,
+      met: c.medianCpuRatios.baseline <= 1.1,
+    });
+    if (c.nginx) {
+      targets.push({
+        target: `${c.scenario}: CPU/request ≤ 1.5× nginx proxy_cache's`,
+        value: `${fmtRatio(c.medianCpuRatios.nginx)} (${fmtMs(c.ours.serverCpuUsPerRequest, 1)} / ${fmtMs(c.nginx.serverCpuUsPerRequest, 1)} µs)`,
+        met: c.medianCpuRatios.nginx <= 1.5,
       });
     }
     targets.push({ target: `${c.scenario}: p99 ≤ 5 ms at ${results.meta.settings.connections} connections`, value: `${fmtMs(c.ours.p99Ms)} ms`, met: c.ours.p99Ms <= 5 });
@@ -74,7 +88,8 @@ export function report(results) {
     say(`Each round runs base, same-hdr, ${meta.nginx ? 'nginx, ' : ''}ours in turn.`);
     say('req/s: median of rounds; p50/p99 (ms): pooled over rounds; ratio: median of per-round ours/reference req/s;');
     const sideNames = meta.nginx ? 'base/same-hdr/nginx/ours' : 'base/same-hdr/ours';
-    say(`µs CPU/req: server CPU time per answered request (/proc utime+stime), ${sideNames}; srv CPU: % of one core during the run`);
+    say(`µs CPU/req: server CPU time per answered request (/proc utime+stime), ${sideNames}; CPU vs: median of per-round ours/reference µs CPU/req;`);
+    say('srv CPU: % of one core during the run');
     const sidesOf = (c) => [c.baseline, c.sameHeaders, ...(c.nginx ? [c.nginx] : []), c.ours];
     const rows = results.cached.map((c) => [
       c.scenario,
@@ -90,11 +105,13 @@ export function report(results) {
       `${c.medianRatio.toFixed(2)}×`,
       `${c.medianSameHeadersRatio.toFixed(2)}×`,
       ...(meta.nginx ? [`${c.medianNginxRatio.toFixed(2)}×`] : []),
-      sidesOf(c).map((side) => fmtInt(side.serverCpuUsPerRequest)).join('/'),
+      sidesOf(c).map((side) => fmtMs(side.serverCpuUsPerRequest, 1)).join('/'),
+      fmtRatio(c.medianCpuRatios.baseline),
+      ...(meta.nginx ? [fmtRatio(c.medianCpuRatios.nginx)] : []),
       `${sidesOf(c).map((side) => fmtInt(side.serverCpuPct)).join('/')}%`,
     ]);
     const headers = ['scenario', 'body', 'base req/s', 'p99', 'same-hdr req/s', ...(meta.nginx ? ['nginx req/s'] : []), 'ours req/s', 'p50', 'p99'];
-    headers.push('err/non-2xx', 'vs base', 'vs same-hdr', ...(meta.nginx ? ['vs nginx'] : []), 'µs CPU/req', 'srv CPU');
+    headers.push('err/non-2xx', 'vs base', 'vs same-hdr', ...(meta.nginx ? ['vs nginx'] : []), 'µs CPU/req', 'CPU vs base', ...(meta.nginx ? ['CPU vs nginx'] : []), 'srv CPU');
     say(table(headers, rows, headers.map((_, i) => i > 0)));
     const unsaturated = results.cached.filter((c) => c.baseline.serverCpuPct < 90);
     if (unsaturated.length) {
@@ -194,7 +211,7 @@ export function report(results) {
 
   if (results.targets.length) {
     say('');
-    say('Targets (issue 7)');
+    say('Targets');
     say(table(['target', 'measured', 'met'], results.targets.map((t) => [t.target, t.value, t.met ? 'yes' : 'NO']), [false, true, false]));
   }
 }

@@ -3,13 +3,16 @@ import { cors } from 'hono/cors';
 import type { Config } from './config.js';
 import { ApiError, renderError } from './errors.js';
 import { publicCacheControl } from './http.js';
-import { maskEmailsInPath, silentLogger, type Logger } from './log.js';
+import { accessLogMiddleware, createAccessLog } from './access-log.js';
+import { createFreshReplies } from './fresh-replies.js';
+import { silentLogger, type Logger } from './log.js';
 import { createOriginPolicy } from './origins.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
-import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createResponseHeaders } from './response-headers.js';
+import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createHeaderRules, createResponseHeaders } from './response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import { createCategoriesRoutes } from './routes/categories.js';
+import { createArchiveQueries } from './routes/archive-query.js';
 import { createIssuesRoutes } from './routes/issues.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
@@ -42,8 +45,6 @@ const PUBLIC_PATHS = {
   '/api/subscribe': ['POST', 'OPTIONS'],
 } as const;
 
-const MAX_LOGGED_PATH = 200;
-
 /**
  * The example site's pages (demo mode): scripts and styles from this origin only; issue
  * images may come from any https host; issue HTML is shown in a sandboxed iframe.
@@ -59,7 +60,8 @@ const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
 
 /**
  * Creates the whole service from its dependencies: middleware, the four routes and one error
- * path, with the cache counters the Node entry logs on shutdown. No globals.
+ * path, with the cache counters the Node entry logs on shutdown and what Node's fresh-read
+ * path answers with. No globals.
  */
 export function createApp(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger } = deps;
@@ -83,8 +85,16 @@ export function createApp(deps: AppDeps) {
     sharedCache: deps.sharedCache,
   });
 
+  const archiveQueries = createArchiveQueries(config.archiveMaxIssues);
+  const headerRules = createHeaderRules({
+    allowedOrigins: config.allowedOrigins,
+    origins,
+    siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
+  });
+  const logAccess = createAccessLog(log);
+
   const api = new Hono()
-    .route('/', createIssuesRoutes({ reads, cacheControl, maxOffset: config.archiveMaxIssues }))
+    .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries }))
     .route('/', createCategoriesRoutes({ reads, cacheControl }))
     .route(
       '/',
@@ -108,14 +118,7 @@ export function createApp(deps: AppDeps) {
   });
 
   const app = new Hono();
-  app.use(
-    createResponseHeaders({
-      allowedOrigins: config.allowedOrigins,
-      origins,
-      siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
-    }),
-    accessLog(log),
-  );
+  app.use(createResponseHeaders(headerRules), accessLogMiddleware(logAccess));
   for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, preflight);
   const routes = app.route('/api', api);
   for (const [path, allow] of Object.entries(PUBLIC_PATHS)) {
@@ -141,24 +144,14 @@ export function createApp(deps: AppDeps) {
     return renderError(c, new ApiError('INTERNAL_ERROR'));
   });
 
-  return { app: routes, stats: () => reads.stats() };
+  return {
+    app: routes,
+    stats: () => reads.stats(),
+    /** Node's fresh-read path (node-hot-path.ts): the same reads and rules, without the pipeline. */
+    freshReply: createFreshReplies({ reads, archiveQueries, headerRules, cacheControl }),
+    logAccess,
+  };
 }
 
 /** The route types, for `hono/client`'s `hc<AppType>()`. */
 export type AppType = ReturnType<typeof createApp>['app'];
-
-/** One structured line per request: method, path, status, ms, cache state, request id. */
-function accessLog(log: Logger): MiddlewareHandler {
-  return async function logAccess(c, next) {
-    const started = performance.now();
-    await next();
-    log.log('info', 'request', {
-      method: c.req.method,
-      path: maskEmailsInPath(c.req.path.slice(0, MAX_LOGGED_PATH)),
-      status: c.res.status,
-      ms: Math.round((performance.now() - started) * 10) / 10,
-      cache: c.get('cacheState'),
-      requestId: c.get('requestId'),
-    });
-  };
-}

@@ -15,17 +15,33 @@ export type JsonResponse<T> = Response & TypedResponse<T, 200, 'json'>;
 type NotModified = Response & TypedResponse<null, 304, 'body'>;
 
 /**
- * Sends a cached read: its serialized body, strong ETag, `X-Cache` (and `Age` when stale), or 304 when the
- * client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2).
+ * Sends a cached read (see `readReply`) with this request's headers.
  */
 export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string): JsonResponse<T> | NotModified {
-  const { body, etag } = read.rendered;
   c.set('cacheState', read.state);
+  const reply = readReply(read, cacheControl, c.req.header('if-none-match'));
+  return respond(c, reply.body, reply.status, reply.headers) as JsonResponse<T> | NotModified;
+}
+
+/** What a cached read answers, besides the headers every response carries. */
+export interface ReadReply {
+  status: 200 | 304;
+  headers: Record<string, string>;
+  body: string | null;
+}
+
+/**
+ * A cached read's answer: its serialized body, strong ETag, `X-Cache` (and `Age` when stale), or 304
+ * when the client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2). The one rule for
+ * the general pipeline (sendRead) and Node's fresh-read path.
+ */
+export function readReply(read: PublicRead, cacheControl: string, ifNoneMatch: string | undefined): ReadReply {
+  const { body, etag } = read.rendered;
   const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: etag, 'X-Cache': read.state };
   if (read.ageSeconds !== undefined) headers.Age = String(read.ageSeconds);
-  if (ifNoneMatchMatches(c.req.header('if-none-match'), etag)) return respond(c, null, 304, headers) as NotModified;
+  if (ifNoneMatchMatches(ifNoneMatch, etag)) return { status: 304, headers, body: null };
   headers['Content-Type'] = 'application/json';
-  return respond(c, body, 200, headers) as JsonResponse<T>;
+  return { status: 200, headers, body };
 }
 
 /** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */

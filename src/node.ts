@@ -1,11 +1,13 @@
 import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { serveStatic } from '@hono/node-server/serve-static';
+import { createServer } from 'node:http';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
+import { createNodeHotPath } from './node-hot-path.js';
 import { createAppForConfig } from './service.js';
 
 /** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
@@ -20,13 +22,17 @@ function main(): void {
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
   const log = createLogger({ write: writer.write, redact: [config.apiKey] });
-  const { app, stats } = createAppForConfig(config, {
+  const { app, stats, freshReply, logAccess } = createAppForConfig(config, {
     log,
     demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
 
-  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
+  // Fresh cached reads are answered in front of @hono/node-server's listener (node-hot-path.ts).
+  const hotPath = createNodeHotPath({ freshReply, logAccess });
+  const createHotServer = (options: object, listener: Parameters<typeof hotPath.inFrontOf>[0]) =>
+    createServer(options, hotPath.inFrontOf(listener));
+  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port, createServer: createHotServer as typeof createServer }, (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     if (config.mode === 'demo') {
       process.stdout.write(

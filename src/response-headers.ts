@@ -59,27 +59,60 @@ export interface ResponseHeadersOptions {
   generateId?: () => string;
 }
 
+/** What the headers of one request's response depend on, as every entry point can read it. */
+export interface HeaderFacts {
+  path: string;
+  /** The `Origin` request header, if any. */
+  origin: string | undefined;
+  /** This service's own origin as the request reached it; asked only when a grant needs it. */
+  ownOrigin: () => string;
+  /** The request id this response carries (see `requestId`). */
+  requestId: string;
+}
+
 /**
- * Puts every header a response needs — security headers, `X-Request-Id`, the CORS grant —
- * into one plain record before the handler runs. Why not Hono's own (README "Dependencies"):
+ * The headers every response carries besides its own — security headers, `X-Request-Id`, the
+ * CORS grant — for the general pipeline (createResponseHeaders) and Node's fresh-read path alike.
+ */
+export interface HeaderRules {
+  /** An incoming `X-Request-Id` when it is safe to echo, else a new one. */
+  requestId(incoming: string | undefined): string;
+  headersFor(facts: HeaderFacts): Record<string, string>;
+}
+
+export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules {
+  const { allowedOrigins, origins, siteSecurityHeaders, generateId = () => crypto.randomUUID() } = options;
+  // The answer depends on the Origin unless every origin gets the same grant.
+  const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
+  return {
+    requestId: (incoming) => (incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId()),
+    headersFor({ path, origin, ownOrigin, requestId }) {
+      const isApi = siteSecurityHeaders === undefined || path.startsWith('/api/');
+      const grant = isApi ? corsGrant(allowedOrigins, origins, origin, ownOrigin) : undefined;
+      return { ...(isApi ? apiHeaders : siteSecurityHeaders), 'X-Request-Id': requestId, ...grant };
+    },
+  };
+}
+
+/**
+ * Puts every header a response needs (createHeaderRules) into one plain record before the
+ * handler runs. Why not Hono's own (README "Dependencies"):
  * `cors()` writes to `c.res` before the handler, so Hono rebuilds the response from its body
  * stream and @hono/node-server leaves its fast path; `requestId()`'s `c.header()` is lost on a
  * handler's own `Response`; `secureHeaders()` costs a layer for headers this record already has.
  * Cached reads are built with the record by `respond` and left untouched; every other response
  * gets the headers set here.
  */
-export function createResponseHeaders(options: ResponseHeadersOptions): MiddlewareHandler {
-  const { allowedOrigins, origins, siteSecurityHeaders, generateId = () => crypto.randomUUID() } = options;
-  // The answer depends on the Origin unless every origin gets the same grant.
-  const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
-
+export function createResponseHeaders(rules: HeaderRules): MiddlewareHandler {
   return async function setResponseHeaders(c, next) {
-    const incoming = c.req.header('x-request-id');
-    const id = incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId();
+    const id = rules.requestId(c.req.header('x-request-id'));
     c.set('requestId', id);
-    const isApi = siteSecurityHeaders === undefined || c.req.path.startsWith('/api/');
-    const grant = isApi ? corsGrant(c, allowedOrigins, origins) : undefined;
-    const headers: Record<string, string> = { ...(isApi ? apiHeaders : siteSecurityHeaders), 'X-Request-Id': id, ...grant };
+    const headers = rules.headersFor({
+      path: c.req.path,
+      origin: c.req.header('origin'),
+      ownOrigin: () => new URL(c.req.url).origin,
+      requestId: id,
+    });
     c.set('responseHeaders', headers);
 
     await next();
@@ -94,11 +127,10 @@ export function createResponseHeaders(options: ResponseHeadersOptions): Middlewa
   };
 }
 
-/** `Access-Control-Allow-Origin` for an allowed browser origin (echoed, never with credentials). */
-function corsGrant(c: Context, allowedOrigins: '*' | readonly string[], origins: OriginPolicy) {
+/** The CORS grant of a request: `Access-Control-Allow-Origin` for an allowed browser origin (echoed, never with credentials). */
+export function corsGrant(allowedOrigins: '*' | readonly string[], origins: OriginPolicy, origin: string | undefined, ownOrigin: () => string) {
   if (allowedOrigins === '*') return { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
-  const origin = c.req.header('origin');
-  if (!origin || !origins.isAllowed(origin, new URL(c.req.url).origin)) return undefined;
+  if (!origin || !origins.isAllowed(origin, ownOrigin())) return undefined;
   return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 }
 

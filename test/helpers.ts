@@ -119,7 +119,8 @@ export function createTestApp(options: TestAppOptions = {}) {
     log: logs.log,
     clientIp: () => options.clientIp ?? '203.0.113.7',
   });
-  return { app: service.app, stats: service.stats, clock, logs, demo, config, sleeps };
+  const { freshReply, logAccess } = service;
+  return { app: service.app, stats: service.stats, freshReply, logAccess, clock, logs, demo, config, sleeps };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */

@@ -140,6 +140,10 @@ async function measureCachedScenario(scenario, { baseline, sameHeaders, nginx, o
   const ratios = runs.ours.map((run, i) => run.rps / runs.baseline[i].rps);
   const sameHeadersRatios = runs.ours.map((run, i) => run.rps / runs.sameHeaders[i].rps);
   const nginxRatios = nginx ? runs.ours.map((run, i) => run.rps / runs.nginx[i].rps) : undefined;
+  // Server CPU per request, ours over the reference's in the same round: what a request costs,
+  // whatever else the shared machine was doing to the load generator.
+  const cpuRatio = (reference) => runs.ours.map((run, i) => run.serverCpuUsPerRequest / reference[i].serverCpuUsPerRequest);
+  const cpuRatios = { baseline: cpuRatio(runs.baseline), sameHeaders: cpuRatio(runs.sameHeaders), ...(nginx ? { nginx: cpuRatio(runs.nginx) } : {}) };
   return {
     id: scenario.id,
     scenario: scenario.name,
@@ -154,6 +158,8 @@ async function measureCachedScenario(scenario, { baseline, sameHeaders, nginx, o
     sameHeadersRatios,
     medianSameHeadersRatio: median(sameHeadersRatios),
     ...(nginx ? { nginx: summarizeSide(runs.nginx), nginxRatios, medianNginxRatio: median(nginxRatios) } : {}),
+    cpuRatios,
+    medianCpuRatios: Object.fromEntries(Object.entries(cpuRatios).map(([side, list]) => [side, median(list)])),
     responseHeaderNames: { ours: scenario.oursResponseHeaderNames, baseline: scenario.baselineResponseHeaderNames },
     runs: Object.fromEntries(Object.entries(runs).map(([side, list]) => [side, list.map(stripHistogram)])),
   };

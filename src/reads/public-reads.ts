@@ -72,6 +72,15 @@ export interface PublicReads {
   archivePage(query: ArchiveQuery, waitUntil?: WaitUntil): Promise<PublicRead<ArchivePageBody>>;
   issue(slug: string, waitUntil?: WaitUntil): Promise<PublicRead<IssueBody>>;
   categories(waitUntil?: WaitUntil): Promise<PublicRead<CategoriesBody>>;
+  /**
+   * The same three reads when each can be answered at once from a fresh cached copy (a HIT),
+   * synchronously; `undefined` when it would need a load, a render or an error.
+   */
+  fresh: {
+    archivePage(query: ArchiveQuery): PublicRead<ArchivePageBody> | undefined;
+    issue(slug: string): PublicRead<IssueBody> | undefined;
+    categories(): PublicRead<CategoriesBody> | undefined;
+  };
   stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
 }
 
@@ -190,15 +199,28 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
 
+  /** A page of this index already rendered, keyed by its query. */
+  const pageKeyOf = (query: ArchiveQuery) => `${query.limit}:${query.offset}:${query.category ?? ''}`;
+  function renderedPage(index: ArchiveIndex, pageKey: string): RenderedJson | undefined {
+    const cached = pages.get(pageKey);
+    return cached?.index === index ? cached.rendered : undefined;
+  }
+
+  function freshJson<T>(key: string): PublicRead<T> | undefined {
+    return cache.readFresh(key, (value): PublicRead<T> | undefined =>
+      value.kind === 'json' ? { rendered: value.rendered, state: 'HIT' } : undefined,
+    );
+  }
+
   return {
     async archivePage(query, waitUntil) {
       const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil);
       if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
       const { index } = value;
-      const pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`;
-      const cached = pages.get(pageKey);
+      const pageKey = pageKeyOf(query);
       const ageSeconds = ageOf(state, value);
-      if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds };
+      const cached = renderedPage(index, pageKey);
+      if (cached) return { rendered: cached, state, ageSeconds };
       const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
       const envelope: ArchivePageBody = {
         ok: true,
@@ -221,6 +243,17 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil);
       if (!read) throw new Error('categories loader returned nothing');
       return read;
+    },
+
+    fresh: {
+      archivePage(query) {
+        return cache.readFresh(ARCHIVE_KEY, (value): PublicRead<ArchivePageBody> | undefined => {
+          const rendered = value.kind === 'archive' ? renderedPage(value.index, pageKeyOf(query)) : undefined;
+          return rendered && { rendered, state: 'HIT' };
+        });
+      },
+      issue: (slug) => (notFound.has(slug) ? undefined : freshJson(ISSUE_KEY_PREFIX + slug)),
+      categories: () => freshJson(CATEGORIES_KEY),
     },
 
     stats() {

@@ -69,6 +69,12 @@ export interface ReadThroughCache<V> {
    * loaded by the same loader: concurrent reads share the load the first one started.
    */
   read(key: string, load: Loader<V>, waitUntil?: WaitUntil): Promise<ReadResult<V>>;
+  /**
+   * `answer` of the value of `key` when a fresh one is held and `answer` can use it, counted as
+   * a HIT like `read`'s; otherwise `undefined`, and nothing is loaded or counted (the caller
+   * then uses `read`). Synchronous.
+   */
+  readFresh<R>(key: string, answer: (value: V) => R | undefined): R | undefined;
   stats(): CacheStats;
   clear(): void;
 }
@@ -192,6 +198,15 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         counters.misses += 1;
       }
       return { value: entry?.value, state };
+    },
+    readFresh(key, answer) {
+      // allowStale: false answers only what `read` would answer as a hit (by lru-cache's clock,
+      // without a load in flight); the entry's own staleAt must agree, as `read` judges it.
+      const entry = lru.get(key, { allowStale: false });
+      if (entry?.value === undefined || !isFresh(entry.staleAt, now())) return undefined;
+      const answered = answer(entry.value);
+      if (answered !== undefined) counters.hits += 1;
+      return answered;
     },
     stats() {
       return { ...counters, entries: lru.size, bytes: lru.calculatedSize };

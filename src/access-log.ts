@@ -1,0 +1,53 @@
+import type { MiddlewareHandler } from 'hono';
+import { maskEmailsInPath, type Logger } from './log.js';
+import type { CacheState } from './reads/read-through-cache.js';
+
+const MAX_LOGGED_PATH = 200;
+
+/** One answered request, as every entry point knows it. */
+export interface AccessEntry {
+  method: string;
+  /** The request path as routed (no query). */
+  path: string;
+  status: number;
+  /** `performance.now()` when the request arrived. */
+  startedAt: number;
+  cache: CacheState | undefined;
+  requestId: string | undefined;
+}
+
+/**
+ * The one access-log function: one structured line per request (method, path, status, ms,
+ * cache state, request id), called by the general pipeline's middleware and by Node's
+ * fresh-read path alike, so every answered request is logged and counted the same way.
+ */
+export type AccessLog = (entry: AccessEntry) => void;
+
+export function createAccessLog(log: Logger): AccessLog {
+  return function logAccess(entry) {
+    log.log('info', 'request', {
+      method: entry.method,
+      path: maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH)),
+      status: entry.status,
+      ms: Math.round((performance.now() - entry.startedAt) * 10) / 10,
+      cache: entry.cache,
+      requestId: entry.requestId,
+    });
+  };
+}
+
+/** The general pipeline's access log: the request as Hono routed it, logged once answered. */
+export function accessLogMiddleware(logAccess: AccessLog): MiddlewareHandler {
+  return async function logRequest(c, next) {
+    const startedAt = performance.now();
+    await next();
+    logAccess({
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      startedAt,
+      cache: c.get('cacheState'),
+      requestId: c.get('requestId'),
+    });
+  };
+}

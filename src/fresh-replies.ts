@@ -1,0 +1,87 @@
+import { readReply } from './http.js';
+import type { PublicRead, PublicReads } from './reads/public-reads.js';
+import type { HeaderRules } from './response-headers.js';
+import type { ArchiveQueries } from './routes/archive-query.js';
+import { SLUG_PATTERN } from './slug.js';
+
+/** A request as it arrived, before any routing. */
+export interface FreshRequest {
+  method: string;
+  /** The request target as sent: path and query (`/api/issues?limit=5`). */
+  target: string;
+  origin: string | undefined;
+  /** This service's origin as the request reached it; asked only when a CORS grant needs it. */
+  ownOrigin: () => string;
+  requestId: string | undefined;
+  ifNoneMatch: string | undefined;
+  accept: string | undefined;
+}
+
+/** The whole answer to a fresh read: what the general pipeline would answer, byte for byte. */
+export interface FreshReply {
+  status: 200 | 304;
+  headers: Record<string, string>;
+  /** The serialized body; `null` for a 304. */
+  body: string | null;
+  /** The routed path, for the access log. */
+  path: string;
+  requestId: string;
+}
+
+export interface FreshRepliesOptions {
+  reads: PublicReads;
+  archiveQueries: ArchiveQueries;
+  headerRules: HeaderRules;
+  cacheControl: string;
+}
+
+const ISSUES = '/api/issues';
+const ISSUE_PREFIX = '/api/issues/';
+const CATEGORIES = '/api/categories';
+/** Feeds are negotiated on GET /api/issues by `?format=` or `Accept`: the general pipeline decides. */
+const FEED_MEDIA_TYPE = /atom|rss/i;
+
+/**
+ * Answers a GET of the three read routes at once when its answer is a fresh cached
+ * copy, with the rules the general pipeline uses (query memo, header rules, `readReply`); for
+ * anything else — a miss, stale or unknown entry, a query never validated, a feed, a path that
+ * is not exactly one of ours — it returns `undefined` and the general pipeline answers.
+ */
+export function createFreshReplies(options: FreshRepliesOptions): (request: FreshRequest) => FreshReply | undefined {
+  const { reads, archiveQueries, headerRules, cacheControl } = options;
+
+  function freshRead(path: string, search: string): PublicRead | undefined {
+    if (path === ISSUES) {
+      const query = archiveQueries.remembered(search);
+      return query && reads.fresh.archivePage(query);
+    }
+    if (path === CATEGORIES) return reads.fresh.categories();
+    if (!path.startsWith(ISSUE_PREFIX)) return undefined;
+    // The pattern admits no `%`, `/` or `.`: such a path is the one Hono routes, undecoded.
+    const slug = path.slice(ISSUE_PREFIX.length);
+    return SLUG_PATTERN.test(slug) ? reads.fresh.issue(slug) : undefined;
+  }
+
+  return function freshReply(request) {
+    const { method, target } = request;
+    // HEAD is left to the general pipeline: Hono answers it by rebuilding the GET's response
+    // (lower-case header names, no Content-Length), which this path would have to imitate.
+    if (method !== 'GET') return undefined;
+    const at = target.indexOf('?');
+    const path = at === -1 ? target : target.slice(0, at);
+    const search = at === -1 ? '' : target.slice(at + 1);
+    if (search.includes('format') || (request.accept !== undefined && FEED_MEDIA_TYPE.test(request.accept))) return undefined;
+    const read = freshRead(path, search);
+    if (read === undefined) return undefined;
+    const requestId = headerRules.requestId(request.requestId);
+    const base = headerRules.headersFor({ path, origin: request.origin, ownOrigin: request.ownOrigin, requestId });
+    const reply = readReply(read, cacheControl, request.ifNoneMatch);
+    return {
+      status: reply.status,
+      headers: { ...base, ...reply.headers },
+      body: reply.body,
+      path,
+      requestId,
+    };
+  };
+}

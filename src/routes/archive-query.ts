@@ -1,0 +1,54 @@
+import { LRUCache } from 'lru-cache';
+import * as z from '../zod.js';
+import type { ArchiveQuery } from '../reads/public-reads.js';
+import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
+import { firstValue, parseOrThrow, preprocess, wholeNumber } from '../validation.js';
+
+/** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
+const QUERY_MEMO_MAX_ENTRIES = 1024;
+const QUERY_MEMO_MAX_BYTES = 1024 * 1024;
+
+function createArchiveQuerySchema(maxOffset: number) {
+  // Only these three are read: unknown parameters are dropped and never reach a cache key.
+  return z.object({
+    limit: wholeNumber(1, 100, 20, firstValue),
+    offset: wholeNumber(0, maxOffset, 0, firstValue),
+    category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
+  });
+}
+
+/**
+ * The archive query of GET /api/issues, validated once per distinct query string: the result
+ * depends on that string alone, and parsing it with zod on every cached hit cost more than the
+ * rest of the route.
+ */
+export interface ArchiveQueries {
+  /**
+   * The validated query of `search` (the URL's query string without `?`, as the URL holds it);
+   * `parameters` reads its values when it was not validated before. Throws a VALIDATION_ERROR.
+   */
+  validate(search: string, parameters: () => Record<string, string[]>): Readonly<ArchiveQuery>;
+  /** The validated query of `search` if it has been validated before (Node's fresh-read path asks). */
+  remembered(search: string): Readonly<ArchiveQuery> | undefined;
+}
+
+/** @param maxOffset the largest useful offset: the archive never holds more issues than this. */
+export function createArchiveQueries(maxOffset: number): ArchiveQueries {
+  const schema = createArchiveQuerySchema(maxOffset);
+  const memo = new LRUCache<string, Readonly<ArchiveQuery>>({
+    max: QUERY_MEMO_MAX_ENTRIES,
+    maxSize: QUERY_MEMO_MAX_BYTES,
+    sizeCalculation: (_query, search) => 2 * search.length + 64,
+  });
+  return {
+    validate(search, parameters) {
+      let query = memo.get(search);
+      if (query === undefined) {
+        query = Object.freeze(parseOrThrow(schema, parameters()));
+        memo.set(search, query);
+      }
+      return query;
+    },
+    remembered: (search) => memo.get(search),
+  };
+}

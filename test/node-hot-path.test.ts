@@ -1,0 +1,134 @@
+import { getRequestListener } from '@hono/node-server';
+import { createServer, type RequestListener, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeHotPath } from '../src/node-hot-path.js';
+import { createTestApp } from './helpers.js';
+
+const KNOWN_SLUG = 'meet-the-rooftop-beekeepers-of-eastside';
+const ALLOWED = 'https://site.example';
+const HOST = 'bff.example:8443';
+
+interface Row {
+  name: string;
+  method?: string;
+  target: string;
+  headers?: Record<string, string>;
+  /** Whether the hot path answers it (after one request has warmed the cache). */
+  hot: boolean;
+}
+
+/** One HTTP/1.1 request on a fresh loopback socket; resolves with every byte of the answer. */
+function rawRequest(port: number, row: Row): Promise<Buffer> {
+  const headers = { Host: HOST, ...row.headers, Connection: 'close' };
+  const head = `${row.method ?? 'GET'} ${row.target} HTTP/1.1\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    // Written, not ended: the server closes the connection once it has answered (Connection: close).
+    const socket = connect({ host: '127.0.0.1', port }, () => socket.write(head));
+    socket.setTimeout(5000, () => socket.destroy(new Error(`no answer to ${row.name}`)));
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(Buffer.concat(chunks)));
+  });
+}
+
+/** The answer with its `Date` line and a generated request id blanked: the parts that differ by design. */
+function comparable(answer: Buffer, row: Row): string {
+  const text = answer.toString('latin1');
+  const end = text.indexOf('\r\n\r\n');
+  const lines = text.slice(0, end).split('\r\n').filter((line) => !/^date:/i.test(line));
+  const sentId = row.headers?.['X-Request-Id'] !== undefined && /^[\w=-]+$/.test(row.headers['X-Request-Id']);
+  const head = lines.map((line) => (/^x-request-id:/i.test(line) && !sentId ? 'X-Request-Id: <generated>' : line));
+  return `${head.join('\r\n')}\r\n\r\n${text.slice(end + 4)}`;
+}
+
+function listen(listener: RequestListener): Promise<{ server: Server; port: number }> {
+  const server = createServer(listener);
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, port: (server.address() as AddressInfo).port })));
+}
+
+describe('the Node hot path for fresh cached reads', () => {
+  const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED } });
+  const hotPath = createNodeHotPath({ freshReply: service.freshReply, logAccess: service.logAccess });
+  const general = getRequestListener(service.app.fetch);
+  let generalOnly: { server: Server; port: number };
+  let withHotPath: { server: Server; port: number };
+  let etag = '';
+
+  beforeAll(async () => {
+    generalOnly = await listen(general);
+    withHotPath = await listen(hotPath.inFrontOf(general));
+    const answer = (await rawRequest(generalOnly.port, { name: 'etag', target: `/api/issues/${KNOWN_SLUG}`, hot: false })).toString();
+    etag = /\r\nETag: ("[^"]+")/i.exec(answer)?.[1] ?? '';
+  });
+  afterAll(async () => {
+    await Promise.all([generalOnly, withHotPath].map(({ server }) => new Promise((resolve) => server.close(resolve))));
+  });
+
+  const slugPath = `/api/issues/${KNOWN_SLUG}`;
+  const readPaths = ['/api/issues', slugPath, '/api/categories'];
+  const rows: Row[] = [
+    ...readPaths.flatMap((target): Row[] => [
+      { name: `GET ${target} without Origin`, target, hot: true },
+      { name: `GET ${target} from the allowed origin`, target, headers: { Origin: ALLOWED }, hot: true },
+      { name: `GET ${target} from a foreign origin`, target, headers: { Origin: 'https://evil.example' }, hot: true },
+      { name: `GET ${target} from the service's own origin`, target, headers: { Origin: `http://${HOST}` }, hot: true },
+      { name: `HEAD ${target}`, method: 'HEAD', target, hot: false },
+      { name: `HEAD ${target} from the allowed origin`, method: 'HEAD', target, headers: { Origin: ALLOWED }, hot: false },
+      { name: `GET ${target} with a junk query`, target: `${target}?utm_source=x&a=%ZZ`, hot: true },
+      { name: `GET ${target} with a request id to keep`, target, headers: { 'X-Request-Id': 'trace-42' }, hot: true },
+      { name: `GET ${target} with a request id to replace`, target, headers: { 'X-Request-Id': 'not safe!' }, hot: true },
+    ]),
+    { name: 'If-None-Match naming the ETag (304)', target: slugPath, headers: { 'If-None-Match': '<etag>' }, hot: true },
+    { name: 'If-None-Match naming the weak ETag (304)', target: slugPath, headers: { 'If-None-Match': 'W/<etag>' }, hot: true },
+    { name: 'If-None-Match: * (304)', target: '/api/categories', headers: { 'If-None-Match': '*' }, hot: true },
+    { name: 'If-None-Match naming another ETag (200)', target: slugPath, headers: { 'If-None-Match': '"other"' }, hot: true },
+    { name: 'HEAD with If-None-Match naming the ETag (304)', method: 'HEAD', target: slugPath, headers: { 'If-None-Match': '<etag>' }, hot: false },
+    { name: 'an archive page', target: '/api/issues?limit=5&offset=2', hot: true },
+    { name: 'an archive page of one category', target: '/api/issues?category=interviews&limit=3', hot: true },
+    { name: 'an archive query that fails validation', target: '/api/issues?limit=0', hot: false },
+    { name: 'a repeated parameter', target: '/api/issues?limit=2&limit=3', hot: true },
+    { name: 'a feed by ?format=', target: '/api/issues?format=atom', hot: false },
+    { name: 'a feed by Accept', target: '/api/issues', headers: { Accept: 'application/rss+xml' }, hot: false },
+    { name: 'an upper-case route', target: '/API/issues', hot: false },
+    { name: 'an upper-case segment', target: '/api/Issues', hot: false },
+    { name: 'an upper-case slug (unknown)', target: `/api/issues/${KNOWN_SLUG.toUpperCase()}`, hot: false },
+    { name: 'a percent-encoded slug', target: `/api/issues/${KNOWN_SLUG.replace('-', '%2D')}`, hot: false },
+    { name: 'a percent-encoded route', target: '/api/%69ssues', hot: false },
+    { name: 'an encoded slash in the slug', target: '/api/issues/a%2Fb', hot: false },
+    { name: 'a dot segment', target: `/api/x/../issues/${KNOWN_SLUG}`, hot: false },
+    { name: 'a trailing slash', target: '/api/issues/', hot: false },
+    { name: 'an unknown slug', target: '/api/issues/no-such-issue', hot: false },
+    { name: 'an unknown path', target: '/api/nothing-here', hot: false },
+    { name: 'GET of the subscribe route', target: '/api/subscribe', hot: false },
+    { name: 'POST to a read route', method: 'POST', target: '/api/issues', headers: { 'Content-Length': '0' }, hot: false },
+    { name: 'a preflight', method: 'OPTIONS', target: '/api/issues', headers: { Origin: ALLOWED, 'Access-Control-Request-Method': 'GET' }, hot: false },
+    { name: 'an upper-case Host', target: '/api/categories', headers: { Host: 'BFF.example:8443', Origin: 'http://bff.example:8443' }, hot: false },
+    { name: 'a Host with the default port', target: '/api/categories', headers: { Host: 'bff.example:80', Origin: 'http://bff.example' }, hot: false },
+    { name: 'a GET with a body', target: '/api/categories', headers: { 'Content-Length': '2' }, hot: false },
+  ];
+
+  it.each(rows)('answers $name the same on both paths (hot path: $hot)', async (template) => {
+    const row = { ...template, headers: Object.fromEntries(Object.entries(template.headers ?? {}).map(([n, v]) => [n, v.replace('<etag>', etag)])) };
+    await rawRequest(generalOnly.port, row); // warms the cache and the query memo
+    const before = hotPath.served();
+    const logged = service.logs.lines.length;
+    const expected = await rawRequest(generalOnly.port, row);
+    const actual = await rawRequest(withHotPath.port, row);
+    expect(hotPath.served() - before).toBe(row.hot ? 1 : 0);
+    expect(comparable(actual, row)).toBe(comparable(expected, row));
+    // The same access-log line, but for its timing and (generated) request id.
+    const [a, b] = service.logs.entries().slice(logged).map(({ time, ms, requestId, ...rest }) => rest);
+    expect(b).toEqual(a);
+  });
+
+  it('leaves a stale copy to the general pipeline, which refreshes it', async () => {
+    await rawRequest(withHotPath.port, { name: 'warm', target: '/api/categories', hot: true });
+    service.clock.advance((service.config.cacheTtlSeconds + 1) * 1000);
+    const before = hotPath.served();
+    const answer = (await rawRequest(withHotPath.port, { name: 'stale', target: '/api/categories', hot: false })).toString();
+    expect(answer).toMatch(/\r\nX-Cache: STALE\r\n/i);
+    expect(hotPath.served()).toBe(before);
+  });
+});
