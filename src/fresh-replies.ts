@@ -1,5 +1,5 @@
 import { readReply } from './http.js';
-import type { PublicRead, PublicReads } from './reads/public-reads.js';
+import type { PublicRead, PublicReads, RenderedJson } from './reads/public-reads.js';
 import type { HeaderRules } from './response-headers.js';
 import type { ArchiveQueries } from './routes/archive-query.js';
 import { SLUG_PATTERN } from './slug.js';
@@ -21,8 +21,9 @@ export interface FreshRequest {
 export interface FreshReply {
   status: 200 | 304;
   headers: Record<string, string>;
-  /** The serialized body; `null` for a 304. */
-  body: string | null;
+  /** The cached read; its body is sent unless `withBody` is false (a 304). */
+  rendered: RenderedJson;
+  withBody: boolean;
   /** The routed path, for the access log. */
   path: string;
   requestId: string;
@@ -74,14 +75,10 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     const read = freshRead(path, search);
     if (read === undefined) return undefined;
     const requestId = headerRules.requestId(request.requestId);
-    const base = headerRules.headersFor({ path, origin: request.origin, ownOrigin: request.ownOrigin, requestId });
+    const headers = headerRules.headersFor({ path, origin: request.origin, ownOrigin: request.ownOrigin, requestId });
     const reply = readReply(read, cacheControl, request.ifNoneMatch);
-    return {
-      status: reply.status,
-      headers: { ...base, ...reply.headers },
-      body: reply.body,
-      path,
-      requestId,
-    };
+    // In the order `respond` puts them: this request's headers, then the read's own.
+    Object.assign(headers, reply.headers);
+    return { status: reply.status, headers, rendered: read.rendered, withBody: reply.body !== null, path, requestId };
   };
 }

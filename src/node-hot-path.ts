@@ -1,6 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import type { AccessLog } from './access-log.js';
 import type { FreshReply, FreshRequest } from './fresh-replies.js';
+import type { RenderedJson } from './reads/rendered-json.js';
 
 export interface NodeHotPathOptions {
   freshReply: (request: FreshRequest) => FreshReply | undefined;
@@ -24,8 +25,8 @@ const HOST_AS_IS = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 export function createNodeHotPath(options: NodeHotPathOptions) {
   const { freshReply, logAccess } = options;
   let served = 0;
-  /** Body bytes per rendered string: encoded once, not per request. */
-  const encoded = new WeakMap<object, Buffer>();
+  /** The bytes of each rendered body, encoded once rather than per request (kept while the cache holds it). */
+  const encoded = new WeakMap<RenderedJson, Buffer>();
 
   function serveFresh(req: IncomingMessage, res: ServerResponse): boolean {
     const startedAt = performance.now();
@@ -61,16 +62,21 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
   }
 
   function writeReply(res: ServerResponse, reply: FreshReply): void {
-    if (reply.body === null) {
+    if (!reply.withBody) {
       res.writeHead(reply.status, reply.headers);
       res.end();
       return;
     }
+    let body = encoded.get(reply.rendered);
+    if (body === undefined) {
+      body = Buffer.from(reply.rendered.body);
+      encoded.set(reply.rendered, body);
+    }
     // As @hono/node-server writes a body of known length: Node adds Content-Length after its
     // own Date and Connection lines, so the bytes are those of the general pipeline.
-    (res as unknown as { _contentLength: number | null })._contentLength = Buffer.byteLength(reply.body);
+    (res as unknown as { _contentLength: number | null })._contentLength = body.length;
     res.writeHead(reply.status, reply.headers);
-    res.end(reply.body);
+    res.end(body);
   }
 
   return {
