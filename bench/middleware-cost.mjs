@@ -18,7 +18,7 @@ import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
 import { Agent, request } from 'node:http';
 import { createOriginPolicy } from '../dist/origins.js';
-import { CORS_POLICY, createResponseHeaders, respond } from '../dist/response-headers.js';
+import { CORS_POLICY, createHeaderRules, createResponseHeaders, respond } from '../dist/response-headers.js';
 import { median, table } from './lib/stats.mjs';
 
 const ROUNDS = 5;
@@ -53,7 +53,7 @@ const withMiddleware = {
   // requestId() hands its header to c.header(): only c.body()/c.json() carry it, a returned Response drops it.
   'requestId()': appWith(requestId(), (c) => c.body(BODY, 200, CACHED_HEADERS)),
   'cors()': appWith(cors({ origin: allowed, exposeHeaders: CORS_POLICY.exposeHeaders })),
-  'createResponseHeaders (ours)': appWith(createResponseHeaders({ allowedOrigins: allowed, origins: createOriginPolicy(allowed) }), (c) =>
+  'createResponseHeaders (ours)': appWith(createResponseHeaders(createHeaderRules({ allowedOrigins: allowed, origins: createOriginPolicy(allowed) })), (c) =>
     respond(c, BODY, 200, CACHED_HEADERS),
   ),
 };

@@ -1,0 +1,75 @@
+// The CPU a cached hit costs inside the process, without sockets, on each of the BFF's two paths:
+//   npm run build && node bench/in-process.mjs
+// - general: `app.request()` through Hono, the middleware and the route — the whole cost of a
+//   cached hit on Workers, where Node's hot path does not apply (plus workerd's own request and
+//   response handling);
+// - hot path: what Node's hot path computes for the same request (`freshReply`) and the access
+//   log line it writes (`logAccess`), i.e. everything it adds to writing the bytes.
+// The app is the real one (dist/) over the demo upstream, access log on (written to memory).
+// µs of this process's CPU per request, median of ROUNDS rounds. Bounded: ROUNDS × N per measure.
+import { createApp } from '../dist/app.js';
+import { parseConfig } from '../dist/config.js';
+import { createDemoUpstream } from '../dist/demo/demo-upstream.js';
+import { createLogger } from '../dist/log.js';
+import { createUpstreamClient } from '../dist/upstream/newsletter-api.js';
+import { median, table } from './lib/stats.mjs';
+
+const ROUNDS = 5;
+const N = { general: 5_000, hot: 50_000 };
+const ORIGIN = 'https://site.example';
+
+const demo = createDemoUpstream({});
+const parsed = parseConfig({ NEWSLETTER_API_KEY: demo.apiKey, NEWSLETTER_API_BASE_URL: demo.baseUrl, ALLOWED_ORIGINS: ORIGIN });
+if (!parsed.ok) throw new Error(parsed.problems.join('; '));
+const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: demo.apiKey, timeoutMs: 5_000, fetch: demo.fetch });
+let logged = 0;
+const log = createLogger({ write: (line) => (logged += line.length), redact: [demo.apiKey] });
+const service = createApp({ config: parsed.config, upstream, log });
+const slug = (await (await service.app.request('/api/issues?limit=1')).json()).data[0].slug;
+
+const routes = [
+  ['/api/issues', '/api/issues'],
+  ['/api/issues/:slug', `/api/issues/${slug}`],
+];
+
+const cpuUs = () => {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+};
+
+async function measureGeneral(path, headers) {
+  const started = cpuUs();
+  for (let i = 0; i < N.general; i += 1) {
+    const res = await service.app.request(path, { headers });
+    if (res.headers.get('x-cache') !== 'HIT') throw new Error(`${path} is not a cached hit`);
+    await res.arrayBuffer();
+  }
+  return (cpuUs() - started) / N.general;
+}
+
+function measureHot(path, headers) {
+  const request = { method: 'GET', target: path, origin: headers.Origin, ownOrigin: () => 'http://127.0.0.1:8787', requestId: undefined, ifNoneMatch: undefined, accept: undefined };
+  const started = cpuUs();
+  for (let i = 0; i < N.hot; i += 1) {
+    const startedAt = performance.now();
+    const reply = service.freshReply(request);
+    if (reply === undefined) throw new Error(`${path} is not answered by the hot path`);
+    service.logAccess({ method: 'GET', path: reply.path, status: reply.status, startedAt, cache: 'HIT', requestId: reply.requestId });
+  }
+  return (cpuUs() - started) / N.hot;
+}
+
+const rows = [];
+for (const [name, path] of routes) {
+  for (const [origin, headers] of [['no Origin', {}], ['allowed Origin', { Origin: ORIGIN }]]) {
+    await service.app.request(path, { headers });
+    const general = [];
+    const hot = [];
+    for (let round = 0; round < ROUNDS; round += 1) {
+      general.push(await measureGeneral(path, headers));
+      hot.push(measureHot(path, headers));
+    }
+    rows.push([`${name} (${origin})`, median(general).toFixed(1), median(hot).toFixed(1)]);
+  }
+}
+process.stdout.write(`${table(['cached GET', 'general app.request() µs CPU/req', 'hot path freshReply + log µs CPU/req'], rows, [false, true, true])}\n`);
