@@ -1,5 +1,6 @@
 import { readReply } from './http.js';
 import type { PublicRead, PublicReads, RenderedJson } from './reads/public-reads.js';
+import type { CacheState } from './reads/read-through-cache.js';
 import type { HeaderRules } from './response-headers.js';
 import type { ArchiveQueries } from './routes/archive-query.js';
 import { SLUG_PATTERN } from './slug.js';
@@ -24,8 +25,9 @@ export interface FreshReply {
   /** The cached read; its body is sent unless `withBody` is false (a 304). */
   rendered: RenderedJson;
   withBody: boolean;
-  /** The routed path, for the access log. */
+  /** The routed path and the read's cache state, for the access log. */
   path: string;
+  cache: CacheState;
   requestId: string;
 }
 
@@ -79,6 +81,6 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     const reply = readReply(read, cacheControl, request.ifNoneMatch);
     // In the order `respond` puts them: this request's headers, then the read's own.
     Object.assign(headers, reply.headers);
-    return { status: reply.status, headers, rendered: read.rendered, withBody: reply.body !== null, path, requestId };
+    return { status: reply.status, headers, rendered: read.rendered, withBody: reply.body !== null, path, cache: read.state, requestId };
   };
 }
