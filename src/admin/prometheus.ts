@@ -106,32 +106,28 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     registers,
   });
   let cacheStats: (() => CacheFigures) | undefined;
-  new Gauge({
-    name: `${PREFIX}cache_bytes`,
-    help: 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).',
-    labelNames: ['cache'],
-    registers,
-    collect() {
-      const stats = cacheStats?.();
-      if (!stats) return;
-      this.set({ cache: 'upstream_data' }, stats.bytes);
-      this.set({ cache: 'rendered_pages' }, stats.renderedPageBytes);
-      this.set({ cache: 'not_found' }, stats.notFoundBytes);
-    },
-  });
-  new Gauge({
-    name: `${PREFIX}cache_entries`,
-    help: 'Entries held by each in-memory cache.',
-    labelNames: ['cache'],
-    registers,
-    collect() {
-      const stats = cacheStats?.();
-      if (!stats) return;
-      this.set({ cache: 'upstream_data' }, stats.entries);
-      this.set({ cache: 'rendered_pages' }, stats.renderedPages);
-      this.set({ cache: 'not_found' }, stats.notFoundEntries);
-    },
-  });
+  /** A gauge per cache, read from `stats()` at each scrape. */
+  const cacheGauge = (name: string, help: string, pick: (stats: CacheFigures) => [number, number, number]) =>
+    new Gauge({
+      name: `${PREFIX}${name}`,
+      help,
+      labelNames: ['cache'],
+      registers,
+      collect() {
+        const stats = cacheStats?.();
+        if (!stats) return;
+        const [upstreamData, renderedPages, notFound] = pick(stats);
+        this.set({ cache: 'upstream_data' }, upstreamData);
+        this.set({ cache: 'rendered_pages' }, renderedPages);
+        this.set({ cache: 'not_found' }, notFound);
+      },
+    });
+  cacheGauge('cache_bytes', 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).', (stats) => [
+    stats.bytes,
+    stats.renderedPageBytes,
+    stats.notFoundBytes,
+  ]);
+  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', (stats) => [stats.entries, stats.renderedPages, stats.notFoundEntries]);
 
   // Counted from zero: a series that appears only with its first event breaks rate() and alerts.
   for (const result of ['hit', 'miss', 'stale']) cacheReads.inc({ result }, 0);
