@@ -54,7 +54,7 @@ function measureHot(path, headers) {
     const startedAt = performance.now();
     const reply = service.freshReply(request);
     if (reply === undefined) throw new Error(`${path} is not answered by the hot path`);
-    service.logAccess({ method: 'GET', path: reply.path, status: reply.status, startedAt, cache: reply.cache, requestId: reply.requestId });
+    service.logAccess({ method: 'GET', path: reply.path, route: reply.route, status: reply.status, startedAt, cache: reply.cache, requestId: reply.requestId });
   }
   return (cpuUs() - started) / N.hot;
 }

@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { maskEmailsInPath, type Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import type { CacheState } from './reads/read-through-cache.js';
 
 const MAX_LOGGED_PATH = 200;
@@ -9,6 +10,8 @@ export interface AccessEntry {
   method: string;
   /** The request path as routed (no query). */
   path: string;
+  /** The matched route template (`/api/issues/:slug`), if any. */
+  route: string | undefined;
   status: number;
   /** `performance.now()` when the request arrived. */
   startedAt: number;
@@ -18,18 +21,23 @@ export interface AccessEntry {
 
 /**
  * The one access-log function: one structured line per request (method, path, status, ms,
- * cache state, request id), called by the general pipeline's middleware and by Node's
- * fresh-read path alike, so every answered request is logged and counted the same way.
+ * cache state, request id) and its request metric, called by the general pipeline's middleware
+ * and by Node's fresh-read path alike, so every answered request is logged and counted the same way.
  */
 export type AccessLog = (entry: AccessEntry) => void;
 
-export function createAccessLog(log: Logger): AccessLog {
+/** @param routes the route templates a metric may name; any other request counts as `other`. */
+export function createAccessLog(log: Logger, metrics: Metrics, routes: readonly string[]): AccessLog {
+  const known = new Set(routes);
   return function logAccess(entry) {
+    const ms = performance.now() - entry.startedAt;
+    // A route template or `other`: never the raw path, so the label stays a closed set.
+    metrics.request(entry.route !== undefined && known.has(entry.route) ? entry.route : 'other', entry.method, entry.status, ms / 1000);
     log.log('info', 'request', {
       method: entry.method,
       path: maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH)),
       status: entry.status,
-      ms: Math.round((performance.now() - entry.startedAt) * 10) / 10,
+      ms: Math.round(ms * 10) / 10,
       cache: entry.cache,
       requestId: entry.requestId,
     });
@@ -44,6 +52,7 @@ export function accessLogMiddleware(logAccess: AccessLog): MiddlewareHandler {
     logAccess({
       method: c.req.method,
       path: c.req.path,
+      route: c.req.routePath,
       status: c.res.status,
       startedAt,
       cache: c.get('cacheState'),

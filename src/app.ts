@@ -6,6 +6,7 @@ import { publicCacheControl } from './http.js';
 import { accessLogMiddleware, createAccessLog } from './access-log.js';
 import { createFreshReplies } from './fresh-replies.js';
 import { silentLogger, type Logger } from './log.js';
+import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy } from './origins.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
@@ -35,6 +36,8 @@ export interface AppDeps {
   site?: MiddlewareHandler;
   /** A cache tier shared between isolates (Workers' Cache API); none on Node. */
   sharedCache?: SharedTier;
+  /** Told of requests, cache reads and subscribe outcomes (Prometheus on Node; nothing by default). */
+  metrics?: Metrics;
 }
 
 /** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
@@ -64,7 +67,7 @@ const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
  * path answers with. No globals.
  */
 export function createApp(deps: AppDeps) {
-  const { config, upstream, now = Date.now, log = silentLogger } = deps;
+  const { config, upstream, now = Date.now, log = silentLogger, metrics = noopMetrics } = deps;
   const origins = createOriginPolicy(config.allowedOrigins);
   const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
   const reads = createPublicReads({
@@ -83,6 +86,7 @@ export function createApp(deps: AppDeps) {
         hint: 'served but not cached, so every request reads it from the upstream again: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES',
       }),
     sharedCache: deps.sharedCache,
+    metrics,
   });
 
   const archiveQueries = createArchiveQueries(config.archiveMaxIssues);
@@ -91,7 +95,7 @@ export function createApp(deps: AppDeps) {
     origins,
     siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
   });
-  const logAccess = createAccessLog(log);
+  const logAccess = createAccessLog(log, metrics, Object.keys(PUBLIC_PATHS));
 
   const api = new Hono()
     .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries }))
@@ -108,6 +112,7 @@ export function createApp(deps: AppDeps) {
         clientIp: deps.clientIp ?? (() => undefined),
         now,
         log,
+        metrics,
       }),
     );
 

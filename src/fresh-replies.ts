@@ -25,8 +25,9 @@ export interface FreshReply {
   /** The cached read; its body is sent unless `withBody` is false (a 304). */
   rendered: RenderedJson;
   withBody: boolean;
-  /** The routed path and the read's cache state, for the access log. */
+  /** The routed path, its route template and the read's cache state, for the access log. */
   path: string;
+  route: string;
   cache: CacheState;
   requestId: string;
 }
@@ -40,6 +41,7 @@ export interface FreshRepliesOptions {
 
 const ISSUES = '/api/issues';
 const ISSUE_PREFIX = '/api/issues/';
+const ISSUE_ROUTE = '/api/issues/:slug';
 const CATEGORIES = '/api/categories';
 /** Feeds are negotiated on GET /api/issues by `?format=` or `Accept`: the general pipeline decides. */
 const FEED_MEDIA_TYPE = /atom|rss/i;
@@ -53,16 +55,19 @@ const FEED_MEDIA_TYPE = /atom|rss/i;
 export function createFreshReplies(options: FreshRepliesOptions): (request: FreshRequest) => FreshReply | undefined {
   const { reads, archiveQueries, headerRules, cacheControl } = options;
 
-  function freshRead(path: string, search: string): PublicRead | undefined {
-    if (path === ISSUES) {
+  /** The route template of `path` when it is exactly one of the three, as Hono would match it. */
+  function routeOf(path: string): string | undefined {
+    if (path === ISSUES || path === CATEGORIES) return path;
+    // The pattern admits no `%`, `/` or `.`: such a path is the one Hono routes, undecoded.
+    return path.startsWith(ISSUE_PREFIX) && SLUG_PATTERN.test(path.slice(ISSUE_PREFIX.length)) ? ISSUE_ROUTE : undefined;
+  }
+
+  function freshRead(route: string, path: string, search: string): PublicRead | undefined {
+    if (route === ISSUES) {
       const query = archiveQueries.remembered(search);
       return query && reads.fresh.archivePage(query);
     }
-    if (path === CATEGORIES) return reads.fresh.categories();
-    if (!path.startsWith(ISSUE_PREFIX)) return undefined;
-    // The pattern admits no `%`, `/` or `.`: such a path is the one Hono routes, undecoded.
-    const slug = path.slice(ISSUE_PREFIX.length);
-    return SLUG_PATTERN.test(slug) ? reads.fresh.issue(slug) : undefined;
+    return route === CATEGORIES ? reads.fresh.categories() : reads.fresh.issue(path.slice(ISSUE_PREFIX.length));
   }
 
   return function freshReply(request) {
@@ -74,13 +79,14 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     const path = at === -1 ? target : target.slice(0, at);
     const search = at === -1 ? '' : target.slice(at + 1);
     if (search.includes('format') || (request.accept !== undefined && FEED_MEDIA_TYPE.test(request.accept))) return undefined;
-    const read = freshRead(path, search);
-    if (read === undefined) return undefined;
+    const route = routeOf(path);
+    const read = route === undefined ? undefined : freshRead(route, path, search);
+    if (route === undefined || read === undefined) return undefined;
     const requestId = headerRules.requestId(request.requestId);
     const headers = headerRules.headersFor({ path, origin: request.origin, ownOrigin: request.ownOrigin, requestId });
     const reply = readReply(read, cacheControl, request.ifNoneMatch);
     // In the order `respond` puts them: this request's headers, then the read's own.
     Object.assign(headers, reply.headers);
-    return { status: reply.status, headers, rendered: read.rendered, withBody: reply.body !== null, path, cache: read.state, requestId };
+    return { status: reply.status, headers, rendered: read.rendered, withBody: reply.body !== null, path, route, cache: read.state, requestId };
   };
 }

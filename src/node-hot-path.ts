@@ -57,7 +57,7 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
     if (reply === undefined) return false;
     served += 1;
     writeReply(res, reply);
-    logAccess({ method, path: reply.path, status: reply.status, startedAt, cache: reply.cache, requestId: reply.requestId });
+    logAccess({ method, path: reply.path, route: reply.route, status: reply.status, startedAt, cache: reply.cache, requestId: reply.requestId });
     return true;
   }
 

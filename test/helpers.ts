@@ -2,6 +2,7 @@ import { createApp } from '../src/app.js';
 import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
 import { createLogger, type Logger } from '../src/log.js';
+import type { Metrics } from '../src/metrics.js';
 import { createUpstreamClient, type UpstreamClientOptions } from '../src/upstream/newsletter-api.js';
 
 /** A fake key: tests assert it never appears in a response or a log line. */
@@ -79,6 +80,7 @@ export interface TestAppOptions {
   clock?: ReturnType<typeof createFakeClock>;
   clientIp?: string;
   upstreamOptions?: Partial<UpstreamClientOptions>;
+  metrics?: Metrics;
 }
 
 /**
@@ -118,6 +120,7 @@ export function createTestApp(options: TestAppOptions = {}) {
     now: clock.now,
     log: logs.log,
     clientIp: () => options.clientIp ?? '203.0.113.7',
+    metrics: options.metrics,
   });
   const { freshReply, logAccess } = service;
   return { app: service.app, stats: service.stats, freshReply, logAccess, clock, logs, demo, config, sleeps };

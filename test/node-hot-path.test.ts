@@ -4,6 +4,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNodeHotPath } from '../src/node-hot-path.js';
 import { createTestApp } from './helpers.js';
+import { createMetricsRecorder } from './metrics-recorder.js';
 
 const KNOWN_SLUG = 'meet-the-rooftop-beekeepers-of-eastside';
 const ALLOWED = 'https://site.example';
@@ -49,7 +50,8 @@ function listen(listener: RequestListener): Promise<{ server: Server; port: numb
 }
 
 describe('the Node hot path for fresh cached reads', () => {
-  const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED } });
+  const recorder = createMetricsRecorder();
+  const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED }, metrics: recorder.metrics });
   const hotPath = createNodeHotPath({ freshReply: service.freshReply, logAccess: service.logAccess });
   const general = getRequestListener(service.app.fetch);
   let generalOnly: { server: Server; port: number };
@@ -114,13 +116,18 @@ describe('the Node hot path for fresh cached reads', () => {
     await rawRequest(generalOnly.port, row); // warms the cache and the query memo
     const before = hotPath.served();
     const logged = service.logs.lines.length;
+    const reported = recorder.events.length;
     const expected = await rawRequest(generalOnly.port, row);
+    const counted = recorder.events.length;
     const actual = await rawRequest(withHotPath.port, row);
     expect(hotPath.served() - before).toBe(row.hot ? 1 : 0);
     expect(comparable(actual, row)).toBe(comparable(expected, row));
     // The same access-log line, but for its timing and (generated) request id.
     const [a, b] = service.logs.entries().slice(logged).map(({ time, ms, requestId, ...rest }) => rest);
     expect(b).toEqual(a);
+    // The same metrics (a request's duration aside), in the same order.
+    const untimed = (events: unknown[][]) => events.map((event) => (event[0] === 'request' ? event.slice(0, 4) : event));
+    expect(untimed(recorder.events.slice(counted))).toEqual(untimed(recorder.events.slice(reported, counted)));
   });
 
   it('leaves a stale copy to the general pipeline, which refreshes it', async () => {
