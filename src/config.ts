@@ -25,6 +25,8 @@ export interface Config {
   subscribeRedirectUrl: string | undefined;
   honeypotField: string;
   trustProxyHops: number;
+  /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
+  siteIssueUrl: string | undefined;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -33,6 +35,8 @@ export type ConfigResult = { ok: true; config: Config } | { ok: false; problems:
 export type ConfigSource = Readonly<Record<string, unknown>>;
 
 const MIB = 1024 * 1024;
+/** Where SITE_ISSUE_URL takes the issue's slug. */
+export const SLUG_PLACEHOLDER = '{slug}';
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
 const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
 
@@ -169,6 +173,19 @@ const ConfigSchema = z.object({
     ),
   ),
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
+  SITE_ISSUE_URL: preprocess(
+    blankToUndefined,
+    z.optional(
+      z
+        .string()
+        .check(
+          z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
+          z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
+            error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
+          }),
+        ),
+    ),
+  ),
   NODE_ENV: optionalText(),
 });
 
@@ -222,6 +239,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       subscribeRedirectUrl: env.SUBSCRIBE_REDIRECT_URL,
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
+      siteIssueUrl: env.SITE_ISSUE_URL,
     },
   };
 }

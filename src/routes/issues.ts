@@ -1,8 +1,10 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { accepts } from 'hono/accepts';
 import { LRUCache } from 'lru-cache';
 import * as z from '../zod.js';
 import { ApiError } from '../errors.js';
-import { sendRead, waitUntilOf } from '../http.js';
+import { sendRead, sendRendered, waitUntilOf } from '../http.js';
+import type { ArchiveFeeds, FeedFormat } from '../reads/archive-feeds.js';
 import type { ArchiveQuery, PublicReads } from '../reads/public-reads.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { firstValue, parseOrThrow, preprocess, wholeNumber } from '../validation.js';
@@ -12,7 +14,29 @@ export interface IssuesRoutesOptions {
   cacheControl: string;
   /** The largest useful offset: the archive never holds more issues than this. */
   maxOffset: number;
+  /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
+  feeds?: ArchiveFeeds | undefined;
 }
+
+/** The representations of GET /api/issues (docs/contract.md "GET /api/issues"). */
+const FORMATS = ['json', 'atom', 'rss'] as const;
+type Format = (typeof FORMATS)[number];
+
+/** The validated archive query, with the representation asked for by name, if any. */
+type ArchiveRequest = ArchiveQuery & { format?: Format | undefined };
+
+const MEDIA_TYPES: Readonly<Record<Format, string>> = {
+  json: 'application/json',
+  atom: 'application/atom+xml',
+  rss: 'application/rss+xml',
+};
+const FORMAT_OF_MEDIA_TYPE = new Map(FORMATS.map((format) => [MEDIA_TYPES[format], format]));
+// JSON first: it wins a tie, and it is the answer when Accept names none of the three.
+const SUPPORTED_MEDIA_TYPES = FORMATS.map((format) => MEDIA_TYPES[format]);
+/** Only an Accept header that names a feed type is parsed; every other one gets JSON at once. */
+const NAMES_A_FEED = /atom|rss/i;
+/** The answer differs by Accept, so caches must keep the representations apart (RFC 9110 §12.5.5). */
+const VARY = 'Accept';
 
 /** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
 const QUERY_MEMO_MAX_ENTRIES = 1024;
@@ -25,14 +49,16 @@ function createArchiveQuerySchema(maxOffset: number) {
     limit: wholeNumber(1, 100, 20, firstValue),
     offset: wholeNumber(0, maxOffset, 0, firstValue),
     category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
+    format: preprocess(firstValue, z.optional(z.enum(FORMATS, { error: `format must be one of ${FORMATS.join(', ')}` }))),
   });
 }
 
 type ArchiveQueryValidator = MiddlewareHandler<
   {},
   '/issues',
-  // Typed for `hc` as the client sends it: every parameter optional (limit 20, offset 0).
-  { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveQuery } }
+  // Typed for `hc` as the client sends it: every parameter optional (limit 20, offset 0). `format`
+  // is left out: the typed client reads JSON, and a feed is not what its `json()` would promise.
+  { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveRequest } }
 >;
 
 /**
@@ -42,7 +68,7 @@ type ArchiveQueryValidator = MiddlewareHandler<
  */
 function createArchiveQueryValidator(maxOffset: number): ArchiveQueryValidator {
   const schema = createArchiveQuerySchema(maxOffset);
-  const memo = new LRUCache<string, Readonly<ArchiveQuery>>({
+  const memo = new LRUCache<string, Readonly<ArchiveRequest>>({
     max: QUERY_MEMO_MAX_ENTRIES,
     maxSize: QUERY_MEMO_MAX_BYTES,
     sizeCalculation: (_query, search) => 2 * search.length + 64,
@@ -61,15 +87,48 @@ function createArchiveQueryValidator(maxOffset: number): ArchiveQueryValidator {
   };
 }
 
+/** `?format=` when given; otherwise what Accept prefers (q-values, then the more specific type), JSON by default. */
+function negotiateFormat(c: Context, named: Format | undefined): Format {
+  if (named !== undefined) return named;
+  const accept = c.req.header('accept');
+  if (accept === undefined || !NAMES_A_FEED.test(accept)) return 'json';
+  const chosen = accepts(c, { header: 'Accept', supports: SUPPORTED_MEDIA_TYPES, default: MEDIA_TYPES.json });
+  return FORMAT_OF_MEDIA_TYPE.get(chosen) ?? 'json';
+}
+
+type FeedNegotiation = MiddlewareHandler<{}, '/issues', { out: { query: ArchiveRequest } }>;
+
+/**
+ * Answers the feed representations of the archive before the JSON handler runs; a JSON request
+ * passes through. A middleware, so the handler's typed JSON answer stays what `hc` infers.
+ */
+function createFeedNegotiation(feeds: ArchiveFeeds | undefined, cacheControl: string): FeedNegotiation {
+  return async function serveFeed(c, next) {
+    const query = c.req.valid('query');
+    const format = negotiateFormat(c, query.format);
+    if (format === 'json') return next();
+    if (!feeds) {
+      throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
+    }
+    const read = await feeds.feed(query, format satisfies FeedFormat, waitUntilOf(c));
+    return sendRendered(c, read, `${MEDIA_TYPES[format]}; charset=utf-8`, cacheControl, VARY);
+  };
+}
+
 /** GET /api/issues and GET /api/issues/:slug (docs/contract.md "The four public routes"). */
 export function createIssuesRoutes(options: IssuesRoutesOptions) {
   const { reads, cacheControl } = options;
 
   return new Hono()
-    .get('/issues', createArchiveQueryValidator(options.maxOffset), async function listIssues(c) {
-      const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c));
-      return sendRead(c, read, cacheControl);
-    })
+    .get(
+      '/issues',
+      createArchiveQueryValidator(options.maxOffset),
+      createFeedNegotiation(options.feeds, cacheControl),
+      async function listIssues(c) {
+        const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c));
+        return sendRead(c, read, cacheControl, VARY);
+      },
+    )
     .get('/issues/:slug', async function getIssue(c) {
       // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
       // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
