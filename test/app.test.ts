@@ -250,12 +250,13 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     for (const res of responses) expect(securityHeadersOf(res)).toEqual(API_SECURITY_HEADERS);
   });
 
-  it('sends Vary: Origin on API answers when only some origins are allowed, and once on a preflight', async () => {
+  it('sends Vary: Origin on API answers when only some origins are allowed (with Accept on the negotiated archive), and once on a preflight', async () => {
     const { app } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
     for (const path of [...GET_ROUTES, '/api/issues/no-such-issue']) {
       const variants: Record<string, string>[] = [{}, { Origin: ALLOWED_ORIGIN }, { Origin: 'https://evil.example' }];
       for (const headers of variants) {
-        expect((await app.request(path, { headers })).headers.get('vary')).toBe('Origin');
+        const vary = new URL(path, 'http://bff.test').pathname === '/api/issues' ? 'Origin, Accept' : 'Origin';
+        expect((await app.request(path, { headers })).headers.get('vary')).toBe(vary);
       }
     }
     const preflight = await app.request('/api/issues', {

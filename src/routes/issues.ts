@@ -1,11 +1,11 @@
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { accepts } from 'hono/accepts';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { LRUCache } from 'lru-cache';
 import * as z from '../zod.js';
 import { ApiError } from '../errors.js';
 import { sendRead, sendRendered, waitUntilOf } from '../http.js';
 import type { ArchiveFeeds, FeedFormat } from '../reads/archive-feeds.js';
 import type { ArchiveQuery, PublicReads } from '../reads/public-reads.js';
+import { FORMATS, MEDIA_TYPES, negotiateFormat, type Format } from './archive-format.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { firstValue, parseOrThrow, preprocess, wholeNumber } from '../validation.js';
 
@@ -18,23 +18,9 @@ export interface IssuesRoutesOptions {
   feeds?: ArchiveFeeds | undefined;
 }
 
-/** The representations of GET /api/issues (docs/contract.md "GET /api/issues"). */
-const FORMATS = ['json', 'atom', 'rss'] as const;
-type Format = (typeof FORMATS)[number];
-
 /** The validated archive query, with the representation asked for by name, if any. */
 type ArchiveRequest = ArchiveQuery & { format?: Format | undefined };
 
-const MEDIA_TYPES: Readonly<Record<Format, string>> = {
-  json: 'application/json',
-  atom: 'application/atom+xml',
-  rss: 'application/rss+xml',
-};
-const FORMAT_OF_MEDIA_TYPE = new Map(FORMATS.map((format) => [MEDIA_TYPES[format], format]));
-// JSON first: it wins a tie, and it is the answer when Accept names none of the three.
-const SUPPORTED_MEDIA_TYPES = FORMATS.map((format) => MEDIA_TYPES[format]);
-/** Only an Accept header that names a feed type is parsed; every other one gets JSON at once. */
-const NAMES_A_FEED = /atom|rss/i;
 /** The answer differs by Accept, so caches must keep the representations apart (RFC 9110 §12.5.5). */
 const VARY = 'Accept';
 
@@ -85,15 +71,6 @@ function createArchiveQueryValidator(maxOffset: number): ArchiveQueryValidator {
     c.req.addValidatedData('query', query);
     await next();
   };
-}
-
-/** `?format=` when given; otherwise what Accept prefers (q-values, then the more specific type), JSON by default. */
-function negotiateFormat(c: Context, named: Format | undefined): Format {
-  if (named !== undefined) return named;
-  const accept = c.req.header('accept');
-  if (accept === undefined || !NAMES_A_FEED.test(accept)) return 'json';
-  const chosen = accepts(c, { header: 'Accept', supports: SUPPORTED_MEDIA_TYPES, default: MEDIA_TYPES.json });
-  return FORMAT_OF_MEDIA_TYPE.get(chosen) ?? 'json';
 }
 
 type FeedNegotiation = MiddlewareHandler<{}, '/issues', { out: { query: ArchiveRequest } }>;
