@@ -1,5 +1,5 @@
 /**
- * The one place CACHE_MAX_BYTES is divided. It bounds the three caches of the public reads
+ * The one place CACHE_MAX_BYTES is divided. It bounds the four caches of the public reads
  * together: each is an lru-cache with `maxSize`, so their shares can never add up to more.
  * The other in-memory maps are bounded by entry count, not by this budget: the archive query
  * memo (routes/issues.ts), the recently-subscribed addresses (routes/subscribe.ts) and the
