@@ -121,6 +121,9 @@ export function createApp(deps: AppDeps) {
       allowedOrigins: config.allowedOrigins,
       origins,
       siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
+      // The demo's thumbnails are what its archive's `thumbnailUrl`s point at: a site on
+      // another origin (one built with `npm run site:build`) must be able to show them.
+      siteEmbeddablePaths: ['/thumbnails/'],
     }),
     accessLog(log),
   );

@@ -304,6 +304,10 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     // Headers that only documents act on go with pages, not with JSON.
     expect(page.headers.get('cross-origin-opener-policy')).toBe('same-origin');
     expect(page.headers.get('cross-origin-resource-policy')).toBe('same-origin');
+    // …except the thumbnails, which a site on another origin (built from the demo) shows.
+    const thumbnail = await app.request('/thumbnails/a.svg');
+    expect(thumbnail.headers.get('cross-origin-resource-policy')).toBe('cross-origin');
+    expect(thumbnail.headers.get('content-security-policy')).toBe(pagePolicy);
 
     const api = await app.request('/api/categories');
     expect(securityHeadersOf(api)).toEqual(API_SECURITY_HEADERS);
