@@ -27,6 +27,11 @@ export interface Config {
   trustProxyHops: number;
   /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
   siteIssueUrl: string | undefined;
+  /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
+  adminPort: number | undefined;
+  adminHost: string;
+  /** /readyz answers 503 once every upstream call has failed for this long. */
+  adminUnreadyAfterSeconds: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -187,6 +192,16 @@ const ConfigSchema = z.object({
     ),
   ),
   NODE_ENV: optionalText(),
+  // 0 stands for "unset" (the default is not validated): no admin listener.
+  ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
+  ADMIN_HOST: preprocess(
+    blankToUndefined,
+    z._default(
+      z.string().check(z.refine(isListenHost, { error: 'must be a host name or an IP address (such as 127.0.0.1 or ::1)' })),
+      '127.0.0.1',
+    ),
+  ),
+  ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
 
 /**
@@ -212,6 +227,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
+  if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
     // A key pasted into the wrong variable must not be echoed by that variable's message either.
     const key = blankToUndefined(source.NEWSLETTER_API_KEY);
@@ -240,6 +256,9 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
       siteIssueUrl: env.SITE_ISSUE_URL,
+      adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
+      adminHost: env.ADMIN_HOST,
+      adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
     },
   };
 }

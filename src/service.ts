@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
 import { DEFAULT_DEMO_ORIGIN } from './demo/sample-publication.js';
 import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import { createUpstreamClient } from './upstream/newsletter-api.js';
@@ -18,6 +19,8 @@ export interface RuntimeDeps {
   sharedCache?: SharedTier;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
+  /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
+  metrics?: Metrics;
   /**
    * Demo mode's public origin, where it serves the example site: the sample thumbnails and the
    * feeds' issue links point there. Known to the entry (Node: HOST and PORT), never taken from
@@ -57,9 +60,11 @@ export function createAppForConfig(given: Config, deps: RuntimeDeps) {
           timeoutMs: config.upstreamTimeoutMs,
           fetch: deps.fetch,
           now: deps.now,
+          metrics: deps.metrics,
         });
   const { demoSite, demoOrigin: _origin, ...rest } = deps;
-  return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
+  // The upstream goes back too: the Node entry's readiness check calls it directly.
+  return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
 
 function createDemoClient(config: Config, deps: RuntimeDeps, siteOrigin: string) {
@@ -70,5 +75,6 @@ function createDemoClient(config: Config, deps: RuntimeDeps, siteOrigin: string)
     timeoutMs: config.upstreamTimeoutMs,
     fetch: demo.fetch,
     now: deps.now,
+    metrics: deps.metrics,
   });
 }
