@@ -8,6 +8,8 @@ import { createFreshReplies } from './fresh-replies.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy } from './origins.js';
+import { createArchiveFeeds } from './reads/archive-feeds.js';
+import { splitMemoryBudget } from './reads/memory-budget.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createHeaderRules, createResponseHeaders } from './response-headers.js';
@@ -94,11 +96,20 @@ export function createApp(deps: AppDeps) {
     allowedOrigins: config.allowedOrigins,
     origins,
     siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
+    // The demo's thumbnails are what its archive's `thumbnailUrl`s point at: a site on
+    // another origin (one built with `npm run site:build`) must be able to show them.
+    siteEmbeddablePaths: ['/thumbnails/'],
   });
   const logAccess = createAccessLog(log, metrics, Object.keys(PUBLIC_PATHS));
 
+  // Feeds are a representation of the archive route, on only when issues have a page to link to.
+  const feeds =
+    config.siteIssueUrl === undefined
+      ? undefined
+      : createArchiveFeeds({ reads, siteIssueUrl: config.siteIssueUrl, maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds });
+
   const api = new Hono()
-    .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries }))
+    .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries, feeds }))
     .route('/', createCategoriesRoutes({ reads, cacheControl }))
     .route(
       '/',
@@ -151,7 +162,7 @@ export function createApp(deps: AppDeps) {
 
   return {
     app: routes,
-    stats: () => reads.stats(),
+    stats: () => ({ ...reads.stats(), ...feeds?.stats() }),
     /** Node's fresh-read path (node-hot-path.ts): the same reads and rules, without the pipeline. */
     freshReply: createFreshReplies({ reads, archiveQueries, headerRules, cacheControl }),
     logAccess,

@@ -2,7 +2,7 @@ import { readReply } from './http.js';
 import type { PublicRead, PublicReads, RenderedJson } from './reads/public-reads.js';
 import type { CacheState } from './reads/read-through-cache.js';
 import type { HeaderRules } from './response-headers.js';
-import type { ArchiveQueries } from './routes/archive-query.js';
+import { ARCHIVE_VARY, type ArchiveQueries } from './routes/archive-query.js';
 import { SLUG_PATTERN } from './slug.js';
 
 /** A request as it arrived, before any routing. */
@@ -65,7 +65,7 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
   function freshRead(route: string, path: string, search: string): PublicRead | undefined {
     if (route === ISSUES) {
       const query = archiveQueries.remembered(search);
-      return query && reads.fresh.archivePage(query);
+      return query && query.format === undefined ? reads.fresh.archivePage(query) : undefined;
     }
     return route === CATEGORIES ? reads.fresh.categories() : reads.fresh.issue(path.slice(ISSUE_PREFIX.length));
   }
@@ -84,7 +84,11 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     if (route === undefined || read === undefined) return undefined;
     const requestId = headerRules.requestId(request.requestId);
     const headers = headerRules.headersFor({ path, origin: request.origin, ownOrigin: request.ownOrigin, requestId });
-    const reply = readReply(read, cacheControl, request.ifNoneMatch);
+    const reply = readReply(
+      read,
+      { contentType: 'application/json', cacheControl, vary: route === ISSUES ? ARCHIVE_VARY : undefined, varyAlready: headers.Vary },
+      request.ifNoneMatch,
+    );
     // In the order `respond` puts them: this request's headers, then the read's own.
     Object.assign(headers, reply.headers);
     return { status: reply.status, headers, rendered: read.rendered, withBody: reply.body !== null, path, route, cache: read.state, requestId };

@@ -14,13 +14,25 @@ declare module 'hono' {
 export type JsonResponse<T> = Response & TypedResponse<T, 200, 'json'>;
 type NotModified = Response & TypedResponse<null, 304, 'body'>;
 
-/**
- * Sends a cached read (see `readReply`) with this request's headers.
- */
-export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string): JsonResponse<T> | NotModified {
+/** Sends a cached read (see `readReply`) with this request's headers. */
+export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string, vary?: string): JsonResponse<T> | NotModified {
+  return sendRendered(c, read, 'application/json', cacheControl, vary) as JsonResponse<T> | NotModified;
+}
+
+/** `sendRead` for any rendered body of the given `Content-Type` (a feed's XML). */
+export function sendRendered(c: Context, read: PublicRead, contentType: string, cacheControl: string, vary?: string): Response {
   c.set('cacheState', read.state);
-  const reply = readReply(read, cacheControl, c.req.header('if-none-match'));
-  return respond(c, reply.body, reply.status, reply.headers) as JsonResponse<T> | NotModified;
+  const reply = readReply(read, { contentType, cacheControl, vary, varyAlready: c.get('responseHeaders')?.Vary }, c.req.header('if-none-match'));
+  return respond(c, reply.body, reply.status, reply.headers);
+}
+
+/** How a route answers its cached reads. */
+export interface ReadReplyRules {
+  contentType: string;
+  cacheControl: string;
+  /** The request headers a negotiated answer depends on, added to `varyAlready` (this request's own `Vary`). */
+  vary?: string | undefined;
+  varyAlready?: string | undefined;
 }
 
 /** What a cached read answers, besides the headers every response carries. */
@@ -33,14 +45,18 @@ export interface ReadReply {
 /**
  * A cached read's answer: its serialized body, strong ETag, `X-Cache` (and `Age` when stale), or 304
  * when the client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2). The one rule for
- * the general pipeline (sendRead) and Node's fresh-read path.
+ * the general pipeline (sendRendered) and Node's fresh-read path.
  */
-export function readReply(read: PublicRead, cacheControl: string, ifNoneMatch: string | undefined): ReadReply {
+export function readReply(read: PublicRead, rules: ReadReplyRules, ifNoneMatch: string | undefined): ReadReply {
   const { body, etag } = read.rendered;
-  const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: etag, 'X-Cache': read.state };
+  const headers: Record<string, string> = { 'Cache-Control': rules.cacheControl, ETag: etag, 'X-Cache': read.state };
   if (read.ageSeconds !== undefined) headers.Age = String(read.ageSeconds);
+  if (rules.vary !== undefined) {
+    // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5), so it is set before either.
+    headers.Vary = rules.varyAlready ? `${rules.varyAlready}, ${rules.vary}` : rules.vary;
+  }
   if (ifNoneMatchMatches(ifNoneMatch, etag)) return { status: 304, headers, body: null };
-  headers['Content-Type'] = 'application/json';
+  headers['Content-Type'] = rules.contentType;
   return { status: 200, headers, body };
 }
 

@@ -56,6 +56,8 @@ export interface ResponseHeadersOptions {
   origins: OriginPolicy;
   /** Security headers of paths outside /api/ (the demo site); without it, the API's everywhere. */
   siteSecurityHeaders?: Readonly<Record<string, string>>;
+  /** Path prefixes of the site whose files pages on other origins may embed (`Cross-Origin-Resource-Policy: cross-origin`). */
+  siteEmbeddablePaths?: readonly string[];
   generateId?: () => string;
 }
 
@@ -81,7 +83,8 @@ export interface HeaderRules {
 }
 
 export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules {
-  const { allowedOrigins, origins, siteSecurityHeaders, generateId = () => crypto.randomUUID() } = options;
+  const { allowedOrigins, origins, siteSecurityHeaders, siteEmbeddablePaths = [], generateId = () => crypto.randomUUID() } = options;
+  const embeddableHeaders = siteSecurityHeaders && { ...siteSecurityHeaders, 'Cross-Origin-Resource-Policy': 'cross-origin' };
   // The answer depends on the Origin unless every origin gets the same grant.
   const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
   return {
@@ -90,7 +93,8 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
       const isApi = siteSecurityHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(allowedOrigins, origins, origin, ownOrigin) : undefined;
       // Object.assign, not spreads: a spread of these records cost ten times as much per request.
-      const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : siteSecurityHeaders);
+      const siteHeaders = siteEmbeddablePaths.some((prefix) => path.startsWith(prefix)) ? embeddableHeaders : siteSecurityHeaders;
+      const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : siteHeaders);
       headers['X-Request-Id'] = requestId;
       return grant ? Object.assign(headers, grant) : headers;
     },

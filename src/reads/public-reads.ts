@@ -71,7 +71,15 @@ export interface PublicReadsOptions {
   metrics?: Metrics;
 }
 
+/** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
+export interface ArchiveIndexRead {
+  index: ArchiveIndex;
+  state: CacheState;
+  ageSeconds?: number | undefined;
+}
+
 export interface PublicReads {
+  archiveIndex(waitUntil?: WaitUntil): Promise<ArchiveIndexRead>;
   archivePage(query: ArchiveQuery, waitUntil?: WaitUntil): Promise<PublicRead<ArchivePageBody>>;
   issue(slug: string, waitUntil?: WaitUntil): Promise<PublicRead<IssueBody>>;
   categories(waitUntil?: WaitUntil): Promise<PublicRead<CategoriesBody>>;
@@ -94,6 +102,17 @@ const NOT_FOUND_MAX_ENTRIES = 20_000;
 const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
+
+/** The key of one archive page among the rendered pages: validated parameters only. */
+export function archivePageKey(query: ArchiveQuery): string {
+  return `${query.limit}:${query.offset}:${query.category ?? ''}`;
+}
+
+/** One page of the archive index (a category's issues when asked for), with the list's total. */
+export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
+  const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+  return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
+}
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
@@ -204,7 +223,6 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   }
 
   /** A page of this index already rendered, keyed by its query. */
-  const pageKeyOf = (query: ArchiveQuery) => `${query.limit}:${query.offset}:${query.category ?? ''}`;
   function renderedPage(index: ArchiveIndex, pageKey: string): RenderedJson | undefined {
     const cached = pages.get(pageKey);
     return cached?.index === index ? cached.rendered : undefined;
@@ -216,20 +234,25 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     );
   }
 
+  async function archiveIndex(waitUntil: WaitUntil | undefined): Promise<ArchiveIndexRead> {
+    const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil);
+    if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
+    return { index: value.index, state, ageSeconds: ageOf(state, value) };
+  }
+
   return {
+    archiveIndex,
+
     async archivePage(query, waitUntil) {
-      const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil);
-      if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
-      const { index } = value;
-      const pageKey = pageKeyOf(query);
-      const ageSeconds = ageOf(state, value);
+      const { index, state, ageSeconds } = await archiveIndex(waitUntil);
+      const pageKey = archivePageKey(query);
       const cached = renderedPage(index, pageKey);
       if (cached) return { rendered: cached, state, ageSeconds };
-      const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+      const { issues, total } = archivePageOf(index, query);
       const envelope: ArchivePageBody = {
         ok: true,
-        data: list.slice(query.offset, query.offset + query.limit),
-        meta: { total: list.length, limit: query.limit, offset: query.offset },
+        data: issues,
+        meta: { total, limit: query.limit, offset: query.offset },
       };
       const rendered = await renderJson(envelope);
       pages.set(pageKey, { index, rendered });
@@ -252,7 +275,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     fresh: {
       archivePage(query) {
         return cache.readFresh(ARCHIVE_KEY, (value): PublicRead<ArchivePageBody> | undefined => {
-          const rendered = value.kind === 'archive' ? renderedPage(value.index, pageKeyOf(query)) : undefined;
+          const rendered = value.kind === 'archive' ? renderedPage(value.index, archivePageKey(query)) : undefined;
           return rendered && { rendered, state: 'HIT' };
         });
       },
