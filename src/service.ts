@@ -1,11 +1,10 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
-import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
-import { createUpstreamClient } from './upstream/newsletter-api.js';
+import { createUpstreamForConfig } from './upstream/for-config.js';
 
 export interface RuntimeDeps {
   log: Logger;
@@ -25,27 +24,8 @@ export interface RuntimeDeps {
  * upstream, then hands it to `createApp`. Returns what `createApp` returns.
  */
 export function createAppForConfig(config: Config, deps: RuntimeDeps) {
-  const upstream =
-    config.mode === 'demo'
-      ? createDemoClient(config, deps)
-      : createUpstreamClient({
-          baseUrl: config.apiBaseUrl ?? '',
-          apiKey: config.apiKey ?? '',
-          timeoutMs: config.upstreamTimeoutMs,
-          fetch: deps.fetch,
-          now: deps.now,
-        });
+  const upstream = createUpstreamForConfig(config, deps);
   const { demoSite, ...rest } = deps;
   return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
 }
 
-function createDemoClient(config: Config, deps: RuntimeDeps) {
-  const demo = createDemoUpstream({ now: deps.now });
-  return createUpstreamClient({
-    baseUrl: demo.baseUrl,
-    apiKey: demo.apiKey,
-    timeoutMs: config.upstreamTimeoutMs,
-    fetch: demo.fetch,
-    now: deps.now,
-  });
-}

@@ -1,7 +1,9 @@
 import { describe, it, expect } from 'vitest';
 import { readWholeArchive } from '../../src/upstream/archive.js';
-import type { ListIssuesQuery, UpstreamIssue } from '../../src/upstream/schemas.js';
-import { jsonResponse, TEST_BASE_URL, type FetchHandler } from '../helpers.js';
+import { DEFAULT_LIST_PAGING } from '../../src/upstream/assumptions.js';
+import type { PagePosition } from '../../src/upstream/archive.js';
+import type { UpstreamIssue } from '../../src/upstream/schemas.js';
+import { createLogCapture, jsonResponse, TEST_BASE_URL, type FetchHandler } from '../helpers.js';
 import { errorBody, failureOf, setupClient, upstreamIssue } from './fixtures.js';
 
 describe('reading the whole archive', () => {
@@ -26,7 +28,7 @@ describe('reading the whole archive', () => {
   const pageParams = (calls: { url: URL }[]) =>
     calls.map((call) => Object.fromEntries(call.url.searchParams.entries()));
 
-  it('reads an archive of 230 issues in 2 pages of 200, at offsets 0 and 200', async () => {
+  it('reads an archive of 230 issues at offsets 0, 200 and 230: a short page is not taken as the end', async () => {
     const { client, calls } = setupClient(pagedArchive(230));
     const issues = await client.listAllPublicIssues(5000);
     expect(issues).toHaveLength(230);
@@ -36,6 +38,7 @@ describe('reading the whole archive', () => {
     expect(pageParams(calls)).toEqual([
       { status: 'sent', isPublic: 'true', limit: '200', offset: '0' },
       { status: 'sent', isPublic: 'true', limit: '200', offset: '200' },
+      { status: 'sent', isPublic: 'true', limit: '200', offset: '230' },
     ]);
   });
 
@@ -79,18 +82,20 @@ describe('reading the whole archive', () => {
     expect(calls).toHaveLength(2);
   });
 
-  it('keeps one copy of an issue that appears on two pages', async () => {
-    const queries: ListIssuesQuery[] = [];
+  it('keeps one copy of an issue that appears on two pages, and moves on by the rows received', async () => {
+    const positions: PagePosition[] = [];
     const row = (n: number) => ({ id: `iss_${n}`, subject: `Issue ${n}`, status: 'sent' }) as UpstreamIssue;
     const pages = [Array.from({ length: 200 }, (_, i) => row(i)), [row(199), row(200), row(201)]];
-    const issues = await readWholeArchive(async (query) => {
-      queries.push(query);
-      return pages[queries.length - 1] ?? [];
-    }, 5000);
-    expect(issues.map((issue) => issue.id)).toEqual(Array.from({ length: 202 }, (_, i) => `iss_${i}`));
-    expect(queries).toEqual([
-      { status: 'sent', isPublic: true, limit: 200, offset: 0 },
-      { status: 'sent', isPublic: true, limit: 200, offset: 200 },
-    ]);
+    const read = await readWholeArchive(
+      async (position) => {
+        positions.push(position);
+        return { rows: pages[positions.length - 1] ?? [], droppedIds: [] };
+      },
+      DEFAULT_LIST_PAGING,
+      5000,
+    );
+    expect(read.issues.map((issue) => issue.id)).toEqual(Array.from({ length: 202 }, (_, i) => `iss_${i}`));
+    expect(positions.map((position) => position.offset)).toEqual([0, 200, 203]);
+    expect(read.findings).toEqual([]);
   });
 });

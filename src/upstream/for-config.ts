@@ -1,0 +1,30 @@
+import type { Config } from '../config.js';
+import { createDemoUpstream } from '../demo/demo-upstream.js';
+import type { Logger } from '../log.js';
+import { createUpstreamClient, type NewsletterApiClient } from './newsletter-api.js';
+
+export interface UpstreamForConfigDeps {
+  fetch?: typeof globalThis.fetch | undefined;
+  now?: (() => number) | undefined;
+  log?: Logger | undefined;
+}
+
+/**
+ * The client a configuration asks for: the configured service, paged as configured, or in
+ * demo mode the embedded demo upstream (which pages as the guesses say). The service and
+ * `check` both build theirs here, so `check` probes exactly what the site will call.
+ */
+export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigDeps): NewsletterApiClient {
+  const common = { timeoutMs: config.upstreamTimeoutMs, now: deps.now, log: deps.log };
+  if (config.mode === 'demo') {
+    const demo = createDemoUpstream({ now: deps.now });
+    return createUpstreamClient({ ...common, baseUrl: demo.baseUrl, apiKey: demo.apiKey, fetch: demo.fetch });
+  }
+  return createUpstreamClient({
+    ...common,
+    baseUrl: config.apiBaseUrl ?? '',
+    apiKey: config.apiKey ?? '',
+    fetch: deps.fetch,
+    paging: config.listPaging,
+  });
+}
