@@ -10,12 +10,12 @@ export interface UpstreamForConfigDeps {
 }
 
 /**
- * The client a configuration asks for: the configured service, paged as configured, or in
- * demo mode the embedded demo upstream (which pages as the guesses say). The service and
+ * The client a configuration asks for: the configured service, or in demo mode the embedded
+ * demo upstream, paged as configured (the demo pages as the defaults guess). The service and
  * `check` both build theirs here, so `check` probes exactly what the site will call.
  */
 export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigDeps): NewsletterApiClient {
-  const common = { timeoutMs: config.upstreamTimeoutMs, now: deps.now, log: deps.log };
+  const common = { timeoutMs: config.upstreamTimeoutMs, now: deps.now, log: deps.log, paging: config.listPaging };
   if (config.mode === 'demo') {
     const demo = createDemoUpstream({ now: deps.now });
     return createUpstreamClient({ ...common, baseUrl: demo.baseUrl, apiKey: demo.apiKey, fetch: demo.fetch });
@@ -25,6 +25,5 @@ export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigD
     baseUrl: config.apiBaseUrl ?? '',
     apiKey: config.apiKey ?? '',
     fetch: deps.fetch,
-    paging: config.listPaging,
   });
 }
