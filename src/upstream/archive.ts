@@ -77,24 +77,30 @@ export async function readWholeArchive(
     const { rows, droppedIds } = await listPage({ limit, offset, page: page + 1 });
     const received = rows.length + droppedIds.length;
     pageRows.push(received);
+    // Only an id tells a new row from a repeated one: a malformed row without one adds nothing.
     let added = 0;
+    let identified = 0;
     for (const id of droppedIds) {
-      if (id !== undefined && seen.has(id)) continue;
-      if (id !== undefined) {
-        seen.add(id);
-        dropped.push(id);
+      if (id === undefined) {
+        droppedCount += 1;
+        continue;
       }
+      identified += 1;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      dropped.push(id);
       droppedCount += 1;
       added += 1;
     }
     for (const row of rows) {
+      identified += 1;
       if (seen.has(row.id) || byId.size >= maxIssues) continue;
       seen.add(row.id);
       byId.set(row.id, row);
       added += 1;
     }
     if (received === 0 || added === 0) {
-      repeated = received > 0;
+      repeated = page > 0 && identified > 0 && added === 0;
       ended = true;
       break;
     }
