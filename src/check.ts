@@ -84,9 +84,10 @@ function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFindi
   ];
   if (read.dropped.count > 0) {
     const ids = read.dropped.ids.slice(0, 10).join(', ');
-    findings.push(fail(`${read.dropped.count} issue rows dropped as malformed and not served${ids ? ` (ids ${ids})` : ''}`));
+    const rows = read.dropped.count === 1 ? 'row' : 'rows';
+    findings.push(fail(`${read.dropped.count} malformed issue ${rows} dropped, not served${ids ? ` (ids ${ids})` : ''}`));
   } else {
-    findings.push(ok('0 issue rows dropped as malformed'));
+    findings.push(ok('no malformed issue rows dropped'));
   }
   if (publicIssues < read.issues.length) {
     findings.push(note(`${read.issues.length - publicIssues} rows are not served: not sent, not public, or without a usable slug`));
@@ -119,7 +120,7 @@ export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<Ch
   findings.push(...(await archiveFindings(client, probeClient, config, now)));
   for (const entry of told) {
     if (entry.event === 'upstream_rows_dropped' && entry.operation === 'listCategories') {
-      findings.push(fail(`${String(entry.count)} category rows dropped as malformed${entry.ids ? ` (ids ${String(entry.ids)})` : ''}`));
+      findings.push(fail(`${String(entry.count)} malformed category rows dropped, not served${entry.ids ? ` (ids ${String(entry.ids)})` : ''}`));
     }
     if (entry.event === 'upstream_unknown_status') {
       findings.push(note(`the upstream answered a ${String(entry.resource)} state it does not document: ${String(entry.status)} (accepted)`));

@@ -117,7 +117,7 @@ function judgePaging(
 ): PagingFinding[] {
   const findings: PagingFinding[] = [];
   const asked = paging.pageSize;
-  const param = `${paging.pagingParam} (${paging.style === 'page' ? 'a page number' : 'an offset'})`;
+  const param = `${paging.pagingParam} (read as ${paging.style === 'page' ? 'a page number' : 'an offset'})`;
   // Every non-empty page but the last should be full; a longer page is never right.
   let lastFilled = pageRows.length - 1;
   while (lastFilled >= 0 && (pageRows[lastFilled] === 0 || (end.repeated && lastFilled === pageRows.length - 1))) lastFilled -= 1;

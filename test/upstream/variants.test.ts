@@ -92,7 +92,7 @@ describe('an upstream with one issue whose subject is null', () => {
     expect([site.status, site.total, site.listCalls]).toEqual([200, ARCHIVE_SIZE - 1, 3]);
     expect(site.warnings).toEqual([expect.objectContaining({ event: 'upstream_rows_dropped', count: 1, ids: 'iss_000007' })]);
     expect(site.check.exitCode).toBe(1);
-    expect(site.failures).toEqual(['1 issue rows dropped as malformed and not served (ids iss_000007)']);
+    expect(site.failures).toEqual(['1 malformed issue row dropped, not served (ids iss_000007)']);
   });
 
   it('still answers that issue alone with 502', async () => {
