@@ -35,54 +35,63 @@ describe('an upstream that pages as the assumptions guess', () => {
   });
 });
 
-describe('an upstream whose row-limit parameter is not called limit (pages of 50 come back)', () => {
-  const variant: UpstreamVariant = { limitParam: 'per_page' };
+/** A paging guess the upstream does not share: what a visitor and an owner see, and the fix. */
+const PAGING_VARIANTS = [
+  {
+    upstream: 'reads its row limit under another name (pages of 50 come back)',
+    variant: { limitParam: 'per_page' },
+    served: { total: ARCHIVE_SIZE, listCalls: 6 },
+    problem: 'row_count_mismatch',
+    names: 'UPSTREAM_LIST_LIMIT_PARAM',
+    checkSays: 'ignored limit=1 and answered 50 rows',
+    fix: { UPSTREAM_LIST_LIMIT_PARAM: 'per_page' },
+    fixedCalls: 3,
+  },
+  {
+    upstream: 'caps pages at 100 rows whatever is asked',
+    variant: { pageCap: 100 },
+    served: { total: ARCHIVE_SIZE, listCalls: 4 },
+    problem: 'row_count_mismatch',
+    names: 'UPSTREAM_LIST_PAGE_SIZE=100',
+    checkSays: 'pages of 100 rows where 200 were asked',
+    fix: { UPSTREAM_LIST_PAGE_SIZE: '100' },
+    fixedCalls: 4,
+  },
+  {
+    upstream: 'pages by page number, not offset',
+    variant: { paging: { style: 'page', param: 'page' } },
+    served: { total: 200, listCalls: 2 },
+    problem: 'repeated_page',
+    names: 'UPSTREAM_LIST_PAGING',
+    checkSays: 'paging by offset under offset does not work',
+    fix: { UPSTREAM_LIST_PAGING: 'page' },
+    fixedCalls: 3,
+  },
+] as const satisfies readonly {
+  upstream: string;
+  variant: UpstreamVariant;
+  served: { total: number; listCalls: number };
+  problem: string;
+  names: string;
+  checkSays: string;
+  fix: Record<string, string>;
+  fixedCalls: number;
+}[];
 
-  it('serves the whole archive, logs one warn line naming UPSTREAM_LIST_LIMIT_PARAM, and check exits 1 saying the limit is ignored', async () => {
+describe.each(PAGING_VARIANTS)('an upstream that $upstream', ({ variant, served, problem, names, checkSays, fix, fixedCalls }) => {
+  it(`serves ${served.total} issues in ${served.listCalls} calls, logs one warn line naming ${names}, and check exits 1 saying so`, async () => {
     const site = await siteOver(variant);
-    expect([site.status, site.total, site.listCalls]).toEqual([200, ARCHIVE_SIZE, 6]);
-    expect(site.warnings).toEqual([expect.objectContaining({ event: 'upstream_paging', problems: 'row_count_mismatch' })]);
-    expect(site.warnings[0]?.set).toContain('UPSTREAM_LIST_LIMIT_PARAM');
+    expect({ status: site.status, total: site.total, listCalls: site.listCalls }).toEqual({ status: 200, ...served });
+    expect(site.warnings).toEqual([expect.objectContaining({ event: 'upstream_paging', problems: problem })]);
+    expect(site.warnings[0]?.set).toContain(names.split('=')[0]);
     expect(site.check.exitCode).toBe(1);
-    expect(site.failures.join('\n')).toContain('ignored limit=1 and answered 50 rows');
+    expect(site.failures.join('\n')).toContain(checkSays);
+    expect(site.failures.join('\n')).toContain(names);
   });
 
-  it('reads full pages without a warning once UPSTREAM_LIST_LIMIT_PARAM names it', async () => {
-    const site = await siteOver(variant, { UPSTREAM_LIST_LIMIT_PARAM: 'per_page' });
-    expect([site.total, site.listCalls, site.warnings, site.check.exitCode]).toEqual([ARCHIVE_SIZE, 3, [], 0]);
-  });
-});
-
-describe('an upstream that caps pages at 100 rows whatever is asked', () => {
-  it('serves the whole archive, logs one warn line, and check exits 1 naming UPSTREAM_LIST_PAGE_SIZE', async () => {
-    const site = await siteOver({ pageCap: 100 });
-    expect([site.total, site.listCalls]).toEqual([ARCHIVE_SIZE, 4]);
-    expect(site.warnings).toEqual([expect.objectContaining({ event: 'upstream_paging', problems: 'row_count_mismatch' })]);
-    expect(site.check.exitCode).toBe(1);
-    expect(site.failures.join('\n')).toContain('UPSTREAM_LIST_PAGE_SIZE=100');
-  });
-
-  it('is quiet once UPSTREAM_LIST_PAGE_SIZE=100 says so', async () => {
-    const site = await siteOver({ pageCap: 100 }, { UPSTREAM_LIST_PAGE_SIZE: '100' });
-    expect([site.total, site.listCalls, site.warnings, site.check.exitCode]).toEqual([ARCHIVE_SIZE, 4, [], 0]);
-  });
-});
-
-describe('an upstream that pages by page number, not offset', () => {
-  const variant: UpstreamVariant = { paging: { style: 'page', param: 'page' } };
-
-  it('serves the first page, logs one warn line that the second page repeated it, and check exits 1 naming UPSTREAM_LIST_PAGING', async () => {
-    const site = await siteOver(variant);
-    expect([site.total, site.listCalls]).toEqual([200, 2]);
-    expect(site.warnings).toEqual([expect.objectContaining({ event: 'upstream_paging', problems: 'repeated_page' })]);
-    expect(site.warnings[0]?.set).toContain('UPSTREAM_LIST_PAGING');
-    expect(site.check.exitCode).toBe(1);
-    expect(site.failures.join('\n')).toContain('paging by offset under offset does not work');
-  });
-
-  it('serves the whole archive once UPSTREAM_LIST_PAGING=page', async () => {
-    const site = await siteOver(variant, { UPSTREAM_LIST_PAGING: 'page' });
-    expect([site.total, site.listCalls, site.warnings, site.check.exitCode]).toEqual([ARCHIVE_SIZE, 3, [], 0]);
+  it(`serves the whole archive in ${fixedCalls} calls without a warning once ${Object.keys(fix).join(', ')} says how it pages`, async () => {
+    const site = await siteOver(variant, fix);
+    expect([site.total, site.listCalls, site.warnings, site.check.exitCode]).toEqual([ARCHIVE_SIZE, fixedCalls, [], 0]);
   });
 });
 
