@@ -29,6 +29,11 @@ export interface Config {
   trustProxyHops: number;
   /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
   listPaging: ListPaging;
+  /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
+  adminPort: number | undefined;
+  adminHost: string;
+  /** /readyz answers 503 once every upstream call has failed for this long. */
+  adminUnreadyAfterSeconds: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -182,6 +187,16 @@ const ConfigSchema = z.object({
   ),
   UPSTREAM_LIST_PAGING_PARAM: preprocess(blankToUndefined, z.optional(queryParameterName(''))),
   UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
+  // 0 stands for "unset" (the default is not validated): no admin listener.
+  ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
+  ADMIN_HOST: preprocess(
+    blankToUndefined,
+    z._default(
+      z.string().check(z.refine(isListenHost, { error: 'must be a host name or an IP address (such as 127.0.0.1 or ::1)' })),
+      '127.0.0.1',
+    ),
+  ),
+  ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
 
 /** A query parameter name of our own choosing, never one List Issues' filters already use. */
@@ -227,6 +242,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (parsed && parsed.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(parsed)) {
     problems.set('UPSTREAM_LIST_PAGING_PARAM', 'UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
   }
+  if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
     // A key pasted into the wrong variable must not be echoed by that variable's message either.
     const key = blankToUndefined(source.NEWSLETTER_API_KEY);
@@ -260,6 +276,9 @@ export function parseConfig(source: ConfigSource): ConfigResult {
         pagingParam: pagingParamOf(env),
         pageSize: env.UPSTREAM_LIST_PAGE_SIZE,
       },
+      adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
+      adminHost: env.ADMIN_HOST,
+      adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
     },
   };
 }

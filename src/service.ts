@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import { createUpstreamForConfig } from './upstream/for-config.js';
@@ -16,6 +17,8 @@ export interface RuntimeDeps {
   sharedCache?: SharedTier;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
+  /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
+  metrics?: Metrics;
 }
 
 /**
@@ -26,6 +29,7 @@ export interface RuntimeDeps {
 export function createAppForConfig(config: Config, deps: RuntimeDeps) {
   const upstream = createUpstreamForConfig(config, deps);
   const { demoSite, ...rest } = deps;
-  return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
+  // The upstream goes back too: the Node entry's readiness check calls it directly.
+  return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
 

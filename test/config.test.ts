@@ -47,6 +47,9 @@ describe('parseConfig defaults', () => {
       honeypotField: 'website',
       trustProxyHops: 0,
       listPaging: { limitParam: 'limit', style: 'offset', pagingParam: 'offset', pageSize: 200 },
+      adminPort: undefined,
+      adminHost: '127.0.0.1',
+      adminUnreadyAfterSeconds: 60,
     } satisfies Config);
   });
 
@@ -68,6 +71,9 @@ describe('parseConfig defaults', () => {
         SUBSCRIBE_HONEYPOT_FIELD: 'company_url',
         TRUST_PROXY_HOPS: '2',
         NODE_ENV: 'production',
+        ADMIN_PORT: '9464',
+        ADMIN_HOST: '::1',
+        ADMIN_UNREADY_AFTER_SECONDS: '30',
       }),
     ).toEqual({
       mode: 'upstream',
@@ -88,6 +94,9 @@ describe('parseConfig defaults', () => {
       honeypotField: 'company_url',
       trustProxyHops: 2,
       listPaging: { limitParam: 'limit', style: 'offset', pagingParam: 'offset', pageSize: 200 },
+      adminPort: 9464,
+      adminHost: '::1',
+      adminUnreadyAfterSeconds: 30,
     } satisfies Config);
   });
 
@@ -112,6 +121,9 @@ describe('parseConfig defaults', () => {
       'UPSTREAM_LIST_PAGING',
       'UPSTREAM_LIST_PAGING_PARAM',
       'UPSTREAM_LIST_PAGE_SIZE',
+      'ADMIN_PORT',
+      'ADMIN_HOST',
+      'ADMIN_UNREADY_AFTER_SECONDS',
     ];
     const env = Object.fromEntries(blanks.map((name, index) => [name, index % 2 === 0 ? '' : '  \t ']));
     expect(configWith(env)).toEqual(configWith());
@@ -225,6 +237,21 @@ describe('parseConfig HOST', () => {
       ]);
     },
   );
+});
+
+describe('parseConfig admin listener', () => {
+  it('refuses an ADMIN_PORT of 0, out of range or equal to PORT', () => {
+    expect(problemsWith({ ADMIN_PORT: '0' })).toEqual(['ADMIN_PORT must be a whole number from 1 to 65535']);
+    expect(problemsWith({ ADMIN_PORT: '70000' })).toEqual(['ADMIN_PORT must be a whole number from 1 to 65535']);
+    expect(problemsWith({ PORT: '8080', ADMIN_PORT: '8080' })).toEqual(['ADMIN_PORT must differ from PORT']);
+  });
+
+  it('refuses an ADMIN_HOST with a port pasted in, and an unready delay outside 1 to 3600 seconds', () => {
+    expect(problemsWith({ ADMIN_HOST: '127.0.0.1:9464', ADMIN_UNREADY_AFTER_SECONDS: '0' })).toEqual([
+      'ADMIN_HOST must be a host name or an IP address (such as 127.0.0.1 or ::1)',
+      'ADMIN_UNREADY_AFTER_SECONDS must be a whole number from 1 to 3600',
+    ]);
+  });
 });
 
 describe('parseConfig ALLOWED_ORIGINS', () => {

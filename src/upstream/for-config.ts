@@ -1,12 +1,14 @@
 import type { Config } from '../config.js';
 import { createDemoUpstream } from '../demo/demo-upstream.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 import { createUpstreamClient, type NewsletterApiClient } from './newsletter-api.js';
 
 export interface UpstreamForConfigDeps {
   fetch?: typeof globalThis.fetch | undefined;
   now?: (() => number) | undefined;
   log?: Logger | undefined;
+  metrics?: Metrics | undefined;
 }
 
 /**
@@ -15,7 +17,13 @@ export interface UpstreamForConfigDeps {
  * `check` both build theirs here, so `check` probes exactly what the site will call.
  */
 export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigDeps): NewsletterApiClient {
-  const common = { timeoutMs: config.upstreamTimeoutMs, now: deps.now, log: deps.log, paging: config.listPaging };
+  const common = {
+    timeoutMs: config.upstreamTimeoutMs,
+    now: deps.now,
+    log: deps.log,
+    paging: config.listPaging,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+  };
   if (config.mode === 'demo') {
     const demo = createDemoUpstream({ now: deps.now });
     return createUpstreamClient({ ...common, baseUrl: demo.baseUrl, apiKey: demo.apiKey, fetch: demo.fetch });

@@ -16,7 +16,8 @@ import {
   type UpstreamIssue,
   type UpstreamSubscriber,
 } from './schemas.js';
-import { createTransport, UpstreamError, type TransportOptions } from './transport.js';
+import { noopMetrics, type Metrics } from '../metrics.js';
+import { createTransport, UpstreamError, type TransportOptions, type TransportRequest } from './transport.js';
 import { createUpstreamNotices } from './notices.js';
 
 export type { ListIssuesQuery } from './schemas.js';
@@ -31,6 +32,8 @@ export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' 
   paging?: ListPaging | undefined;
   /** Where what the upstream does unexpectedly is told (paging, dropped rows, new states). */
   log?: Logger | undefined;
+  /** Told of each operation's calls, retries and hold-offs (no-op by default). */
+  metrics?: Pick<Metrics, 'upstreamCall' | 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
 /** The four upstream operations a public site needs, and nothing else. */
@@ -83,7 +86,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
   const { baseUrl, apiKey, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, ...tuning } = options;
   const notices = createUpstreamNotices(log);
   const buildUrl = createUpstreamUrlBuilder(baseUrl);
-  const request = createTransport({
+  const transport = createTransport({
     ...tuning,
     postRetries,
     headers: { Authorization: `Bearer ${apiKey}` },
@@ -94,6 +97,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     },
     notFoundCode: NOT_FOUND_CODE,
   });
+  const { metrics = noopMetrics } = options;
+  const request = <T>(operation: string, call: TransportRequest<T>) => timed(metrics, operation, () => transport(call));
 
   /** One List Issues call, read row by row, paged as configured. */
   async function listRows(query: ListIssuesQuery): Promise<ListedPage> {
@@ -103,7 +108,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       [paging.limitParam]: String(query.limit),
       [paging.pagingParam]: String(paging.style === 'page' ? Math.floor(query.offset / query.limit) + 1 : query.offset),
     });
-    const listed = readRows((await request({ method: 'GET', url, schema: RowListEnvelope })).data, UpstreamIssueSchema);
+    const listed = readRows((await request('list_issues', { method: 'GET', url, schema: RowListEnvelope })).data, UpstreamIssueSchema);
     for (const row of listed.rows) notices.issueStatus(row.status);
     return listed;
   }
@@ -130,23 +135,37 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
         throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');
       }
       const url = buildUrl([...UPSTREAM_PATHS.issueBySlug, slug]);
-      const issue = (await request({ method: 'GET', url, schema: IssueEnvelope })).data;
+      const issue = (await request('get_issue_by_slug', { method: 'GET', url, schema: IssueEnvelope })).data;
       notices.issueStatus(issue.status);
       return issue;
     },
     async listCategories() {
       const url = buildUrl(UPSTREAM_PATHS.listCategories);
-      const { rows, droppedIds } = readRows((await request({ method: 'GET', url, schema: RowListEnvelope })).data, UpstreamCategorySchema);
+      const listed = (await request('list_categories', { method: 'GET', url, schema: RowListEnvelope })).data;
+      const { rows, droppedIds } = readRows(listed, UpstreamCategorySchema);
       notices.dropped('listCategories', droppedIds.length, droppedIds);
       return rows;
     },
     async createSubscriber(body): Promise<UpstreamSubscriber> {
       const url = buildUrl(UPSTREAM_PATHS.createSubscriber);
-      const { data } = await request({ method: 'POST', url, schema: SubscriberEnvelope, body });
+      const { data } = await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body });
       const status = typeof data === 'object' && data !== null ? (data as { status?: unknown }).status : undefined;
       const subscriber = { status: typeof status === 'string' ? status : undefined };
       notices.subscriberStatus(subscriber.status);
       return subscriber;
     },
   };
+}
+
+/** Runs one call of `operation` (its retries included) and tells `metrics` how long it took and how it ended. */
+async function timed<T>(metrics: Pick<Metrics, 'upstreamCall'>, operation: string, call: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    const value = await call();
+    metrics.upstreamCall(operation, (performance.now() - started) / 1000);
+    return value;
+  } catch (error) {
+    metrics.upstreamCall(operation, (performance.now() - started) / 1000, error);
+    throw error;
+  }
 }
