@@ -1,4 +1,4 @@
-// `npm run bench` (issue 7, "Benchmark"): the real Node entry (dist/node.js, NODE_ENV=production)
+// `npm run bench` (issue 7, "Benchmark"): the real Node entry (dist/cli.js, NODE_ENV=production)
 // against a local upstream simulator, next to a bare-Hono baseline answering the same bytes,
 // with load from a separate process. Prints a table and writes bench/results/latest.json.
 //
@@ -22,7 +22,7 @@
 //   BENCH_CPU_PROF [unset] a directory: run every server under --cpu-prof (bff-*.cpuprofile, baseline-*,
 //                  bff-fresh-* for stampede and scan, bff-stale-*); summarise with bench/profile-summary.mjs
 //   BENCH_NO_PIN [unset] 1 to skip taskset pinning
-//   BENCH_ENTRY [dist/node.js] the server entry to measure (e.g. a patched copy, for before/after)
+//   BENCH_ENTRY [dist/cli.js] the server entry to measure (e.g. a patched copy, for before/after)
 //   BENCH_NODE_ARGS [unset] extra node flags for every BFF process, space-separated (e.g. --trace-deopt)
 //   BENCH_NGINX [1 when nginx is installed] 0 to leave out the nginx proxy_cache reference
 //
@@ -78,7 +78,7 @@ const settings = {
   staleLatencyMs: num('BENCH_STALE_LATENCY_MS', 1000),
   serverStdout: ['null', 'count'].includes(env.BENCH_SERVER_STDOUT) ? env.BENCH_SERVER_STDOUT : 'file',
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
-  entry: env.BENCH_ENTRY || 'dist/node.js',
+  entry: env.BENCH_ENTRY || 'dist/cli.js',
   nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
 };
 for (const s of settings.scenarios) if (!ALL_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; use ${ALL_SCENARIOS}`);
@@ -962,7 +962,7 @@ function report(results) {
   if (meta.backgroundBusyPctBefore > 10) {
     say(`warning: before the run, other processes used ${meta.backgroundBusyPctBefore.toFixed(0)}% of the machine's CPU: figures are noisy`);
   }
-  if (s.entry !== 'dist/node.js') say(`entry: ${s.entry}`);
+  if (s.entry !== 'dist/cli.js') say(`entry: ${s.entry}`);
   if (s.nodeArgs.length) say(`BFF node flags: ${s.nodeArgs.join(' ')}`);
   say(
     `settings: ${s.pairs} pairs × ${s.durationSec} s, ${s.connections} connections, warm-up ${s.warmupSec} s, upstream latency ${s.upstreamLatencyMs} ms, ` +
