@@ -22,7 +22,7 @@ describe('newsletter-bff command', () => {
     'prints the usage with `$label` and exits 0',
     async ({ args }) => {
       const result = await run(args);
-    expect(result.code).toBe(0);
+      expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/^Usage: newsletter-bff \[command\]$/m);
       expect(result.stdout).toMatch(/^ {2}start {2}run the service.*\(the default\)$/m);
       expect(result.stderr).toBe('');
