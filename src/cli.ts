@@ -15,7 +15,7 @@ const commands: Record<string, CliCommand> = {
 };
 
 // package.json sits beside dist/ in the repository and in the installed package alike.
-const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+const version = () => (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 const code = await runCli(
   process.argv.slice(2),

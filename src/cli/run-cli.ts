@@ -20,7 +20,8 @@ export interface CliCommand {
 
 export interface CliOptions {
   name: string;
-  version: string;
+  /** Read only when asked for. */
+  version: () => string;
   commands: Readonly<Record<string, CliCommand>>;
   /** What runs when no subcommand is given. */
   defaultCommand: string;
@@ -60,7 +61,7 @@ export async function runCli(args: readonly string[], options: CliOptions, io: C
     return 0;
   }
   if (first !== undefined && VERSION_FLAGS.has(first)) {
-    io.stdout(`${options.version}\n`);
+    io.stdout(`${options.version()}\n`);
     return 0;
   }
   const name = first ?? options.defaultCommand;
