@@ -1,8 +1,8 @@
 import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { freeLoopbackPort, waitForOutput } from './spawned.js';
 
 // The built command as `npm start` and the installed `newsletter-bff` run it (test/build-dist.ts builds it).
 const cli = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -55,26 +55,11 @@ describe('newsletter-bff command', () => {
   });
 
   it('starts the service in demo mode with `start` and stops with exit code 0 on SIGTERM', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const { port: free } = probe.address() as { port: number };
-        probe.close(() => resolve(free));
-      });
-    });
+    const port = await freeLoopbackPort();
     const child = spawn(process.execPath, [cli, 'start'], { env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port) } });
     try {
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-      await new Promise<void>((resolve, reject) => {
-        let stdout = '';
-        const timer = setTimeout(() => reject(new Error(`not listening: ${stdout}`)), 15_000);
-        child.stdout.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString();
-          if (stdout.includes('listening on')) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-      });
+      await waitForOutput(child, 'listening on', 15_000);
       const response = await fetch(`http://127.0.0.1:${port}/api/categories`);
       expect(response.status).toBe(200);
       child.kill('SIGTERM');

@@ -1,11 +1,11 @@
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freeLoopbackPort, waitForOutput } from './spawned.js';
 
 /**
  * The package as a user gets it: `npm pack` of the built dist/ (test/build-dist.ts), installed
@@ -140,12 +140,7 @@ describe('the npm package', () => {
   });
 
   it('starts demo mode with `npx newsletter-bff` from the installed package, its example site included', async () => {
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const { port: free } = probe.address() as { port: number };
-        probe.close(() => resolve(free));
-      });
-    });
+    const port = await freeLoopbackPort();
     const { NEWSLETTER_API_KEY: _key, NODE_ENV: _mode, ...env } = process.env;
     // Its own process group, so the server npx starts stops with it.
     const child = spawn('npx', ['--offline', '--no', 'newsletter-bff'], {
@@ -155,17 +150,7 @@ describe('the npm package', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
-      let stdout = '';
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`not listening: ${stdout}`)), 20_000);
-        child.stdout.on('data', (chunk: Buffer) => {
-          stdout += chunk.toString();
-          if (stdout.includes('listening on')) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-      });
+      const stdout = await waitForOutput(child, 'listening on', 20_000);
       expect(stdout).toContain('DEMO MODE');
       const archive = await fetch(`http://127.0.0.1:${port}/api/issues?limit=1`);
       expect(archive.status).toBe(200);
