@@ -116,6 +116,32 @@ describe('the npm package', () => {
     expect(strict.stdout + strict.stderr).toBe('');
   });
 
+  it('exports the public shapes from newsletter-bff/client, as the service defines them', async () => {
+    writeFileSync(
+      join(consumer, 'shapes.ts'),
+      [
+        'import type { ArchivePageBody, CategoriesBody, ErrorBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from \'newsletter-bff/client\';',
+        "const category: PublicCategory = { name: 'Essays', slug: 'essays' };",
+        "const summary: IssueSummary = { slug: 'a', subject: 'A', previewText: null, thumbnailUrl: null, sentAt: null, category };",
+        'const detail: IssueDetail = { ...summary, contentHtml: null };',
+        'export const bodies: [ArchivePageBody, IssueBody, CategoriesBody, SubscribeBody, ErrorBody] = [',
+        '  { ok: true, data: [summary], meta: { total: 1, limit: 20, offset: 0 } },',
+        '  { ok: true, data: detail },',
+        '  { ok: true, data: [category] },',
+        '  { ok: true, data: { accepted: true } },',
+        "  { ok: false, error: { code: 'NOT_FOUND', message: 'Not found.' } },",
+        '];',
+        '',
+      ].join('\n'),
+    );
+    try {
+      const check = await exec(process.execPath, [tsc, '--noEmit', '-p', '.'], consumer);
+      expect(check.stdout + check.stderr).toBe('');
+    } finally {
+      rmSync(join(consumer, 'shapes.ts'));
+    }
+  });
+
   it('types the client for real there: a wrong parameter or body shape fails the consumer’s typecheck', async () => {
     writeFileSync(
       join(consumer, 'misuse.ts'),
