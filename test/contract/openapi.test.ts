@@ -25,6 +25,11 @@ describe('openapi.json', () => {
     expect(document.openapi).toMatch(/^3\.1\./);
   });
 
+  it('carries the package version', () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect((document.info as { version: string }).version).toBe(version);
+  });
+
   it('names exactly the error codes the service renders', () => {
     expect(schemas.ErrorBody!.properties.error!.properties.code).toEqual({ enum: Object.keys(ERROR_STATUS) });
   });
