@@ -70,6 +70,16 @@ function readmeSnippet(): string {
   return snippet;
 }
 
+/** Typechecks the consumer project with `file` (these lines) added for the moment. */
+async function typecheckWith(file: string, lines: string[]) {
+  writeFileSync(join(consumer, file), `${lines.join('\n')}\n`);
+  try {
+    return await exec(process.execPath, [tsc, '--noEmit', '-p', '.'], consumer);
+  } finally {
+    rmSync(join(consumer, file));
+  }
+}
+
 let scratch: string;
 let consumer: string;
 let packed: { files: { path: string }[]; size: number; entryCount: number };
@@ -117,52 +127,34 @@ describe('the npm package', () => {
   });
 
   it('exports the public shapes from newsletter-bff/client, as the service defines them', async () => {
-    writeFileSync(
-      join(consumer, 'shapes.ts'),
-      [
-        'import type { ArchivePageBody, CategoriesBody, ErrorBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from \'newsletter-bff/client\';',
-        "const category: PublicCategory = { name: 'Essays', slug: 'essays' };",
-        "const summary: IssueSummary = { slug: 'a', subject: 'A', previewText: null, thumbnailUrl: null, sentAt: null, category };",
-        'const detail: IssueDetail = { ...summary, contentHtml: null };',
-        'export const bodies: [ArchivePageBody, IssueBody, CategoriesBody, SubscribeBody, ErrorBody] = [',
-        '  { ok: true, data: [summary], meta: { total: 1, limit: 20, offset: 0 } },',
-        '  { ok: true, data: detail },',
-        '  { ok: true, data: [category] },',
-        '  { ok: true, data: { accepted: true } },',
-        "  { ok: false, error: { code: 'NOT_FOUND', message: 'Not found.' } },",
-        '];',
-        '',
-      ].join('\n'),
-    );
-    try {
-      const check = await exec(process.execPath, [tsc, '--noEmit', '-p', '.'], consumer);
-      expect(check.stdout + check.stderr).toBe('');
-    } finally {
-      rmSync(join(consumer, 'shapes.ts'));
-    }
+    const check = await typecheckWith('shapes.ts', [
+      'import type { ArchivePageBody, CategoriesBody, ErrorBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from \'newsletter-bff/client\';',
+      "const category: PublicCategory = { name: 'Essays', slug: 'essays' };",
+      "const summary: IssueSummary = { slug: 'a', subject: 'A', previewText: null, thumbnailUrl: null, sentAt: null, category };",
+      'const detail: IssueDetail = { ...summary, contentHtml: null };',
+      'export const bodies: [ArchivePageBody, IssueBody, CategoriesBody, SubscribeBody, ErrorBody] = [',
+      '  { ok: true, data: [summary], meta: { total: 1, limit: 20, offset: 0 } },',
+      '  { ok: true, data: detail },',
+      '  { ok: true, data: [category] },',
+      '  { ok: true, data: { accepted: true } },',
+      "  { ok: false, error: { code: 'NOT_FOUND', message: 'Not found.' } },",
+      '];',
+    ]);
+    expect(check.stdout + check.stderr).toBe('');
   });
 
   it('types the client for real there: a wrong parameter or body shape fails the consumer’s typecheck', async () => {
-    writeFileSync(
-      join(consumer, 'misuse.ts'),
-      [
-        "import { hc } from 'hono/client';",
-        "import type { AppType } from 'newsletter-bff/client';",
-        "const bff = hc<AppType>('https://news-api.example.com');",
-        "await bff.api.issues[':slug'].$get({ param: { id: 'x' } });",
-        'const res = await bff.api.categories.$get();',
-        'if (res.status === 200) { const names: number[] = (await res.json()).data; void names; }',
-        '',
-      ].join('\n'),
-    );
-    try {
-      const check = await exec(process.execPath, [tsc, '--noEmit', '-p', '.'], consumer);
-      expect(check.code).not.toBe(0);
-      expect(check.stdout).toMatch(/^misuse\.ts\(4,\d+\): error TS2353: .*'id' does not exist/m);
-      expect(check.stdout).toMatch(/^misuse\.ts\(6,\d+\): error TS2322: /m);
-    } finally {
-      rmSync(join(consumer, 'misuse.ts'));
-    }
+    const check = await typecheckWith('misuse.ts', [
+      "import { hc } from 'hono/client';",
+      "import type { AppType } from 'newsletter-bff/client';",
+      "const bff = hc<AppType>('https://news-api.example.com');",
+      "await bff.api.issues[':slug'].$get({ param: { id: 'x' } });",
+      'const res = await bff.api.categories.$get();',
+      'if (res.status === 200) { const names: number[] = (await res.json()).data; void names; }',
+    ]);
+    expect(check.code).not.toBe(0);
+    expect(check.stdout).toMatch(/^misuse\.ts\(4,\d+\): error TS2353: .*'id' does not exist/m);
+    expect(check.stdout).toMatch(/^misuse\.ts\(6,\d+\): error TS2322: /m);
   });
 
   it('starts demo mode with `npx newsletter-bff` from the installed package, its example site included', async () => {
