@@ -4,6 +4,7 @@ import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream
 import { createLogger, type Logger } from '../src/log.js';
 import type { Metrics } from '../src/metrics.js';
 import { createUpstreamClient, type UpstreamClientOptions } from '../src/upstream/newsletter-api.js';
+import { observeResponses } from './contract/response-observer.js';
 
 /** A fake key: tests assert it never appears in a response or a log line. */
 export const TEST_API_KEY = 'test-key-7f3a9c1e-not-real';
@@ -123,7 +124,7 @@ export function createTestApp(options: TestAppOptions = {}) {
     metrics: options.metrics,
   });
   const { freshReply, logAccess } = service;
-  return { app: service.app, stats: service.stats, freshReply, logAccess, clock, logs, demo, config, sleeps };
+  return { app: observeResponses(service.app), stats: service.stats, freshReply, logAccess, clock, logs, demo, config, sleeps };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */
