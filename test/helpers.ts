@@ -123,8 +123,9 @@ export function createTestApp(options: TestAppOptions = {}) {
     clientIp: () => options.clientIp ?? '203.0.113.7',
     metrics: options.metrics,
   });
-  const { freshReply, logAccess } = service;
-  return { app: observeResponses(service.app), stats: service.stats, freshReply, logAccess, clock, logs, demo, config, sleeps };
+  // `served`: the app's own fetch as the Node entry serves it, with what its hot path needs.
+  const served = { fetch: service.app.fetch, freshReply: service.freshReply, logAccess: service.logAccess };
+  return { app: observeResponses(service.app), stats: service.stats, served, clock, logs, demo, config, sleeps };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */

@@ -52,8 +52,9 @@ function listen(listener: RequestListener): Promise<{ server: Server; port: numb
 describe('the Node hot path for fresh cached reads', () => {
   const recorder = createMetricsRecorder();
   const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED }, metrics: recorder.metrics });
-  const hotPath = createNodeHotPath({ freshReply: service.freshReply, logAccess: service.logAccess });
-  const general = getRequestListener(service.app.fetch);
+  const hotPath = createNodeHotPath(service.served);
+  // The app's own fetch, as the Node entry serves it (the tests' response observer rebuilds answers).
+  const general = getRequestListener(service.served.fetch);
   let generalOnly: { server: Server; port: number };
   let withHotPath: { server: Server; port: number };
   let etag = '';
