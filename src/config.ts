@@ -1,6 +1,7 @@
 import * as z from './zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
 import { parseHttpUrl } from './origins.js';
+import { MIN_API_KEY_LENGTH, createRedactor } from './redact.js';
 import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';
 
 /** The parsed configuration: docs/contract.md "Configuration", plus the few knobs the README lists. */
@@ -25,6 +26,16 @@ export interface Config {
   subscribeRedirectUrl: string | undefined;
   honeypotField: string;
   trustProxyHops: number;
+  /** Node's listener limits (docs/contract.md "Availability under abuse"). */
+  maxConnections: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** IPv6 visitors are counted per prefix of this many bits (one subscriber line holds a whole /64). */
+  rateLimitIpv6Prefix: number;
+  /** Cloudflare Turnstile (or an hCaptcha-compatible verifier) on subscribe; off without a secret. */
+  turnstileSecretKey: string | undefined;
+  turnstileSiteKey: string | undefined;
+  turnstileVerifyUrl: string;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -38,6 +49,11 @@ const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 
 
 function isLoopbackHost(hostname: string): boolean {
   return LOOPBACK_HOSTS.has(hostname) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** https, or plain http to this machine only (a local fake in tests and development). */
+function isHttpsOrLoopback(url: URL): boolean {
+  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
 }
 
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
@@ -60,8 +76,9 @@ function wholeNumberVariable(min: number, max: number, fallback: number) {
   });
 }
 
-/** Shorter than this is a truncated paste, not a key; the logger also redacts only strings this long. */
-export const MIN_API_KEY_LENGTH = 8;
+/** Cloudflare's siteverify endpoint (hCaptcha-compatible verifiers answer the same shape). */
+export const TURNSTILE_SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
+
 
 const ConfigSchema = z.object({
   // Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
@@ -91,7 +108,7 @@ const ConfigSchema = z.object({
             return z.NEVER;
           }
           const path = url.pathname.replace(/\/+$/, '');
-          if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+          if (!isHttpsOrLoopback(url)) {
             addIssue(ctx, 'must use https (plain http is accepted only for a loopback host)');
           } else if (url.username || url.password || url.search || url.hash) {
             addIssue(ctx, 'must not carry credentials, a query or a fragment');
@@ -169,6 +186,27 @@ const ConfigSchema = z.object({
     ),
   ),
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
+  MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 1024),
+  HEADERS_TIMEOUT_SECONDS: wholeNumberVariable(1, 15, 10),
+  REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),
+  RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),
+  TURNSTILE_SECRET_KEY: optionalText(),
+  TURNSTILE_SITE_KEY: preprocess(
+    blankToUndefined,
+    z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }))),
+  ),
+  TURNSTILE_VERIFY_URL: preprocess(
+    blankToUndefined,
+    z._default(
+      z.string().check(
+        z.refine((value) => {
+          const url = parseHttpUrl(value);
+          return url !== undefined && isHttpsOrLoopback(url);
+        }, { error: 'must be an https URL (plain http is accepted only for a loopback host)' }),
+      ),
+      TURNSTILE_SITEVERIFY_URL,
+    ),
+  ),
   NODE_ENV: optionalText(),
 });
 
@@ -195,10 +233,13 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
+  const headersSeconds = result.data?.HEADERS_TIMEOUT_SECONDS;
+  if (headersSeconds !== undefined && result.data && result.data.REQUEST_TIMEOUT_SECONDS < headersSeconds) {
+    problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
+  }
   if (!result.success || problems.size > 0) {
-    // A key pasted into the wrong variable must not be echoed by that variable's message either.
-    const key = blankToUndefined(source.NEWSLETTER_API_KEY);
-    const redact = (line: string) => (typeof key === 'string' ? line.split(key).join('[redacted]') : line);
+    // A secret pasted into the wrong variable must not be echoed by that variable's message either.
+    const redact = createRedactor([source.NEWSLETTER_API_KEY, source.TURNSTILE_SECRET_KEY]);
     return { ok: false, problems: [...problems.values()].map(redact) };
   }
   const env = result.data;
@@ -222,6 +263,13 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       subscribeRedirectUrl: env.SUBSCRIBE_REDIRECT_URL,
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
+      maxConnections: env.MAX_CONNECTIONS,
+      headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
+      requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
+      rateLimitIpv6Prefix: env.RATE_LIMIT_IPV6_PREFIX,
+      turnstileSecretKey: env.TURNSTILE_SECRET_KEY,
+      turnstileSiteKey: env.TURNSTILE_SITE_KEY,
+      turnstileVerifyUrl: env.TURNSTILE_VERIFY_URL,
     },
   };
 }

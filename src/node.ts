@@ -1,4 +1,3 @@
-import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { relative } from 'node:path';
@@ -6,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
+import { limitsOf, serveWithLimits } from './node-server-limits.js';
 import { createAppForConfig } from './service.js';
 
 /** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
@@ -19,14 +19,14 @@ function main(): void {
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const log = createLogger({ write: writer.write, redact: [config.apiKey] });
+  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey] });
   const { app, stats } = createAppForConfig(config, {
     log,
     demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
 
-  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
+  const server = serveWithLimits({ fetch: app.fetch, hostname: config.host, port: config.port }, limitsOf(config), (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     if (config.mode === 'demo') {
       process.stdout.write(
