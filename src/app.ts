@@ -12,6 +12,7 @@ import type { SharedTier } from './reads/shared-tier.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createIssuesRoutes } from './routes/issues.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
+import { createTurnstileChallenge, type TurnstileChallengeOptions } from './subscribe/challenge.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
 import { logReadFailure, readErrorFromUpstream } from './upstream-failures.js';
@@ -32,6 +33,8 @@ export interface AppDeps {
   site?: MiddlewareHandler;
   /** A cache tier shared between isolates (Workers' Cache API); none on Node. */
   sharedCache?: SharedTier;
+  /** Test seams of the Turnstile check (TURNSTILE_SECRET_KEY): its fetch and timeout. */
+  turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'>;
 }
 
 /** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
@@ -62,7 +65,7 @@ const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
  * path, with the cache counters the Node entry logs on shutdown. No globals.
  */
 export function createApp(deps: AppDeps) {
-  const { config, upstream, now = Date.now, log = silentLogger } = deps;
+  const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined } = deps;
   const origins = createOriginPolicy(config.allowedOrigins);
   const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
   const reads = createPublicReads({
@@ -95,9 +98,12 @@ export function createApp(deps: AppDeps) {
         rateLimiter:
           deps.rateLimiter ??
           createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
-        clientIp: deps.clientIp ?? (() => undefined),
+        clientIp,
         now,
         log,
+        challenge: config.turnstileSecretKey
+          ? createTurnstileChallenge({ secretKey: config.turnstileSecretKey, verifyUrl: config.turnstileVerifyUrl, clientIp, ...deps.turnstile })
+          : undefined,
       }),
     );
 

@@ -22,10 +22,10 @@ export function isForbiddenOrigin(c: Context, origins: OriginPolicy): boolean {
   return origin !== undefined && !origins.isAllowed(origin, ownOrigin(c));
 }
 
-/** Throws RATE_LIMITED (with Retry-After) when this visitor has posted too often. */
-export async function enforceRateLimit(rateLimiter: RateLimiter, clientIp: string | undefined): Promise<void> {
+/** RATE_LIMITED (with Retry-After) when this visitor has posted too often, else undefined. */
+export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string | undefined): Promise<ApiError | undefined> {
   const limit = await rateLimiter.hit(clientIp ?? 'unknown');
-  if (!limit.allowed) throw new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
+  return limit.allowed ? undefined : new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
 }
 
 /** A bot fills the hidden field; a person leaves it absent or blank. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REPEAT_WINDOW_MS, createRepeatGuard, enforceRateLimit, isHoneypotFilled } from '../../src/subscribe/guards.js';
+import { REPEAT_WINDOW_MS, createRepeatGuard, rateLimitError, isHoneypotFilled } from '../../src/subscribe/guards.js';
 import { createFakeClock } from '../helpers.js';
 import {
   EMAIL,
@@ -223,11 +223,11 @@ describe('the guards one by one', () => {
     expect(repeats.isRepeat('jane@example.com')).toBe(false);
   });
 
-  it('throws RATE_LIMITED with the limiter’s Retry-After, and counts a visitor without an address as one', async () => {
+  it('gives RATE_LIMITED with the limiter’s Retry-After, and counts a visitor without an address as one', async () => {
     const keys: string[] = [];
     const limiter = { hit: (key: string) => (keys.push(key), { allowed: keys.length < 2, retryAfterSeconds: 12 }) };
-    await expect(enforceRateLimit(limiter, undefined)).resolves.toBeUndefined();
-    await expect(enforceRateLimit(limiter, '203.0.113.9')).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfter: 12 });
+    await expect(rateLimitError(limiter, undefined)).resolves.toBeUndefined();
+    await expect(rateLimitError(limiter, '203.0.113.9')).resolves.toMatchObject({ code: 'RATE_LIMITED', retryAfter: 12 });
     expect(keys).toEqual(['unknown', '203.0.113.9']);
   });
 });
