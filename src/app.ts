@@ -46,6 +46,7 @@ const PUBLIC_PATHS = {
 } as const;
 
 const MAX_LOGGED_PATH = 200;
+const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * The example site's pages (demo mode): scripts and styles from this origin only; issue
@@ -136,6 +137,9 @@ export function createApp(deps: AppDeps) {
 
   app.notFound((c) => renderError(c, new ApiError('NOT_FOUND')));
   app.onError((error, c) => {
+    // The client hung up before its body arrived: nothing to answer and nothing of ours broke.
+    // Nginx's 499 ("client closed request"), logged once by the access log at info.
+    if (c.req.raw.signal?.aborted) return new Response(null, { status: CLIENT_CLOSED_REQUEST });
     if (error instanceof ApiError) return renderError(c, error);
     // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
     if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));

@@ -2,6 +2,7 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
+import { rateLimitKeyOf } from '../ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
 import type { OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
@@ -17,7 +18,7 @@ export interface SubscribeRoutesOptions {
   upstream: UpstreamClient;
   config: Pick<
     Config,
-    'subscribeSourceType' | 'subscribeDefaultSource' | 'subscribeRedirectUrl' | 'honeypotField'
+    'subscribeSourceType' | 'subscribeDefaultSource' | 'subscribeRedirectUrl' | 'honeypotField' | 'rateLimitIpv6Prefix'
   >;
   origins: OriginPolicy;
   rateLimiter: RateLimiter;
@@ -66,7 +67,8 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
         recorder(c)('rejected', { reason: 'FORBIDDEN_ORIGIN' });
         throw new ApiError('FORBIDDEN_ORIGIN');
       }
-      const limited = await rateLimitError(rateLimiter, clientIp(c));
+      const ip = clientIp(c);
+      const limited = await rateLimitError(rateLimiter, ip === undefined ? undefined : rateLimitKeyOf(ip, config.rateLimitIpv6Prefix));
       if (limited) return refuse(c, limited);
       await next();
     },
