@@ -4,10 +4,10 @@ import type { Config } from './config.js';
 import { ApiError, renderError } from './errors.js';
 import { publicCacheControl } from './http.js';
 import { maskEmailsInPath, silentLogger, type Logger } from './log.js';
-import { createOriginPolicy } from './origins.js';
+import { createOriginPolicy, listenOrigins } from './origins.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
-import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createResponseHeaders } from './response-headers.js';
+import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createResponseHeaders } from './response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createIssuesRoutes } from './routes/issues.js';
@@ -67,7 +67,8 @@ const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
  */
 export function createApp(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined } = deps;
-  const origins = createOriginPolicy(config.allowedOrigins);
+  // The service's own origin counts only where it serves pages posting to itself (demo mode).
+  const origins = createOriginPolicy(config.allowedOrigins, deps.site ? listenOrigins(config.host, config.port) : []);
   const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
   const reads = createPublicReads({
     upstream,
@@ -111,7 +112,7 @@ export function createApp(deps: AppDeps) {
   // Preflights only: the requests themselves get their grant from createResponseHeaders.
   const preflight = cors({
     ...CORS_POLICY,
-    origin: config.allowedOrigins === '*' ? '*' : (origin, c) => (origins.isAllowed(origin, new URL(c.req.url).origin) ? origin : null),
+    origin: config.allowedOrigins === '*' ? '*' : (origin) => corsGrant(origins, origin)?.['Access-Control-Allow-Origin'] ?? null,
   });
 
   const app = new Hono();

@@ -78,7 +78,7 @@ export function createResponseHeaders(options: ResponseHeadersOptions): Middlewa
     const id = incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId();
     c.set('requestId', id);
     const isApi = siteSecurityHeaders === undefined || c.req.path.startsWith('/api/');
-    const grant = isApi ? corsGrant(c, allowedOrigins, origins) : undefined;
+    const grant = isApi ? corsGrant(origins, c.req.header('origin')) : undefined;
     const headers: Record<string, string> = { ...(isApi ? apiHeaders : siteSecurityHeaders), 'X-Request-Id': id, ...grant };
     c.set('responseHeaders', headers);
 
@@ -94,13 +94,18 @@ export function createResponseHeaders(options: ResponseHeadersOptions): Middlewa
   };
 }
 
-/** `Access-Control-Allow-Origin` for an allowed browser origin (echoed, never with credentials). */
-function corsGrant(c: Context, allowedOrigins: '*' | readonly string[], origins: OriginPolicy) {
-  if (allowedOrigins === '*') return { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
-  const origin = c.req.header('origin');
-  if (!origin || !origins.isAllowed(origin, new URL(c.req.url).origin)) return undefined;
+/**
+ * The CORS grant of a request with this `Origin` header: the one decision every response and
+ * preflight uses. `*` for any origin, the allowed origin echoed (never with credentials), or
+ * none. Decided from the configuration alone, never from `Host` or the request target.
+ */
+export function corsGrant(origins: OriginPolicy, origin: string | undefined) {
+  if (origins.anyOrigin) return ANY_ORIGIN_GRANT;
+  if (!origin || !origins.isAllowed(origin)) return undefined;
   return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 }
+
+const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 
 /**
  * A response that already carries this request's headers, as a plain record: @hono/node-server

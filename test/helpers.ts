@@ -1,4 +1,4 @@
-import { createApp } from '../src/app.js';
+import { createApp, type AppDeps } from '../src/app.js';
 import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
 import { createLogger, type Logger } from '../src/log.js';
@@ -79,6 +79,10 @@ export interface TestAppOptions {
   clock?: ReturnType<typeof createFakeClock>;
   clientIp?: string;
   upstreamOptions?: Partial<UpstreamClientOptions>;
+  /** Pages served outside /api/ (demo mode's example site). */
+  site?: AppDeps['site'];
+  /** The Turnstile check's fetch and timeout. */
+  turnstile?: AppDeps['turnstile'];
 }
 
 /**
@@ -118,6 +122,8 @@ export function createTestApp(options: TestAppOptions = {}) {
     now: clock.now,
     log: logs.log,
     clientIp: () => options.clientIp ?? '203.0.113.7',
+    site: options.site,
+    turnstile: options.turnstile,
   });
   return { app: service.app, stats: service.stats, clock, logs, demo, config, sleeps };
 }

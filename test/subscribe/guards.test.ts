@@ -231,10 +231,11 @@ describe('POST /api/subscribe', () => {
       expect(calls).toHaveLength(1);
     });
 
-    it("accepts a post from the service's own origin", async () => {
+    it('refuses an origin that names the Host the request was sent with, when it is not listed', async () => {
       const { app, calls } = createSubscribeApp({ env });
-      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }, { Origin: 'http://localhost' }));
-      expect(calls).toHaveLength(1);
+      const headers = { Host: 'evil.example', Origin: 'http://evil.example' };
+      await expectErrorCode(await postJson(app, { email: EMAIL, optInAttestation: true }, headers), 403, 'FORBIDDEN_ORIGIN');
+      expect(calls).toHaveLength(0);
     });
   });
 });
