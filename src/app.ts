@@ -50,16 +50,20 @@ const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * The example site's pages (demo mode): scripts and styles from this origin only; issue
- * images may come from any https host; issue HTML is shown in a sandboxed iframe.
+ * images may come from any https host; issue HTML is shown in a sandboxed iframe. With
+ * Turnstile on, its script and frame come from challenges.cloudflare.com.
  */
-const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  ...DOCUMENT_SECURITY_HEADERS,
-  'Content-Security-Policy':
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; " +
-    "connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'",
-  // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
-  'Referrer-Policy': 'strict-origin-when-cross-origin',
-};
+function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string>> {
+  const challenge = turnstile ? ' https://challenges.cloudflare.com' : '';
+  return {
+    ...DOCUMENT_SECURITY_HEADERS,
+    'Content-Security-Policy':
+      `default-src 'self'; script-src 'self'${challenge}; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; ` +
+      `connect-src 'self'; frame-src 'self'${challenge}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'`,
+    // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
+    'Referrer-Policy': 'strict-origin-when-cross-origin',
+  };
+}
 
 /**
  * Creates the whole service from its dependencies: middleware, the four routes and one error
@@ -120,7 +124,7 @@ export function createApp(deps: AppDeps) {
     createResponseHeaders({
       allowedOrigins: config.allowedOrigins,
       origins,
-      siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
+      siteSecurityHeaders: deps.site ? siteSecurityHeaders(config.turnstileSiteKey !== undefined) : undefined,
     }),
     accessLog(log),
   );

@@ -1,9 +1,7 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { serveStatic } from '@hono/node-server/serve-static';
-import { relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
+import { createDemoSite } from './demo-site.js';
 import { createBufferedWriter, createLogger } from './log.js';
 import { limitsOf, serveWithLimits } from './node-server-limits.js';
 import { createAppForConfig } from './service.js';
@@ -22,7 +20,7 @@ function main(): void {
   const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey] });
   const { app, stats } = createAppForConfig(config, {
     log,
-    demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
+    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileSiteKey) : undefined,
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
 
@@ -73,11 +71,6 @@ function main(): void {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
-/** The example site (examples/site beside dist/), relative to the working directory as serveStatic expects. */
-function createDemoSite() {
-  return serveStatic({ root: relative(process.cwd(), fileURLToPath(new URL('../examples/site', import.meta.url))) });
 }
 
 main();
