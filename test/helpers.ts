@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { createApp, type AppDeps } from '../src/app.js';
 import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
@@ -151,4 +152,10 @@ export function createExecutionContext() {
 /** True inside the Workers runtime (the `workerd` test project). */
 export function isWorkerd(): boolean {
   return typeof navigator !== 'undefined' && navigator.userAgent === 'Cloudflare-Workers';
+}
+
+/** Closes a loopback test server and every connection it still holds. */
+export async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
 }

@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serveWithLimits, type ServerLimits } from '../src/node-server-limits.js';
-import { createTestApp } from './helpers.js';
+import { closeServer, createTestApp } from './helpers.js';
 
 // Real sockets on 127.0.0.1 with small limits, so each rule is seen as a client sees it.
 
@@ -11,10 +11,7 @@ const sockets: Socket[] = [];
 
 afterEach(async () => {
   for (const socket of sockets.splice(0)) socket.destroy();
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
+  for (const server of servers.splice(0)) await closeServer(server);
 });
 
 const SMALL_LIMITS: ServerLimits = {

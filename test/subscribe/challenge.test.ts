@@ -1,7 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TURNSTILE_RESPONSE_FIELD } from '../../src/subscribe/challenge.js';
-import { createScriptedFetch, createTestApp } from '../helpers.js';
+import { closeServer, createScriptedFetch, createTestApp } from '../helpers.js';
 import { BROWSER_ACCEPT, EMAIL, REDIRECT_URL, expectAccepted, expectErrorCode, expectRedirect, postForm, postJson, subscriberCreated } from './support.js';
 
 // docs/contract.md "POST /api/subscribe": the Turnstile check, against a fake siteverify on loopback.
@@ -21,10 +21,7 @@ const held: ServerResponse[] = [];
 
 afterEach(async () => {
   for (const response of held.splice(0)) response.destroy();
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
+  for (const server of servers.splice(0)) await closeServer(server);
 });
 
 /**
