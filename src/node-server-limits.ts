@@ -90,6 +90,8 @@ function watchForEarlyAnswer(req: IncomingMessage, res: ServerResponse, drainMax
       else {
         res.setHeader('Connection', 'close');
         if (req.socket) drainThenClose(req.socket, drainMaxBytes, drainTimeoutMs);
+        // A body a handler began to read and let go of is paused; resumed, its bytes are discarded.
+        res.once('finish', () => req.resume());
       }
     }
     return writeHead.apply(this, args);
