@@ -233,14 +233,14 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
-  const headersSeconds = result.data?.HEADERS_TIMEOUT_SECONDS;
-  if (headersSeconds !== undefined && result.data && result.data.REQUEST_TIMEOUT_SECONDS < headersSeconds) {
+  if (result.data && result.data.REQUEST_TIMEOUT_SECONDS < result.data.HEADERS_TIMEOUT_SECONDS) {
     problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
   }
   if (!result.success || problems.size > 0) {
-    // A secret pasted into the wrong variable must not be echoed by that variable's message either.
-    const redact = createRedactor([source.NEWSLETTER_API_KEY, source.TURNSTILE_SECRET_KEY]);
-    return { ok: false, problems: [...problems.values()].map(redact) };
+    // A secret pasted into another variable must not be echoed by that variable's line. A secret's
+    // own lines are our wording only, so they are left whole (a key may well spell a word of it).
+    const redact = createRedactor([...SECRET_VARIABLES].map((name) => source[name]));
+    return { ok: false, problems: [...problems].map(([name, line]) => (SECRET_VARIABLES.has(name) ? line : redact(line))) };
   }
   const env = result.data;
   return {
@@ -273,3 +273,5 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     },
   };
 }
+
+const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY']);

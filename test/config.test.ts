@@ -438,6 +438,11 @@ describe('parseConfig problem reporting', () => {
     expect(problems[0]).not.toContain(KEY);
   });
 
+  it('leaves the key’s own line whole even when the key spells a word of it', () => {
+    const problems = problemsOf({ NEWSLETTER_API_KEY: 'printable ASCII', NEWSLETTER_API_BASE_URL: BASE_URL });
+    expect(problems).toEqual(['NEWSLETTER_API_KEY must be printable ASCII with no spaces']);
+  });
+
   it.each(['e', 'a', 'is', 'than'])('leaves its own wording whole when the key is a short fragment of it (%j)', (key) => {
     const problems = problemsOf({ NEWSLETTER_API_KEY: key, NEWSLETTER_API_BASE_URL: BASE_URL });
     expect(problems).toEqual(['NEWSLETTER_API_KEY is shorter than 8 characters (was all of it copied?)']);
