@@ -36,6 +36,11 @@ export interface Config {
   turnstileSecretKey: string | undefined;
   turnstileSiteKey: string | undefined;
   turnstileVerifyUrl: string;
+  /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
+  adminPort: number | undefined;
+  adminHost: string;
+  /** /readyz answers 503 once every upstream call has failed for this long. */
+  adminUnreadyAfterSeconds: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -208,6 +213,16 @@ const ConfigSchema = z.object({
     ),
   ),
   NODE_ENV: optionalText(),
+  // 0 stands for "unset" (the default is not validated): no admin listener.
+  ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
+  ADMIN_HOST: preprocess(
+    blankToUndefined,
+    z._default(
+      z.string().check(z.refine(isListenHost, { error: 'must be a host name or an IP address (such as 127.0.0.1 or ::1)' })),
+      '127.0.0.1',
+    ),
+  ),
+  ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
 
 /**
@@ -236,6 +251,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (result.data && result.data.REQUEST_TIMEOUT_SECONDS < result.data.HEADERS_TIMEOUT_SECONDS) {
     problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
   }
+  if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
     // A secret pasted into another variable must not be echoed by that variable's line. A secret's
     // own lines are our wording only, so they are left whole (a key may well spell a word of it).
@@ -270,6 +286,9 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       turnstileSecretKey: env.TURNSTILE_SECRET_KEY,
       turnstileSiteKey: env.TURNSTILE_SITE_KEY,
       turnstileVerifyUrl: env.TURNSTILE_VERIFY_URL,
+      adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
+      adminHost: env.ADMIN_HOST,
+      adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
     },
   };
 }

@@ -3,6 +3,7 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import { createUpstreamClient } from './upstream/newsletter-api.js';
@@ -17,6 +18,8 @@ export interface RuntimeDeps {
   sharedCache?: SharedTier;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
+  /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
+  metrics?: Metrics;
 }
 
 /**
@@ -34,9 +37,11 @@ export function createAppForConfig(config: Config, deps: RuntimeDeps) {
           timeoutMs: config.upstreamTimeoutMs,
           fetch: deps.fetch,
           now: deps.now,
+          metrics: deps.metrics,
         });
   const { demoSite, ...rest } = deps;
-  return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
+  // The upstream goes back too: the Node entry's readiness check calls it directly.
+  return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
 
 function createDemoClient(config: Config, deps: RuntimeDeps) {
@@ -47,5 +52,6 @@ function createDemoClient(config: Config, deps: RuntimeDeps) {
     timeoutMs: config.upstreamTimeoutMs,
     fetch: demo.fetch,
     now: deps.now,
+    metrics: deps.metrics,
   });
 }

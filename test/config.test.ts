@@ -53,6 +53,9 @@ describe('parseConfig defaults', () => {
       turnstileSecretKey: undefined,
       turnstileSiteKey: undefined,
       turnstileVerifyUrl: 'https://challenges.cloudflare.com/turnstile/v0/siteverify',
+      adminPort: undefined,
+      adminHost: '127.0.0.1',
+      adminUnreadyAfterSeconds: 60,
     } satisfies Config);
   });
 
@@ -81,6 +84,9 @@ describe('parseConfig defaults', () => {
         TURNSTILE_SITE_KEY: '0x4AAAAAAA-fake-site',
         TURNSTILE_VERIFY_URL: 'http://127.0.0.1:9999/siteverify',
         NODE_ENV: 'production',
+        ADMIN_PORT: '9464',
+        ADMIN_HOST: '::1',
+        ADMIN_UNREADY_AFTER_SECONDS: '30',
       }),
     ).toEqual({
       mode: 'upstream',
@@ -107,6 +113,9 @@ describe('parseConfig defaults', () => {
       turnstileSecretKey: '0x4AAAAAAA-fake-secret',
       turnstileSiteKey: '0x4AAAAAAA-fake-site',
       turnstileVerifyUrl: 'http://127.0.0.1:9999/siteverify',
+      adminPort: 9464,
+      adminHost: '::1',
+      adminUnreadyAfterSeconds: 30,
     } satisfies Config);
   });
 
@@ -132,6 +141,9 @@ describe('parseConfig defaults', () => {
       'RATE_LIMIT_IPV6_PREFIX',
       'TURNSTILE_VERIFY_URL',
       'NODE_ENV',
+      'ADMIN_PORT',
+      'ADMIN_HOST',
+      'ADMIN_UNREADY_AFTER_SECONDS',
     ];
     const env = Object.fromEntries(blanks.map((name, index) => [name, index % 2 === 0 ? '' : '  \t ']));
     expect(configWith(env)).toEqual(configWith());
@@ -245,6 +257,21 @@ describe('parseConfig HOST', () => {
       ]);
     },
   );
+});
+
+describe('parseConfig admin listener', () => {
+  it('refuses an ADMIN_PORT of 0, out of range or equal to PORT', () => {
+    expect(problemsWith({ ADMIN_PORT: '0' })).toEqual(['ADMIN_PORT must be a whole number from 1 to 65535']);
+    expect(problemsWith({ ADMIN_PORT: '70000' })).toEqual(['ADMIN_PORT must be a whole number from 1 to 65535']);
+    expect(problemsWith({ PORT: '8080', ADMIN_PORT: '8080' })).toEqual(['ADMIN_PORT must differ from PORT']);
+  });
+
+  it('refuses an ADMIN_HOST with a port pasted in, and an unready delay outside 1 to 3600 seconds', () => {
+    expect(problemsWith({ ADMIN_HOST: '127.0.0.1:9464', ADMIN_UNREADY_AFTER_SECONDS: '0' })).toEqual([
+      'ADMIN_HOST must be a host name or an IP address (such as 127.0.0.1 or ::1)',
+      'ADMIN_UNREADY_AFTER_SECONDS must be a whole number from 1 to 3600',
+    ]);
+  });
 });
 
 describe('parseConfig ALLOWED_ORIGINS', () => {

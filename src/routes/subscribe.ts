@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
 import { rateLimitKeyOf } from '../ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
+import { noopMetrics, type Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { forwardSubscription, type RecordOutcome } from '../subscribe/forward.js';
@@ -27,6 +28,7 @@ export interface SubscribeRoutesOptions {
   log: Logger;
   /** Turnstile's check (TURNSTILE_SECRET_KEY); none when no challenge is configured. */
   challenge?: SubscribeChallenge | undefined;
+  metrics?: Pick<Metrics, 'subscribe'>;
 }
 
 // Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
@@ -42,13 +44,15 @@ const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: Subscr
  * reply as a success.
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
-  const { upstream, config, origins, rateLimiter, clientIp, now, log, challenge } = options;
+  const { upstream, config, origins, rateLimiter, clientIp, now, log, challenge, metrics = noopMetrics } = options;
   const repeats = createRepeatGuard(now);
 
   const recorder =
     (c: Context): RecordOutcome =>
-    (outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') =>
+    (outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') => {
+      metrics.subscribe(outcome, fields.reason);
       log.log(level, 'subscribe', { outcome, requestId: c.get('requestId'), ...fields });
+    };
   const targetOf = (c: Context) => redirectTarget(c, config.subscribeRedirectUrl, origins);
   /** Our own refusals: logged as rejected, then a 303 to a form's page or the JSON envelope. */
   const refuse = (c: Context, error: ApiError) => {

@@ -1,3 +1,4 @@
+import { noopMetrics, type Metrics } from '../metrics.js';
 import type * as z from '../zod.js';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
@@ -92,6 +93,8 @@ export interface TransportOptions {
   errorCodeOf?: (body: unknown) => string | undefined;
   /** An error code that means "not found" at any 4xx status, for an API that says so by code. */
   notFoundCode?: string;
+  /** Told of each retry and of the hold-off a 429 adds (no-op by default). */
+  metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
 export interface TransportRequest<T> {
@@ -123,6 +126,7 @@ export function createTransport(options: TransportOptions): Transport {
     headers: fixedHeaders = {},
     errorCodeOf = () => undefined,
     notFoundCode,
+    metrics = noopMetrics,
   } = options;
   // After a 429 we hold off every call until Retry-After has passed: honoured, not hammered.
   let blockedUntil = 0;
@@ -135,6 +139,7 @@ export function createTransport(options: TransportOptions): Transport {
       } catch (error) {
         const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
         if (!retryable) throw error;
+        metrics.upstreamRetry();
         // Exponential backoff with full jitter (spreads retries of many instances apart).
         const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
         await sleep(Math.round(random() * ceiling));
@@ -205,7 +210,9 @@ export function createTransport(options: TransportOptions): Transport {
         MAX_RETRY_AFTER_SECONDS,
         parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS,
       );
-      blockedUntil = Math.max(blockedUntil, now() + retryAfterSeconds * 1000);
+      const until = now() + retryAfterSeconds * 1000;
+      metrics.upstreamHoldOff(Math.max(0, until - Math.max(blockedUntil, now())) / 1000);
+      blockedUntil = Math.max(blockedUntil, until);
       return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
     }
     if (RETRYABLE_STATUSES.has(status)) return new UpstreamError('unavailable', `upstream failed (${status})`, details);
