@@ -5,7 +5,7 @@ import { parseConfig } from './config.js';
 import { createDemoSite } from './demo-site.js';
 import { createBufferedWriter, createLogger } from './log.js';
 import { limitsOf, serveWithLimits } from './node-server-limits.js';
-import { createAppForConfig } from './service.js';
+import { createAppForConfig, linkOriginOf } from './service.js';
 
 /** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
 function main(): void {
@@ -24,6 +24,7 @@ function main(): void {
     metrics: admin?.metrics,
     log,
     demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileSiteKey) : undefined,
+    demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
 
