@@ -26,13 +26,11 @@ export interface Config {
   subscribeRedirectUrl: string | undefined;
   honeypotField: string;
   trustProxyHops: number;
-  /** Node's listener limits (docs/contract.md "Availability under abuse"). */
+  /** Node's listener limits, the IPv6 prefix counted as one visitor, Turnstile (off without a secret). */
   maxConnections: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
-  /** IPv6 visitors are counted per prefix of this many bits (one subscriber line holds a whole /64). */
   rateLimitIpv6Prefix: number;
-  /** Cloudflare Turnstile (or an hCaptcha-compatible verifier) on subscribe; off without a secret. */
   turnstileSecretKey: string | undefined;
   turnstileSiteKey: string | undefined;
   turnstileVerifyUrl: string;
@@ -61,8 +59,8 @@ function isLoopbackHost(hostname: string): boolean {
 }
 
 /** https, or plain http to this machine only (a local fake in tests and development). */
-function isHttpsOrLoopback(url: URL): boolean {
-  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname));
+function isHttpsOrLoopback(url: URL | undefined): boolean {
+  return url?.protocol === 'https:' || (url?.protocol === 'http:' && isLoopbackHost(url.hostname));
 }
 
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
@@ -87,6 +85,8 @@ function wholeNumberVariable(min: number, max: number, fallback: number) {
 
 /** Cloudflare's siteverify endpoint (hCaptcha-compatible verifiers answer the same shape). */
 export const TURNSTILE_SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
+const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
+const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY']);
 
 
 const ConfigSchema = z.object({
@@ -200,21 +200,10 @@ const ConfigSchema = z.object({
   REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),
   RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),
   TURNSTILE_SECRET_KEY: optionalText(),
-  TURNSTILE_SITE_KEY: preprocess(
-    blankToUndefined,
-    z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }))),
-  ),
+  TURNSTILE_SITE_KEY: preprocess(blankToUndefined, z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' })))),
   TURNSTILE_VERIFY_URL: preprocess(
     blankToUndefined,
-    z._default(
-      z.string().check(
-        z.refine((value) => {
-          const url = parseHttpUrl(value);
-          return url !== undefined && isHttpsOrLoopback(url);
-        }, { error: 'must be an https URL (plain http is accepted only for a loopback host)' }),
-      ),
-      TURNSTILE_SITEVERIFY_URL,
-    ),
+    z._default(z.string().check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY })), TURNSTILE_SITEVERIFY_URL),
   ),
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
@@ -265,13 +254,11 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
-  if (result.data && result.data.REQUEST_TIMEOUT_SECONDS < result.data.HEADERS_TIMEOUT_SECONDS) {
-    problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
-  }
+  const { HEADERS_TIMEOUT_SECONDS: headersSeconds = 0, REQUEST_TIMEOUT_SECONDS: requestSeconds = Infinity } = result.data ?? {};
+  if (requestSeconds < headersSeconds) problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
   if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
-    // A secret pasted into another variable must not be echoed by that variable's line. A secret's
-    // own lines are our wording only, so they are left whole (a key may well spell a word of it).
+    // A secret pasted into another variable is not echoed; a secret's own lines are our wording only.
     const redact = createRedactor([...SECRET_VARIABLES].map((name) => source[name]));
     return { ok: false, problems: [...problems].map(([name, line]) => (SECRET_VARIABLES.has(name) ? line : redact(line))) };
   }
@@ -310,5 +297,3 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     },
   };
 }
-
-const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY']);
