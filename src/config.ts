@@ -1,8 +1,11 @@
 import * as z from './zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
+import type { ListPaging } from './upstream/archive.js';
+import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM } from './upstream/assumptions.js';
 import { parseHttpUrl } from './origins.js';
+import { LISTENER_AND_CHALLENGE_VARIABLES, isHttpsOrLoopback, isListenHost, optionalText, wholeNumberVariable } from './config-variables.js';
 import { MIN_API_KEY_LENGTH, createRedactor } from './redact.js';
-import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';
+import { addIssue, blankToUndefined, preprocess } from './validation.js';
 
 /** The parsed configuration: docs/contract.md "Configuration", plus the few knobs the README lists. */
 export interface Config {
@@ -36,6 +39,8 @@ export interface Config {
   turnstileVerifyUrl: string;
   /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
   siteIssueUrl: string | undefined;
+  /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
+  listPaging: ListPaging;
   /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
   adminPort: number | undefined;
   adminHost: string;
@@ -51,41 +56,7 @@ export type ConfigSource = Readonly<Record<string, unknown>>;
 const MIB = 1024 * 1024;
 /** Where SITE_ISSUE_URL takes the issue's slug. */
 export const SLUG_PLACEHOLDER = '{slug}';
-const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
 const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
-
-function isLoopbackHost(hostname: string): boolean {
-  return LOOPBACK_HOSTS.has(hostname) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
-}
-
-/** https, or plain http to this machine only (a local fake in tests and development). */
-function isHttpsOrLoopback(url: URL | undefined): boolean {
-  return url?.protocol === 'https:' || (url?.protocol === 'http:' && isLoopbackHost(url.hostname));
-}
-
-const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
-
-/** What Node can listen on: a DNS name, an IPv4 address (a name of digits) or a bare IPv6 address. */
-function isListenHost(host: string): boolean {
-  // IPv6 has at least two colons; `127.0.0.1:8787` (a port pasted in) has one.
-  return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
-}
-
-function optionalText() {
-  return preprocess(blankToUndefined, z.optional(z.string()));
-}
-
-/** A variable holding a whole number; a Worker binding may hold it as a number. */
-function wholeNumberVariable(min: number, max: number, fallback: number) {
-  return wholeNumber(min, max, fallback, (value) => {
-    const given = blankToUndefined(value);
-    return typeof given === 'number' ? String(given) : given;
-  });
-}
-
-/** Cloudflare's siteverify endpoint (hCaptcha-compatible verifiers answer the same shape). */
-export const TURNSTILE_SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
-const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
 const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY']);
 
 
@@ -195,16 +166,7 @@ const ConfigSchema = z.object({
     ),
   ),
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
-  MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 1024),
-  HEADERS_TIMEOUT_SECONDS: wholeNumberVariable(1, 15, 10),
-  REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),
-  RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),
-  TURNSTILE_SECRET_KEY: optionalText(),
-  TURNSTILE_SITE_KEY: preprocess(blankToUndefined, z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' })))),
-  TURNSTILE_VERIFY_URL: preprocess(
-    blankToUndefined,
-    z._default(z.string().check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY })), TURNSTILE_SITEVERIFY_URL),
-  ),
+  ...LISTENER_AND_CHALLENGE_VARIABLES,
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
     z.optional(
@@ -219,6 +181,14 @@ const ConfigSchema = z.object({
     ),
   ),
   NODE_ENV: optionalText(),
+  // How List Issues pages is not shown upstream: today's guesses are the defaults.
+  UPSTREAM_LIST_LIMIT_PARAM: queryParameterName(DEFAULT_LIST_PAGING.limitParam),
+  UPSTREAM_LIST_PAGING: preprocess(
+    blankToUndefined,
+    z._default(z.enum(['offset', 'page'], { error: 'must be offset or page' }), DEFAULT_LIST_PAGING.style),
+  ),
+  UPSTREAM_LIST_PAGING_PARAM: preprocess(blankToUndefined, z.optional(queryParameterName(''))),
+  UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
   // 0 stands for "unset" (the default is not validated): no admin listener.
   ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
   ADMIN_HOST: preprocess(
@@ -230,6 +200,22 @@ const ConfigSchema = z.object({
   ),
   ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
+
+/** A query parameter name of our own choosing, never one List Issues' filters already use. */
+function queryParameterName(fallback: string) {
+  return preprocess(
+    blankToUndefined,
+    z._default(
+      z
+        .string()
+        .check(
+          z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
+          z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
+        ),
+      fallback,
+    ),
+  );
+}
 
 /**
  * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
@@ -254,8 +240,11 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
-  const { HEADERS_TIMEOUT_SECONDS: headersSeconds = 0, REQUEST_TIMEOUT_SECONDS: requestSeconds = Infinity } = result.data ?? {};
-  if (requestSeconds < headersSeconds) problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
+  const parsed = result.data;
+  if (parsed && parsed.REQUEST_TIMEOUT_SECONDS < parsed.HEADERS_TIMEOUT_SECONDS) problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
+  if (parsed && parsed.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(parsed)) {
+    problems.set('UPSTREAM_LIST_PAGING_PARAM', 'UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
+  }
   if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
     // A secret pasted into another variable is not echoed; a secret's own lines are our wording only.
@@ -291,9 +280,21 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       turnstileSiteKey: env.TURNSTILE_SITE_KEY,
       turnstileVerifyUrl: env.TURNSTILE_VERIFY_URL,
       siteIssueUrl: env.SITE_ISSUE_URL,
+      listPaging: {
+        limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,
+        style: env.UPSTREAM_LIST_PAGING,
+        pagingParam: pagingParamOf(env),
+        pageSize: env.UPSTREAM_LIST_PAGE_SIZE,
+      },
       adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
       adminHost: env.ADMIN_HOST,
       adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
     },
   };
+}
+
+/** The paging parameter's name: as set, or the guess for the paging style. */
+function pagingParamOf(env: { UPSTREAM_LIST_PAGING: ListPaging['style']; UPSTREAM_LIST_PAGING_PARAM?: string | undefined }): string {
+  if (env.UPSTREAM_LIST_PAGING_PARAM !== undefined) return env.UPSTREAM_LIST_PAGING_PARAM;
+  return env.UPSTREAM_LIST_PAGING === 'page' ? LIST_ISSUES_PAGE_PARAM : DEFAULT_LIST_PAGING.pagingParam;
 }
