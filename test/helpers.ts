@@ -4,6 +4,7 @@ import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
 import { createLogger, type Logger } from '../src/log.js';
 import { createUpstreamClient, type UpstreamClientOptions } from '../src/upstream/newsletter-api.js';
+import { observeResponses } from './contract/response-observer.js';
 
 /** A fake key: tests assert it never appears in a response or a log line. */
 export const TEST_API_KEY = 'test-key-7f3a9c1e-not-real';
@@ -126,7 +127,7 @@ export function createTestApp(options: TestAppOptions = {}) {
     site: options.site,
     turnstile: options.turnstile,
   });
-  return { app: service.app, stats: service.stats, clock, logs, demo, config, sleeps };
+  return { app: observeResponses(service.app), stats: service.stats, clock, logs, demo, config, sleeps };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */
