@@ -7,17 +7,18 @@ import { accessLogMiddleware, createAccessLog } from './access-log.js';
 import { createFreshReplies } from './fresh-replies.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
-import { createOriginPolicy } from './origins.js';
+import { createOriginPolicy, listenOrigins } from './origins.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
-import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createHeaderRules, createResponseHeaders } from './response-headers.js';
+import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules, createResponseHeaders } from './response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createArchiveQueries } from './routes/archive-query.js';
 import { createIssuesRoutes } from './routes/issues.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
+import { createTurnstileChallenge, type TurnstileChallengeOptions } from './subscribe/challenge.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
 import { logReadFailure, readErrorFromUpstream } from './upstream-failures.js';
@@ -38,6 +39,8 @@ export interface AppDeps {
   site?: MiddlewareHandler;
   /** A cache tier shared between isolates (Workers' Cache API); none on Node. */
   sharedCache?: SharedTier;
+  /** Test seams of the Turnstile check (TURNSTILE_SECRET_KEY): its fetch and timeout. */
+  turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'>;
   /** Told of requests, cache reads and subscribe outcomes (Prometheus on Node; nothing by default). */
   metrics?: Metrics;
 }
@@ -50,18 +53,24 @@ const PUBLIC_PATHS = {
   '/api/subscribe': ['POST', 'OPTIONS'],
 } as const;
 
+const CLIENT_CLOSED_REQUEST = 499;
+
 /**
  * The example site's pages (demo mode): scripts and styles from this origin only; issue
- * images may come from any https host; issue HTML is shown in a sandboxed iframe.
+ * images may come from any https host; issue HTML is shown in a sandboxed iframe. With
+ * Turnstile on, its script and frame come from challenges.cloudflare.com.
  */
-const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  ...DOCUMENT_SECURITY_HEADERS,
-  'Content-Security-Policy':
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; " +
-    "connect-src 'self'; frame-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'",
-  // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
-  'Referrer-Policy': 'strict-origin-when-cross-origin',
-};
+function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string>> {
+  const challenge = turnstile ? ' https://challenges.cloudflare.com' : '';
+  return {
+    ...DOCUMENT_SECURITY_HEADERS,
+    'Content-Security-Policy':
+      `default-src 'self'; script-src 'self'${challenge}; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; ` +
+      `connect-src 'self'; frame-src 'self'${challenge}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'`,
+    // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
+    'Referrer-Policy': 'strict-origin-when-cross-origin',
+  };
+}
 
 /**
  * Creates the whole service from its dependencies: middleware, the four routes and one error
@@ -69,8 +78,9 @@ const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
  * path answers with. No globals.
  */
 export function createApp(deps: AppDeps) {
-  const { config, upstream, now = Date.now, log = silentLogger, metrics = noopMetrics } = deps;
-  const origins = createOriginPolicy(config.allowedOrigins);
+  const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
+  // The service's own origin counts only where it serves pages posting to itself (demo mode).
+  const origins = createOriginPolicy(config.allowedOrigins, deps.site ? listenOrigins(config.host, config.port) : []);
   const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
   const reads = createPublicReads({
     upstream,
@@ -95,7 +105,7 @@ export function createApp(deps: AppDeps) {
   const headerRules = createHeaderRules({
     allowedOrigins: config.allowedOrigins,
     origins,
-    siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
+    siteSecurityHeaders: deps.site ? siteSecurityHeaders(config.turnstileSiteKey !== undefined) : undefined,
     // The demo's thumbnails are what its archive's `thumbnailUrl`s point at: a site on
     // another origin (one built with `npm run site:build`) must be able to show them.
     siteEmbeddablePaths: ['/thumbnails/'],
@@ -120,9 +130,12 @@ export function createApp(deps: AppDeps) {
         rateLimiter:
           deps.rateLimiter ??
           createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
-        clientIp: deps.clientIp ?? (() => undefined),
+        clientIp,
         now,
         log,
+        challenge: config.turnstileSecretKey
+          ? createTurnstileChallenge({ secretKey: config.turnstileSecretKey, verifyUrl: config.turnstileVerifyUrl, clientIp, ...deps.turnstile })
+          : undefined,
         metrics,
       }),
     );
@@ -130,7 +143,7 @@ export function createApp(deps: AppDeps) {
   // Preflights only: the requests themselves get their grant from createResponseHeaders.
   const preflight = cors({
     ...CORS_POLICY,
-    origin: config.allowedOrigins === '*' ? '*' : (origin, c) => (origins.isAllowed(origin, new URL(c.req.url).origin) ? origin : null),
+    origin: config.allowedOrigins === '*' ? '*' : (origin) => corsGrant(origins, origin)?.['Access-Control-Allow-Origin'] ?? null,
   });
 
   const app = new Hono();
@@ -149,6 +162,9 @@ export function createApp(deps: AppDeps) {
 
   app.notFound((c) => renderError(c, new ApiError('NOT_FOUND')));
   app.onError((error, c) => {
+    // The client hung up before its body arrived: nothing to answer and nothing of ours broke.
+    // Nginx's 499 ("client closed request"), logged once by the access log at info.
+    if (c.req.raw.signal?.aborted) return new Response(null, { status: CLIENT_CLOSED_REQUEST });
     if (error instanceof ApiError) return renderError(c, error);
     // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
     if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));

@@ -1,4 +1,5 @@
 import type { Context } from 'hono';
+import { parseIp } from './ip-address.js';
 
 /**
  * The client IP behind `hops` trusted proxies. Each proxy appends the address it saw, so the
@@ -16,14 +17,17 @@ export function clientIpFromForwardedFor(
   socketAddress: string | undefined,
   hops: number,
 ): string | undefined {
-  if (hops <= 0 || !forwardedFor) return socketAddress;
+  const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
+  if (hops <= 0 || !forwardedFor) return socket;
   const entries = forwardedFor
     .split(',')
     .map((entry) => entry.trim())
     .filter(Boolean);
-  if (entries.length === 0) return socketAddress;
+  if (entries.length === 0) return socket;
   // Fewer entries than trusted hops: take the farthest address our proxies passed on.
-  return entries[Math.max(0, entries.length - hops)];
+  const chosen = entries[Math.max(0, entries.length - hops)];
+  // Never a string of the client's choosing: what is not an address counts as the socket's.
+  return (chosen !== undefined && parseIp(chosen)) || socket;
 }
 
 /**

@@ -3,7 +3,9 @@ import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
 import type { ListPaging } from './upstream/archive.js';
 import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM } from './upstream/assumptions.js';
 import { parseHttpUrl } from './origins.js';
-import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';
+import { LISTENER_AND_CHALLENGE_VARIABLES, isHttpsOrLoopback, isListenHost, optionalText, wholeNumberVariable } from './config-variables.js';
+import { MIN_API_KEY_LENGTH, createRedactor } from './redact.js';
+import { addIssue, blankToUndefined, preprocess } from './validation.js';
 
 /** The parsed configuration: docs/contract.md "Configuration", plus the few knobs the README lists. */
 export interface Config {
@@ -27,6 +29,14 @@ export interface Config {
   subscribeRedirectUrl: string | undefined;
   honeypotField: string;
   trustProxyHops: number;
+  /** Node's listener limits, the IPv6 prefix counted as one visitor, Turnstile (off without a secret). */
+  maxConnections: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  rateLimitIpv6Prefix: number;
+  turnstileSecretKey: string | undefined;
+  turnstileSiteKey: string | undefined;
+  turnstileVerifyUrl: string;
   /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
   siteIssueUrl: string | undefined;
   /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
@@ -46,35 +56,9 @@ export type ConfigSource = Readonly<Record<string, unknown>>;
 const MIB = 1024 * 1024;
 /** Where SITE_ISSUE_URL takes the issue's slug. */
 export const SLUG_PLACEHOLDER = '{slug}';
-const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
 const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
+const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY']);
 
-function isLoopbackHost(hostname: string): boolean {
-  return LOOPBACK_HOSTS.has(hostname) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
-}
-
-const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
-
-/** What Node can listen on: a DNS name, an IPv4 address (a name of digits) or a bare IPv6 address. */
-function isListenHost(host: string): boolean {
-  // IPv6 has at least two colons; `127.0.0.1:8787` (a port pasted in) has one.
-  return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
-}
-
-function optionalText() {
-  return preprocess(blankToUndefined, z.optional(z.string()));
-}
-
-/** A variable holding a whole number; a Worker binding may hold it as a number. */
-function wholeNumberVariable(min: number, max: number, fallback: number) {
-  return wholeNumber(min, max, fallback, (value) => {
-    const given = blankToUndefined(value);
-    return typeof given === 'number' ? String(given) : given;
-  });
-}
-
-/** Shorter than this is a truncated paste, not a key; the logger also redacts only strings this long. */
-export const MIN_API_KEY_LENGTH = 8;
 
 const ConfigSchema = z.object({
   // Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
@@ -104,7 +88,7 @@ const ConfigSchema = z.object({
             return z.NEVER;
           }
           const path = url.pathname.replace(/\/+$/, '');
-          if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+          if (!isHttpsOrLoopback(url)) {
             addIssue(ctx, 'must use https (plain http is accepted only for a loopback host)');
           } else if (url.username || url.password || url.search || url.hash) {
             addIssue(ctx, 'must not carry credentials, a query or a fragment');
@@ -182,6 +166,7 @@ const ConfigSchema = z.object({
     ),
   ),
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
+  ...LISTENER_AND_CHALLENGE_VARIABLES,
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
     z.optional(
@@ -256,15 +241,15 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
   const parsed = result.data;
+  if (parsed && parsed.REQUEST_TIMEOUT_SECONDS < parsed.HEADERS_TIMEOUT_SECONDS) problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
   if (parsed && parsed.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(parsed)) {
     problems.set('UPSTREAM_LIST_PAGING_PARAM', 'UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
   }
   if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
-    // A key pasted into the wrong variable must not be echoed by that variable's message either.
-    const key = blankToUndefined(source.NEWSLETTER_API_KEY);
-    const redact = (line: string) => (typeof key === 'string' ? line.split(key).join('[redacted]') : line);
-    return { ok: false, problems: [...problems.values()].map(redact) };
+    // A secret pasted into another variable is not echoed; a secret's own lines are our wording only.
+    const redact = createRedactor([...SECRET_VARIABLES].map((name) => source[name]));
+    return { ok: false, problems: [...problems].map(([name, line]) => (SECRET_VARIABLES.has(name) ? line : redact(line))) };
   }
   const env = result.data;
   return {
@@ -287,6 +272,13 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       subscribeRedirectUrl: env.SUBSCRIBE_REDIRECT_URL,
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
+      maxConnections: env.MAX_CONNECTIONS,
+      headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
+      requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
+      rateLimitIpv6Prefix: env.RATE_LIMIT_IPV6_PREFIX,
+      turnstileSecretKey: env.TURNSTILE_SECRET_KEY,
+      turnstileSiteKey: env.TURNSTILE_SITE_KEY,
+      turnstileVerifyUrl: env.TURNSTILE_VERIFY_URL,
       siteIssueUrl: env.SITE_ISSUE_URL,
       listPaging: {
         limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,

@@ -11,8 +11,6 @@ export interface FreshRequest {
   /** The request target as sent: path and query (`/api/issues?limit=5`). */
   target: string;
   origin: string | undefined;
-  /** This service's origin as the request reached it; asked only when a CORS grant needs it. */
-  ownOrigin: () => string;
   requestId: string | undefined;
   ifNoneMatch: string | undefined;
   accept: string | undefined;
@@ -83,7 +81,7 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     const read = route === undefined ? undefined : freshRead(route, path, search);
     if (route === undefined || read === undefined) return undefined;
     const requestId = headerRules.requestId(request.requestId);
-    const headers = headerRules.headersFor({ path, origin: request.origin, ownOrigin: request.ownOrigin, requestId });
+    const headers = headerRules.headersFor({ path, origin: request.origin, requestId });
     const reply = readReply(
       read,
       { contentType: 'application/json', cacheControl, vary: route === ISSUES ? ARCHIVE_VARY : undefined, varyAlready: headers.Vary },

@@ -1,4 +1,4 @@
-import { MIN_API_KEY_LENGTH } from './config.js';
+import { createRedactor } from './redact.js';
 
 /** Severity of a log line. */
 export type LogLevel = 'info' | 'warn' | 'error';
@@ -18,10 +18,10 @@ export interface LoggerOptions {
   redact?: readonly (string | undefined)[];
 }
 
-/** Creates a JSON-lines logger; redaction runs on the serialized line so no field can slip past it. */
+/** Creates a JSON-lines logger; every string value passes redaction before the line is serialized. */
 export function createLogger(options: LoggerOptions): Logger {
   const { write, now = Date.now } = options;
-  const secrets = secretForms(options.redact ?? []);
+  const redact = createRedactor(options.redact ?? []);
   // Formatting the date was half the cost of a line; under load many lines share a millisecond.
   let lastMs = Number.NaN;
   let lastTime = '';
@@ -34,30 +34,14 @@ export function createLogger(options: LoggerOptions): Logger {
   };
   return {
     log(level, event, fields) {
-      let line = JSON.stringify({ time: timeOf(now()), level, event, ...fields });
-      for (const secret of secrets) if (line.includes(secret)) line = line.replaceAll(secret, '[redacted]');
-      write(line);
+      const line: Record<string, unknown> = { time: timeOf(now()), level, event: redact(event) };
+      for (const name in fields) {
+        const value = fields[name];
+        line[name] = typeof value === 'string' ? redact(value) : value;
+      }
+      write(JSON.stringify(line));
     },
   };
-}
-
-/**
- * Every form in which a secret can reach a serialized line: as given, trimmed (config trims
- * the key; a Worker secret may keep a trailing newline) and JSON-escaped (`"` and `\` are
- * allowed in a key). Strings shorter than a key can be are left alone.
- */
-function secretForms(secrets: readonly (string | undefined)[]): string[] {
-  const forms = new Set<string>();
-  for (const secret of secrets) {
-    if (typeof secret !== 'string') continue;
-    for (const form of [secret, secret.trim()]) {
-      if (form.length < MIN_API_KEY_LENGTH) continue;
-      forms.add(form);
-      forms.add(JSON.stringify(form).slice(1, -1));
-    }
-  }
-  // Longest first, so a form containing another is replaced whole.
-  return [...forms].sort((a, b) => b.length - a.length);
 }
 
 /** A logger that drops everything (the default where none is given). */

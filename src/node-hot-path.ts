@@ -49,7 +49,6 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
       method,
       target: url,
       origin: headers.origin,
-      ownOrigin: () => `http://${host}`,
       requestId: headers['x-request-id'] as string | undefined,
       ifNoneMatch: headers['if-none-match'],
       accept: headers.accept,

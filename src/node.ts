@@ -1,14 +1,12 @@
-import { serve } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { serveStatic } from '@hono/node-server/serve-static';
 import { createServer } from 'node:http';
-import { relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createAdmin } from './admin/admin.js';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
+import { createDemoSite } from './demo-site.js';
 import { createBufferedWriter, createLogger } from './log.js';
 import { createNodeHotPath } from './node-hot-path.js';
+import { limitsOf, serveWithLimits } from './node-server-limits.js';
 import { createAppForConfig, linkOriginOf } from './service.js';
 
 /**
@@ -25,12 +23,12 @@ export function startNode(env: NodeJS.ProcessEnv = process.env): void {
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const log = createLogger({ write: writer.write, redact: [config.apiKey] });
+  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey] });
   const admin = config.adminPort === undefined ? undefined : createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
   const { app, stats, upstream, freshReply, logAccess } = createAppForConfig(config, {
     metrics: admin?.metrics,
     log,
-    demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
+    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileSiteKey) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
@@ -39,7 +37,10 @@ export function startNode(env: NodeJS.ProcessEnv = process.env): void {
   const hotPath = createNodeHotPath({ freshReply, logAccess });
   const createHotServer = (options: object, listener: Parameters<typeof hotPath.inFrontOf>[0]) =>
     createServer(options, hotPath.inFrontOf(listener));
-  const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port, createServer: createHotServer as typeof createServer }, (info) => {
+  const server = serveWithLimits(
+    { fetch: app.fetch, hostname: config.host, port: config.port, createServer: createHotServer as typeof createServer },
+    limitsOf(config),
+    (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     if (config.mode === 'demo') {
       process.stdout.write(
@@ -53,7 +54,8 @@ export function startNode(env: NodeJS.ProcessEnv = process.env): void {
       );
     }
     process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);
-  });
+    },
+  );
 
   // A port in use or a host that cannot be bound: one clear line, not an unhandled 'error' event.
   server.on('error', (error: NodeJS.ErrnoException) => {
@@ -103,9 +105,4 @@ export function startNode(env: NodeJS.ProcessEnv = process.env): void {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
-/** The example site (examples/site beside dist/), relative to the working directory as serveStatic expects. */
-function createDemoSite() {
-  return serveStatic({ root: relative(process.cwd(), fileURLToPath(new URL('../examples/site', import.meta.url))) });
 }

@@ -1,14 +1,29 @@
 /**
  * The browser origins this service answers (docs/contract.md `ALLOWED_ORIGINS`): the listed ones,
- * any with `*`, and always the service's own origin (a page it serves posting to itself).
+ * any with `*`, and `ownOrigins` — the service's own, given only when it serves pages (demo
+ * mode). An origin is never taken from the request (`Host`, an absolute-form target): a client
+ * writes those, so `Host: evil.example` with `Origin: http://evil.example` would allow itself.
  */
-export function createOriginPolicy(allowed: '*' | readonly string[]) {
-  const listed = new Set(allowed === '*' ? [] : allowed);
+export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins: readonly string[] = []) {
+  const listed = new Set([...(allowed === '*' ? [] : allowed), ...ownOrigins]);
   return {
-    isAllowed(origin: string, ownOrigin: string): boolean {
-      return allowed === '*' || listed.has(origin) || origin === ownOrigin;
+    anyOrigin: allowed === '*',
+    isAllowed(origin: string): boolean {
+      return allowed === '*' || listed.has(origin);
     },
   };
+}
+
+/**
+ * The origins a browser uses for a service listening on `host`:`port` (demo mode's pages):
+ * the loopback names for a loopback or wildcard address, else the configured host itself.
+ * Reached under any other name (a LAN address, a proxy), the site's origin goes in ALLOWED_ORIGINS.
+ */
+export function listenOrigins(host: string, port: number): string[] {
+  const loopback = ['localhost', '127.0.0.1', '[::1]'];
+  const named = host.includes(':') ? `[${host}]` : host;
+  const names = ['0.0.0.0', '[::]', '127.0.0.1', 'localhost', '[::1]'].includes(named) ? loopback : [named];
+  return names.map((name) => new URL(`http://${name}:${port}`).origin);
 }
 
 export type OriginPolicy = ReturnType<typeof createOriginPolicy>;

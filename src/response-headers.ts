@@ -66,8 +66,6 @@ export interface HeaderFacts {
   path: string;
   /** The `Origin` request header, if any. */
   origin: string | undefined;
-  /** This service's own origin as the request reached it; asked only when a grant needs it. */
-  ownOrigin: () => string;
   /** The request id this response carries (see `requestId`). */
   requestId: string;
 }
@@ -89,9 +87,9 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
   const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
   return {
     requestId: (incoming) => (incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId()),
-    headersFor({ path, origin, ownOrigin, requestId }) {
+    headersFor({ path, origin, requestId }) {
       const isApi = siteSecurityHeaders === undefined || path.startsWith('/api/');
-      const grant = isApi ? corsGrant(allowedOrigins, origins, origin, ownOrigin) : undefined;
+      const grant = isApi ? corsGrant(origins, origin) : undefined;
       // Object.assign, not spreads: a spread of these records cost ten times as much per request.
       const siteHeaders = siteEmbeddablePaths.some((prefix) => path.startsWith(prefix)) ? embeddableHeaders : siteSecurityHeaders;
       const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : siteHeaders);
@@ -117,7 +115,6 @@ export function createResponseHeaders(rules: HeaderRules): MiddlewareHandler {
     const headers = rules.headersFor({
       path: c.req.path,
       origin: c.req.header('origin'),
-      ownOrigin: () => new URL(c.req.url).origin,
       requestId: id,
     });
     c.set('responseHeaders', headers);
@@ -134,12 +131,18 @@ export function createResponseHeaders(rules: HeaderRules): MiddlewareHandler {
   };
 }
 
-/** The CORS grant of a request: `Access-Control-Allow-Origin` for an allowed browser origin (echoed, never with credentials). */
-export function corsGrant(allowedOrigins: '*' | readonly string[], origins: OriginPolicy, origin: string | undefined, ownOrigin: () => string) {
-  if (allowedOrigins === '*') return { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
-  if (!origin || !origins.isAllowed(origin, ownOrigin())) return undefined;
+/**
+ * The CORS grant of a request with this `Origin` header: the one decision every response and
+ * preflight uses. `*` for any origin, the allowed origin echoed (never with credentials), or
+ * none. Decided from the configuration alone, never from `Host` or the request target.
+ */
+export function corsGrant(origins: OriginPolicy, origin: string | undefined) {
+  if (origins.anyOrigin) return ANY_ORIGIN_GRANT;
+  if (!origin || !origins.isAllowed(origin)) return undefined;
   return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 }
+
+const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 
 /**
  * A response that already carries this request's headers, as a plain record: @hono/node-server

@@ -36,7 +36,8 @@ export function createWorker(options: WorkerOptions = {}) {
 
   function build(env: Env): { app: Hono | undefined; log: Logger } {
     if (built) return built;
-    const log = createLogger({ write, now: options.now, redact: [stringOrUndefined(env.NEWSLETTER_API_KEY)] });
+    const secrets = [stringOrUndefined(env.NEWSLETTER_API_KEY), stringOrUndefined(env.TURNSTILE_SECRET_KEY)];
+    const log = createLogger({ write, now: options.now, redact: secrets });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
       // Logged once per isolate; the visitor gets a generic 500 and never the details.

@@ -40,6 +40,23 @@ describe('clientIpFromForwardedFor', () => {
     expect(clientIpFromForwardedFor('2001:db8::1, 2001:db8::2', SOCKET, 1)).toBe('2001:db8::2');
   });
 
+  it('writes the chosen entry in its one spelling', () => {
+    expect(clientIpFromForwardedFor('::ffff:203.0.113.9', SOCKET, 1)).toBe('203.0.113.9');
+    expect(clientIpFromForwardedFor('2001:0DB8::0001', SOCKET, 1)).toBe('2001:db8::1');
+    expect(clientIpFromForwardedFor('[2001:db8::1]:443', SOCKET, 1)).toBe('2001:db8::1');
+  });
+
+  it.each(['evil', '203.000.113.009', '999.1.1.1', 'unknown', '2001:db8::g'])(
+    'falls back to the socket address for the unparseable entry %j, never to the string itself',
+    (entry) => {
+      expect(clientIpFromForwardedFor(`6.6.6.6, ${entry}`, SOCKET, 1)).toBe(SOCKET);
+    },
+  );
+
+  it('writes an IPv4-mapped socket address as its IPv4 address', () => {
+    expect(clientIpFromForwardedFor(undefined, '::ffff:127.0.0.1', 0)).toBe('127.0.0.1');
+  });
+
   it.each([
     ['a missing header', undefined],
     ['an empty header', ''],

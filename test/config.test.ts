@@ -46,6 +46,13 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: undefined,
       honeypotField: 'website',
       trustProxyHops: 0,
+      maxConnections: 1024,
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      rateLimitIpv6Prefix: 64,
+      turnstileSecretKey: undefined,
+      turnstileSiteKey: undefined,
+      turnstileVerifyUrl: 'https://challenges.cloudflare.com/turnstile/v0/siteverify',
       siteIssueUrl: undefined,
       listPaging: { limitParam: 'limit', style: 'offset', pagingParam: 'offset', pageSize: 200 },
       adminPort: undefined,
@@ -71,6 +78,13 @@ describe('parseConfig defaults', () => {
         SUBSCRIBE_REDIRECT_URL: 'https://site.example/thanks',
         SUBSCRIBE_HONEYPOT_FIELD: 'company_url',
         TRUST_PROXY_HOPS: '2',
+        MAX_CONNECTIONS: '200',
+        HEADERS_TIMEOUT_SECONDS: '5',
+        REQUEST_TIMEOUT_SECONDS: '20',
+        RATE_LIMIT_IPV6_PREFIX: '56',
+        TURNSTILE_SECRET_KEY: '0x4AAAAAAA-fake-secret',
+        TURNSTILE_SITE_KEY: '0x4AAAAAAA-fake-site',
+        TURNSTILE_VERIFY_URL: 'http://127.0.0.1:9999/siteverify',
         SITE_ISSUE_URL: 'https://site.example/issues/{slug}/',
         NODE_ENV: 'production',
         ADMIN_PORT: '9464',
@@ -95,6 +109,13 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: 'https://site.example/thanks',
       honeypotField: 'company_url',
       trustProxyHops: 2,
+      maxConnections: 200,
+      headersTimeoutMs: 5000,
+      requestTimeoutMs: 20_000,
+      rateLimitIpv6Prefix: 56,
+      turnstileSecretKey: '0x4AAAAAAA-fake-secret',
+      turnstileSiteKey: '0x4AAAAAAA-fake-site',
+      turnstileVerifyUrl: 'http://127.0.0.1:9999/siteverify',
       siteIssueUrl: 'https://site.example/issues/{slug}/',
       listPaging: { limitParam: 'limit', style: 'offset', pagingParam: 'offset', pageSize: 200 },
       adminPort: 9464,
@@ -119,6 +140,11 @@ describe('parseConfig defaults', () => {
       'SUBSCRIBE_REDIRECT_URL',
       'SUBSCRIBE_HONEYPOT_FIELD',
       'TRUST_PROXY_HOPS',
+      'MAX_CONNECTIONS',
+      'HEADERS_TIMEOUT_SECONDS',
+      'REQUEST_TIMEOUT_SECONDS',
+      'RATE_LIMIT_IPV6_PREFIX',
+      'TURNSTILE_VERIFY_URL',
       'NODE_ENV',
       'UPSTREAM_LIST_LIMIT_PARAM',
       'UPSTREAM_LIST_PAGING',
@@ -470,5 +496,40 @@ describe('parseConfig problem reporting', () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatch(/^ALLOWED_ORIGINS /);
     expect(problems[0]).not.toContain(KEY);
+  });
+
+  it('leaves the key’s own line whole even when the key spells a word of it', () => {
+    const problems = problemsOf({ NEWSLETTER_API_KEY: 'printable ASCII', NEWSLETTER_API_BASE_URL: BASE_URL });
+    expect(problems).toEqual(['NEWSLETTER_API_KEY must be printable ASCII with no spaces']);
+  });
+
+  it.each(['e', 'a', 'is', 'than'])('leaves its own wording whole when the key is a short fragment of it (%j)', (key) => {
+    const problems = problemsOf({ NEWSLETTER_API_KEY: key, NEWSLETTER_API_BASE_URL: BASE_URL });
+    expect(problems).toEqual(['NEWSLETTER_API_KEY is shorter than 8 characters (was all of it copied?)']);
+  });
+
+  it('never echoes the Turnstile secret pasted into another variable', () => {
+    const secret = '0x4AAAAAAA-turnstile-secret';
+    const problems = problemsWith({ TURNSTILE_SECRET_KEY: secret, ALLOWED_ORIGINS: secret });
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).not.toContain(secret);
+  });
+
+  it.each([
+    ['TURNSTILE_VERIFY_URL', 'http://verify.example/siteverify', 'must be an https URL'],
+    ['TURNSTILE_SITE_KEY', 'has spaces', 'must be a site key'],
+    ['MAX_CONNECTIONS', '3', 'must be'],
+    ['HEADERS_TIMEOUT_SECONDS', '60', 'must be'],
+    ['REQUEST_TIMEOUT_SECONDS', '300', 'must be'],
+    ['RATE_LIMIT_IPV6_PREFIX', '16', 'must be'],
+  ])('refuses %s=%j', (name, value, message) => {
+    const [problem] = problemsWith({ [name]: value });
+    expect(problem).toMatch(new RegExp(`^${name} ${message}`));
+  });
+
+  it('refuses a request timeout shorter than the headers timeout', () => {
+    expect(problemsWith({ HEADERS_TIMEOUT_SECONDS: '10', REQUEST_TIMEOUT_SECONDS: '5' })).toEqual([
+      'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS',
+    ]);
   });
 });

@@ -1,4 +1,5 @@
-import { createApp } from '../src/app.js';
+import type { Server } from 'node:http';
+import { createApp, type AppDeps } from '../src/app.js';
 import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
 import { createLogger, type Logger } from '../src/log.js';
@@ -82,6 +83,10 @@ export interface TestAppOptions {
   clientIp?: string;
   upstreamOptions?: Partial<UpstreamClientOptions>;
   metrics?: Metrics;
+  /** Pages served outside /api/ (demo mode's example site). */
+  site?: AppDeps['site'];
+  /** The Turnstile check's fetch and timeout. */
+  turnstile?: AppDeps['turnstile'];
 }
 
 /**
@@ -122,6 +127,8 @@ export function createTestApp(options: TestAppOptions = {}) {
     log: logs.log,
     clientIp: () => options.clientIp ?? '203.0.113.7',
     metrics: options.metrics,
+    site: options.site,
+    turnstile: options.turnstile,
   });
   // `served`: the app's own fetch as the Node entry serves it, with what its hot path needs.
   const served = { fetch: service.app.fetch, freshReply: service.freshReply, logAccess: service.logAccess };
@@ -151,4 +158,10 @@ export function createExecutionContext() {
 /** True inside the Workers runtime (the `workerd` test project). */
 export function isWorkerd(): boolean {
   return typeof navigator !== 'undefined' && navigator.userAgent === 'Cloudflare-Workers';
+}
+
+/** Closes a loopback test server and every connection it still holds. */
+export async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
 }

@@ -55,6 +55,13 @@ describe('createLogger', () => {
     expect(lines[0]).not.toContain('sk_live_0123456789');
   });
 
+  it('redacts values only, so a key that spells part of the line itself leaves the line intact', () => {
+    const key = 'level":"info';
+    const { log, lines } = capture({ redact: [key] });
+    log.log('info', 'request', { path: `/x/${key}` });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'info', event: 'request', path: '/x/[redacted]' });
+  });
+
   it('leaves strings shorter than a key can be alone', () => {
     const { log, lines } = capture({ redact: ['abc'] });
     log.log('info', 'request', { path: '/api/issues/abc' });

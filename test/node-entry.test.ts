@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer as createHttpServer, request, type ServerResponse } from 'node:http';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -154,6 +154,25 @@ describe('Node entry', () => {
       upstream.closeAllConnections();
       await new Promise<void>((resolve) => upstream.close(() => resolve()));
     }
+  });
+
+  it('applies the listener limits: a client trickling its headers is cut off with 408 after HEADERS_TIMEOUT_SECONDS', async () => {
+    const port = await freePort();
+    const run = start({ PORT: String(port), HOST: '127.0.0.1', HEADERS_TIMEOUT_SECONDS: '1', REQUEST_TIMEOUT_SECONDS: '2' });
+    await run.waitFor('listening on');
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    socket.on('error', () => {});
+    const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(performance.now())));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    const connectedAt = performance.now();
+    socket.write('GET /api/categories HTTP/1.1\r\nHost: bff.test\r\nX-Slow: ');
+    // Node checks every 2 s: the cut-off comes between 1 s and 1 + 2 s (plus a margin for a busy machine).
+    const closedAfterMs = (await closed) - connectedAt;
+    expect(closedAfterMs).toBeGreaterThanOrEqual(900);
+    expect(closedAfterMs).toBeLessThan(4500);
+    expect(received).toMatch(/^HTTP\/1\.1 408 /);
   });
 
   describe('client IP for the subscribe rate limit (TRUST_PROXY_HOPS)', () => {

@@ -38,6 +38,7 @@ const ErrorBody = z.strictObject({
       'NOT_FOUND',
       'METHOD_NOT_ALLOWED',
       'FORBIDDEN_ORIGIN',
+      'CAPTCHA_FAILED',
       'PAYLOAD_TOO_LARGE',
       'UNSUPPORTED_MEDIA_TYPE',
       'RATE_LIMITED',

@@ -5,6 +5,11 @@
  * Without this script the same form still works: the service answers a plain form post with a
  * 303 back to the page, adding ?subscribed=1 or ?subscribe_error=CODE, which this script reads
  * on page load too.
+ *
+ * Cloudflare Turnstile (the service's TURNSTILE_SECRET_KEY): with window.NEWSLETTER_TURNSTILE_SITE_KEY
+ * set (config.js), a form that has no widget of its own gets one before its button. The widget
+ * puts its token in the form field `cf-turnstile-response`, sent with the other fields; a token
+ * works once, so the widget is reset after every answer.
  */
 (function () {
   'use strict';
@@ -23,6 +28,7 @@
     FORBIDDEN_ORIGIN: 'This page cannot sign you up. Please use the form on our website.',
     RATE_LIMITED: 'Too many attempts from your connection. Please try again in a minute.',
     UPSTREAM_UNAVAILABLE: 'The newsletter service is busy. Please try again in a minute.',
+    CAPTCHA_FAILED: 'Please complete the check above the button, then subscribe again.',
     other: 'Sorry, something went wrong on our side. Please try again later.'
   };
   var TIMEOUT_MS = 15000;
@@ -48,6 +54,27 @@
     return 'Too many attempts from your connection. Please try again in ' + waitText(seconds) + '.';
   }
 
+  var TURNSTILE_SCRIPT = 'https://challenges.cloudflare.com/turnstile/v0/api.js';
+
+  /** Adds the Turnstile widget (and its script, once) when a site key is configured; returns it. */
+  function addChallenge(form, button) {
+    var siteKey = window.NEWSLETTER_TURNSTILE_SITE_KEY;
+    var widget = form.querySelector('.cf-turnstile');
+    if (!widget && typeof siteKey === 'string' && siteKey) {
+      widget = document.createElement('div');
+      widget.className = 'cf-turnstile';
+      widget.setAttribute('data-sitekey', siteKey);
+      button.parentNode.insertBefore(widget, button);
+    }
+    if (widget && !document.querySelector('script[src^="' + TURNSTILE_SCRIPT + '"]')) {
+      var script = document.createElement('script');
+      script.src = TURNSTILE_SCRIPT;
+      script.async = true;
+      document.head.appendChild(script);
+    }
+    return widget;
+  }
+
   function enhance(form) {
     var email = form.elements.namedItem('email');
     var consent = form.elements.namedItem('optInAttestation');
@@ -55,6 +82,7 @@
     var status = form.querySelector('[data-subscribe-status]');
     if (!email || !consent || !button || !status) return undefined;
     if (!status.id) status.id = 'subscribe-status-' + Math.random().toString(36).slice(2);
+    var challenge = addChallenge(form, button);
     var pending = false;
     // Our inline messages replace the browser's bubbles, which screen readers announce unreliably.
     form.noValidate = true;
@@ -136,7 +164,10 @@
           },
           function () { show('error', MESSAGES.network); }
         )
-        .then(function () { setPending(false); });
+        .then(function () {
+          setPending(false);
+          if (challenge && window.turnstile) window.turnstile.reset(challenge);
+        });
     });
 
     return show;

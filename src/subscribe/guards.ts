@@ -8,24 +8,19 @@ import type { RateLimiter } from '../rate-limit.js';
 export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
 const REPEAT_MAX_ENTRIES = 50_000;
 
-/** The service's own origin, always allowed (a page it serves posting to itself). */
-export function ownOrigin(c: Context): string {
-  return new URL(c.req.url).origin;
-}
-
 /**
  * CORS does not stop a simple cross-site form post; this does, for JSON and forms alike.
  * A request without `Origin` (not from a browser page) passes.
  */
 export function isForbiddenOrigin(c: Context, origins: OriginPolicy): boolean {
   const origin = c.req.header('origin');
-  return origin !== undefined && !origins.isAllowed(origin, ownOrigin(c));
+  return origin !== undefined && !origins.isAllowed(origin);
 }
 
-/** Throws RATE_LIMITED (with Retry-After) when this visitor has posted too often. */
-export async function enforceRateLimit(rateLimiter: RateLimiter, clientIp: string | undefined): Promise<void> {
+/** RATE_LIMITED (with Retry-After) when this visitor has posted too often, else undefined. */
+export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string | undefined): Promise<ApiError | undefined> {
   const limit = await rateLimiter.hit(clientIp ?? 'unknown');
-  if (!limit.allowed) throw new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
+  return limit.allowed ? undefined : new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
 }
 
 /** A bot fills the hidden field; a person leaves it absent or blank. */

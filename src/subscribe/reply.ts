@@ -2,7 +2,6 @@ import type { Context, TypedResponse } from 'hono';
 import { renderError, type ApiError, type ErrorResponse } from '../errors.js';
 import { parseHttpUrl, type OriginPolicy } from '../origins.js';
 import type { SubscribeBody } from '../shape.js';
-import { ownOrigin } from './guards.js';
 import { isFormPost } from './input.js';
 
 /** Fragments of a form post's redirect: ids a page can show with `:target`, no script needed. */
@@ -23,7 +22,7 @@ export function redirectTarget(c: Context, redirectUrl: string | undefined, orig
   if (redirectUrl) return new URL(redirectUrl);
   const referer = c.req.header('referer');
   const refererOrigin = parseHttpUrl(referer)?.origin;
-  if (referer && refererOrigin && origins.isAllowed(refererOrigin, ownOrigin(c))) return new URL(referer);
+  if (referer && refererOrigin && origins.isAllowed(refererOrigin)) return new URL(referer);
   return undefined;
 }
 

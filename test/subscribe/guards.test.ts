@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REPEAT_WINDOW_MS, createRepeatGuard, enforceRateLimit, isHoneypotFilled } from '../../src/subscribe/guards.js';
+import { REPEAT_WINDOW_MS, createRepeatGuard, rateLimitError, isHoneypotFilled } from '../../src/subscribe/guards.js';
 import { createFakeClock } from '../helpers.js';
 import {
   EMAIL,
@@ -155,6 +155,41 @@ describe('POST /api/subscribe', () => {
       );
       expect(calls).toHaveLength(4);
     });
+
+    /** Posts once per forwarded address through one trusted proxy; returns the statuses. */
+    async function statusesFor(forwarded: readonly string[], extraEnv: Record<string, string> = {}) {
+      const { app, calls } = createMultiClientApp({ ...env, TRUST_PROXY_HOPS: '1', ...extraEnv });
+      const statuses: number[] = [];
+      for (const [index, address] of forwarded.entries()) {
+        const body = { email: `reader${index}@example.com`, optInAttestation: true };
+        statuses.push((await postJson(app, body, { ...fromIp('10.0.0.1'), 'X-Forwarded-For': address })).status);
+      }
+      return { statuses, calls };
+    }
+
+    it('counts IPv4-mapped IPv6 spellings of one IPv4 address as that address', async () => {
+      const { statuses, calls } = await statusesFor(['192.0.2.1', '::ffff:192.0.2.1', '::FFFF:c000:0201', '[::ffff:192.0.2.1]:443']);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      expect(calls).toHaveLength(3);
+    });
+
+    it('counts a spelling with leading zeros as the proxy itself, never as a fresh visitor', async () => {
+      // `192.000.002.001` is not an address we accept: the attempt counts under the socket (the proxy).
+      const { statuses } = await statusesFor(['192.000.002.001', '192.00.2.01', '0192.0.2.1', 'not-an-ip']);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+    });
+
+    it('counts every address of one IPv6 /64 as one visitor, and another /64 apart', async () => {
+      const { statuses } = await statusesFor(['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:abcd::9', '2001:DB8:1:2::ffff', '2001:db8:1:3::1']);
+      expect(statuses).toEqual([200, 200, 200, 429, 200]);
+    });
+
+    it('counts IPv6 visitors per RATE_LIMIT_IPV6_PREFIX bits', async () => {
+      const { statuses } = await statusesFor(['2001:db8:1:2::1', '2001:db8:1:3::1', '2001:db8:1:4::1', '2001:db8:1:5::1'], {
+        RATE_LIMIT_IPV6_PREFIX: '48',
+      });
+      expect(statuses).toEqual([200, 200, 200, 429]);
+    });
   });
 
   describe('origin', () => {
@@ -196,10 +231,11 @@ describe('POST /api/subscribe', () => {
       expect(calls).toHaveLength(1);
     });
 
-    it("accepts a post from the service's own origin", async () => {
+    it('refuses an origin that names the Host the request was sent with, when it is not listed', async () => {
       const { app, calls } = createSubscribeApp({ env });
-      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }, { Origin: 'http://localhost' }));
-      expect(calls).toHaveLength(1);
+      const headers = { Host: 'evil.example', Origin: 'http://evil.example' };
+      await expectErrorCode(await postJson(app, { email: EMAIL, optInAttestation: true }, headers), 403, 'FORBIDDEN_ORIGIN');
+      expect(calls).toHaveLength(0);
     });
   });
 });
@@ -223,11 +259,11 @@ describe('the guards one by one', () => {
     expect(repeats.isRepeat('jane@example.com')).toBe(false);
   });
 
-  it('throws RATE_LIMITED with the limiter’s Retry-After, and counts a visitor without an address as one', async () => {
+  it('gives RATE_LIMITED with the limiter’s Retry-After, and counts a visitor without an address as one', async () => {
     const keys: string[] = [];
     const limiter = { hit: (key: string) => (keys.push(key), { allowed: keys.length < 2, retryAfterSeconds: 12 }) };
-    await expect(enforceRateLimit(limiter, undefined)).resolves.toBeUndefined();
-    await expect(enforceRateLimit(limiter, '203.0.113.9')).rejects.toMatchObject({ code: 'RATE_LIMITED', retryAfter: 12 });
+    await expect(rateLimitError(limiter, undefined)).resolves.toBeUndefined();
+    await expect(rateLimitError(limiter, '203.0.113.9')).resolves.toMatchObject({ code: 'RATE_LIMITED', retryAfter: 12 });
     expect(keys).toEqual(['unknown', '203.0.113.9']);
   });
 });

@@ -1,0 +1,54 @@
+import * as z from './zod.js';
+import { parseHttpUrl } from './origins.js';
+import { blankToUndefined, preprocess, wholeNumber } from './validation.js';
+
+/** The variable rules config.ts shares with its blocks of variables. */
+
+const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
+
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** https, or plain http to this machine only (a local fake in tests and development). */
+export function isHttpsOrLoopback(url: URL | undefined): boolean {
+  return url?.protocol === 'https:' || (url?.protocol === 'http:' && isLoopbackHost(url.hostname));
+}
+
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** What Node can listen on: a DNS name, an IPv4 address (a name of digits) or a bare IPv6 address. */
+export function isListenHost(host: string): boolean {
+  // IPv6 has at least two colons; `127.0.0.1:8787` (a port pasted in) has one.
+  return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
+}
+
+export function optionalText() {
+  return preprocess(blankToUndefined, z.optional(z.string()));
+}
+
+/** A variable holding a whole number; a Worker binding may hold it as a number. */
+export function wholeNumberVariable(min: number, max: number, fallback: number) {
+  return wholeNumber(min, max, fallback, (value) => {
+    const given = blankToUndefined(value);
+    return typeof given === 'number' ? String(given) : given;
+  });
+}
+
+/** Cloudflare's siteverify endpoint (hCaptcha-compatible verifiers answer the same shape). */
+export const TURNSTILE_SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
+const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
+
+/** Node's listener limits, the IPv6 prefix counted as one visitor, and Turnstile on subscribe. */
+export const LISTENER_AND_CHALLENGE_VARIABLES = {
+  MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 1024),
+  HEADERS_TIMEOUT_SECONDS: wholeNumberVariable(1, 15, 10),
+  REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),
+  RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),
+  TURNSTILE_SECRET_KEY: optionalText(),
+  TURNSTILE_SITE_KEY: preprocess(blankToUndefined, z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' })))),
+  TURNSTILE_VERIFY_URL: preprocess(
+    blankToUndefined,
+    z._default(z.string().check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY })), TURNSTILE_SITEVERIFY_URL),
+  ),
+};

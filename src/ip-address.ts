@@ -1,0 +1,83 @@
+/**
+ * IP addresses in one spelling each, so a rate limit counts a visitor once however the address
+ * is written. Pure string work: it runs on Node and Workers alike.
+ */
+
+// Dotted quad with no leading zeros: `010.0.0.1` is octal to some parsers and decimal to others,
+// so such spellings (and `127.1`, `0x7f.0.0.1`) are refused rather than guessed.
+const IPV4 = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const HEX_GROUP = /^[0-9a-f]{1,4}$/i;
+
+/**
+ * The address in `text` in canonical form (IPv4 dotted, IPv6 as RFC 5952 writes it, an
+ * IPv4-mapped IPv6 address as its IPv4 address), or undefined when `text` is not an address.
+ * Accepts what proxies write in `X-Forwarded-For`: `[v6]`, `[v6]:port`, `v4:port`, a zone id.
+ */
+export function parseIp(text: string): string | undefined {
+  let value = text.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(value);
+  if (bracketed) value = bracketed[1]!;
+  else if (/^[\d.]+:\d{1,5}$/.test(value)) value = value.slice(0, value.indexOf(':'));
+  if (IPV4.test(value)) return value;
+  const groups = parseIpv6Groups(value.replace(/%[\w.-]{1,64}$/, ''));
+  if (!groups) return undefined;
+  const isMapped = groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff;
+  if (isMapped) return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
+  return formatIpv6(groups);
+}
+
+/** RFC 5952's one spelling: lower-case, no leading zeros, the longest run of 2+ zero groups as `::`. */
+function formatIpv6(groups: readonly number[]): string {
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let start = 0; start < 8; start += 1) {
+    let length = 0;
+    while (start + length < 8 && groups[start + length] === 0) length += 1;
+    if (length > bestLength) [bestStart, bestLength] = [start, length];
+  }
+  const hex = groups.map((group) => group.toString(16));
+  if (bestStart < 0) return hex.join(':');
+  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
+}
+
+/**
+ * The key a visitor is counted under: the address itself for IPv4, its network prefix for IPv6
+ * (`RATE_LIMIT_IPV6_PREFIX`, 64 by default: one home line or one server gets a whole /64, so
+ * counting single addresses would give a client 2^64 limits). Anything else is kept as given.
+ */
+export function rateLimitKeyOf(ip: string, ipv6PrefixBits: number): string {
+  const canonical = parseIp(ip);
+  if (canonical === undefined || !canonical.includes(':')) return canonical ?? ip;
+  const groups = parseIpv6Groups(canonical)!;
+  const masked = groups.map((group, index) => {
+    const bits = Math.min(16, Math.max(0, ipv6PrefixBits - index * 16));
+    return bits === 0 ? 0 : group & ((0xffff << (16 - bits)) & 0xffff);
+  });
+  return `${formatIpv6(masked)}/${ipv6PrefixBits}`;
+}
+
+/** Eight 16-bit groups of an IPv6 address (with `::` and a dotted IPv4 tail), or undefined. */
+function parseIpv6Groups(value: string): number[] | undefined {
+  if (!value.includes(':') || value.length > 45) return undefined;
+  const halves = value.split('::');
+  if (halves.length > 2) return undefined;
+  const parse = (part: string): number[] | undefined => {
+    if (part === '') return [];
+    const out: number[] = [];
+    const pieces = part.split(':');
+    for (const [index, piece] of pieces.entries()) {
+      if (index === pieces.length - 1 && IPV4.test(piece)) {
+        const [a, b, c, d] = piece.split('.').map(Number) as [number, number, number, number];
+        out.push((a << 8) | b, (c << 8) | d);
+      } else if (HEX_GROUP.test(piece)) out.push(Number.parseInt(piece, 16));
+      else return undefined;
+    }
+    return out;
+  };
+  const head = parse(halves[0]!);
+  const tail = halves.length === 2 ? parse(halves[1]!) : [];
+  if (!head || !tail) return undefined;
+  if (halves.length === 1) return head.length === 8 ? head : undefined;
+  const missing = 8 - head.length - tail.length;
+  return missing >= 1 ? [...head, ...new Array<number>(missing).fill(0), ...tail] : undefined;
+}

@@ -1,0 +1,25 @@
+/** Shorter than this is a truncated paste, not a key; redaction also leaves shorter strings alone. */
+export const MIN_API_KEY_LENGTH = 8;
+
+/**
+ * Replaces every secret inside a value with `[redacted]`. Runs on values, never on a whole
+ * serialized line or on our own wording around a value, so it cannot rewrite the message it
+ * protects; a "secret" shorter than a key can be (a one-letter typo) is left alone, or it would
+ * cut holes in every word holding that letter. A secret is also matched trimmed (config trims
+ * it; a Worker secret may keep a trailing newline).
+ */
+export function createRedactor(secrets: readonly unknown[]): (value: string) => string {
+  const forms = new Set<string>();
+  for (const secret of secrets) {
+    if (typeof secret !== 'string') continue;
+    for (const form of [secret, secret.trim()]) if (form.length >= MIN_API_KEY_LENGTH) forms.add(form);
+  }
+  // Longest first, so a form containing another is replaced whole.
+  const ordered = [...forms].sort((a, b) => b.length - a.length);
+  if (ordered.length === 0) return (value) => value;
+  return (value) => {
+    let result = value;
+    for (const form of ordered) if (result.includes(form)) result = result.replaceAll(form, '[redacted]');
+    return result;
+  };
+}

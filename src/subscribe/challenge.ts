@@ -1,0 +1,86 @@
+import type { Context } from 'hono';
+import { ApiError } from '../errors.js';
+import type { RecordOutcome } from './forward.js';
+
+/** The field Turnstile's widget adds to its form (and the JSON property scripts send it in). */
+export const TURNSTILE_RESPONSE_FIELD = 'cf-turnstile-response';
+/** Turnstile's tokens are at most this long; anything longer is not a token. */
+const MAX_TOKEN_LENGTH = 2048;
+/** A subscriber waits for this check: a verifier slower than this is treated as down. */
+const DEFAULT_VERIFY_TIMEOUT_MS = 3000;
+/** Error codes that mean our secret is wrong, not the visitor's token: an operator must act. */
+const OUR_MISTAKES = new Set(['missing-input-secret', 'invalid-input-secret']);
+
+/** Passes, or throws CAPTCHA_FAILED / UPSTREAM_UNAVAILABLE having logged why. */
+export type SubscribeChallenge = (c: Context, input: Record<string, unknown>, record: RecordOutcome) => Promise<void>;
+
+/** The cause of an ApiError this check threw: the attempt is logged already. */
+export class ChallengeFailure extends Error {
+  override name = 'ChallengeFailure';
+}
+
+export interface TurnstileChallengeOptions {
+  secretKey: string;
+  /** Turnstile's siteverify URL, or any hCaptcha-compatible one (same request and answer). */
+  verifyUrl: string;
+  clientIp: (c: Context) => string | undefined;
+  fetch?: typeof globalThis.fetch;
+  timeoutMs?: number;
+}
+
+type Verdict = { passed: true } | { passed: false; errorCodes: string } | { unavailable: string; level: 'warn' | 'error' };
+
+/**
+ * Cloudflare Turnstile on subscribe: the visitor's token is checked with the siteverify API
+ * before anything goes upstream. A missing, forged, expired or reused token is a 403; a
+ * verifier that cannot be reached, is slow or refuses our secret fails closed (503), since
+ * letting posts through unchecked is exactly what a bot waiting for an outage wants.
+ */
+export function createTurnstileChallenge(options: TurnstileChallengeOptions): SubscribeChallenge {
+  const { secretKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = DEFAULT_VERIFY_TIMEOUT_MS } = options;
+
+  async function verify(token: string, remoteIp: string | undefined): Promise<Verdict> {
+    const form = new URLSearchParams({ secret: secretKey, response: token });
+    if (remoteIp) form.set('remoteip', remoteIp);
+    let answer: unknown;
+    try {
+      const response = await fetch(verifyUrl, { method: 'POST', body: form, signal: AbortSignal.timeout(timeoutMs) });
+      if (!response.ok) {
+        await response.body?.cancel();
+        return { unavailable: `status ${response.status}`, level: 'warn' };
+      }
+      answer = await response.json();
+    } catch (error) {
+      return { unavailable: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable', level: 'warn' };
+    }
+    // Tolerant reader: only `success` and `error-codes` are read.
+    const { success, 'error-codes': codes } = (answer ?? {}) as { success?: unknown; 'error-codes'?: unknown };
+    if (success === true) return { passed: true };
+    const errorCodes = Array.isArray(codes) ? codes.filter((code) => typeof code === 'string').join(',') : '';
+    if (codes === undefined && success === undefined) return { unavailable: 'not a siteverify answer', level: 'warn' };
+    if (Array.isArray(codes) && codes.some((code) => OUR_MISTAKES.has(code))) return { unavailable: errorCodes, level: 'error' };
+    if (Array.isArray(codes) && codes.includes('internal-error')) return { unavailable: errorCodes, level: 'warn' };
+    return { passed: false, errorCodes };
+  }
+
+  return async function checkTurnstile(c, input, record) {
+    const token = Object.hasOwn(input, TURNSTILE_RESPONSE_FIELD) ? input[TURNSTILE_RESPONSE_FIELD] : undefined;
+    if (typeof token !== 'string' || token.trim() === '' || token.length > MAX_TOKEN_LENGTH) {
+      record('rejected', { reason: 'CAPTCHA_FAILED', captcha: 'missing' });
+      throw new ApiError('CAPTCHA_FAILED', { cause: new ChallengeFailure('no token') });
+    }
+    const verdict = await verify(token, clientIp(c));
+    if ('unavailable' in verdict) {
+      record('failed', { reason: 'CAPTCHA_UNAVAILABLE', captcha: verdict.unavailable }, verdict.level);
+      throw new ApiError('UPSTREAM_UNAVAILABLE', {
+        message: 'The anti-bot check could not be completed. Try again later.',
+        retryAfter: 5,
+        cause: new ChallengeFailure(verdict.unavailable),
+      });
+    }
+    if (!verdict.passed) {
+      record('rejected', { reason: 'CAPTCHA_FAILED', captcha: verdict.errorCodes || 'rejected' });
+      throw new ApiError('CAPTCHA_FAILED', { cause: new ChallengeFailure(verdict.errorCodes) });
+    }
+  };
+}
