@@ -5,6 +5,7 @@ import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
+import type { HoldOff, HoldOffStart } from './upstream/hold-off.js';
 import { createUpstreamClient } from './upstream/newsletter-api.js';
 
 export interface RuntimeDeps {
@@ -17,6 +18,8 @@ export interface RuntimeDeps {
   sharedCache?: SharedTier;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
+  /** Where hold-offs after an upstream 429 are kept; this process's memory by default. */
+  holdOff?: HoldOff;
 }
 
 /**
@@ -34,8 +37,9 @@ export function createAppForConfig(config: Config, deps: RuntimeDeps) {
           timeoutMs: config.upstreamTimeoutMs,
           fetch: deps.fetch,
           now: deps.now,
+          ...holdOffOptions(deps),
         });
-  const { demoSite, ...rest } = deps;
+  const { demoSite, holdOff: _holdOff, ...rest } = deps;
   return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
 }
 
@@ -47,5 +51,20 @@ function createDemoClient(config: Config, deps: RuntimeDeps) {
     timeoutMs: config.upstreamTimeoutMs,
     fetch: demo.fetch,
     now: deps.now,
+    ...holdOffOptions(deps),
   });
+}
+
+/** The hold-off store, and one log line per hold-off an upstream 429 starts (not per call it refuses). */
+function holdOffOptions(deps: RuntimeDeps) {
+  return {
+    ...(deps.holdOff ? { holdOff: deps.holdOff } : {}),
+    onHoldOff: (start: HoldOffStart) =>
+      deps.log.log('warn', 'upstream_hold_off', {
+        operation: start.operation,
+        refusedCall: start.call,
+        until: new Date(start.untilMs).toISOString(),
+        retryAfterSeconds: start.retryAfterSeconds,
+      }),
+  };
 }
