@@ -5,6 +5,7 @@ import { ApiError, renderError } from './errors.js';
 import { publicCacheControl } from './http.js';
 import { maskEmailsInPath, silentLogger, type Logger } from './log.js';
 import { createOriginPolicy } from './origins.js';
+import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createResponseHeaders } from './response-headers.js';
@@ -64,6 +65,7 @@ const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
 export function createApp(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger } = deps;
   const origins = createOriginPolicy(config.allowedOrigins);
+  const clientIp = deps.clientIp ?? (() => undefined);
   const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
   const reads = createPublicReads({
     upstream,
@@ -72,7 +74,18 @@ export function createApp(deps: AppDeps) {
     maxBytes: config.cacheMaxBytes,
     notFoundTtlSeconds: config.notFoundTtlSeconds,
     archiveMaxIssues: config.archiveMaxIssues,
-    onLoadError: (key, error) => logReadFailure(log, error, { key, during: 'cache load' }),
+    readBudget: createReadBudget({
+      totalPerMinute: config.readBudgetPerMinute,
+      perClientPerMinute: config.readBudgetPerClientPerMinute,
+      now,
+      // One line when a bucket runs dry, not one per refused read.
+      onExhausted: (scope) => log.log('warn', 'read_budget_exhausted', { scope }),
+    }),
+    indexRefreshMinIntervalMs: config.indexRefreshMinSeconds * 1000,
+    // A read refused by the budget made no upstream call: read_budget_exhausted said so once.
+    onLoadError: (key, error) => {
+      if (!(error instanceof ReadBudgetExceeded)) logReadFailure(log, error, { key, during: 'cache load' });
+    },
     onTooLarge: (key, bytes, maxEntryBytes) =>
       log.log('warn', 'cache_entry_too_large', {
         key,
@@ -84,8 +97,8 @@ export function createApp(deps: AppDeps) {
   });
 
   const api = new Hono()
-    .route('/', createIssuesRoutes({ reads, cacheControl, maxOffset: config.archiveMaxIssues }))
-    .route('/', createCategoriesRoutes({ reads, cacheControl }))
+    .route('/', createIssuesRoutes({ reads, cacheControl, maxOffset: config.archiveMaxIssues, clientIp }))
+    .route('/', createCategoriesRoutes({ reads, cacheControl, clientIp }))
     .route(
       '/',
       createSubscribeRoutes({
@@ -95,7 +108,7 @@ export function createApp(deps: AppDeps) {
         rateLimiter:
           deps.rateLimiter ??
           createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
-        clientIp: deps.clientIp ?? (() => undefined),
+        clientIp,
         now,
         log,
       }),

@@ -25,6 +25,11 @@ export interface Config {
   subscribeRedirectUrl: string | undefined;
   honeypotField: string;
   trustProxyHops: number;
+  /** Cold upstream reads per minute for all visitors, and for one client IP (docs/contract.md "Availability under abuse"). */
+  readBudgetPerMinute: number;
+  readBudgetPerClientPerMinute: number;
+  /** Shortest time between two archive index refreshes that a slug missing from it may cause. */
+  indexRefreshMinSeconds: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -169,6 +174,9 @@ const ConfigSchema = z.object({
     ),
   ),
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
+  READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
+  READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
+  INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
   NODE_ENV: optionalText(),
 });
 
@@ -222,6 +230,9 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       subscribeRedirectUrl: env.SUBSCRIBE_REDIRECT_URL,
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
+      readBudgetPerMinute: env.READ_BUDGET_PER_MINUTE,
+      readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
+      indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,
     },
   };
 }

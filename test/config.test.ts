@@ -46,6 +46,9 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: undefined,
       honeypotField: 'website',
       trustProxyHops: 0,
+      readBudgetPerMinute: 120,
+      readBudgetPerClientPerMinute: 30,
+      indexRefreshMinSeconds: 5,
     } satisfies Config);
   });
 
@@ -66,6 +69,9 @@ describe('parseConfig defaults', () => {
         SUBSCRIBE_REDIRECT_URL: 'https://site.example/thanks',
         SUBSCRIBE_HONEYPOT_FIELD: 'company_url',
         TRUST_PROXY_HOPS: '2',
+        READ_BUDGET_PER_MINUTE: '600',
+        READ_BUDGET_PER_CLIENT_PER_MINUTE: '60',
+        INDEX_REFRESH_MIN_SECONDS: '0',
         NODE_ENV: 'production',
       }),
     ).toEqual({
@@ -86,6 +92,9 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: 'https://site.example/thanks',
       honeypotField: 'company_url',
       trustProxyHops: 2,
+      readBudgetPerMinute: 600,
+      readBudgetPerClientPerMinute: 60,
+      indexRefreshMinSeconds: 0,
     } satisfies Config);
   });
 

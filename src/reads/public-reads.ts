@@ -33,8 +33,10 @@ import {
   type Loader,
   type WaitUntil,
 } from './read-through-cache.js';
+import type { ReadBudget } from './read-budget.js';
 import { renderJson, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
+import { createSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
 
 export type { RenderedJson } from './rendered-json.js';
 
@@ -66,12 +68,17 @@ export interface PublicReadsOptions {
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   /** A tier shared between isolates (Workers' Cache API); none on Node. */
   sharedCache?: SharedTier;
+  /** Charged once per upstream load a visitor's read causes; none: loads are not limited. */
+  readBudget?: ReadBudget;
+  /** Shortest time between two archive index refreshes an unlisted slug may cause (default 5 s). */
+  indexRefreshMinIntervalMs?: number;
 }
 
+/** `client` is the visitor's IP: the upstream loads its read causes are charged to it. */
 export interface PublicReads {
-  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil): Promise<PublicRead<ArchivePageBody>>;
-  issue(slug: string, waitUntil?: WaitUntil): Promise<PublicRead<IssueBody>>;
-  categories(waitUntil?: WaitUntil): Promise<PublicRead<CategoriesBody>>;
+  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<ArchivePageBody>>;
+  issue(slug: string, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<IssueBody>>;
+  categories(waitUntil?: WaitUntil, client?: string): Promise<PublicRead<CategoriesBody>>;
   stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
 }
 
@@ -83,9 +90,19 @@ const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
 
+/** What a read passes on to the loads it causes. */
+interface ReadContext {
+  waitUntil: WaitUntil | undefined;
+  client: string | undefined;
+}
+
+const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
-  const { upstream, now, sharedCache } = options;
+  const { upstream, now, sharedCache, readBudget } = options;
+  /** Every upstream load a visitor causes is paid for first; over budget, it is refused unmade. */
+  const charge = (client: string | undefined) => readBudget?.take(client);
   const budget = splitMemoryBudget(options.maxBytes);
   const rules: FreshnessRules = {
     ttlMs: options.ttlSeconds * 1000,
@@ -135,17 +152,21 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         })
       : load;
 
-  const loadArchive = tiered(async function loadArchive() {
+  async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, client?: string) {
+    charge(client);
     const rows = await upstream.listAllPublicIssues(options.archiveMaxIssues);
     const bySlug = new Map<string, IssueSummary>();
     for (const row of rows) {
       // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
       if (isPublicIssue(row) && !bySlug.has(row.slug)) bySlug.set(row.slug, toIssueSummary(row));
     }
-    return archiveValue([...bySlug.values()].sort(compareNewestFirst), now());
-  });
+    // Fewer rows than the cap: the upstream listed them all, so the index is complete.
+    return archiveValue([...bySlug.values()].sort(compareNewestFirst), now(), rows.length < options.archiveMaxIssues);
+  }
+  const loadArchive = tiered(loadArchiveFromUpstream);
 
-  const loadCategories = tiered(async function loadCategories() {
+  const loadCategories = tiered(async function loadCategories(_key, _waitUntil, client) {
+    charge(client);
     const bySlug = new Map<string, PublicCategory>();
     for (const category of await upstream.listCategories()) {
       if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
@@ -155,8 +176,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   });
 
   /** An issue the upstream does not have, or must not show, is remembered as a 404. */
-  const loadIssue = tiered(async function loadIssue(key) {
+  const loadIssue = tiered(async function loadIssue(key, _waitUntil, client) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
+    charge(client);
     let issue;
     try {
       issue = await upstream.getIssueBySlug(slug);
@@ -184,15 +206,40 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return state === 'STALE' ? Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)) : undefined;
   }
 
-  async function readJson<T>(key: string, load: Loader<CachedValue>, waitUntil: WaitUntil | undefined): Promise<PublicRead<T> | undefined> {
-    const { value, state } = await cache.read(key, load, waitUntil);
+  async function readJson<T>(
+    key: string,
+    load: Loader<CachedValue>,
+    waitUntil: WaitUntil | undefined,
+    client: string | undefined,
+  ): Promise<PublicRead<T> | undefined> {
+    const { value, state } = await cache.read(key, load, waitUntil, { client });
     if (value?.kind !== 'json') return undefined;
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
 
+  /** The archive index out of the cache, or (forced) fresh from the upstream past the shared tier. */
+  async function indexCopy(forceRefresh: boolean, { waitUntil, client }: ReadContext): Promise<IndexCopy | undefined> {
+    const load = forceRefresh ? loadArchiveFromUpstream : loadArchive;
+    const { value } = await cache.read(ARCHIVE_KEY, load, waitUntil, { client, forceRefresh });
+    return value?.kind === 'archive' ? value : undefined;
+  }
+  const lookUpSlug = createSlugLookup<ReadContext>({
+    // An issue read keeps a kept index fresh (as an archive page would) but never loads one
+    // cold: without one, a slug is read by slug as before, within the read budget.
+    read: async (context) => (cache.has(ARCHIVE_KEY) ? indexCopy(false, context) : undefined),
+    // A failed refresh hands back the copy it had (stale-if-error): that is no answer.
+    refresh: async (context) => {
+      const startedAt = now();
+      const copy = await indexCopy(true, context);
+      return copy !== undefined && copy.fetchedAt >= startedAt ? copy : undefined;
+    },
+    now,
+    minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
+  });
+
   return {
-    async archivePage(query, waitUntil) {
-      const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil);
+    async archivePage(query, waitUntil, client) {
+      const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
       if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
       const { index } = value;
       const pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`;
@@ -210,15 +257,19 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return { rendered, state, ageSeconds };
     },
 
-    async issue(slug, waitUntil) {
-      if (notFound.has(slug)) throw new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
-      const read = await readJson<IssueBody>(ISSUE_KEY_PREFIX + slug, loadIssue, waitUntil);
-      if (!read) throw new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+    async issue(slug, waitUntil, client) {
+      const key = ISSUE_KEY_PREFIX + slug;
+      if (notFound.has(slug)) throw noSuchIssue();
+      // A slug with a copy is read as before (its refresh notices a removal); any other is
+      // looked up in the archive index first, so an unknown slug never reaches the upstream.
+      if (!cache.has(key) && (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
+      const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client);
+      if (!read) throw noSuchIssue();
       return read;
     },
 
-    async categories(waitUntil) {
-      const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil);
+    async categories(waitUntil, client) {
+      const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client);
       if (!read) throw new Error('categories loader returned nothing');
       return read;
     },

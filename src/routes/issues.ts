@@ -1,4 +1,4 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { LRUCache } from 'lru-cache';
 import * as z from '../zod.js';
 import { ApiError } from '../errors.js';
@@ -12,6 +12,8 @@ export interface IssuesRoutesOptions {
   cacheControl: string;
   /** The largest useful offset: the archive never holds more issues than this. */
   maxOffset: number;
+  /** The visitor's IP, charged for the upstream reads the request causes. */
+  clientIp?: (c: Context) => string | undefined;
 }
 
 /** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
@@ -63,11 +65,11 @@ function createArchiveQueryValidator(maxOffset: number): ArchiveQueryValidator {
 
 /** GET /api/issues and GET /api/issues/:slug (docs/contract.md "The four public routes"). */
 export function createIssuesRoutes(options: IssuesRoutesOptions) {
-  const { reads, cacheControl } = options;
+  const { reads, cacheControl, clientIp = () => undefined } = options;
 
   return new Hono()
     .get('/issues', createArchiveQueryValidator(options.maxOffset), async function listIssues(c) {
-      const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c));
+      const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c), clientIp(c));
       return sendRead(c, read, cacheControl);
     })
     .get('/issues/:slug', async function getIssue(c) {
@@ -77,7 +79,7 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
       if (!SLUG_PATTERN.test(slug)) {
         throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
       }
-      const read = await reads.issue(slug, waitUntilOf(c));
+      const read = await reads.issue(slug, waitUntilOf(c), clientIp(c));
       return sendRead(c, read, cacheControl);
     });
 }
