@@ -2,25 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { createReadBudget } from '../../src/reads/read-budget.js';
 import { createPublicReads } from '../../src/reads/public-reads.js';
 import type { UpstreamClient } from '../../src/upstream/newsletter-api.js';
-import type { UpstreamIssue } from '../../src/upstream/schemas.js';
 import { UpstreamError } from '../../src/upstream/transport.js';
 import { createFakeClock } from '../helpers.js';
-
-function issue(slug: string): UpstreamIssue {
-  return {
-    id: `id-${slug}`,
-    slug,
-    subject: `Subject of ${slug}`,
-    previewText: null,
-    thumbnailUrl: null,
-    contentHtml: `<p>${slug}</p>`,
-    status: 'sent',
-    isPublic: true,
-    category: null,
-    categories: [],
-    sentAt: '2026-01-01T00:00:00.000Z',
-  };
-}
+import { publicIssue as issue } from './fixtures.js';
 
 const VISITOR = '198.51.100.7';
 
@@ -33,7 +17,7 @@ function setup(options: { slugs?: string[]; archiveMaxIssues?: number; perClient
     listIssues: async () => [],
     listAllPublicIssues: async (max) => {
       calls.push('archive');
-      return published.slice(0, max).map(issue);
+      return published.slice(0, max).map((slug) => issue(slug));
     },
     getIssueBySlug: async (slug) => {
       calls.push(slug);

@@ -1,26 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createPublicReads } from '../../src/reads/public-reads.js';
 import type { UpstreamClient } from '../../src/upstream/newsletter-api.js';
-import type { UpstreamIssue } from '../../src/upstream/schemas.js';
 import { UpstreamError } from '../../src/upstream/transport.js';
 import { createExecutionContext, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
-
-function issue(slug: string, extra: Partial<UpstreamIssue> = {}): UpstreamIssue {
-  return {
-    id: `id-${slug}`,
-    slug,
-    subject: `Subject of ${slug}`,
-    previewText: null,
-    thumbnailUrl: null,
-    contentHtml: `<p>${slug}</p>`,
-    status: 'sent',
-    isPublic: true,
-    category: null,
-    categories: [],
-    sentAt: '2026-01-01T00:00:00.000Z',
-    ...extra,
-  };
-}
+import { publicIssue as issue } from './fixtures.js';
 
 /** An upstream client double that knows the slugs starting with "known-". */
 function createFakeUpstream() {
