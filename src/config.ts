@@ -30,6 +30,11 @@ export interface Config {
   readBudgetPerClientPerMinute: number;
   /** Shortest time between two archive index refreshes that a slug missing from it may cause. */
   indexRefreshMinSeconds: number;
+  /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
+  adminPort: number | undefined;
+  adminHost: string;
+  /** /readyz answers 503 once every upstream call has failed for this long. */
+  adminUnreadyAfterSeconds: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -178,6 +183,16 @@ const ConfigSchema = z.object({
   READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
   INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
   NODE_ENV: optionalText(),
+  // 0 stands for "unset" (the default is not validated): no admin listener.
+  ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
+  ADMIN_HOST: preprocess(
+    blankToUndefined,
+    z._default(
+      z.string().check(z.refine(isListenHost, { error: 'must be a host name or an IP address (such as 127.0.0.1 or ::1)' })),
+      '127.0.0.1',
+    ),
+  ),
+  ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
 
 /**
@@ -203,6 +218,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
+  if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
     // A key pasted into the wrong variable must not be echoed by that variable's message either.
     const key = blankToUndefined(source.NEWSLETTER_API_KEY);
@@ -233,6 +249,9 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       readBudgetPerMinute: env.READ_BUDGET_PER_MINUTE,
       readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
       indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,
+      adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
+      adminHost: env.ADMIN_HOST,
+      adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
     },
   };
 }

@@ -3,6 +3,7 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import type { HoldOff, HoldOffStart } from './upstream/hold-off.js';
@@ -20,6 +21,8 @@ export interface RuntimeDeps {
   demoSite?: MiddlewareHandler;
   /** Where hold-offs after an upstream 429 are kept; this process's memory by default. */
   holdOff?: HoldOff;
+  /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
+  metrics?: Metrics;
 }
 
 /**
@@ -37,10 +40,12 @@ export function createAppForConfig(config: Config, deps: RuntimeDeps) {
           timeoutMs: config.upstreamTimeoutMs,
           fetch: deps.fetch,
           now: deps.now,
+          metrics: deps.metrics,
           ...holdOffOptions(deps),
         });
   const { demoSite, holdOff: _holdOff, ...rest } = deps;
-  return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
+  // The upstream goes back too: the Node entry's readiness check calls it directly.
+  return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
 
 function createDemoClient(config: Config, deps: RuntimeDeps) {
@@ -51,6 +56,7 @@ function createDemoClient(config: Config, deps: RuntimeDeps) {
     timeoutMs: config.upstreamTimeoutMs,
     fetch: demo.fetch,
     now: deps.now,
+    metrics: deps.metrics,
     ...holdOffOptions(deps),
   });
 }

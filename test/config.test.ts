@@ -49,6 +49,9 @@ describe('parseConfig defaults', () => {
       readBudgetPerMinute: 120,
       readBudgetPerClientPerMinute: 30,
       indexRefreshMinSeconds: 5,
+      adminPort: undefined,
+      adminHost: '127.0.0.1',
+      adminUnreadyAfterSeconds: 60,
     } satisfies Config);
   });
 
@@ -73,6 +76,9 @@ describe('parseConfig defaults', () => {
         READ_BUDGET_PER_CLIENT_PER_MINUTE: '60',
         INDEX_REFRESH_MIN_SECONDS: '0',
         NODE_ENV: 'production',
+        ADMIN_PORT: '9464',
+        ADMIN_HOST: '::1',
+        ADMIN_UNREADY_AFTER_SECONDS: '30',
       }),
     ).toEqual({
       mode: 'upstream',
@@ -95,6 +101,9 @@ describe('parseConfig defaults', () => {
       readBudgetPerMinute: 600,
       readBudgetPerClientPerMinute: 60,
       indexRefreshMinSeconds: 0,
+      adminPort: 9464,
+      adminHost: '::1',
+      adminUnreadyAfterSeconds: 30,
     } satisfies Config);
   });
 
@@ -115,6 +124,9 @@ describe('parseConfig defaults', () => {
       'SUBSCRIBE_HONEYPOT_FIELD',
       'TRUST_PROXY_HOPS',
       'NODE_ENV',
+      'ADMIN_PORT',
+      'ADMIN_HOST',
+      'ADMIN_UNREADY_AFTER_SECONDS',
     ];
     const env = Object.fromEntries(blanks.map((name, index) => [name, index % 2 === 0 ? '' : '  \t ']));
     expect(configWith(env)).toEqual(configWith());
@@ -228,6 +240,21 @@ describe('parseConfig HOST', () => {
       ]);
     },
   );
+});
+
+describe('parseConfig admin listener', () => {
+  it('refuses an ADMIN_PORT of 0, out of range or equal to PORT', () => {
+    expect(problemsWith({ ADMIN_PORT: '0' })).toEqual(['ADMIN_PORT must be a whole number from 1 to 65535']);
+    expect(problemsWith({ ADMIN_PORT: '70000' })).toEqual(['ADMIN_PORT must be a whole number from 1 to 65535']);
+    expect(problemsWith({ PORT: '8080', ADMIN_PORT: '8080' })).toEqual(['ADMIN_PORT must differ from PORT']);
+  });
+
+  it('refuses an ADMIN_HOST with a port pasted in, and an unready delay outside 1 to 3600 seconds', () => {
+    expect(problemsWith({ ADMIN_HOST: '127.0.0.1:9464', ADMIN_UNREADY_AFTER_SECONDS: '0' })).toEqual([
+      'ADMIN_HOST must be a host name or an IP address (such as 127.0.0.1 or ::1)',
+      'ADMIN_UNREADY_AFTER_SECONDS must be a whole number from 1 to 3600',
+    ]);
+  });
 });
 
 describe('parseConfig ALLOWED_ORIGINS', () => {

@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
 import {
   compareByName,
   compareNewestFirst,
@@ -72,6 +73,8 @@ export interface PublicReadsOptions {
   readBudget?: ReadBudget;
   /** Shortest time between two archive index refreshes an unlisted slug may cause (default 5 s). */
   indexRefreshMinIntervalMs?: number;
+  /** Told of the upstream-data cache's reads and evictions (see ReadThroughCacheOptions.metrics). */
+  metrics?: Metrics;
 }
 
 /** `client` is the visitor's IP: the upstream loads its read causes are charged to it. */
@@ -132,6 +135,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     fetchedAtOf: (value) => value.fetchedAt,
     onLoadError: options.onLoadError,
     onTooLarge: options.onTooLarge,
+    metrics: options.metrics,
   });
 
   const pages = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({

@@ -1,3 +1,4 @@
+import { noopMetrics, type Metrics } from '../metrics.js';
 import type * as z from '../zod.js';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
@@ -64,6 +65,8 @@ export interface TransportOptions {
   holdOff?: HoldOff;
   /** A 429 started a hold-off (not called again while it lasts): for one log line per hold-off. */
   onHoldOff?: (start: HoldOffStart) => void;
+  /** Told of each retry and of the hold-off a 429 adds (no-op by default). */
+  metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
 export interface TransportRequest<T> {
@@ -106,6 +109,7 @@ export function createTransport(options: TransportOptions): Transport {
     notFoundCode,
     holdOff = createMemoryHoldOff(),
     onHoldOff,
+    metrics = noopMetrics,
   } = options;
 
   return async function request<T>({ method, url, schema, body, operation }: TransportRequest<T>): Promise<T> {
@@ -117,6 +121,7 @@ export function createTransport(options: TransportOptions): Transport {
       } catch (error) {
         const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
         if (!retryable) throw error;
+        metrics.upstreamRetry();
         // Exponential backoff with full jitter (spreads retries of many instances apart).
         const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
         await sleep(Math.round(random() * ceiling));
@@ -202,6 +207,7 @@ export function createTransport(options: TransportOptions): Transport {
     const time = now();
     const untilMs = time + retryAfterSeconds * 1000;
     const heldUntil = await holdOff.until(call.operation);
+    metrics.upstreamHoldOff(Math.max(0, untilMs - Math.max(heldUntil, time)) / 1000);
     await holdOff.hold(call.operation, untilMs);
     if (heldUntil <= time) {
       onHoldOff?.({ operation: call.operation, call: `${call.method} ${call.url.pathname}`, untilMs, retryAfterSeconds });
