@@ -6,6 +6,8 @@ import { publicCacheControl } from './http.js';
 import { maskEmailsInPath, silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy } from './origins.js';
+import { createArchiveFeeds } from './reads/archive-feeds.js';
+import { splitMemoryBudget } from './reads/memory-budget.js';
 import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
@@ -100,8 +102,14 @@ export function createApp(deps: AppDeps) {
     metrics,
   });
 
+  // Feeds are a representation of the archive route, on only when issues have a page to link to.
+  const feeds =
+    config.siteIssueUrl === undefined
+      ? undefined
+      : createArchiveFeeds({ reads, siteIssueUrl: config.siteIssueUrl, maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds });
+
   const api = new Hono()
-    .route('/', createIssuesRoutes({ reads, cacheControl, maxOffset: config.archiveMaxIssues, clientIp }))
+    .route('/', createIssuesRoutes({ reads, cacheControl, maxOffset: config.archiveMaxIssues, feeds, clientIp }))
     .route('/', createCategoriesRoutes({ reads, cacheControl, clientIp }))
     .route(
       '/',
@@ -131,6 +139,9 @@ export function createApp(deps: AppDeps) {
       allowedOrigins: config.allowedOrigins,
       origins,
       siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
+      // The demo's thumbnails are what its archive's `thumbnailUrl`s point at: a site on
+      // another origin (one built with `npm run site:build`) must be able to show them.
+      siteEmbeddablePaths: ['/thumbnails/'],
     }),
     accessLog(log, metrics),
   );
@@ -159,7 +170,7 @@ export function createApp(deps: AppDeps) {
     return renderError(c, new ApiError('INTERNAL_ERROR'));
   });
 
-  return { app: routes, stats: () => reads.stats() };
+  return { app: routes, stats: () => ({ ...reads.stats(), ...feeds?.stats() }) };
 }
 
 /** The route types, for `hono/client`'s `hc<AppType>()`. */

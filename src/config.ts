@@ -30,6 +30,8 @@ export interface Config {
   readBudgetPerClientPerMinute: number;
   /** Shortest time between two archive index refreshes that a slug missing from it may cause. */
   indexRefreshMinSeconds: number;
+  /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
+  siteIssueUrl: string | undefined;
   /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
   adminPort: number | undefined;
   adminHost: string;
@@ -43,6 +45,8 @@ export type ConfigResult = { ok: true; config: Config } | { ok: false; problems:
 export type ConfigSource = Readonly<Record<string, unknown>>;
 
 const MIB = 1024 * 1024;
+/** Where SITE_ISSUE_URL takes the issue's slug. */
+export const SLUG_PLACEHOLDER = '{slug}';
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
 const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
 
@@ -182,6 +186,19 @@ const ConfigSchema = z.object({
   READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
   READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
   INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
+  SITE_ISSUE_URL: preprocess(
+    blankToUndefined,
+    z.optional(
+      z
+        .string()
+        .check(
+          z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
+          z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
+            error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
+          }),
+        ),
+    ),
+  ),
   NODE_ENV: optionalText(),
   // 0 stands for "unset" (the default is not validated): no admin listener.
   ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
@@ -249,6 +266,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       readBudgetPerMinute: env.READ_BUDGET_PER_MINUTE,
       readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
       indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,
+      siteIssueUrl: env.SITE_ISSUE_URL,
       adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
       adminHost: env.ADMIN_HOST,
       adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,

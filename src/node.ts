@@ -7,7 +7,7 @@ import { createAdmin } from './admin/admin.js';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
-import { createAppForConfig } from './service.js';
+import { createAppForConfig, linkOriginOf } from './service.js';
 
 /** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
 function main(): void {
@@ -26,6 +26,7 @@ function main(): void {
     metrics: admin?.metrics,
     log,
     demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
+    demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
 

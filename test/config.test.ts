@@ -49,6 +49,7 @@ describe('parseConfig defaults', () => {
       readBudgetPerMinute: 120,
       readBudgetPerClientPerMinute: 30,
       indexRefreshMinSeconds: 5,
+      siteIssueUrl: undefined,
       adminPort: undefined,
       adminHost: '127.0.0.1',
       adminUnreadyAfterSeconds: 60,
@@ -75,6 +76,7 @@ describe('parseConfig defaults', () => {
         READ_BUDGET_PER_MINUTE: '600',
         READ_BUDGET_PER_CLIENT_PER_MINUTE: '60',
         INDEX_REFRESH_MIN_SECONDS: '0',
+        SITE_ISSUE_URL: 'https://site.example/issues/{slug}/',
         NODE_ENV: 'production',
         ADMIN_PORT: '9464',
         ADMIN_HOST: '::1',
@@ -101,6 +103,7 @@ describe('parseConfig defaults', () => {
       readBudgetPerMinute: 600,
       readBudgetPerClientPerMinute: 60,
       indexRefreshMinSeconds: 0,
+      siteIssueUrl: 'https://site.example/issues/{slug}/',
       adminPort: 9464,
       adminHost: '::1',
       adminUnreadyAfterSeconds: 30,
@@ -237,6 +240,30 @@ describe('parseConfig HOST', () => {
     (host) => {
       expect(problemsWith({ HOST: host })).toEqual([
         'HOST must be a host name or an IP address (such as 127.0.0.1, 0.0.0.0 or ::)',
+      ]);
+    },
+  );
+});
+
+describe('parseConfig SITE_ISSUE_URL', () => {
+  it.each(['https://www.example.com/issues/{slug}/', 'http://127.0.0.1:8787/issue.html?slug={slug}', 'https://example.com/{slug}'])(
+    'accepts the template %s as it is',
+    (template) => {
+      expect(configWith({ SITE_ISSUE_URL: template }).siteIssueUrl).toBe(template);
+    },
+  );
+
+  it('refuses a URL without {slug}, with one line naming SITE_ISSUE_URL', () => {
+    expect(problemsWith({ SITE_ISSUE_URL: 'https://www.example.com/issues/' })).toEqual([
+      "SITE_ISSUE_URL must contain {slug}, where the issue's slug goes",
+    ]);
+  });
+
+  it.each(['/issues/{slug}/', 'ftp://example.com/{slug}', 'javascript:{slug}', 'www.example.com/{slug}'])(
+    'refuses %j, which is not an absolute http(s) URL',
+    (template) => {
+      expect(problemsWith({ SITE_ISSUE_URL: template })).toEqual([
+        'SITE_ISSUE_URL must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
       ]);
     },
   );

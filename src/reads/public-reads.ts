@@ -37,7 +37,7 @@ import {
 import type { ReadBudget } from './read-budget.js';
 import { renderJson, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
-import { createSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
+import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
 
 export type { RenderedJson } from './rendered-json.js';
 
@@ -77,8 +77,16 @@ export interface PublicReadsOptions {
   metrics?: Metrics;
 }
 
+/** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
+export interface ArchiveIndexRead {
+  index: ArchiveIndex;
+  state: CacheState;
+  ageSeconds?: number | undefined;
+}
+
 /** `client` is the visitor's IP: the upstream loads its read causes are charged to it. */
 export interface PublicReads {
+  archiveIndex(waitUntil?: WaitUntil, client?: string): Promise<ArchiveIndexRead>;
   archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<ArchivePageBody>>;
   issue(slug: string, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<IssueBody>>;
   categories(waitUntil?: WaitUntil, client?: string): Promise<PublicRead<CategoriesBody>>;
@@ -93,13 +101,18 @@ const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
 
-/** What a read passes on to the loads it causes. */
-interface ReadContext {
-  waitUntil: WaitUntil | undefined;
-  client: string | undefined;
+const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+
+/** The key of one archive page among the rendered pages: validated parameters only. */
+export function archivePageKey(query: ArchiveQuery): string {
+  return `${query.limit}:${query.offset}:${query.category ?? ''}`;
 }
 
-const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+/** One page of the archive index (a category's issues when asked for), with the list's total. */
+export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
+  const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+  return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
+}
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
@@ -221,40 +234,34 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
 
-  /** The archive index out of the cache, or (forced) fresh from the upstream past the shared tier. */
-  async function indexCopy(forceRefresh: boolean, { waitUntil, client }: ReadContext): Promise<IndexCopy | undefined> {
-    const load = forceRefresh ? loadArchiveFromUpstream : loadArchive;
-    const { value } = await cache.read(ARCHIVE_KEY, load, waitUntil, { client, forceRefresh });
-    return value?.kind === 'archive' ? value : undefined;
-  }
-  const lookUpSlug = createSlugLookup<ReadContext>({
-    // An issue read keeps a kept index fresh (as an archive page would) but never loads one
-    // cold: without one, a slug is read by slug as before, within the read budget.
-    read: async (context) => (cache.has(ARCHIVE_KEY) ? indexCopy(false, context) : undefined),
-    // A failed refresh hands back the copy it had (stale-if-error): that is no answer.
-    refresh: async (context) => {
-      const startedAt = now();
-      const copy = await indexCopy(true, context);
-      return copy !== undefined && copy.fetchedAt >= startedAt ? copy : undefined;
-    },
+  const lookUpSlug = createIndexedSlugLookup({
+    cache,
+    key: ARCHIVE_KEY,
+    load: loadArchive,
+    loadFromUpstream: loadArchiveFromUpstream,
     now,
     minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
   });
 
+  async function archiveIndex(waitUntil: WaitUntil | undefined, client?: string): Promise<ArchiveIndexRead> {
+    const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
+    if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
+    return { index: value.index, state, ageSeconds: ageOf(state, value) };
+  }
+
   return {
+    archiveIndex,
+
     async archivePage(query, waitUntil, client) {
-      const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
-      if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
-      const { index } = value;
-      const pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`;
+      const { index, state, ageSeconds } = await archiveIndex(waitUntil, client);
+      const pageKey = archivePageKey(query);
       const cached = pages.get(pageKey);
-      const ageSeconds = ageOf(state, value);
       if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds };
-      const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+      const { issues, total } = archivePageOf(index, query);
       const envelope: ArchivePageBody = {
         ok: true,
-        data: list.slice(query.offset, query.offset + query.limit),
-        meta: { total: list.length, limit: query.limit, offset: query.offset },
+        data: issues,
+        meta: { total, limit: query.limit, offset: query.offset },
       };
       const rendered = await renderJson(envelope);
       pages.set(pageKey, { index, rendered });

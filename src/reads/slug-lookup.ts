@@ -1,4 +1,5 @@
-import type { ArchiveIndex } from './cached-value.js';
+import type { ArchiveIndex, CachedValue } from './cached-value.js';
+import type { Loader, ReadThroughCache, WaitUntil } from './read-through-cache.js';
 
 /**
  * Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs
@@ -63,4 +64,40 @@ export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
     // The archive has grown past ARCHIVE_MAX_ISSUES since: the index no longer settles it.
     return newer.index.complete ? 'absent' : 'unknown';
   };
+}
+
+/** What an issue read passes on to the index loads it causes. */
+export interface ReadContext {
+  waitUntil: WaitUntil | undefined;
+  client: string | undefined;
+}
+
+/** The lookup over the read cache's archive entry: `load` as an archive page loads it, `loadFromUpstream` past any shared tier. */
+export function createIndexedSlugLookup(options: {
+  cache: ReadThroughCache<CachedValue>;
+  key: string;
+  load: Loader<CachedValue>;
+  loadFromUpstream: Loader<CachedValue>;
+  now: () => number;
+  minRefreshIntervalMs: number;
+}) {
+  const { cache, key, now } = options;
+  async function indexCopy(forceRefresh: boolean, { waitUntil, client }: ReadContext): Promise<IndexCopy | undefined> {
+    const load = forceRefresh ? options.loadFromUpstream : options.load;
+    const { value } = await cache.read(key, load, waitUntil, { client, forceRefresh });
+    return value?.kind === 'archive' ? value : undefined;
+  }
+  return createSlugLookup<ReadContext>({
+    // An issue read keeps a kept index fresh (as an archive page would) but never loads one
+    // cold: without one, a slug is read by slug as before, within the read budget.
+    read: async (context) => (cache.has(key) ? indexCopy(false, context) : undefined),
+    // A failed refresh hands back the copy it had (stale-if-error): that is no answer.
+    refresh: async (context) => {
+      const startedAt = now();
+      const copy = await indexCopy(true, context);
+      return copy !== undefined && copy.fetchedAt >= startedAt ? copy : undefined;
+    },
+    now,
+    minRefreshIntervalMs: options.minRefreshIntervalMs,
+  });
 }
