@@ -1,14 +1,13 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
-import { createDemoUpstream } from './demo/demo-upstream.js';
 import { DEFAULT_DEMO_ORIGIN } from './demo/sample-publication.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
-import type { HoldOff, HoldOffStart } from './upstream/hold-off.js';
-import { createUpstreamClient } from './upstream/newsletter-api.js';
+import { createUpstreamForConfig } from './upstream/for-config.js';
+import type { HoldOff } from './upstream/hold-off.js';
 
 export interface RuntimeDeps {
   log: Logger;
@@ -54,46 +53,9 @@ export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   // Demo mode's feeds link to the example site it serves, unless SITE_ISSUE_URL says otherwise.
   const config: Config =
     given.mode === 'demo' ? { ...given, siteIssueUrl: given.siteIssueUrl ?? `${demoOrigin}${DEMO_ISSUE_PATH}` } : given;
-  const upstream =
-    config.mode === 'demo'
-      ? createDemoClient(config, deps, demoOrigin)
-      : createUpstreamClient({
-          baseUrl: config.apiBaseUrl ?? '',
-          apiKey: config.apiKey ?? '',
-          timeoutMs: config.upstreamTimeoutMs,
-          fetch: deps.fetch,
-          now: deps.now,
-          metrics: deps.metrics,
-          ...holdOffOptions(deps),
-        });
+  const upstream = createUpstreamForConfig(config, { ...deps, demoOrigin });
   const { demoSite, demoOrigin: _origin, holdOff: _holdOff, ...rest } = deps;
   // The upstream goes back too: the Node entry's readiness check calls it directly.
   return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
 
-function createDemoClient(config: Config, deps: RuntimeDeps, siteOrigin: string) {
-  const demo = createDemoUpstream({ now: deps.now, siteOrigin });
-  return createUpstreamClient({
-    baseUrl: demo.baseUrl,
-    apiKey: demo.apiKey,
-    timeoutMs: config.upstreamTimeoutMs,
-    fetch: demo.fetch,
-    now: deps.now,
-    metrics: deps.metrics,
-    ...holdOffOptions(deps),
-  });
-}
-
-/** The hold-off store, and one log line per hold-off an upstream 429 starts (not per call it refuses). */
-function holdOffOptions(deps: RuntimeDeps) {
-  return {
-    ...(deps.holdOff ? { holdOff: deps.holdOff } : {}),
-    onHoldOff: (start: HoldOffStart) =>
-      deps.log.log('warn', 'upstream_hold_off', {
-        operation: start.operation,
-        refusedCall: start.call,
-        until: new Date(start.untilMs).toISOString(),
-        retryAfterSeconds: start.retryAfterSeconds,
-      }),
-  };
-}

@@ -171,14 +171,16 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
 
   async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, client?: string) {
     charge(client);
-    const rows = await upstream.listAllPublicIssues(options.archiveMaxIssues);
+    // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
+    const read = upstream.readPublicArchive ? await upstream.readPublicArchive(options.archiveMaxIssues) : undefined;
+    const rows = read?.issues ?? (await upstream.listAllPublicIssues(options.archiveMaxIssues));
+    const clean = read === undefined || (read.dropped.count === 0 && read.findings.length === 0);
     const bySlug = new Map<string, IssueSummary>();
     for (const row of rows) {
       // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
       if (isPublicIssue(row) && !bySlug.has(row.slug)) bySlug.set(row.slug, toIssueSummary(row));
     }
-    // Fewer rows than the cap: the upstream listed them all, so the index is complete.
-    return archiveValue([...bySlug.values()].sort(compareNewestFirst), now(), rows.length < options.archiveMaxIssues);
+    return archiveValue([...bySlug.values()].sort(compareNewestFirst), now(), clean && rows.length < options.archiveMaxIssues);
   }
   const loadArchive = tiered(loadArchiveFromUpstream);
 
