@@ -9,13 +9,16 @@ import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
 import { createAppForConfig, linkOriginOf } from './service.js';
 
-/** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
-function main(): void {
-  const parsed = parseConfig(process.env);
+/**
+ * Runs the service on Node (the CLI's `start`): config from `env`, demo or real upstream,
+ * graceful shutdown. A bad config exits 2 (a usage error, as the CLI's), anything else 1.
+ */
+export function startNode(env: NodeJS.ProcessEnv = process.env): void {
+  const parsed = parseConfig(env);
   if (!parsed.ok) {
     for (const problem of parsed.problems) process.stderr.write(`config error: ${problem}\n`);
     process.stderr.write('newsletter-bff did not start. See README.md "Configuration".\n');
-    process.exitCode = 1;
+    process.exitCode = 2;
     return;
   }
   const { config } = parsed;
@@ -100,5 +103,3 @@ function main(): void {
 function createDemoSite() {
   return serveStatic({ root: relative(process.cwd(), fileURLToPath(new URL('../examples/site', import.meta.url))) });
 }
-
-main();
