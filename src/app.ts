@@ -10,6 +10,7 @@ import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy, listenOrigins } from './origins.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
+import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules, createResponseHeaders } from './response-headers.js';
@@ -89,7 +90,18 @@ export function createApp(deps: AppDeps) {
     maxBytes: config.cacheMaxBytes,
     notFoundTtlSeconds: config.notFoundTtlSeconds,
     archiveMaxIssues: config.archiveMaxIssues,
-    onLoadError: (key, error) => logReadFailure(log, error, { key, during: 'cache load' }),
+    readBudget: createReadBudget({
+      totalPerMinute: config.readBudgetPerMinute,
+      perClientPerMinute: config.readBudgetPerClientPerMinute,
+      now,
+      // One line when a bucket runs dry, not one per refused read.
+      onExhausted: (scope) => log.log('warn', 'read_budget_exhausted', { scope }),
+    }),
+    indexRefreshMinIntervalMs: config.indexRefreshMinSeconds * 1000,
+    // A read refused by the budget made no upstream call: read_budget_exhausted said so once.
+    onLoadError: (key, error) => {
+      if (!(error instanceof ReadBudgetExceeded)) logReadFailure(log, error, { key, during: 'cache load' });
+    },
     onTooLarge: (key, bytes, maxEntryBytes) =>
       log.log('warn', 'cache_entry_too_large', {
         key,
@@ -119,8 +131,8 @@ export function createApp(deps: AppDeps) {
       : createArchiveFeeds({ reads, siteIssueUrl: config.siteIssueUrl, maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds });
 
   const api = new Hono()
-    .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries, feeds }))
-    .route('/', createCategoriesRoutes({ reads, cacheControl }))
+    .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries, feeds, clientIp }))
+    .route('/', createCategoriesRoutes({ reads, cacheControl, clientIp }))
     .route(
       '/',
       createSubscribeRoutes({

@@ -37,6 +37,11 @@ export interface Config {
   turnstileSecretKey: string | undefined;
   turnstileSiteKey: string | undefined;
   turnstileVerifyUrl: string;
+  /** Cold upstream reads per minute for all visitors, and for one client IP (docs/contract.md "Availability under abuse"). */
+  readBudgetPerMinute: number;
+  readBudgetPerClientPerMinute: number;
+  /** Shortest time between two archive index refreshes that a slug missing from it may cause. */
+  indexRefreshMinSeconds: number;
   /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
   siteIssueUrl: string | undefined;
   /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
@@ -167,6 +172,9 @@ const ConfigSchema = z.object({
   ),
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
   ...LISTENER_AND_CHALLENGE_VARIABLES,
+  READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
+  READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
+  INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
     z.optional(
@@ -279,6 +287,9 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       turnstileSecretKey: env.TURNSTILE_SECRET_KEY,
       turnstileSiteKey: env.TURNSTILE_SITE_KEY,
       turnstileVerifyUrl: env.TURNSTILE_VERIFY_URL,
+      readBudgetPerMinute: env.READ_BUDGET_PER_MINUTE,
+      readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
+      indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,
       siteIssueUrl: env.SITE_ISSUE_URL,
       listPaging: {
         limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,

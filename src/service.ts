@@ -7,6 +7,7 @@ import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import { createUpstreamForConfig } from './upstream/for-config.js';
+import type { HoldOff } from './upstream/hold-off.js';
 
 export interface RuntimeDeps {
   log: Logger;
@@ -18,6 +19,8 @@ export interface RuntimeDeps {
   sharedCache?: SharedTier;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
+  /** Where hold-offs after an upstream 429 are kept; this process's memory by default. */
+  holdOff?: HoldOff;
   /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
   metrics?: Metrics;
   /**
@@ -51,7 +54,7 @@ export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   const config: Config =
     given.mode === 'demo' ? { ...given, siteIssueUrl: given.siteIssueUrl ?? `${demoOrigin}${DEMO_ISSUE_PATH}` } : given;
   const upstream = createUpstreamForConfig(config, { ...deps, demoOrigin });
-  const { demoSite, demoOrigin: _origin, ...rest } = deps;
+  const { demoSite, demoOrigin: _origin, holdOff: _holdOff, ...rest } = deps;
   // The upstream goes back too: the Node entry's readiness check calls it directly.
   return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }

@@ -8,6 +8,10 @@ import type { SharedEntry } from './shared-tier.js';
 export interface ArchiveIndex {
   all: IssueSummary[];
   byCategory: Map<string, IssueSummary[]>;
+  /** Every public slug: an unknown one is a 404 without asking the upstream, when `complete`. */
+  slugs: ReadonlySet<string>;
+  /** The upstream listed fewer issues than ARCHIVE_MAX_ISSUES: nothing public is missing from it. */
+  complete: boolean;
   size: number;
 }
 
@@ -16,8 +20,9 @@ export type CachedValue =
   | { kind: 'archive'; index: ArchiveIndex; fetchedAt: number }
   | { kind: 'json'; rendered: RenderedJson; size: number; fetchedAt: number };
 
-export function archiveValue(all: IssueSummary[], fetchedAt: number): CachedValue {
-  return { kind: 'archive', index: buildArchiveIndex(all), fetchedAt };
+/** `complete: false` (the default) for an index cut off at ARCHIVE_MAX_ISSUES, or of unknown completeness. */
+export function archiveValue(all: IssueSummary[], fetchedAt: number, complete = false): CachedValue {
+  return { kind: 'archive', index: buildArchiveIndex(all, complete), fetchedAt };
 }
 
 export function jsonValue(rendered: RenderedJson, fetchedAt: number): CachedValue {
@@ -29,17 +34,20 @@ export function sizeOfCachedValue(value: CachedValue): number {
   return value.kind === 'archive' ? value.index.size : value.size;
 }
 
-function buildArchiveIndex(all: IssueSummary[]): ArchiveIndex {
+function buildArchiveIndex(all: IssueSummary[], complete: boolean): ArchiveIndex {
   const byCategory = new Map<string, IssueSummary[]>();
+  const slugs = new Set<string>();
   let size = 256;
   for (const summary of all) {
-    size += stringBytes(JSON.stringify(summary));
+    // The slug once more, for the set (its string is shared, but the set's slot is not).
+    size += stringBytes(JSON.stringify(summary)) + 16;
+    slugs.add(summary.slug);
     if (!summary.category) continue;
     const list = byCategory.get(summary.category.slug) ?? [];
     list.push(summary);
     byCategory.set(summary.category.slug, list);
   }
-  return { all, byCategory, size };
+  return { all, byCategory, slugs, complete, size };
 }
 
 // Typed against the shapes they rebuild: a field added to IssueSummary fails to compile here.
@@ -61,14 +69,15 @@ const IssueSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
 // z.union rather than z.discriminatedUnion: `kind` is a literal in each branch, so the check is
 // the same for two branches, and the Worker bundle is 3 KiB smaller.
 const SharedPayloadSchema = z.union([
-  z.object({ kind: z.literal('archive'), all: z.array(IssueSummarySchema) }),
+  // `complete` is optional: an entry stored before it existed reads as incomplete (per-slug reads).
+  z.object({ kind: z.literal('archive'), all: z.array(IssueSummarySchema), complete: z.optional(z.boolean()) }),
   z.object({ kind: z.literal('json'), body: z.string(), etag: z.string() }),
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
   const payload =
     value.kind === 'archive'
-      ? JSON.stringify({ kind: 'archive', all: value.index.all })
+      ? JSON.stringify({ kind: 'archive', all: value.index.all, complete: value.index.complete })
       : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag });
   return { payload, fetchedAt: value.fetchedAt };
 }
@@ -85,6 +94,6 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   if (!parsed.success) return undefined;
   const payload = parsed.data;
   return payload.kind === 'archive'
-    ? archiveValue(payload.all, entry.fetchedAt)
+    ? archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false)
     : jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt);
 }

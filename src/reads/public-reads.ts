@@ -34,8 +34,10 @@ import {
   type Loader,
   type WaitUntil,
 } from './read-through-cache.js';
+import type { ReadBudget } from './read-budget.js';
 import { renderJson, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
+import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
 
 export type { RenderedJson } from './rendered-json.js';
 
@@ -67,6 +69,10 @@ export interface PublicReadsOptions {
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   /** A tier shared between isolates (Workers' Cache API); none on Node. */
   sharedCache?: SharedTier;
+  /** Charged once per upstream load a visitor's read causes; none: loads are not limited. */
+  readBudget?: ReadBudget;
+  /** Shortest time between two archive index refreshes an unlisted slug may cause (default 5 s). */
+  indexRefreshMinIntervalMs?: number;
   /** Told of the upstream-data cache's reads and evictions (see ReadThroughCacheOptions.metrics). */
   metrics?: Metrics;
 }
@@ -78,11 +84,12 @@ export interface ArchiveIndexRead {
   ageSeconds?: number | undefined;
 }
 
+/** `client` is the visitor's IP: the upstream loads its read causes are charged to it. */
 export interface PublicReads {
-  archiveIndex(waitUntil?: WaitUntil): Promise<ArchiveIndexRead>;
-  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil): Promise<PublicRead<ArchivePageBody>>;
-  issue(slug: string, waitUntil?: WaitUntil): Promise<PublicRead<IssueBody>>;
-  categories(waitUntil?: WaitUntil): Promise<PublicRead<CategoriesBody>>;
+  archiveIndex(waitUntil?: WaitUntil, client?: string): Promise<ArchiveIndexRead>;
+  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<ArchivePageBody>>;
+  issue(slug: string, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<IssueBody>>;
+  categories(waitUntil?: WaitUntil, client?: string): Promise<PublicRead<CategoriesBody>>;
   /**
    * The same three reads when each can be answered at once from a fresh cached copy (a HIT),
    * synchronously; `undefined` when it would need a load, a render or an error.
@@ -103,6 +110,8 @@ const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
 
+const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+
 /** The key of one archive page among the rendered pages: validated parameters only. */
 export function archivePageKey(query: ArchiveQuery): string {
   return `${query.limit}:${query.offset}:${query.category ?? ''}`;
@@ -116,7 +125,9 @@ export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issue
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
-  const { upstream, now, sharedCache } = options;
+  const { upstream, now, sharedCache, readBudget } = options;
+  /** Every upstream load a visitor causes is paid for first; over budget, it is refused unmade. */
+  const charge = (client: string | undefined) => readBudget?.take(client);
   const budget = splitMemoryBudget(options.maxBytes);
   const rules: FreshnessRules = {
     ttlMs: options.ttlSeconds * 1000,
@@ -167,17 +178,23 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         })
       : load;
 
-  const loadArchive = tiered(async function loadArchive() {
-    const rows = await upstream.listAllPublicIssues(options.archiveMaxIssues);
+  async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, client?: string) {
+    charge(client);
+    // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
+    const read = upstream.readPublicArchive ? await upstream.readPublicArchive(options.archiveMaxIssues) : undefined;
+    const rows = read?.issues ?? (await upstream.listAllPublicIssues(options.archiveMaxIssues));
+    const clean = read === undefined || (read.dropped.count === 0 && read.findings.length === 0);
     const bySlug = new Map<string, IssueSummary>();
     for (const row of rows) {
       // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
       if (isPublicIssue(row) && !bySlug.has(row.slug)) bySlug.set(row.slug, toIssueSummary(row));
     }
-    return archiveValue([...bySlug.values()].sort(compareNewestFirst), now());
-  });
+    return archiveValue([...bySlug.values()].sort(compareNewestFirst), now(), clean && rows.length < options.archiveMaxIssues);
+  }
+  const loadArchive = tiered(loadArchiveFromUpstream);
 
-  const loadCategories = tiered(async function loadCategories() {
+  const loadCategories = tiered(async function loadCategories(_key, _waitUntil, client) {
+    charge(client);
     const bySlug = new Map<string, PublicCategory>();
     for (const category of await upstream.listCategories()) {
       if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
@@ -187,8 +204,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   });
 
   /** An issue the upstream does not have, or must not show, is remembered as a 404. */
-  const loadIssue = tiered(async function loadIssue(key) {
+  const loadIssue = tiered(async function loadIssue(key, _waitUntil, client) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
+    charge(client);
     let issue;
     try {
       issue = await upstream.getIssueBySlug(slug);
@@ -216,8 +234,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return state === 'STALE' ? Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)) : undefined;
   }
 
-  async function readJson<T>(key: string, load: Loader<CachedValue>, waitUntil: WaitUntil | undefined): Promise<PublicRead<T> | undefined> {
-    const { value, state } = await cache.read(key, load, waitUntil);
+  async function readJson<T>(
+    key: string,
+    load: Loader<CachedValue>,
+    waitUntil: WaitUntil | undefined,
+    client: string | undefined,
+  ): Promise<PublicRead<T> | undefined> {
+    const { value, state } = await cache.read(key, load, waitUntil, { client });
     if (value?.kind !== 'json') return undefined;
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
@@ -234,8 +257,17 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     );
   }
 
-  async function archiveIndex(waitUntil: WaitUntil | undefined): Promise<ArchiveIndexRead> {
-    const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil);
+  const lookUpSlug = createIndexedSlugLookup({
+    cache,
+    key: ARCHIVE_KEY,
+    load: loadArchive,
+    loadFromUpstream: loadArchiveFromUpstream,
+    now,
+    minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
+  });
+
+  async function archiveIndex(waitUntil: WaitUntil | undefined, client?: string): Promise<ArchiveIndexRead> {
+    const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
     if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
     return { index: value.index, state, ageSeconds: ageOf(state, value) };
   }
@@ -243,8 +275,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   return {
     archiveIndex,
 
-    async archivePage(query, waitUntil) {
-      const { index, state, ageSeconds } = await archiveIndex(waitUntil);
+    async archivePage(query, waitUntil, client) {
+      const { index, state, ageSeconds } = await archiveIndex(waitUntil, client);
       const pageKey = archivePageKey(query);
       const cached = renderedPage(index, pageKey);
       if (cached) return { rendered: cached, state, ageSeconds };
@@ -259,15 +291,19 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return { rendered, state, ageSeconds };
     },
 
-    async issue(slug, waitUntil) {
-      if (notFound.has(slug)) throw new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
-      const read = await readJson<IssueBody>(ISSUE_KEY_PREFIX + slug, loadIssue, waitUntil);
-      if (!read) throw new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+    async issue(slug, waitUntil, client) {
+      const key = ISSUE_KEY_PREFIX + slug;
+      if (notFound.has(slug)) throw noSuchIssue();
+      // A slug with a copy is read as before (its refresh notices a removal); any other is
+      // looked up in the archive index first, so an unknown slug never reaches the upstream.
+      if (!cache.has(key) && (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
+      const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client);
+      if (!read) throw noSuchIssue();
       return read;
     },
 
-    async categories(waitUntil) {
-      const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil);
+    async categories(waitUntil, client) {
+      const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client);
       if (!read) throw new Error('categories loader returned nothing');
       return read;
     },

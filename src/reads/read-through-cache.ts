@@ -16,8 +16,19 @@ export interface CacheStats {
   bytes: number;
 }
 
-/** Loads the value of a key; `undefined` means "does not exist" and removes any stale copy. */
-export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined) => Promise<V | undefined>;
+/**
+ * Loads the value of a key; `undefined` means "does not exist" and removes any stale copy.
+ * `client` is the visitor whose read started the load (their IP, for the read budget).
+ */
+export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string) => Promise<V | undefined>;
+
+/** How one read goes about it, besides its loader. */
+export interface ReadOptions {
+  /** The visitor's IP, handed to the loader. */
+  client?: string | undefined;
+  /** Load anew even when the copy is fresh (joining a load already under way); the old copy only on failure. */
+  forceRefresh?: boolean;
+}
 
 /** How long a value is fresh, and how long past that a stale copy may still be served (docs/contract.md "Caching"). */
 export interface FreshnessRules {
@@ -71,7 +82,9 @@ export interface ReadThroughCache<V> {
    * The value of `key`, loaded with `load` when there is no fresh copy. One key is always
    * loaded by the same loader: concurrent reads share the load the first one started.
    */
-  read(key: string, load: Loader<V>, waitUntil?: WaitUntil): Promise<ReadResult<V>>;
+  read(key: string, load: Loader<V>, waitUntil?: WaitUntil, options?: ReadOptions): Promise<ReadResult<V>>;
+  /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts), without loading it. */
+  has(key: string): boolean;
   /**
    * `answer` of the value of `key` when a fresh one is held and `answer` can use it, counted as
    * a HIT like `read`'s; otherwise `undefined`, and nothing is loaded or counted (the caller
@@ -93,10 +106,11 @@ interface Entry<V> {
   refreshFailedAt?: number;
 }
 
-/** What one read hands to lru-cache's `fetchMethod`: which loader, and the request's `waitUntil`. */
+/** What one read hands to lru-cache's `fetchMethod`: which loader, the request's `waitUntil` and client. */
 interface FetchContext<V> {
   load: Loader<V>;
   waitUntil: WaitUntil | undefined;
+  client: string | undefined;
 }
 
 const TOMBSTONE_BYTES = 64;
@@ -134,7 +148,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     allowStaleOnFetchRejection: true,
     dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
     fetchMethod: async (key, stale, { context, options: fetchOptions }) => {
-      const loading = context.load(key, context.waitUntil);
+      const loading = context.load(key, context.waitUntil, context.client);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
       let value: V | undefined;
@@ -169,7 +183,8 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
   });
 
   return {
-    async read(key, load, waitUntil) {
+    async read(key, load, waitUntil, readOptions = {}) {
+      const { client, forceRefresh = false } = readOptions;
       let current = lru.peek(key, { allowStale: true });
       const time = now();
       if (current && !isWithinStaleIfError(current.staleAt, time, options)) {
@@ -179,8 +194,11 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
       const status: LRUCache.Status<string, Entry<V>, FetchContext<V>> = {};
       const entry = await lru.fetch(key, {
-        context: { load, waitUntil },
-        allowStale: current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff,
+        context: { load, waitUntil, client },
+        forceRefresh,
+        allowStale:
+          !forceRefresh &&
+          (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff),
         // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
         // load to `undefined` for every caller but the first (who alone sees the error in its
         // status), and "failed" would read as "does not exist": this way the shared promise
@@ -215,6 +233,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         metrics.cacheRead('HIT');
       }
       return answered;
+    },
+    has(key) {
+      return lru.peek(key, { allowStale: true }) !== undefined;
     },
     stats() {
       return { ...counters, entries: lru.size, bytes: lru.calculatedSize };

@@ -47,16 +47,16 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
   const { store, rules, now, encode, decode } = options;
 
   /** The loader's answer replaces the shared copy; a value found gone leaves the tier too. */
-  async function refresh(key: string, waitUntil: WaitUntil | undefined): Promise<void> {
+  async function refresh(key: string, waitUntil: WaitUntil | undefined, client: string | undefined): Promise<void> {
     try {
-      const value = await load(key, waitUntil);
+      const value = await load(key, waitUntil, client);
       await (value === undefined ? store.delete(key) : store.put(key, encode(value)));
     } catch (error) {
       options.onRefreshError?.(key, error);
     }
   }
 
-  return async function loadThroughSharedTier(key, waitUntil) {
+  return async function loadThroughSharedTier(key, waitUntil, client) {
     const entry = await store.get(key).catch(() => undefined);
     const stored = entry === undefined ? undefined : decode(entry);
     const staleAt = entry === undefined ? 0 : entry.fetchedAt + rules.ttlMs;
@@ -65,13 +65,13 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
     if (stored !== undefined && isWithinStaleWhileRevalidate(staleAt, time, rules)) {
       // Handed back past its TTL, the copy is served at once, and this isolate asks the tier
       // again after REFRESH_FAILURE_BACKOFF_MS (read-through-cache.ts), by when the refresh has landed.
-      const refreshing = refresh(key, waitUntil);
+      const refreshing = refresh(key, waitUntil, client);
       waitUntil?.(refreshing);
       return stored;
     }
     let value: V | undefined;
     try {
-      value = await load(key, waitUntil);
+      value = await load(key, waitUntil, client);
     } catch (error) {
       if (stored !== undefined && isWithinStaleIfError(staleAt, time, rules)) return stored;
       throw error;

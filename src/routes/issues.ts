@@ -1,4 +1,4 @@
-import { Hono, type MiddlewareHandler } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { ApiError } from '../errors.js';
 import { sendRead, sendRendered, waitUntilOf } from '../http.js';
 import type { ArchiveFeeds, FeedFormat } from '../reads/archive-feeds.js';
@@ -14,6 +14,8 @@ export interface IssuesRoutesOptions {
   archiveQueries: ArchiveQueries;
   /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
   feeds?: ArchiveFeeds | undefined;
+  /** The visitor's IP, charged for the upstream reads the request causes. */
+  clientIp?: (c: Context) => string | undefined;
 }
 
 type ArchiveQueryValidator = MiddlewareHandler<
@@ -55,7 +57,7 @@ function createFeedNegotiation(feeds: ArchiveFeeds | undefined, cacheControl: st
 
 /** GET /api/issues and GET /api/issues/:slug (docs/contract.md "The four public routes"). */
 export function createIssuesRoutes(options: IssuesRoutesOptions) {
-  const { reads, cacheControl } = options;
+  const { reads, cacheControl, clientIp = () => undefined } = options;
 
   return new Hono()
     .get(
@@ -63,7 +65,7 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
       createArchiveQueryValidator(options.archiveQueries),
       createFeedNegotiation(options.feeds, cacheControl),
       async function listIssues(c) {
-        const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c));
+        const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c), clientIp(c));
         return sendRead(c, read, cacheControl, ARCHIVE_VARY);
       },
     )
@@ -74,7 +76,7 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
       if (!SLUG_PATTERN.test(slug)) {
         throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
       }
-      const read = await reads.issue(slug, waitUntilOf(c));
+      const read = await reads.issue(slug, waitUntilOf(c), clientIp(c));
       return sendRead(c, read, cacheControl);
     });
 }

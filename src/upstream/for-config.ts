@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import { createDemoUpstream } from '../demo/demo-upstream.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import type { HoldOff, HoldOffStart } from './hold-off.js';
 import { createUpstreamClient, type NewsletterApiClient } from './newsletter-api.js';
 
 export interface UpstreamForConfigDeps {
@@ -11,6 +12,8 @@ export interface UpstreamForConfigDeps {
   metrics?: Metrics | undefined;
   /** Demo mode's public origin, for the sample publication's thumbnail URLs. */
   demoOrigin?: string | undefined;
+  /** Where hold-offs after an upstream 429 are kept; this process's memory by default. */
+  holdOff?: HoldOff | undefined;
 }
 
 /**
@@ -25,6 +28,8 @@ export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigD
     log: deps.log,
     paging: config.listPaging,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.holdOff ? { holdOff: deps.holdOff } : {}),
+    onHoldOff: (start: HoldOffStart) => logHoldOff(deps.log, start),
   };
   if (config.mode === 'demo') {
     const demo = createDemoUpstream({ now: deps.now, ...(deps.demoOrigin ? { siteOrigin: deps.demoOrigin } : {}) });
@@ -35,5 +40,15 @@ export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigD
     baseUrl: config.apiBaseUrl ?? '',
     apiKey: config.apiKey ?? '',
     fetch: deps.fetch,
+  });
+}
+
+/** One line per hold-off an upstream 429 starts (not per call it refuses): which call, and until when. */
+function logHoldOff(log: Logger | undefined, start: HoldOffStart): void {
+  log?.log('warn', 'upstream_hold_off', {
+    operation: start.operation,
+    refusedCall: start.call,
+    until: new Date(start.untilMs).toISOString(),
+    retryAfterSeconds: start.retryAfterSeconds,
   });
 }

@@ -41,6 +41,8 @@ export interface UpstreamClient {
   listIssues(query: ListIssuesQuery): Promise<UpstreamIssue[]>;
   /** Reads the whole public archive page by page (see `readWholeArchive`), logging what it found. */
   listAllPublicIssues(maxIssues: number): Promise<UpstreamIssue[]>;
+  /** The same read and logs, with what it found: whether the index it makes can be complete. */
+  readPublicArchive?(maxIssues: number): Promise<ArchiveRead>;
   getIssueBySlug(slug: string): Promise<UpstreamIssue>;
   listCategories(): Promise<UpstreamCategory[]>;
   createSubscriber(body: CreateSubscriberBody): Promise<UpstreamSubscriber>;
@@ -117,6 +119,13 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     listRows({ status: 'sent', isPublic: true, limit, offset: paging.style === 'page' ? (page - 1) * limit : offset });
   const readArchive = (maxIssues: number) => readWholeArchive(listPage, paging, maxIssues);
 
+  async function readPublicArchive(maxIssues: number): Promise<ArchiveRead> {
+    const read = await readArchive(maxIssues);
+    notices.dropped('listIssues', read.dropped.count, read.dropped.ids);
+    notices.paging(read);
+    return read;
+  }
+
   return {
     async listIssues(query) {
       const { rows, droppedIds } = await listRows(query);
@@ -125,11 +134,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     },
     readArchive,
     async listAllPublicIssues(maxIssues) {
-      const read = await readArchive(maxIssues);
-      notices.dropped('listIssues', read.dropped.count, read.dropped.ids);
-      notices.paging(read);
-      return read.issues;
+      return (await readPublicArchive(maxIssues)).issues;
     },
+    readPublicArchive,
     async getIssueBySlug(slug) {
       if (!SLUG_PATTERN.test(slug)) {
         throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');

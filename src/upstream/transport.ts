@@ -7,51 +7,19 @@ import {
   MAX_RETRY_AFTER_SECONDS,
   NOT_FOUND_STATUS,
 } from './assumptions.js';
+import { UpstreamError } from './upstream-error.js';
+import { createMemoryHoldOff, type HoldOff, type HoldOffStart, type OperationClass } from './hold-off.js';
 
 /*
  * A small JSON-over-HTTP transport in the manner of unjs/ofetch's `$fetch` and `FetchError`:
  * `fetch` injected, `AbortSignal.timeout`, a commented set of retryable statuses, payload methods
  * not retried blindly, one error class that keeps `cause`. Written here rather than taken from
- * ofetch because we also need what it lacks: a capped body read, a hold-off after 429 shared by
- * every call, and errors whose message never carries the upstream's text. It knows no paths;
+ * ofetch because we also need what it lacks: a capped body read, a hold-off after 429 per class
+ * of call (hold-off.ts), and errors whose message never carries the upstream's text. It knows no paths;
  * what the upstream leaves unshown about statuses and sizes it reads from assumptions.ts.
  */
 
-/** How an upstream call failed; the routes map each kind to one of docs/contract.md's codes. */
-export type UpstreamErrorKind =
-  | 'auth'
-  | 'not_found'
-  | 'validation'
-  | 'rate_limited'
-  | 'timeout'
-  | 'unavailable'
-  | 'refused'
-  | 'bad_response';
-
-/**
- * The one error of the upstream client. Its message is our own wording: the upstream's text,
- * headers and the API key never reach it.
- */
-export class UpstreamError extends Error {
-  readonly kind: UpstreamErrorKind;
-  readonly status: number | undefined;
-  readonly retryAfterSeconds: number | undefined;
-  /** The upstream's error code when it matched `^[A-Z][A-Z0-9_]{0,63}$`, for logs only. */
-  readonly upstreamCode: string | undefined;
-
-  constructor(
-    kind: UpstreamErrorKind,
-    message: string,
-    options: { status?: number; retryAfterSeconds?: number; upstreamCode?: string; cause?: unknown } = {},
-  ) {
-    super(message, { cause: options.cause });
-    this.name = 'UpstreamError';
-    this.kind = kind;
-    this.status = options.status;
-    this.retryAfterSeconds = options.retryAfterSeconds;
-    this.upstreamCode = options.upstreamCode;
-  }
-}
+export { UpstreamError, type UpstreamErrorKind } from './upstream-error.js';
 
 /**
  * Statuses retried within the budget: the transient failures of a gateway or of the service.
@@ -93,6 +61,10 @@ export interface TransportOptions {
   errorCodeOf?: (body: unknown) => string | undefined;
   /** An error code that means "not found" at any 4xx status, for an API that says so by code. */
   notFoundCode?: string;
+  /** Where hold-offs after a 429 are kept (default: in this process's memory). */
+  holdOff?: HoldOff;
+  /** A 429 started a hold-off (not called again while it lasts): for one log line per hold-off. */
+  onHoldOff?: (start: HoldOffStart) => void;
   /** Told of each retry and of the hold-off a 429 adds (no-op by default). */
   metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
@@ -104,9 +76,18 @@ export interface TransportRequest<T> {
   schema: z.ZodMiniType<T>;
   /** Sent as JSON. */
   body?: unknown;
+  /** Whose hold-off applies: by default a GET is a read and a POST a write. */
+  operation?: OperationClass;
 }
 
 export type Transport = <T>(request: TransportRequest<T>) => Promise<T>;
+
+/** One call as the hold-off sees it. */
+interface Call {
+  method: UpstreamMethod;
+  url: URL;
+  operation: OperationClass;
+}
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -126,16 +107,17 @@ export function createTransport(options: TransportOptions): Transport {
     headers: fixedHeaders = {},
     errorCodeOf = () => undefined,
     notFoundCode,
+    holdOff = createMemoryHoldOff(),
+    onHoldOff,
     metrics = noopMetrics,
   } = options;
-  // After a 429 we hold off every call until Retry-After has passed: honoured, not hammered.
-  let blockedUntil = 0;
 
-  return async function request<T>({ method, url, schema, body }: TransportRequest<T>): Promise<T> {
+  return async function request<T>({ method, url, schema, body, operation }: TransportRequest<T>): Promise<T> {
     const retries = method === 'GET' ? getRetries : postRetries;
+    const call: Call = { method, url, operation: operation ?? (method === 'GET' ? 'read' : 'write') };
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await attemptOnce(method, url, schema, body);
+        return await attemptOnce(call, schema, body);
       } catch (error) {
         const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
         if (!retryable) throw error;
@@ -147,8 +129,10 @@ export function createTransport(options: TransportOptions): Transport {
     }
   };
 
-  async function attemptOnce<T>(method: UpstreamMethod, url: URL, schema: z.ZodMiniType<T>, body: unknown): Promise<T> {
-    const waitMs = blockedUntil - now();
+  async function attemptOnce<T>(call: Call, schema: z.ZodMiniType<T>, body: unknown): Promise<T> {
+    const { method, url } = call;
+    // After a 429 we hold off this class of call until Retry-After has passed: honoured, not hammered.
+    const waitMs = (await holdOff.until(call.operation)) - now();
     if (waitMs > 0) {
       throw new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', {
         retryAfterSeconds: Math.ceil(waitMs / 1000),
@@ -177,7 +161,7 @@ export function createTransport(options: TransportOptions): Transport {
       await discard(response);
       throw new UpstreamError('bad_response', `upstream answered with a redirect (${status}); not followed`, { status });
     }
-    if (!isSuccessStatus(status)) throw await failureFromResponse(response);
+    if (!isSuccessStatus(status)) throw await failureFromResponse(response, call);
     const parsed = schema.safeParse(await readJson(response, status));
     if (!parsed.success) {
       throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, {
@@ -188,7 +172,7 @@ export function createTransport(options: TransportOptions): Transport {
     return parsed.data;
   }
 
-  async function failureFromResponse(response: Response): Promise<UpstreamError> {
+  async function failureFromResponse(response: Response, call: Call): Promise<UpstreamError> {
     const { status } = response;
     let upstreamCode: string | undefined;
     try {
@@ -210,14 +194,24 @@ export function createTransport(options: TransportOptions): Transport {
         MAX_RETRY_AFTER_SECONDS,
         parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS,
       );
-      const until = now() + retryAfterSeconds * 1000;
-      metrics.upstreamHoldOff(Math.max(0, until - Math.max(blockedUntil, now())) / 1000);
-      blockedUntil = Math.max(blockedUntil, until);
+      await holdOffAfter429(call, retryAfterSeconds);
       return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
     }
     if (RETRYABLE_STATUSES.has(status)) return new UpstreamError('unavailable', `upstream failed (${status})`, details);
     if (status >= 500) return new UpstreamError('bad_response', `upstream failed (${status})`, details);
     return new UpstreamError('refused', `upstream refused the request (${status})`, details);
+  }
+
+  /** Starts (or lengthens) the hold-off of this call's class; only a start is reported. */
+  async function holdOffAfter429(call: Call, retryAfterSeconds: number): Promise<void> {
+    const time = now();
+    const untilMs = time + retryAfterSeconds * 1000;
+    const heldUntil = await holdOff.until(call.operation);
+    metrics.upstreamHoldOff(Math.max(0, untilMs - Math.max(heldUntil, time)) / 1000);
+    await holdOff.hold(call.operation, untilMs);
+    if (heldUntil <= time) {
+      onHoldOff?.({ operation: call.operation, call: `${call.method} ${call.url.pathname}`, untilMs, retryAfterSeconds });
+    }
   }
 
   async function readJson(response: Response, status: number): Promise<unknown> {

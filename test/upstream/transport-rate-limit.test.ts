@@ -1,4 +1,5 @@
 import { describe, it, expect } from 'vitest';
+import { createMemoryHoldOff, type HoldOffStart } from '../../src/upstream/hold-off.js';
 import { parseRetryAfter } from '../../src/upstream/transport.js';
 import { createFakeClock, jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
 import { errorBody, failureOf, UPSTREAM_SENTENCE } from './fixtures.js';
@@ -14,7 +15,7 @@ describe('transport and 429', () => {
     expect(sleeps).toEqual([]);
   });
 
-  it('holds off every call within the Retry-After window without calling fetch, then resumes', async () => {
+  it('holds off the reads within the Retry-After window without calling fetch, then resumes', async () => {
     const { transport, calls, clock } = setup((_call, index) =>
       index === 0 ? jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': '120' }) : thingsOk(),
     );
@@ -25,13 +26,58 @@ describe('transport and 429', () => {
     const heldOff = await failureOf(transport.get());
     expect(heldOff.kind).toBe('rate_limited');
     expect(heldOff.retryAfterSeconds).toBe(75);
-    const heldOffPost = await failureOf(transport.post(THING));
-    expect(heldOffPost.kind).toBe('rate_limited');
     expect(calls).toHaveLength(1);
 
     clock.advance(75_001);
     expect(await transport.get()).toHaveLength(1);
     expect(calls).toHaveLength(2);
+  });
+
+  it('lets a POST through while reads are held off, so a read-side 429 cannot block subscribing', async () => {
+    const { transport, calls } = setup((call) =>
+      call.method === 'GET' ? jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': '120' }) : thingsOk(),
+    );
+    await failureOf(transport.get());
+    expect(await transport.post(THING)).toHaveLength(1);
+    expect((await failureOf(transport.get())).kind).toBe('rate_limited');
+    expect(calls.map((call) => call.method)).toEqual(['GET', 'POST']);
+  });
+
+  it('holds off the POSTs after a 429 on a POST, and reads go on', async () => {
+    const { transport, calls } = setup((call) =>
+      call.method === 'POST' ? jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': '60' }) : thingsOk(),
+    );
+    await failureOf(transport.post(THING));
+    const heldOff = await failureOf(transport.post(THING));
+    expect(heldOff.retryAfterSeconds).toBe(60);
+    expect(await transport.get()).toHaveLength(1);
+    expect(calls.map((call) => call.method)).toEqual(['POST', 'GET']);
+  });
+
+  it('reports the start of a hold-off once, with the refused call and until when, however many calls it refuses', async () => {
+    const starts: HoldOffStart[] = [];
+    const clock = createFakeClock();
+    const { transport } = setup(() => jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': '30' }), {
+      now: clock.now,
+      onHoldOff: (start) => starts.push(start),
+    });
+    await failureOf(transport.get());
+    for (let refused = 0; refused < 5; refused += 1) await failureOf(transport.get());
+    expect(starts).toEqual([{ operation: 'read', call: `GET ${THING_URL.pathname}`, untilMs: clock.now() + 30_000, retryAfterSeconds: 30 }]);
+
+    clock.advance(30_001);
+    await failureOf(transport.get());
+    expect(starts).toHaveLength(2);
+  });
+
+  it('keeps its hold-offs in the store it is given, so another store can share them', async () => {
+    const clock = createFakeClock();
+    const holdOff = createMemoryHoldOff();
+    holdOff.hold('read', clock.now() + 10_000);
+    const { transport, calls } = setup(thingsOk, { now: clock.now, holdOff });
+    expect((await failureOf(transport.get())).retryAfterSeconds).toBe(10);
+    expect(await transport.post(THING)).toHaveLength(1);
+    expect(calls).toHaveLength(1);
   });
 
   it('reads Retry-After given as an HTTP date', async () => {

@@ -36,16 +36,17 @@ describe('upstream client metrics', () => {
     await failureOf(client.createSubscriber(SUBSCRIBER_BODY));
     expect(of('upstreamHoldOff')).toEqual([[120]]);
     clock.advance(30_000);
-    const heldOff = await failureOf(client.listCategories());
+    // A 429 on Create Subscriber holds off Create Subscriber (reads are held off apart).
+    const heldOff = await failureOf(client.createSubscriber(SUBSCRIBER_BODY));
     expect(heldOff).toBeInstanceOf(UpstreamError);
     expect(heldOff.status).toBeUndefined();
     expect(of('upstreamCall').map(([operation, , error]) => [operation, (error as UpstreamError).status])).toEqual([
       ['create_subscriber', 429],
-      ['list_categories', undefined],
+      ['create_subscriber', undefined],
     ]);
     // 121 s later a second 429 asks for 60 s more: all of it new hold-off time.
     clock.advance(91_000);
-    await failureOf(client.listCategories());
+    await failureOf(client.createSubscriber(SUBSCRIBER_BODY));
     expect(of('upstreamHoldOff')).toEqual([[120], [60]]);
   });
 });
