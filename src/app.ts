@@ -9,6 +9,7 @@ import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECON
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createResponseHeaders } from './response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
+import type { RepeatGuard } from './subscribe/guards.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createIssuesRoutes } from './routes/issues.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
@@ -30,8 +31,10 @@ export interface AppDeps {
    * Without it, only the four API routes exist.
    */
   site?: MiddlewareHandler;
-  /** A cache tier shared between isolates (Workers' Cache API); none on Node. */
+  /** A cache tier shared between isolates (Workers' Cache API) or instances (Redis on Node). */
   sharedCache?: SharedTier;
+  /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
+  repeatGuard?: RepeatGuard;
 }
 
 /** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
@@ -96,6 +99,7 @@ export function createApp(deps: AppDeps) {
           deps.rateLimiter ??
           createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
         clientIp: deps.clientIp ?? (() => undefined),
+        ...(deps.repeatGuard ? { repeatGuard: deps.repeatGuard } : {}),
         now,
         log,
       }),

@@ -25,6 +25,10 @@ export interface Config {
   subscribeRedirectUrl: string | undefined;
   honeypotField: string;
   trustProxyHops: number;
+  /** Redis shared by several Node instances (limits, guards, a cache tier); none when unset. */
+  redisUrl: string | undefined;
+  /** Every Redis command's timeout: slower counts as an outage, and memory takes over. */
+  redisTimeoutMs: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -46,6 +50,15 @@ const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-
 function isListenHost(host: string): boolean {
   // IPv6 has at least two colons; `127.0.0.1:8787` (a port pasted in) has one.
   return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
+}
+
+function isRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && !url.search && !url.hash;
+  } catch {
+    return false;
+  }
 }
 
 function optionalText() {
@@ -169,6 +182,12 @@ const ConfigSchema = z.object({
     ),
   ),
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
+  // Validated for shape only, and never echoed: the URL may carry a password.
+  REDIS_URL: preprocess(
+    blankToUndefined,
+    z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
+  ),
+  REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
   NODE_ENV: optionalText(),
 });
 
@@ -222,6 +241,8 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       subscribeRedirectUrl: env.SUBSCRIBE_REDIRECT_URL,
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
+      redisUrl: env.REDIS_URL,
+      redisTimeoutMs: env.REDIS_TIMEOUT_MS,
     },
   };
 }

@@ -6,10 +6,14 @@ import { fileURLToPath } from 'node:url';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
+import type { RedisServices } from './redis/services.js';
 import { createAppForConfig } from './service.js';
 
 /** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
-function main(): void {
+async function main(): Promise<void> {
   const parsed = parseConfig(process.env);
   if (!parsed.ok) {
     for (const problem of parsed.problems) process.stderr.write(`config error: ${problem}\n`);
@@ -20,8 +24,15 @@ function main(): void {
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
   const log = createLogger({ write: writer.write, redact: [config.apiKey] });
+  const redis = config.redisUrl ? await startRedis(config, config.redisUrl, log) : undefined;
   const { app, stats } = createAppForConfig(config, {
     log,
+    ...(redis && {
+      rateLimiter: redis.rateLimiter,
+      repeatGuard: redis.repeatGuard,
+      sharedCache: redis.sharedCache,
+      holdOff: redis.holdOff,
+    }),
     demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
@@ -58,6 +69,7 @@ function main(): void {
     // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets.
     server.close(() => {
       log.log('info', 'cache_stats', { ...stats() });
+      void redis?.close();
       writer.stop();
       process.exit(0);
     });
@@ -75,9 +87,26 @@ function main(): void {
   process.on('SIGINT', () => shutdown('SIGINT'));
 }
 
+/**
+ * The shared state of several instances (README "Running several instances"). The client is
+ * imported here, and only here, so that without REDIS_URL it is never loaded.
+ */
+async function startRedis(config: Config, url: string, log: Logger): Promise<RedisServices> {
+  const { connectRedis } = await import('./redis/services.js');
+  return connectRedis({
+    url,
+    timeoutMs: config.redisTimeoutMs,
+    namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
+    apiKey: config.apiKey ?? 'demo',
+    subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
+    cacheMaxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
+    log,
+  });
+}
+
 /** The example site (examples/site beside dist/), relative to the working directory as serveStatic expects. */
 function createDemoSite() {
   return serveStatic({ root: relative(process.cwd(), fileURLToPath(new URL('../examples/site', import.meta.url))) });
 }
 
-main();
+void main();

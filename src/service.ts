@@ -5,6 +5,8 @@ import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
+import type { RepeatGuard } from './subscribe/guards.js';
+import type { HoldOff } from './upstream/hold-off.js';
 import { createUpstreamClient } from './upstream/newsletter-api.js';
 
 export interface RuntimeDeps {
@@ -13,8 +15,11 @@ export interface RuntimeDeps {
   fetch?: typeof globalThis.fetch;
   now?: () => number;
   rateLimiter?: RateLimiter;
-  /** Workers' Cache API tier; none on Node. */
+  /** Workers' Cache API tier, or Redis on Node when REDIS_URL is set (src/redis/). */
   sharedCache?: SharedTier;
+  /** Shared through Redis on Node when REDIS_URL is set; per process otherwise. */
+  repeatGuard?: RepeatGuard;
+  holdOff?: HoldOff;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
 }
@@ -34,8 +39,9 @@ export function createAppForConfig(config: Config, deps: RuntimeDeps) {
           timeoutMs: config.upstreamTimeoutMs,
           fetch: deps.fetch,
           now: deps.now,
+          holdOff: deps.holdOff,
         });
-  const { demoSite, ...rest } = deps;
+  const { demoSite, holdOff: _holdOff, ...rest } = deps;
   return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
 }
 

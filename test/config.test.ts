@@ -46,6 +46,8 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: undefined,
       honeypotField: 'website',
       trustProxyHops: 0,
+      redisUrl: undefined,
+      redisTimeoutMs: 100,
     } satisfies Config);
   });
 
@@ -86,6 +88,8 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: 'https://site.example/thanks',
       honeypotField: 'company_url',
       trustProxyHops: 2,
+      redisUrl: undefined,
+      redisTimeoutMs: 100,
     } satisfies Config);
   });
 
@@ -177,6 +181,7 @@ describe('parseConfig numeric variables', () => {
     { name: 'UPSTREAM_TIMEOUT_MS', field: 'upstreamTimeoutMs', min: 100, max: 60_000 },
     { name: 'SUBSCRIBE_RATE_LIMIT_PER_MINUTE', field: 'subscribeRateLimitPerMinute', min: 1, max: 10_000 },
     { name: 'TRUST_PROXY_HOPS', field: 'trustProxyHops', min: 0, max: 10 },
+    { name: 'REDIS_TIMEOUT_MS', field: 'redisTimeoutMs', min: 10, max: 5000 },
   ];
 
   for (const { name, field, min, max } of numeric) {
@@ -410,5 +415,25 @@ describe('parseConfig problem reporting', () => {
     expect(problems).toHaveLength(1);
     expect(problems[0]).toMatch(/^ALLOWED_ORIGINS /);
     expect(problems[0]).not.toContain(KEY);
+  });
+});
+
+describe('parseConfig REDIS_URL', () => {
+  it.each(['redis://127.0.0.1:6379', 'rediss://user:pass@cache.example.com:6380/2', 'redis://[::1]:6379'])('accepts %s', (url) => {
+    expect(configWith({ REDIS_URL: url }).redisUrl).toBe(url);
+  });
+
+  it('is off when unset or blank', () => {
+    expect(configWith({ REDIS_URL: '  ' }).redisUrl).toBeUndefined();
+  });
+
+  it.each([
+    ['another scheme', 'http://cache.example.com:6379'],
+    ['no host', 'redis://'],
+    ['not a URL', 'cache.example.com:6379'],
+    ['a query', 'redis://cache.example.com:6379/?password=x'],
+  ])('refuses %s without echoing the URL, which may carry a password', (_label, url) => {
+    const problems = problemsWith({ REDIS_URL: url.replace('cache', 'PASSWORDLIKE') });
+    expect(problems).toEqual(['REDIS_URL must be a redis:// or rediss:// URL with a host']);
   });
 });

@@ -6,7 +6,7 @@ import { maskEmail, type Logger } from '../log.js';
 import type { OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { forwardSubscription, type RecordOutcome } from '../subscribe/forward.js';
-import { createRepeatGuard, enforceRateLimit, isForbiddenOrigin, isHoneypotFilled } from '../subscribe/guards.js';
+import { createRepeatGuard, enforceRateLimit, isForbiddenOrigin, isHoneypotFilled, type RepeatGuard } from '../subscribe/guards.js';
 import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type SubscribeJsonInput } from '../subscribe/input.js';
 import { redirectTarget, reply } from '../subscribe/reply.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
@@ -20,6 +20,8 @@ export interface SubscribeRoutesOptions {
   >;
   origins: OriginPolicy;
   rateLimiter: RateLimiter;
+  /** Shared between instances (src/redis/) when configured; this process's memory otherwise. */
+  repeatGuard?: RepeatGuard;
   clientIp: (c: Context) => string | undefined;
   now: () => number;
   log: Logger;
@@ -37,7 +39,7 @@ const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: Subscr
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
   const { upstream, config, origins, rateLimiter, clientIp, now, log } = options;
-  const repeats = createRepeatGuard(now);
+  const repeats = options.repeatGuard ?? createRepeatGuard(now);
 
   const recorder =
     (c: Context): RecordOutcome =>
@@ -74,7 +76,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
           return reply(c, target);
         }
         const fields = parseSubscribeFields(c, input);
-        if (repeats.isRepeat(fields.normalized)) {
+        if (await repeats.isRepeat(fields.normalized)) {
           record('deduped', { email: maskEmail(fields.email) });
           return reply(c, target);
         }

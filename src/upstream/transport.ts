@@ -1,4 +1,5 @@
 import type * as z from '../zod.js';
+import { createMemoryHoldOff, type HoldOff } from './hold-off.js';
 import {
   DEFAULT_RETRY_AFTER_SECONDS,
   isSuccessStatus,
@@ -92,6 +93,8 @@ export interface TransportOptions {
   errorCodeOf?: (body: unknown) => string | undefined;
   /** An error code that means "not found" at any 4xx status, for an API that says so by code. */
   notFoundCode?: string;
+  /** Where the hold-off after a 429 is kept; this process's memory by default. */
+  holdOff?: HoldOff;
 }
 
 export interface TransportRequest<T> {
@@ -125,7 +128,7 @@ export function createTransport(options: TransportOptions): Transport {
     notFoundCode,
   } = options;
   // After a 429 we hold off every call until Retry-After has passed: honoured, not hammered.
-  let blockedUntil = 0;
+  const holdOff = options.holdOff ?? createMemoryHoldOff();
 
   return async function request<T>({ method, url, schema, body }: TransportRequest<T>): Promise<T> {
     const retries = method === 'GET' ? getRetries : postRetries;
@@ -143,7 +146,7 @@ export function createTransport(options: TransportOptions): Transport {
   };
 
   async function attemptOnce<T>(method: UpstreamMethod, url: URL, schema: z.ZodMiniType<T>, body: unknown): Promise<T> {
-    const waitMs = blockedUntil - now();
+    const waitMs = (await holdOff.until()) - now();
     if (waitMs > 0) {
       throw new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', {
         retryAfterSeconds: Math.ceil(waitMs / 1000),
@@ -205,7 +208,7 @@ export function createTransport(options: TransportOptions): Transport {
         MAX_RETRY_AFTER_SECONDS,
         parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS,
       );
-      blockedUntil = Math.max(blockedUntil, now() + retryAfterSeconds * 1000);
+      await holdOff.hold(now() + retryAfterSeconds * 1000);
       return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
     }
     if (RETRYABLE_STATUSES.has(status)) return new UpstreamError('unavailable', `upstream failed (${status})`, details);
