@@ -19,6 +19,11 @@ export interface RedisServices {
   holdOff: HoldOff;
   /** False during an outage (readiness and metrics read it; requests never wait on it). */
   healthy(): boolean;
+  /**
+   * One PING through the link: true when Redis answered in time. Commands on one connection run
+   * in order, so when it resolves every write this instance sent before has landed.
+   */
+  ping(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -90,6 +95,10 @@ export async function connectRedis(options: RedisServicesOptions): Promise<Redis
     sharedCache: createRedisSharedTier(link, keys, { maxAgeSeconds: options.cacheMaxAgeSeconds }),
     holdOff: createRedisHoldOff(link, keys, { local: createMemoryHoldOff(), now }),
     healthy: link.healthy,
+    ping: () => link.send(['PING']).then(
+      () => true,
+      () => false,
+    ),
     async close() {
       link.close();
       client.destroy();
