@@ -45,7 +45,12 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
 
   function withTimeout(args: string[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      // A timer that fires late (the event loop was busy: a GC, a large render) runs before that
+      // turn's socket reads; deciding one step later lets an answer that already arrived count.
+      const timer = setTimeout(
+        () => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))),
+        timeoutMs,
+      );
       options.send(args).then(
         (reply) => {
           clearTimeout(timer);

@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeUpstream } from '../../src/fake-upstream/fake.js';
-import { redisServerAvailable, startInstance, startRedisServer, startUpstream, upstreamCalls, type Instance, type RedisServer } from './support.js';
+import { PATIENT_TIMEOUT_MS, redisServerAvailable, startInstance, startRedisServer, startUpstream, upstreamCalls, type Instance, type RedisServer } from './support.js';
 
 const SLUG = 'planning-next-years-plot';
 
@@ -22,7 +22,7 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
     await server.stop();
     await server.start();
     fake = startUpstream();
-    instances = await Promise.all([0, 1, 2].map(() => startInstance(fake, server.url)));
+    instances = await Promise.all([0, 1, 2].map(() => startInstance(fake, server.url, { timeoutMs: PATIENT_TIMEOUT_MS })));
     return instances as [Instance, Instance, Instance];
   }
   afterEach(async () => {

@@ -110,23 +110,29 @@ export async function startDelayProxy(targetPort: number) {
 }
 
 export const REDIS_TEST_KEY = 'redis-suite-key-4b1d-not-real';
+/** The fault suites' timeout, the default's. */
 export const REDIS_TIMEOUT_MS = 100;
+/**
+ * The sharing suites test what is shared, not timeouts: a long one keeps a loaded machine
+ * (another process holding the CPU for 100 ms) from turning a slow answer into an outage.
+ */
+export const PATIENT_TIMEOUT_MS = 2000;
 
 /** One app instance, as the Node entry builds it with REDIS_URL set, over the fake upstream. */
-export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { probeIntervalMs?: number } = {}) {
+export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { timeoutMs?: number } = {}) {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>), redact: [REDIS_TEST_KEY] });
   const config = testConfig({ NEWSLETTER_API_KEY: REDIS_TEST_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl, REDIS_URL: redisUrl });
   const redis: RedisServices = await connectRedis({
     url: redisUrl,
-    timeoutMs: REDIS_TIMEOUT_MS,
+    timeoutMs: options.timeoutMs ?? REDIS_TIMEOUT_MS,
     namespace: fake.baseUrl,
     apiKey: REDIS_TEST_KEY,
     subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
     cacheMaxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
     log,
     connectWaitMs: 1000,
-    probeIntervalMs: options.probeIntervalMs ?? 50,
+    probeIntervalMs: 50,
   });
   const upstream = createUpstreamClient({
     baseUrl: fake.baseUrl,
