@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { redisServerAvailable, startRedisServer } from './redis/support.js';
+import { freePort } from './free-port.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const entry = fileURLToPath(new URL('../dist/node.js', import.meta.url));
@@ -49,14 +50,6 @@ function start(env: Record<string, string>) {
   };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
-}
 
 describe('Node entry', () => {
   it('exits non-zero with one line naming each bad variable, never echoing the key', async () => {

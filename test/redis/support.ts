@@ -8,6 +8,7 @@ import { STALE_IF_ERROR_SECONDS } from '../../src/reads/public-reads.js';
 import { connectRedis, type RedisServices } from '../../src/redis/services.js';
 import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
 import { testConfig } from '../helpers.js';
+import { freePort } from '../free-port.js';
 
 /** Debian's package puts it here (`apt-get install redis-server`); CI installs it (.ci/run). */
 const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((path) => existsSync(path));
@@ -23,13 +24,6 @@ export function redisServerAvailable(): boolean {
   return false;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** A throwaway redis-server on a loopback port: no persistence, stopped and started at will. */
 export async function startRedisServer() {
