@@ -6,6 +6,7 @@ import {
   buildServer,
   freePort,
   launchBrowser,
+  openVisitorPage,
   SCREENSHOT_DIR,
   startDemoServer,
   startRefusingProxy,
@@ -18,6 +19,7 @@ import {
 interface Summary {
   slug: string;
   subject: string;
+  thumbnailUrl: string | null;
   category: { name: string; slug: string } | null;
 }
 interface Archive {
@@ -62,17 +64,8 @@ afterAll(async () => {
   await offMachine?.close();
 });
 
-async function openPage(options: { javaScript?: boolean } = {}): Promise<Page> {
-  const context = await browser.newContext({
-    javaScriptEnabled: options.javaScript ?? true,
-    viewport: { width: 1200, height: 900 },
-    locale: 'en-GB',
-    timezoneId: 'UTC',
-    proxy: offMachine.proxy,
-  });
-  context.setDefaultTimeout(15_000);
-  contexts.push(context);
-  return context.newPage();
+function openPage(options: { javaScript?: boolean } = {}): Promise<Page> {
+  return openVisitorPage(browser, offMachine.proxy, contexts, options.javaScript ?? true);
 }
 
 async function screenshot(target: Page | Locator, name: string): Promise<void> {
@@ -185,10 +178,14 @@ describe('the example site, in Chromium against the demo server', () => {
     const iframe = page.locator('#issue-frame');
     const tokens = ((await iframe.getAttribute('sandbox')) ?? '').split(/\s+/).sort();
     expect(tokens).toEqual(['allow-popups', 'allow-popups-to-escape-sandbox', 'allow-same-origin']);
-    expect(await iframe.getAttribute('srcdoc')).toContain('<h1>');
+    expect(await iframe.getAttribute('srcdoc')).toContain('<p>');
 
+    // The letter opens with its subject as an <h1>: dropped, so the page shows its title once.
     const frame = page.frameLocator('#issue-frame');
-    expect(await frame.locator('h1').textContent()).toBe(latest.subject);
+    expect(await frame.locator('h1').count()).toBe(0);
+    expect(await page.locator('h1:visible').allTextContents()).toEqual([latest.subject]);
+    expect(await page.locator('meta[property="og:title"]').getAttribute('content')).toBe(latest.subject);
+    expect(await page.locator('meta[property="og:image"]').getAttribute('content')).toBe(latest.thumbnailUrl);
     expect(await frame.locator('a').first().getAttribute('href')).toMatch(/^https:\/\/fieldnotes\.example\.com\//);
     expect(await frame.locator('base').getAttribute('target')).toBe('_blank');
     // Sized to its content: the page scrolls as one, the frame has no scrollbar of its own.
@@ -454,7 +451,7 @@ describe('the example site, in Chromium against the demo server', () => {
     await screenshot(page, 'second-origin-archive');
 
     await page.locator('.issue-card h2 a').first().click();
-    await page.frameLocator('#issue-frame').locator('h1').waitFor();
+    await page.frameLocator('#issue-frame').locator('p').first().waitFor();
 
     await page.getByLabel('Email address').fill('reader.cors@example.com');
     await page.getByLabel(/^Yes, email me each new issue/).check();

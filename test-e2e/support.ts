@@ -5,7 +5,7 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const SITE_DIR = join(ROOT, 'examples', 'site');
@@ -76,12 +76,14 @@ export interface StaticSite {
   close(): Promise<void>;
 }
 
-const CONTENT_TYPES: Record<string, string> = {
+export const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
   '.css': 'text/css; charset=utf-8',
   '.png': 'image/png',
   '.svg': 'image/svg+xml',
+  '.xml': 'application/xml; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
 };
 
 /**
@@ -144,6 +146,28 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
 }
 
+/**
+ * A page in a fresh context as a visitor has it (1200×900, en-GB, UTC), with every off-machine
+ * request sent to `proxy`. The context goes into `contexts`, for the suite to close after each test.
+ */
+export async function openVisitorPage(
+  browser: Browser,
+  proxy: RefusingProxy['proxy'],
+  contexts: BrowserContext[],
+  javaScript: boolean,
+): Promise<Page> {
+  const context = await browser.newContext({
+    javaScriptEnabled: javaScript,
+    viewport: { width: 1200, height: 900 },
+    locale: 'en-GB',
+    timezoneId: 'UTC',
+    proxy,
+  });
+  context.setDefaultTimeout(15_000);
+  contexts.push(context);
+  return context.newPage();
+}
+
 export interface RefusingProxy {
   /** Browser context options: every host but the loopback ones goes to this proxy, which hangs up. */
   proxy: { server: string; bypass: string };
@@ -151,8 +175,8 @@ export interface RefusingProxy {
 }
 
 /**
- * Keeps every page on loopback: the demo's thumbnails (images.example.com) and anything else
- * off-machine go to a "proxy" that closes each connection at once, so nothing leaves the host
+ * Keeps every page on loopback: anything off-machine (a letter's own links and images) goes
+ * to a "proxy" that closes each connection at once, so nothing leaves the host
  * and nothing waits on DNS. A proxy rather than `context.route()`, because with request
  * interception on, Playwright answers CORS preflights itself and the service's CORS would
  * go untested.
@@ -166,7 +190,7 @@ export async function startRefusingProxy(loopbackHosts: string[]): Promise<Refus
   };
 }
 
-function listen(server: Server | NetServer, host: string): Promise<AddressInfo> {
+export function listen(server: Server | NetServer, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, host, () => {

@@ -1,5 +1,5 @@
 // One issue by slug (issue.html?slug=…): its details as text, its HTML in the sandboxed iframe.
-import { ApiFailure, el, getJson, showState, SLUG_PATTERN, timeElement } from './api.js';
+import { ApiFailure, el, getJson, safeImageUrl, showState, SLUG_PATTERN, timeElement } from './api.js';
 
 const slug = new URLSearchParams(window.location.search).get('slug') ?? '';
 const frame = document.getElementById('issue-frame');
@@ -27,8 +27,53 @@ function fitFrame() {
   frame.style.height = `${doc.documentElement.scrollHeight + border}px`;
 }
 
-function render(issue) {
+/** Sets a `<meta>`'s content, adding the tag when the page does not have it. */
+function setMeta(attribute, key, value) {
+  let tag = document.head.querySelector(`meta[${attribute}="${key}"]`);
+  if (!value) {
+    tag?.remove();
+    return;
+  }
+  if (!tag) {
+    tag = el('meta', { [attribute]: key });
+    document.head.append(tag);
+  }
+  tag.setAttribute('content', value);
+}
+
+/** The head tags a sharing preview or a crawler that runs scripts reads: the issue's own. */
+function updateHead(issue) {
   document.title = `${issue.subject} · The Field Notes`;
+  const description = issue.previewText || 'An issue of The Field Notes.';
+  const image = issue.thumbnailUrl ? safeImageUrl(issue.thumbnailUrl) : undefined;
+  setMeta('name', 'description', description);
+  setMeta('property', 'og:title', issue.subject);
+  setMeta('property', 'og:description', description);
+  setMeta('property', 'og:url', window.location.href);
+  setMeta('property', 'og:image', image);
+  setMeta('property', 'article:published_time', issue.sentAt);
+  setMeta('name', 'twitter:card', image ? 'summary_large_image' : 'summary');
+  setMeta('name', 'twitter:image', image);
+}
+
+/**
+ * The letter's HTML without its opening <h1> when that repeats the subject (emails start with
+ * their title; this page already shows it). DOMParser's document is inert: nothing in it runs
+ * or loads, and the result still goes only into the sandboxed frame.
+ */
+function withoutRepeatedTitle(html, subject) {
+  const doc = new DOMParser().parseFromString(html, 'text/html');
+  const first = doc.body.firstElementChild;
+  const normal = (text) => text.replace(/\s+/g, ' ').trim().toLowerCase();
+  if (first?.tagName === 'H1' && normal(first.textContent ?? '') === normal(subject)) {
+    first.remove();
+    return doc.head.innerHTML + doc.body.innerHTML;
+  }
+  return html;
+}
+
+function render(issue) {
+  updateHead(issue);
   document.getElementById('issue-title').textContent = issue.subject;
   document.getElementById('issue-preview').textContent = issue.previewText ?? '';
   const meta = document.getElementById('issue-meta');
@@ -58,7 +103,8 @@ function render(issue) {
     { once: true },
   );
   // HTML on purpose (it is the newsletter as sent), and safe because the frame is sandboxed.
-  frame.srcdoc = `<!doctype html><html lang="en"><head>${FRAME_HEAD}</head><body>${issue.contentHtml}</body></html>`;
+  const letter = withoutRepeatedTitle(issue.contentHtml, issue.subject);
+  frame.srcdoc = `<!doctype html><html lang="en"><head>${FRAME_HEAD}</head><body>${letter}</body></html>`;
 }
 
 async function load() {

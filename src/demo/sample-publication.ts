@@ -81,7 +81,13 @@ interface Entry {
 
 const EDITOR = 'user_demo_editor';
 const SITE = 'https://fieldnotes.example.com';
-const THUMBNAIL_BASE = 'https://images.example.com/field-notes';
+/**
+ * The demo's own default address (`npm start`: HOST 127.0.0.1, PORT 8787), where demo mode serves
+ * examples/site and so its thumbnails/ folder of small SVGs. A thumbnail must be an absolute
+ * http(s) URL to reach a page at all (the service drops anything else), and sample data cannot
+ * know another port: on one, the archive shows its plain boxes instead.
+ */
+export const DEMO_THUMBNAIL_BASE = 'http://127.0.0.1:8787/thumbnails';
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
 const WEEK_MS = 7 * DAY_MS;
@@ -352,7 +358,7 @@ function publishedIssue(entry: Entry, index: number, categories: Map<CategoryKey
     accountSetId: DEMO_ACCOUNT_SET_ID,
     subject: entry.subject,
     previewText: entry.previewText,
-    thumbnailUrl: entry.hasThumbnail === false ? null : `${THUMBNAIL_BASE}/${slug}.jpg`,
+    thumbnailUrl: entry.hasThumbnail === false ? null : `${DEMO_THUMBNAIL_BASE}/${slug}.svg`,
     contentHtml: html,
     contentJson: contentJson(html),
     scheduledFor: null,
@@ -388,7 +394,7 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIss
       slug: 'winter-squash-varieties-compared',
       subject: 'Winter Squash Varieties Compared',
       previewText: 'Crown Prince versus Uchiki Kuri, round two.',
-      thumbnailUrl: `${THUMBNAIL_BASE}/winter-squash-varieties-compared.jpg`,
+      thumbnailUrl: `${DEMO_THUMBNAIL_BASE}/winter-squash-varieties-compared.svg`,
       contentHtml: draftHtml('Winter Squash Varieties Compared', 'winter-squash-varieties-compared'),
       status: 'draft',
       isPublic: false,
@@ -437,7 +443,7 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIss
       slug: 'december-planting-calendar',
       subject: 'December Planting Calendar',
       previewText: 'Garlic stragglers, microgreens and planning by the radiator.',
-      thumbnailUrl: `${THUMBNAIL_BASE}/december-planting-calendar.jpg`,
+      thumbnailUrl: `${DEMO_THUMBNAIL_BASE}/december-planting-calendar.svg`,
       contentHtml: draftHtml('December Planting Calendar', 'december-planting-calendar'),
       scheduledFor: '2026-12-01T09:00:00.000Z',
       status: 'draft',
@@ -454,7 +460,7 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIss
       slug: 'members-only-harvest-report',
       subject: 'Members-Only Harvest Report',
       previewText: 'What the shared plots produced this year, by the kilo.',
-      thumbnailUrl: `${THUMBNAIL_BASE}/members-only-harvest-report.jpg`,
+      thumbnailUrl: `${DEMO_THUMBNAIL_BASE}/members-only-harvest-report.svg`,
       contentHtml: draftHtml('Members-Only Harvest Report', 'members-only-harvest-report'),
       audience: { segment: 'members' },
       status: 'sent',
@@ -487,7 +493,7 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIss
       slug: 'sending-right-now',
       subject: 'Frost Is Coming: Protect Your Pots Tonight',
       previewText: 'A quick alert while the forecast is fresh.',
-      thumbnailUrl: `${THUMBNAIL_BASE}/sending-right-now.jpg`,
+      thumbnailUrl: `${DEMO_THUMBNAIL_BASE}/sending-right-now.svg`,
       contentHtml: draftHtml('Frost Is Coming: Protect Your Pots Tonight', 'sending-right-now'),
       status: 'sending',
       isPublic: true,

@@ -430,7 +430,7 @@ describe('GET /api/issues/:slug', () => {
         slug: 'the-winter-seed-swap-at-hollis-library',
         subject: 'The Winter Seed Swap at Hollis Library',
         previewText: 'Bring an envelope, leave with a summer.',
-        thumbnailUrl: 'https://images.example.com/field-notes/the-winter-seed-swap-at-hollis-library.jpg',
+        thumbnailUrl: 'http://127.0.0.1:8787/thumbnails/the-winter-seed-swap-at-hollis-library.svg',
         sentAt: '2026-01-25T09:00:00.000Z',
         category: { name: 'Community', slug: 'community' },
         contentHtml: source.contentHtml,

@@ -1,0 +1,45 @@
+import type { IssueSummary } from '../shape.js';
+import type { FeedOptions } from './options.js';
+import { xmlElement, xmlText } from './xml.js';
+
+/**
+ * An Atom 1.0 document (RFC 4287) of the given issues, in the order given. Pure and
+ * deterministic: the same issues and options give the same bytes.
+ */
+export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
+  const lines = [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<feed xmlns="http://www.w3.org/2005/Atom">',
+    `  ${xmlElement('title', options.title)}`,
+    ...(options.description ? [`  ${xmlElement('subtitle', options.description)}`] : []),
+    `  ${xmlElement('id', options.siteUrl)}`,
+    `  <link rel="alternate" type="text/html" href="${xmlText(options.siteUrl)}"/>`,
+    `  <link rel="self" type="application/atom+xml" href="${xmlText(options.feedUrl)}"/>`,
+    `  ${xmlElement('updated', options.updated)}`,
+    // RFC 4287 §4.1.1: a feed needs an author unless every entry has one.
+    `  <author>${xmlElement('name', options.title)}</author>`,
+    ...issues.map((issue) => atomEntry(issue, options)),
+    '</feed>',
+    '',
+  ];
+  return lines.join('\n');
+}
+
+function atomEntry(issue: IssueSummary, options: FeedOptions): string {
+  const url = options.issueUrl(issue.slug);
+  // An issue without a send date still needs <updated> (§4.1.2): the feed's own date stands in.
+  const date = issue.sentAt ?? options.updated;
+  const lines = [
+    '  <entry>',
+    `    ${xmlElement('title', issue.subject, { type: 'text' })}`,
+    `    <link rel="alternate" type="text/html" href="${xmlText(url)}"/>`,
+    // The page URL is the id: stable as long as the slug is, which is what a reader deduplicates by.
+    `    ${xmlElement('id', url)}`,
+    ...(issue.sentAt ? [`    ${xmlElement('published', issue.sentAt)}`] : []),
+    `    ${xmlElement('updated', date)}`,
+    ...(issue.previewText ? [`    ${xmlElement('summary', issue.previewText, { type: 'text' })}`] : []),
+    ...(issue.category ? [`    <category term="${xmlText(issue.category.slug)}" label="${xmlText(issue.category.name)}"/>`] : []),
+    '  </entry>',
+  ];
+  return lines.join('\n');
+}

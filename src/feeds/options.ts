@@ -1,0 +1,27 @@
+import type { IssueSummary } from '../shape.js';
+
+/** What a feed needs besides the issues; every URL absolute, built by the caller. */
+export interface FeedOptions {
+  /** The public page of one issue (the entry's link and its id). */
+  issueUrl: (slug: string) => string;
+  /** Where this feed itself is served (`rel="self"`). */
+  feedUrl: string;
+  /** The site's home page. */
+  siteUrl: string;
+  /** The publication's name. */
+  title: string;
+  /** One line about the publication (RSS requires a channel description; Atom's subtitle). */
+  description?: string;
+  /** When the feed last changed, ISO 8601: from the data (see `latestSentAt`), never the clock, so equal input gives equal bytes. */
+  updated: string;
+}
+
+/** The newest `sentAt` among the issues, or the given fallback when none has one. */
+export function latestSentAt(issues: readonly IssueSummary[], fallback: string): string {
+  let latest: number | undefined;
+  for (const issue of issues) {
+    const time = issue.sentAt === null ? Number.NaN : Date.parse(issue.sentAt);
+    if (!Number.isNaN(time) && (latest === undefined || time > latest)) latest = time;
+  }
+  return latest === undefined ? fallback : new Date(latest).toISOString();
+}

@@ -1,0 +1,46 @@
+import type { IssueSummary } from '../shape.js';
+import type { FeedOptions } from './options.js';
+import { xmlElement, xmlText } from './xml.js';
+
+/**
+ * An RSS 2.0 document of the given issues, in the order given, with an Atom `self` link
+ * (the RSS Advisory Board's best practice). Pure and deterministic.
+ */
+export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
+  const lines = [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom">',
+    '  <channel>',
+    `    ${xmlElement('title', options.title)}`,
+    `    ${xmlElement('link', options.siteUrl)}`,
+    // <description> is required in a channel; the title stands in when there is no tagline.
+    `    ${xmlElement('description', options.description ?? options.title)}`,
+    `    <atom:link rel="self" type="application/rss+xml" href="${xmlText(options.feedUrl)}"/>`,
+    `    ${xmlElement('lastBuildDate', rfc822(options.updated))}`,
+    ...issues.map((issue) => rssItem(issue, options)),
+    '  </channel>',
+    '</rss>',
+    '',
+  ];
+  return lines.join('\n');
+}
+
+function rssItem(issue: IssueSummary, options: FeedOptions): string {
+  const url = options.issueUrl(issue.slug);
+  const lines = [
+    '    <item>',
+    `      ${xmlElement('title', issue.subject)}`,
+    `      ${xmlElement('link', url)}`,
+    `      ${xmlElement('guid', url, { isPermaLink: 'true' })}`,
+    ...(issue.sentAt ? [`      ${xmlElement('pubDate', rfc822(issue.sentAt))}`] : []),
+    ...(issue.previewText ? [`      ${xmlElement('description', issue.previewText)}`] : []),
+    ...(issue.category ? [`      ${xmlElement('category', issue.category.name)}`] : []),
+    '    </item>',
+  ];
+  return lines.join('\n');
+}
+
+/** RSS dates are RFC 822 (with four-digit years, as RFC 1123 allows); `toUTCString` writes exactly that, in GMT. */
+function rfc822(iso: string): string {
+  return new Date(iso).toUTCString();
+}

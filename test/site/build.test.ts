@@ -1,0 +1,186 @@
+import { parseFeed } from '@rowanmanning/feed-parser';
+import { textContent } from 'domutils';
+import { XMLValidator } from 'fast-xml-parser';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { IssueDetail } from '../../src/shape.js';
+import { buildSite, type SiteOptions } from '../../src/site/build.js';
+import { all, API_URL, attr, buildDemoSite, fileForHref, parseHtml, SITE_URL, siteAssets, siteOptions } from './site-support.js';
+
+let assets: SiteOptions['assets'];
+let demo: Awaited<ReturnType<typeof buildDemoSite>>;
+
+beforeAll(async () => {
+  assets = await siteAssets();
+  demo = await buildDemoSite(assets);
+});
+
+const htmlFiles = () => [...demo.files.keys()].filter((path) => path.endsWith('.html'));
+const page = (path: string) => parseHtml(demo.files.get(path)!);
+
+describe('the static site built from the demo', () => {
+  it('has the archive in pages of ten, a page per category, a page per issue, the feed, sitemap, robots.txt and 404', () => {
+    const issues = demo.publication.issues;
+    expect(issues).toHaveLength(48);
+    for (const issue of issues) expect(demo.files.has(`issues/${issue.slug}/index.html`)).toBe(true);
+    expect([...demo.files.keys()].filter((path) => /^(page\/\d+\/)?index\.html$/.test(path)).sort()).toEqual([
+      'index.html',
+      'page/2/index.html',
+      'page/3/index.html',
+      'page/4/index.html',
+      'page/5/index.html',
+    ]);
+    for (const category of demo.publication.categories) expect(demo.files.has(`categories/${category.slug}/index.html`)).toBe(true);
+    for (const file of ['feed.xml', 'sitemap.xml', 'robots.txt', '404.html', 'style.css', 'subscribe.js']) expect(demo.files.has(file)).toBe(true);
+  });
+
+  it('lists issues as plain links on the archive pages, newest first, readable without JavaScript', () => {
+    const first = page('index.html');
+    const links = all(first, '.issue-list h2 a');
+    expect(links).toHaveLength(10);
+    expect(links.map((link) => textContent(link))).toEqual(demo.publication.issues.slice(0, 10).map((issue) => issue.subject));
+    expect(links[0]!.attribs.href).toBe(`/letters/issues/${demo.publication.issues[0]!.slug}/`);
+    expect(all(first, 'noscript .state')).toEqual([]);
+    expect(attr(first, 'a[rel="next"]', 'href')).toBe('/letters/page/2/');
+    expect(attr(page('page/5/index.html'), 'a[rel="prev"]', 'href')).toBe('/letters/page/4/');
+  });
+
+  it('shows each issue page with title, description, canonical, Open Graph, Twitter card, JSON-LD and the feed link', () => {
+    const issue = demo.publication.issues.find((i) => i.slug === 'the-winter-seed-swap-at-hollis-library')!;
+    const doc = page(`issues/${issue.slug}/index.html`);
+    const url = `${SITE_URL}issues/${issue.slug}/`;
+    expect(textContent(all(doc, 'title'))).toBe('The Winter Seed Swap at Hollis Library · The Field Notes');
+    expect(attr(doc, 'meta[name="description"]', 'content')).toBe('Bring an envelope, leave with a summer.');
+    expect(attr(doc, 'link[rel="canonical"]', 'href')).toBe(url);
+    expect(attr(doc, 'meta[property="og:type"]', 'content')).toBe('article');
+    expect(attr(doc, 'meta[property="og:title"]', 'content')).toBe(issue.subject);
+    expect(attr(doc, 'meta[property="og:description"]', 'content')).toBe('Bring an envelope, leave with a summer.');
+    expect(attr(doc, 'meta[property="og:url"]', 'content')).toBe(url);
+    expect(attr(doc, 'meta[property="og:image"]', 'content')).toBe(issue.thumbnailUrl);
+    expect(attr(doc, 'meta[property="article:published_time"]', 'content')).toBe('2026-01-25T09:00:00.000Z');
+    expect(attr(doc, 'meta[name="twitter:card"]', 'content')).toBe('summary_large_image');
+    expect(attr(doc, 'meta[name="twitter:image"]', 'content')).toBe(issue.thumbnailUrl);
+    expect(attr(doc, 'link[rel="alternate"][type="application/atom+xml"]', 'href')).toBe('/letters/feed.xml');
+    const jsonLd = JSON.parse(textContent(all(doc, 'script[type="application/ld+json"]')));
+    expect(jsonLd).toMatchObject({ '@type': 'Article', headline: issue.subject, datePublished: issue.sentAt, url, image: [issue.thumbnailUrl] });
+  });
+
+  it('shows the letter inline and its title once: the letter\'s own leading <h1> is dropped', () => {
+    for (const issue of demo.publication.issues) {
+      const doc = page(`issues/${issue.slug}/index.html`);
+      expect(all(doc, 'h1').map((h) => textContent(h))).toEqual([issue.subject]);
+      expect(textContent(all(doc, '.letter')).length).toBeGreaterThan(200);
+    }
+  });
+
+  it('gives every page one title, a description, and (but the 404) a canonical link and a subscribe form that posts to the service', () => {
+    for (const path of htmlFiles()) {
+      const doc = page(path);
+      expect(all(doc, 'title'), path).toHaveLength(1);
+      expect(attr(doc, 'meta[name="description"]', 'content'), path).toBeTruthy();
+      expect(attr(doc, 'link[rel="canonical"]', 'href'), path).toBe(path === '404.html' ? undefined : new URL(path.replace(/index\.html$/, ''), SITE_URL).href);
+      const form = all(doc, 'form[data-newsletter-subscribe]');
+      expect(form, path).toHaveLength(1);
+      expect(form[0]!.attribs.method).toBe('post');
+      expect(form[0]!.attribs.action).toBe(`${API_URL}/api/subscribe`);
+      expect(all(form[0]!, 'input[name="email"][required], input[name="optInAttestation"][required]')).toHaveLength(2);
+    }
+  });
+
+  it('resolves every internal link, stylesheet, script and image to a file of the site', () => {
+    const missing: string[] = [];
+    for (const path of htmlFiles()) {
+      for (const element of all(page(path), 'a[href], link[href], script[src], img[src]')) {
+        const href = element.attribs.href ?? element.attribs.src!;
+        const file = fileForHref(href);
+        if (file !== undefined && !demo.files.has(file)) missing.push(`${path}: ${href}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('has a feed of the newest 20 issues that a feed parser reads, and a sitemap of every page with lastmod', () => {
+    const xml = demo.files.get('feed.xml')!;
+    expect(XMLValidator.validate(xml)).toBe(true);
+    const feed = parseFeed(xml);
+    expect(feed.items.map((item) => item.url)).toEqual(demo.publication.issues.slice(0, 20).map((i) => `${SITE_URL}issues/${i.slug}/`));
+    const sitemap = demo.files.get('sitemap.xml')!;
+    expect(XMLValidator.validate(sitemap)).toBe(true);
+    const locs = [...sitemap.matchAll(/<loc>([^<]+)<\/loc>\s*<lastmod>(\d{4}-\d{2}-\d{2})<\/lastmod>/g)].map((m) => m[1]);
+    const pages = htmlFiles().filter((path) => path !== '404.html').map((path) => new URL(path.replace(/index\.html$/, ''), SITE_URL).href);
+    expect(locs.sort()).toEqual(pages.sort());
+    expect(demo.files.get('robots.txt')).toContain(`Sitemap: ${SITE_URL}sitemap.xml`);
+  });
+
+  it('is byte-identical when built again from a fresh service', async () => {
+    const again = await buildDemoSite(assets);
+    expect([...again.files.keys()].sort()).toEqual([...demo.files.keys()].sort());
+    for (const [path, content] of demo.files) expect(again.files.get(path), path).toBe(content);
+  });
+});
+
+describe('a letter with hostile HTML', () => {
+  const HOSTILE_HTML = [
+    '<h1>Not the subject</h1>',
+    '<script>alert(1)</script><p onclick="alert(2)" style="position:fixed">Hello <a href="javascript:alert(3)">there</a>',
+    '<a href="https://example.org/x" target="_self">out</a><img src="x" onerror="alert(4)"><img src="https://img.example.org/a.png" onload="alert(5)">',
+    '<form action="https://evil.example/"><input name="password"></form><base href="https://evil.example/">',
+    '<iframe src="https://evil.example/"></iframe><svg onload="alert(6)"><script>alert(7)</script></svg>',
+    '<meta http-equiv="refresh" content="0;url=https://evil.example/"><style>body{display:none}</style><object data="x"></object></p>',
+  ].join('');
+  const issue: IssueDetail = {
+    slug: 'hostile',
+    subject: 'A <script>alert("subject")</script> & ]]> subject',
+    previewText: null,
+    thumbnailUrl: null,
+    sentAt: '2026-01-01T09:00:00.000Z',
+    category: null,
+    contentHtml: HOSTILE_HTML,
+  };
+
+  it('keeps no script, event handler, javascript: URL, form, base, frame, meta refresh or style of it', () => {
+    const files = buildSite({ issues: [issue], categories: [] }, siteOptions(assets));
+    const html = files.get('issues/hostile/index.html')!;
+    const letter = all(parseHtml(html), '.letter')[0]!;
+    expect(all(letter, 'script, form, input, base, iframe, svg, meta, style, object')).toEqual([]);
+    for (const element of all(letter, '*')) {
+      for (const name of Object.keys(element.attribs)) expect(name, `${element.name} ${name}`).not.toMatch(/^on|^style$/i);
+    }
+    expect(html).not.toMatch(/javascript:|alert\([1-7]\)/);
+    expect(all(letter, 'a').map((a) => [a.attribs.href, a.attribs.rel, a.attribs.target])).toEqual([
+      [undefined, 'noopener noreferrer', '_blank'],
+      ['https://example.org/x', 'noopener noreferrer', '_blank'],
+    ]);
+    // The image with a relative source is gone; the other keeps its source and loses its handler.
+    expect(all(letter, 'img').map((img) => img.attribs.src)).toEqual(['https://img.example.org/a.png']);
+    // A leading <h1> that is not the subject stays.
+    expect(textContent(all(letter, 'h1'))).toBe('Not the subject');
+  });
+
+  it('escapes a hostile subject everywhere it appears: title, headings, head tags, JSON-LD and feed', () => {
+    const files = buildSite({ issues: [issue], categories: [] }, siteOptions(assets));
+    const doc = parseHtml(files.get('issues/hostile/index.html')!);
+    expect(textContent(all(doc, 'h1#issue-title'))).toBe(issue.subject);
+    expect(attr(doc, 'meta[property="og:title"]', 'content')).toBe(issue.subject);
+    expect(JSON.parse(textContent(all(doc, 'script[type="application/ld+json"]'))).headline).toBe(issue.subject);
+    expect(all(doc, 'script').map((s) => s.attribs.src ?? s.attribs.type)).toEqual(['application/ld+json', '/letters/subscribe.js']);
+    expect(textContent(all(parseHtml(files.get('index.html')!), '.issue-list h2 a'))).toBe(issue.subject);
+    expect(parseFeed(files.get('feed.xml')!).items[0]!.title).toBe(issue.subject);
+  });
+});
+
+describe('a publication whose issues name a category the categories route does not list', () => {
+  it('gives that category its page too, so no category link leads nowhere', () => {
+    const issue: IssueDetail = {
+      slug: 'orphan',
+      subject: 'Orphan',
+      previewText: 'p',
+      thumbnailUrl: null,
+      sentAt: '2026-01-01T09:00:00.000Z',
+      category: { name: 'Unlisted', slug: 'unlisted' },
+      contentHtml: '<p>Hi</p>',
+    };
+    const files = buildSite({ issues: [issue], categories: [{ name: 'Listed', slug: 'listed' }] }, siteOptions(assets));
+    expect(files.has('categories/unlisted/index.html')).toBe(true);
+    expect(all(parseHtml(files.get('index.html')!), '.categories a').map((a) => textContent(a))).toEqual(['All issues', 'Listed', 'Unlisted']);
+  });
+});

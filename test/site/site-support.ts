@@ -1,0 +1,69 @@
+import { readFile } from 'node:fs/promises';
+import { parseDocument } from 'htmlparser2';
+import { selectAll, selectOne } from 'css-select';
+import type { Document, Element } from 'domhandler';
+import { parseConfig } from '../../src/config.js';
+import { silentLogger } from '../../src/log.js';
+import { createAppForConfig } from '../../src/service.js';
+import { buildSite, type SiteOptions } from '../../src/site/build.js';
+import { readPublication } from '../../src/site/read.js';
+
+export const SITE_URL = 'https://news.example.com/letters/';
+export const API_URL = 'https://bff.example.com';
+
+export async function siteAssets(): Promise<SiteOptions['assets']> {
+  const dir = new URL('../../examples/', import.meta.url);
+  const [styleCss, subscribeJs, subscribeFormSnippet] = await Promise.all(
+    ['site/style.css', 'site/subscribe.js', 'subscribe-form.html'].map((name) => readFile(new URL(name, dir), 'utf8')),
+  );
+  return { styleCss: styleCss!, subscribeJs: subscribeJs!, subscribeFormSnippet: subscribeFormSnippet! };
+}
+
+export function siteOptions(assets: SiteOptions['assets']): SiteOptions {
+  return { siteUrl: SITE_URL, apiUrl: API_URL, title: 'The Field Notes', description: 'A weekly letter.', assets };
+}
+
+/**
+ * The service in demo mode, in process: the generator's typed client reads it through
+ * `app.request`, so a whole build runs with no socket.
+ */
+export function createDemoService() {
+  const parsed = parseConfig({});
+  if (!parsed.ok || parsed.config.mode !== 'demo') throw new Error('expected the demo configuration');
+  const { app } = createAppForConfig(parsed.config, { log: silentLogger, clientIp: () => undefined });
+  let requests = 0;
+  const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+    requests++;
+    return app.request(input, init);
+  };
+  return { fetch: fetch as typeof globalThis.fetch, requests: () => requests };
+}
+
+/** Reads the demo through the four routes and builds the site, as `npm run site:build` does. */
+export async function buildDemoSite(assets: SiteOptions['assets']) {
+  const demo = createDemoService();
+  const publication = await readPublication({ apiUrl: API_URL, fetch: demo.fetch });
+  return { files: buildSite(publication, siteOptions(assets)), publication, requests: demo.requests() };
+}
+
+export function parseHtml(html: string): Document {
+  return parseDocument(html);
+}
+
+export function attr(document: Document, selector: string, name: string): string | undefined {
+  return (selectOne(selector, document) as Element | null)?.attribs[name];
+}
+
+export function all(document: Document | Element, selector: string): Element[] {
+  return selectAll(selector, document);
+}
+
+/** The output file a site-internal URL (absolute, or a path under the site's folder) is served from, or undefined for other hosts. */
+export function fileForHref(href: string): string | undefined {
+  const url = new URL(href, SITE_URL);
+  const root = new URL(SITE_URL);
+  if (url.origin !== root.origin) return undefined;
+  if (!url.pathname.startsWith(root.pathname)) return `(outside the site folder) ${url.pathname}`;
+  const path = decodeURIComponent(url.pathname.slice(root.pathname.length));
+  return path === '' || path.endsWith('/') ? `${path}index.html` : path;
+}
