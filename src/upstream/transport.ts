@@ -146,7 +146,9 @@ export function createTransport(options: TransportOptions): Transport {
   };
 
   async function attemptOnce<T>(method: UpstreamMethod, url: URL, schema: z.ZodMiniType<T>, body: unknown): Promise<T> {
-    const waitMs = (await holdOff.until()) - now();
+    // Awaited only when shared (Redis): the in-memory hold-off stays a plain read.
+    const until = holdOff.until();
+    const waitMs = (typeof until === 'number' ? until : await until) - now();
     if (waitMs > 0) {
       throw new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', {
         retryAfterSeconds: Math.ceil(waitMs / 1000),
