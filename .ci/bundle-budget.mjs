@@ -23,6 +23,11 @@ try {
   const gzip = gzipSync(bundle, { level: 9 }).length;
   const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
   console.log(`worker bundle: ${kib(bundle.length)} raw, ${kib(gzip)} gzip (budget ${kib(BUDGET_GZIP_BYTES)} gzip)`);
+  // prom-client is for the Node entry's admin listener only (src/admin/): the Worker must never reach it.
+  if (bundle.includes('# HELP ')) {
+    console.error('worker bundle contains prom-client (an import of src/admin/ reached the Worker entry)');
+    process.exitCode = 1;
+  }
   if (gzip > BUDGET_GZIP_BYTES) {
     console.error('worker bundle is over its gzip budget');
     process.exitCode = 1;

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import { ApiError, renderError } from './errors.js';
 import { publicCacheControl } from './http.js';
 import { maskEmailsInPath, silentLogger, type Logger } from './log.js';
+import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy } from './origins.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
@@ -35,6 +36,8 @@ export interface AppDeps {
   sharedCache?: SharedTier;
   /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
   repeatGuard?: RepeatGuard;
+  /** Told of requests, cache reads and subscribe outcomes (Prometheus on Node; nothing by default). */
+  metrics?: Metrics;
 }
 
 /** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
@@ -65,7 +68,7 @@ const SITE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
  * path, with the cache counters the Node entry logs on shutdown. No globals.
  */
 export function createApp(deps: AppDeps) {
-  const { config, upstream, now = Date.now, log = silentLogger } = deps;
+  const { config, upstream, now = Date.now, log = silentLogger, metrics = noopMetrics } = deps;
   const origins = createOriginPolicy(config.allowedOrigins);
   const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
   const reads = createPublicReads({
@@ -84,6 +87,7 @@ export function createApp(deps: AppDeps) {
         hint: 'served but not cached, so every request reads it from the upstream again: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES',
       }),
     sharedCache: deps.sharedCache,
+    metrics,
   });
 
   const api = new Hono()
@@ -102,6 +106,7 @@ export function createApp(deps: AppDeps) {
         ...(deps.repeatGuard ? { repeatGuard: deps.repeatGuard } : {}),
         now,
         log,
+        metrics,
       }),
     );
 
@@ -118,7 +123,7 @@ export function createApp(deps: AppDeps) {
       origins,
       siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
     }),
-    accessLog(log),
+    accessLog(log, metrics),
   );
   for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, preflight);
   const routes = app.route('/api', api);
@@ -152,15 +157,18 @@ export function createApp(deps: AppDeps) {
 export type AppType = ReturnType<typeof createApp>['app'];
 
 /** One structured line per request: method, path, status, ms, cache state, request id. */
-function accessLog(log: Logger): MiddlewareHandler {
+function accessLog(log: Logger, metrics: Metrics): MiddlewareHandler {
   return async function logAccess(c, next) {
     const started = performance.now();
     await next();
+    const ms = performance.now() - started;
+    // A route template or `other`: never the raw path, so the label stays a closed set.
+    metrics.request(Object.hasOwn(PUBLIC_PATHS, c.req.routePath) ? c.req.routePath : 'other', c.req.method, c.res.status, ms / 1000);
     log.log('info', 'request', {
       method: c.req.method,
       path: maskEmailsInPath(c.req.path.slice(0, MAX_LOGGED_PATH)),
       status: c.res.status,
-      ms: Math.round((performance.now() - started) * 10) / 10,
+      ms: Math.round(ms * 10) / 10,
       cache: c.get('cacheState'),
       requestId: c.get('requestId'),
     });

@@ -29,6 +29,11 @@ export interface Config {
   redisUrl: string | undefined;
   /** Every Redis command's timeout: slower counts as an outage, and memory takes over. */
   redisTimeoutMs: number;
+  /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
+  adminPort: number | undefined;
+  adminHost: string;
+  /** /readyz answers 503 once every upstream call has failed for this long. */
+  adminUnreadyAfterSeconds: number;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -189,6 +194,16 @@ const ConfigSchema = z.object({
   ),
   REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
   NODE_ENV: optionalText(),
+  // 0 stands for "unset" (the default is not validated): no admin listener.
+  ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
+  ADMIN_HOST: preprocess(
+    blankToUndefined,
+    z._default(
+      z.string().check(z.refine(isListenHost, { error: 'must be a host name or an IP address (such as 127.0.0.1 or ::1)' })),
+      '127.0.0.1',
+    ),
+  ),
+  ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
 
 /**
@@ -214,6 +229,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
+  if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
     // A key pasted into the wrong variable must not be echoed by that variable's message either.
     const key = blankToUndefined(source.NEWSLETTER_API_KEY);
@@ -243,6 +259,9 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       trustProxyHops: env.TRUST_PROXY_HOPS,
       redisUrl: env.REDIS_URL,
       redisTimeoutMs: env.REDIS_TIMEOUT_MS,
+      adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
+      adminHost: env.ADMIN_HOST,
+      adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
     },
   };
 }

@@ -3,6 +3,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createAdmin } from './admin/admin.js';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createBufferedWriter, createLogger } from './log.js';
@@ -24,8 +25,10 @@ async function main(): Promise<void> {
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
   const log = createLogger({ write: writer.write, redact: [config.apiKey] });
+  const admin = config.adminPort === undefined ? undefined : createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
   const redis = config.redisUrl ? await startRedis(config, config.redisUrl, log) : undefined;
-  const { app, stats } = createAppForConfig(config, {
+  const { app, stats, upstream } = createAppForConfig(config, {
+    metrics: admin?.metrics,
     log,
     ...(redis && {
       rateLimiter: redis.rateLimiter,
@@ -61,11 +64,28 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
+  if (admin && config.adminPort !== undefined) {
+    admin.listen({
+      host: config.adminHost,
+      port: config.adminPort,
+      publicServer: server,
+      stats,
+      probe: () => upstream.listCategories(),
+      onListening: (url) => process.stdout.write(`newsletter-bff admin (/healthz, /readyz, /metrics) on ${url}\n`),
+      onFatal: (line) => {
+        process.stderr.write(`${line}\n`);
+        writer.stop();
+        process.exit(1);
+      },
+    });
+  }
+
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.log('info', 'shutting_down', { signal });
+    admin?.drain();
     // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets.
     server.close(() => {
       log.log('info', 'cache_stats', { ...stats() });

@@ -3,6 +3,7 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
 import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import type { RepeatGuard } from './subscribe/guards.js';
@@ -22,6 +23,8 @@ export interface RuntimeDeps {
   holdOff?: HoldOff;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
+  /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
+  metrics?: Metrics;
 }
 
 /**
@@ -40,9 +43,11 @@ export function createAppForConfig(config: Config, deps: RuntimeDeps) {
           fetch: deps.fetch,
           now: deps.now,
           holdOff: deps.holdOff,
+          metrics: deps.metrics,
         });
   const { demoSite, holdOff: _holdOff, ...rest } = deps;
-  return createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined });
+  // The upstream goes back too: the Node entry's readiness check calls it directly.
+  return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
 
 function createDemoClient(config: Config, deps: RuntimeDeps) {
@@ -53,5 +58,6 @@ function createDemoClient(config: Config, deps: RuntimeDeps) {
     timeoutMs: config.upstreamTimeoutMs,
     fetch: demo.fetch,
     now: deps.now,
+    metrics: deps.metrics,
   });
 }

@@ -48,6 +48,9 @@ describe('parseConfig defaults', () => {
       trustProxyHops: 0,
       redisUrl: undefined,
       redisTimeoutMs: 100,
+      adminPort: undefined,
+      adminHost: '127.0.0.1',
+      adminUnreadyAfterSeconds: 60,
     } satisfies Config);
   });
 
@@ -69,6 +72,9 @@ describe('parseConfig defaults', () => {
         SUBSCRIBE_HONEYPOT_FIELD: 'company_url',
         TRUST_PROXY_HOPS: '2',
         NODE_ENV: 'production',
+        ADMIN_PORT: '9464',
+        ADMIN_HOST: '::1',
+        ADMIN_UNREADY_AFTER_SECONDS: '30',
       }),
     ).toEqual({
       mode: 'upstream',
@@ -90,6 +96,9 @@ describe('parseConfig defaults', () => {
       trustProxyHops: 2,
       redisUrl: undefined,
       redisTimeoutMs: 100,
+      adminPort: 9464,
+      adminHost: '::1',
+      adminUnreadyAfterSeconds: 30,
     } satisfies Config);
   });
 
@@ -110,6 +119,9 @@ describe('parseConfig defaults', () => {
       'SUBSCRIBE_HONEYPOT_FIELD',
       'TRUST_PROXY_HOPS',
       'NODE_ENV',
+      'ADMIN_PORT',
+      'ADMIN_HOST',
+      'ADMIN_UNREADY_AFTER_SECONDS',
     ];
     const env = Object.fromEntries(blanks.map((name, index) => [name, index % 2 === 0 ? '' : '  \t ']));
     expect(configWith(env)).toEqual(configWith());
@@ -224,6 +236,21 @@ describe('parseConfig HOST', () => {
       ]);
     },
   );
+});
+
+describe('parseConfig admin listener', () => {
+  it('refuses an ADMIN_PORT of 0, out of range or equal to PORT', () => {
+    expect(problemsWith({ ADMIN_PORT: '0' })).toEqual(['ADMIN_PORT must be a whole number from 1 to 65535']);
+    expect(problemsWith({ ADMIN_PORT: '70000' })).toEqual(['ADMIN_PORT must be a whole number from 1 to 65535']);
+    expect(problemsWith({ PORT: '8080', ADMIN_PORT: '8080' })).toEqual(['ADMIN_PORT must differ from PORT']);
+  });
+
+  it('refuses an ADMIN_HOST with a port pasted in, and an unready delay outside 1 to 3600 seconds', () => {
+    expect(problemsWith({ ADMIN_HOST: '127.0.0.1:9464', ADMIN_UNREADY_AFTER_SECONDS: '0' })).toEqual([
+      'ADMIN_HOST must be a host name or an IP address (such as 127.0.0.1 or ::1)',
+      'ADMIN_UNREADY_AFTER_SECONDS must be a whole number from 1 to 3600',
+    ]);
+  });
 });
 
 describe('parseConfig ALLOWED_ORIGINS', () => {

@@ -86,6 +86,23 @@ describe('Node entry', () => {
     expect(run.output().stdout).toContain('"event":"cache_stats"');
   });
 
+  it('serves /healthz, /readyz and /metrics on ADMIN_PORT only, none of them on PORT, and stops on SIGTERM', async () => {
+    const [port, adminPort] = [await freePort(), await freePort()];
+    const run = start({ PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort) });
+    await run.waitFor(`admin (/healthz, /readyz, /metrics) on http://127.0.0.1:${adminPort}`);
+    await run.waitFor('listening on');
+    expect((await fetch(`http://127.0.0.1:${port}/api/categories`)).status).toBe(200);
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(404);
+    expect(await (await fetch(`http://127.0.0.1:${adminPort}/healthz`)).text()).toBe('ok\n');
+    expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
+    const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    expect(metrics).toContain('newsletter_bff_http_requests_total{route="/api/categories",method="GET",status="200"} 1');
+    expect(metrics).toContain('process_cpu_seconds_total');
+    run.child.kill('SIGTERM');
+    await run.waitFor('"event":"shutting_down"');
+    expect(await run.exited).toBe(0);
+  });
+
   it('exits 1 with one line when its port is already taken', async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));

@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../errors.js';
+import type { Metrics } from '../metrics.js';
 import {
   compareByName,
   compareNewestFirst,
@@ -66,6 +67,8 @@ export interface PublicReadsOptions {
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   /** A tier shared between isolates (Workers' Cache API); none on Node. */
   sharedCache?: SharedTier;
+  /** Told of the upstream-data cache's reads and evictions (see ReadThroughCacheOptions.metrics). */
+  metrics?: Metrics;
 }
 
 export interface PublicReads {
@@ -115,6 +118,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     fetchedAtOf: (value) => value.fetchedAt,
     onLoadError: options.onLoadError,
     onTooLarge: options.onTooLarge,
+    metrics: options.metrics,
   });
 
   const pages = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({

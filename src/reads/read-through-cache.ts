@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { noopMetrics, type Metrics } from '../metrics.js';
 
 /** How a read was answered, sent as `X-Cache`. */
 export type CacheState = 'HIT' | 'MISS' | 'STALE';
@@ -56,6 +57,8 @@ export interface ReadThroughCacheOptions<V> extends FreshnessRules {
   onLoadError?: (key: string, error: unknown) => void;
   /** A loaded value over `maxEntryBytes`: served, but not kept, so every read loads it again. */
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
+  /** Told how each read was answered and of each entry lru-cache drops on its own. */
+  metrics?: Pick<Metrics, 'cacheRead' | 'cacheEviction'>;
 }
 
 export interface ReadResult<V> {
@@ -107,7 +110,7 @@ export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
  * (docs/contract.md "Caching").
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
-  const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onTooLarge, fetchedAtOf } = options;
+  const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onTooLarge, fetchedAtOf, metrics = noopMetrics } = options;
   const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
 
@@ -123,6 +126,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     allowStale: true,
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,
+    dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
     fetchMethod: async (key, stale, { context, options: fetchOptions }) => {
       const loading = context.load(key, context.waitUntil);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
@@ -191,6 +195,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         state = 'MISS';
         counters.misses += 1;
       }
+      metrics.cacheRead(state);
       return { value: entry?.value, state };
     },
     stats() {

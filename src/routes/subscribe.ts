@@ -3,6 +3,7 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
 import { maskEmail, type Logger } from '../log.js';
+import { noopMetrics, type Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { forwardSubscription, type RecordOutcome } from '../subscribe/forward.js';
@@ -25,6 +26,7 @@ export interface SubscribeRoutesOptions {
   clientIp: (c: Context) => string | undefined;
   now: () => number;
   log: Logger;
+  metrics?: Pick<Metrics, 'subscribe'>;
 }
 
 // Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
@@ -38,13 +40,15 @@ const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: Subscr
  * repeat guard and the upstream. A honeypot hit and a repeat get the same reply as a success.
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
-  const { upstream, config, origins, rateLimiter, clientIp, now, log } = options;
+  const { upstream, config, origins, rateLimiter, clientIp, now, log, metrics = noopMetrics } = options;
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
 
   const recorder =
     (c: Context): RecordOutcome =>
-    (outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') =>
+    (outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') => {
+      metrics.subscribe(outcome, fields.reason);
       log.log(level, 'subscribe', { outcome, requestId: c.get('requestId'), ...fields });
+    };
   const targetOf = (c: Context) => redirectTarget(c, config.subscribeRedirectUrl, origins);
 
   return new Hono().post(

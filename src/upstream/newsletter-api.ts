@@ -13,7 +13,8 @@ import {
   type UpstreamIssue,
   type UpstreamSubscriber,
 } from './schemas.js';
-import { createTransport, UpstreamError, type TransportOptions } from './transport.js';
+import { noopMetrics, type Metrics } from '../metrics.js';
+import { createTransport, UpstreamError, type TransportOptions, type TransportRequest } from './transport.js';
 
 export type { ListIssuesQuery } from './schemas.js';
 
@@ -23,6 +24,8 @@ export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' 
   apiKey: string;
   /** Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe (default 1). */
   postRetries?: number;
+  /** Told of each operation's calls, retries and hold-offs (no-op by default). */
+  metrics?: Pick<Metrics, 'upstreamCall' | 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
 /** The four upstream operations a public site needs, and nothing else. */
@@ -68,7 +71,7 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const { baseUrl, apiKey, postRetries = 1, ...tuning } = options;
   const buildUrl = createUpstreamUrlBuilder(baseUrl);
-  const request = createTransport({
+  const transport = createTransport({
     ...tuning,
     postRetries,
     headers: { Authorization: `Bearer ${apiKey}` },
@@ -79,6 +82,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     },
     notFoundCode: NOT_FOUND_CODE,
   });
+  const { metrics = noopMetrics } = options;
+  const request = <T>(operation: string, call: TransportRequest<T>) => timed(metrics, operation, () => transport(call));
 
   async function listIssues(query: ListIssuesQuery): Promise<UpstreamIssue[]> {
     const url = buildUrl(UPSTREAM_PATHS.listIssues, {
@@ -87,7 +92,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       [LIST_ISSUES_LIMIT_PARAM]: String(query.limit),
       [LIST_ISSUES_OFFSET_PARAM]: String(query.offset),
     });
-    return (await request({ method: 'GET', url, schema: IssueListEnvelope })).data;
+    return (await request('list_issues', { method: 'GET', url, schema: IssueListEnvelope })).data;
   }
 
   return {
@@ -98,15 +103,28 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');
       }
       const url = buildUrl([...UPSTREAM_PATHS.issueBySlug, slug]);
-      return (await request({ method: 'GET', url, schema: IssueEnvelope })).data;
+      return (await request('get_issue_by_slug', { method: 'GET', url, schema: IssueEnvelope })).data;
     },
     async listCategories() {
       const url = buildUrl(UPSTREAM_PATHS.listCategories);
-      return (await request({ method: 'GET', url, schema: CategoryListEnvelope })).data;
+      return (await request('list_categories', { method: 'GET', url, schema: CategoryListEnvelope })).data;
     },
     async createSubscriber(body) {
       const url = buildUrl(UPSTREAM_PATHS.createSubscriber);
-      return (await request({ method: 'POST', url, schema: SubscriberEnvelope, body })).data;
+      return (await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body })).data;
     },
   };
+}
+
+/** Runs one call of `operation` (its retries included) and tells `metrics` how long it took and how it ended. */
+async function timed<T>(metrics: Pick<Metrics, 'upstreamCall'>, operation: string, call: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    const value = await call();
+    metrics.upstreamCall(operation, (performance.now() - started) / 1000);
+    return value;
+  } catch (error) {
+    metrics.upstreamCall(operation, (performance.now() - started) / 1000, error);
+    throw error;
+  }
 }

@@ -1,3 +1,4 @@
+import { noopMetrics, type Metrics } from '../metrics.js';
 import type * as z from '../zod.js';
 import { createMemoryHoldOff, type HoldOff } from './hold-off.js';
 import {
@@ -95,6 +96,8 @@ export interface TransportOptions {
   notFoundCode?: string;
   /** Where the hold-off after a 429 is kept; this process's memory by default. */
   holdOff?: HoldOff;
+  /** Told of each retry and of the hold-off a 429 adds (no-op by default). */
+  metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
 export interface TransportRequest<T> {
@@ -126,6 +129,7 @@ export function createTransport(options: TransportOptions): Transport {
     headers: fixedHeaders = {},
     errorCodeOf = () => undefined,
     notFoundCode,
+    metrics = noopMetrics,
   } = options;
   // After a 429 we hold off every call until Retry-After has passed: honoured, not hammered.
   const holdOff = options.holdOff ?? createMemoryHoldOff();
@@ -138,6 +142,7 @@ export function createTransport(options: TransportOptions): Transport {
       } catch (error) {
         const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
         if (!retryable) throw error;
+        metrics.upstreamRetry();
         // Exponential backoff with full jitter (spreads retries of many instances apart).
         const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
         await sleep(Math.round(random() * ceiling));
@@ -210,7 +215,11 @@ export function createTransport(options: TransportOptions): Transport {
         MAX_RETRY_AFTER_SECONDS,
         parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS,
       );
-      await holdOff.hold(now() + retryAfterSeconds * 1000);
+      const until = now() + retryAfterSeconds * 1000;
+      const current = holdOff.until();
+      const heldUntil = typeof current === 'number' ? current : await current;
+      metrics.upstreamHoldOff(Math.max(0, until - Math.max(heldUntil, now())) / 1000);
+      await holdOff.hold(until);
       return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
     }
     if (RETRYABLE_STATUSES.has(status)) return new UpstreamError('unavailable', `upstream failed (${status})`, details);

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { createPrometheusMetrics, subscribeOutcome } from '../../src/admin/prometheus.js';
+import { UpstreamError } from '../../src/upstream/transport.js';
+import { sampleOf } from './admin-support.js';
+
+describe('Prometheus metrics', () => {
+  it('names each subscribe outcome from its log line outcome and reason', () => {
+    expect(subscribeOutcome('forwarded', undefined)).toBe('forwarded');
+    expect(subscribeOutcome('deduped', undefined)).toBe('deduped');
+    expect(subscribeOutcome('honeypot', undefined)).toBe('honeypot');
+    expect(subscribeOutcome('rejected', 'RATE_LIMITED')).toBe('rate_limited');
+    expect(subscribeOutcome('rejected', 'CAPTCHA_FAILED')).toBe('captcha_failed');
+    expect(subscribeOutcome('captcha_failed', undefined)).toBe('captcha_failed');
+    expect(subscribeOutcome('refused_by_upstream', undefined)).toBe('refused');
+    expect(subscribeOutcome('rejected', 'VALIDATION_ERROR')).toBe('rejected');
+    expect(subscribeOutcome('failed', undefined)).toBe('failed');
+    expect(subscribeOutcome('something new', undefined)).toBe('other');
+  });
+
+  it('folds unknown methods into `other`, so a client cannot add series', async () => {
+    const { metrics, registry } = createPrometheusMetrics({ defaultMetrics: false });
+    metrics.request('other', 'PURGE', 404, 0.001);
+    metrics.request('other', 'X-MADE-UP', 404, 0.001);
+    const text = await registry.metrics();
+    expect(sampleOf(text, 'newsletter_bff_http_requests_total{route="other",method="other",status="404"}')).toBe(2);
+    expect(text).not.toContain('PURGE');
+  });
+
+  it('counts upstream calls by outcome, and leaves a held-off call (which never went out) out of the latency histogram', async () => {
+    const { metrics, registry } = createPrometheusMetrics({ defaultMetrics: false });
+    metrics.upstreamCall('list_categories', 0.05);
+    metrics.upstreamCall('list_categories', 8, new UpstreamError('timeout', 'upstream did not answer'));
+    metrics.upstreamCall('list_categories', 0, new UpstreamError('rate_limited', 'holding off'));
+    metrics.upstreamCall('create_subscriber', 0.1, new UpstreamError('rate_limited', 'slow down', { status: 429 }));
+    metrics.upstreamHoldOff(30);
+    metrics.upstreamRetry();
+    const text = await registry.metrics();
+    expect(sampleOf(text, 'newsletter_bff_upstream_calls_total{operation="list_categories",outcome="ok"}')).toBe(1);
+    expect(sampleOf(text, 'newsletter_bff_upstream_calls_total{operation="list_categories",outcome="timeout"}')).toBe(1);
+    expect(sampleOf(text, 'newsletter_bff_upstream_calls_total{operation="list_categories",outcome="held_off"}')).toBe(1);
+    expect(sampleOf(text, 'newsletter_bff_upstream_calls_total{operation="create_subscriber",outcome="rate_limited"}')).toBe(1);
+    expect(text).not.toContain('newsletter_bff_upstream_call_duration_seconds_count{operation="list_categories",outcome="held_off"}');
+    expect(sampleOf(text, 'newsletter_bff_upstream_hold_off_seconds_total')).toBe(30);
+    expect(sampleOf(text, 'newsletter_bff_upstream_retries_total')).toBe(1);
+  });
+
+  it('exposes every subscribe outcome and cache result from zero, before the first one happens', async () => {
+    const { registry } = createPrometheusMetrics({ defaultMetrics: false });
+    const text = await registry.metrics();
+    for (const outcome of ['forwarded', 'deduped', 'honeypot', 'rate_limited', 'refused', 'captcha_failed']) {
+      expect(text).toContain(`newsletter_bff_subscribe_attempts_total{outcome="${outcome}"} 0`);
+    }
+    for (const result of ['hit', 'miss', 'stale']) expect(text).toContain(`newsletter_bff_cache_reads_total{result="${result}"} 0`);
+  });
+});
