@@ -71,6 +71,7 @@ async function main(): Promise<void> {
       publicServer: server,
       stats,
       probe: () => upstream.listCategories(),
+      ...(redis && { redisHealthy: redis.healthy }),
       onListening: (url) => process.stdout.write(`newsletter-bff admin (/healthz, /readyz, /metrics) on ${url}\n`),
       onFatal: (line) => {
         process.stderr.write(`${line}\n`);
