@@ -6,6 +6,8 @@ import { publicCacheControl } from './http.js';
 import { maskEmailsInPath, silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy } from './origins.js';
+import { createArchiveFeeds } from './reads/archive-feeds.js';
+import { splitMemoryBudget } from './reads/memory-budget.js';
 import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, createResponseHeaders } from './response-headers.js';
@@ -90,8 +92,14 @@ export function createApp(deps: AppDeps) {
     metrics,
   });
 
+  // Feeds are a representation of the archive route, on only when issues have a page to link to.
+  const feeds =
+    config.siteIssueUrl === undefined
+      ? undefined
+      : createArchiveFeeds({ reads, siteIssueUrl: config.siteIssueUrl, maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds });
+
   const api = new Hono()
-    .route('/', createIssuesRoutes({ reads, cacheControl, maxOffset: config.archiveMaxIssues }))
+    .route('/', createIssuesRoutes({ reads, cacheControl, maxOffset: config.archiveMaxIssues, feeds }))
     .route('/', createCategoriesRoutes({ reads, cacheControl }))
     .route(
       '/',
@@ -122,6 +130,9 @@ export function createApp(deps: AppDeps) {
       allowedOrigins: config.allowedOrigins,
       origins,
       siteSecurityHeaders: deps.site ? SITE_SECURITY_HEADERS : undefined,
+      // The demo's thumbnails are what its archive's `thumbnailUrl`s point at: a site on
+      // another origin (one built with `npm run site:build`) must be able to show them.
+      siteEmbeddablePaths: ['/thumbnails/'],
     }),
     accessLog(log, metrics),
   );
@@ -150,7 +161,7 @@ export function createApp(deps: AppDeps) {
     return renderError(c, new ApiError('INTERNAL_ERROR'));
   });
 
-  return { app: routes, stats: () => reads.stats() };
+  return { app: routes, stats: () => ({ ...reads.stats(), ...feeds?.stats() }) };
 }
 
 /** The route types, for `hono/client`'s `hc<AppType>()`. */

@@ -29,6 +29,8 @@ export interface Config {
   redisUrl: string | undefined;
   /** Every Redis command's timeout: slower counts as an outage, and memory takes over. */
   redisTimeoutMs: number;
+  /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
+  siteIssueUrl: string | undefined;
   /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
   adminPort: number | undefined;
   adminHost: string;
@@ -42,6 +44,8 @@ export type ConfigResult = { ok: true; config: Config } | { ok: false; problems:
 export type ConfigSource = Readonly<Record<string, unknown>>;
 
 const MIB = 1024 * 1024;
+/** Where SITE_ISSUE_URL takes the issue's slug. */
+export const SLUG_PLACEHOLDER = '{slug}';
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
 const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
 
@@ -193,6 +197,19 @@ const ConfigSchema = z.object({
     z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
   ),
   REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
+  SITE_ISSUE_URL: preprocess(
+    blankToUndefined,
+    z.optional(
+      z
+        .string()
+        .check(
+          z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
+          z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
+            error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
+          }),
+        ),
+    ),
+  ),
   NODE_ENV: optionalText(),
   // 0 stands for "unset" (the default is not validated): no admin listener.
   ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
@@ -259,6 +276,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       trustProxyHops: env.TRUST_PROXY_HOPS,
       redisUrl: env.REDIS_URL,
       redisTimeoutMs: env.REDIS_TIMEOUT_MS,
+      siteIssueUrl: env.SITE_ISSUE_URL,
       adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
       adminHost: env.ADMIN_HOST,
       adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,

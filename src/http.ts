@@ -18,14 +18,27 @@ type NotModified = Response & TypedResponse<null, 304, 'body'>;
  * Sends a cached read: its serialized body, strong ETag, `X-Cache` (and `Age` when stale), or 304 when the
  * client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2).
  */
-export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string): JsonResponse<T> | NotModified {
+export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string, vary?: string): JsonResponse<T> | NotModified {
+  return sendRendered(c, read, 'application/json', cacheControl, vary) as JsonResponse<T> | NotModified;
+}
+
+/**
+ * `sendRead` for any rendered body of the given `Content-Type` (a feed's XML). `vary` names the
+ * request headers a negotiated answer depends on, added to any `Vary` the response has already.
+ */
+export function sendRendered(c: Context, read: PublicRead, contentType: string, cacheControl: string, vary?: string): Response {
   const { body, etag } = read.rendered;
   c.set('cacheState', read.state);
   const headers: Record<string, string> = { 'Cache-Control': cacheControl, ETag: etag, 'X-Cache': read.state };
   if (read.ageSeconds !== undefined) headers.Age = String(read.ageSeconds);
-  if (ifNoneMatchMatches(c.req.header('if-none-match'), etag)) return respond(c, null, 304, headers) as NotModified;
-  headers['Content-Type'] = 'application/json';
-  return respond(c, body, 200, headers) as JsonResponse<T>;
+  if (vary !== undefined) {
+    // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5), so it is set before either.
+    const already = c.get('responseHeaders')?.Vary;
+    headers.Vary = already ? `${already}, ${vary}` : vary;
+  }
+  if (ifNoneMatchMatches(c.req.header('if-none-match'), etag)) return respond(c, null, 304, headers);
+  headers['Content-Type'] = contentType;
+  return respond(c, body, 200, headers);
 }
 
 /** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */

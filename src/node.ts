@@ -11,7 +11,7 @@ import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
 import type { RedisServices } from './redis/services.js';
-import { createAppForConfig } from './service.js';
+import { createAppForConfig, linkOriginOf } from './service.js';
 
 /** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
 async function main(): Promise<void> {
@@ -37,6 +37,7 @@ async function main(): Promise<void> {
       holdOff: redis.holdOff,
     }),
     demoSite: config.mode === 'demo' ? createDemoSite() : undefined,
+    demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
   });
 

@@ -56,6 +56,8 @@ export interface ResponseHeadersOptions {
   origins: OriginPolicy;
   /** Security headers of paths outside /api/ (the demo site); without it, the API's everywhere. */
   siteSecurityHeaders?: Readonly<Record<string, string>>;
+  /** Path prefixes of the site whose files pages on other origins may embed (`Cross-Origin-Resource-Policy: cross-origin`). */
+  siteEmbeddablePaths?: readonly string[];
   generateId?: () => string;
 }
 
@@ -69,7 +71,8 @@ export interface ResponseHeadersOptions {
  * gets the headers set here.
  */
 export function createResponseHeaders(options: ResponseHeadersOptions): MiddlewareHandler {
-  const { allowedOrigins, origins, siteSecurityHeaders, generateId = () => crypto.randomUUID() } = options;
+  const { allowedOrigins, origins, siteSecurityHeaders, siteEmbeddablePaths = [], generateId = () => crypto.randomUUID() } = options;
+  const embeddableHeaders = siteSecurityHeaders && { ...siteSecurityHeaders, 'Cross-Origin-Resource-Policy': 'cross-origin' };
   // The answer depends on the Origin unless every origin gets the same grant.
   const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
 
@@ -79,7 +82,8 @@ export function createResponseHeaders(options: ResponseHeadersOptions): Middlewa
     c.set('requestId', id);
     const isApi = siteSecurityHeaders === undefined || c.req.path.startsWith('/api/');
     const grant = isApi ? corsGrant(c, allowedOrigins, origins) : undefined;
-    const headers: Record<string, string> = { ...(isApi ? apiHeaders : siteSecurityHeaders), 'X-Request-Id': id, ...grant };
+    const siteHeaders = siteEmbeddablePaths.some((prefix) => c.req.path.startsWith(prefix)) ? embeddableHeaders : siteSecurityHeaders;
+    const headers: Record<string, string> = { ...(isApi ? apiHeaders : siteHeaders), 'X-Request-Id': id, ...grant };
     c.set('responseHeaders', headers);
 
     await next();

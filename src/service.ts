@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { createDemoUpstream } from './demo/demo-upstream.js';
+import { DEFAULT_DEMO_ORIGIN } from './demo/sample-publication.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -25,6 +26,24 @@ export interface RuntimeDeps {
   demoSite?: MiddlewareHandler;
   /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
   metrics?: Metrics;
+  /**
+   * Demo mode's public origin, where it serves the example site: the sample thumbnails and the
+   * feeds' issue links point there. Known to the entry (Node: HOST and PORT), never taken from
+   * a request; DEFAULT_DEMO_ORIGIN (`npm run dev:worker`'s address) when not given.
+   */
+  demoOrigin?: string;
+}
+
+/** The example site's issue page as demo mode serves it (examples/site/archive.js links issues so). */
+export const DEMO_ISSUE_PATH = '/issue.html?slug={slug}';
+
+/**
+ * The origin a link to a Node listener on HOST and PORT can use: a wildcard address is not
+ * one a browser can visit, so it becomes the loopback address of its family.
+ */
+export function linkOriginOf(host: string, port: number): string {
+  const linkHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${port}`;
 }
 
 /**
@@ -32,10 +51,14 @@ export interface RuntimeDeps {
  * upstream client, pointed at the configured service or (demo mode) at the embedded demo
  * upstream, then hands it to `createApp`. Returns what `createApp` returns.
  */
-export function createAppForConfig(config: Config, deps: RuntimeDeps) {
+export function createAppForConfig(given: Config, deps: RuntimeDeps) {
+  const demoOrigin = deps.demoOrigin ?? DEFAULT_DEMO_ORIGIN;
+  // Demo mode's feeds link to the example site it serves, unless SITE_ISSUE_URL says otherwise.
+  const config: Config =
+    given.mode === 'demo' ? { ...given, siteIssueUrl: given.siteIssueUrl ?? `${demoOrigin}${DEMO_ISSUE_PATH}` } : given;
   const upstream =
     config.mode === 'demo'
-      ? createDemoClient(config, deps)
+      ? createDemoClient(config, deps, demoOrigin)
       : createUpstreamClient({
           baseUrl: config.apiBaseUrl ?? '',
           apiKey: config.apiKey ?? '',
@@ -45,13 +68,13 @@ export function createAppForConfig(config: Config, deps: RuntimeDeps) {
           holdOff: deps.holdOff,
           metrics: deps.metrics,
         });
-  const { demoSite, holdOff: _holdOff, ...rest } = deps;
+  const { demoSite, demoOrigin: _origin, holdOff: _holdOff, ...rest } = deps;
   // The upstream goes back too: the Node entry's readiness check calls it directly.
   return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
 
-function createDemoClient(config: Config, deps: RuntimeDeps) {
-  const demo = createDemoUpstream({ now: deps.now });
+function createDemoClient(config: Config, deps: RuntimeDeps, siteOrigin: string) {
+  const demo = createDemoUpstream({ now: deps.now, siteOrigin });
   return createUpstreamClient({
     baseUrl: demo.baseUrl,
     apiKey: demo.apiKey,

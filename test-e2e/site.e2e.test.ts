@@ -164,6 +164,24 @@ describe('the example site, in Chromium against the demo server', () => {
     expect(await error.isHidden()).toBe(true);
   });
 
+  it('links the Atom feed from its pages, and the feed’s entries open the issue pages it serves', async () => {
+    const { data } = await api<Archive>('/api/issues?limit=1');
+    const latest = data[0]!;
+    const page = await openPage();
+    await page.goto(`${server.origin}/`);
+    const href = await page.locator('link[rel="alternate"][type="application/atom+xml"]').getAttribute('href');
+    const feedUrl = new URL(href!, page.url()).href;
+    expect(feedUrl).toBe(`${server.origin}/api/issues?format=atom`);
+    const feed = await fetch(feedUrl);
+    expect(feed.status).toBe(200);
+    expect(feed.headers.get('content-type')).toBe('application/atom+xml; charset=utf-8');
+    const entryLink = /<entry>[\s\S]*?<link rel="alternate" type="text\/html" href="([^"]+)"/.exec(await feed.text())?.[1];
+    expect(entryLink).toBe(`${server.origin}/issue.html?slug=${latest.slug}`);
+    await page.goto(entryLink!);
+    await page.locator('#issue').waitFor();
+    expect(await page.locator('#issue-title').textContent()).toBe(latest.subject);
+  });
+
   it('opens an issue and renders its HTML inside the sandboxed iframe', async () => {
     const { data } = await api<Archive>('/api/issues?limit=1');
     const latest = data[0]!;

@@ -3,7 +3,6 @@ import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
 import { promisify } from 'node:util';
-import type { Page } from 'playwright-core';
 import { CONTENT_TYPES, listen, ROOT, SITE_DIR, type StaticSite } from './support.js';
 
 const run = promisify(execFile);
@@ -44,17 +43,4 @@ export async function runSiteBuild(apiUrl: string, siteUrl: string, out: string)
     timeout: 60_000,
   });
   return stdout;
-}
-
-/**
- * The demo's thumbnails live at its default address (http://127.0.0.1:8787/thumbnails/), and
- * this suite's demo runs on another port: the browser gets the same files from the folder
- * the demo would serve them from.
- */
-export async function serveDemoThumbnails(page: Page): Promise<void> {
-  await page.route('http://127.0.0.1:8787/thumbnails/*.svg', async (route) => {
-    const name = new URL(route.request().url()).pathname.split('/').pop()!;
-    const body = await readFile(join(SITE_DIR, 'thumbnails', name)).catch(() => undefined);
-    await (body ? route.fulfill({ body, contentType: 'image/svg+xml' }) : route.fulfill({ status: 404 }));
-  });
 }

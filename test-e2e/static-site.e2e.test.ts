@@ -2,7 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runSiteBuild, serveDemoThumbnails, startFolderHost } from './static-site-support.js';
+import { runSiteBuild, startFolderHost } from './static-site-support.js';
 import {
   buildServer,
   freePort,
@@ -52,9 +52,7 @@ afterAll(async () => {
 });
 
 async function openPage(javaScript: boolean): Promise<Page> {
-  const page = await openVisitorPage(browser, offMachine.proxy, contexts, javaScript);
-  await serveDemoThumbnails(page);
-  return page;
+  return openVisitorPage(browser, offMachine.proxy, contexts, javaScript);
 }
 
 async function shot(page: Page, name: string): Promise<void> {
@@ -101,7 +99,8 @@ describe('the static site built by npm run site:build, in Chromium', () => {
     expect(await page.locator('iframe').count()).toBe(0);
     expect(await page.locator('link[rel="canonical"]').getAttribute('href')).toBe(`${host.origin}/issues/${LATEST.slug}/`);
     expect(await page.locator('meta[property="og:image"]').getAttribute('content')).toBe(
-      `http://127.0.0.1:8787/thumbnails/${LATEST.slug}.svg`,
+      // The demo links its thumbnails at the origin it really listens on, whatever the port.
+      `${server.origin}/thumbnails/${LATEST.slug}.svg`,
     );
     // The letter's links open in a new tab that cannot reach back.
     expect(await page.locator('.letter a').first().getAttribute('rel')).toBe('noopener noreferrer');

@@ -250,12 +250,13 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     for (const res of responses) expect(securityHeadersOf(res)).toEqual(API_SECURITY_HEADERS);
   });
 
-  it('sends Vary: Origin on API answers when only some origins are allowed, and once on a preflight', async () => {
+  it('sends Vary: Origin on API answers when only some origins are allowed (with Accept on the negotiated archive), and once on a preflight', async () => {
     const { app } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
     for (const path of [...GET_ROUTES, '/api/issues/no-such-issue']) {
       const variants: Record<string, string>[] = [{}, { Origin: ALLOWED_ORIGIN }, { Origin: 'https://evil.example' }];
       for (const headers of variants) {
-        expect((await app.request(path, { headers })).headers.get('vary')).toBe('Origin');
+        const vary = new URL(path, 'http://bff.test').pathname === '/api/issues' ? 'Origin, Accept' : 'Origin';
+        expect((await app.request(path, { headers })).headers.get('vary')).toBe(vary);
       }
     }
     const preflight = await app.request('/api/issues', {
@@ -303,6 +304,10 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     // Headers that only documents act on go with pages, not with JSON.
     expect(page.headers.get('cross-origin-opener-policy')).toBe('same-origin');
     expect(page.headers.get('cross-origin-resource-policy')).toBe('same-origin');
+    // …except the thumbnails, which a site on another origin (built from the demo) shows.
+    const thumbnail = await app.request('/thumbnails/a.svg');
+    expect(thumbnail.headers.get('cross-origin-resource-policy')).toBe('cross-origin');
+    expect(thumbnail.headers.get('content-security-policy')).toBe(pagePolicy);
 
     const api = await app.request('/api/categories');
     expect(securityHeadersOf(api)).toEqual(API_SECURITY_HEADERS);

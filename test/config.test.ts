@@ -48,6 +48,7 @@ describe('parseConfig defaults', () => {
       trustProxyHops: 0,
       redisUrl: undefined,
       redisTimeoutMs: 100,
+      siteIssueUrl: undefined,
       adminPort: undefined,
       adminHost: '127.0.0.1',
       adminUnreadyAfterSeconds: 60,
@@ -71,6 +72,7 @@ describe('parseConfig defaults', () => {
         SUBSCRIBE_REDIRECT_URL: 'https://site.example/thanks',
         SUBSCRIBE_HONEYPOT_FIELD: 'company_url',
         TRUST_PROXY_HOPS: '2',
+        SITE_ISSUE_URL: 'https://site.example/issues/{slug}/',
         NODE_ENV: 'production',
         ADMIN_PORT: '9464',
         ADMIN_HOST: '::1',
@@ -96,6 +98,7 @@ describe('parseConfig defaults', () => {
       trustProxyHops: 2,
       redisUrl: undefined,
       redisTimeoutMs: 100,
+      siteIssueUrl: 'https://site.example/issues/{slug}/',
       adminPort: 9464,
       adminHost: '::1',
       adminUnreadyAfterSeconds: 30,
@@ -233,6 +236,30 @@ describe('parseConfig HOST', () => {
     (host) => {
       expect(problemsWith({ HOST: host })).toEqual([
         'HOST must be a host name or an IP address (such as 127.0.0.1, 0.0.0.0 or ::)',
+      ]);
+    },
+  );
+});
+
+describe('parseConfig SITE_ISSUE_URL', () => {
+  it.each(['https://www.example.com/issues/{slug}/', 'http://127.0.0.1:8787/issue.html?slug={slug}', 'https://example.com/{slug}'])(
+    'accepts the template %s as it is',
+    (template) => {
+      expect(configWith({ SITE_ISSUE_URL: template }).siteIssueUrl).toBe(template);
+    },
+  );
+
+  it('refuses a URL without {slug}, with one line naming SITE_ISSUE_URL', () => {
+    expect(problemsWith({ SITE_ISSUE_URL: 'https://www.example.com/issues/' })).toEqual([
+      "SITE_ISSUE_URL must contain {slug}, where the issue's slug goes",
+    ]);
+  });
+
+  it.each(['/issues/{slug}/', 'ftp://example.com/{slug}', 'javascript:{slug}', 'www.example.com/{slug}'])(
+    'refuses %j, which is not an absolute http(s) URL',
+    (template) => {
+      expect(problemsWith({ SITE_ISSUE_URL: template })).toEqual([
+        'SITE_ISSUE_URL must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
       ]);
     },
   );

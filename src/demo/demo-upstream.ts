@@ -42,6 +42,17 @@ export interface DemoUpstream {
   categories: DemoCategory[];
 }
 
+export interface DemoUpstreamOptions {
+  apiKey?: string;
+  now?: () => number;
+  publication?: { categories: DemoCategory[]; issues: DemoIssue[] };
+  /**
+   * The demo service's public origin, where the sample publication's thumbnails are served
+   * (DEFAULT_DEMO_ORIGIN unless given). Ignored when `publication` is given.
+   */
+  siteOrigin?: string;
+}
+
 function fail(c: Context, status: number, code: string, message: string, details?: unknown) {
   return c.json({ ok: false, error: { code, message, ...(details === undefined ? {} : { details }) } }, status as 401);
 }
@@ -51,12 +62,10 @@ function fail(c: Context, status: number, code: string, message: string, details
  * sample publication. It plugs in as the injected `fetch`, so demo mode and the tests run the
  * real upstream client, its auth header, URL building and zod parsing included.
  */
-export function createDemoUpstream(
-  options: { apiKey?: string; now?: () => number; publication?: { categories: DemoCategory[]; issues: DemoIssue[] } } = {},
-): DemoUpstream {
+export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstream {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
-  const { categories, issues } = options.publication ?? createSamplePublication();
+  const { categories, issues } = options.publication ?? createSamplePublication(options.siteOrigin);
   const subscribers = new Map<string, DemoSubscriber>();
   subscribers.set(DEMO_BLOCKED_EMAIL, {
     id: 'sub_blocked',

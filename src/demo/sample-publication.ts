@@ -82,12 +82,12 @@ interface Entry {
 const EDITOR = 'user_demo_editor';
 const SITE = 'https://fieldnotes.example.com';
 /**
- * The demo's own default address (`npm start`: HOST 127.0.0.1, PORT 8787), where demo mode serves
- * examples/site and so its thumbnails/ folder of small SVGs. A thumbnail must be an absolute
- * http(s) URL to reach a page at all (the service drops anything else), and sample data cannot
- * know another port: on one, the archive shows its plain boxes instead.
+ * The demo's default public origin (`npm start` and `npm run dev:worker`: 127.0.0.1 port 8787).
+ * Demo mode serves examples/site there, and so its thumbnails/ folder of small SVGs. A thumbnail
+ * must be an absolute http(s) URL to reach a page at all (the service drops anything else), so
+ * the Node entry passes the origin it really listens on (createDemoUpstream's `siteOrigin`).
  */
-export const DEMO_THUMBNAIL_BASE = 'http://127.0.0.1:8787/thumbnails';
+export const DEFAULT_DEMO_ORIGIN = 'http://127.0.0.1:8787';
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
 const WEEK_MS = 7 * DAY_MS;
@@ -348,7 +348,7 @@ function contentJson(html: string | null): unknown {
   return { type: 'doc', version: 1, blocks: html === null ? 0 : html.split('\n').length };
 }
 
-function publishedIssue(entry: Entry, index: number, categories: Map<CategoryKey, DemoCategory>): UnnumberedIssue {
+function publishedIssue(entry: Entry, index: number, categories: Map<CategoryKey, DemoCategory>, thumbnails: string): UnnumberedIssue {
   const slug = slugify(entry.subject);
   const sent = sentAtMs(index);
   const html = entry.category === null ? letterHtml(entry, slug) : TEMPLATES[entry.category](entry, slug);
@@ -358,7 +358,7 @@ function publishedIssue(entry: Entry, index: number, categories: Map<CategoryKey
     accountSetId: DEMO_ACCOUNT_SET_ID,
     subject: entry.subject,
     previewText: entry.previewText,
-    thumbnailUrl: entry.hasThumbnail === false ? null : `${DEMO_THUMBNAIL_BASE}/${slug}.svg`,
+    thumbnailUrl: entry.hasThumbnail === false ? null : `${thumbnails}/${slug}.svg`,
     contentHtml: html,
     contentJson: contentJson(html),
     scheduledFor: null,
@@ -375,7 +375,7 @@ function publishedIssue(entry: Entry, index: number, categories: Map<CategoryKey
 }
 
 /** Records a public site must never show; each one trips a different filtering rule. */
-function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIssue[] {
+function hiddenIssues(categories: Map<CategoryKey, DemoCategory>, thumbnails: string): UnnumberedIssue[] {
   const base = (): Pick<UnnumberedIssue, 'workspaceId' | 'accountSetId' | 'contentJson' | 'scheduledFor' | 'audience' | 'createdBy'> => ({
     workspaceId: DEMO_WORKSPACE_ID,
     accountSetId: DEMO_ACCOUNT_SET_ID,
@@ -394,7 +394,7 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIss
       slug: 'winter-squash-varieties-compared',
       subject: 'Winter Squash Varieties Compared',
       previewText: 'Crown Prince versus Uchiki Kuri, round two.',
-      thumbnailUrl: `${DEMO_THUMBNAIL_BASE}/winter-squash-varieties-compared.svg`,
+      thumbnailUrl: `${thumbnails}/winter-squash-varieties-compared.svg`,
       contentHtml: draftHtml('Winter Squash Varieties Compared', 'winter-squash-varieties-compared'),
       status: 'draft',
       isPublic: false,
@@ -443,7 +443,7 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIss
       slug: 'december-planting-calendar',
       subject: 'December Planting Calendar',
       previewText: 'Garlic stragglers, microgreens and planning by the radiator.',
-      thumbnailUrl: `${DEMO_THUMBNAIL_BASE}/december-planting-calendar.svg`,
+      thumbnailUrl: `${thumbnails}/december-planting-calendar.svg`,
       contentHtml: draftHtml('December Planting Calendar', 'december-planting-calendar'),
       scheduledFor: '2026-12-01T09:00:00.000Z',
       status: 'draft',
@@ -460,7 +460,7 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIss
       slug: 'members-only-harvest-report',
       subject: 'Members-Only Harvest Report',
       previewText: 'What the shared plots produced this year, by the kilo.',
-      thumbnailUrl: `${DEMO_THUMBNAIL_BASE}/members-only-harvest-report.svg`,
+      thumbnailUrl: `${thumbnails}/members-only-harvest-report.svg`,
       contentHtml: draftHtml('Members-Only Harvest Report', 'members-only-harvest-report'),
       audience: { segment: 'members' },
       status: 'sent',
@@ -493,7 +493,7 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>): UnnumberedIss
       slug: 'sending-right-now',
       subject: 'Frost Is Coming: Protect Your Pots Tonight',
       previewText: 'A quick alert while the forecast is fresh.',
-      thumbnailUrl: `${DEMO_THUMBNAIL_BASE}/sending-right-now.svg`,
+      thumbnailUrl: `${thumbnails}/sending-right-now.svg`,
       contentHtml: draftHtml('Frost Is Coming: Protect Your Pots Tonight', 'sending-right-now'),
       status: 'sending',
       isPublic: true,
@@ -532,11 +532,15 @@ function shuffledForDemo<T>(items: readonly T[]): T[] {
   return out;
 }
 
-/** Builds the whole sample workspace afresh: same content every call, new objects every call. */
-export function createSamplePublication(): { categories: DemoCategory[]; issues: DemoIssue[] } {
+/**
+ * Builds the whole sample workspace afresh: same content every call, new objects every call.
+ * Thumbnails point at `siteOrigin`'s /thumbnails/ (where demo mode serves examples/site).
+ */
+export function createSamplePublication(siteOrigin: string = DEFAULT_DEMO_ORIGIN): { categories: DemoCategory[]; issues: DemoIssue[] } {
+  const thumbnails = `${siteOrigin.replace(/\/+$/, '')}/thumbnails`;
   const categories = createCategories();
-  const published = shuffledForDemo(ENTRIES.map((entry, index) => publishedIssue(entry, index, categories)));
-  const hidden = hiddenIssues(categories);
+  const published = shuffledForDemo(ENTRIES.map((entry, index) => publishedIssue(entry, index, categories, thumbnails)));
+  const hidden = hiddenIssues(categories, thumbnails);
 
   // Hidden records sit among the published ones rather than at the end, where a buggy slice could miss them.
   const ordered: UnnumberedIssue[] = [];

@@ -1,5 +1,5 @@
 /**
- * The one place CACHE_MAX_BYTES is divided. It bounds the three caches of the public reads
+ * The one place CACHE_MAX_BYTES is divided. It bounds the four caches of the public reads
  * together: each is an lru-cache with `maxSize`, so their shares can never add up to more.
  * The other in-memory maps are bounded by entry count, not by this budget: the archive query
  * memo (routes/issues.ts), the recently-subscribed addresses (routes/subscribe.ts) and the
@@ -12,16 +12,22 @@ export interface ReadCacheBudget {
   upstreamDataEntry: number;
   /** Serialized archive pages, memoised per index. */
   renderedPages: number;
+  /** Rendered Atom and RSS feeds of the archive, memoised per index (reads/archive-feeds.ts). */
+  renderedFeeds: number;
   /** Slugs the upstream said it does not have, kept apart so a slug scan cannot evict the rest. */
   notFound: number;
 }
 
-/** 70 % upstream data, 25 % rendered archive pages, 5 % remembered 404s. */
+/**
+ * 70 % upstream data, 25 % rendered archive pages (20 % JSON, 5 % feeds: fewer are asked for,
+ * by feed readers polling a few addresses), 5 % remembered 404s.
+ */
 export function splitMemoryBudget(maxBytes: number): ReadCacheBudget {
   const notFound = Math.floor(maxBytes * 0.05);
-  const renderedPages = Math.floor(maxBytes * 0.25);
-  const upstreamData = maxBytes - renderedPages - notFound;
-  return { upstreamData, upstreamDataEntry: Math.floor(upstreamData / 2), renderedPages, notFound };
+  const renderedFeeds = Math.floor(maxBytes * 0.05);
+  const renderedPages = Math.floor(maxBytes * 0.2);
+  const upstreamData = maxBytes - renderedPages - renderedFeeds - notFound;
+  return { upstreamData, upstreamDataEntry: Math.floor(upstreamData / 2), renderedPages, renderedFeeds, notFound };
 }
 
 /** Bytes a string may hold: JavaScript strings may take two bytes a character; this errs on the safe side. */

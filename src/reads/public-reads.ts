@@ -71,7 +71,15 @@ export interface PublicReadsOptions {
   metrics?: Metrics;
 }
 
+/** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
+export interface ArchiveIndexRead {
+  index: ArchiveIndex;
+  state: CacheState;
+  ageSeconds?: number | undefined;
+}
+
 export interface PublicReads {
+  archiveIndex(waitUntil?: WaitUntil): Promise<ArchiveIndexRead>;
   archivePage(query: ArchiveQuery, waitUntil?: WaitUntil): Promise<PublicRead<ArchivePageBody>>;
   issue(slug: string, waitUntil?: WaitUntil): Promise<PublicRead<IssueBody>>;
   categories(waitUntil?: WaitUntil): Promise<PublicRead<CategoriesBody>>;
@@ -85,6 +93,17 @@ const NOT_FOUND_MAX_ENTRIES = 20_000;
 const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
+
+/** The key of one archive page among the rendered pages: validated parameters only. */
+export function archivePageKey(query: ArchiveQuery): string {
+  return `${query.limit}:${query.offset}:${query.category ?? ''}`;
+}
+
+/** One page of the archive index (a category's issues when asked for), with the list's total. */
+export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
+  const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+  return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
+}
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
@@ -194,20 +213,25 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
 
+  async function archiveIndex(waitUntil: WaitUntil | undefined): Promise<ArchiveIndexRead> {
+    const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil);
+    if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
+    return { index: value.index, state, ageSeconds: ageOf(state, value) };
+  }
+
   return {
+    archiveIndex,
+
     async archivePage(query, waitUntil) {
-      const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil);
-      if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
-      const { index } = value;
-      const pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`;
+      const { index, state, ageSeconds } = await archiveIndex(waitUntil);
+      const pageKey = archivePageKey(query);
       const cached = pages.get(pageKey);
-      const ageSeconds = ageOf(state, value);
       if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds };
-      const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+      const { issues, total } = archivePageOf(index, query);
       const envelope: ArchivePageBody = {
         ok: true,
-        data: list.slice(query.offset, query.offset + query.limit),
-        meta: { total: list.length, limit: query.limit, offset: query.offset },
+        data: issues,
+        meta: { total, limit: query.limit, offset: query.offset },
       };
       const rendered = await renderJson(envelope);
       pages.set(pageKey, { index, rendered });

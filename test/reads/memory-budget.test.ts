@@ -4,16 +4,17 @@ import { splitMemoryBudget } from '../../src/reads/memory-budget.js';
 const MIB = 1024 * 1024;
 
 describe('splitMemoryBudget', () => {
-  it.each([MIB, 64 * MIB + 7, 4096 * MIB])('gives the three read caches %i bytes at most in all', (maxBytes) => {
+  it.each([MIB, 64 * MIB + 7, 4096 * MIB])('gives the four read caches %i bytes at most in all', (maxBytes) => {
     const budget = splitMemoryBudget(maxBytes);
-    expect(budget.upstreamData + budget.renderedPages + budget.notFound).toBe(maxBytes);
+    expect(budget.upstreamData + budget.renderedPages + budget.renderedFeeds + budget.notFound).toBe(maxBytes);
   });
 
-  it('gives 70 % to upstream data (half of it at most to one entry), 25 % to rendered pages and 5 % to 404s', () => {
+  it('gives 70 % to upstream data (half of it at most to one entry), 20 % to rendered JSON pages, 5 % to rendered feeds and 5 % to 404s', () => {
     expect(splitMemoryBudget(100 * MIB)).toEqual({
       upstreamData: 70 * MIB,
       upstreamDataEntry: 35 * MIB,
-      renderedPages: 25 * MIB,
+      renderedPages: 20 * MIB,
+      renderedFeeds: 5 * MIB,
       notFound: 5 * MIB,
     });
   });

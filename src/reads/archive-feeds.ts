@@ -1,0 +1,97 @@
+import { LRUCache } from 'lru-cache';
+import { SLUG_PLACEHOLDER } from '../config.js';
+import { renderAtomFeed } from '../feeds/atom.js';
+import { latestSentAt, type FeedOptions } from '../feeds/options.js';
+import { renderRssFeed } from '../feeds/rss.js';
+import type { IssueSummary } from '../shape.js';
+import type { ArchiveIndex } from './cached-value.js';
+import { stringBytes } from './memory-budget.js';
+import { archivePageKey, archivePageOf, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
+import type { WaitUntil } from './read-through-cache.js';
+import { strongEtag, type RenderedJson } from './rendered-json.js';
+
+/** The feed representations of the archive route (docs/contract.md "GET /api/issues"). */
+export type FeedFormat = 'atom' | 'rss';
+
+export interface ArchiveFeedsOptions {
+  reads: Pick<PublicReads, 'archiveIndex'>;
+  /** SITE_ISSUE_URL: an issue's public page, with `{slug}` where its slug goes. */
+  siteIssueUrl: string;
+  /** The rendered-feeds share of CACHE_MAX_BYTES (memory-budget.ts). */
+  maxBytes: number;
+}
+
+export interface ArchiveFeeds {
+  feed(query: ArchiveQuery, format: FeedFormat, waitUntil?: WaitUntil): Promise<PublicRead>;
+  stats(): { renderedFeeds: number; renderedFeedBytes: number };
+}
+
+const RENDERERS: Readonly<Record<FeedFormat, (issues: readonly IssueSummary[], options: FeedOptions) => string>> = {
+  atom: renderAtomFeed,
+  rss: renderRssFeed,
+};
+/** The route's default page size: a feed's `self` link names `limit` only when it differs. */
+const DEFAULT_LIMIT = 20;
+/** An empty feed is dated by a fixed instant rather than the clock: the same index, the same bytes. */
+const EPOCH = '1970-01-01T00:00:00.000Z';
+/** Where the route answers; a feed's `self` link is this path (see `selfLink`). */
+const ROUTE_PATH = '/api/issues';
+
+/**
+ * Feeds of the archive, cut from the same cached index as the JSON pages and rendered once per
+ * index and query: a feed reader's poll of an unchanged archive only copies bytes.
+ */
+export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
+  const { reads, siteIssueUrl } = options;
+  // Slugs are URL-safe by the route's rule; encoded all the same, so a template's query stays one.
+  const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
+  // The site's home: all that SITE_ISSUE_URL says of it is its origin.
+  const siteUrl = new URL('/', issueUrl('slug')).href;
+  const siteName = new URL(siteUrl).host;
+  const rendered = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
+    maxSize: Math.max(1, options.maxBytes),
+    sizeCalculation: (page) => stringBytes(page.rendered.body),
+  });
+
+  async function render(index: ArchiveIndex, query: ArchiveQuery, format: FeedFormat): Promise<RenderedJson> {
+    const { issues } = archivePageOf(index, query);
+    const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
+    const body = RENDERERS[format](issues, {
+      issueUrl,
+      feedUrl: selfLink(query, format),
+      siteUrl,
+      title: categoryName === undefined ? siteName : `${siteName}: ${categoryName}`,
+      updated: latestSentAt(issues, EPOCH),
+    });
+    return { body, etag: await strongEtag(body) };
+  }
+
+  return {
+    async feed(query, format, waitUntil) {
+      const { index, state, ageSeconds } = await reads.archiveIndex(waitUntil);
+      const key = `${format}:${archivePageKey(query)}`;
+      const cached = rendered.get(key);
+      if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds };
+      const page = await render(index, query, format);
+      rendered.set(key, { index, rendered: page });
+      return { rendered: page, state, ageSeconds };
+    },
+
+    stats() {
+      return { renderedFeeds: rendered.size, renderedFeedBytes: rendered.calculatedSize };
+    },
+  };
+}
+
+/**
+ * The feed's own address, built from the validated query alone. A path without an origin
+ * (a relative reference, which RFC 4287 §4.2.7 allows, resolved against the feed's own URL):
+ * the service is not told its public origin, and nothing is built from the `Host` header.
+ */
+function selfLink(query: ArchiveQuery, format: FeedFormat): string {
+  const params = new URLSearchParams({ format });
+  if (query.category !== undefined) params.set('category', query.category);
+  if (query.limit !== DEFAULT_LIMIT) params.set('limit', String(query.limit));
+  if (query.offset > 0) params.set('offset', String(query.offset));
+  return `${ROUTE_PATH}?${params}`;
+}

@@ -1,0 +1,53 @@
+import type { Context } from 'hono';
+import { accepts } from 'hono/accepts';
+
+/** One range of an Accept header as Hono parses it. */
+type Accept = { type: string; q: number };
+
+/** The representations of GET /api/issues (docs/contract.md "GET /api/issues"). */
+export const FORMATS = ['json', 'atom', 'rss'] as const;
+export type Format = (typeof FORMATS)[number];
+
+export const MEDIA_TYPES: Readonly<Record<Format, string>> = {
+  json: 'application/json',
+  atom: 'application/atom+xml',
+  rss: 'application/rss+xml',
+};
+const FORMAT_OF_MEDIA_TYPE = new Map(FORMATS.map((format) => [MEDIA_TYPES[format], format]));
+// JSON first: it wins a tie, and it is the answer when Accept accepts none of the three.
+const SUPPORTED_MEDIA_TYPES = FORMATS.map((format) => MEDIA_TYPES[format]);
+/** Only an Accept header that names a feed type is parsed; every other one gets JSON at once. */
+const NAMES_A_FEED = /atom|rss/i;
+
+/** `?format=` when given; otherwise what Accept prefers; JSON by default. */
+export function negotiateFormat(c: Context, named: Format | undefined): Format {
+  if (named !== undefined) return named;
+  const accept = c.req.header('accept');
+  if (accept === undefined || !NAMES_A_FEED.test(accept)) return 'json';
+  const chosen = accepts(c, { header: 'Accept', supports: SUPPORTED_MEDIA_TYPES, default: MEDIA_TYPES.json, match: preferredType });
+  return FORMAT_OF_MEDIA_TYPE.get(chosen) ?? 'json';
+}
+
+/**
+ * RFC 9110 §12.5.1: each type takes the weight of the most specific range that matches it
+ * (`application/atom+xml` over `application/*` over `*∕*`), and the heaviest type wins; at
+ * equal weight, the one named more specifically, then the order of `supports`. Hono's own
+ * match skips `*∕*`, so `application/atom+xml;q=0.1, *∕*;q=0.8` would give Atom, not JSON.
+ */
+function preferredType(ranges: Accept[], config: { supports: string[]; default: string }): string {
+  let best: { type: string; q: number; specificity: number } | undefined;
+  for (const type of config.supports) {
+    const [main] = type.split('/');
+    let match: { q: number; specificity: number } | undefined;
+    for (const range of ranges) {
+      const name = range.type.toLowerCase();
+      const specificity = name === type ? 3 : name === `${main}/*` ? 2 : name === '*/*' || name === '*' ? 1 : 0;
+      if (specificity > 0 && (match === undefined || specificity > match.specificity)) match = { q: range.q, specificity };
+    }
+    if (match === undefined || match.q <= 0) continue;
+    if (best === undefined || match.q > best.q || (match.q === best.q && match.specificity > best.specificity)) {
+      best = { type, ...match };
+    }
+  }
+  return best?.type ?? config.default;
+}
