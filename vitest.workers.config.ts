@@ -5,6 +5,7 @@ import { defineProject } from 'vitest/config';
 export const RUNTIME_NEUTRAL_SUITES = [
   'test/app.test.ts',
   'test/config.test.ts',
+  'test/config-list-paging.test.ts',
   'test/demo/**/*.test.ts',
   'test/reads/**/*.test.ts',
   'test/routes/**/*.test.ts',

@@ -1,5 +1,7 @@
 import * as z from './zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
+import type { ListPaging } from './upstream/archive.js';
+import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM } from './upstream/assumptions.js';
 import { parseHttpUrl } from './origins.js';
 import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';
 
@@ -31,6 +33,8 @@ export interface Config {
   redisTimeoutMs: number;
   /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
   siteIssueUrl: string | undefined;
+  /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
+  listPaging: ListPaging;
   /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
   adminPort: number | undefined;
   adminHost: string;
@@ -211,6 +215,14 @@ const ConfigSchema = z.object({
     ),
   ),
   NODE_ENV: optionalText(),
+  // How List Issues pages is not shown upstream: today's guesses are the defaults.
+  UPSTREAM_LIST_LIMIT_PARAM: queryParameterName(DEFAULT_LIST_PAGING.limitParam),
+  UPSTREAM_LIST_PAGING: preprocess(
+    blankToUndefined,
+    z._default(z.enum(['offset', 'page'], { error: 'must be offset or page' }), DEFAULT_LIST_PAGING.style),
+  ),
+  UPSTREAM_LIST_PAGING_PARAM: preprocess(blankToUndefined, z.optional(queryParameterName(''))),
+  UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
   // 0 stands for "unset" (the default is not validated): no admin listener.
   ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
   ADMIN_HOST: preprocess(
@@ -222,6 +234,22 @@ const ConfigSchema = z.object({
   ),
   ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
+
+/** A query parameter name of our own choosing, never one List Issues' filters already use. */
+function queryParameterName(fallback: string) {
+  return preprocess(
+    blankToUndefined,
+    z._default(
+      z
+        .string()
+        .check(
+          z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
+          z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
+        ),
+      fallback,
+    ),
+  );
+}
 
 /**
  * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
@@ -245,6 +273,10 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   }
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
+  }
+  const parsed = result.data;
+  if (parsed && parsed.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(parsed)) {
+    problems.set('UPSTREAM_LIST_PAGING_PARAM', 'UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
   }
   if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
@@ -277,9 +309,21 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       redisUrl: env.REDIS_URL,
       redisTimeoutMs: env.REDIS_TIMEOUT_MS,
       siteIssueUrl: env.SITE_ISSUE_URL,
+      listPaging: {
+        limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,
+        style: env.UPSTREAM_LIST_PAGING,
+        pagingParam: pagingParamOf(env),
+        pageSize: env.UPSTREAM_LIST_PAGE_SIZE,
+      },
       adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
       adminHost: env.ADMIN_HOST,
       adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
     },
   };
+}
+
+/** The paging parameter's name: as set, or the guess for the paging style. */
+function pagingParamOf(env: { UPSTREAM_LIST_PAGING: ListPaging['style']; UPSTREAM_LIST_PAGING_PARAM?: string | undefined }): string {
+  if (env.UPSTREAM_LIST_PAGING_PARAM !== undefined) return env.UPSTREAM_LIST_PAGING_PARAM;
+  return env.UPSTREAM_LIST_PAGING === 'page' ? LIST_ISSUES_PAGE_PARAM : DEFAULT_LIST_PAGING.pagingParam;
 }

@@ -1,15 +1,14 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
-import { createDemoUpstream } from './demo/demo-upstream.js';
 import { DEFAULT_DEMO_ORIGIN } from './demo/sample-publication.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import type { RepeatGuard } from './subscribe/guards.js';
+import { createUpstreamForConfig } from './upstream/for-config.js';
 import type { HoldOff } from './upstream/hold-off.js';
-import { createUpstreamClient } from './upstream/newsletter-api.js';
 
 export interface RuntimeDeps {
   log: Logger;
@@ -56,31 +55,9 @@ export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   // Demo mode's feeds link to the example site it serves, unless SITE_ISSUE_URL says otherwise.
   const config: Config =
     given.mode === 'demo' ? { ...given, siteIssueUrl: given.siteIssueUrl ?? `${demoOrigin}${DEMO_ISSUE_PATH}` } : given;
-  const upstream =
-    config.mode === 'demo'
-      ? createDemoClient(config, deps, demoOrigin)
-      : createUpstreamClient({
-          baseUrl: config.apiBaseUrl ?? '',
-          apiKey: config.apiKey ?? '',
-          timeoutMs: config.upstreamTimeoutMs,
-          fetch: deps.fetch,
-          now: deps.now,
-          holdOff: deps.holdOff,
-          metrics: deps.metrics,
-        });
+  const upstream = createUpstreamForConfig(config, { ...deps, demoOrigin });
   const { demoSite, demoOrigin: _origin, holdOff: _holdOff, ...rest } = deps;
   // The upstream goes back too: the Node entry's readiness check calls it directly.
   return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
 
-function createDemoClient(config: Config, deps: RuntimeDeps, siteOrigin: string) {
-  const demo = createDemoUpstream({ now: deps.now, siteOrigin });
-  return createUpstreamClient({
-    baseUrl: demo.baseUrl,
-    apiKey: demo.apiKey,
-    timeoutMs: config.upstreamTimeoutMs,
-    fetch: demo.fetch,
-    now: deps.now,
-    metrics: deps.metrics,
-  });
-}

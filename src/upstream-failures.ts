@@ -23,7 +23,14 @@ export const UPSTREAM_HINTS = {
   rejectedKey: 'the upstream rejected NEWSLETTER_API_KEY',
   readPathMissing: `the upstream has no such path: ${WRONG_BASE_URL}`,
   subscribePathMissing: `Create Subscriber answered 404: ${WRONG_BASE_URL}`,
+  subscribeRefused:
+    'Create Subscriber refused this address (answered to the visitor as a success); if every address is refused so, check that NEWSLETTER_API_KEY may create subscribers',
 } as const;
+
+/** The documented code of Create Subscriber's input errors (docs/upstream.md "Errors"). */
+const VALIDATION_CODE = 'VALIDATION_ERROR';
+/** Refusals that, for every address alike, would mean the key or the request does not suit this upstream. */
+const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
 
 /**
  * Maps an upstream failure to our answer (docs/contract.md "Errors we return").
@@ -34,10 +41,13 @@ export const UPSTREAM_HINTS = {
  * path the upstream does not have, i.e. a wrong NEWSLETTER_API_BASE_URL. A rejected key or a
  * missing path takes the whole site down: logged as an error, with what to check.
  *
- * Subscribe: a 422 is the visitor's input (422, in our words). A 404 means our fixed POST path is
- * wrong for this deployment; every address gets it alike, so answering it as an error reveals
- * nothing about the address. Any other refusal (blocked, bounced, any other 4xx or a NOT_FOUND
- * code) is answered like a new address, so the form cannot tell who is on the list.
+ * Subscribe (the table in docs/contract.md "POST /api/subscribe"): only what every address gets
+ * alike may be an error, so the answer never tells new, already subscribed and refused apart. A
+ * 401 (our key) and a 404 (our path) are a 502; a 429 is a 503; a 422 with the documented
+ * VALIDATION_ERROR is the address's form (422, in our words). Any other refusal (409, 410, 400,
+ * 403, a 422 with another code, a NOT_FOUND code: Create Subscriber's further error is not
+ * shown) is answered like a new address; a 400 or 403 is logged as a warning, since every
+ * address getting one would mean subscriptions are being lost.
  */
 export function answerUpstreamFailure(failure: UpstreamError, operation: UpstreamOperation): UpstreamFailureAnswer {
   return operation === 'read' ? answerReadFailure(failure) : answerSubscribeFailure(failure);
@@ -53,8 +63,14 @@ function answerSubscribeFailure(failure: UpstreamError): UpstreamFailureAnswer {
   if (failure.status === NOT_FOUND_STATUS) {
     return { error: new ApiError('UPSTREAM_ERROR', { cause: failure }), level: 'error', hint: UPSTREAM_HINTS.subscribePathMissing };
   }
-  if (failure.kind === 'refused' || failure.kind === 'not_found') return { error: undefined, level: 'info', hint: undefined };
-  if (failure.kind === 'validation') {
+  if (failure.kind === 'auth') return { error: new ApiError('UPSTREAM_ERROR', { cause: failure }), level: 'error', hint: UPSTREAM_HINTS.rejectedKey };
+  const inputError = failure.kind === 'validation' && (failure.upstreamCode === undefined || failure.upstreamCode === VALIDATION_CODE);
+  if (failure.kind === 'refused' || failure.kind === 'not_found' || (failure.kind === 'validation' && !inputError)) {
+    return REFUSALS_WORTH_A_WARNING.has(failure.status ?? 0)
+      ? { error: undefined, level: 'warn', hint: UPSTREAM_HINTS.subscribeRefused }
+      : { error: undefined, level: 'info', hint: undefined };
+  }
+  if (inputError) {
     const error = new ApiError('VALIDATION_ERROR', {
       message: 'The newsletter service did not accept this subscription.',
       details: [{ path: 'email', message: 'was not accepted' }],

@@ -66,17 +66,37 @@ describe('answerUpstreamFailure for a subscribe', () => {
   });
 
   it.each([
-    ['refused', 409],
-    ['refused', 403],
-    ['not_found', 410],
-  ] as const)('answers %s (%i) as a success: no error, so the form cannot tell who is on the list', (kind, status) => {
-    expect(summary(answerUpstreamFailure(failure(kind, status), 'subscribe'))).toEqual({
+    ['refused', 409, undefined],
+    ['refused', 410, undefined],
+    ['refused', 418, undefined],
+    ['not_found', 410, 'NOT_FOUND'],
+    ['validation', 422, 'SUBSCRIBER_BLOCKED'],
+    ['validation', 422, 'ALREADY_SUBSCRIBED'],
+  ] as const)('answers %s (%i %s) as a success: no error, so the form cannot tell who is on the list', (kind, status, upstreamCode) => {
+    const extra = upstreamCode ? { upstreamCode } : {};
+    expect(summary(answerUpstreamFailure(failure(kind, status, extra), 'subscribe'))).toEqual({
       code: undefined,
       status: undefined,
       retryAfter: undefined,
       level: 'info',
       hint: undefined,
     });
+  });
+
+  it.each([400, 403])('answers a %i as a success too, logged as a warning in case every address gets it', (status) => {
+    expect(summary(answerUpstreamFailure(failure('refused', status), 'subscribe'))).toEqual({
+      code: undefined,
+      status: undefined,
+      retryAfter: undefined,
+      level: 'warn',
+      hint: UPSTREAM_HINTS.subscribeRefused,
+    });
+  });
+
+  it('answers a 422 with the documented VALIDATION_ERROR, or with no code, as the address’s form', () => {
+    for (const extra of [{ upstreamCode: 'VALIDATION_ERROR' }, {}]) {
+      expect(answerUpstreamFailure(failure('validation', 422, extra), 'subscribe').error?.status).toBe(422);
+    }
   });
 
   it('answers a 422 as the visitor’s input, in our own words', () => {
@@ -89,8 +109,12 @@ describe('answerUpstreamFailure for a subscribe', () => {
     });
   });
 
-  it('answers a rejected key with 502 and a busy upstream with 503, both logged as warnings', () => {
-    expect(summary(answerUpstreamFailure(failure('auth', 401), 'subscribe'))).toMatchObject({ code: 'UPSTREAM_ERROR', level: 'warn' });
+  it('answers a rejected key with 502 logged as an error naming the key, and a busy upstream with 503 as a warning', () => {
+    expect(summary(answerUpstreamFailure(failure('auth', 401), 'subscribe'))).toMatchObject({
+      code: 'UPSTREAM_ERROR',
+      level: 'error',
+      hint: UPSTREAM_HINTS.rejectedKey,
+    });
     expect(summary(answerUpstreamFailure(failure('rate_limited', 429, { retryAfterSeconds: 7 }), 'subscribe'))).toMatchObject({
       code: 'UPSTREAM_UNAVAILABLE',
       retryAfter: 7,

@@ -42,11 +42,11 @@ export async function forwardSubscription(
     const { error, level, hint } = answerUpstreamFailure(failure, 'subscribe');
     if (!error) {
       await remember(fields.normalized);
-      record('refused_by_upstream', { email, upstreamStatus: String(failure.status), upstreamCode: failure.upstreamCode });
+      record('refused_by_upstream', { email, upstreamStatus: String(failure.status), upstreamCode: failure.upstreamCode, hint }, level);
       return undefined;
     }
     const { kind: upstreamKind, upstreamCode } = failure;
-    // A hint means the status itself is the clue (a 404 on our fixed path), so it is logged too.
+    // A hint means the status itself is the clue (a 404 on our path, a 401 for our key), so it is logged too.
     const logged = hint ? { email, upstreamKind, upstreamStatus: String(failure.status), upstreamCode, hint } : { email, upstreamKind, upstreamCode };
     record('failed', logged, level);
     return error;

@@ -1,3 +1,5 @@
+import type { ListPaging } from './archive.js';
+
 /**
  * Every fact about the newsletter service that its interface leaves "not shown", as one named
  * constant each (docs/upstream.md "Assumptions"). The client, the demo upstream, the test fakes
@@ -16,8 +18,20 @@ export const UPSTREAM_PATHS = {
 export const LIST_ISSUES_LIMIT_PARAM = 'limit';
 /** Name of List Issues' paging parameter; List Subscribers documents an offset, so we assume the same (not shown). */
 export const LIST_ISSUES_OFFSET_PARAM = 'offset';
+/** Name of the page-number parameter when paging is set to count pages instead (not shown). */
+export const LIST_ISSUES_PAGE_PARAM = 'page';
 /** List Issues' documented maximum of rows per call. */
 export const LIST_ISSUES_MAX_ROWS = 200;
+/**
+ * How List Issues pages unless configured otherwise (UPSTREAM_LIST_*): these guesses, never
+ * trusted as facts; src/upstream/archive.ts reports when the upstream answers otherwise.
+ */
+export const DEFAULT_LIST_PAGING: ListPaging = {
+  limitParam: LIST_ISSUES_LIMIT_PARAM,
+  style: 'offset',
+  pagingParam: LIST_ISSUES_OFFSET_PARAM,
+  pageSize: LIST_ISSUES_MAX_ROWS,
+};
 /** Rows List Issues returns when no maximum is sent (not shown; the demo upstream answers this many). */
 export const LIST_ISSUES_DEFAULT_ROWS = 50;
 /** HTTP status of the NOT_FOUND error (not shown); the code NOT_FOUND is recognised at any 4xx status too. */

@@ -1,12 +1,15 @@
+import type { Logger } from '../log.js';
 import { SLUG_PATTERN } from '../slug.js';
-import { readWholeArchive } from './archive.js';
-import { LIST_ISSUES_LIMIT_PARAM, LIST_ISSUES_OFFSET_PARAM, UPSTREAM_PATHS } from './assumptions.js';
+import { readWholeArchive, type ArchiveRead, type ListedPage, type ListPaging, type PagePosition } from './archive.js';
+import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS } from './assumptions.js';
 import {
-  CategoryListEnvelope,
   IssueEnvelope,
-  IssueListEnvelope,
+  readRows,
+  RowListEnvelope,
   SubscriberEnvelope,
+  UpstreamCategorySchema,
   UpstreamErrorBodySchema,
+  UpstreamIssueSchema,
   type CreateSubscriberBody,
   type ListIssuesQuery,
   type UpstreamCategory,
@@ -15,6 +18,7 @@ import {
 } from './schemas.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest } from './transport.js';
+import { createUpstreamNotices } from './notices.js';
 
 export type { ListIssuesQuery } from './schemas.js';
 
@@ -24,6 +28,10 @@ export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' 
   apiKey: string;
   /** Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe (default 1). */
   postRetries?: number;
+  /** How List Issues pages; the guesses of assumptions.ts by default. */
+  paging?: ListPaging | undefined;
+  /** Where what the upstream does unexpectedly is told (paging, dropped rows, new states). */
+  log?: Logger | undefined;
   /** Told of each operation's calls, retries and hold-offs (no-op by default). */
   metrics?: Pick<Metrics, 'upstreamCall' | 'upstreamRetry' | 'upstreamHoldOff'>;
 }
@@ -31,11 +39,17 @@ export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' 
 /** The four upstream operations a public site needs, and nothing else. */
 export interface UpstreamClient {
   listIssues(query: ListIssuesQuery): Promise<UpstreamIssue[]>;
-  /** Reads the whole public archive page by page (see `readWholeArchive`). */
+  /** Reads the whole public archive page by page (see `readWholeArchive`), logging what it found. */
   listAllPublicIssues(maxIssues: number): Promise<UpstreamIssue[]>;
   getIssueBySlug(slug: string): Promise<UpstreamIssue>;
   listCategories(): Promise<UpstreamCategory[]>;
   createSubscriber(body: CreateSubscriberBody): Promise<UpstreamSubscriber>;
+}
+
+/** The real client also answers what `check` asks: the archive read with what it found. */
+export interface NewsletterApiClient extends UpstreamClient {
+  /** The archive read of `listAllPublicIssues`, with what it found returned instead of logged. */
+  readArchive(maxIssues: number): Promise<ArchiveRead>;
 }
 
 /** The error code of Get Issue By Slug's not-found answer (docs/upstream.md "Errors"). */
@@ -68,8 +82,9 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
 }
 
 /** Creates the only code that talks to the newsletter service. */
-export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
-  const { baseUrl, apiKey, postRetries = 1, ...tuning } = options;
+export function createUpstreamClient(options: UpstreamClientOptions): NewsletterApiClient {
+  const { baseUrl, apiKey, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, ...tuning } = options;
+  const notices = createUpstreamNotices(log);
   const buildUrl = createUpstreamUrlBuilder(baseUrl);
   const transport = createTransport({
     ...tuning,
@@ -85,33 +100,59 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
   const { metrics = noopMetrics } = options;
   const request = <T>(operation: string, call: TransportRequest<T>) => timed(metrics, operation, () => transport(call));
 
-  async function listIssues(query: ListIssuesQuery): Promise<UpstreamIssue[]> {
+  /** One List Issues call, read row by row, paged as configured. */
+  async function listRows(query: ListIssuesQuery): Promise<ListedPage> {
     const url = buildUrl(UPSTREAM_PATHS.listIssues, {
       status: query.status,
       isPublic: String(query.isPublic),
-      [LIST_ISSUES_LIMIT_PARAM]: String(query.limit),
-      [LIST_ISSUES_OFFSET_PARAM]: String(query.offset),
+      [paging.limitParam]: String(query.limit),
+      [paging.pagingParam]: String(paging.style === 'page' ? Math.floor(query.offset / query.limit) + 1 : query.offset),
     });
-    return (await request('list_issues', { method: 'GET', url, schema: IssueListEnvelope })).data;
+    const listed = readRows((await request('list_issues', { method: 'GET', url, schema: RowListEnvelope })).data, UpstreamIssueSchema);
+    for (const row of listed.rows) notices.issueStatus(row.status);
+    return listed;
   }
 
+  const listPage = ({ limit, offset, page }: PagePosition) =>
+    listRows({ status: 'sent', isPublic: true, limit, offset: paging.style === 'page' ? (page - 1) * limit : offset });
+  const readArchive = (maxIssues: number) => readWholeArchive(listPage, paging, maxIssues);
+
   return {
-    listIssues,
-    listAllPublicIssues: (maxIssues) => readWholeArchive(listIssues, maxIssues),
+    async listIssues(query) {
+      const { rows, droppedIds } = await listRows(query);
+      notices.dropped('listIssues', droppedIds.length, droppedIds);
+      return rows;
+    },
+    readArchive,
+    async listAllPublicIssues(maxIssues) {
+      const read = await readArchive(maxIssues);
+      notices.dropped('listIssues', read.dropped.count, read.dropped.ids);
+      notices.paging(read);
+      return read.issues;
+    },
     async getIssueBySlug(slug) {
       if (!SLUG_PATTERN.test(slug)) {
         throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');
       }
       const url = buildUrl([...UPSTREAM_PATHS.issueBySlug, slug]);
-      return (await request('get_issue_by_slug', { method: 'GET', url, schema: IssueEnvelope })).data;
+      const issue = (await request('get_issue_by_slug', { method: 'GET', url, schema: IssueEnvelope })).data;
+      notices.issueStatus(issue.status);
+      return issue;
     },
     async listCategories() {
       const url = buildUrl(UPSTREAM_PATHS.listCategories);
-      return (await request('list_categories', { method: 'GET', url, schema: CategoryListEnvelope })).data;
+      const listed = (await request('list_categories', { method: 'GET', url, schema: RowListEnvelope })).data;
+      const { rows, droppedIds } = readRows(listed, UpstreamCategorySchema);
+      notices.dropped('listCategories', droppedIds.length, droppedIds);
+      return rows;
     },
-    async createSubscriber(body) {
+    async createSubscriber(body): Promise<UpstreamSubscriber> {
       const url = buildUrl(UPSTREAM_PATHS.createSubscriber);
-      return (await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body })).data;
+      const { data } = await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body });
+      const status = typeof data === 'object' && data !== null ? (data as { status?: unknown }).status : undefined;
+      const subscriber = { status: typeof status === 'string' ? status : undefined };
+      notices.subscriberStatus(subscriber.status);
+      return subscriber;
     },
   };
 }

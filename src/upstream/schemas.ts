@@ -12,8 +12,8 @@ import * as z from '../zod.js';
 export const SUBSCRIBER_SOURCE_TYPES = ['manual', 'subscribe_page', 'social_post', 'embed', 'import', 'api', 'referral'] as const;
 export const SOURCE_PLATFORMS = ['x', 'linkedin'] as const;
 
+// A category's upstream id is never shown, so it is not read.
 export const UpstreamCategorySchema = z.object({
-  id: z.string(),
   name: z.string(),
   slug: z.string(),
 });
@@ -34,11 +34,19 @@ export const UpstreamIssueSchema = z.object({
   sentAt: z.nullish(z.string()),
 });
 
-// Required flags of subscriber fields are "not shown" upstream: everything is optional.
-export const UpstreamSubscriberSchema = z.object({
-  id: z.optional(z.string()),
-  status: z.optional(z.enum(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked'])),
-});
+/** The documented issue states; another one is tolerated (never public) and logged once. */
+export const KNOWN_ISSUE_STATUSES: ReadonlySet<string> = new Set(['draft', 'sending', 'sent', 'failed']);
+/** The documented subscriber states; another one (`pending`, say) is logged once, never refused. */
+export const KNOWN_SUBSCRIBER_STATUSES: ReadonlySet<string> = new Set(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked']);
+
+/**
+ * Nothing of the subscriber record decides our answer: the upstream accepted the subscription
+ * once it answered the success envelope, whatever the record holds (docs/contract.md
+ * "POST /api/subscribe"). Its status is read only to tell an owner about a new state.
+ */
+export interface UpstreamSubscriber {
+  status?: string | undefined;
+}
 
 export const UpstreamErrorBodySchema = z.object({
   ok: z.literal(false),
@@ -50,14 +58,32 @@ export function successEnvelope<T extends z.ZodMiniType>(data: T) {
   return z.object({ ok: z.literal(true), data });
 }
 
-export const IssueListEnvelope = successEnvelope(z.array(UpstreamIssueSchema));
+/** A list is read row by row (`readRows`), so one malformed row cannot fail the others. */
+export const RowListEnvelope = successEnvelope(z.array(z.unknown()));
 export const IssueEnvelope = successEnvelope(UpstreamIssueSchema);
-export const CategoryListEnvelope = successEnvelope(z.array(UpstreamCategorySchema));
-export const SubscriberEnvelope = successEnvelope(UpstreamSubscriberSchema);
+export const SubscriberEnvelope = successEnvelope(z.unknown());
 
 export type UpstreamIssue = z.infer<typeof UpstreamIssueSchema>;
 export type UpstreamCategory = z.infer<typeof UpstreamCategorySchema>;
-export type UpstreamSubscriber = z.infer<typeof UpstreamSubscriberSchema>;
+
+/** An id worth naming in a log line: short and plain, so never a row's content. */
+const LOGGABLE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The rows of a list that match `schema`, and the ids (when readable) of those that do not. */
+export function readRows<T>(rows: readonly unknown[], schema: z.ZodMiniType<T>): { rows: T[]; droppedIds: (string | undefined)[] } {
+  const parsed: T[] = [];
+  const droppedIds: (string | undefined)[] = [];
+  for (const row of rows) {
+    const result = schema.safeParse(row);
+    if (result.success) {
+      parsed.push(result.data);
+      continue;
+    }
+    const id = typeof row === 'object' && row !== null ? (row as { id?: unknown }).id : undefined;
+    droppedIds.push(typeof id === 'string' && LOGGABLE_ID.test(id) ? id : undefined);
+  }
+  return { rows: parsed, droppedIds };
+}
 
 /** The query we send to List Issues (docs/upstream.md "List Issues"); paging names are assumptions.ts's. */
 export interface ListIssuesQuery {

@@ -246,7 +246,8 @@ describe('GET /api/issues over the demo upstream', () => {
     expect(decorated.status).toBe(200);
     expect(await decorated.text()).toBe(await plain.text());
     expect(decorated.headers.get('etag')).toBe(plain.headers.get('etag'));
-    expect(calls).toHaveLength(1);
+    // One archive load: its short page, then the empty page that proves the end.
+    expect(calls).toHaveLength(2);
   });
 
   it('accepts the boundary values limit=1, limit=100 and offset=5000', async () => {
@@ -327,7 +328,7 @@ describe('GET /api/issues over an archive larger than one upstream page', () => 
     beta: expectedSlugs.filter((_, n) => n % 3 === 1),
   };
 
-  it('reads the archive in two upstream calls, then serves 100 different pages and filters without calling again', async () => {
+  it('reads the archive in three upstream calls (200, 30, empty), then serves 100 different pages and filters without calling again', async () => {
     const { app, calls } = createScriptedApp(listIssuesHandler(rows));
 
     const { res, body } = await getList(app, '/api/issues?offset=210');
@@ -335,14 +336,14 @@ describe('GET /api/issues over an archive larger than one upstream page', () => 
     expect(body.meta).toEqual({ total: TOTAL, limit: 20, offset: 210 });
     expect(body.data.map((issue) => issue.slug)).toEqual(expectedSlugs.slice(210, 230));
 
-    expect(calls).toHaveLength(2);
+    expect(calls).toHaveLength(3);
     for (const [index, call] of calls.entries()) {
       expect(call.method).toBe('GET');
       expect(`${call.url.origin}${call.url.pathname}`).toBe(`${TEST_BASE_URL}/newsletter/issues`);
       expect(call.url.searchParams.get('status')).toBe('sent');
       expect(call.url.searchParams.get('isPublic')).toBe('true');
       expect(call.url.searchParams.get('limit')).toBe('200');
-      expect(call.url.searchParams.get('offset')).toBe(String(index * 200));
+      expect(call.url.searchParams.get('offset')).toBe(String([0, 200, TOTAL][index]));
     }
 
     const categories = [undefined, 'alpha', 'beta', 'no-such-category'] as const;
@@ -361,7 +362,7 @@ describe('GET /api/issues over an archive larger than one upstream page', () => 
       expect(page.body.data.map((issue) => issue.slug)).toEqual(list.slice(offset, offset + limit));
     }
     expect(paths.size).toBe(101);
-    expect(calls).toHaveLength(2);
+    expect(calls).toHaveLength(3);
   });
 
   it('stops paging when a full page adds no new issue (an upstream that ignores offset)', async () => {
@@ -719,17 +720,23 @@ describe('upstream failures on the archive (cold cache)', () => {
     const { res, body } = await getList(app, '/api/issues');
     expect(res.status).toBe(200);
     expect(body.meta.total).toBe(1);
-    expect(calls).toHaveLength(2);
+    expect(calls).toHaveLength(3);
   });
 
   const malformed: [label: string, respond: () => Response][] = [
     ['a body that is not JSON', () => new Response('{"ok": true, "data": [', { status: 200, headers: { 'Content-Type': 'application/json', ...upstreamHeaders } })],
     ['an HTML error page with status 200', () => new Response(`<html>${UPSTREAM_WORDING}</html>`, { status: 200, headers: { 'Content-Type': 'text/html' } })],
     ['data that is not an array', () => jsonResponse({ ok: true, data: { issues: [] } }, 200, upstreamHeaders)],
-    ['rows without the required fields', () => jsonResponse({ ok: true, data: [{ id: 42, slug: 'x', note: UPSTREAM_WORDING }] }, 200, upstreamHeaders)],
     ['ok: false with status 200', () => jsonResponse({ ok: false, error: { code: 'X', message: UPSTREAM_WORDING } }, 200, upstreamHeaders)],
     ['an empty body', () => new Response('', { status: 200 })],
   ];
+
+  it('serves the archive without the rows that lack their required fields, and shows nothing of them', async () => {
+    const { app } = createScriptedApp(() => jsonResponse({ ok: true, data: [{ id: 42, slug: 'x', note: UPSTREAM_WORDING }] }, 200, upstreamHeaders));
+    const res = await app.request('/api/issues');
+    expect(res.status).toBe(200);
+    expect(await res.text()).not.toContain(UPSTREAM_WORDING);
+  });
 
   it.each(malformed)('answers 502 UPSTREAM_ERROR for %s', async (_label, respond) => {
     const { app } = createScriptedApp(() => respond());

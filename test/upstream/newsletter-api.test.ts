@@ -91,7 +91,7 @@ describe('upstream client results', () => {
     );
     const issue = await client.getIssueBySlug('issue-7');
     expect(issue.subject).toBe('Issue 7');
-    expect(issue.category).toEqual({ id: 'cat_tools', name: 'Tools', slug: 'tools' });
+    expect(issue.category).toEqual({ name: 'Tools', slug: 'tools' });
     expect(issue).not.toHaveProperty('futureField');
     expect(issue).not.toHaveProperty('workspaceId');
     expect(issue).not.toHaveProperty('accountSetId');
@@ -99,15 +99,14 @@ describe('upstream client results', () => {
 
   it('returns categories with only the fields we read', async () => {
     const { client } = setupClient(categoriesOk);
-    expect(await client.listCategories()).toEqual([{ id: 'cat_guides', name: 'Guides', slug: 'guides' }]);
+    expect(await client.listCategories()).toEqual([{ name: 'Guides', slug: 'guides' }]);
   });
 });
 
 describe('upstream client and the shape of a success body', () => {
   it.each([
     ['data as an object where an array is expected', () => jsonResponse({ ok: true, data: { issues: [upstreamIssue(1)] } })],
-    ['an issue missing its subject', () => jsonResponse({ ok: true, data: [upstreamIssue(1, { subject: undefined })] })],
-    ['an issue with a numeric id', () => jsonResponse({ ok: true, data: [upstreamIssue(1, { id: 42 })] })],
+    ['a list without the success envelope', () => jsonResponse({ data: [upstreamIssue(1)] })],
   ])('returns kind bad_response and does not retry for %s', async (_label, respond) => {
     const { client, calls, sleeps } = setupClient(respond);
     const error = await failureOf(client.listIssues({ status: 'sent', isPublic: true, limit: 10, offset: 0 }));
@@ -122,10 +121,6 @@ describe('upstream client and the shape of a success body', () => {
     expect((await failureOf(client.getIssueBySlug('issue-3'))).kind).toBe('bad_response');
   });
 
-  it('returns kind bad_response for a category without a slug', async () => {
-    const { client } = setupClient(() => jsonResponse({ ok: true, data: [{ id: 'cat_1', name: 'Guides' }] }));
-    expect((await failureOf(client.listCategories())).kind).toBe('bad_response');
-  });
 });
 
 describe('upstream client and the error envelope', () => {
@@ -164,7 +159,7 @@ describe('upstream client retries of createSubscriber', () => {
     const { client, calls } = setupClient((_call, index) =>
       index === 0 ? jsonResponse(errorBody('INTERNAL'), 502) : jsonResponse({ ok: true, data: { id: 'sub_1', status: 'subscribed' } }),
     );
-    expect(await client.createSubscriber(SUBSCRIBER_BODY)).toEqual({ id: 'sub_1', status: 'subscribed' });
+    expect(await client.createSubscriber(SUBSCRIBER_BODY)).toEqual({ status: 'subscribed' });
     expect(calls).toHaveLength(2);
     expect(calls[1]?.body).toBe(calls[0]?.body);
   });

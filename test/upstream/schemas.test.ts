@@ -12,6 +12,6 @@ describe('upstream schemas', () => {
 
   it('strip the fields we do not read', () => {
     const category = { id: 'cat_1', name: 'Guides', slug: 'guides', workspaceId: 'ws_1' };
-    expect(UpstreamCategorySchema.parse(category)).toEqual({ id: 'cat_1', name: 'Guides', slug: 'guides' });
+    expect(UpstreamCategorySchema.parse(category)).toEqual({ name: 'Guides', slug: 'guides' });
   });
 });
