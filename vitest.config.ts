@@ -13,6 +13,10 @@ export default defineConfig({
           include: ['test/**/*.test.ts'],
           exclude: ['test/workers/**'],
           environment: 'node',
+          // dist/ is built once for the suites that spawn it (the CLI, the Node entry, the package).
+          globalSetup: ['test/build-dist.ts'],
+          // Every response of createTestApp's app is checked against openapi.json.
+          setupFiles: ['test/contract/record-responses.ts'],
           // Every test is deterministic and runs without the network: a hang is a bug, not slowness.
           testTimeout: 20_000,
         },

@@ -1,4 +1,4 @@
-// Preloaded (`node --expose-gc --import ./bench/heap-probe.mjs dist/node.js`) into the server
+// Preloaded (`node --expose-gc --import ./bench/heap-probe.mjs dist/cli.js`) into the server
 // instance that bench/run.mjs uses for the slug scan, so heap figures can be read without
 // touching src/: over the IPC channel, { type: 'mem', id, gc } → gc() (when asked and exposed)
 // then process.memoryUsage(). Without an IPC channel it does nothing.

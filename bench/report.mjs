@@ -59,7 +59,7 @@ export function report(results) {
   if (meta.backgroundBusyPctBefore > 10) {
     say(`warning: before the run, other processes used ${meta.backgroundBusyPctBefore.toFixed(0)}% of the machine's CPU: figures are noisy`);
   }
-  if (s.entry !== 'dist/node.js') say(`entry: ${s.entry}`);
+  if (s.entry !== 'dist/cli.js') say(`entry: ${s.entry}`);
   if (s.nodeArgs.length) say(`BFF node flags: ${s.nodeArgs.join(' ')}`);
   say(
     `settings: ${s.pairs} pairs × ${s.durationSec} s, ${s.connections} connections, warm-up ${s.warmupSec} s, upstream latency ${s.upstreamLatencyMs} ms, ` +

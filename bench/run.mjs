@@ -1,4 +1,4 @@
-// `npm run bench`: the real Node entry (dist/node.js, NODE_ENV=production)
+// `npm run bench`: the real Node entry (dist/cli.js, NODE_ENV=production)
 // against a local upstream simulator, next to a bare-Hono baseline answering the same bytes,
 // with load from a separate process. Prints a table and writes bench/results/latest.json.
 //
@@ -24,7 +24,7 @@
 //   BENCH_CPU_PROF [unset] a directory: run every server under --cpu-prof (bff-*.cpuprofile, baseline-*,
 //                  bff-fresh-* for stampede and scan, bff-stale-*); summarise with bench/profile-summary.mjs
 //   BENCH_NO_PIN [unset] 1 to skip taskset pinning
-//   BENCH_ENTRY [dist/node.js] the server entry to measure (e.g. a patched copy, for before/after)
+//   BENCH_ENTRY [dist/cli.js] the server entry to measure (e.g. a patched copy, for before/after)
 //   BENCH_NODE_ARGS [unset] extra node flags for every BFF process, space-separated (e.g. --trace-deopt)
 //   BENCH_NGINX [1 when nginx is installed] 0 to leave out the nginx proxy_cache reference
 //

@@ -13,13 +13,16 @@ import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
 import type { RedisServices } from './redis/services.js';
 import { createAppForConfig, linkOriginOf } from './service.js';
 
-/** Node entry: config from process.env, demo or real upstream, graceful shutdown. */
-async function main(): Promise<void> {
-  const parsed = parseConfig(process.env);
+/**
+ * Runs the service on Node (the CLI's `start`): config from `env`, demo or real upstream,
+ * graceful shutdown. A bad config exits 2 (a usage error, as the CLI's), anything else 1.
+ */
+export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const parsed = parseConfig(env);
   if (!parsed.ok) {
     for (const problem of parsed.problems) process.stderr.write(`config error: ${problem}\n`);
     process.stderr.write('newsletter-bff did not start. See README.md "Configuration".\n');
-    process.exitCode = 1;
+    process.exitCode = 2;
     return;
   }
   const { config } = parsed;
@@ -130,5 +133,3 @@ async function startRedis(config: Config, url: string, log: Logger): Promise<Red
 function createDemoSite() {
   return serveStatic({ root: relative(process.cwd(), fileURLToPath(new URL('../examples/site', import.meta.url))) });
 }
-
-void main();

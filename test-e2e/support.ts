@@ -38,11 +38,11 @@ export interface DemoServer {
 }
 
 /**
- * `node dist/node.js` in demo mode on a free loopback port. The environment is built from
+ * `node dist/cli.js` (the `newsletter-bff` command) in demo mode on a free loopback port. The environment is built from
  * scratch, so no NEWSLETTER_API_KEY or SUBSCRIBE_REDIRECT_URL of the caller's can leak in.
  */
 export async function startDemoServer(port: number, env: Record<string, string>): Promise<DemoServer> {
-  const child = spawn(process.execPath, ['dist/node.js'], {
+  const child = spawn(process.execPath, ['dist/cli.js'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

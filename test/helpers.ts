@@ -3,6 +3,7 @@ import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
 import { createLogger, type Logger } from '../src/log.js';
 import { createUpstreamClient, type UpstreamClientOptions } from '../src/upstream/newsletter-api.js';
+import { observeResponses } from './contract/response-observer.js';
 
 /** A fake key: tests assert it never appears in a response or a log line. */
 export const TEST_API_KEY = 'test-key-7f3a9c1e-not-real';
@@ -119,7 +120,7 @@ export function createTestApp(options: TestAppOptions = {}) {
     log: logs.log,
     clientIp: () => options.clientIp ?? '203.0.113.7',
   });
-  return { app: service.app, stats: service.stats, clock, logs, demo, config, sleeps };
+  return { app: observeResponses(service.app), stats: service.stats, clock, logs, demo, config, sleeps };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */

@@ -1,22 +1,15 @@
-import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer as createHttpServer, request, type ServerResponse } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { redisServerAvailable, startRedisServer } from './redis/support.js';
 import { freePort } from './free-port.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const entry = fileURLToPath(new URL('../dist/node.js', import.meta.url));
+// The entry runs as `npm start` runs it: compiled into dist/ (by test/build-dist.ts), started by the CLI.
+const entry = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const children: ChildProcessWithoutNullStreams[] = [];
-
-beforeAll(() => {
-  // The entry runs as `npm start` runs it: compiled by tsc into dist/.
-  execFileSync(process.execPath, [fileURLToPath(new URL('../node_modules/typescript/bin/tsc', import.meta.url)), '-p', 'tsconfig.build.json'], {
-    cwd: root,
-    stdio: 'pipe',
-  });
-});
 
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
@@ -52,19 +45,19 @@ function start(env: Record<string, string>) {
 
 
 describe('Node entry', () => {
-  it('exits non-zero with one line naming each bad variable, never echoing the key', async () => {
+  it('exits 2 with one line naming each bad variable, never echoing the key', async () => {
     const key = 'fake-secret-key-4b1d9e';
     const run = start({ NEWSLETTER_API_KEY: key, NEWSLETTER_API_BASE_URL: 'nope', PORT: 'eighty' });
-    expect(await run.exited).toBe(1);
+    expect(await run.exited).toBe(2);
     const { stdout, stderr } = run.output();
     expect(stderr).toMatch(/^config error: NEWSLETTER_API_BASE_URL .+$/m);
     expect(stderr).toMatch(/^config error: PORT .+$/m);
     expect(stdout + stderr).not.toContain(key);
   });
 
-  it('refuses to start in production without an API key', async () => {
+  it('refuses to start in production without an API key, exiting 2', async () => {
     const run = start({ NODE_ENV: 'production' });
-    expect(await run.exited).toBe(1);
+    expect(await run.exited).toBe(2);
     expect(run.output().stderr).toContain('config error: NEWSLETTER_API_KEY is required when NODE_ENV=production');
   });
 

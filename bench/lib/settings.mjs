@@ -40,7 +40,7 @@ export const settings = {
   staleLatencyMs: num('BENCH_STALE_LATENCY_MS', 1000),
   serverStdout: ['null', 'count'].includes(env.BENCH_SERVER_STDOUT) ? env.BENCH_SERVER_STDOUT : 'file',
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
-  entry: env.BENCH_ENTRY || 'dist/node.js',
+  entry: env.BENCH_ENTRY || 'dist/cli.js',
   nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
 };
 for (const s of settings.scenarios) if (!ALL_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; use ${ALL_SCENARIOS}`);

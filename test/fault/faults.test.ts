@@ -330,7 +330,7 @@ describe('the Node server (production entry) against a faulty upstream, over rea
     fault = await startFaultUpstream();
     trap = await startTrapListener();
     const port = await freePort();
-    child = spawn(process.execPath, [`${outDir}/node.js`], {
+    child = spawn(process.execPath, [`${outDir}/cli.js`], {
       cwd: root,
       env: {
         PATH: process.env.PATH ?? '',

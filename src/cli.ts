@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { runCli, type CliCommand } from './cli/run-cli.js';
+import { main as runCheck } from './check.js';
+import { startNode } from './node.js';
+
+/** The `newsletter-bff` command (package.json `bin`, `npm start`): the entry that touches the process. */
+const commands: Record<string, CliCommand> = {
+  start: {
+    summary: 'run the service; demo mode without NEWSLETTER_API_KEY',
+    run: ({ env }) => {
+      // Resolves once listening (after connecting to Redis, with REDIS_URL); failures exit by themselves.
+      void startNode(env);
+      return undefined;
+    },
+  },
+  check: {
+    summary: 'probe the configured upstream read-only and report what the site would get (exit 0 ok, 1 broken, 2 bad config)',
+    run: ({ env, stdout }) => runCheck({ env, write: (line) => stdout(`${line}\n`) }),
+  },
+};
+
+// package.json sits beside dist/ in the repository and in the installed package alike.
+const version = () => (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+const code = await runCli(
+  process.argv.slice(2),
+  { name: 'newsletter-bff', version, commands, defaultCommand: 'start' },
+  { env: process.env, stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) },
+);
+if (code !== undefined) process.exitCode = code;

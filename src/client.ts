@@ -1,0 +1,14 @@
+/**
+ * The package's typed-client entry (`newsletter-bff/client`): types only, nothing runs. A site
+ * builds `hc<AppType>()` from `hono/client` with them and compiles against our declarations
+ * (dist/*.d.ts) under its own compiler settings.
+ */
+import type { errorEnvelope } from './errors.js';
+
+export type { AppType } from './app.js';
+export type { ErrorCode, ValidationIssue } from './errors.js';
+export type { SubscribeJsonInput } from './subscribe/input.js';
+export type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from './shape.js';
+
+/** The body of every error answer (docs/contract.md "Errors we return"). */
+export type ErrorBody = ReturnType<typeof errorEnvelope>;

@@ -1,0 +1,86 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { ERROR_STATUS } from '../../src/errors.js';
+import { CORS_POLICY } from '../../src/response-headers.js';
+import { createTestApp } from '../helpers.js';
+import { createOpenApiValidator, type Exchange } from './openapi-validator.js';
+
+const document = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8')) as Record<string, unknown>;
+const check = createOpenApiValidator(document);
+const schemas = (document.components as { schemas: Record<string, { properties: Record<string, { properties: Record<string, unknown> }> }> }).schemas;
+
+/** A real answer of the app, as the contract check sees it, with `change` applied. */
+async function exchangeOf(method: string, path: string, change: (exchange: Exchange) => Exchange = (exchange) => exchange): Promise<Exchange> {
+  const { app } = createTestApp();
+  const response = await app.request(path, { method, headers: { Origin: 'https://site.example' } });
+  return change({ method, url: `http://bff.test${path}`, status: response.status, headers: new Headers(response.headers), body: await response.text() });
+}
+
+describe('openapi.json', () => {
+  it('is a valid OpenAPI 3.1 document', async () => {
+    const result = await new Validator().validate(document);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(document.openapi).toMatch(/^3\.1\./);
+  });
+
+  it('carries the package version', () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect((document.info as { version: string }).version).toBe(version);
+  });
+
+  it('names exactly the error codes the service renders', () => {
+    expect(schemas.ErrorBody!.properties.error!.properties.code).toEqual({ enum: Object.keys(ERROR_STATUS) });
+  });
+
+  it('names exactly the headers the CORS grant exposes', () => {
+    const headers = (document.components as { headers: Record<string, { schema: unknown }> }).headers;
+    expect(headers['Access-Control-Expose-Headers']!.schema).toEqual({ const: CORS_POLICY.exposeHeaders.join(',') });
+  });
+});
+
+describe('the contract check of every response', () => {
+  it('passes real answers of each route', async () => {
+    for (const [method, path] of [
+      ['GET', '/api/issues?limit=2'],
+      ['HEAD', '/api/categories'],
+      ['GET', '/api/issues/no-such-issue'],
+      ['GET', '/api/issues/bad.slug'],
+      ['DELETE', '/api/categories'],
+      ['OPTIONS', '/api/subscribe'],
+      ['GET', '/api/subscribers'],
+    ] as const) {
+      expect(check(await exchangeOf(method, path)), `${method} ${path}`).toEqual([]);
+    }
+  });
+
+  it('reports a status the operation does not document', async () => {
+    const exchange = await exchangeOf('GET', '/api/categories', (real) => ({ ...real, status: 418 }));
+    expect(check(exchange)).toEqual(['status 418 is not documented for GET /api/categories']);
+  });
+
+  it('reports a missing required header and a header of the wrong form', async () => {
+    const exchange = await exchangeOf('GET', '/api/categories', (real) => {
+      real.headers.delete('etag');
+      real.headers.set('x-cache', 'WARM');
+      return real;
+    });
+    expect(check(exchange)).toEqual(['header ETag is missing', 'header X-Cache: "WARM" must be equal to one of the allowed values']);
+  });
+
+  it('reports a body field the schema does not have, and a body where none is documented', async () => {
+    const extra = await exchangeOf('GET', '/api/categories', (real) => ({ ...real, body: JSON.stringify({ ok: true, data: [{ name: 'A', slug: 'a', id: 7 }] }) }));
+    expect(check(extra)).toEqual([expect.stringMatching(/^body: .*must NOT have additional properties/)]);
+    const head = await exchangeOf('HEAD', '/api/categories', (real) => ({ ...real, body: '{}' }));
+    expect(check(head)).toEqual(['a body where none is documented: {}']);
+  });
+
+  it('reports a 405 whose Allow differs from the methods the document lists', async () => {
+    const exchange = await exchangeOf('PUT', '/api/subscribe', (real) => {
+      real.headers.set('allow', 'POST');
+      return real;
+    });
+    expect(check(exchange)).toEqual(['Allow is POST, the document lists POST, OPTIONS']);
+  });
+});

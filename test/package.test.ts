@@ -1,0 +1,183 @@
+import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freeLoopbackPort, waitForOutput } from './spawned.js';
+
+/**
+ * The package as a user gets it: `npm pack` of the built dist/ (test/build-dist.ts), installed
+ * into a throw-away ES module project made with `tsc --init`. Offline throughout: the project's
+ * lock file takes each dependency's tarball and integrity from ours, so `npm ci --offline`
+ * finds them in the npm cache that our own `npm ci` filled — no registry call, no network.
+ */
+const root = fileURLToPath(new URL('..', import.meta.url));
+const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+const ownPackage = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as PackageJson;
+const ownLock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+
+interface PackageJson {
+  name: string;
+  version: string;
+  dependencies: Record<string, string>;
+  [field: string]: unknown;
+}
+interface LockEntry {
+  dependencies?: Record<string, string>;
+  optionalDependencies?: Record<string, string>;
+  [field: string]: unknown;
+}
+
+const NPM_QUIET = { npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
+
+function exec(file: string, args: string[], cwd: string) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(file, args, { cwd, env: { ...process.env, ...NPM_QUIET }, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** The consumer's lock: our tarball, and our locked entry of every package it depends on. */
+function consumerLock(tarball: string) {
+  const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
+  const { name, version, license, bin, engines, dependencies } = ownPackage;
+  const packages: Record<string, unknown> = {
+    '': { name: 'consumer', dependencies: { [name]: `file:${tarball}` } },
+    [`node_modules/${name}`]: { version, resolved: `file:${tarball}`, integrity, license, bin, engines, dependencies },
+  };
+  // Bounded by the lock: each package is visited once.
+  const queue = Object.keys(dependencies);
+  for (let dependency = queue.shift(); dependency !== undefined; dependency = queue.shift()) {
+    const key = `node_modules/${dependency}`;
+    if (key in packages) continue;
+    const entry = ownLock.packages[key];
+    if (!entry) throw new Error(`${dependency} is not in package-lock.json`);
+    packages[key] = entry;
+    queue.push(...Object.keys({ ...entry.dependencies, ...entry.optionalDependencies }));
+  }
+  return { name: 'consumer', lockfileVersion: 3, requires: true, packages };
+}
+
+/** The README's typed-client snippet, verbatim. */
+function readmeSnippet(): string {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('### Typed client'));
+  const snippet = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (!snippet) throw new Error('README.md has no typed-client snippet');
+  return snippet;
+}
+
+/** Typechecks the consumer project with `file` (these lines) added for the moment. */
+async function typecheckWith(file: string, lines: string[]) {
+  writeFileSync(join(consumer, file), `${lines.join('\n')}\n`);
+  try {
+    return await exec(process.execPath, [tsc, '--noEmit', '-p', '.'], consumer);
+  } finally {
+    rmSync(join(consumer, file));
+  }
+}
+
+let scratch: string;
+let consumer: string;
+let packed: { files: { path: string }[]; size: number; entryCount: number };
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), 'newsletter-bff-package-'));
+  // dist/ is already built: no prepack rebuild under a running test suite.
+  const pack = await exec('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], root);
+  if (pack.code !== 0) throw new Error(`npm pack failed: ${pack.stderr}`);
+  const [result] = JSON.parse(pack.stdout) as (typeof packed & { filename: string })[];
+  packed = result!;
+  const tarball = join(scratch, result!.filename);
+
+  consumer = join(scratch, 'consumer');
+  const dependencies = { [ownPackage.name]: `file:${tarball}` };
+  mkdirSync(consumer);
+  writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module', dependencies }, null, 2));
+  writeFileSync(join(consumer, 'package-lock.json'), JSON.stringify(consumerLock(tarball), null, 2));
+  const install = await exec('npm', ['ci', '--offline', '--ignore-scripts'], consumer);
+  if (install.code !== 0) throw new Error(`offline install failed: ${install.stderr}`);
+  const init = await exec(process.execPath, [tsc, '--init'], consumer);
+  if (init.code !== 0) throw new Error(`tsc --init failed: ${init.stdout}`);
+}, 90_000);
+
+afterAll(() => {
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('the npm package', () => {
+  it('holds compiled JavaScript, declarations, the demo site and the OpenAPI document, and no sources or maps', () => {
+    const paths = packed.files.map((file) => file.path);
+    for (const path of paths) expect(path).toMatch(/^(dist\/.+\.(js|d\.ts)|examples\/site\/.+|openapi\.json|LICENSE|README\.md|package\.json)$/);
+    expect(paths).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/client.js', 'dist/client.d.ts', 'dist/app.d.ts', 'openapi.json', 'LICENSE']));
+    expect(paths).toEqual(expect.arrayContaining(['examples/site/index.html']));
+  });
+
+  it('typechecks the README’s typed-client snippet in a `tsc --init` project, against the package’s declarations', async () => {
+    writeFileSync(join(consumer, 'index.ts'), readmeSnippet());
+    const check = await exec(process.execPath, [tsc, '--noEmit', '-p', '.'], consumer);
+    expect(check.stdout + check.stderr).toBe('');
+    expect(check.code).toBe(0);
+    // Our declarations stand on their own: they pass with the consumer's library checks on too.
+    const strict = await exec(process.execPath, [tsc, '--noEmit', '-p', '.', '--skipLibCheck', 'false'], consumer);
+    expect(strict.stdout + strict.stderr).toBe('');
+  });
+
+  it('exports the public shapes from newsletter-bff/client, as the service defines them', async () => {
+    const check = await typecheckWith('shapes.ts', [
+      'import type { ArchivePageBody, CategoriesBody, ErrorBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from \'newsletter-bff/client\';',
+      "const category: PublicCategory = { name: 'Essays', slug: 'essays' };",
+      "const summary: IssueSummary = { slug: 'a', subject: 'A', previewText: null, thumbnailUrl: null, sentAt: null, category };",
+      'const detail: IssueDetail = { ...summary, contentHtml: null };',
+      'export const bodies: [ArchivePageBody, IssueBody, CategoriesBody, SubscribeBody, ErrorBody] = [',
+      '  { ok: true, data: [summary], meta: { total: 1, limit: 20, offset: 0 } },',
+      '  { ok: true, data: detail },',
+      '  { ok: true, data: [category] },',
+      '  { ok: true, data: { accepted: true } },',
+      "  { ok: false, error: { code: 'NOT_FOUND', message: 'Not found.' } },",
+      '];',
+    ]);
+    expect(check.stdout + check.stderr).toBe('');
+  });
+
+  it('types the client for real there: a wrong parameter or body shape fails the consumer’s typecheck', async () => {
+    const check = await typecheckWith('misuse.ts', [
+      "import { hc } from 'hono/client';",
+      "import type { AppType } from 'newsletter-bff/client';",
+      "const bff = hc<AppType>('https://news-api.example.com');",
+      "await bff.api.issues[':slug'].$get({ param: { id: 'x' } });",
+      'const res = await bff.api.categories.$get();',
+      'if (res.status === 200) { const names: number[] = (await res.json()).data; void names; }',
+    ]);
+    expect(check.code).not.toBe(0);
+    expect(check.stdout).toMatch(/^misuse\.ts\(4,\d+\): error TS2353: .*'id' does not exist/m);
+    expect(check.stdout).toMatch(/^misuse\.ts\(6,\d+\): error TS2322: /m);
+  });
+
+  it('starts demo mode with `npx newsletter-bff` from the installed package, its example site included', async () => {
+    const port = await freeLoopbackPort();
+    const { NEWSLETTER_API_KEY: _key, NODE_ENV: _mode, ...env } = process.env;
+    // Its own process group, so the server npx starts stops with it.
+    const child = spawn('npx', ['--offline', '--no', 'newsletter-bff'], {
+      cwd: consumer,
+      env: { ...env, ...NPM_QUIET, HOST: '127.0.0.1', PORT: String(port) },
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const stdout = await waitForOutput(child, 'listening on', 20_000);
+      expect(stdout).toContain('DEMO MODE');
+      const archive = await fetch(`http://127.0.0.1:${port}/api/issues?limit=1`);
+      expect(archive.status).toBe(200);
+      expect(((await archive.json()) as { data: unknown[] }).data).toHaveLength(1);
+      const site = await fetch(`http://127.0.0.1:${port}/`);
+      expect(site.status).toBe(200);
+      expect(site.headers.get('content-type')).toMatch(/^text\/html/);
+    } finally {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    }
+  });
+});
