@@ -28,6 +28,11 @@ try {
     console.error('worker bundle contains prom-client (an import of src/admin/ reached the Worker entry)');
     process.exitCode = 1;
   }
+  // The Redis client is for Node instances only (src/redis/, imported dynamically by node.ts).
+  if (bundle.includes('createRedisLink') || bundle.includes('sendCommand')) {
+    console.error('worker bundle contains the Redis client (an import of src/redis/ reached the Worker entry)');
+    process.exitCode = 1;
+  }
   if (gzip > BUDGET_GZIP_BYTES) {
     console.error('worker bundle is over its gzip budget');
     process.exitCode = 1;

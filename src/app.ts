@@ -15,6 +15,7 @@ import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECON
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules, createResponseHeaders } from './response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
+import type { RepeatGuard } from './subscribe/guards.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createArchiveQueries } from './routes/archive-query.js';
 import { createIssuesRoutes } from './routes/issues.js';
@@ -38,10 +39,12 @@ export interface AppDeps {
    * Without it, only the four API routes exist.
    */
   site?: MiddlewareHandler;
-  /** A cache tier shared between isolates (Workers' Cache API); none on Node. */
+  /** A cache tier shared between isolates (Workers' Cache API) or instances (Redis on Node). */
   sharedCache?: SharedTier;
   /** Test seams of the Turnstile check (TURNSTILE_SECRET_KEY): its fetch and timeout. */
   turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'>;
+  /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
+  repeatGuard?: RepeatGuard;
   /** Told of requests, cache reads and subscribe outcomes (Prometheus on Node; nothing by default). */
   metrics?: Metrics;
 }
@@ -143,6 +146,7 @@ export function createApp(deps: AppDeps) {
           deps.rateLimiter ??
           createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
         clientIp,
+        ...(deps.repeatGuard ? { repeatGuard: deps.repeatGuard } : {}),
         now,
         log,
         challenge: config.turnstileSecretKey

@@ -9,7 +9,8 @@ const commands: Record<string, CliCommand> = {
   start: {
     summary: 'run the service; demo mode without NEWSLETTER_API_KEY',
     run: ({ env }) => {
-      startNode(env);
+      // Resolves once listening (after connecting to Redis, with REDIS_URL); failures exit by themselves.
+      void startNode(env);
       return undefined;
     },
   },

@@ -42,6 +42,10 @@ export interface Config {
   readBudgetPerClientPerMinute: number;
   /** Shortest time between two archive index refreshes that a slug missing from it may cause. */
   indexRefreshMinSeconds: number;
+  /** Redis shared by several Node instances (limits, guards, a cache tier); none when unset. */
+  redisUrl: string | undefined;
+  /** Every Redis command's timeout: slower counts as an outage, and memory takes over. */
+  redisTimeoutMs: number;
   /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
   siteIssueUrl: string | undefined;
   /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
@@ -63,6 +67,15 @@ const MIB = 1024 * 1024;
 export const SLUG_PLACEHOLDER = '{slug}';
 const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
 const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY']);
+
+function isRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && !url.search && !url.hash;
+  } catch {
+    return false;
+  }
+}
 
 
 const ConfigSchema = z.object({
@@ -175,6 +188,12 @@ const ConfigSchema = z.object({
   READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
   READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
   INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
+  // Validated for shape only, and never echoed: the URL may carry a password.
+  REDIS_URL: preprocess(
+    blankToUndefined,
+    z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
+  ),
+  REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
     z.optional(
@@ -290,6 +309,8 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       readBudgetPerMinute: env.READ_BUDGET_PER_MINUTE,
       readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
       indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,
+      redisUrl: env.REDIS_URL,
+      redisTimeoutMs: env.REDIS_TIMEOUT_MS,
       siteIssueUrl: env.SITE_ISSUE_URL,
       listPaging: {
         limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,

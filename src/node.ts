@@ -7,13 +7,17 @@ import { createDemoSite } from './demo-site.js';
 import { createBufferedWriter, createLogger } from './log.js';
 import { createNodeHotPath } from './node-hot-path.js';
 import { limitsOf, serveWithLimits } from './node-server-limits.js';
+import type { Config } from './config.js';
+import type { Logger } from './log.js';
+import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
+import type { RedisServices } from './redis/services.js';
 import { createAppForConfig, linkOriginOf } from './service.js';
 
 /**
  * Runs the service on Node (the CLI's `start`): config from `env`, demo or real upstream,
  * graceful shutdown. A bad config exits 2 (a usage error, as the CLI's), anything else 1.
  */
-export function startNode(env: NodeJS.ProcessEnv = process.env): void {
+export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const parsed = parseConfig(env);
   if (!parsed.ok) {
     for (const problem of parsed.problems) process.stderr.write(`config error: ${problem}\n`);
@@ -25,9 +29,16 @@ export function startNode(env: NodeJS.ProcessEnv = process.env): void {
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
   const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey] });
   const admin = config.adminPort === undefined ? undefined : createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
+  const redis = config.redisUrl ? await startRedis(config, config.redisUrl, log) : undefined;
   const { app, stats, upstream, freshReply, logAccess } = createAppForConfig(config, {
     metrics: admin?.metrics,
     log,
+    ...(redis && {
+      rateLimiter: redis.rateLimiter,
+      repeatGuard: redis.repeatGuard,
+      sharedCache: redis.sharedCache,
+      holdOff: redis.holdOff,
+    }),
     demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileSiteKey) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
@@ -72,6 +83,7 @@ export function startNode(env: NodeJS.ProcessEnv = process.env): void {
       publicServer: server,
       stats,
       probe: () => upstream.listCategories(),
+      ...(redis && { redisHealthy: redis.healthy }),
       onListening: (url) => process.stdout.write(`newsletter-bff admin (/healthz, /readyz, /metrics) on ${url}\n`),
       onFatal: (line) => {
         process.stderr.write(`${line}\n`);
@@ -90,6 +102,7 @@ export function startNode(env: NodeJS.ProcessEnv = process.env): void {
     // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets.
     server.close(() => {
       log.log('info', 'cache_stats', { ...stats() });
+      void redis?.close();
       writer.stop();
       process.exit(0);
     });
@@ -105,4 +118,21 @@ export function startNode(env: NodeJS.ProcessEnv = process.env): void {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+/**
+ * The shared state of several instances (README "Running several instances"). The client is
+ * imported here, and only here, so that without REDIS_URL it is never loaded.
+ */
+async function startRedis(config: Config, url: string, log: Logger): Promise<RedisServices> {
+  const { connectRedis } = await import('./redis/services.js');
+  return connectRedis({
+    url,
+    timeoutMs: config.redisTimeoutMs,
+    namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
+    apiKey: config.apiKey ?? 'demo',
+    subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
+    cacheMaxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
+    log,
+  });
 }

@@ -6,6 +6,7 @@ import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
+import type { RepeatGuard } from './subscribe/guards.js';
 import { createUpstreamForConfig } from './upstream/for-config.js';
 import type { HoldOff } from './upstream/hold-off.js';
 
@@ -15,12 +16,14 @@ export interface RuntimeDeps {
   fetch?: typeof globalThis.fetch;
   now?: () => number;
   rateLimiter?: RateLimiter;
-  /** Workers' Cache API tier; none on Node. */
+  /** Workers' Cache API tier, or Redis on Node when REDIS_URL is set (src/redis/). */
   sharedCache?: SharedTier;
+  /** Shared through Redis on Node when REDIS_URL is set; per process otherwise. */
+  repeatGuard?: RepeatGuard;
+  /** Where hold-offs after an upstream 429 are kept: Redis when REDIS_URL is set, this process's memory otherwise. */
+  holdOff?: HoldOff;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
   demoSite?: MiddlewareHandler;
-  /** Where hold-offs after an upstream 429 are kept; this process's memory by default. */
-  holdOff?: HoldOff;
   /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
   metrics?: Metrics;
   /**

@@ -46,6 +46,11 @@ export function createWorker(options: WorkerOptions = {}) {
       return built;
     }
     const { config } = parsed;
+    if (config.redisUrl) {
+      log.log('warn', 'redis_url_ignored', {
+        hint: 'REDIS_URL is for Node instances; on Workers the Cache API tier and the Rate Limiting binding are shared already',
+      });
+    }
     const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);
     const store = options.sharedCache === undefined ? defaultSharedCache() : options.sharedCache;
     const { app } = createAppForConfig(config, {

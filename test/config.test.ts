@@ -56,6 +56,8 @@ describe('parseConfig defaults', () => {
       readBudgetPerMinute: 120,
       readBudgetPerClientPerMinute: 30,
       indexRefreshMinSeconds: 5,
+      redisUrl: undefined,
+      redisTimeoutMs: 100,
       siteIssueUrl: undefined,
       listPaging: { limitParam: 'limit', style: 'offset', pagingParam: 'offset', pageSize: 200 },
       adminPort: undefined,
@@ -125,6 +127,8 @@ describe('parseConfig defaults', () => {
       readBudgetPerMinute: 600,
       readBudgetPerClientPerMinute: 60,
       indexRefreshMinSeconds: 0,
+      redisUrl: undefined,
+      redisTimeoutMs: 100,
       siteIssueUrl: 'https://site.example/issues/{slug}/',
       listPaging: { limitParam: 'limit', style: 'offset', pagingParam: 'offset', pageSize: 200 },
       adminPort: 9464,
@@ -233,6 +237,7 @@ describe('parseConfig numeric variables', () => {
     { name: 'UPSTREAM_TIMEOUT_MS', field: 'upstreamTimeoutMs', min: 100, max: 60_000 },
     { name: 'SUBSCRIBE_RATE_LIMIT_PER_MINUTE', field: 'subscribeRateLimitPerMinute', min: 1, max: 10_000 },
     { name: 'TRUST_PROXY_HOPS', field: 'trustProxyHops', min: 0, max: 10 },
+    { name: 'REDIS_TIMEOUT_MS', field: 'redisTimeoutMs', min: 10, max: 5000 },
   ];
 
   for (const { name, field, min, max } of numeric) {
@@ -540,5 +545,25 @@ describe('parseConfig problem reporting', () => {
     expect(problemsWith({ HEADERS_TIMEOUT_SECONDS: '10', REQUEST_TIMEOUT_SECONDS: '5' })).toEqual([
       'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS',
     ]);
+  });
+});
+
+describe('parseConfig REDIS_URL', () => {
+  it.each(['redis://127.0.0.1:6379', 'rediss://user:pass@cache.example.com:6380/2', 'redis://[::1]:6379'])('accepts %s', (url) => {
+    expect(configWith({ REDIS_URL: url }).redisUrl).toBe(url);
+  });
+
+  it('is off when unset or blank', () => {
+    expect(configWith({ REDIS_URL: '  ' }).redisUrl).toBeUndefined();
+  });
+
+  it.each([
+    ['another scheme', 'http://cache.example.com:6379'],
+    ['no host', 'redis://'],
+    ['not a URL', 'cache.example.com:6379'],
+    ['a query', 'redis://cache.example.com:6379/?password=x'],
+  ])('refuses %s without echoing the URL, which may carry a password', (_label, url) => {
+    const problems = problemsWith({ REDIS_URL: url.replace('cache', 'PASSWORDLIKE') });
+    expect(problems).toEqual(['REDIS_URL must be a redis:// or rediss:// URL with a host']);
   });
 });

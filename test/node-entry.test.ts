@@ -3,6 +3,8 @@ import { createServer as createHttpServer, request, type ServerResponse } from '
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { redisServerAvailable, startRedisServer } from './redis/support.js';
+import { freePort } from './free-port.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // The entry runs as `npm start` runs it: compiled into dist/ (by test/build-dist.ts), started by the CLI.
@@ -41,14 +43,6 @@ function start(env: Record<string, string>) {
   };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (typeof address !== 'object' || address === null) throw new Error('no port');
-  return address.port;
-}
 
 describe('Node entry', () => {
   it('exits 2 with one line naming each bad variable, never echoing the key', async () => {
@@ -219,5 +213,44 @@ describe('Node entry', () => {
       expect(await subscribe('second@example.com', '6.6.6.6, 198.51.100.2')).toBe(200);
       expect(await subscribe('third@example.com', '7.7.7.7, 198.51.100.1')).toBe(429);
     });
+  });
+});
+
+describe.runIf(redisServerAvailable())('Node entry with REDIS_URL', () => {
+  it('connects at start, counts the subscribe limit in Redis, and closes on SIGTERM', async () => {
+    const redis = await startRedisServer();
+    try {
+      const port = await freePort();
+      const run = start({ PORT: String(port), HOST: '127.0.0.1', REDIS_URL: redis.url, REDIS_TIMEOUT_MS: '2000' });
+      await run.waitFor('listening on');
+      await run.waitFor('"event":"redis_connected"');
+      const statuses: number[] = [];
+      for (let attempt = 0; attempt < 11; attempt += 1) {
+        const response = await fetch(`http://127.0.0.1:${port}/api/subscribe`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ email: `entry${attempt}@example.com`, optInAttestation: true }),
+        });
+        statuses.push(response.status);
+      }
+      expect(statuses[10]).toBe(429);
+      // The counter lives in Redis: a second process sees the same count. (A long Redis timeout:
+      // this is about sharing, and a loaded machine must not turn a slow answer into an outage.)
+      const secondPort = await freePort();
+      const second = start({ PORT: String(secondPort), HOST: '127.0.0.1', REDIS_URL: redis.url, REDIS_TIMEOUT_MS: '2000' });
+      await second.waitFor('listening on');
+      const fromSecond = await fetch(`http://127.0.0.1:${secondPort}/api/subscribe`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ email: 'entry-second@example.com', optInAttestation: true }),
+      });
+      expect(fromSecond.status).toBe(429);
+      for (const process of [run, second]) {
+        process.child.kill('SIGTERM');
+        expect(await process.exited).toBe(0);
+      }
+    } finally {
+      await redis.stop();
+    }
   });
 });

@@ -18,6 +18,8 @@ export interface ServiceView {
   stats: () => CacheFigures;
   /** One light upstream call for a not-ready /readyz (List Categories). */
   probe: () => Promise<unknown>;
+  /** With REDIS_URL: whether Redis answers. A metric only: an instance serves from memory without it. */
+  redisHealthy?: () => boolean;
 }
 
 export interface ListenOptions extends ServiceView {
@@ -49,6 +51,7 @@ export function createAdmin(options: AdminOptions) {
   /** The admin routes for a running service (tests call them with `app.request`). */
   function app(service: ServiceView) {
     prometheus.watchCaches(service.stats);
+    if (service.redisHealthy) prometheus.watchRedis(service.redisHealthy);
     const cacheWarm = () => service.stats().entries > 0;
     return createAdminApp({ registry: prometheus.registry, readiness, cacheWarm, probe: service.probe });
   }

@@ -31,6 +31,8 @@ export interface PrometheusMetrics {
   watchCaches(stats: () => CacheFigures): void;
   /** Counts the open connections of the public listener. */
   trackConnections(server: Pick<Server, 'on'>): void;
+  /** Reports, at each scrape, whether the Redis shared by instances answers (REDIS_URL only). */
+  watchRedis(healthy: () => boolean): void;
 }
 
 /**
@@ -158,6 +160,16 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     metrics,
     watchCaches(stats) {
       cacheStats = stats;
+    },
+    watchRedis(healthy) {
+      new Gauge({
+        name: `${PREFIX}redis_up`,
+        help: 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.',
+        registers,
+        collect() {
+          this.set(healthy() ? 1 : 0);
+        },
+      });
     },
     trackConnections(server) {
       server.on('connection', (socket: { once(event: 'close', listener: () => void): unknown }) => {

@@ -8,7 +8,7 @@ import { noopMetrics, type Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../origins.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { forwardSubscription, type RecordOutcome } from '../subscribe/forward.js';
-import { createRepeatGuard, isForbiddenOrigin, isHoneypotFilled, rateLimitError } from '../subscribe/guards.js';
+import { createRepeatGuard, isForbiddenOrigin, isHoneypotFilled, rateLimitError, type RepeatGuard } from '../subscribe/guards.js';
 import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type SubscribeJsonInput } from '../subscribe/input.js';
 import { redirectTarget, reply } from '../subscribe/reply.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
@@ -23,6 +23,8 @@ export interface SubscribeRoutesOptions {
   >;
   origins: OriginPolicy;
   rateLimiter: RateLimiter;
+  /** Shared between instances (src/redis/) when configured; this process's memory otherwise. */
+  repeatGuard?: RepeatGuard;
   clientIp: (c: Context) => string | undefined;
   now: () => number;
   log: Logger;
@@ -45,7 +47,7 @@ const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: Subscr
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
   const { upstream, config, origins, rateLimiter, clientIp, now, log, challenge, metrics = noopMetrics } = options;
-  const repeats = createRepeatGuard(now);
+  const repeats = options.repeatGuard ?? createRepeatGuard(now);
 
   const recorder =
     (c: Context): RecordOutcome =>
@@ -92,7 +94,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
         const fields = parseSubscribeFields(c, input);
         // After validation, so a typo does not spend the visitor's one-use token.
         if (challenge) await challenge(c, input, record);
-        if (repeats.isRepeat(fields.normalized)) {
+        if (await repeats.isRepeat(fields.normalized)) {
           record('deduped', { email: maskEmail(fields.email) });
           return reply(c, targetOf(c));
         }

@@ -23,7 +23,7 @@ export async function forwardSubscription(
   config: Pick<Config, 'subscribeSourceType' | 'subscribeDefaultSource'>,
   fields: SubscribeFields,
   record: RecordOutcome,
-  remember: (normalizedEmail: string) => void,
+  remember: (normalizedEmail: string) => void | Promise<void>,
 ): Promise<ApiError | undefined> {
   const email = maskEmail(fields.email);
   // Built field by field: the client can never choose sourceType or add upstream fields.
@@ -41,7 +41,7 @@ export async function forwardSubscription(
     if (!(failure instanceof UpstreamError)) throw failure;
     const { error, level, hint } = answerUpstreamFailure(failure, 'subscribe');
     if (!error) {
-      remember(fields.normalized);
+      await remember(fields.normalized);
       record('refused_by_upstream', { email, upstreamStatus: String(failure.status), upstreamCode: failure.upstreamCode, hint }, level);
       return undefined;
     }
@@ -51,7 +51,7 @@ export async function forwardSubscription(
     record('failed', logged, level);
     return error;
   }
-  remember(fields.normalized);
+  await remember(fields.normalized);
   record('forwarded', { email });
   return undefined;
 }

@@ -29,8 +29,14 @@ export function isHoneypotFilled(input: Record<string, unknown>, honeypotField: 
   return honeypot !== undefined && !(typeof honeypot === 'string' && honeypot.trim() === '');
 }
 
-/** Addresses accepted lately (bounded), so a repeat is answered without calling the upstream again. */
-export function createRepeatGuard(now: () => number) {
+/** Remembers addresses the upstream settled, so a repeat is answered without calling it again. */
+export interface RepeatGuard {
+  isRepeat(normalizedEmail: string): boolean | Promise<boolean>;
+  remember(normalizedEmail: string): void | Promise<void>;
+}
+
+/** Addresses accepted lately (bounded) in this process's memory. */
+export function createRepeatGuard(now: () => number): RepeatGuard {
   const recent = new LRUCache<string, true>({ max: REPEAT_MAX_ENTRIES, ttl: REPEAT_WINDOW_MS, perf: { now }, ttlResolution: 0 });
   return {
     isRepeat: (normalizedEmail: string): boolean => recent.has(normalizedEmail),

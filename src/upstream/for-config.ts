@@ -10,10 +10,10 @@ export interface UpstreamForConfigDeps {
   now?: (() => number) | undefined;
   log?: Logger | undefined;
   metrics?: Metrics | undefined;
+  /** Shared through Redis on Node when REDIS_URL is set; this process's memory otherwise. */
+  holdOff?: HoldOff | undefined;
   /** Demo mode's public origin, for the sample publication's thumbnail URLs. */
   demoOrigin?: string | undefined;
-  /** Where hold-offs after an upstream 429 are kept; this process's memory by default. */
-  holdOff?: HoldOff | undefined;
 }
 
 /**

@@ -52,4 +52,15 @@ describe('Prometheus metrics', () => {
     }
     for (const result of ['hit', 'miss', 'stale']) expect(text).toContain(`newsletter_bff_cache_reads_total{result="${result}"} 0`);
   });
+
+  it('reports whether Redis answers as redis_up, read at each scrape, and only when Redis is configured', async () => {
+    const without = createPrometheusMetrics({ defaultMetrics: false });
+    expect(await without.registry.metrics()).not.toContain('redis_up');
+    const { registry, watchRedis } = createPrometheusMetrics({ defaultMetrics: false });
+    let healthy = true;
+    watchRedis(() => healthy);
+    expect(sampleOf(await registry.metrics(), 'newsletter_bff_redis_up')).toBe(1);
+    healthy = false;
+    expect(sampleOf(await registry.metrics(), 'newsletter_bff_redis_up')).toBe(0);
+  });
 });

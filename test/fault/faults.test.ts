@@ -1,6 +1,6 @@
 import { serve, type ServerType } from '@hono/node-server';
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { connect, createServer, type AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
@@ -11,6 +11,7 @@ import type { DemoIssue } from '../../src/demo/sample-publication.js';
 import type { FaultMode } from '../../src/fake-upstream/faults.js';
 import { startFakeUpstreamServer, startTrapListener, type FakeUpstreamServer } from '../../src/fake-upstream/server.js';
 import { createLeakScanner, findLeaks, LEAK_API_KEY, responseText, UPSTREAM_HEADERS } from './leak-scan.js';
+import { freePort } from '../free-port.js';
 
 type FaultUpstream = FakeUpstreamServer;
 /** The fake upstream over the sample publication, sending the headers the leak scan looks for. */
@@ -232,13 +233,6 @@ function upstreamPathOf(route: Route, slug: string): (path: string) => boolean {
   }
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Sends one request and reads the whole answer; every answer goes through the leak scan. */
 async function exchange(origin: string, route: Route, path: string, init: RequestInit = {}): Promise<Exchange> {

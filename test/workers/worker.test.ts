@@ -361,3 +361,17 @@ describe('Cache API tier shared by isolates (workerd)', () => {
     expect((await call(second, env, '/api/categories')).status).toBe(200);
   });
 });
+
+describe('REDIS_URL on Workers', () => {
+  it('is ignored with one warn line per isolate: the platform shares the cache tier and the limit', async () => {
+    const lines: string[] = [];
+    const worker = createWorker({ fetch: createScriptedFetch(upstreamHandler()).fetch, write: (line) => lines.push(line), sharedCache: null });
+    const env = bindings({ REDIS_URL: 'redis://:hunter2-not-real@cache.example:6379' });
+    expect((await call(worker, env, '/api/categories')).status).toBe(200);
+    expect((await call(worker, env, '/api/categories')).status).toBe(200);
+    const ignored = lines.filter((line) => line.includes('"redis_url_ignored"'));
+    expect(ignored).toHaveLength(1);
+    expect(ignored[0]).toContain('"level":"warn"');
+    expect(lines.join('\n')).not.toContain('hunter2');
+  });
+});
