@@ -126,7 +126,7 @@ function isUpstreamNotFound(spec: RequestSpec, envelope: Envelope | undefined): 
 }
 
 /**
- * Sends one fuzzed request and checks every property of issue 7 on its answer:
+ * Sends one fuzzed request and checks every property the fuzz suite stands for on its answer:
  * no 5xx, the JSON envelope (or an empty 204/304, or a 303 to an allowed origin), no upstream
  * call for a rejected input, no upstream header, internal field or key in the answer.
  */
