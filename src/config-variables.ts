@@ -1,5 +1,6 @@
 import * as z from './zod.js';
 import { parseHttpUrl } from './origins.js';
+import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS } from './upstream/assumptions.js';
 import { blankToUndefined, preprocess, wholeNumber } from './validation.js';
 
 /** The variable rules config.ts shares with its blocks of variables. */
@@ -51,4 +52,53 @@ export const LISTENER_AND_CHALLENGE_VARIABLES = {
     blankToUndefined,
     z._default(z.string().check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY })), TURNSTILE_SITEVERIFY_URL),
   ),
+};
+
+function isRedisUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && !url.search && !url.hash;
+  } catch {
+    return false;
+  }
+}
+
+/** Cold-read budgets and the archive index refresh (docs/contract.md "Availability under abuse"), and Redis for several instances. */
+export const READ_BUDGET_AND_REDIS_VARIABLES = {
+  READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
+  READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
+  INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
+  // Validated for shape only, and never echoed: the URL may carry a password.
+  REDIS_URL: preprocess(
+    blankToUndefined,
+    z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
+  ),
+  REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
+};
+
+/** A query parameter name of our own choosing, never one List Issues' filters already use. */
+function queryParameterName(fallback: string) {
+  return preprocess(
+    blankToUndefined,
+    z._default(
+      z
+        .string()
+        .check(
+          z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
+          z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
+        ),
+      fallback,
+    ),
+  );
+}
+
+/** How List Issues pages is not shown upstream: today's guesses are the defaults (docs/upstream.md "Assumptions"). */
+export const UPSTREAM_PAGING_VARIABLES = {
+  UPSTREAM_LIST_LIMIT_PARAM: queryParameterName(DEFAULT_LIST_PAGING.limitParam),
+  UPSTREAM_LIST_PAGING: preprocess(
+    blankToUndefined,
+    z._default(z.enum(['offset', 'page'], { error: 'must be offset or page' }), DEFAULT_LIST_PAGING.style),
+  ),
+  UPSTREAM_LIST_PAGING_PARAM: preprocess(blankToUndefined, z.optional(queryParameterName(''))),
+  UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
 };

@@ -1,9 +1,17 @@
 import * as z from './zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
 import type { ListPaging } from './upstream/archive.js';
-import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM } from './upstream/assumptions.js';
+import { DEFAULT_LIST_PAGING, LIST_ISSUES_PAGE_PARAM } from './upstream/assumptions.js';
 import { parseHttpUrl } from './origins.js';
-import { LISTENER_AND_CHALLENGE_VARIABLES, isHttpsOrLoopback, isListenHost, optionalText, wholeNumberVariable } from './config-variables.js';
+import {
+  LISTENER_AND_CHALLENGE_VARIABLES,
+  READ_BUDGET_AND_REDIS_VARIABLES,
+  UPSTREAM_PAGING_VARIABLES,
+  isHttpsOrLoopback,
+  isListenHost,
+  optionalText,
+  wholeNumberVariable,
+} from './config-variables.js';
 import { MIN_API_KEY_LENGTH, createRedactor } from './redact.js';
 import { addIssue, blankToUndefined, preprocess } from './validation.js';
 
@@ -67,16 +75,6 @@ const MIB = 1024 * 1024;
 export const SLUG_PLACEHOLDER = '{slug}';
 const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
 const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY']);
-
-function isRedisUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'redis:' || url.protocol === 'rediss:') && url.hostname !== '' && !url.search && !url.hash;
-  } catch {
-    return false;
-  }
-}
-
 
 const ConfigSchema = z.object({
   // Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
@@ -185,15 +183,7 @@ const ConfigSchema = z.object({
   ),
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
   ...LISTENER_AND_CHALLENGE_VARIABLES,
-  READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
-  READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
-  INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
-  // Validated for shape only, and never echoed: the URL may carry a password.
-  REDIS_URL: preprocess(
-    blankToUndefined,
-    z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
-  ),
-  REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
+  ...READ_BUDGET_AND_REDIS_VARIABLES,
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
     z.optional(
@@ -208,14 +198,7 @@ const ConfigSchema = z.object({
     ),
   ),
   NODE_ENV: optionalText(),
-  // How List Issues pages is not shown upstream: today's guesses are the defaults.
-  UPSTREAM_LIST_LIMIT_PARAM: queryParameterName(DEFAULT_LIST_PAGING.limitParam),
-  UPSTREAM_LIST_PAGING: preprocess(
-    blankToUndefined,
-    z._default(z.enum(['offset', 'page'], { error: 'must be offset or page' }), DEFAULT_LIST_PAGING.style),
-  ),
-  UPSTREAM_LIST_PAGING_PARAM: preprocess(blankToUndefined, z.optional(queryParameterName(''))),
-  UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
+  ...UPSTREAM_PAGING_VARIABLES,
   // 0 stands for "unset" (the default is not validated): no admin listener.
   ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
   ADMIN_HOST: preprocess(
@@ -227,22 +210,6 @@ const ConfigSchema = z.object({
   ),
   ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
-
-/** A query parameter name of our own choosing, never one List Issues' filters already use. */
-function queryParameterName(fallback: string) {
-  return preprocess(
-    blankToUndefined,
-    z._default(
-      z
-        .string()
-        .check(
-          z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
-          z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
-        ),
-      fallback,
-    ),
-  );
-}
 
 /**
  * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).

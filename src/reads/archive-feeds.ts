@@ -6,7 +6,8 @@ import { renderRssFeed } from '../feeds/rss.js';
 import type { IssueSummary } from '../shape.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { stringBytes } from './memory-budget.js';
-import { archivePageKey, archivePageOf, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
+import { archivePageKey, archivePageOf, type ArchiveQuery } from './archive-pages.js';
+import type { PublicRead, PublicReads } from './public-reads.js';
 import type { WaitUntil } from './read-through-cache.js';
 import { strongEtag, type RenderedJson } from './rendered-json.js';
 

@@ -36,10 +36,12 @@ import {
 } from './read-through-cache.js';
 import type { ReadBudget } from './read-budget.js';
 import { renderJson, type RenderedJson } from './rendered-json.js';
+import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
 
 export type { RenderedJson } from './rendered-json.js';
+export type { ArchiveQuery } from './archive-pages.js';
 
 /** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
 export interface PublicRead<T = unknown> {
@@ -48,12 +50,6 @@ export interface PublicRead<T = unknown> {
   /** Seconds since the upstream answered; set on STALE reads only (sent as `Age`). */
   ageSeconds?: number;
   readonly envelope?: T;
-}
-
-export interface ArchiveQuery {
-  limit: number;
-  offset: number;
-  category?: string | undefined;
 }
 
 export interface PublicReadsOptions {
@@ -112,17 +108,6 @@ const ISSUE_KEY_PREFIX = 'issue:';
 
 const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
 
-/** The key of one archive page among the rendered pages: validated parameters only. */
-export function archivePageKey(query: ArchiveQuery): string {
-  return `${query.limit}:${query.offset}:${query.category ?? ''}`;
-}
-
-/** One page of the archive index (a category's issues when asked for), with the list's total. */
-export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
-  const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
-  return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
-}
-
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
   const { upstream, now, sharedCache, readBudget } = options;
@@ -160,10 +145,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     metrics: options.metrics,
   });
 
-  const pages = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
-    maxSize: budget.renderedPages,
-    sizeCalculation: (page) => stringBytes(page.rendered.body),
-  });
+  const pages = createRenderedPages(budget.renderedPages);
 
   /** On Workers, each loader asks the isolates' shared tier before the upstream. */
   const tiered = (load: Loader<CachedValue>): Loader<CachedValue> =>
@@ -245,12 +227,6 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
 
-  /** A page of this index already rendered, keyed by its query. */
-  function renderedPage(index: ArchiveIndex, pageKey: string): RenderedJson | undefined {
-    const cached = pages.get(pageKey);
-    return cached?.index === index ? cached.rendered : undefined;
-  }
-
   function freshJson<T>(key: string): PublicRead<T> | undefined {
     return cache.readFresh(key, (value): PublicRead<T> | undefined =>
       value.kind === 'json' ? { rendered: value.rendered, state: 'HIT' } : undefined,
@@ -277,17 +253,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
 
     async archivePage(query, waitUntil, client) {
       const { index, state, ageSeconds } = await archiveIndex(waitUntil, client);
-      const pageKey = archivePageKey(query);
-      const cached = renderedPage(index, pageKey);
-      if (cached) return { rendered: cached, state, ageSeconds };
-      const { issues, total } = archivePageOf(index, query);
-      const envelope: ArchivePageBody = {
-        ok: true,
-        data: issues,
-        meta: { total, limit: query.limit, offset: query.offset },
-      };
-      const rendered = await renderJson(envelope);
-      pages.set(pageKey, { index, rendered });
+      const rendered = pages.get(index, query) ?? (await pages.render(index, query));
       return { rendered, state, ageSeconds };
     },
 
@@ -311,7 +277,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     fresh: {
       archivePage(query) {
         return cache.readFresh(ARCHIVE_KEY, (value): PublicRead<ArchivePageBody> | undefined => {
-          const rendered = value.kind === 'archive' ? renderedPage(value.index, archivePageKey(query)) : undefined;
+          const rendered = value.kind === 'archive' ? pages.get(value.index, query) : undefined;
           return rendered && { rendered, state: 'HIT' };
         });
       },
@@ -324,8 +290,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         ...cache.stats(),
         notFoundEntries: notFound.size,
         notFoundBytes: notFound.calculatedSize,
-        renderedPages: pages.size,
-        renderedPageBytes: pages.calculatedSize,
+        ...pages.stats(),
       };
     },
   };

@@ -1,0 +1,49 @@
+import { LRUCache } from 'lru-cache';
+import type { ArchivePageBody, IssueSummary } from '../shape.js';
+import type { ArchiveIndex } from './cached-value.js';
+import { stringBytes } from './memory-budget.js';
+import { renderJson, type RenderedJson } from './rendered-json.js';
+
+/** The validated archive query: every JSON page and feed is cut from the one index by it. */
+export interface ArchiveQuery {
+  limit: number;
+  offset: number;
+  category?: string | undefined;
+}
+
+/** The key of one archive page among the rendered pages: validated parameters only. */
+export function archivePageKey(query: ArchiveQuery): string {
+  return `${query.limit}:${query.offset}:${query.category ?? ''}`;
+}
+
+/** One page of the archive index (a category's issues when asked for), with the list's total. */
+export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
+  const list = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+  return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
+}
+
+/**
+ * The JSON pages of the archive, each rendered once per index (a new index makes every page
+ * render afresh), within their share of CACHE_MAX_BYTES.
+ */
+export function createRenderedPages(maxBytes: number) {
+  const pages = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
+    maxSize: maxBytes,
+    sizeCalculation: (page) => stringBytes(page.rendered.body),
+  });
+  return {
+    /** A page of this index already rendered, or undefined. */
+    get(index: ArchiveIndex, query: ArchiveQuery): RenderedJson | undefined {
+      const cached = pages.get(archivePageKey(query));
+      return cached?.index === index ? cached.rendered : undefined;
+    },
+    async render(index: ArchiveIndex, query: ArchiveQuery): Promise<RenderedJson> {
+      const { issues, total } = archivePageOf(index, query);
+      const envelope: ArchivePageBody = { ok: true, data: issues, meta: { total, limit: query.limit, offset: query.offset } };
+      const rendered = await renderJson(envelope);
+      pages.set(archivePageKey(query), { index, rendered });
+      return rendered;
+    },
+    stats: () => ({ renderedPages: pages.size, renderedPageBytes: pages.calculatedSize }),
+  };
+}
