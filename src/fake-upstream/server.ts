@@ -75,6 +75,7 @@ export async function startFakeUpstreamServer(options: Omit<FakeUpstreamOptions,
 
   server.on('request', (req, res) => {
     open.add(res);
+    notify();
     const abort = new AbortController();
     aborts.add(abort);
     res.on('close', () => {
@@ -174,6 +175,9 @@ export async function startFakeUpstreamServer(options: Omit<FakeUpstreamOptions,
     openConnections: () => sockets.size,
     /** Responses begun and not finished: a socket left hanging. */
     pendingResponses: () => open.size,
+    /** Resolves once at least `count` responses are pending: a request sent in the background has arrived. */
+    pending: (count: number, withinMs = 3_000) =>
+      waitUntil(waiters, () => open.size >= count, withinMs, () => `${open.size} of ${count} upstream response(s) pending`),
     /** Resolves once no response is pending: a pending one means the caller walked away without closing it. */
     settled: (withinMs = 3_000) =>
       waitUntil(waiters, () => open.size === 0, withinMs, () => `${open.size} upstream response(s) still pending`),

@@ -628,9 +628,11 @@ describe('stale content under upstream faults (in-process service, fake clock, r
       expect(result.body).toBe(warmed[0]!.body);
     }
     // Every answer arrived while the one refresh was still hanging upstream: none waited for it.
+    // The refresh runs behind the answers, so its request may reach the fake just after them.
+    await fault.pending(1);
     expect(fault.pendingResponses()).toBe(1);
     await fault.settled();
-    expect(fault.requestsSince(before).filter((call) => call.path.includes('/by-slug/'))).toHaveLength(1);
+    expect(fault.requestsSince(before).filter((call) => call.path.endsWith(`/by-slug/${slug}`))).toHaveLength(1);
   });
 
   it('refuses a streamed 20 MB body at the 16 MB cap, without waiting for the rest', async () => {
@@ -642,7 +644,8 @@ describe('stale content under upstream faults (in-process service, fake clock, r
       (reason: unknown) => reason,
     );
     expect(error).toMatchObject({ name: 'UpstreamError', kind: 'bad_response', status: 200 });
-    expect(fault.requestsSince(before)).toHaveLength(1);
+    // Only this read's calls: a retry of an earlier test's hanging refresh may land meanwhile.
+    expect(fault.requestsSince(before).filter((call) => call.path.endsWith('/by-slug/huge'))).toHaveLength(1);
     // The rest of the body is not read: the connection is dropped, not drained.
     await fault.settled();
   });
