@@ -102,7 +102,11 @@ try {
   const modules = readdirSync(join(image.dir, 'node_modules'));
   const { dependencies, devDependencies } = JSON.parse(readFileSync(join(image.dir, 'package.json'), 'utf8'));
   check('the image has the production dependencies', Object.keys(dependencies).every((name) => existsSync(join(image.dir, 'node_modules', name))));
-  check('the image has no dev dependency', !Object.keys(devDependencies).some((name) => existsSync(join(image.dir, 'node_modules', name))));
+  // The lock file marks what only development needs (`dev: true`); a dev dependency that a
+  // production one also uses (htmlparser2, under sanitize-html) is rightly there.
+  const { packages: locked } = JSON.parse(readFileSync(join(image.dir, 'package-lock.json'), 'utf8'));
+  const devOnly = Object.keys(devDependencies).filter((name) => locked[`node_modules/${name}`]?.dev === true);
+  check('the image has no dev-only dependency', !devOnly.some((name) => existsSync(join(image.dir, 'node_modules', name))));
   check('the image has no TypeScript sources', !existsSync(join(image.dir, 'src')));
   console.log(`image: ${modules.length} entries in node_modules`);
 
