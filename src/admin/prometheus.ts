@@ -187,7 +187,8 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
  */
 export function subscribeOutcome(outcome: string, reason: string | undefined): string {
   if (outcome === 'rejected' && reason === 'RATE_LIMITED') return 'rate_limited';
-  if (/captcha/i.test(outcome) || /captcha/i.test(reason ?? '')) return 'captcha_failed';
+  // Only a refused or missing token: a verifier that could not answer (CAPTCHA_UNAVAILABLE) is `failed`.
+  if (outcome === 'rejected' && reason === 'CAPTCHA_FAILED') return 'captcha_failed';
   if (outcome === 'refused_by_upstream') return 'refused';
   return (SUBSCRIBE_OUTCOMES as readonly string[]).includes(outcome) ? outcome : 'other';
 }

@@ -10,7 +10,7 @@ describe('Prometheus metrics', () => {
     expect(subscribeOutcome('honeypot', undefined)).toBe('honeypot');
     expect(subscribeOutcome('rejected', 'RATE_LIMITED')).toBe('rate_limited');
     expect(subscribeOutcome('rejected', 'CAPTCHA_FAILED')).toBe('captcha_failed');
-    expect(subscribeOutcome('captcha_failed', undefined)).toBe('captcha_failed');
+    expect(subscribeOutcome('failed', 'CAPTCHA_UNAVAILABLE')).toBe('failed');
     expect(subscribeOutcome('refused_by_upstream', undefined)).toBe('refused');
     expect(subscribeOutcome('rejected', 'VALIDATION_ERROR')).toBe('rejected');
     expect(subscribeOutcome('failed', undefined)).toBe('failed');
