@@ -69,6 +69,60 @@ describe('createLogger', () => {
   });
 });
 
+describe('createLogger line format', () => {
+  /** What the logger has always written: `JSON.stringify` of the whole line as one object. */
+  const reference = (time: number, level: string, event: string, fields: Record<string, unknown>) =>
+    JSON.stringify({ time: new Date(time).toISOString(), level, event, ...fields });
+
+  const strings = [
+    '',
+    'plain',
+    '/api/issues/jane.doe%40example.com',
+    'quote " and backslash \\ and slash /',
+    'tab\tnewline\nnul\u0000 esc\u001b del\u007f',
+    'naïve café — ☃ 😀',
+    'lone \ud800 high and \udc00 low',
+    'line\u2028separator\u2029',
+    '</script>',
+  ];
+  const scalars = [0, -0, 1.5, 1e21, 5e-7, -12, Number.NaN, Number.POSITIVE_INFINITY, true, false, null];
+
+  it.each(strings)('writes the string %j exactly as JSON.stringify does', (value) => {
+    const { log, lines } = capture();
+    log.log('info', value, { value, [value]: value });
+    expect(lines[0]).toBe(reference(Date.UTC(2026, 10, 22, 9, 30, 0, 250), 'info', value, { value, [value]: value }));
+  });
+
+  it.each(scalars)('writes the value %s exactly as JSON.stringify does', (value) => {
+    const { log, lines } = capture();
+    log.log('warn', 'e', { value, after: 'x' });
+    expect(lines[0]).toBe(reference(Date.UTC(2026, 10, 22, 9, 30, 0, 250), 'warn', 'e', { value, after: 'x' }));
+  });
+
+  it('formats the time as toISOString does, across seconds, days and years', () => {
+    const times = [0, 999, 1000, 1001, Date.UTC(2026, 11, 31, 23, 59, 59, 999), Date.UTC(2027, 0, 1), 253402300799999, 253402300800000, -1, -62198755200000, 1795478256070.7];
+    for (const time of times) {
+      const lines: string[] = [];
+      createLogger({ write: (line) => lines.push(line), now: () => time }).log('info', 'tick');
+      expect(JSON.parse(lines[0]!).time, String(time)).toBe(new Date(time).toISOString());
+    }
+  });
+
+  it('keeps the order of the fields and leaves out only the undefined ones', () => {
+    const { log, lines } = capture();
+    log.log('error', 'upstream_failure', { b: 1, a: undefined, c: 'x', d: null });
+    expect(lines[0]).toBe('{"time":"2026-11-22T09:30:00.250Z","level":"error","event":"upstream_failure","b":1,"c":"x","d":null}');
+  });
+
+  it('will not take a field that would stand in for the line\'s own time, level or event', () => {
+    const { log } = capture();
+    // @ts-expect-error `time` is the logger's
+    log.log('info', 'e', { time: 'yesterday' });
+    // @ts-expect-error `event` is the logger's
+    log.log('info', 'e', { event: 'other' });
+  });
+});
+
 describe('createBufferedWriter', () => {
   it('writes nothing until flushed, then every line in order', () => {
     const chunks: string[] = [];
