@@ -1,4 +1,4 @@
-import { readReply } from './http.js';
+import { ifNoneMatchMatches, readReply } from './http.js';
 import type { PublicRead, PublicReads, RenderedJson } from './reads/public-reads.js';
 import type { CacheState } from './reads/read-through-cache.js';
 import type { HeaderRules } from './response-headers.js';
@@ -19,15 +19,19 @@ export interface FreshRequest {
 /** The whole answer to a fresh read: what the general pipeline would answer, byte for byte. */
 export interface FreshReply {
   status: 200 | 304;
-  headers: Record<string, string>;
-  /** The cached read; its body is sent unless `withBody` is false (a 304). */
-  rendered: RenderedJson;
-  withBody: boolean;
+  /**
+   * Its headers in the general pipeline's order, with `X-Request-Id` left empty: worked out
+   * once per cached copy, `Origin` and status, and the same object for every such request.
+   */
+  headers: Readonly<Record<string, string>>;
+  /** This request's id, the one header that differs from request to request. */
+  requestId: string;
+  /** The body to send (the cached read's JSON), or `undefined` for a 304. */
+  body: string | undefined;
   /** The routed path, its route template and the read's cache state, for the access log. */
   path: string;
   route: string;
   cache: CacheState;
-  requestId: string;
 }
 
 export interface FreshRepliesOptions {
@@ -68,6 +72,34 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     return route === CATEGORIES ? reads.fresh.categories() : reads.fresh.issue(path.slice(ISSUE_PREFIX.length));
   }
 
+  /**
+   * The header records already worked out for a cached copy, by status and `Origin` (or none).
+   * Bounded: past a few origins per copy, a request's record is worked out afresh and not kept.
+   */
+  const heads = new WeakMap<RenderedJson, Map<string, Record<string, string>>>();
+
+  function headersFor(route: string, path: string, read: PublicRead, origin: string | undefined, notModified: boolean): Record<string, string> {
+    // A fresh copy is a HIT without `Age`: then its head depends on nothing else of the request.
+    const keep = read.state === 'HIT' && read.ageSeconds === undefined;
+    let byOrigin = keep ? heads.get(read.rendered) : undefined;
+    const key = `${notModified ? 304 : 200} ${origin ?? ''}`;
+    const kept = byOrigin?.get(key);
+    if (kept !== undefined) return kept;
+    const headers = headerRules.headersFor({ path, origin, requestId: '' });
+    const reply = readReply(
+      read,
+      { contentType: 'application/json', cacheControl, vary: route === ISSUES ? ARCHIVE_VARY : undefined, varyAlready: headers.Vary },
+      notModified ? read.rendered.etag : undefined,
+    );
+    // In the order `respond` puts them: this request's headers, then the read's own.
+    const head = Object.assign(headers, reply.headers);
+    if (keep) {
+      if (byOrigin === undefined) heads.set(read.rendered, (byOrigin = new Map()));
+      if (byOrigin.size < MAX_KEPT_HEADS_PER_COPY) byOrigin.set(key, head);
+    }
+    return head;
+  }
+
   return function freshReply(request) {
     const { method, target } = request;
     // HEAD is left to the general pipeline: Hono answers it by rebuilding the GET's response
@@ -80,15 +112,18 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     const route = routeOf(path);
     const read = route === undefined ? undefined : freshRead(route, path, search);
     if (route === undefined || read === undefined) return undefined;
-    const requestId = headerRules.requestId(request.requestId);
-    const headers = headerRules.headersFor({ path, origin: request.origin, requestId });
-    const reply = readReply(
-      read,
-      { contentType: 'application/json', cacheControl, vary: route === ISSUES ? ARCHIVE_VARY : undefined, varyAlready: headers.Vary },
-      request.ifNoneMatch,
-    );
-    // In the order `respond` puts them: this request's headers, then the read's own.
-    Object.assign(headers, reply.headers);
-    return { status: reply.status, headers, rendered: read.rendered, withBody: reply.body !== null, path, route, cache: read.state, requestId };
+    const notModified = ifNoneMatchMatches(request.ifNoneMatch, read.rendered.etag);
+    return {
+      status: notModified ? 304 : 200,
+      headers: headersFor(route, path, read, request.origin, notModified),
+      requestId: headerRules.requestId(request.requestId),
+      body: notModified ? undefined : read.rendered.body,
+      path,
+      route,
+      cache: read.state,
+    };
   };
 }
+
+/** How many header records (origins × statuses) are kept per cached copy. */
+const MAX_KEPT_HEADS_PER_COPY = 8;

@@ -110,20 +110,24 @@ function safeDecode(segment: string): string {
 
 /**
  * Buffers lines and writes them in batches: a synchronous write per request costs more than
- * the rest of a cached request. Flushes when the buffer is large, on the interval, and on demand.
+ * the rest of a cached request. Each line is encoded into the batch's bytes as it comes, so it
+ * does not outlive its request as a string (hundreds of lines kept as strings until the flush
+ * were promoted by the garbage collector, and then cost as much again to collect). Flushes when
+ * the batch is full, on the interval, and on demand. Node only (`Buffer`).
  */
 export function createBufferedWriter(
-  sink: (chunk: string) => void,
+  sink: (chunk: Uint8Array) => void,
   options: { flushIntervalMs?: number; maxBufferedBytes?: number } = {},
 ): { write: (line: string) => void; flush: () => void; stop: () => void } {
   const { flushIntervalMs = 250, maxBufferedBytes = 64 * 1024 } = options;
-  let buffered: string[] = [];
-  let bytes = 0;
+  let batch = Buffer.allocUnsafe(maxBufferedBytes);
+  let used = 0;
   const flush = () => {
-    if (buffered.length === 0) return;
-    const chunk = `${buffered.join('\n')}\n`;
-    buffered = [];
-    bytes = 0;
+    if (used === 0) return;
+    const chunk = batch.subarray(0, used);
+    // A new batch: the sink may still be writing this one (a pipe writes asynchronously).
+    batch = Buffer.allocUnsafe(maxBufferedBytes);
+    used = 0;
     sink(chunk);
   };
   const timer = setInterval(flush, flushIntervalMs);
@@ -131,9 +135,18 @@ export function createBufferedWriter(
   (timer as { unref?: () => void }).unref?.();
   return {
     write(line) {
-      buffered.push(line);
-      bytes += line.length + 1;
-      if (bytes >= maxBufferedBytes) flush();
+      // At most 3 bytes of UTF-8 per UTF-16 unit, and the newline.
+      const most = line.length * 3 + 1;
+      if (used + most > batch.length) {
+        flush();
+        if (most > batch.length) {
+          sink(Buffer.from(`${line}\n`));
+          return;
+        }
+      }
+      used += batch.write(line, used);
+      batch[used++] = 10; // "\n"
+      if (used >= batch.length) flush();
     },
     flush,
     stop() {

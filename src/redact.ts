@@ -17,7 +17,10 @@ export function createRedactor(secrets: readonly unknown[]): (value: string) => 
   // Longest first, so a form containing another is replaced whole.
   const ordered = [...forms].sort((a, b) => b.length - a.length);
   if (ordered.length === 0) return (value) => value;
+  const shortest = ordered[ordered.length - 1]!.length;
   return (value) => {
+    // Most values (a method, a status word, a cache state) are shorter than any secret.
+    if (value.length < shortest) return value;
     let result = value;
     for (const form of ordered) if (result.includes(form)) result = result.replaceAll(form, '[redacted]');
     return result;

@@ -62,6 +62,12 @@ describe('createLogger', () => {
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'info', event: 'request', path: '/x/[redacted]' });
   });
 
+  it('redacts a value that is a secret and nothing more, whichever of two secrets it is', () => {
+    const { log, lines } = capture({ redact: ['sk_live_0123456789abcdef', 'ts_secret_1'] });
+    log.log('error', 'oops', { a: 'sk_live_0123456789abcdef', b: 'ts_secret_1', c: 'ts_secret', d: 'x ts_secret_1' });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ a: '[redacted]', b: '[redacted]', c: 'ts_secret', d: 'x [redacted]' });
+  });
+
   it('leaves strings shorter than a key can be alone', () => {
     const { log, lines } = capture({ redact: ['abc'] });
     log.log('info', 'request', { path: '/api/issues/abc' });
@@ -124,24 +130,66 @@ describe('createLogger line format', () => {
 });
 
 describe('createBufferedWriter', () => {
-  it('writes nothing until flushed, then every line in order', () => {
+  function collect(options: { maxBufferedBytes?: number } = {}) {
     const chunks: string[] = [];
-    const writer = createBufferedWriter((chunk) => chunks.push(chunk), { flushIntervalMs: 60_000 });
+    const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000, ...options });
+    return { writer, chunks };
+  }
+
+  it('writes nothing until flushed, then every line in order', () => {
+    const { writer, chunks } = collect();
     writer.write('a');
     writer.write('b');
     expect(chunks).toEqual([]);
     writer.flush();
     expect(chunks).toEqual(['a\nb\n']);
+    writer.flush();
+    expect(chunks).toHaveLength(1);
     writer.stop();
   });
 
-  it('flushes by itself when the buffer is full', () => {
-    const chunks: string[] = [];
-    const writer = createBufferedWriter((chunk) => chunks.push(chunk), { flushIntervalMs: 60_000, maxBufferedBytes: 10 });
+  it('flushes by itself before a line would not fit, and never cuts a line', () => {
+    const { writer, chunks } = collect({ maxBufferedBytes: 20 });
     writer.write('12345');
     expect(chunks).toEqual([]);
     writer.write('67890');
-    expect(chunks).toEqual(['12345\n67890\n']);
+    expect(chunks).toEqual(['12345\n']);
+    writer.stop();
+    expect(chunks).toEqual(['12345\n', '67890\n']);
+  });
+
+  it('flushes at once when a line fills the batch exactly', () => {
+    const { writer, chunks } = collect({ maxBufferedBytes: 4 });
+    writer.write('☃'); // 3 bytes and the newline
+    expect(chunks).toEqual(['☃\n']);
+    writer.stop();
+  });
+
+  it('writes a line longer than a batch on its own, after what came before it', () => {
+    const { writer, chunks } = collect({ maxBufferedBytes: 16 });
+    writer.write('ab');
+    writer.write('x'.repeat(40));
+    writer.write('cd');
+    writer.stop();
+    expect(chunks).toEqual(['ab\n', `${'x'.repeat(40)}\n`, 'cd\n']);
+  });
+
+  it('keeps every byte of multi-byte characters', () => {
+    const { writer, chunks } = collect({ maxBufferedBytes: 64 });
+    const lines = ['naïve café — ☃ 😀', '日本語のテキスト', 'plain'];
+    for (const line of lines) writer.write(line);
+    writer.stop();
+    expect(chunks.join('')).toBe(lines.map((line) => `${line}\n`).join(''));
+  });
+
+  it('hands the sink a batch it does not write into again', () => {
+    const kept: Uint8Array[] = [];
+    const writer = createBufferedWriter((chunk) => kept.push(chunk), { flushIntervalMs: 60_000, maxBufferedBytes: 64 });
+    writer.write('first');
+    writer.flush();
+    writer.write('second');
+    writer.flush();
+    expect(kept.map((chunk) => Buffer.from(chunk).toString())).toEqual(['first\n', 'second\n']);
     writer.stop();
   });
 });
