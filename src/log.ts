@@ -9,6 +9,22 @@ export type LogFields = Record<string, string | number | boolean | null | undefi
 /** Structured JSON logging: one line per event. */
 export interface Logger {
   log(level: LogLevel, event: string, fields?: LogFields): void;
+  /**
+   * An event logged with the same fields every time: `values` in the order of `names`, and the
+   * line is the one `log` would write for them (an undefined value left out), with less work per
+   * line. For the access log, one line per request. `prepareEvent` falls back on `log`.
+   */
+  prepare?(level: LogLevel, event: string, names: readonly string[]): PreparedEvent;
+}
+
+export type LogValue = string | number | boolean | null | undefined;
+export type PreparedEvent = (values: readonly LogValue[]) => void;
+
+/** `log.prepare` where the logger has it, else the same lines through `log.log`. */
+export function prepareEvent(log: Logger, level: LogLevel, event: string, names: readonly string[]): PreparedEvent {
+  checkFieldNames(names);
+  if (log.prepare) return log.prepare(level, event, names);
+  return (values) => log.log(level, event, Object.fromEntries(names.map((name, i) => [name, values[i]])) as LogFields);
 }
 
 export interface LoggerOptions {
@@ -37,6 +53,20 @@ export function createLogger(options: LoggerOptions): Logger {
         line += `,${jsonKey(name)}:${typeof value === 'string' ? jsonString(redact(value)) : jsonScalar(value)}`;
       }
       write(`${line}}`);
+    },
+    prepare(level, event, names) {
+      checkFieldNames(names);
+      const head = `","level":"${level}","event":${jsonString(redact(event))}`;
+      const keys = names.map((name) => `,${jsonKey(name)}:`);
+      return (values) => {
+        let line = `{"time":"${isoTime(now())}${head}`;
+        for (let i = 0; i < keys.length; i += 1) {
+          const value = values[i];
+          if (value === undefined) continue;
+          line += `${keys[i]}${typeof value === 'string' ? jsonString(redact(value)) : jsonScalar(value)}`;
+        }
+        write(`${line}}`);
+      };
     },
   };
 }
@@ -77,6 +107,11 @@ function isoTime(ms: number): string {
     isoSecond = second;
   }
   return `${isoSecondPrefix}${MILLISECONDS[Math.floor(ms) - second * 1000]}Z`;
+}
+
+/** `time`, `level` and `event` are the line's own (LogFields says so to the compiler). */
+function checkFieldNames(names: readonly string[]): void {
+  for (const name of names) if (name === 'time' || name === 'level' || name === 'event') throw new Error(`"${name}" is a log line's own field`);
 }
 
 /** A logger that drops everything (the default where none is given). */
