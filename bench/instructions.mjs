@@ -5,7 +5,7 @@
 //   npm run build && node bench/instructions.mjs          (needs valgrind: apt-get install -y valgrind)
 // For each server and path: one run answering N_FEW requests and one answering N_MANY, both from
 // start-up to exit; the difference over N_MANY − N_FEW is what a request costs, start-up and JIT
-// warm-up cancelled out. Servers: ours (dist/cli.js, NODE_ENV=production, access log to a file),
+// warm-up cancelled out. Servers: ours (dist/cli.js, NODE_ENV=production, access log on, written to /dev/null),
 // bare Hono (bench/baseline-server.mjs) and raw node:http, the last two answering ours' body with
 // Content-Type only. Requests: keep-alive, 10 connections, one request at a time on each.
 // BENCH_ENTRY [dist/cli.js]: the server entry to count (a before/after build), as for `npm run bench`.
@@ -31,6 +31,8 @@ if (!hasCommand('valgrind')) {
   process.exit(2);
 }
 
+/** Every child started, killed at the end whatever happened. */
+const children = new Set();
 const scratch = mkdtempSync(join(tmpdir(), 'newsletter-bff-instructions-'));
 const sim = await startUpstreamSim({ latencyMs: 0, apiKey: API_KEY });
 
@@ -49,6 +51,7 @@ async function start(args, env, path, counted) {
   const command = counted ? 'valgrind' : process.execPath;
   const argv = counted ? ['--tool=cachegrind', '--cache-sim=no', '--cachegrind-out-file=/dev/null', process.execPath, ...args] : args;
   const child = spawn(command, argv, { cwd: root, env: { ...env(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(child);
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -143,6 +146,7 @@ process.on('SIGINT', () => process.exit(0));
     rows.push([name, Math.round(ours).toLocaleString('en'), Math.round(hono).toLocaleString('en'), Math.round(raw).toLocaleString('en'), `${(ours / hono).toFixed(2)}×`, `${(ours / raw).toFixed(2)}×`]);
   }
 } finally {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await sim.close();
   rmSync(scratch, { recursive: true, force: true });
 }

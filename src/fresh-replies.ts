@@ -73,8 +73,10 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
   }
 
   /**
-   * The header records already worked out for a cached copy, by status and `Origin` (or none).
-   * Bounded: past a few origins per copy, a request's record is worked out afresh and not kept.
+   * The header records already worked out for a cached copy, by status and the origin the
+   * answer grants (none for a foreign or absent `Origin`): at most (allowed origins + 1) × 2 per
+   * copy, never keyed by what a client made up. Past MAX_KEPT_HEADS_PER_COPY (a long list of
+   * allowed origins), a request's record is worked out afresh and not kept.
    */
   const heads = new WeakMap<RenderedJson, Map<string, Record<string, string>>>();
 
@@ -82,7 +84,7 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     // A fresh copy is a HIT without `Age`: then its head depends on nothing else of the request.
     const keep = read.state === 'HIT' && read.ageSeconds === undefined;
     let byOrigin = keep ? heads.get(read.rendered) : undefined;
-    const key = `${notModified ? 304 : 200} ${origin ?? ''}`;
+    const key = `${notModified ? 304 : 200} ${headerRules.grantedOrigin(origin) ?? ''}`;
     const kept = byOrigin?.get(key);
     if (kept !== undefined) return kept;
     const headers = headerRules.headersFor({ path, origin, requestId: '' });
@@ -125,5 +127,5 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
   };
 }
 
-/** How many header records (origins × statuses) are kept per cached copy. */
-const MAX_KEPT_HEADS_PER_COPY = 8;
+/** How many header records (granted origins × statuses) are kept per cached copy. */
+const MAX_KEPT_HEADS_PER_COPY = 32;

@@ -139,17 +139,26 @@ interface OutgoingInternals {
 }
 
 /**
- * Whether this Node keeps a response's head as `_header` (status line first) once
- * `writeHead` has run, as Node 20 to 26 do: then the hot path puts its header lines into it.
- * Checked once, on a response to no request; otherwise every header goes through `writeHead`.
+ * Whether this Node keeps a response's head as `_header` (status line first) once `writeHead`
+ * has run, and sends what that field holds then, as Node 20 to 26 do: then the hot path puts its
+ * header lines into it. Checked once, on a response to no request, by doing just that and reading
+ * what it would send; otherwise every header goes through `writeHead`.
  */
 const SPLICES_HEAD = (() => {
   try {
     const probe = new ServerResponse({ method: 'GET', httpVersionMajor: 1, httpVersionMinor: 1, headers: {} } as IncomingMessage);
-    (probe as unknown as OutgoingInternals)._contentLength = 2;
+    const internals = probe as unknown as OutgoingInternals & { outputData?: { data: unknown }[] };
+    internals._contentLength = 2;
     probe.writeHead(200);
-    const head = (probe as unknown as OutgoingInternals)._header;
-    return typeof head === 'string' && head.startsWith('HTTP/1.1 200 OK\r\n') && head.endsWith('Content-Length: 2\r\n\r\n');
+    const head = internals._header;
+    if (typeof head !== 'string' || !head.startsWith('HTTP/1.1 200 OK\r\n') || !head.endsWith('Content-Length: 2\r\n\r\n')) return false;
+    const spliced = head.replace('\r\n', '\r\nX-Probe: 1\r\n');
+    internals._header = spliced;
+    if (internals._header !== spliced) return false;
+    // Without a socket, what would be written is queued: it must be the head as set here.
+    probe.end('ok');
+    const sent = internals.outputData?.map((chunk) => String(chunk.data)).join('');
+    return sent === `${spliced}ok`;
   } catch {
     return false;
   }

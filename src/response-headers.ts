@@ -78,6 +78,11 @@ export interface HeaderRules {
   /** An incoming `X-Request-Id` when it is safe to echo, else a new one. */
   requestId(incoming: string | undefined): string;
   headersFor(facts: HeaderFacts): Record<string, string>;
+  /**
+   * The origin an API answer to this `Origin` grants (`*`, the origin itself) or `undefined`:
+   * besides the request id, the one thing of a request an API answer's headers depend on.
+   */
+  grantedOrigin(origin: string | undefined): string | undefined;
 }
 
 export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules {
@@ -87,6 +92,7 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
   const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
   return {
     requestId: (incoming) => (incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId()),
+    grantedOrigin: (origin) => grantedOrigin(origins, origin),
     headersFor({ path, origin, requestId }) {
       const isApi = siteSecurityHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(origins, origin) : undefined;
@@ -103,7 +109,7 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
  * New request ids: UUID-shaped, the first 20 hex digits random once per process (or isolate),
  * the last 12 a count. Unique, which is what an id to find a request in the logs needs; not
  * secret, and it tells how many requests this process has answered. A random UUID per request
- * (`crypto.randomUUID()`) cost as much as the rest of a cached hit's own work.
+ * (`crypto.randomUUID()`) took more instructions than the rest of Node's hot path, its log line aside.
  */
 export function createRequestIds(): () => string {
   const prefix = crypto.randomUUID().slice(0, 24); // `xxxxxxxx-xxxx-4xxx-yxxx-`
@@ -152,9 +158,15 @@ export function createResponseHeaders(rules: HeaderRules): MiddlewareHandler {
  * none. Decided from the configuration alone, never from `Host` or the request target.
  */
 export function corsGrant(origins: OriginPolicy, origin: string | undefined) {
-  if (origins.anyOrigin) return ANY_ORIGIN_GRANT;
-  if (!origin || !origins.isAllowed(origin)) return undefined;
-  return { 'Access-Control-Allow-Origin': origin, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
+  const granted = grantedOrigin(origins, origin);
+  if (granted === undefined) return undefined;
+  return granted === '*' ? ANY_ORIGIN_GRANT : { 'Access-Control-Allow-Origin': granted, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
+}
+
+/** `Access-Control-Allow-Origin` of `corsGrant`, without building the grant. */
+function grantedOrigin(origins: OriginPolicy, origin: string | undefined): string | undefined {
+  if (origins.anyOrigin) return '*';
+  return origin && origins.isAllowed(origin) ? origin : undefined;
 }
 
 const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };

@@ -178,6 +178,16 @@ describe.each([
     expect(actual[3]!.toString('latin1')).toMatch(/\r\nConnection: close\r\n/);
   });
 
+  it('answers the allowed origin alike after many made-up origins, which share one header record', async () => {
+    const junk: Row[] = Array.from({ length: 20 }, (_, i) => ({ name: `junk ${i}`, target: slugPath, headers: { Origin: `https://junk-${i}.example` }, hot: true }));
+    const allowed: Row = { name: 'allowed', target: slugPath, headers: { Origin: ALLOWED }, hot: true };
+    await rawRequest(generalOnly.port, allowed);
+    const before = hotPath.served();
+    for (const row of junk) expect(comparable(await rawRequest(withHotPath.port, row), row)).toBe(comparable(await rawRequest(generalOnly.port, row), row));
+    expect(comparable(await rawRequest(withHotPath.port, allowed), allowed)).toBe(comparable(await rawRequest(generalOnly.port, allowed), allowed));
+    expect(hotPath.served() - before).toBe(junk.length + 1);
+  });
+
   it('leaves a stale copy to the general pipeline, which refreshes it', async () => {
     await rawRequest(withHotPath.port, { name: 'warm', target: '/api/categories', hot: true });
     service.clock.advance((service.config.cacheTtlSeconds + 1) * 1000);
@@ -193,4 +203,27 @@ it('puts its header lines into the head Node builds on this Node, by default', (
   // (correct, but slower): this says so rather than let the bench find out.
   const service = createTestApp();
   expect(createNodeHotPath(service.served).splicesHead).toBe(true);
+});
+
+describe('the Node hot path when every origin is allowed', () => {
+  const service = createTestApp({ env: { ALLOWED_ORIGINS: '*' } });
+  const hotPath = createNodeHotPath(service.served);
+  const general = getRequestListener(service.served.fetch);
+
+  it.each([undefined, 'https://anywhere.example', 'null'])('answers Origin %s the same on both paths', async (origin) => {
+    const generalOnly = await listen(general);
+    const withHotPath = await listen(hotPath.inFrontOf(general));
+    try {
+      const row: Row = { name: String(origin), target: '/api/categories', headers: origin === undefined ? {} : { Origin: origin }, hot: true };
+      await rawRequest(generalOnly.port, row);
+      const before = hotPath.served();
+      const expected = await rawRequest(generalOnly.port, row);
+      const actual = await rawRequest(withHotPath.port, row);
+      expect(hotPath.served() - before).toBe(1);
+      expect(comparable(actual, row)).toBe(comparable(expected, row));
+      expect(actual.toString('latin1')).toMatch(/\r\nAccess-Control-Allow-Origin: \*\r\n/);
+    } finally {
+      await Promise.all([generalOnly, withHotPath].map(({ server }) => new Promise((resolve) => server.close(resolve))));
+    }
+  });
 });
