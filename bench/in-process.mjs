@@ -7,25 +7,14 @@
 //   log line it writes (`logAccess`), i.e. everything it adds to writing the bytes.
 // The app is the real one (dist/) over the demo upstream, access log on (written to memory).
 // µs of this process's CPU per request, median of ROUNDS rounds. Bounded: ROUNDS × N per measure.
-import { createApp } from '../dist/app.js';
-import { parseConfig } from '../dist/config.js';
-import { createDemoUpstream } from '../dist/demo/demo-upstream.js';
-import { createLogger } from '../dist/log.js';
-import { createUpstreamClient } from '../dist/upstream/newsletter-api.js';
+import { createDemoService } from './lib/demo-app.mjs';
 import { median, table } from './lib/stats.mjs';
 
 const ROUNDS = 5;
 const N = { general: 5_000, hot: 50_000 };
 const ORIGIN = 'https://site.example';
 
-const demo = createDemoUpstream({});
-const parsed = parseConfig({ NEWSLETTER_API_KEY: demo.apiKey, NEWSLETTER_API_BASE_URL: demo.baseUrl, ALLOWED_ORIGINS: ORIGIN });
-if (!parsed.ok) throw new Error(parsed.problems.join('; '));
-const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: demo.apiKey, timeoutMs: 5_000, fetch: demo.fetch });
-let logged = 0;
-const log = createLogger({ write: (line) => (logged += line.length), redact: [demo.apiKey] });
-const service = createApp({ config: parsed.config, upstream, log });
-const slug = (await (await service.app.request('/api/issues?limit=1')).json()).data[0].slug;
+const { service, slug } = await createDemoService(ORIGIN);
 
 const routes = [
   ['/api/issues', '/api/issues'],

@@ -1,0 +1,20 @@
+// The app of the in-process measures (bench/in-process.mjs on Node, bench/workerd/ inside
+// workerd): the real one from dist/ over the demo upstream, access log on (written to memory),
+// one allowed origin. Resolves with the service, its newest slug and the bytes logged so far.
+import { createApp } from '../../dist/app.js';
+import { parseConfig } from '../../dist/config.js';
+import { createDemoUpstream } from '../../dist/demo/demo-upstream.js';
+import { createLogger } from '../../dist/log.js';
+import { createUpstreamClient } from '../../dist/upstream/newsletter-api.js';
+
+export async function createDemoService(allowedOrigin) {
+  const demo = createDemoUpstream({});
+  const parsed = parseConfig({ NEWSLETTER_API_KEY: demo.apiKey, NEWSLETTER_API_BASE_URL: demo.baseUrl, ALLOWED_ORIGINS: allowedOrigin });
+  if (!parsed.ok) throw new Error(parsed.problems.join('; '));
+  const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: demo.apiKey, timeoutMs: 5_000, fetch: demo.fetch });
+  let logged = 0;
+  const log = createLogger({ write: (line) => (logged += line.length), redact: [demo.apiKey] });
+  const service = createApp({ config: parsed.config, upstream, log });
+  const slug = (await (await service.app.request('/api/issues?limit=1')).json()).data[0].slug;
+  return { service, slug, logged: () => logged };
+}
