@@ -73,18 +73,19 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
   }
 
   /**
-   * The header records already worked out for a cached copy, by status and the origin the
-   * answer grants (none for a foreign or absent `Origin`): at most (allowed origins + 1) × 2 per
-   * copy, never keyed by what a client made up. Past MAX_KEPT_HEADS_PER_COPY (a long list of
+   * The header records already worked out for a cached copy, by status, then by the origin the
+   * answer grants ('' for a foreign or absent `Origin`): at most allowed origins + 1 per copy and
+   * status, never keyed by what a client made up. Past MAX_KEPT_HEADS_PER_COPY (a long list of
    * allowed origins), a request's record is worked out afresh and not kept.
    */
-  const heads = new WeakMap<RenderedJson, Map<string, Record<string, string>>>();
+  const heads = { 200: new WeakMap<RenderedJson, Map<string, Record<string, string>>>(), 304: new WeakMap<RenderedJson, Map<string, Record<string, string>>>() };
 
   function headersFor(route: string, path: string, read: PublicRead, origin: string | undefined, notModified: boolean): Record<string, string> {
     // A fresh copy is a HIT without `Age`: then its head depends on nothing else of the request.
     const keep = read.state === 'HIT' && read.ageSeconds === undefined;
-    let byOrigin = keep ? heads.get(read.rendered) : undefined;
-    const key = `${notModified ? 304 : 200} ${headerRules.grantedOrigin(origin) ?? ''}`;
+    const byStatus = heads[notModified ? 304 : 200];
+    let byOrigin = keep ? byStatus.get(read.rendered) : undefined;
+    const key = headerRules.grantedOrigin(origin) ?? '';
     const kept = byOrigin?.get(key);
     if (kept !== undefined) return kept;
     const headers = headerRules.headersFor({ path, origin, requestId: '' });
@@ -96,7 +97,7 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     // In the order `respond` puts them: this request's headers, then the read's own.
     const head = Object.assign(headers, reply.headers);
     if (keep) {
-      if (byOrigin === undefined) heads.set(read.rendered, (byOrigin = new Map()));
+      if (byOrigin === undefined) byStatus.set(read.rendered, (byOrigin = new Map()));
       if (byOrigin.size < MAX_KEPT_HEADS_PER_COPY) byOrigin.set(key, head);
     }
     return head;
@@ -127,5 +128,5 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
   };
 }
 
-/** How many header records (granted origins × statuses) are kept per cached copy. */
-const MAX_KEPT_HEADS_PER_COPY = 32;
+/** How many header records (granted origins) are kept per cached copy and status. */
+const MAX_KEPT_HEADS_PER_COPY = 16;

@@ -22,8 +22,8 @@ export type PreparedEvent = (values: readonly LogValue[]) => void;
 
 /** `log.prepare` where the logger has it, else the same lines through `log.log`. */
 export function prepareEvent(log: Logger, level: LogLevel, event: string, names: readonly string[]): PreparedEvent {
-  checkFieldNames(names);
   if (log.prepare) return log.prepare(level, event, names);
+  checkFieldNames(names);
   return (values) => log.log(level, event, Object.fromEntries(names.map((name, i) => [name, values[i]])) as LogFields);
 }
 
