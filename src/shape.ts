@@ -54,15 +54,24 @@ export function toPublicCategory(category: UpstreamCategory): PublicCategory {
   return { name: category.name, slug: category.slug };
 }
 
-export function toIssueSummary(issue: UpstreamIssue & { slug: string }): IssueSummary {
+/**
+ * An issue's category is shown only when its slug keeps the slug rule: the categories route
+ * drops any other, so a link to it (`?category=`, a site's category page) could never resolve.
+ * Such an issue is still listed, with `category: null`.
+ */
+function linkableCategory(issue: UpstreamIssue): PublicCategory | null {
   const category = issue.category ?? issue.categories?.[0] ?? null;
+  return category && SLUG_PATTERN.test(category.slug) ? toPublicCategory(category) : null;
+}
+
+export function toIssueSummary(issue: UpstreamIssue & { slug: string }): IssueSummary {
   return {
     slug: issue.slug,
     subject: issue.subject,
     previewText: issue.previewText ?? null,
     thumbnailUrl: httpUrlOrNull(issue.thumbnailUrl),
     sentAt: isoDateOrNull(issue.sentAt),
-    category: category ? toPublicCategory(category) : null,
+    category: linkableCategory(issue),
   };
 }
 

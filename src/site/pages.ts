@@ -2,7 +2,7 @@ import type { IssueDetail, IssueSummary, PublicCategory } from '../shape.js';
 import { articleExtras, renderHead } from './head.js';
 import { escapeHtml, timeHtml, truncate } from './html.js';
 import { renderPage, type SiteIdentity } from './layout.js';
-import { archivePath, issuePath } from './paths.js';
+import { archivePath, isSafeSegment, issuePath } from './paths.js';
 import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
 
 // Search engines show about this much of a description.
@@ -74,9 +74,12 @@ ${issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` 
 
 function metaLine(site: SiteIdentity, issue: IssueSummary): string {
   const parts = [timeHtml(issue.sentAt)].filter(Boolean);
-  if (issue.category) {
+  if (issue.category && isSafeSegment(issue.category.slug)) {
     const href = site.paths.href(archivePath(1, issue.category.slug));
     parts.push(`<a class="category" href="${escapeHtml(href)}">${escapeHtml(issue.category.name)}</a>`);
+  } else if (issue.category) {
+    // The build writes no page for a slug that cannot be a folder name: the name, unlinked.
+    parts.push(`<span class="category">${escapeHtml(issue.category.name)}</span>`);
   }
   return `<p class="meta">${parts.join(' · ')}</p>`;
 }

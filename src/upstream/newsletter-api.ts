@@ -4,10 +4,10 @@ import { readWholeArchive, type ArchiveRead, type ListedPage, type ListPaging, t
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS } from './assumptions.js';
 import {
   IssueEnvelope,
+  ListedCategorySchema,
   readRows,
   RowListEnvelope,
   SubscriberEnvelope,
-  UpstreamCategorySchema,
   UpstreamErrorBodySchema,
   UpstreamIssueSchema,
   type CreateSubscriberBody,
@@ -149,7 +149,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     async listCategories() {
       const url = buildUrl(UPSTREAM_PATHS.listCategories);
       const listed = (await request('list_categories', { method: 'GET', url, schema: RowListEnvelope })).data;
-      const { rows, droppedIds } = readRows(listed, UpstreamCategorySchema);
+      const { rows, droppedIds } = readRows(listed, ListedCategorySchema);
       notices.dropped('listCategories', droppedIds.length, droppedIds);
       return rows;
     },

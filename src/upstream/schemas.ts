@@ -1,3 +1,4 @@
+import { SLUG_PATTERN } from '../slug.js';
 // The configured `z`: a body of the wrong shape is described in English words (see zod.ts).
 import * as z from '../zod.js';
 
@@ -16,6 +17,17 @@ export const SOURCE_PLATFORMS = ['x', 'linkedin'] as const;
 export const UpstreamCategorySchema = z.object({
   name: z.string(),
   slug: z.string(),
+});
+
+/**
+ * A row of List Categories. Its slug must keep the issue slug rule: a site puts it in a path and
+ * a link (`categories/<slug>/`), and `?category=` refuses any other, so a category like `c&d`
+ * could never be opened. Such a row is dropped and counted like a malformed one. An issue's own
+ * `category` keeps the loose schema (a bad one there must not drop the issue; shape.ts hides it).
+ */
+export const ListedCategorySchema = z.object({
+  name: z.string(),
+  slug: z.string().check(z.regex(SLUG_PATTERN)),
 });
 
 export const UpstreamIssueSchema = z.object({

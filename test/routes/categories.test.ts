@@ -176,6 +176,23 @@ describe('GET /api/categories', () => {
     expect(await res.json()).toEqual({ ok: true, data: [{ name: 'Tools', slug: 'tools' }] });
   });
 
+  it('drops a category whose slug breaks the slug rule, so every listed one can be linked', async () => {
+    const { app } = createScriptedApp(() =>
+      jsonResponse({
+        ok: true,
+        data: [
+          upstreamCategory('cat_amp', 'Cats & Dogs', 'c&d'),
+          upstreamCategory('cat_dot', 'Dots', 'a.b'),
+          upstreamCategory('cat_ok', 'Tools', 'tools'),
+          upstreamCategory('cat_dash', 'Dash', '-lead'),
+        ],
+      }),
+    );
+    const res = await app.request('/api/categories');
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true, data: [{ name: 'Tools', slug: 'tools' }] });
+  });
+
   it('answers 503 UPSTREAM_UNAVAILABLE with Retry-After 7 when the upstream answers 429 with Retry-After: 7', async () => {
     const { app } = createScriptedApp(() =>
       jsonResponse({ ok: false, error: { code: 'RATE_LIMITED', message: 'slow down' } }, 429, { 'Retry-After': '7' }),

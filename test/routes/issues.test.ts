@@ -607,6 +607,31 @@ describe('shape allow-listing', () => {
   });
 });
 
+describe('an issue whose category slug breaks the slug rule', () => {
+  const badCategory = { id: 'cat_amp', name: 'Cats & Dogs', slug: 'c&d' };
+  const rows = [
+    upstreamIssue(0, { slug: 'with-bad-category', category: badCategory, categories: [badCategory] }),
+    upstreamIssue(1, { slug: 'with-bad-array-category', category: undefined, categories: [badCategory] }),
+  ];
+  // List Issues, and Get Issue by slug for the first row.
+  const handler: FetchHandler = (call, index) =>
+    call.url.pathname === '/v1/newsletter/issues/by-slug/with-bad-category' ? jsonResponse({ ok: true, data: rows[0] }) : listIssuesHandler(rows)(call, index);
+
+  it('is listed and opened with category null: no link to a category that could never be opened', async () => {
+    const { app } = createScriptedApp(handler);
+    const { res, body } = await getList(app, '/api/issues');
+    expect(res.status).toBe(200);
+    expect(body.data.map((issue) => [issue.slug, issue.category])).toEqual([
+      ['with-bad-array-category', null],
+      ['with-bad-category', null],
+    ]);
+    const detail = await app.request('/api/issues/with-bad-category');
+    expect(detail.status).toBe(200);
+    expect(((await detail.json()) as DetailBody).data.category).toBeNull();
+    expect((await app.request('/api/issues?category=c%26d')).status).toBe(422);
+  });
+});
+
 describe('upstream failures on the archive (cold cache)', () => {
   const UPSTREAM_WORDING = 'Internal database shard db-7 exploded';
   const upstreamHeaders = {

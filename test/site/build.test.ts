@@ -17,6 +17,20 @@ beforeAll(async () => {
 const htmlFiles = () => [...demo.files.keys()].filter((path) => path.endsWith('.html'));
 const page = (path: string) => parseHtml(demo.files.get(path)!);
 
+/** Every internal link, stylesheet, script and image of the site's pages that no file serves. */
+function unresolvedLinks(files: ReadonlyMap<string, string>): string[] {
+  const missing: string[] = [];
+  for (const [path, html] of files) {
+    if (!path.endsWith('.html')) continue;
+    for (const element of all(parseHtml(html), 'a[href], link[href], script[src], img[src]')) {
+      const href = element.attribs.href ?? element.attribs.src!;
+      const file = fileForHref(href);
+      if (file !== undefined && !files.has(file)) missing.push(`${path}: ${href}`);
+    }
+  }
+  return missing;
+}
+
 describe('the static site built from the demo', () => {
   it('has the archive in pages of ten, a page per category, a page per issue, the feed, sitemap, robots.txt and 404', () => {
     const issues = demo.publication.issues;
@@ -87,15 +101,7 @@ describe('the static site built from the demo', () => {
   });
 
   it('resolves every internal link, stylesheet, script and image to a file of the site', () => {
-    const missing: string[] = [];
-    for (const path of htmlFiles()) {
-      for (const element of all(page(path), 'a[href], link[href], script[src], img[src]')) {
-        const href = element.attribs.href ?? element.attribs.src!;
-        const file = fileForHref(href);
-        if (file !== undefined && !demo.files.has(file)) missing.push(`${path}: ${href}`);
-      }
-    }
-    expect(missing).toEqual([]);
+    expect(unresolvedLinks(demo.files)).toEqual([]);
   });
 
   it('has a feed of the newest 20 issues that a feed parser reads, and a sitemap of every page with lastmod', () => {
@@ -168,19 +174,28 @@ describe('a letter with hostile HTML', () => {
   });
 });
 
+/** A one-paragraph letter in `category`. */
+function letterIn(slug: string, category: IssueDetail['category']): IssueDetail {
+  return { slug, subject: slug, previewText: 'p', thumbnailUrl: null, sentAt: '2026-01-01T09:00:00.000Z', category, contentHtml: '<p>Hi</p>' };
+}
+
 describe('a publication whose issues name a category the categories route does not list', () => {
   it('gives that category its page too, so no category link leads nowhere', () => {
-    const issue: IssueDetail = {
-      slug: 'orphan',
-      subject: 'Orphan',
-      previewText: 'p',
-      thumbnailUrl: null,
-      sentAt: '2026-01-01T09:00:00.000Z',
-      category: { name: 'Unlisted', slug: 'unlisted' },
-      contentHtml: '<p>Hi</p>',
-    };
+    const issue = letterIn('orphan', { name: 'Unlisted', slug: 'unlisted' });
     const files = buildSite({ issues: [issue], categories: [{ name: 'Listed', slug: 'listed' }] }, siteOptions(assets));
     expect(files.has('categories/unlisted/index.html')).toBe(true);
     expect(all(parseHtml(files.get('index.html')!), '.categories a').map((a) => textContent(a))).toEqual(['All issues', 'Listed', 'Unlisted']);
+  });
+});
+
+describe('a publication from a service that passes an issue category whose slug cannot be a folder', () => {
+  it('shows that category by name without a link, writes no page for it, and every link resolves', () => {
+    const issue = letterIn('ampersand', { name: 'Cats & Dogs', slug: 'c&d' });
+    const files = buildSite({ issues: [issue], categories: [{ name: 'Listed', slug: 'listed' }, { name: 'Cats & Dogs', slug: 'c&d' }] }, siteOptions(assets));
+    expect([...files.keys()].filter((path) => path.startsWith('categories/'))).toEqual(['categories/listed/index.html']);
+    const index = parseHtml(files.get('index.html')!);
+    expect(all(index, 'a.category')).toEqual([]);
+    expect(textContent(all(index, 'span.category'))).toBe('Cats & Dogs');
+    expect(unresolvedLinks(files)).toEqual([]);
   });
 });

@@ -37,6 +37,16 @@ describe('reading a list row by row', () => {
     expect(logs.entries()[0]).toMatchObject({ event: 'upstream_rows_dropped', operation: 'listCategories', count: 1, ids: 'cat_1' });
   });
 
+  it('drops a category whose slug breaks the slug rule (it could not be linked) and counts it in the one warn line', async () => {
+    const rows = [upstreamCategory('c&d', 'Cats & Dogs'), upstreamCategory('tools', 'Tools'), { id: 'cat_2', name: 'Guides' }, upstreamCategory('a/b', 'Slash')];
+    const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: rows }));
+    expect(await client.listCategories()).toEqual([{ name: 'Tools', slug: 'tools' }]);
+    // `cat_c&d` and `cat_a/b` are not plain ids: counted, not named.
+    expect(logs.entries()).toEqual([
+      expect.objectContaining({ level: 'warn', event: 'upstream_rows_dropped', operation: 'listCategories', count: 3, ids: 'cat_2' }),
+    ]);
+  });
+
   it('never validates fields it does not show: extra fields, and null in internal fields', async () => {
     const row = upstreamIssue(1, { workspaceId: null, stats: null, createdBy: null, audience: 'everyone', brandNew: [1, 2] });
     const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: [row] }));
