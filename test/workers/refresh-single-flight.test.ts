@@ -30,7 +30,7 @@ function setup(sharedCache: Cache | null) {
     CACHE_TTL_SECONDS: '2',
   };
   const worker = createWorker({ fetch: upstream.fetch, now: clock.now, write: () => undefined, sharedCache });
-  const contexts: ExecutionContext[] = [];
+  const contexts: ReturnType<typeof createExecutionContext>[] = [];
   /** Sends one request and waits for its answer, not for the work it left behind. */
   async function request(path: string) {
     const ctx = createExecutionContext();
