@@ -198,6 +198,8 @@ export function createApp(deps: AppDeps) {
     /** Node's fresh-read path (node-hot-path.ts): the same reads and rules, without the pipeline. */
     freshReply: createFreshReplies({ reads, archiveQueries, headerRules, cacheControl }),
     logAccess,
+    /** The Workers Cron Trigger's refresh (worker-handler.ts `scheduled`). */
+    refreshFromUpstream: reads.refreshFromUpstream,
   };
 }
 

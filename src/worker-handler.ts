@@ -27,14 +27,14 @@ const GENERIC_ERROR = JSON.stringify({
 /** The binding name of the optional Workers Rate Limiting binding (see wrangler.toml). */
 export const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
 
-/** Creates a Worker handler: `{ fetch(request, env, ctx) }` with one app per isolate. */
+/** Creates a Worker handler: `{ fetch(request, env, ctx), scheduled(controller, env, ctx) }` with one app per isolate. */
 export function createWorker(options: WorkerOptions = {}) {
   const write = options.write ?? ((line: string) => console.log(line));
   // Built on the first request: bindings cannot change within an isolate (a deploy starts new
   // ones), and the in-memory cache lives as long as the app.
-  let built: { app: Hono | undefined; log: Logger } | undefined;
+  let built: Built | undefined;
 
-  function build(env: Env): { app: Hono | undefined; log: Logger } {
+  function build(env: Env): Built {
     if (built) return built;
     const secrets = [stringOrUndefined(env.NEWSLETTER_API_KEY), stringOrUndefined(env.TURNSTILE_SECRET_KEY)];
     const log = createLogger({ write, now: options.now, redact: secrets });
@@ -53,7 +53,7 @@ export function createWorker(options: WorkerOptions = {}) {
     }
     const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);
     const store = options.sharedCache === undefined ? defaultSharedCache() : options.sharedCache;
-    const { app } = createAppForConfig(config, {
+    const { app, refreshFromUpstream } = createAppForConfig(config, {
       log,
       fetch: options.fetch,
       now: options.now,
@@ -67,7 +67,7 @@ export function createWorker(options: WorkerOptions = {}) {
           })
         : undefined,
     });
-    built = { app: app as unknown as Hono, log };
+    built = { app: app as unknown as Hono, log, refreshFromUpstream };
     return built;
   }
 
@@ -90,7 +90,36 @@ export function createWorker(options: WorkerOptions = {}) {
       }
       return app.fetch(request, env, ctx);
     },
+
+    /**
+     * A Cron Trigger (wrangler.toml `[triggers] crons`): reads the archive and the categories from
+     * the upstream into the Cache API tier, so visitors find a copy there and none of them waits
+     * for a cold archive load (docs/deployment-workers.md). One log line each run.
+     */
+    async scheduled(controller: { cron: string; scheduledTime: number }, env: Env, ctx: ExecutionContext): Promise<void> {
+      const { refreshFromUpstream, log } = build(env);
+      if (!refreshFromUpstream) return;
+      const clock = options.now ?? Date.now;
+      const started = clock();
+      try {
+        const { issues } = await refreshFromUpstream((promise) => ctx.waitUntil(promise));
+        log.log('info', 'scheduled_refresh', { cron: controller.cron, issues, ms: clock() - started });
+      } catch (error) {
+        // The copies stay as they were (stale-if-error); the next run or a visitor tries again.
+        log.log('warn', 'scheduled_refresh_failed', {
+          cron: controller.cron,
+          reason: error instanceof Error ? error.message : 'unknown',
+          ms: clock() - started,
+        });
+      }
+    },
   };
+}
+
+interface Built {
+  app: Hono | undefined;
+  log: Logger;
+  refreshFromUpstream?: (waitUntil: (promise: Promise<unknown>) => void) => Promise<{ issues: number }>;
 }
 
 function stringOrUndefined(value: unknown): string | undefined {

@@ -1,7 +1,7 @@
 import { createWorker } from './worker-handler.js';
 
 /**
- * Workers entry: `export default { fetch }` with env bindings and `waitUntil`. Nothing else is
+ * Workers entry: `export default { fetch, scheduled }` with env bindings and `waitUntil`. Nothing else is
  * exported from here: workerd treats every named export of the main module as an entrypoint.
  */
 export default createWorker();

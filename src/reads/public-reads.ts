@@ -87,6 +87,12 @@ export interface PublicReads {
   issue(slug: string, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<IssueBody>>;
   categories(waitUntil?: WaitUntil, client?: string): Promise<PublicRead<CategoriesBody>>;
   /**
+   * Reads the archive and the categories from the upstream now, whatever their copies' age, into
+   * this cache and the shared tier (a Workers Cron Trigger: visitors then find a copy). Charged
+   * to no visitor (the total read budget only).
+   */
+  refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }>;
+  /**
    * The same three reads when each can be answered at once from a fresh cached copy (a HIT),
    * synchronously; `undefined` when it would need a load, a render or an error.
    */
@@ -175,7 +181,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   }
   const loadArchive = tiered(loadArchiveFromUpstream);
 
-  const loadCategories = tiered(async function loadCategories(_key, _waitUntil, client) {
+  async function loadCategoriesFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, client?: string) {
     charge(client);
     const bySlug = new Map<string, PublicCategory>();
     for (const category of await upstream.listCategories()) {
@@ -183,7 +189,17 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     const envelope: CategoriesBody = { ok: true, data: [...bySlug.values()].sort(compareByName) };
     return jsonValue(await renderJson(envelope), now());
-  });
+  }
+  const loadCategories = tiered(loadCategoriesFromUpstream);
+
+  /** A loader that reads the upstream whatever the shared copy's age, and stores what it read there. */
+  const publishing =
+    (load: Loader<CachedValue>): Loader<CachedValue> =>
+    async (key, waitUntil, client) => {
+      const value = await load(key, waitUntil, client);
+      if (value !== undefined) await sharedCache?.put(key, encodeSharedEntry(value));
+      return value;
+    };
 
   /** An issue the upstream does not have, or must not show, is remembered as a 404. */
   const loadIssue = tiered(async function loadIssue(key, _waitUntil, client) {
@@ -266,6 +282,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client);
       if (!read) throw noSuchIssue();
       return read;
+    },
+
+    async refreshFromUpstream(waitUntil) {
+      // Joins a load under way; a failure leaves the copies as they were (stale-if-error).
+      await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
+      await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
+      const { index } = await archiveIndex(waitUntil);
+      return { issues: index.all.length };
     },
 
     async categories(waitUntil, client) {
