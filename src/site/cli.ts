@@ -1,17 +1,22 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { buildSite } from './build.js';
+import { createInProcessService } from './in-process.js';
 import { createSitePaths } from './paths.js';
 import { readPublication } from './read.js';
 import { siteDigest, writeSite } from './write.js';
 
-const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [--title <name>] [--description <text>]
+const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [--read-upstream] [--title <name>] [--description <text>]
 
-  --api          the newsletter-bff service, e.g. https://news-api.example.com
-  --site-url     where the built site will be served, e.g. https://news.example.com/
-  --out          the folder to write (empty, missing, or a previous build, which is replaced)
-  --title        the publication's name (default "The Field Notes", the demo's)
-  --description  one sentence about it
+  --api            the newsletter-bff service, e.g. https://news-api.example.com (the subscribe form posts there)
+  --site-url       where the built site will be served, e.g. https://news.example.com/
+  --out            the folder to write (empty, missing, or a previous build, which is replaced)
+  --read-upstream  read the newsletter service directly, with NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL
+                   from the environment (a server-side build), instead of the service at --api
+  --title          the publication's name (default "The Field Notes", the demo's)
+  --description    one sentence about it
+
+A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
 
 /** `npm run site:build`: reads the four routes, writes the static site, prints its digest. Exit 1 on any failure. */
@@ -23,6 +28,7 @@ async function main(): Promise<void> {
         api: { type: 'string' },
         'site-url': { type: 'string' },
         out: { type: 'string' },
+        'read-upstream': { type: 'boolean', default: false },
         title: { type: 'string', default: 'The Field Notes' },
         description: { type: 'string', default: 'A weekly letter about growing food in small city spaces.' },
         help: { type: 'boolean', default: false },
@@ -50,7 +56,13 @@ async function main(): Promise<void> {
     readFile(new URL('site/style.css', examples), 'utf8'),
     readFile(new URL('site/subscribe.js', examples), 'utf8'),
     readFile(new URL('subscribe-form.html', examples), 'utf8'),
-    readPublication({ apiUrl: values.api }),
+    readPublication({
+      apiUrl: values.api,
+      // In this process, with the key from the environment; its log lines go to stderr, redacted.
+      fetch: values['read-upstream'] ? createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) }) : undefined,
+      onWait: ({ path, status, ms, attempt }) =>
+        process.stderr.write(`${path} answered ${status}: waiting ${Math.ceil(ms / 1000)} s before retry ${attempt}\n`),
+    }),
   ]);
   const files = buildSite(publication, {
     siteUrl: values['site-url'],

@@ -40,6 +40,31 @@ export function createDemoService() {
   return { fetch: fetch as typeof globalThis.fetch, requests: () => requests };
 }
 
+/**
+ * The service with every setting at its default but `env` (nothing raised for the build): the
+ * demo, or the upstream `fetch` answers. On a fake clock that `sleep` advances, so a build that
+ * waits out a `Retry-After` does so at once; every status it answered is kept.
+ */
+export function createDefaultService(env: Record<string, string> = {}, upstreamFetch?: typeof globalThis.fetch) {
+  const parsed = parseConfig(env);
+  if (!parsed.ok) throw new Error(parsed.problems.join('; '));
+  let time = 1_700_000_000_000;
+  const now = () => time;
+  const { app } = createAppForConfig(parsed.config, { log: silentLogger, clientIp: () => '203.0.113.9', now, fetch: upstreamFetch });
+  const statuses: number[] = [];
+  const fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const response = await app.request(input, init);
+    statuses.push(response.status);
+    return response;
+  };
+  const waits: number[] = [];
+  const sleep = async (ms: number) => {
+    waits.push(ms);
+    time += ms;
+  };
+  return { fetch: fetch as typeof globalThis.fetch, now, sleep, waits, statuses };
+}
+
 /** Reads the demo through the four routes and builds the site, as `npm run site:build` does. */
 export async function buildDemoSite(assets: SiteOptions['assets']) {
   const demo = createDemoService();
