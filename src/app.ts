@@ -93,6 +93,7 @@ export function createApp(deps: AppDeps) {
     maxBytes: config.cacheMaxBytes,
     notFoundTtlSeconds: config.notFoundTtlSeconds,
     archiveMaxIssues: config.archiveMaxIssues,
+    archiveResyncSeconds: config.archiveResyncSeconds,
     readBudget: createReadBudget({
       totalPerMinute: config.readBudgetPerMinute,
       perClientPerMinute: config.readBudgetPerClientPerMinute,

@@ -63,11 +63,13 @@ function isRedisUrl(value: string): boolean {
   }
 }
 
-/** Cold-read budgets and the archive index refresh (docs/contract.md "Availability under abuse"), and Redis for several instances. */
+/** Cold-read budgets, the archive index refresh and its whole re-read (docs/contract.md "Availability under abuse"), and Redis for several instances. */
 export const READ_BUDGET_AND_REDIS_VARIABLES = {
   READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
   READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
   INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
+  // docs/upstream.md "How the archive is read": why ten minutes.
+  ARCHIVE_RESYNC_SECONDS: wholeNumberVariable(10, 86_400, 600),
   // Validated for shape only, and never echoed: the URL may carry a password.
   REDIS_URL: preprocess(
     blankToUndefined,

@@ -50,6 +50,8 @@ export interface Config {
   readBudgetPerClientPerMinute: number;
   /** Shortest time between two archive index refreshes that a slug missing from it may cause. */
   indexRefreshMinSeconds: number;
+  /** How often the archive is read whole when refreshes read only its head (catches edits and unpublished issues). */
+  archiveResyncSeconds: number;
   /** Redis shared by several Node instances (limits, guards, a cache tier); none when unset. */
   redisUrl: string | undefined;
   /** Every Redis command's timeout: slower counts as an outage, and memory takes over. */
@@ -276,6 +278,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       readBudgetPerMinute: env.READ_BUDGET_PER_MINUTE,
       readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
       indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,
+      archiveResyncSeconds: env.ARCHIVE_RESYNC_SECONDS,
       redisUrl: env.REDIS_URL,
       redisTimeoutMs: env.REDIS_TIMEOUT_MS,
       siteIssueUrl: env.SITE_ISSUE_URL,

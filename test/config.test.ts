@@ -56,6 +56,7 @@ describe('parseConfig defaults', () => {
       readBudgetPerMinute: 120,
       readBudgetPerClientPerMinute: 30,
       indexRefreshMinSeconds: 5,
+      archiveResyncSeconds: 600,
       redisUrl: undefined,
       redisTimeoutMs: 100,
       siteIssueUrl: undefined,
@@ -93,6 +94,7 @@ describe('parseConfig defaults', () => {
         READ_BUDGET_PER_MINUTE: '600',
         READ_BUDGET_PER_CLIENT_PER_MINUTE: '60',
         INDEX_REFRESH_MIN_SECONDS: '0',
+        ARCHIVE_RESYNC_SECONDS: '120',
         SITE_ISSUE_URL: 'https://site.example/issues/{slug}/',
         NODE_ENV: 'production',
         ADMIN_PORT: '9464',
@@ -127,6 +129,7 @@ describe('parseConfig defaults', () => {
       readBudgetPerMinute: 600,
       readBudgetPerClientPerMinute: 60,
       indexRefreshMinSeconds: 0,
+      archiveResyncSeconds: 120,
       redisUrl: undefined,
       redisTimeoutMs: 100,
       siteIssueUrl: 'https://site.example/issues/{slug}/',
@@ -238,6 +241,7 @@ describe('parseConfig numeric variables', () => {
     { name: 'SUBSCRIBE_RATE_LIMIT_PER_MINUTE', field: 'subscribeRateLimitPerMinute', min: 1, max: 10_000 },
     { name: 'TRUST_PROXY_HOPS', field: 'trustProxyHops', min: 0, max: 10 },
     { name: 'REDIS_TIMEOUT_MS', field: 'redisTimeoutMs', min: 10, max: 5000 },
+    { name: 'ARCHIVE_RESYNC_SECONDS', field: 'archiveResyncSeconds', min: 10, max: 86_400 },
   ];
 
   for (const { name, field, min, max } of numeric) {

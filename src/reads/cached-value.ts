@@ -2,6 +2,7 @@ import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../shape.js';
 import { stringBytes } from './memory-budget.js';
 import type { RenderedJson } from './rendered-json.js';
+import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
 
 /** The archive as one cached index; every limit/offset/category is served from it. */
@@ -13,20 +14,51 @@ export interface ArchiveIndex {
   /** The upstream listed fewer issues than ARCHIVE_MAX_ISSUES: nothing public is missing from it. */
   complete: boolean;
   size: number;
+  /** Per public slug, the upstream row it came from: a copy read by slug stays valid while `updatedAt` is the same. */
+  sources: ReadonlyMap<string, IssueSource>;
+  /** How the index was read, for the next refresh (docs/upstream.md "How the archive is read"). */
+  sync: ArchiveSync;
+}
+
+/** The upstream row behind a summary. */
+export interface IssueSource {
+  id: string;
+  updatedAt: string | null;
+}
+
+/** What a refresh needs of the reads that made an index. */
+export interface ArchiveSync {
+  /** The last whole read found the upstream listing newest `sentAt` first (else every refresh reads it all). */
+  newestSentFirst: boolean;
+  /** When the archive was last read whole (ms): a whole read is due again ARCHIVE_RESYNC_SECONDS later. */
+  fullReadAt: number;
+  /** Ids of every row the upstream listed: a refresh reads down to the first it knows. */
+  ids: ReadonlySet<string>;
+  /** Validators of the head page, for a conditional refresh. */
+  head?: Validators | undefined;
 }
 
 /** What the read cache holds per key; `fetchedAt` is when the upstream answered (ms). */
 export type CachedValue =
   | { kind: 'archive'; index: ArchiveIndex; fetchedAt: number }
-  | { kind: 'json'; rendered: RenderedJson; size: number; fetchedAt: number };
+  /** `version`: the `updatedAt` of the upstream row it was made from, when known. */
+  | { kind: 'json'; rendered: RenderedJson; size: number; fetchedAt: number; version?: string | undefined };
+
+/** An index that knows no rows behind it: nothing to refresh from (a test's or an old shared copy). */
+const NO_SYNC: ArchiveSync = { newestSentFirst: false, fullReadAt: Number.NEGATIVE_INFINITY, ids: new Set() };
 
 /** `complete: false` (the default) for an index cut off at ARCHIVE_MAX_ISSUES, or of unknown completeness. */
-export function archiveValue(all: IssueSummary[], fetchedAt: number, complete = false): CachedValue {
-  return { kind: 'archive', index: buildArchiveIndex(all, complete), fetchedAt };
+export function archiveValue(
+  all: IssueSummary[],
+  fetchedAt: number,
+  complete = false,
+  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync } = {},
+): CachedValue {
+  return { kind: 'archive', index: buildArchiveIndex(all, complete, rows.sources ?? new Map(), rows.sync ?? NO_SYNC), fetchedAt };
 }
 
-export function jsonValue(rendered: RenderedJson, fetchedAt: number): CachedValue {
-  return { kind: 'json', rendered, size: stringBytes(rendered.body), fetchedAt };
+export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string): CachedValue {
+  return { kind: 'json', rendered, size: stringBytes(rendered.body), fetchedAt, ...(version === undefined ? {} : { version }) };
 }
 
 /** Approximate bytes a value holds in memory (its share of the upstream-data budget). */
@@ -34,7 +66,7 @@ export function sizeOfCachedValue(value: CachedValue): number {
   return value.kind === 'archive' ? value.index.size : value.size;
 }
 
-function buildArchiveIndex(all: IssueSummary[], complete: boolean): ArchiveIndex {
+function buildArchiveIndex(all: IssueSummary[], complete: boolean, sources: ReadonlyMap<string, IssueSource>, sync: ArchiveSync): ArchiveIndex {
   const byCategory = new Map<string, IssueSummary[]>();
   const slugs = new Set<string>();
   let size = 256;
@@ -47,7 +79,9 @@ function buildArchiveIndex(all: IssueSummary[], complete: boolean): ArchiveIndex
     list.push(summary);
     byCategory.set(summary.category.slug, list);
   }
-  return { all, byCategory, slugs, complete, size };
+  // An id and a date per row, and an id per listed row (public or not).
+  size += sources.size * 120 + sync.ids.size * 64;
+  return { all, byCategory, slugs, complete, size, sources, sync };
 }
 
 // Typed against the shapes they rebuild: a field added to IssueSummary fails to compile here.
@@ -70,15 +104,35 @@ const IssueSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
 // the same for two branches, and the Worker bundle is 3 KiB smaller.
 const SharedPayloadSchema = z.union([
   // `complete` is optional: an entry stored before it existed reads as incomplete (per-slug reads).
-  z.object({ kind: z.literal('archive'), all: z.array(IssueSummarySchema), complete: z.optional(z.boolean()) }),
-  z.object({ kind: z.literal('json'), body: z.string(), etag: z.string() }),
+  z.object({
+    kind: z.literal('archive'),
+    all: z.array(IssueSummarySchema),
+    complete: z.optional(z.boolean()),
+    // Optional, as `complete`: an older entry reads as one with nothing to refresh from (a whole read next).
+    sources: z.optional(z.array(z.tuple([z.string(), z.string(), z.nullable(z.string())]))),
+    sync: z.optional(
+      z.object({
+        newestSentFirst: z.boolean(),
+        fullReadAt: z.number(),
+        ids: z.array(z.string()),
+        head: z.optional(z.object({ etag: z.optional(z.string()), lastModified: z.optional(z.string()) })),
+      }),
+    ),
+  }),
+  z.object({ kind: z.literal('json'), body: z.string(), etag: z.string(), version: z.optional(z.string()) }),
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
   const payload =
     value.kind === 'archive'
-      ? JSON.stringify({ kind: 'archive', all: value.index.all, complete: value.index.complete })
-      : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag });
+      ? JSON.stringify({
+          kind: 'archive',
+          all: value.index.all,
+          complete: value.index.complete,
+          sources: [...value.index.sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
+          sync: Number.isFinite(value.index.sync.fullReadAt) ? { ...value.index.sync, ids: [...value.index.sync.ids] } : undefined,
+        })
+      : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag, version: value.version });
   return { payload, fetchedAt: value.fetchedAt };
 }
 
@@ -93,7 +147,8 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const parsed = SharedPayloadSchema.safeParse(json);
   if (!parsed.success) return undefined;
   const payload = parsed.data;
-  return payload.kind === 'archive'
-    ? archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false)
-    : jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt);
+  if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version);
+  const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
+  const sync = payload.sync && { ...payload.sync, ids: new Set(payload.sync.ids) };
+  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }) });
 }

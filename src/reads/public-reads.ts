@@ -11,6 +11,7 @@ import {
   type ArchivePageBody,
   type CategoriesBody,
   type IssueBody,
+  type IssueDetail,
   type IssueSummary,
   type PublicCategory,
 } from '../shape.js';
@@ -23,8 +24,11 @@ import {
   jsonValue,
   sizeOfCachedValue,
   type ArchiveIndex,
+  type ArchiveSync,
   type CachedValue,
+  type IssueSource,
 } from './cached-value.js';
+import type { UpstreamIssue } from '../upstream/schemas.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import {
   createReadThroughCache,
@@ -60,12 +64,14 @@ export interface PublicReadsOptions {
   maxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
+  /** ARCHIVE_RESYNC_SECONDS: how often the archive is read whole when refreshes read only its head (default 600). */
+  archiveResyncSeconds?: number;
   onLoadError?: (key: string, error: unknown) => void;
   /** A value too large to keep within `maxBytes` (see ReadThroughCacheOptions.onTooLarge). */
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   /** A tier shared between isolates (Workers' Cache API); none on Node. */
   sharedCache?: SharedTier;
-  /** Charged once per upstream load a visitor's read causes; none: loads are not limited. */
+  /** Charged once per by-slug read the archive index cannot justify (see loadIssue); none: not limited. */
   readBudget?: ReadBudget;
   /** Shortest time between two archive index refreshes an unlisted slug may cause (default 5 s). */
   indexRefreshMinIntervalMs?: number;
@@ -108,6 +114,8 @@ export interface PublicReads {
 export const STALE_WHILE_REVALIDATE_SECONDS = 300;
 export const STALE_IF_ERROR_SECONDS = 86_400;
 const NOT_FOUND_MAX_ENTRIES = 20_000;
+/** ARCHIVE_RESYNC_SECONDS's default (docs/upstream.md "How the archive is read" says why). */
+export const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
 const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
@@ -117,8 +125,9 @@ const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
   const { upstream, now, sharedCache, readBudget } = options;
-  /** Every upstream load a visitor causes is paid for first; over budget, it is refused unmade. */
+  /** A read the index cannot justify is paid for first; over budget, it is refused unmade. */
   const charge = (client: string | undefined) => readBudget?.take(client);
+  const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
   const budget = splitMemoryBudget(options.maxBytes);
   const rules: FreshnessRules = {
     ttlMs: options.ttlSeconds * 1000,
@@ -166,23 +175,104 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         })
       : load;
 
-  async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, client?: string) {
-    charge(client);
-    // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
-    const read = upstream.readPublicArchive ? await upstream.readPublicArchive(options.archiveMaxIssues) : undefined;
-    const rows = read?.issues ?? (await upstream.listAllPublicIssues(options.archiveMaxIssues));
-    const clean = read === undefined || (read.dropped.count === 0 && read.findings.length === 0);
-    const bySlug = new Map<string, IssueSummary>();
-    for (const row of rows) {
-      // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
-      if (isPublicIssue(row) && !bySlug.has(row.slug)) bySlug.set(row.slug, toIssueSummary(row));
+  /**
+   * Reads the archive index, whole or (when the last whole read proved the upstream lists newest
+   * `sentAt` first, and a whole read is not yet due) only its head down to a row it knows
+   * (docs/upstream.md "How the archive is read"). Letters the rows carry are kept as issue
+   * copies while they fit the cache, so a listed issue opens without a second call.
+   */
+  async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
+    const prior = previous?.kind === 'archive' ? previous.index : undefined;
+    const time = now();
+    const contents = createContentKeeper();
+    if (prior && upstream.readPublicArchiveHead && prior.sync.newestSentFirst && time - prior.sync.fullReadAt < resyncMs) {
+      const head = await upstream.readPublicArchiveHead({
+        known: (id) => prior.sync.ids.has(id),
+        keep: contents.keep,
+        validators: prior.sync.head,
+      });
+      if (head.unchanged) return { kind: 'archive' as const, index: prior, fetchedAt: time };
+      if (head.reachedKnown && head.newestSentFirst && head.dropped.count === 0) {
+        const replaced = new Set(head.issues.map((row) => row.source.id));
+        const kept = [...head.issues, ...indexedRows(prior).filter((row) => !replaced.has(row.source.id))];
+        const ids = new Set(prior.sync.ids);
+        for (const id of replaced) ids.add(id);
+        await contents.seed(time);
+        return indexValue(kept, time, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators });
+      }
     }
-    return archiveValue([...bySlug.values()].sort(compareNewestFirst), now(), clean && rows.length < options.archiveMaxIssues);
+    // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
+    if (upstream.readPublicArchive) {
+      const read = await upstream.readPublicArchive(options.archiveMaxIssues, { keep: contents.keep, expectedRows: prior?.sync.ids.size });
+      const clean = read.dropped.count === 0 && read.findings.length === 0;
+      const ids = new Set(read.issues.map((row) => row.source.id));
+      await contents.seed(time);
+      const sync = { newestSentFirst: clean && read.newestSentFirst, fullReadAt: time, ids };
+      return indexValue(read.issues, time, clean && read.issues.length < options.archiveMaxIssues, sync);
+    }
+    const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.keep);
+    await contents.seed(time);
+    return indexValue(rows, time, rows.length < options.archiveMaxIssues, { newestSentFirst: false, fullReadAt: time, ids: new Set() });
+  }
+
+  /** What the index keeps of one listed row: a summary when it is public, and where it came from. */
+  interface KeptRow {
+    summary: IssueSummary | undefined;
+    source: IssueSource;
+  }
+
+  /** The rows of an index, back in the form a refresh merges. */
+  function indexedRows(index: ArchiveIndex): KeptRow[] {
+    return index.all.map((summary) => ({ summary, source: index.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null } }));
+  }
+
+  /** The cached index of `rows` (newest first, one per slug, public ones only). */
+  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync): CachedValue {
+    const bySlug = new Map<string, IssueSummary>();
+    const sources = new Map<string, IssueSource>();
+    for (const { summary, source } of rows) {
+      if (summary === undefined || bySlug.has(summary.slug)) continue;
+      bySlug.set(summary.slug, summary);
+      sources.set(summary.slug, source);
+    }
+    return archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync });
+  }
+
+  /**
+   * Keeps the letters list rows carry, within what the cache can hold of them (so a read of
+   * thousands of fat rows holds no more than that), and seeds them as issue copies once the read
+   * is done. A copy already kept for the same `updatedAt` is left as it is.
+   */
+  function createContentKeeper() {
+    const details: { detail: IssueDetail; version: string | undefined }[] = [];
+    let bytes = 0;
+    return {
+      keep(row: UpstreamIssue): KeptRow {
+        // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
+        if (!isPublicIssue(row)) return { summary: undefined, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
+        const summary = toIssueSummary(row);
+        const version = row.updatedAt ?? undefined;
+        if (typeof row.contentHtml === 'string' && bytes < budget.upstreamDataEntry) {
+          const copy = cache.peek(ISSUE_KEY_PREFIX + row.slug);
+          const same = copy?.kind === 'json' && version !== undefined && copy.version === version;
+          if (!same) {
+            bytes += stringBytes(row.contentHtml);
+            details.push({ detail: { ...summary, contentHtml: row.contentHtml }, version });
+          }
+        }
+        return { summary, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
+      },
+      async seed(fetchedAt: number): Promise<void> {
+        for (const { detail, version } of details) {
+          cache.seed(ISSUE_KEY_PREFIX + detail.slug, jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version));
+        }
+        details.length = 0;
+      },
+    };
   }
   const loadArchive = tiered(loadArchiveFromUpstream);
 
-  async function loadCategoriesFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, client?: string) {
-    charge(client);
+  async function loadCategoriesFromUpstream() {
     const bySlug = new Map<string, PublicCategory>();
     for (const category of await upstream.listCategories()) {
       if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
@@ -192,19 +282,41 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   }
   const loadCategories = tiered(loadCategoriesFromUpstream);
 
-  /** A loader that reads the upstream whatever the shared copy's age, and stores what it read there. */
+  /**
+   * A loader that reads the upstream whatever the shared copy's age, and stores what it read
+   * there. It refreshes from the copy this instance holds or, in a new one, the shared copy, so
+   * a scheduled refresh of an archive known to be newest first reads only its head.
+   */
   const publishing =
     (load: Loader<CachedValue>): Loader<CachedValue> =>
-    async (key, waitUntil, client) => {
-      const value = await load(key, waitUntil, client);
+    async (key, waitUntil, client, previous) => {
+      const entry = previous === undefined ? await sharedCache?.get(key).catch(() => undefined) : undefined;
+      const value = await load(key, waitUntil, client, previous ?? (entry && decodeSharedEntry(entry)));
       if (value !== undefined) await sharedCache?.put(key, encodeSharedEntry(value));
       return value;
     };
 
-  /** An issue the upstream does not have, or must not show, is remembered as a 404. */
-  const loadIssue = tiered(async function loadIssue(key, _waitUntil, client) {
+  /**
+   * An issue the upstream does not have, or must not show, is remembered as a 404. A copy whose
+   * row the index still lists with the same `updatedAt` is still right: it is kept without a
+   * call. A slug the index lists is read by slug without the read budget: only reads the index
+   * cannot justify (no index, or one cut off at ARCHIVE_MAX_ISSUES) are charged to it.
+   */
+  const loadIssue = tiered(async function loadIssue(key, _waitUntil, client, previous) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
-    charge(client);
+    const archive = cache.peek(ARCHIVE_KEY);
+    const index = archive?.kind === 'archive' ? archive : undefined;
+    const listed = index?.index.slugs.has(slug) === true;
+    const version = index?.index.sources.get(slug)?.updatedAt;
+    if (index && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
+      return { ...previous, fetchedAt: Math.max(previous.fetchedAt, index.fetchedAt) };
+    }
+    // Gone from a complete index read after this copy was: unpublished (or renamed).
+    if (index && !listed && index.index.complete && index.fetchedAt >= (previous?.fetchedAt ?? 0)) {
+      notFound.set(slug, true);
+      return undefined;
+    }
+    if (!listed) charge(client);
     let issue;
     try {
       issue = await upstream.getIssueBySlug(slug);
@@ -221,7 +333,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return undefined;
     }
     const envelope: IssueBody = { ok: true, data: toIssueDetail(issue) };
-    return jsonValue(await renderJson(envelope), now());
+    return jsonValue(await renderJson(envelope), now(), issue.updatedAt ?? undefined);
   });
 
   /**

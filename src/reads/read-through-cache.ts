@@ -18,9 +18,10 @@ export interface CacheStats {
 
 /**
  * Loads the value of a key; `undefined` means "does not exist" and removes any stale copy.
- * `client` is the visitor whose read started the load (their IP, for the read budget).
+ * `client` is the visitor whose read started the load (their IP, for the read budget);
+ * `previous` the copy it replaces, if one is kept (to refresh from rather than read anew).
  */
-export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string) => Promise<V | undefined>;
+export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
 
 /** How one read goes about it, besides its loader. */
 export interface ReadOptions {
@@ -91,6 +92,13 @@ export interface ReadThroughCache<V> {
    * then uses `read`). Synchronous.
    */
   readFresh<R>(key: string, answer: (value: V) => R | undefined): R | undefined;
+  /**
+   * Keeps `value` for `key` as if it had just been loaded (fresh for the TTL from its
+   * `fetchedAt`), unless it is larger than one entry may be: a copy another read brought along.
+   */
+  seed(key: string, value: V): void;
+  /** The copy of `key` kept, fresh or stale, without loading or counting anything. */
+  peek(key: string): V | undefined;
   stats(): CacheStats;
   clear(): void;
 }
@@ -148,7 +156,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     allowStaleOnFetchRejection: true,
     dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
     fetchMethod: async (key, stale, { context, options: fetchOptions }) => {
-      const loading = context.load(key, context.waitUntil, context.client);
+      const loading = context.load(key, context.waitUntil, context.client, stale?.value);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
       let value: V | undefined;
@@ -236,6 +244,18 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     },
     has(key) {
       return lru.peek(key, { allowStale: true }) !== undefined;
+    },
+    seed(key, value) {
+      const size = sizeOf(value);
+      if (size > maxEntryBytes) return;
+      const time = now();
+      const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
+      const ttl = ttlMs - (time - fetchedAt);
+      if (ttl <= 0) return;
+      lru.set(key, { value, fetchedAt, staleAt: fetchedAt + ttlMs, size }, { ttl });
+    },
+    peek(key) {
+      return lru.peek(key, { allowStale: true })?.value;
     },
     stats() {
       return { ...counters, entries: lru.size, bytes: lru.calculatedSize };

@@ -16,6 +16,12 @@ export interface SharedTier {
   get(key: string): Promise<SharedEntry | undefined>;
   put(key: string, entry: SharedEntry): Promise<void>;
   delete(key: string): Promise<void>;
+  /**
+   * Claims the refresh of `key` for `ms` among the instances sharing the tier: false when
+   * another holds it (that one's answer will replace the shared copy). Without it, every
+   * instance refreshes on its own.
+   */
+  claimRefresh?(key: string, ms: number): Promise<boolean>;
 }
 
 /** A serialized cached value and when it was fetched from the upstream (ms since the epoch). */
@@ -54,41 +60,51 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
   const refreshing = new Map<string, Promise<void>>();
 
   /** The loader's answer replaces the shared copy; a value found gone leaves the tier too. */
-  async function refresh(key: string, waitUntil: WaitUntil | undefined, client: string | undefined): Promise<void> {
+  async function refresh(key: string, waitUntil: WaitUntil | undefined, client: string | undefined, previous: V | undefined): Promise<void> {
     try {
-      const value = await load(key, waitUntil, client);
+      const value = await load(key, waitUntil, client, previous);
       await (value === undefined ? store.delete(key) : store.put(key, encode(value)));
     } catch (error) {
       options.onRefreshError?.(key, error);
     }
   }
 
-  /** One refresh of `key` at a time in this isolate; a request that finds one out joins it. */
-  function refreshOnce(key: string, waitUntil: WaitUntil | undefined, client: string | undefined): Promise<void> {
+  /** Whether this instance should refresh `key`: always, unless the tier says another one is. */
+  const claim = async (key: string) => (store.claimRefresh ? store.claimRefresh(key, REFRESH_CLAIM_MS).catch(() => true) : true);
+
+  /**
+   * One refresh of `key` at a time in this isolate (a request that finds one out joins it), and
+   * none while another instance holds the tier's claim (its answer lands in the tier for everyone).
+   */
+  function refreshOnce(key: string, waitUntil: WaitUntil | undefined, client: string | undefined, base: V | undefined): Promise<void> {
     let running = refreshing.get(key);
     if (running === undefined) {
-      running = refresh(key, waitUntil, client).finally(() => refreshing.delete(key));
+      running = (async () => {
+        if (await claim(key)) await refresh(key, waitUntil, client, base);
+      })().finally(() => refreshing.delete(key));
       refreshing.set(key, running);
     }
     return running;
   }
 
-  return async function loadThroughSharedTier(key, waitUntil, client) {
+  return async function loadThroughSharedTier(key, waitUntil, client, previous) {
     const entry = await store.get(key).catch(() => undefined);
     const stored = entry === undefined ? undefined : decode(entry);
     const staleAt = entry === undefined ? 0 : entry.fetchedAt + rules.ttlMs;
     const time = now();
     if (stored !== undefined && isFresh(staleAt, time)) return stored;
+    // The newer of the two copies is what a refresh builds on.
+    const base = stored ?? previous;
     if (stored !== undefined && isWithinStaleWhileRevalidate(staleAt, time, rules)) {
       // Handed back past its TTL, the copy is served at once, and this isolate asks the tier
       // again after REFRESH_FAILURE_BACKOFF_MS (read-through-cache.ts), by when the refresh has landed.
-      const refreshing = refreshOnce(key, waitUntil, client);
+      const refreshing = refreshOnce(key, waitUntil, client, base);
       waitUntil?.(refreshing);
       return stored;
     }
     let value: V | undefined;
     try {
-      value = await load(key, waitUntil, client);
+      value = await load(key, waitUntil, client, base);
     } catch (error) {
       if (stored !== undefined && isWithinStaleIfError(staleAt, time, rules)) return stored;
       throw error;
@@ -97,6 +113,13 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
     return value;
   };
 }
+
+/**
+ * How long one instance's claim on a refresh stops the others: longer than a refresh takes
+ * (a whole archive read of thousands of rows takes seconds), short enough that a crashed
+ * instance's claim does not keep the copy stale for long.
+ */
+export const REFRESH_CLAIM_MS = 30_000;
 
 const FETCHED_AT_HEADER = 'X-Fetched-At';
 // Bumped when the payload format changes, so an old deployment's entries are never read.

@@ -35,6 +35,13 @@ export function createRedisSharedTier(
     async delete(key) {
       await link.send(['DEL', keyOf(key)]).catch(() => undefined);
     },
+    // SET NX PX: the first instance to ask holds the claim until it expires (a refresh does not
+    // release it early: the copy it stores is fresh for a TTL anyway). Redis unavailable: every
+    // instance refreshes on its own, as without Redis.
+    async claimRefresh(key, ms) {
+      const answer = await link.send(['SET', `${keys.prefix}refresh:${key}`, '1', 'NX', 'PX', String(ms)]).catch(() => 'OK');
+      return answer === 'OK';
+    },
   };
 }
 

@@ -1,4 +1,5 @@
 import type { UpstreamIssue } from './schemas.js';
+import { ResponseTooLarge, type Validators } from './transport.js';
 
 /**
  * How List Issues pages (docs/upstream.md "Assumptions": none of it is shown). The defaults are
@@ -20,6 +21,8 @@ export interface PagePosition {
   limit: number;
   offset: number;
   page: number;
+  /** Validators of this page's last answer: a 304 means it has not changed. */
+  conditional?: Validators | undefined;
 }
 
 /** One List Issues answer, read row by row: the rows that parsed, and those that did not. */
@@ -27,7 +30,13 @@ export interface ListedPage {
   rows: UpstreamIssue[];
   /** Ids of the malformed rows, `undefined` for a row without a readable id. */
   droppedIds: (string | undefined)[];
+  /** The page answered 304 to `conditional`: it is as it was (no rows are given). */
+  notModified?: boolean;
+  /** The page's validators, when the upstream sent any. */
+  validators?: Validators | undefined;
 }
+
+export type ListPage = (position: PagePosition) => Promise<ListedPage>;
 
 /** A sign that paging did not work as configured, with what an operator should set. */
 export interface PagingFinding {
@@ -36,13 +45,30 @@ export interface PagingFinding {
   set: string;
 }
 
-/** What reading the archive found: the issues, and what it saw on the way (for logs and `check`). */
-export interface ArchiveRead {
-  issues: UpstreamIssue[];
+/** What reading the archive found: the rows kept, and what it saw on the way (for logs and `check`). */
+export interface ArchiveRead<K = UpstreamIssue> {
+  issues: K[];
   /** Rows received per call, in order (an empty last page included). */
   pageRows: number[];
   dropped: { count: number; ids: string[] };
   findings: PagingFinding[];
+  /** Every sent row came newest `sentAt` first, in the order received (checked on each read, never assumed). */
+  newestSentFirst: boolean;
+  /** Rows per page that fit the body cap: the page size asked, or less (remember it for the next read). */
+  pageSize: number;
+}
+
+/** How one read goes about it besides the paging rules. */
+export interface ArchiveReadOptions<K> {
+  /**
+   * What is kept of each row, called as each page arrives: a page's raw rows are let go once
+   * read, so memory is bounded by what this keeps, not by the bytes read.
+   */
+  keep: (row: UpstreamIssue) => K;
+  /** Rows per page to ask: a smaller size learnt before (a page over the body cap); the configured one by default. */
+  pageSize?: number | undefined;
+  /** Rows the last full read found, when there was one: how far ahead pages may be read at once. */
+  expectedRows?: number | undefined;
 }
 
 /**
@@ -52,31 +78,86 @@ export interface ArchiveRead {
 const SMALLEST_PAGE_FRACTION = 4;
 
 /**
+ * List Issues calls in flight at once once paging is proven: enough that a cold read of
+ * thousands of rows is bound by transfer rather than by latency x pages, few enough to stay a
+ * polite client (each page may be up to the body cap).
+ */
+export const CONCURRENT_PAGES = 4;
+
+/** The next smaller page size: the current one divided by its smallest factor, so offsets and page numbers stay aligned. */
+export function smallerPageSize(limit: number): number | undefined {
+  for (let divisor = 2; divisor <= limit; divisor += 1) if (limit % divisor === 0) return limit / divisor;
+  return undefined;
+}
+
+/**
+ * Watches the order rows arrive in: newest `sentAt` first (a sent row without a readable date
+ * breaks it), and whether they came newest `createdAt` first as well. When both hold, the order
+ * cannot tell a list by sending from one by creation, which would hide a letter drafted long ago
+ * and sent today deep in the list: only rows whose two orders disagree prove the first.
+ */
+function createOrderWatch() {
+  let lastSent = Number.POSITIVE_INFINITY;
+  let lastCreated = Number.POSITIVE_INFINITY;
+  let bySent = true;
+  let byCreated = true;
+  return {
+    see(row: UpstreamIssue): void {
+      if (row.status !== 'sent') return;
+      const sent = Date.parse(row.sentAt ?? '');
+      if (!(sent <= lastSent)) bySent = false;
+      else lastSent = sent;
+      const created = Date.parse(row.createdAt ?? '');
+      if (Number.isNaN(created)) return;
+      if (created > lastCreated) byCreated = false;
+      else lastCreated = created;
+    },
+    /** Newest `sentAt` first, and not merely in creation order as well. */
+    newestSentFirst: () => bySent && !byCreated,
+    /** Newest `sentAt` first so far (a head read: its few rows cannot prove more). */
+    sentOrderHolds: () => bySent,
+  };
+}
+
+/**
  * Reads the whole archive, trusting none of the paging guesses: a short page is not taken as
  * the end (an ignored or capped limit answers short pages too), so pages are read until one
  * comes back empty or adds no id not seen before, within `maxIssues` and a page cap. Offsets
  * advance by the rows received, so a capped page loses nothing. What suggests paging is not
- * working is returned as findings rather than trusted.
+ * working is returned as findings rather than trusted. A page over the body cap is asked again
+ * with fewer rows. Once two full pages of new rows have proven that paging works, the next
+ * pages are read a few at a time.
  */
-export async function readWholeArchive(
-  listPage: (position: PagePosition) => Promise<ListedPage>,
+export async function readWholeArchive<K = UpstreamIssue>(
+  listPage: ListPage,
   paging: ListPaging,
   maxIssues: number,
-): Promise<ArchiveRead> {
-  const limit = paging.pageSize;
-  const maxPages = Math.ceil((maxIssues * SMALLEST_PAGE_FRACTION) / limit) + 1;
-  const byId = new Map<string, UpstreamIssue>();
+  options?: ArchiveReadOptions<K>,
+): Promise<ArchiveRead<K>> {
+  const keep = options?.keep ?? ((row: UpstreamIssue) => row as K);
+  let limit = Math.min(paging.pageSize, options?.pageSize ?? paging.pageSize);
+  const maxPages = Math.ceil((maxIssues * SMALLEST_PAGE_FRACTION) / paging.pageSize) + 1;
+  const kept: K[] = [];
   const seen = new Set<string>();
   const dropped: string[] = [];
   let droppedCount = 0;
   const pageRows: number[] = [];
+  const asked: number[] = [];
+  const order = createOrderWatch();
   let offset = 0;
+  let page = 1;
   let repeated = false;
   let ended = false;
-  for (let page = 0; page < maxPages && byId.size < maxIssues; page += 1) {
-    const { rows, droppedIds } = await listPage({ limit, offset, page: page + 1 });
+  /** Full pages of only new rows in a row at this size: two prove paging works. */
+  let cleanPages = 0;
+  let calls = 0;
+
+  /** Takes one page's rows in; true when it was a full page of new rows. */
+  function take(listed: ListedPage, pageLimit: number): { received: number; added: number; identified: number } {
+    const { rows, droppedIds } = listed;
     const received = rows.length + droppedIds.length;
     pageRows.push(received);
+    asked.push(pageLimit);
     // Only an id tells a new row from a repeated one: a malformed row without one adds nothing.
     let added = 0;
     let identified = 0;
@@ -94,34 +175,154 @@ export async function readWholeArchive(
     }
     for (const row of rows) {
       identified += 1;
-      if (seen.has(row.id) || byId.size >= maxIssues) continue;
+      if (seen.has(row.id) || kept.length >= maxIssues) continue;
       seen.add(row.id);
-      byId.set(row.id, row);
+      order.see(row);
+      kept.push(keep(row));
       added += 1;
     }
-    if (received === 0 || added === 0) {
-      repeated = page > 0 && identified > 0 && added === 0;
-      ended = true;
-      break;
+    return { received, added, identified };
+  }
+
+  /** How many pages may be asked at once from here. */
+  function windowSize(): number {
+    if (cleanPages < 2) return 1;
+    const expected = options?.expectedRows;
+    // Without a count from an earlier read, the window grows as pages keep coming full.
+    if (expected === undefined) return Math.min(CONCURRENT_PAGES, 2 ** (cleanPages - 1));
+    return Math.min(CONCURRENT_PAGES, Math.max(1, Math.ceil((expected - offset) / limit) + 1));
+  }
+
+  // Bounded: every turn makes at least one call, and `calls` stops at maxPages.
+  while (calls < maxPages && kept.length < maxIssues && !ended) {
+    const size = Math.min(windowSize(), maxPages - calls);
+    const window: { position: PagePosition; answer: Promise<ListedPage> }[] = [];
+    for (let k = 0; k < size; k += 1) {
+      const position = { limit, offset: offset + k * limit, page: page + k };
+      const answer = listPage(position);
+      // Pages read ahead may go unused (an earlier one ended the archive): never an unhandled rejection.
+      answer.catch(() => undefined);
+      window.push({ position, answer });
+    }
+    calls += size;
+    for (const [index, { answer }] of window.entries()) {
+      let listed: ListedPage;
+      try {
+        listed = await answer;
+      } catch (error) {
+        const smaller = error instanceof ResponseTooLarge ? smallerPageSize(limit) : undefined;
+        if (smaller === undefined) throw error;
+        // Asked again from here with fewer rows; a page number counts pages of the new size.
+        limit = smaller;
+        page = Math.floor(offset / limit) + 1;
+        cleanPages = 0;
+        break;
+      }
+      const { received, added, identified } = take(listed, limit);
+      if (received === 0 || added === 0) {
+        repeated = pageRows.length > 1 && identified > 0 && added === 0;
+        ended = true;
+        break;
+      }
+      offset += received;
+      page += 1;
+      cleanPages = received === limit && added === received ? cleanPages + 1 : 0;
+      // An odd page ends the window: the pages read ahead assumed it would be full.
+      if ((cleanPages === 0 || kept.length >= maxIssues) && index < window.length - 1) break;
+    }
+  }
+  const findings = judgePaging(paging, pageRows, asked, { repeated, ended, full: kept.length >= maxIssues, maxIssues });
+  return {
+    issues: kept,
+    pageRows,
+    dropped: { count: droppedCount, ids: dropped },
+    findings,
+    newestSentFirst: order.newestSentFirst(),
+    pageSize: limit,
+  };
+}
+
+/** What a refresh read at the head of an archive listed newest `sentAt` first. */
+export interface HeadRead<K> {
+  /** The first page answered 304: nothing new at the head. */
+  unchanged: boolean;
+  /** Rows from the top down to the first one already known (included), in the order received. */
+  issues: K[];
+  /** A known row was met (or the archive ended): the rows below it are known. */
+  reachedKnown: boolean;
+  /** The head still came newest `sentAt` first. */
+  newestSentFirst: boolean;
+  /** The first page's validators, for the next refresh. */
+  validators?: Validators | undefined;
+  pageRows: number[];
+  dropped: { count: number; ids: string[] };
+}
+
+/** Rows per head page: a refresh with nothing new reads this many rows (or none, after a 304). */
+export const HEAD_PAGE_ROWS = 10;
+/** Head pages read at most before a refresh gives up and reads the whole archive. */
+export const HEAD_MAX_PAGES = 5;
+
+/**
+ * Reads the top of an archive the upstream lists newest `sentAt` first, a small page at a time,
+ * until it meets a row it already knows: everything below that row is known. Sends the first
+ * page's validators, and a 304 means nothing new. Gives up (`reachedKnown: false`) after a few
+ * pages, or says when the head is not in order: the caller then reads the whole archive.
+ */
+export async function readArchiveHead<K>(
+  listPage: ListPage,
+  options: { known: (id: string) => boolean; keep: (row: UpstreamIssue) => K; validators?: Validators | undefined; pageSize: number },
+): Promise<HeadRead<K>> {
+  const limit = Math.min(HEAD_PAGE_ROWS, options.pageSize);
+  const issues: K[] = [];
+  const pageRows: number[] = [];
+  const dropped: string[] = [];
+  let droppedCount = 0;
+  const order = createOrderWatch();
+  let validators: Validators | undefined;
+  let offset = 0;
+  for (let page = 1; page <= HEAD_MAX_PAGES; page += 1) {
+    const listed = await listPage({ limit, offset, page, conditional: page === 1 ? options.validators : undefined });
+    if (listed.notModified) {
+      return { unchanged: true, issues, reachedKnown: true, newestSentFirst: true, validators: options.validators, pageRows, dropped: { count: 0, ids: [] } };
+    }
+    if (page === 1) validators = listed.validators;
+    const received = listed.rows.length + listed.droppedIds.length;
+    pageRows.push(received);
+    for (const id of listed.droppedIds) {
+      droppedCount += 1;
+      if (id !== undefined) dropped.push(id);
+    }
+    let reachedKnown = received < limit;
+    for (const row of listed.rows) {
+      order.see(row);
+      issues.push(options.keep(row));
+      if (options.known(row.id)) reachedKnown = true;
+    }
+    if (reachedKnown || !order.sentOrderHolds()) {
+      return { unchanged: false, issues, reachedKnown, newestSentFirst: order.sentOrderHolds(), validators, pageRows, dropped: { count: droppedCount, ids: dropped } };
     }
     offset += received;
   }
-  const findings = judgePaging(paging, pageRows, { repeated, ended, full: byId.size >= maxIssues, maxIssues });
-  return { issues: [...byId.values()], pageRows, dropped: { count: droppedCount, ids: dropped }, findings };
+  return { unchanged: false, issues, reachedKnown: false, newestSentFirst: order.sentOrderHolds(), validators, pageRows, dropped: { count: droppedCount, ids: dropped } };
 }
 
 function judgePaging(
   paging: ListPaging,
   pageRows: readonly number[],
+  askedRows: readonly number[],
   end: { repeated: boolean; ended: boolean; full: boolean; maxIssues: number },
 ): PagingFinding[] {
   const findings: PagingFinding[] = [];
-  const asked = paging.pageSize;
+  const asked = askedRows.at(-1) ?? paging.pageSize;
   const param = `${paging.pagingParam} (read as ${paging.style === 'page' ? 'a page number' : 'an offset'})`;
   // Every non-empty page but the last should be full; a longer page is never right.
   let lastFilled = pageRows.length - 1;
   while (lastFilled >= 0 && (pageRows[lastFilled] === 0 || (end.repeated && lastFilled === pageRows.length - 1))) lastFilled -= 1;
-  const odd = pageRows.find((rows, index) => rows > asked || (rows > 0 && rows !== asked && index < lastFilled));
+  const odd = pageRows.find((rows, index) => {
+    const pageAsked = askedRows[index] ?? asked;
+    return rows > pageAsked || (rows > 0 && rows !== pageAsked && index < lastFilled);
+  });
   if (odd !== undefined) {
     findings.push({
       problem: 'row_count_mismatch',

@@ -1,6 +1,15 @@
 import type { Logger } from '../log.js';
 import { SLUG_PATTERN } from '../slug.js';
-import { readWholeArchive, type ArchiveRead, type ListedPage, type ListPaging, type PagePosition } from './archive.js';
+import {
+  readArchiveHead,
+  readWholeArchive,
+  type ArchiveRead,
+  type ArchiveReadOptions,
+  type HeadRead,
+  type ListedPage,
+  type ListPaging,
+  type PagePosition,
+} from './archive.js';
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS } from './assumptions.js';
 import {
   IssueEnvelope,
@@ -17,7 +26,7 @@ import {
   type UpstreamSubscriber,
 } from './schemas.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
-import { createTransport, UpstreamError, type TransportOptions, type TransportRequest } from './transport.js';
+import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
 import { createUpstreamNotices } from './notices.js';
 
 export type { ListIssuesQuery } from './schemas.js';
@@ -41,11 +50,23 @@ export interface UpstreamClient {
   listIssues(query: ListIssuesQuery): Promise<UpstreamIssue[]>;
   /** Reads the whole public archive page by page (see `readWholeArchive`), logging what it found. */
   listAllPublicIssues(maxIssues: number): Promise<UpstreamIssue[]>;
-  /** The same read and logs, with what it found: whether the index it makes can be complete. */
-  readPublicArchive?(maxIssues: number): Promise<ArchiveRead>;
+  /**
+   * The same read and logs, with what it found: whether the index it makes can be complete, and
+   * whether the upstream lists newest `sentAt` first. `keep` says what is kept of each row.
+   */
+  readPublicArchive?<K>(maxIssues: number, options: ArchiveReadOptions<K>): Promise<ArchiveRead<K>>;
+  /** The top of the archive, down to a known row (see `readArchiveHead`), for a refresh. */
+  readPublicArchiveHead?<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>>;
   getIssueBySlug(slug: string): Promise<UpstreamIssue>;
   listCategories(): Promise<UpstreamCategory[]>;
   createSubscriber(body: CreateSubscriberBody): Promise<UpstreamSubscriber>;
+}
+
+export interface HeadReadOptions<K> {
+  known: (id: string) => boolean;
+  keep: (row: UpstreamIssue) => K;
+  /** The head page's validators from the last refresh. */
+  validators?: Validators | undefined;
 }
 
 /** The real client also answers what `check` asks: the archive read with what it found. */
@@ -53,6 +74,9 @@ export interface NewsletterApiClient extends UpstreamClient {
   /** The archive read of `listAllPublicIssues`, with what it found returned instead of logged. */
   readArchive(maxIssues: number): Promise<ArchiveRead>;
 }
+
+/** What the transport hands back for a list page that answered 304: compared by identity. */
+const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze([]) as unknown as unknown[] });
 
 /** The error code of Get Issue By Slug's not-found answer (docs/upstream.md "Errors"). */
 const NOT_FOUND_CODE = 'NOT_FOUND';
@@ -102,27 +126,49 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
   const { metrics = noopMetrics } = options;
   const request = <T>(operation: string, call: TransportRequest<T>) => timed(metrics, operation, () => transport(call));
 
-  /** One List Issues call, read row by row, paged as configured. */
-  async function listRows(query: ListIssuesQuery): Promise<ListedPage> {
+  /** One List Issues call, read row by row, paged as configured; conditional when given validators. */
+  async function listRows(query: ListIssuesQuery, conditional?: Validators): Promise<ListedPage> {
     const url = buildUrl(UPSTREAM_PATHS.listIssues, {
       status: query.status,
       isPublic: String(query.isPublic),
       [paging.limitParam]: String(query.limit),
       [paging.pagingParam]: String(paging.style === 'page' ? Math.floor(query.offset / query.limit) + 1 : query.offset),
     });
-    const listed = readRows((await request('list_issues', { method: 'GET', url, schema: RowListEnvelope })).data, UpstreamIssueSchema);
+    let validators: Validators | undefined;
+    const answer = await request('list_issues', {
+      method: 'GET',
+      url,
+      schema: RowListEnvelope,
+      conditional,
+      notModified: () => NOT_MODIFIED_PAGE,
+      onValidators: (given) => (validators = given),
+    });
+    if (answer === NOT_MODIFIED_PAGE) return { rows: [], droppedIds: [], notModified: true, validators: conditional };
+    const listed = readRows(answer.data, UpstreamIssueSchema);
     for (const row of listed.rows) notices.issueStatus(row.status);
-    return listed;
+    return { ...listed, validators };
   }
 
-  const listPage = ({ limit, offset, page }: PagePosition) =>
-    listRows({ status: 'sent', isPublic: true, limit, offset: paging.style === 'page' ? (page - 1) * limit : offset });
-  const readArchive = (maxIssues: number) => readWholeArchive(listPage, paging, maxIssues);
+  const listPage = ({ limit, offset, page, conditional }: PagePosition) =>
+    listRows({ status: 'sent', isPublic: true, limit, offset: paging.style === 'page' ? (page - 1) * limit : offset }, conditional);
+  /** A page size learnt from a page over the body cap: later reads start there. */
+  let learntPageSize: number | undefined;
+  async function readArchive<K = UpstreamIssue>(maxIssues: number, options?: ArchiveReadOptions<K>): Promise<ArchiveRead<K>> {
+    const read = await readWholeArchive(listPage, paging, maxIssues, { pageSize: learntPageSize, ...options } as ArchiveReadOptions<K>);
+    if (read.pageSize < paging.pageSize) learntPageSize = read.pageSize;
+    return read;
+  }
 
-  async function readPublicArchive(maxIssues: number): Promise<ArchiveRead> {
-    const read = await readArchive(maxIssues);
+  async function readPublicArchive<K>(maxIssues: number, options: ArchiveReadOptions<K>): Promise<ArchiveRead<K>> {
+    const read = await readArchive(maxIssues, options);
     notices.dropped('listIssues', read.dropped.count, read.dropped.ids);
     notices.paging(read);
+    return read;
+  }
+
+  async function readPublicArchiveHead<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>> {
+    const read = await readArchiveHead(listPage, { ...options, pageSize: learntPageSize ?? paging.pageSize });
+    notices.dropped('listIssues', read.dropped.count, read.dropped.ids);
     return read;
   }
 
@@ -132,11 +178,12 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       notices.dropped('listIssues', droppedIds.length, droppedIds);
       return rows;
     },
-    readArchive,
+    readArchive: (maxIssues) => readArchive(maxIssues),
     async listAllPublicIssues(maxIssues) {
-      return (await readPublicArchive(maxIssues)).issues;
+      return (await readPublicArchive(maxIssues, { keep: (row) => row })).issues;
     },
     readPublicArchive,
+    readPublicArchiveHead,
     async getIssueBySlug(slug) {
       if (!SLUG_PATTERN.test(slug)) {
         throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');

@@ -36,7 +36,7 @@ export function createUpstreamNotices(log: Logger | undefined) {
     },
 
     /** One line per archive load, with everything paging looked wrong in and what to set. */
-    paging(read: ArchiveRead): void {
+    paging(read: ArchiveRead<unknown>): void {
       if (!log || read.findings.length === 0) return;
       log.log('warn', 'upstream_paging', {
         problems: read.findings.map((finding) => finding.problem).join(','),

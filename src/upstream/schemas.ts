@@ -44,6 +44,9 @@ export const UpstreamIssueSchema = z.object({
   category: z.nullish(UpstreamCategorySchema),
   categories: z.nullish(z.array(UpstreamCategorySchema)),
   sentAt: z.nullish(z.string()),
+  // Read to tell an edit (a new updatedAt) and to tell an order by creation from one by sending.
+  updatedAt: z.nullish(z.string()),
+  createdAt: z.nullish(z.string()),
 });
 
 /** The documented issue states; another one is tolerated (never public) and logged once. */

@@ -33,6 +33,9 @@ const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([
   504, // Gateway Timeout: a proxy in front of it gave up waiting
 ]);
 
+/** Not Modified: the answer to a conditional request whose validators still match (RFC 9110 §15.4.5). */
+const NOT_MODIFIED = 304;
+
 /** What a timed-out call tells our caller to wait: a guess of our own, short enough to retry soon. */
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 
@@ -78,6 +81,28 @@ export interface TransportRequest<T> {
   body?: unknown;
   /** Whose hold-off applies: by default a GET is a read and a POST a write. */
   operation?: OperationClass;
+  /** Validators of an earlier answer, sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1). */
+  conditional?: Validators | undefined;
+  /** What a 304 to `conditional` returns (without it a 304 is a redirect-class failure). */
+  notModified?: () => T;
+  /** Told the validators of a success answer (an ETag, a Last-Modified), when it has any. */
+  onValidators?: (validators: Validators) => void;
+  /** Told the size of a success body, in bytes (for the archive's page size and figures). */
+  onBytes?: (bytes: number) => void;
+}
+
+/** An answer's validators, to be sent back when asking for the same resource again. */
+export interface Validators {
+  etag?: string | undefined;
+  lastModified?: string | undefined;
+}
+
+/** A body over the cap: the caller may ask for less (a list page with fewer rows). */
+export class ResponseTooLarge extends UpstreamError {
+  constructor(status: number, maxResponseBytes: number) {
+    super('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
+    this.name = 'ResponseTooLarge';
+  }
 }
 
 export type Transport = <T>(request: TransportRequest<T>) => Promise<T>;
@@ -112,12 +137,13 @@ export function createTransport(options: TransportOptions): Transport {
     metrics = noopMetrics,
   } = options;
 
-  return async function request<T>({ method, url, schema, body, operation }: TransportRequest<T>): Promise<T> {
+  return async function request<T>(options: TransportRequest<T>): Promise<T> {
+    const { method, url, operation } = options;
     const retries = method === 'GET' ? getRetries : postRetries;
     const call: Call = { method, url, operation: operation ?? (method === 'GET' ? 'read' : 'write') };
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await attemptOnce(call, schema, body);
+        return await attemptOnce(call, options);
       } catch (error) {
         const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
         if (!retryable) throw error;
@@ -129,8 +155,9 @@ export function createTransport(options: TransportOptions): Transport {
     }
   };
 
-  async function attemptOnce<T>(call: Call, schema: z.ZodMiniType<T>, body: unknown): Promise<T> {
+  async function attemptOnce<T>(call: Call, options: TransportRequest<T>): Promise<T> {
     const { method, url } = call;
+    const { schema, body, conditional, notModified } = options;
     // After a 429 we hold off this class of call until Retry-After has passed: honoured, not hammered.
     const waitMs = (await holdOff.until(call.operation)) - now();
     if (waitMs > 0) {
@@ -141,6 +168,8 @@ export function createTransport(options: TransportOptions): Transport {
     // Built from scratch on every call: no header of the visitor's request is ever passed on.
     const headers: Record<string, string> = { ...fixedHeaders, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (conditional?.etag !== undefined) headers['If-None-Match'] = conditional.etag;
+    if (conditional?.lastModified !== undefined) headers['If-Modified-Since'] = conditional.lastModified;
     let response: Response;
     try {
       response = await fetchImpl(url, {
@@ -157,12 +186,19 @@ export function createTransport(options: TransportOptions): Transport {
     }
 
     const { status } = response;
+    if (status === NOT_MODIFIED && conditional !== undefined && notModified !== undefined) {
+      await discard(response);
+      return notModified();
+    }
     if (status >= 300 && status < 400) {
       await discard(response);
       throw new UpstreamError('bad_response', `upstream answered with a redirect (${status}); not followed`, { status });
     }
     if (!isSuccessStatus(status)) throw await failureFromResponse(response, call);
-    const parsed = schema.safeParse(await readJson(response, status));
+    const text = await readCapped(response, status, options.onBytes);
+    const validators = { etag: response.headers.get('etag') ?? undefined, lastModified: response.headers.get('last-modified') ?? undefined };
+    if (validators.etag !== undefined || validators.lastModified !== undefined) options.onValidators?.(validators);
+    const parsed = schema.safeParse(parseJson(text, status));
     if (!parsed.success) {
       throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, {
         status,
@@ -215,7 +251,10 @@ export function createTransport(options: TransportOptions): Transport {
   }
 
   async function readJson(response: Response, status: number): Promise<unknown> {
-    const text = await readCapped(response, status);
+    return parseJson(await readCapped(response, status), status);
+  }
+
+  function parseJson(text: string, status: number): unknown {
     try {
       return JSON.parse(text);
     } catch (error) {
@@ -223,10 +262,9 @@ export function createTransport(options: TransportOptions): Transport {
     }
   }
 
-  async function readCapped(response: Response, status: number): Promise<string> {
+  async function readCapped(response: Response, status: number, onBytes?: (bytes: number) => void): Promise<string> {
     const declared = Number(response.headers.get('content-length') ?? Number.NaN);
-    const tooLarge = () =>
-      new UpstreamError('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
+    const tooLarge = () => new ResponseTooLarge(status, maxResponseBytes);
     if (declared > maxResponseBytes) {
       await discard(response);
       throw tooLarge();
@@ -251,6 +289,7 @@ export function createTransport(options: TransportOptions): Transport {
       if (error instanceof UpstreamError) throw error;
       throw transportError(error);
     }
+    onBytes?.(total);
     const bytes = new Uint8Array(total);
     let offset = 0;
     for (const chunk of chunks) {

@@ -41,10 +41,11 @@ describe('reading the whole archive', () => {
     ]);
   });
 
-  it('asks once more after a full last page and stops at the empty page (400 issues: 3 calls)', async () => {
+  it('asks once more after a full last page and stops at the empty page (400 issues: 3 calls and one read ahead)', async () => {
     const { client, calls } = setupClient(pagedArchive(400));
     expect(await client.listAllPublicIssues(5000)).toHaveLength(400);
-    expect(pageParams(calls).map((params) => params.offset)).toEqual(['0', '200', '400']);
+    // Two full pages of new rows prove paging: the next two pages are asked at once.
+    expect(pageParams(calls).map((params) => params.offset)).toEqual(['0', '200', '400', '600']);
   });
 
   it('stops after the page that adds nothing new when the upstream ignores offset (2 calls)', async () => {

@@ -55,7 +55,8 @@ const PAGING_VARIANTS = [
     names: 'UPSTREAM_LIST_PAGE_SIZE=100',
     checkSays: 'pages of 100 rows where 200 were asked',
     fix: { UPSTREAM_LIST_PAGE_SIZE: '100' },
-    fixedCalls: 4,
+    // Two full pages prove paging, so the next two are asked at once: one of them past the end.
+    fixedCalls: 5,
   },
   {
     upstream: 'pages by page number, not offset',
