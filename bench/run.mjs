@@ -11,7 +11,10 @@
 //   BENCH_DURATION [3]  seconds per measured run    BENCH_PAIRS [3]        baseline/same-headers/ours rounds per scenario
 //   BENCH_CONNECTIONS [50]                          BENCH_WARMUP [1]       warm-up seconds (first pair only)
 //   BENCH_UPSTREAM_LATENCY_MS [50]                  BENCH_TOOL [wrk when installed, else autocannon] (cached scenarios)
-//   BENCH_SCENARIOS [all] comma list of: issues,deep,slug,categories,304,subscribe,stampede,scan,stale
+//   BENCH_SCENARIOS [all] comma list of: issues,deep,slug,categories,304,subscribe,stampede,scan,stale,archive-scale
+//                   (or name them after `npm run bench --`, e.g. `npm run bench -- archive-scale`)
+//   BENCH_ARCHIVE_ISSUES [1000]  BENCH_ARCHIVE_ROW_KIB [150]  BENCH_ARCHIVE_LATENCY_MS [100]
+//   BENCH_ARCHIVE_RESYNC_SECONDS [20]  the archive-scale scenario's publication, upstream and resync
 //   BENCH_SUBSCRIBE_CONNECTIONS [10]                BENCH_STAMPEDE_REQUESTS [1000]
 //   BENCH_STAMPEDE_LATENCY_MS [500]                 BENCH_SCAN_SLUGS [100000]   BENCH_SCAN_CONNECTIONS [50]
 //   BENCH_SCAN_LATENCY_MS [0]                       BENCH_SCAN_MAX_SECONDS [150] the scan stops there if not done
@@ -44,6 +47,7 @@ import { API_KEY, benchDir, cpuCount, root, settings, wants, wrkAvailable } from
 import { backgroundBusyPct, progress, say } from './lib/stats.mjs';
 import { evaluateTargets, report } from './report.mjs';
 import { cachedScenarioList, runCachedScenarios } from './scenarios/cached.mjs';
+import { reportArchiveScale, runArchiveScale } from './scenarios/archive-scale.mjs';
 import { runSlugScan } from './scenarios/scan.mjs';
 import { runStaleServe } from './scenarios/stale.mjs';
 import { runStampede } from './scenarios/stampede.mjs';
@@ -111,6 +115,7 @@ async function main() {
       if (wants('scan')) results.slugScan = await runSlugScan(run, fresh);
     }
     if (wants('stale')) results.stale = await runStaleServe(run);
+    if (wants('archive-scale')) results.archiveScale = await runArchiveScale();
   } finally {
     agent.destroy();
     for (const server of servers.splice(0)) await stopChild(server.child);
@@ -120,6 +125,7 @@ async function main() {
   results.meta.totalSeconds = (performance.now() - t0) / 1000;
   results.targets = evaluateTargets(results);
   report(results);
+  if (results.archiveScale) say(`\n${reportArchiveScale(results.archiveScale).join('\n')}`);
   const outDir = join(benchDir, 'results');
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -19,7 +19,9 @@ const num = (name, fallback) => {
   return parsed;
 };
 
-export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale'];
+export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale', 'archive-scale'];
+// `npm run bench -- archive-scale stale` runs those only, as BENCH_SCENARIOS=archive-scale,stale does.
+const scenarioArgs = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
 export const settings = {
   durationSec: num('BENCH_DURATION', 3),
   pairs: Math.max(1, Math.round(num('BENCH_PAIRS', 3))),
@@ -28,7 +30,7 @@ export const settings = {
   upstreamLatencyMs: num('BENCH_UPSTREAM_LATENCY_MS', 50),
   archive: { issues: 300, categories: 4, contentBytes: 5 * 1024 },
   tool: env.BENCH_TOOL === 'autocannon' ? 'autocannon' : 'wrk',
-  scenarios: env.BENCH_SCENARIOS ? env.BENCH_SCENARIOS.split(',').map((s) => s.trim()) : ALL_SCENARIOS,
+  scenarios: env.BENCH_SCENARIOS ? env.BENCH_SCENARIOS.split(',').map((s) => s.trim()) : scenarioArgs.length > 0 ? scenarioArgs : ALL_SCENARIOS,
   subscribeConnections: Math.max(1, Math.round(num('BENCH_SUBSCRIBE_CONNECTIONS', 10))),
   subscribeRateLimitPerMinute: 10_000,
   stampedeRequests: Math.round(num('BENCH_STAMPEDE_REQUESTS', 1000)),
@@ -38,6 +40,12 @@ export const settings = {
   scanLatencyMs: num('BENCH_SCAN_LATENCY_MS', 0),
   scanMaxSeconds: num('BENCH_SCAN_MAX_SECONDS', 150),
   staleLatencyMs: num('BENCH_STALE_LATENCY_MS', 1000),
+  archiveScale: {
+    issues: Math.round(num('BENCH_ARCHIVE_ISSUES', 1000)),
+    rowKiB: num('BENCH_ARCHIVE_ROW_KIB', 150),
+    latencyMs: num('BENCH_ARCHIVE_LATENCY_MS', 100),
+    resyncSeconds: Math.round(num('BENCH_ARCHIVE_RESYNC_SECONDS', 20)),
+  },
   serverStdout: ['null', 'count'].includes(env.BENCH_SERVER_STDOUT) ? env.BENCH_SERVER_STDOUT : 'file',
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
   entry: env.BENCH_ENTRY || 'dist/cli.js',
