@@ -51,6 +51,16 @@ export interface DemoUpstreamOptions {
    * (DEFAULT_DEMO_ORIGIN unless given). Ignored when `publication` is given.
    */
   siteOrigin?: string;
+  /** The order List Issues answers in (newest `createdAt` first by default). */
+  order?: 'created' | 'newest-sent' | 'oldest-sent';
+}
+
+/** Sorts List Issues' rows as `order` says; ties by id, so pages never overlap. */
+function listOrder(order: DemoUpstreamOptions['order']): (a: DemoIssue, b: DemoIssue) => number {
+  const sent = (issue: DemoIssue) => issue.sentAt ?? '';
+  if (order === 'newest-sent') return (a, b) => sent(b).localeCompare(sent(a)) || a.id.localeCompare(b.id);
+  if (order === 'oldest-sent') return (a, b) => sent(a).localeCompare(sent(b)) || a.id.localeCompare(b.id);
+  return (a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id);
 }
 
 function fail(c: Context, status: number, code: string, message: string, details?: unknown) {
@@ -105,7 +115,7 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
     const matching = issues
       .filter((issue) => status === undefined || issue.status === status)
       .filter((issue) => isPublic === undefined || issue.isPublic === (isPublic === 'true'))
-      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id));
+      .sort(listOrder(options.order));
     return c.json({ ok: true, data: matching.slice(skip, skip + rows) });
   });
 

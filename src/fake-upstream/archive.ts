@@ -38,12 +38,34 @@ function stats(n: number): DemoIssueStats {
   };
 }
 
+/** ~`bytes` of editor state, as a block editor stores it (`contentJson`). */
+function contentJson(n: number, bytes: number): unknown {
+  if (bytes <= 0) return { type: 'doc', blocks: n };
+  const block = { type: 'paragraph', text: LOREM.repeat(3) };
+  const blockBytes = JSON.stringify(block).length + 1;
+  return { type: 'doc', issue: n, blocks: Array.from({ length: Math.max(1, Math.round(bytes / blockBytes)) }, () => block) };
+}
+
+export interface ArchiveOptions {
+  issues?: number;
+  categories?: number;
+  /** Bytes of `contentHtml` per issue (real letters: 30–100 KB). */
+  contentBytes?: number;
+  /** Bytes of `contentJson` per issue (0: a token object). */
+  jsonBytes?: number;
+  /**
+   * Drafts created 0–10 days before they were sent, varying by issue, so the order of creation
+   * differs from the order of sending (as in a real publication); off: created when sent.
+   */
+  draftLeads?: boolean;
+}
+
 /**
  * `issues` sent public issues (newest first) over `categories` categories, ~`contentBytes` of
  * HTML each, with every internal field the service sends, so the BFF's allow-list and schema
  * work on realistic rows. Every fifth issue has no category.
  */
-export function createArchive({ issues = 300, categories = 4, contentBytes = 5 * 1024 } = {}): Archive {
+export function createArchive({ issues = 300, categories = 4, contentBytes = 5 * 1024, jsonBytes = 0, draftLeads = false }: ArchiveOptions = {}): Archive {
   const time = Date.UTC(2026, 0, 1, 9, 0, 0);
   const cats: DemoCategory[] = Array.from({ length: categories }, (_, i) => ({
     id: `cat_${i + 1}`,
@@ -59,6 +81,7 @@ export function createArchive({ issues = 300, categories = 4, contentBytes = 5 *
     const n = issues - i;
     const category = i % 5 === 4 ? null : (cats[i % cats.length] ?? null);
     const sentAt = new Date(time - i * DAY_MS).toISOString();
+    const createdAt = draftLeads ? new Date(time - i * DAY_MS - ((n * 7) % 11) * DAY_MS).toISOString() : sentAt;
     rows.push({
       id: `iss_${String(n).padStart(6, '0')}`,
       slug: `issue-${n}-weekly-notes`,
@@ -68,7 +91,7 @@ export function createArchive({ issues = 300, categories = 4, contentBytes = 5 *
       previewText: `A short preview of issue ${n}, shown in the archive list and in inboxes.`,
       thumbnailUrl: `https://cdn.example.com/thumbs/${n}.jpg`,
       contentHtml: contentHtml(n, contentBytes),
-      contentJson: { type: 'doc', blocks: n },
+      contentJson: contentJson(n, jsonBytes),
       scheduledFor: null,
       audience: { segmentIds: ['seg_all'] },
       status: 'sent',
@@ -78,7 +101,7 @@ export function createArchive({ issues = 300, categories = 4, contentBytes = 5 *
       stats: stats(n),
       createdBy: 'usr_editor',
       sentAt,
-      createdAt: sentAt,
+      createdAt,
       updatedAt: sentAt,
     });
   }

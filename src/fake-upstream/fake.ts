@@ -54,7 +54,12 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
   const now = options.now ?? Date.now;
   const delay = options.delay ?? realDelay;
   const variant = options.variant ?? {};
-  const demo: DemoUpstream = createDemoUpstream({ apiKey, now, ...(options.publication ? { publication: options.publication } : {}) });
+  const demo: DemoUpstream = createDemoUpstream({
+    apiKey,
+    now,
+    ...(options.publication ? { publication: options.publication } : {}),
+    ...(variant.order ? { order: variant.order } : {}),
+  });
   const base = new URL(options.baseUrl ?? DEMO_BASE_URL);
   const basePath = base.pathname.replace(/\/$/, '');
   const demoBase = new URL(DEMO_BASE_URL);
@@ -70,6 +75,12 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
   let stormIndex = 0;
   let window = { start: Number.NEGATIVE_INFINITY, calls: 0 };
   const counts = new Map<string, number>();
+  const bytes = new Map<string, number>();
+  // When the publication last changed, as Last-Modified says it (whole seconds, RFC 9110 §8.8.2).
+  let changedAt = Math.max(0, ...demo.issues.map((issue) => Date.parse(issue.updatedAt) || 0));
+  const changed = () => {
+    changedAt = Math.max(changedAt + 1000, now());
+  };
   const slugCounts = new Map<string, number>();
   let unknownSlugCalls = 0;
   const count = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
@@ -82,10 +93,51 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
     const core = await demo.fetch(coreUrl, { method: request.method, headers: request.headers, body });
     const out = new Headers(core.headers);
     for (const [name, value] of Object.entries(headers)) out.set(name, value);
+    if (core.ok && operation === 'listIssues' && variant.validators) return conditionalList(request, core, out);
     if (!core.ok || operation === undefined || !rewritesBodies(variant)) {
       return new Response(core.body, { status: core.status, headers: out });
     }
     return new Response(JSON.stringify(rewriteBody(operation, await core.json(), variant)), { status: core.status, headers: out });
+  }
+
+  /** A list page with its validators, or a 304 when the request's still match (If-None-Match first, RFC 9110 §13.2.2). */
+  async function conditionalList(request: Request, core: Response, out: Headers): Promise<Response> {
+    const text = rewritesBodies(variant) ? JSON.stringify(rewriteBody('listIssues', await core.json(), variant)) : await core.text();
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+    const etag = `"${[...digest.subarray(0, 12)].map((byte) => byte.toString(16).padStart(2, '0')).join('')}"`;
+    const lastModified = new Date(Math.floor(changedAt / 1000) * 1000).toUTCString();
+    if (variant.validators !== 'last-modified') out.set('ETag', etag);
+    if (variant.validators !== 'etag') out.set('Last-Modified', lastModified);
+    const ifNoneMatch = request.headers.get('if-none-match');
+    const ifModifiedSince = Date.parse(request.headers.get('if-modified-since') ?? '');
+    const unchanged =
+      ifNoneMatch !== null
+        ? variant.validators !== 'last-modified' && ifNoneMatch === etag
+        : variant.validators !== 'etag' && ifModifiedSince >= Math.floor(changedAt / 1000) * 1000;
+    if (unchanged) {
+      out.delete('Content-Length');
+      return new Response(null, { status: 304, headers: out });
+    }
+    return new Response(text, { status: core.status, headers: out });
+  }
+
+  /** Counts the bytes of an answer's body as it is read, per operation. */
+  function counted(answer: Response, key: string): Response {
+    if (!answer.body) return answer;
+    const counter = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        bytes.set(key, (bytes.get(key) ?? 0) + chunk.byteLength);
+        controller.enqueue(chunk);
+      },
+    });
+    return new Response(answer.body.pipeThrough(counter), { status: answer.status, statusText: answer.statusText, headers: answer.headers });
+  }
+
+  /** The issue with `slug` in the publication, or an error naming it. */
+  function issueNamed(slug: string): DemoIssue {
+    const issue = demo.issues.find((candidate) => candidate.slug === slug);
+    if (!issue) throw new Error(`the publication has no issue ${slug}`);
+    return issue;
   }
 
   function rateLimited(): Response | undefined {
@@ -124,7 +176,7 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
       if (answer.status === 200) slugCounts.set(found.slug, (slugCounts.get(found.slug) ?? 0) + 1);
       else unknownSlugCalls += 1;
     }
-    return answer;
+    return found ? counted(answer, COUNTER_KEYS[found.operation]) : answer;
   };
 
   return {
@@ -146,15 +198,42 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
     },
     /**
      * Publishes a copy of the newest public issue under `slug` (a fresh slug per test keeps a
-     * cache from answering for the upstream).
+     * cache from answering for the upstream), sent now; `createdAt` long ago makes it an old
+     * draft sent today, which an order by creation lists deep.
      */
-    publish(slug: string): DemoIssue {
+    publish(slug: string, dates: { createdAt?: string } = {}): DemoIssue {
       const template = demo.issues.find((issue) => issue.status === 'sent' && issue.isPublic && issue.slug);
       if (!template) throw new Error('the publication has no public issue to copy');
-      const issue: DemoIssue = { ...template, id: `${template.id}_${slug}`, slug, subject: `${template.subject} (${slug})` };
+      const time = new Date(now()).toISOString();
+      const issue: DemoIssue = {
+        ...template,
+        id: `${template.id}_${slug}`,
+        slug,
+        subject: `${template.subject} (${slug})`,
+        sentAt: time,
+        createdAt: dates.createdAt ?? time,
+        updatedAt: time,
+      };
       demo.issues.push(issue);
+      changed();
       return issue;
     },
+    /** Edits the issue with `slug` (its `updatedAt` moves to now). */
+    edit(slug: string, changes: Partial<Pick<DemoIssue, 'subject' | 'contentHtml' | 'previewText'>>): DemoIssue {
+      const issue = issueNamed(slug);
+      Object.assign(issue, changes, { updatedAt: new Date(Math.max(now(), Date.parse(issue.updatedAt) + 1000)).toISOString() });
+      changed();
+      return issue;
+    },
+    /** Takes the issue with `slug` off the website (`isPublic: false`). */
+    unpublish(slug: string): void {
+      const issue = issueNamed(slug);
+      issue.isPublic = false;
+      issue.updatedAt = new Date(Math.max(now(), Date.parse(issue.updatedAt) + 1000)).toISOString();
+      changed();
+    },
+    /** Body bytes answered per operation so far (by counter key), as far as they were read. */
+    bytesServed: () => Object.fromEntries(bytes),
     /** Calls per operation so far (by counter key), plus by-slug calls for unknown slugs. */
     counts: () => ({ ...Object.fromEntries(counts), unknownSlugCalls }),
     callsFor: (key: string) => counts.get(key) ?? 0,

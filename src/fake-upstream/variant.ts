@@ -22,7 +22,16 @@ export interface UpstreamVariant {
   nullSubjectSlug?: string;
   /** Create Subscriber answers 200 with a subscriber whose status is `pending`. */
   pendingSubscribers?: boolean;
+  /**
+   * The order List Issues answers in: newest `createdAt` first (the default: an old draft sent
+   * today lands deep), newest `sentAt` first, or oldest `sentAt` first.
+   */
+  order?: ListOrder;
+  /** List pages carry an ETag, a Last-Modified or both, and answer 304 when they still match. */
+  validators?: 'etag' | 'last-modified' | 'both';
 }
+
+export type ListOrder = 'created' | 'newest-sent' | 'oldest-sent';
 
 export const pathOf = (segments: readonly string[]): string => `/${segments.join('/')}`;
 

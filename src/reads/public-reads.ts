@@ -311,8 +311,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     if (index && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
       return { ...previous, fetchedAt: Math.max(previous.fetchedAt, index.fetchedAt) };
     }
-    // Gone from a complete index read after this copy was: unpublished (or renamed).
-    if (index && !listed && index.index.complete && index.fetchedAt >= (previous?.fetchedAt ?? 0)) {
+    // A copy gone from a complete index read after it was made: unpublished (or renamed). A slug
+    // without a copy was looked up before this load (slug-lookup.ts): it is read by slug.
+    if (previous && index && !listed && index.index.complete && index.fetchedAt >= previous.fetchedAt) {
       notFound.set(slug, true);
       return undefined;
     }
@@ -388,9 +389,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     async issue(slug, waitUntil, client) {
       const key = ISSUE_KEY_PREFIX + slug;
       if (notFound.has(slug)) throw noSuchIssue();
-      // A slug with a copy is read as before (its refresh notices a removal); any other is
-      // looked up in the archive index first, so an unknown slug never reaches the upstream.
-      if (!cache.has(key) && (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
+      // Looked up in the archive index first, so an unknown slug never reaches the upstream, and
+      // a copy of an issue the index no longer lists (unpublished) is not served.
+      if ((await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
       const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client);
       if (!read) throw noSuchIssue();
       return read;

@@ -97,7 +97,7 @@ export interface ReadThroughCache<V> {
    * `fetchedAt`), unless it is larger than one entry may be: a copy another read brought along.
    */
   seed(key: string, value: V): void;
-  /** The copy of `key` kept, fresh or stale, without loading or counting anything. */
+  /** The copy of `key` kept, fresh or stale, without loading or counting anything (it counts as used: the archive index must outlive the issues read from it). */
   peek(key: string): V | undefined;
   stats(): CacheStats;
   clear(): void;
@@ -255,7 +255,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       lru.set(key, { value, fetchedAt, staleAt: fetchedAt + ttlMs, size }, { ttl });
     },
     peek(key) {
-      return lru.peek(key, { allowStale: true })?.value;
+      return lru.get(key, { allowStale: true })?.value;
     },
     stats() {
       return { ...counters, entries: lru.size, bytes: lru.calculatedSize };

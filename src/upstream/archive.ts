@@ -91,6 +91,13 @@ export function smallerPageSize(limit: number): number | undefined {
 }
 
 /**
+ * Pages over the body cap asked again with fewer rows, one after another, before the read gives
+ * up: rows of up to an eighth of the cap each still fit a page. A smaller page whose declared
+ * length did not shrink gives up at once: its rows are not what makes it large.
+ */
+const MAX_SHRINKS = 3;
+
+/**
  * Watches the order rows arrive in: newest `sentAt` first (a sent row without a readable date
  * breaks it), and whether they came newest `createdAt` first as well. When both hold, the order
  * cannot tell a list by sending from one by creation, which would hide a letter drafted long ago
@@ -151,6 +158,9 @@ export async function readWholeArchive<K = UpstreamIssue>(
   /** Full pages of only new rows in a row at this size: two prove paging works. */
   let cleanPages = 0;
   let calls = 0;
+  /** Pages over the cap in a row, and the declared length of the last one. */
+  let shrinks = 0;
+  let lastDeclared = Number.POSITIVE_INFINITY;
 
   /** Takes one page's rows in; true when it was a full page of new rows. */
   function take(listed: ListedPage, pageLimit: number): { received: number; added: number; identified: number } {
@@ -210,14 +220,20 @@ export async function readWholeArchive<K = UpstreamIssue>(
       try {
         listed = await answer;
       } catch (error) {
-        const smaller = error instanceof ResponseTooLarge ? smallerPageSize(limit) : undefined;
+        if (!(error instanceof ResponseTooLarge)) throw error;
+        const declared = error.declaredBytes ?? Number.POSITIVE_INFINITY;
+        const smaller = shrinks < MAX_SHRINKS && !(declared >= lastDeclared && declared !== Number.POSITIVE_INFINITY) ? smallerPageSize(limit) : undefined;
         if (smaller === undefined) throw error;
+        shrinks += 1;
+        lastDeclared = declared;
         // Asked again from here with fewer rows; a page number counts pages of the new size.
         limit = smaller;
         page = Math.floor(offset / limit) + 1;
         cleanPages = 0;
         break;
       }
+      shrinks = 0;
+      lastDeclared = Number.POSITIVE_INFINITY;
       const { received, added, identified } = take(listed, limit);
       if (received === 0 || added === 0) {
         repeated = pageRows.length > 1 && identified > 0 && added === 0;

@@ -97,11 +97,13 @@ export interface Validators {
   lastModified?: string | undefined;
 }
 
-/** A body over the cap: the caller may ask for less (a list page with fewer rows). */
+/** A body over the cap (an UpstreamError like any other): the caller may ask for less (a list page with fewer rows). */
 export class ResponseTooLarge extends UpstreamError {
-  constructor(status: number, maxResponseBytes: number) {
+  /** The body's declared length, when it had a Content-Length. */
+  readonly declaredBytes: number | undefined;
+  constructor(status: number, maxResponseBytes: number, declaredBytes?: number) {
     super('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
-    this.name = 'ResponseTooLarge';
+    this.declaredBytes = declaredBytes;
   }
 }
 
@@ -264,7 +266,7 @@ export function createTransport(options: TransportOptions): Transport {
 
   async function readCapped(response: Response, status: number, onBytes?: (bytes: number) => void): Promise<string> {
     const declared = Number(response.headers.get('content-length') ?? Number.NaN);
-    const tooLarge = () => new ResponseTooLarge(status, maxResponseBytes);
+    const tooLarge = () => new ResponseTooLarge(status, maxResponseBytes, Number.isFinite(declared) ? declared : undefined);
     if (declared > maxResponseBytes) {
       await discard(response);
       throw tooLarge();

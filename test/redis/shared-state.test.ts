@@ -1,8 +1,26 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeUpstream } from '../../src/fake-upstream/fake.js';
+import { createFakeClock } from '../helpers.js';
 import { PATIENT_TIMEOUT_MS, redisServerAvailable, startInstance, startRedisServer, startUpstream, upstreamCalls, type Instance, type RedisServer } from './support.js';
 
 const SLUG = 'planning-next-years-plot';
+const LIST_ISSUES = 'GET /newsletter/issues';
+
+/**
+ * The list calls once a refresh behind the responses has begun and the count has stopped moving
+ * for 200 ms (real time is the point: the refresh runs after the answer). Bounded: 3 s at most.
+ */
+async function settledListCalls(count: () => number, before: number): Promise<number> {
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 20));
+  for (let turn = 0; turn < 150 && count() === before; turn += 1) await pause();
+  let last = count();
+  for (let quiet = 0, turn = 0; quiet < 10 && turn < 150; turn += 1) {
+    await pause();
+    quiet = count() === last ? quiet + 1 : 0;
+    last = count();
+  }
+  return last;
+}
 
 describe.runIf(redisServerAvailable())('several instances sharing one Redis', () => {
   let server: RedisServer;
@@ -98,6 +116,28 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
     const withoutRedis = upstreamCalls(alone);
     process.stdout.write(`cold start of three instances: ${withRedis} upstream calls with Redis, ${withoutRedis} without\n`);
     expect(withoutRedis).toBe(3 * withRedis);
+  });
+
+  it('refreshes the archive once per TTL between two instances, not once each', async () => {
+    await server.stop();
+    await server.start();
+    const clock = createFakeClock(Date.now());
+    fake = startUpstream();
+    instances = await Promise.all([0, 1].map(() => startInstance(fake, server.url, { timeoutMs: PATIENT_TIMEOUT_MS, now: clock.now })));
+    const [a, b] = instances as [Instance, Instance];
+    expect((await a.get('/api/issues?limit=5')).status).toBe(200);
+    await a.redis.ping();
+    expect((await b.get('/api/issues?limit=5')).status).toBe(200);
+    const listCalls = () => fake.callsFor(LIST_ISSUES);
+    const cold = listCalls();
+    clock.advance(61_000);
+    // Both find the shared copy past its TTL at once: one of them claims the refresh.
+    const [fromA, fromB] = await Promise.all([a.get('/api/issues?limit=5'), b.get('/api/issues?limit=5')]);
+    expect([fromA.status, fromB.status]).toEqual([200, 200]);
+    const refreshes = await settledListCalls(listCalls, cold);
+    expect(refreshes - cold).toBeGreaterThan(0);
+    // A whole archive read of the sample publication is one page (and one empty page after it).
+    expect(refreshes - cold).toBeLessThanOrEqual(cold);
   });
 
   it('holds off B after a 429 that A saw, until its Retry-After', async () => {

@@ -113,7 +113,7 @@ export const REDIS_TIMEOUT_MS = 100;
 export const PATIENT_TIMEOUT_MS = 2000;
 
 /** One app instance, as the Node entry builds it with REDIS_URL set, over the fake upstream. */
-export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { timeoutMs?: number } = {}) {
+export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { timeoutMs?: number; now?: () => number } = {}) {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>), redact: [REDIS_TEST_KEY] });
   const config = testConfig({ NEWSLETTER_API_KEY: REDIS_TEST_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl, REDIS_URL: redisUrl });
@@ -134,10 +134,12 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     timeoutMs: config.upstreamTimeoutMs,
     fetch: fake.fetch,
     holdOff: redis.holdOff,
+    ...(options.now && { now: options.now }),
   });
   const { app } = createApp({
     config,
     upstream,
+    ...(options.now && { now: options.now }),
     log,
     clientIp: (c) => c.req.header('x-test-client-ip'),
     rateLimiter: redis.rateLimiter,

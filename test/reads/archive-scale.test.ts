@@ -1,0 +1,233 @@
+import { describe, expect, it } from 'vitest';
+import { createArchive, type ArchiveOptions } from '../../src/fake-upstream/archive.js';
+import { createFakeUpstream } from '../../src/fake-upstream/fake.js';
+import type { UpstreamVariant } from '../../src/fake-upstream/variant.js';
+import { createFakeClock, createTestApp, TEST_API_KEY } from '../helpers.js';
+
+const LIST = 'GET /newsletter/issues';
+const BY_SLUG = 'GET /newsletter/issues/by-slug/:slug';
+const TTL_MS = 60_000;
+
+/**
+ * The app over the one fake upstream serving a publication shaped like a real one, with every
+ * List Issues query recorded (its limit and offset) and what a refresh costs.
+ */
+function archiveSite(options: { archive?: ArchiveOptions; variant?: UpstreamVariant; env?: Record<string, string>; maxResponseBytes?: number } = {}) {
+  const clock = createFakeClock(Date.UTC(2026, 1, 1));
+  const fake = createFakeUpstream({
+    apiKey: TEST_API_KEY,
+    baseUrl: 'https://newsletter.test/v1',
+    publication: createArchive({ issues: 450, contentBytes: 2_000, ...options.archive }),
+    variant: options.variant ?? {},
+    now: clock.now,
+  });
+  const queries: { limit: number; offset: number; conditional: boolean }[] = [];
+  const fetch: typeof globalThis.fetch = async (input, init) => {
+    const request = new Request(input, init);
+    const url = new URL(request.url);
+    if (url.pathname.endsWith('/newsletter/issues')) {
+      const conditional = request.headers.has('if-none-match') || request.headers.has('if-modified-since');
+      queries.push({ limit: Number(url.searchParams.get('limit')), offset: Number(url.searchParams.get('offset')), conditional });
+    }
+    return fake.fetch(request);
+  };
+  const { app, clock: appClock, logs } = createTestApp({
+    fetch,
+    clock,
+    env: { NEWSLETTER_API_BASE_URL: fake.baseUrl, ...options.env },
+    ...(options.maxResponseBytes && { upstreamOptions: { maxResponseBytes: options.maxResponseBytes } }),
+  });
+  const total = async () => {
+    const response = await app.request('/api/issues?limit=1');
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { meta: { total: number } }).meta.total;
+  };
+  const slugs = async (limit = 100) =>
+    ((await (await app.request(`/api/issues?limit=${limit}`)).json()) as { data: { slug: string; subject: string }[] }).data;
+  /**
+   * A TTL later, archive reads until one is answered from the refreshed copy: the first is
+   * answered stale while the refresh runs behind it (bounded: a few hundred turns of the event loop).
+   */
+  const refresh = async () => {
+    appClock.advance(TTL_MS + 1);
+    for (let turn = 0; turn < 500; turn += 1) {
+      const response = await app.request('/api/issues?limit=1');
+      if (response.headers.get('x-cache') !== 'STALE') return;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    throw new Error('the archive refresh did not land');
+  };
+  return { app, fake, clock: appClock, queries, total, slugs, refresh, logs };
+}
+
+describe('an archive of fat rows', () => {
+  it('asks again with fewer rows when a page is over the body cap, and remembers the size', async () => {
+    // 200 rows of ~4 KB are ~0.9 MB; the cap is 300 KB, so pages of 50 rows (~220 KB) fit.
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 2_000, jsonBytes: 2_000 }, maxResponseBytes: 300_000 });
+    expect(await site.total()).toBe(450);
+    expect(site.queries.slice(0, 3).map((query) => query.limit)).toEqual([200, 100, 50]);
+    // Every later page, and the whole re-read after ARCHIVE_RESYNC_SECONDS, ask 50 at once.
+    expect(new Set(site.queries.slice(2).map((query) => query.limit))).toEqual(new Set([50]));
+    site.clock.advance(601_000);
+    const before = site.queries.length;
+    await site.app.request('/api/issues?limit=1');
+    await site.app.request('/api/issues?limit=1');
+    expect(site.queries.length).toBeGreaterThan(before);
+    expect(new Set(site.queries.slice(before).map((query) => query.limit))).toEqual(new Set([50]));
+    expect(site.logs.entries().filter((entry) => entry.event === 'upstream_failure')).toEqual([]);
+  });
+
+  it('opens a listed issue from its list row, with no call by slug, while its letter fits the cache', async () => {
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 } });
+    const [newest] = await site.slugs(1);
+    const response = await site.app.request(`/api/issues/${newest!.slug}`);
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { data: { contentHtml: string } }).data.contentHtml).toHaveLength(20_000);
+    expect(site.fake.callsFor(BY_SLUG)).toBe(0);
+  });
+
+  it('reads an issue by slug, as before, when the letters do not fit CACHE_MAX_BYTES', async () => {
+    // 4 MiB of cache holds about 1.4 MiB of letters: the oldest of 450 rows of 20 KB is not among them.
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 }, env: { CACHE_MAX_BYTES: String(4 * 1024 * 1024) } });
+    const all = await site.slugs(100);
+    expect(all).toHaveLength(100);
+    const oldest = (await (await site.app.request('/api/issues?limit=1&offset=449')).json()) as { data: { slug: string }[] };
+    expect((await site.app.request(`/api/issues/${oldest.data[0]!.slug}`)).status).toBe(200);
+    expect(site.fake.callsFor(BY_SLUG)).toBe(1);
+    expect((await site.app.request(`/api/issues/${all[0]!.slug}`)).status).toBe(200);
+    expect(site.fake.callsFor(BY_SLUG)).toBe(1);
+  });
+});
+
+describe('keeping the archive fresh', () => {
+  const NEWEST_FIRST: UpstreamVariant = { order: 'newest-sent' };
+  const REAL_DRAFTS: ArchiveOptions = { draftLeads: true };
+
+  it('reads only the head of an upstream listing newest sentAt first, and finds a new issue there', async () => {
+    const site = archiveSite({ archive: REAL_DRAFTS, variant: NEWEST_FIRST });
+    expect(await site.total()).toBe(450);
+    const cold = site.queries.length;
+    await site.refresh();
+    // One small page: its rows are all known.
+    expect(site.queries.slice(cold)).toEqual([{ limit: 10, offset: 0, conditional: false }]);
+    site.fake.publish('fresh-off-the-press');
+    const before = site.queries.length;
+    await site.refresh();
+    expect(site.queries.slice(before)).toEqual([{ limit: 10, offset: 0, conditional: false }]);
+    expect(await site.total()).toBe(451);
+    expect((await site.slugs(1))[0]!.slug).toBe('fresh-off-the-press');
+    // Its letter came with the row.
+    expect((await site.app.request('/api/issues/fresh-off-the-press')).status).toBe(200);
+    expect(site.fake.callsFor(BY_SLUG)).toBe(0);
+  });
+
+  it('sends the head page validators and takes a 304 as nothing new (If-None-Match, then If-Modified-Since)', async () => {
+    for (const validators of ['etag', 'last-modified'] as const) {
+      const site = archiveSite({ archive: REAL_DRAFTS, variant: { ...NEWEST_FIRST, validators } });
+      await site.total();
+      await site.refresh();
+      const bytes = site.fake.bytesServed()[LIST] ?? 0;
+      const before = site.queries.length;
+      await site.refresh();
+      await site.refresh();
+      expect(site.queries.slice(before)).toEqual([
+        { limit: 10, offset: 0, conditional: true },
+        { limit: 10, offset: 0, conditional: true },
+      ]);
+      expect(site.fake.bytesServed()[LIST]).toBe(bytes);
+      site.fake.publish(`new-under-${validators}`);
+      await site.refresh();
+      expect(await site.total()).toBe(451);
+    }
+  });
+
+  it('reads the whole archive again after ARCHIVE_RESYNC_SECONDS: an edited issue changes, an unpublished one leaves', async () => {
+    const site = archiveSite({ archive: REAL_DRAFTS, variant: NEWEST_FIRST, env: { ARCHIVE_RESYNC_SECONDS: '300' } });
+    const deep = (await (await site.app.request('/api/issues?limit=2&offset=300')).json()) as { data: { slug: string }[] };
+    const [edited, gone] = deep.data.map((row) => row.slug) as [string, string];
+    expect((await site.app.request(`/api/issues/${gone}`)).status).toBe(200);
+    site.fake.edit(edited, { subject: 'A corrected subject', contentHtml: '<p>Corrected</p>' });
+    site.fake.unpublish(gone);
+    // Head refreshes cannot see below the head: both stay as they were until the whole re-read.
+    await site.refresh();
+    expect(await site.total()).toBe(450);
+    for (let refreshes = 0; refreshes < 4; refreshes += 1) await site.refresh();
+    expect(site.clock.now() - Date.UTC(2026, 1, 1)).toBeGreaterThan(300_000);
+    expect(await site.total()).toBe(449);
+    expect((await site.app.request(`/api/issues/${gone}`)).status).toBe(404);
+    const issue = (await (await site.app.request(`/api/issues/${edited}`)).json()) as { data: { subject: string; contentHtml: string } };
+    expect(issue.data).toMatchObject({ subject: 'A corrected subject', contentHtml: '<p>Corrected</p>' });
+    expect(site.fake.callsFor(BY_SLUG)).toBe(0);
+  });
+
+  it.each([
+    { upstream: 'oldest sentAt first', variant: { order: 'oldest-sent' } as UpstreamVariant, archive: REAL_DRAFTS },
+    { upstream: 'by creation (an old draft sent today lands deep)', variant: { order: 'created' } as UpstreamVariant, archive: REAL_DRAFTS },
+    // Creation and sending in the same order: nothing tells the two apart, so nothing is assumed.
+    { upstream: 'newest sentAt first, but in creation order too', variant: NEWEST_FIRST, archive: {} },
+  ])('reads the whole archive on every refresh of an upstream listing $upstream, and finds a new issue', async ({ variant, archive }) => {
+    const site = archiveSite({ archive, variant });
+    expect(await site.total()).toBe(450);
+    const cold = site.queries.length;
+    await site.refresh();
+    expect(site.queries.length - cold).toBe(cold);
+    site.fake.publish('drafted-long-ago', { createdAt: '2020-01-01T09:00:00.000Z' });
+    await site.refresh();
+    expect(await site.total()).toBe(451);
+    expect((await site.slugs(1))[0]!.slug).toBe('drafted-long-ago');
+  });
+
+  it('finds an old draft sent today on the next refresh when the upstream lists by creation', async () => {
+    const site = archiveSite({ archive: REAL_DRAFTS, variant: { order: 'created' } });
+    await site.total();
+    site.fake.publish('drafted-long-ago', { createdAt: '2020-01-01T09:00:00.000Z' });
+    await site.refresh();
+    expect((await site.slugs(1))[0]!.slug).toBe('drafted-long-ago');
+  });
+});
+
+describe('readers of listed issues', () => {
+  it('answers 40 listed issues read in a row by one client all 200, with no call by slug', async () => {
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 2_000 } });
+    const listed = await site.slugs(40);
+    const statuses = [];
+    for (const { slug } of listed) statuses.push((await site.app.request(`/api/issues/${slug}`)).status);
+    expect(statuses).toEqual(Array.from({ length: 40 }, () => 200));
+    expect(site.fake.callsFor(BY_SLUG)).toBe(0);
+  });
+
+  it('answers 40 listed issues all 200 where each needs a call by slug (letters not kept), one call each', async () => {
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 }, env: { CACHE_MAX_BYTES: String(4 * 1024 * 1024) } });
+    const listed = (await (await site.app.request('/api/issues?limit=40&offset=400')).json()) as { data: { slug: string }[] };
+    const statuses = [];
+    for (const { slug } of listed.data) statuses.push((await site.app.request(`/api/issues/${slug}`)).status);
+    for (const { slug } of listed.data) statuses.push((await site.app.request(`/api/issues/${slug}`)).status);
+    expect(statuses).toEqual(Array.from({ length: 80 }, () => 200));
+    expect(site.fake.callsFor(BY_SLUG)).toBe(40);
+  });
+
+  it('keeps a copy read by slug while the index shows the same updatedAt: no second call a TTL later', async () => {
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 }, env: { CACHE_MAX_BYTES: String(4 * 1024 * 1024) } });
+    const listed = (await (await site.app.request('/api/issues?limit=1&offset=440')).json()) as { data: { slug: string }[] };
+    const slug = listed.data[0]!.slug;
+    expect((await site.app.request(`/api/issues/${slug}`)).status).toBe(200);
+    await site.refresh();
+    site.clock.advance(1);
+    expect((await site.app.request(`/api/issues/${slug}`)).status).toBe(200);
+    expect((await site.app.request(`/api/issues/${slug}`)).status).toBe(200);
+    expect(site.fake.slugCalls(slug)).toBe(1);
+  });
+
+  it.each([
+    { failure: 'a 500', mode: { kind: 'status-storm', statuses: [500] } as const },
+    { failure: 'malformed JSON', mode: { kind: 'truncated-json' } as const },
+  ])('answers $failure for a cold listed issue with 502, not a budget 503, after the client read many', async ({ mode }) => {
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 }, env: { CACHE_MAX_BYTES: String(4 * 1024 * 1024) } });
+    const listed = (await (await site.app.request('/api/issues?limit=12&offset=430')).json()) as { data: { slug: string }[] };
+    for (const { slug } of listed.data.slice(0, 11)) expect((await site.app.request(`/api/issues/${slug}`)).status).toBe(200);
+    site.fake.setMode(mode);
+    const response = await site.app.request(`/api/issues/${listed.data[11]!.slug}`);
+    expect(response.status).toBe(502);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('UPSTREAM_ERROR');
+  });
+});
