@@ -13,8 +13,8 @@
 //   BENCH_UPSTREAM_LATENCY_MS [50]                  BENCH_TOOL [wrk when installed, else autocannon] (cached scenarios)
 //   BENCH_SCENARIOS [all] comma list of: issues,deep,slug,categories,304,subscribe,stampede,scan,stale,archive-scale
 //                   (or name them after `npm run bench --`, e.g. `npm run bench -- archive-scale`)
-//   BENCH_ARCHIVE_ISSUES [1000]  BENCH_ARCHIVE_ROW_KIB [150]  BENCH_ARCHIVE_LATENCY_MS [100]
-//   BENCH_ARCHIVE_RESYNC_SECONDS [20]  the archive-scale scenario's publication, upstream and resync
+//   BENCH_ARCHIVE_ISSUES [1000]  BENCH_ARCHIVE_HTML_KIB [90]  BENCH_ARCHIVE_JSON_KIB [60] (contentHtml and
+//   contentJson per row)  BENCH_ARCHIVE_LATENCY_MS [100]  BENCH_ARCHIVE_RESYNC_SECONDS [60]: the archive-scale scenario
 //   BENCH_SUBSCRIBE_CONNECTIONS [10]                BENCH_STAMPEDE_REQUESTS [1000]
 //   BENCH_STAMPEDE_LATENCY_MS [500]                 BENCH_SCAN_SLUGS [100000]   BENCH_SCAN_CONNECTIONS [50]
 //   BENCH_SCAN_LATENCY_MS [0]                       BENCH_SCAN_MAX_SECONDS [150] the scan stops there if not done

@@ -42,9 +42,10 @@ export const settings = {
   staleLatencyMs: num('BENCH_STALE_LATENCY_MS', 1000),
   archiveScale: {
     issues: Math.round(num('BENCH_ARCHIVE_ISSUES', 1000)),
-    rowKiB: num('BENCH_ARCHIVE_ROW_KIB', 150),
+    htmlKiB: num('BENCH_ARCHIVE_HTML_KIB', 90),
+    jsonKiB: num('BENCH_ARCHIVE_JSON_KIB', 60),
     latencyMs: num('BENCH_ARCHIVE_LATENCY_MS', 100),
-    resyncSeconds: Math.round(num('BENCH_ARCHIVE_RESYNC_SECONDS', 20)),
+    resyncSeconds: Math.round(num('BENCH_ARCHIVE_RESYNC_SECONDS', 60)),
   },
   serverStdout: ['null', 'count'].includes(env.BENCH_SERVER_STDOUT) ? env.BENCH_SERVER_STDOUT : 'file',
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
