@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { maskEmailsInPath, prepareEvent, type Logger } from './log.js';
+import { maskEmailsInPath, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { CacheState } from './reads/read-through-cache.js';
 
@@ -29,19 +29,18 @@ export type AccessLog = (entry: AccessEntry) => void;
 /** @param routes the route templates a metric may name; any other request counts as `other`. */
 export function createAccessLog(log: Logger, metrics: Metrics, routes: readonly string[]): AccessLog {
   const known = new Set(routes);
-  const line = prepareEvent(log, 'info', 'request', ['method', 'path', 'status', 'ms', 'cache', 'requestId']);
   return function logAccess(entry) {
     const ms = performance.now() - entry.startedAt;
     // A route template or `other`: never the raw path, so the label stays a closed set.
     metrics.request(entry.route !== undefined && known.has(entry.route) ? entry.route : 'other', entry.method, entry.status, ms / 1000);
-    line([
-      entry.method,
-      maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH)),
-      entry.status,
-      Math.round(ms * 10) / 10,
-      entry.cache,
-      entry.requestId,
-    ]);
+    log.log('info', 'request', {
+      method: entry.method,
+      path: maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH)),
+      status: entry.status,
+      ms: Math.round(ms * 10) / 10,
+      cache: entry.cache,
+      requestId: entry.requestId,
+    });
   };
 }
 

@@ -39,6 +39,8 @@ export interface Config {
   trustProxyHops: number;
   /** Node's listener limits, the IPv6 prefix counted as one visitor, Turnstile (off without a secret). */
   maxConnections: number;
+  /** Open connections from one client (the rate limits' key); not counted behind trusted proxies. */
+  maxConnectionsPerClient: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   rateLimitIpv6Prefix: number;
@@ -269,6 +271,8 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
       maxConnections: env.MAX_CONNECTIONS,
+      // Never above the whole cap: past it the per-client cap would mean nothing.
+      maxConnectionsPerClient: Math.min(env.MAX_CONNECTIONS_PER_CLIENT, env.MAX_CONNECTIONS),
       headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
       requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
       rateLimitIpv6Prefix: env.RATE_LIMIT_IPV6_PREFIX,

@@ -9,22 +9,6 @@ export type LogFields = Record<string, string | number | boolean | null | undefi
 /** Structured JSON logging: one line per event. */
 export interface Logger {
   log(level: LogLevel, event: string, fields?: LogFields): void;
-  /**
-   * An event logged with the same fields every time: `values` in the order of `names`, and the
-   * line is the one `log` would write for them (an undefined value left out), with less work per
-   * line. For the access log, one line per request. `prepareEvent` falls back on `log`.
-   */
-  prepare?(level: LogLevel, event: string, names: readonly string[]): PreparedEvent;
-}
-
-export type LogValue = string | number | boolean | null | undefined;
-export type PreparedEvent = (values: readonly LogValue[]) => void;
-
-/** `log.prepare` where the logger has it, else the same lines through `log.log`. */
-export function prepareEvent(log: Logger, level: LogLevel, event: string, names: readonly string[]): PreparedEvent {
-  if (log.prepare) return log.prepare(level, event, names);
-  checkFieldNames(names);
-  return (values) => log.log(level, event, Object.fromEntries(names.map((name, i) => [name, values[i]])) as LogFields);
 }
 
 export interface LoggerOptions {
@@ -36,82 +20,23 @@ export interface LoggerOptions {
 }
 
 /**
- * Creates a JSON-lines logger; every string value passes redaction before the line is serialized.
- * A line is `JSON.stringify({ time, level, event, ...fields })` to the byte, written out by hand:
- * on a cached hit, `JSON.stringify` of a fresh object and `toISOString` made the access line
- * cost more than the rest of the hot path's own work.
+ * Creates a JSON-lines logger: a line is `JSON.stringify({ time, level, event, ...fields })`,
+ * every string value passing redaction first. Plain on purpose: the access line is a small part
+ * of a cached hit's cost (docs/node-http.md).
  */
 export function createLogger(options: LoggerOptions): Logger {
   const { write, now = Date.now } = options;
   const redact = createRedactor(options.redact ?? []);
   return {
     log(level, event, fields) {
-      let line = `{"time":"${isoTime(now())}","level":"${level}","event":${jsonString(redact(event))}`;
+      const line: Record<string, unknown> = { time: new Date(now()).toISOString(), level, event: redact(event) };
       for (const name in fields) {
         const value = fields[name];
-        if (value === undefined) continue;
-        line += `,${jsonKey(name)}:${typeof value === 'string' ? jsonString(redact(value)) : jsonScalar(value)}`;
+        line[name] = typeof value === 'string' ? redact(value) : value;
       }
-      write(`${line}}`);
-    },
-    prepare(level, event, names) {
-      checkFieldNames(names);
-      const head = `","level":"${level}","event":${jsonString(redact(event))}`;
-      const keys = names.map((name) => `,${jsonKey(name)}:`);
-      return (values) => {
-        let line = `{"time":"${isoTime(now())}${head}`;
-        for (let i = 0; i < keys.length; i += 1) {
-          const value = values[i];
-          if (value === undefined) continue;
-          line += `${keys[i]}${typeof value === 'string' ? jsonString(redact(value)) : jsonScalar(value)}`;
-        }
-        write(`${line}}`);
-      };
+      write(JSON.stringify(line));
     },
   };
-}
-
-/** What `JSON.stringify` would escape in a string (and lone surrogates, which it escapes too): such a string is left to it. */
-const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/;
-
-/** `JSON.stringify(value)` for a string, without calling it for the common string that needs no escape. */
-function jsonString(value: string): string {
-  return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
-}
-
-/** `JSON.stringify(value)` for a number, boolean or null. */
-function jsonScalar(value: number | boolean | null): string {
-  return typeof value === 'number' && !Number.isFinite(value) ? 'null' : String(value);
-}
-
-const jsonKeys = new Map<string, string>();
-/** Field names are few and fixed by the code: each is quoted once. */
-function jsonKey(name: string): string {
-  let key = jsonKeys.get(name);
-  if (key === undefined) {
-    key = JSON.stringify(name);
-    if (jsonKeys.size < 1000) jsonKeys.set(name, key);
-  }
-  return key;
-}
-
-const MILLISECONDS = Array.from({ length: 1000 }, (_, ms) => String(ms).padStart(3, '0'));
-let isoSecond = Number.NaN;
-let isoSecondPrefix = '';
-/** `new Date(ms).toISOString()`, formatting the date once a second: per line it was half the cost of the line. */
-function isoTime(ms: number): string {
-  const second = Math.floor(ms / 1000);
-  if (second !== isoSecond) {
-    // `2026-11-22T09:30:00.`: everything up to the milliseconds (throws on an invalid time, as toISOString does).
-    isoSecondPrefix = new Date(second * 1000).toISOString().slice(0, -4);
-    isoSecond = second;
-  }
-  return `${isoSecondPrefix}${MILLISECONDS[Math.floor(ms) - second * 1000]}Z`;
-}
-
-/** `time`, `level` and `event` are the line's own (LogFields says so to the compiler). */
-function checkFieldNames(names: readonly string[]): void {
-  for (const name of names) if (name === 'time' || name === 'level' || name === 'event') throw new Error(`"${name}" is a log line's own field`);
 }
 
 /** A logger that drops everything (the default where none is given). */
@@ -146,9 +71,8 @@ function safeDecode(segment: string): string {
 /**
  * Buffers lines and writes them in batches: a synchronous write per request costs more than
  * the rest of a cached request. Each line is encoded into the batch's bytes as it comes, so it
- * does not outlive its request as a string: kept as strings until the flush, lines cost a cached
- * hit about 7% more instructions (bench/instructions.mjs). Flushes when the batch is full, on the
- * interval, and on demand. Node only (`Buffer`).
+ * does not outlive its request as a string (both measured in docs/node-http.md). Flushes when
+ * the batch is full, on the interval, and on demand. Node only (`Buffer`).
  */
 export function createBufferedWriter(
   sink: (chunk: Uint8Array) => void,

@@ -1,12 +1,21 @@
-import { createAdaptorServer } from '@hono/node-server';
+import { createAdaptorServer, type HttpBindings } from '@hono/node-server';
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from './config.js';
+import { rateLimitKeyOf } from './ip-address.js';
 
 /** What one client may hold of the Node listener (docs/contract.md "Availability under abuse"). */
 export interface ServerLimits {
   /** Open connections at once; past it new connections are closed as soon as they are accepted. */
   maxConnections: number;
+  /** Open connections at once from one client (see `clientKeyOf`); past it, the same. */
+  maxConnectionsPerClient: number;
+  /**
+   * The client a connection counts for, from its peer address: the rate limits' key (IPv6 by
+   * prefix). Undefined: connections are not counted per client (behind a trusted proxy every
+   * peer is the proxy, which must cap its own clients).
+   */
+  clientKeyOf?: (address: string) => string;
   /** Time a client has to send its whole request head. */
   headersTimeoutMs: number;
   /** Time a client has to send its whole request, head and body. */
@@ -17,7 +26,7 @@ export interface ServerLimits {
   keepAliveTimeoutMs?: number;
   /** After an early answer, at most this much of the unread body is read and discarded... */
   drainMaxBytes?: number;
-  /** ...for at most this long, before the connection is closed. */
+  /** ...for at most this long; past either bound the connection is closed. */
   drainTimeoutMs?: number;
 }
 
@@ -26,9 +35,27 @@ const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5000;
 const DEFAULT_DRAIN_MAX_BYTES = 64 * 1024;
 const DEFAULT_DRAIN_TIMEOUT_MS = 2000;
 
-/** The configured limits (MAX_CONNECTIONS, HEADERS_TIMEOUT_SECONDS, REQUEST_TIMEOUT_SECONDS). */
-export function limitsOf(config: Pick<Config, 'maxConnections' | 'headersTimeoutMs' | 'requestTimeoutMs'>): ServerLimits {
-  return { maxConnections: config.maxConnections, headersTimeoutMs: config.headersTimeoutMs, requestTimeoutMs: config.requestTimeoutMs };
+/** The configured limits (MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, the timeouts, the client key). */
+export function limitsOf(
+  config: Pick<Config, 'maxConnections' | 'maxConnectionsPerClient' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'trustProxyHops' | 'rateLimitIpv6Prefix'>,
+): ServerLimits {
+  return {
+    maxConnections: config.maxConnections,
+    maxConnectionsPerClient: config.maxConnectionsPerClient,
+    // Behind trusted proxies the peer is a proxy: counting it as one client would cap everyone.
+    ...(config.trustProxyHops === 0 && { clientKeyOf: (address: string) => rateLimitKeyOf(address, config.rateLimitIpv6Prefix) }),
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
+  };
+}
+
+/** @hono/node-server's `fetch` callback on an HTTP/1 server: its second argument holds the request's objects. */
+type NodeFetch = (request: Request, env: HttpBindings) => Response | Promise<Response>;
+
+export interface LimitedServer {
+  server: Server;
+  /** Whether the listener holds MAX_CONNECTIONS connections (readiness reports it). */
+  atConnectionCap: () => boolean;
 }
 
 /** @hono/node-server's `serve`, with the limits applied before the first connection is accepted. */
@@ -42,17 +69,21 @@ export function serveWithLimits(
   },
   limits: ServerLimits,
   onListening?: (info: AddressInfo) => void,
-): Server {
+): LimitedServer {
   const server = createAdaptorServer({
-    fetch: options.fetch,
+    // An HTTP/1 server (no `createServer` of http2): the bindings are always HttpBindings.
+    fetch: drainAfterEarlyAnswers(options.fetch as NodeFetch, limits) as (request: Request, env: object) => Response | Promise<Response>,
     hostname: options.hostname,
+    // Its drain closes a kept-alive connection 500 ms after an early answer (docs/node-http.md):
+    // drainAfterEarlyAnswers does that job instead.
     autoCleanupIncoming: false,
     serverOptions: serverOptionsFor(limits),
     ...(options.createServer ? { createServer: options.createServer } : {}),
   }) as Server;
-  applyServerLimits(server, limits);
+  server.maxConnections = limits.maxConnections;
+  const connections = countConnections(server, limits);
   server.listen(options.port, options.hostname, () => onListening?.(server.address() as AddressInfo));
-  return server;
+  return { server, atConnectionCap: () => connections.open() >= limits.maxConnections };
 }
 
 /** The options `http.createServer` needs for the limits (the checking interval is fixed at creation). */
@@ -66,76 +97,91 @@ export function serverOptionsFor(limits: ServerLimits): ServerOptions {
 }
 
 /**
- * Applies the limits to a server created with `serverOptionsFor`: the connection cap, and clean
- * early answers. An answer sent before the request body was read (413, 415, 403, 429, …) must
- * reach the client whole: closing a socket with unread input makes the kernel send a reset,
- * which can destroy the answer before the client reads it. So the body is read and discarded,
- * within bounds, after the answer went out (never before: a 429 is not delayed). When the rest
- * of the body is small and of known length the connection is kept; otherwise the answer says
- * `Connection: close` and the socket is half-closed, drained, then destroyed.
- * (@hono/node-server's own drain, `autoCleanupIncoming`, must be off: it destroys the socket
- * 500 ms later while the answer still promised keep-alive.)
+ * Counts the listener's open connections, and closes a new one at once when its client already
+ * holds `maxConnectionsPerClient`: so one address, however many sockets it opens, leaves the
+ * rest of MAX_CONNECTIONS to everyone else. (Node's own `maxConnections` refuses a connection
+ * before this sees it.)
  */
-export function applyServerLimits(server: Server, limits: ServerLimits): void {
-  server.maxConnections = limits.maxConnections;
-  const drainMaxBytes = limits.drainMaxBytes ?? DEFAULT_DRAIN_MAX_BYTES;
-  const drainTimeoutMs = limits.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
-  server.prependListener('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (req.method === 'GET' || req.method === 'HEAD') return;
-    watchForEarlyAnswer(req, res, drainMaxBytes, drainTimeoutMs);
-  });
-}
-
-function watchForEarlyAnswer(req: IncomingMessage, res: ServerResponse, drainMaxBytes: number, drainTimeoutMs: number): void {
-  const writeHead = res.writeHead;
-  res.writeHead = function writeHeadAfterCheckingTheBody(this: ServerResponse, ...args: Parameters<typeof writeHead>) {
-    res.writeHead = writeHead;
-    if (!req.complete) {
-      const declared = Number(req.headers['content-length']);
-      const keep = Number.isSafeInteger(declared) && declared <= drainMaxBytes && !req.headers['transfer-encoding'];
-      if (keep) res.once('finish', () => drainThenKeep(req, drainTimeoutMs));
-      else {
-        res.setHeader('Connection', 'close');
-        if (req.socket) drainThenClose(req.socket, drainMaxBytes, drainTimeoutMs);
-        // A body a handler began to read and let go of is paused; resumed, its bytes are discarded.
-        res.once('finish', () => req.resume());
-      }
+function countConnections(server: Server, limits: ServerLimits): { open: () => number } {
+  const { maxConnectionsPerClient, clientKeyOf } = limits;
+  const perClient = new Map<string, number>();
+  let open = 0;
+  server.on('connection', (socket: Socket) => {
+    open += 1;
+    socket.once('close', () => (open -= 1));
+    const address = socket.remoteAddress;
+    if (clientKeyOf === undefined || address === undefined) return;
+    const key = clientKeyOf(address);
+    const held = perClient.get(key) ?? 0;
+    if (held >= maxConnectionsPerClient) {
+      socket.destroy();
+      return;
     }
-    return writeHead.apply(this, args);
-  } as typeof writeHead;
-}
-
-/** The rest of a small body is read (Node then parses the next request); a client that stalls is cut off. */
-function drainThenKeep(req: IncomingMessage, drainTimeoutMs: number): void {
-  if (req.complete) return;
-  const timer = setTimeout(() => req.socket?.destroy(), drainTimeoutMs);
-  timer.unref();
-  req.once('end', () => clearTimeout(timer));
-  req.once('close', () => clearTimeout(timer));
-  req.resume();
+    perClient.set(key, held + 1);
+    socket.once('close', () => {
+      const left = perClient.get(key)! - 1;
+      if (left === 0) perClient.delete(key);
+      else perClient.set(key, left);
+    });
+  });
+  return { open: () => open };
 }
 
 /**
- * Node ends a `Connection: close` answer with `destroySoon()`, which closes the socket as soon as
- * the answer is written, unread input and all. Here it only half-closes (the client reads the
- * answer and EOF) and the socket goes on reading until the client closes its side, the bytes or
- * the time run out.
+ * Clean early answers. An answer sent before the request body was read (413, 415, 403, 429, …)
+ * must reach the client whole: closing a socket with unread input makes the kernel send a reset,
+ * which can destroy the answer before the client reads it, and a client that goes on sending
+ * after the close gets one too. So once the answer is ready, the rest of the body is read and
+ * discarded (never before the answer: a 429 is not delayed). A body that ends within
+ * `drainMaxBytes` and `drainTimeoutMs` leaves the connection kept alive, as the answer said;
+ * past the bytes, the server half-closes (the client reads the answer, then end of stream)
+ * and goes on discarding until the client closes its side or the time runs out; a client that
+ * stalls is cut off when the time runs out. Everything here is the fetch callback's own
+ * `incoming`, its socket, and their public events (docs/node-http.md).
  */
-function drainThenClose(socket: Socket, drainMaxBytes: number, drainTimeoutMs: number): void {
-  socket.destroySoon = function endThenDrain(this: Socket) {
-    let read = 0;
-    const close = () => {
-      clearTimeout(timer);
-      socket.destroy();
-    };
-    const timer = setTimeout(close, drainTimeoutMs);
-    timer.unref();
-    socket.on('data', (chunk: Buffer) => {
-      read += chunk.length;
-      if (read > drainMaxBytes) close();
-    });
-    socket.once('end', close);
-    socket.end();
-    socket.resume();
+function drainAfterEarlyAnswers(fetch: NodeFetch, limits: ServerLimits): NodeFetch {
+  const drainMaxBytes = limits.drainMaxBytes ?? DEFAULT_DRAIN_MAX_BYTES;
+  const drainTimeoutMs = limits.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  return function fetchThenDrain(request, env) {
+    const { incoming, outgoing } = env;
+    if (incoming.method === 'GET' || incoming.method === 'HEAD') return fetch(request, env);
+    const answer = fetch(request, env);
+    if (answer instanceof Promise) {
+      return answer.then((response) => {
+        if (!incoming.complete) drainRestOfBody(incoming, outgoing, drainMaxBytes, drainTimeoutMs);
+        return response;
+      });
+    }
+    if (!incoming.complete) drainRestOfBody(incoming, outgoing, drainMaxBytes, drainTimeoutMs);
+    return answer;
   };
+}
+
+function drainRestOfBody(incoming: IncomingMessage, outgoing: ServerResponse, drainMaxBytes: number, drainTimeoutMs: number): void {
+  const socket = incoming.socket;
+  let read = 0;
+  let closing = false;
+  const timer = setTimeout(() => socket.destroy(), drainTimeoutMs);
+  timer.unref();
+  const stop = () => clearTimeout(timer);
+  /** Half-closes once the answer is written; the socket is destroyed when the client closes its side or at the timer. */
+  const closeAfterAnswer = () => {
+    if (closing) return;
+    closing = true;
+    if (outgoing.writableFinished) socket.end();
+    else outgoing.once('finish', () => socket.end());
+    socket.once('end', () => socket.destroy());
+  };
+  incoming.on('data', (chunk: Buffer) => {
+    read += chunk.length;
+    if (read > drainMaxBytes) closeAfterAnswer();
+  });
+  incoming.once('end', () => {
+    if (!closing) stop();
+  });
+  socket.once('close', stop);
+  const declared = Number(incoming.headers['content-length']);
+  if (Number.isFinite(declared) && declared > drainMaxBytes) closeAfterAnswer();
+  // A body a handler began to read and let go of is paused; resumed, its bytes are discarded.
+  incoming.resume();
 }

@@ -48,7 +48,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   const hotPath = createNodeHotPath({ freshReply, logAccess });
   const createHotServer = (options: object, listener: Parameters<typeof hotPath.inFrontOf>[0]) =>
     createServer(options, hotPath.inFrontOf(listener));
-  const server = serveWithLimits(
+  const { server, atConnectionCap } = serveWithLimits(
     { fetch: app.fetch, hostname: config.host, port: config.port, createServer: createHotServer as typeof createServer },
     limitsOf(config),
     (info) => {
@@ -81,6 +81,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       host: config.adminHost,
       port: config.adminPort,
       publicServer: server,
+      atConnectionCap,
       stats,
       probe: () => upstream.listCategories(),
       ...(redis && { redisHealthy: redis.healthy }),

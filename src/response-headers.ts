@@ -58,6 +58,7 @@ export interface ResponseHeadersOptions {
   siteSecurityHeaders?: Readonly<Record<string, string>>;
   /** Path prefixes of the site whose files pages on other origins may embed (`Cross-Origin-Resource-Policy: cross-origin`). */
   siteEmbeddablePaths?: readonly string[];
+  /** New request ids (default `crypto.randomUUID()`, as Hono's `requestId()`: unguessable, and telling nothing of traffic). */
   generateId?: () => string;
 }
 
@@ -86,7 +87,7 @@ export interface HeaderRules {
 }
 
 export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules {
-  const { allowedOrigins, origins, siteSecurityHeaders, siteEmbeddablePaths = [], generateId = createRequestIds() } = options;
+  const { allowedOrigins, origins, siteSecurityHeaders, siteEmbeddablePaths = [], generateId = () => crypto.randomUUID() } = options;
   const embeddableHeaders = siteSecurityHeaders && { ...siteSecurityHeaders, 'Cross-Origin-Resource-Policy': 'cross-origin' };
   // The answer depends on the Origin unless every origin gets the same grant.
   const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
@@ -102,21 +103,6 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
       headers['X-Request-Id'] = requestId;
       return grant ? Object.assign(headers, grant) : headers;
     },
-  };
-}
-
-/**
- * New request ids: UUID-shaped, the first 20 hex digits random once per process (or isolate),
- * the last 12 a count. Unique, which is what an id to find a request in the logs needs; not
- * secret, and it tells how many requests this process has answered. A random UUID per request
- * (`crypto.randomUUID()`) took more instructions than the rest of Node's hot path, its log line aside.
- */
-export function createRequestIds(): () => string {
-  const prefix = crypto.randomUUID().slice(0, 24); // `xxxxxxxx-xxxx-4xxx-yxxx-`
-  let count = 0;
-  return () => {
-    count = (count + 1) % 2 ** 48;
-    return prefix + count.toString(16).padStart(12, '0');
   };
 }
 

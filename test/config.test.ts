@@ -47,6 +47,7 @@ describe('parseConfig defaults', () => {
       honeypotField: 'website',
       trustProxyHops: 0,
       maxConnections: 1024,
+      maxConnectionsPerClient: 64,
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       rateLimitIpv6Prefix: 64,
@@ -85,6 +86,7 @@ describe('parseConfig defaults', () => {
         SUBSCRIBE_HONEYPOT_FIELD: 'company_url',
         TRUST_PROXY_HOPS: '2',
         MAX_CONNECTIONS: '200',
+        MAX_CONNECTIONS_PER_CLIENT: '20',
         HEADERS_TIMEOUT_SECONDS: '5',
         REQUEST_TIMEOUT_SECONDS: '20',
         RATE_LIMIT_IPV6_PREFIX: '56',
@@ -120,6 +122,7 @@ describe('parseConfig defaults', () => {
       honeypotField: 'company_url',
       trustProxyHops: 2,
       maxConnections: 200,
+      maxConnectionsPerClient: 20,
       headersTimeoutMs: 5000,
       requestTimeoutMs: 20_000,
       rateLimitIpv6Prefix: 56,
@@ -157,6 +160,7 @@ describe('parseConfig defaults', () => {
       'SUBSCRIBE_HONEYPOT_FIELD',
       'TRUST_PROXY_HOPS',
       'MAX_CONNECTIONS',
+      'MAX_CONNECTIONS_PER_CLIENT',
       'HEADERS_TIMEOUT_SECONDS',
       'REQUEST_TIMEOUT_SECONDS',
       'RATE_LIMIT_IPV6_PREFIX',
@@ -181,6 +185,11 @@ describe('parseConfig defaults', () => {
 
   it('ignores variables it does not know, as process.env is full of them', () => {
     expect(configWith({ PATH: '/usr/bin', HOME: '/root', npm_lifecycle_event: 'start' })).toEqual(configWith());
+  });
+
+  it('caps connections per client at 64 by default, and never above MAX_CONNECTIONS', () => {
+    expect(configWith()).toMatchObject({ maxConnections: 1024, maxConnectionsPerClient: 64 });
+    expect(configWith({ MAX_CONNECTIONS: '32', MAX_CONNECTIONS_PER_CLIENT: '100' })).toMatchObject({ maxConnections: 32, maxConnectionsPerClient: 32 });
   });
 
   it('accepts numbers given as Worker bindings of type number', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, prepareEvent, type LogFields, type LogValue } from '../src/log.js';
+import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, type LogFields } from '../src/log.js';
 import { createFakeClock } from './helpers.js';
 
 function capture(options: { redact?: string[] } = {}) {
@@ -125,40 +125,6 @@ describe('createLogger line format', () => {
     expectTypeOf<{ level: string }>().not.toMatchTypeOf<LogFields>();
     expectTypeOf<{ event: string }>().not.toMatchTypeOf<LogFields>();
     expectTypeOf<{ path: string; status: number; cache: undefined }>().toMatchTypeOf<LogFields>();
-  });
-});
-
-describe('prepared events', () => {
-  const names = ['method', 'path', 'status', 'ms', 'cache', 'requestId'];
-  const rows: LogValue[][] = [
-    ['GET', '/api/issues', 200, 0.4, 'HIT', 'c2ac952c-3a72-4706-b28e-000000000001'],
-    ['GET', '/api/issues/"quoted"\\slash', 404, 12, undefined, 'trace-42'],
-    ['POST', '/api/subscribe', 499, Number.NaN, undefined, undefined],
-    ['GET', 'naïve ☃ \ud800', 304, -0, 'STALE', null],
-  ];
-
-  it('writes the line log.log writes for the same fields', () => {
-    const { log, lines } = capture({ redact: ['sk_live_0123456789'] });
-    const prepared = prepareEvent(log, 'info', 'request', names);
-    for (const values of [...rows, ['GET', '/x/sk_live_0123456789', 200, 1, 'HIT', 'sk_live_0123456789']]) {
-      prepared(values);
-      log.log('info', 'request', Object.fromEntries(names.map((name, i) => [name, values[i]])));
-    }
-    for (let i = 0; i < lines.length; i += 2) expect(lines[i]).toBe(lines[i + 1]);
-    expect(lines.join('\n')).not.toContain('sk_live_0123456789');
-  });
-
-  it('falls back on log.log for a logger without prepare', () => {
-    const told: unknown[] = [];
-    const prepared = prepareEvent({ log: (level, event, fields) => told.push({ level, event, ...fields }) }, 'warn', 'request', names);
-    prepared(rows[1]!);
-    expect(told).toEqual([{ level: 'warn', event: 'request', method: 'GET', path: '/api/issues/"quoted"\\slash', status: 404, ms: 12, cache: undefined, requestId: 'trace-42' }]);
-  });
-
-  it("will not prepare a field named after the line's own", () => {
-    const { log } = capture();
-    expect(() => prepareEvent(log, 'info', 'request', ['path', 'time'])).toThrow(/"time" is a log line's own field/);
-    expect(() => prepareEvent({ log() {} }, 'info', 'request', ['event'])).toThrow(/"event"/);
   });
 });
 

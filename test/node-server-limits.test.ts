@@ -1,6 +1,8 @@
+import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { rateLimitKeyOf } from '../src/ip-address.js';
 import { serveWithLimits, type ServerLimits } from '../src/node-server-limits.js';
 import { closeServer, createTestApp } from './helpers.js';
 
@@ -16,6 +18,8 @@ afterEach(async () => {
 
 const SMALL_LIMITS: ServerLimits = {
   maxConnections: 4,
+  maxConnectionsPerClient: 4,
+  clientKeyOf: (address) => rateLimitKeyOf(address, 64),
   headersTimeoutMs: 300,
   requestTimeoutMs: 600,
   connectionsCheckingIntervalMs: 50,
@@ -26,19 +30,19 @@ const SMALL_LIMITS: ServerLimits = {
 async function listen(limits: Partial<ServerLimits> = {}, env: Record<string, string> = {}) {
   const test = createTestApp({ env });
   let port = 0;
-  const server = await new Promise<Server>((resolve) => {
+  const limited = await new Promise<ReturnType<typeof serveWithLimits>>((resolve) => {
     const created = serveWithLimits({ fetch: test.app.fetch, hostname: '127.0.0.1', port: 0 }, { ...SMALL_LIMITS, ...limits }, (info) => {
       port = info.port;
       resolve(created);
     });
   });
-  servers.push(server);
-  return { ...test, server, port };
+  servers.push(limited.server);
+  return { ...test, server: limited.server, atConnectionCap: limited.atConnectionCap, port };
 }
 
-/** A raw client: what it received, whether the server closed cleanly (FIN) or reset, and when. */
-async function open(port: number) {
-  const socket = connect(port, '127.0.0.1');
+/** A raw client (from `localAddress`, a loopback address): what it received, whether the server closed cleanly (FIN) or reset, and when. */
+async function open(port: number, localAddress = '127.0.0.1', allowHalfOpen = false) {
+  const socket = connect({ port, host: '127.0.0.1', localAddress, allowHalfOpen });
   sockets.push(socket);
   let received = '';
   let error: NodeJS.ErrnoException | undefined;
@@ -125,6 +129,90 @@ describe('the connection cap', () => {
   });
 });
 
+describe('the per-client connection cap', () => {
+  /** `count` connections from `localAddress`, each idle or sending a head it never finishes; resolves once all are accepted or refused. */
+  async function flood(port: number, localAddress: string, count: number) {
+    const clients = [];
+    for (let index = 0; index < count; index += 1) {
+      const client = await open(port, localAddress);
+      // Every other one is a slowloris: a head begun and never ended.
+      if (index % 2 === 1) client.socket.write('GET /api/categories HTTP/1.1\r\nHost: bff.test\r\nX-Slow: 1');
+      clients.push(client);
+    }
+    return clients;
+  }
+
+  /** `tries` visits from `localAddress`, each on a new connection; how many were answered 200. */
+  async function visit(port: number, localAddress: string, tries: number): Promise<number> {
+    let served = 0;
+    for (let attempt = 0; attempt < tries; attempt += 1) {
+      const visitor = await open(port, localAddress);
+      visitor.socket.write('GET /api/categories HTTP/1.1\r\nHost: bff.test\r\nConnection: close\r\n\r\n');
+      await visitor.closed;
+      if (statusOf(visitor.received()) === 200) served += 1;
+    }
+    return served;
+  }
+
+  it('closes a connection past MAX_CONNECTIONS_PER_CLIENT at once and serves another address throughout a flood from one', async () => {
+    const { port, server } = await listen({ maxConnections: 24, maxConnectionsPerClient: 8, headersTimeoutMs: 5000, requestTimeoutMs: 5000 });
+    const flooders = await flood(port, '127.0.0.1', 40);
+    await until(async () => (await connectionsOf(server)) === 8);
+    expect(await connectionsOf(server)).toBe(8);
+    // The sockets past the client's cap were closed without a byte.
+    const refused = await Promise.all(flooders.slice(8).map(async (client) => (await client.closed, client.received())));
+    expect(refused.every((received) => received === '')).toBe(true);
+
+    const served = await visit(port, '127.0.0.2', 20);
+    expect(served).toBeGreaterThanOrEqual(19);
+    // The flooder's held connections still serve it.
+    flooders[0]!.socket.write(GET_CATEGORIES);
+    expect(statusOf((await flooders[0]!.responses(1))[0])).toBe(200);
+  });
+
+  it('counts IPv6 addresses by their prefix, as the rate limits do', async () => {
+    const { limitsOf } = await import('../src/node-server-limits.js');
+    const limits = limitsOf({ maxConnections: 100, maxConnectionsPerClient: 10, headersTimeoutMs: 1000, requestTimeoutMs: 1000, trustProxyHops: 0, rateLimitIpv6Prefix: 64 });
+    expect(limits.clientKeyOf!('2001:db8:1:2:aaaa::1')).toBe(limits.clientKeyOf!('2001:db8:1:2:bbbb::2'));
+    expect(limits.clientKeyOf!('2001:db8:1:3::1')).not.toBe(limits.clientKeyOf!('2001:db8:1:2::1'));
+    expect(limits.clientKeyOf!('::ffff:127.0.0.2')).toBe('127.0.0.2');
+    // Behind trusted proxies every peer is a proxy: no per-client count.
+    expect(limitsOf({ ...limits, maxConnectionsPerClient: 10, trustProxyHops: 1, rateLimitIpv6Prefix: 64 }).clientKeyOf).toBeUndefined();
+  });
+
+  it('without a per-client cap below the whole, one flooding address starves the other, and the listener says it is at its cap', async () => {
+    // The witness that the cap above is what serves the visitor.
+    const { port, server, atConnectionCap } = await listen({ maxConnections: 16, maxConnectionsPerClient: 16, headersTimeoutMs: 5000, requestTimeoutMs: 5000 });
+    expect(atConnectionCap()).toBe(false);
+    const flooders = await flood(port, '127.0.0.1', 16);
+    await until(async () => (await connectionsOf(server)) === 16);
+    expect(atConnectionCap()).toBe(true);
+    expect(await visit(port, '127.0.0.2', 3)).toBe(0);
+    for (const client of flooders) client.socket.destroy();
+    await until(async () => !atConnectionCap());
+    expect(atConnectionCap()).toBe(false);
+    expect(await visit(port, '127.0.0.2', 1)).toBe(1);
+  });
+});
+
+describe("@hono/node-server's own drain (autoCleanupIncoming, on by default)", () => {
+  it('closes a connection its answer kept alive when the rest of the body comes 500 ms after an early answer (why it is off here)', async () => {
+    // docs/node-http.md keeps the report of this; when it passes no more, the adapter's drain may do the job.
+    const test = createTestApp();
+    const server = createAdaptorServer({ fetch: test.app.fetch, hostname: '127.0.0.1' }) as Server;
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const client = await open((server.address() as AddressInfo).port);
+    client.socket.write(post({ 'Content-Type': 'text/plain', 'Content-Length': 5 }));
+    const [early] = await client.responses(1);
+    expect(statusOf(early)).toBe(415);
+    expect(hasConnectionClose(early)).toBe(false);
+    const closedAt = await client.closed;
+    expect(closedAt - client.connectedAt).toBeLessThan(1500);
+    expect(client.received()).toBe(early);
+  });
+});
+
 describe('timeouts', () => {
   it('cuts off a client that trickles its headers once the headers timeout has passed', async () => {
     const { port } = await listen({ headersTimeoutMs: 300, requestTimeoutMs: 600, connectionsCheckingIntervalMs: 50 });
@@ -176,7 +264,7 @@ describe('answers sent before the body was read', () => {
     expect(client.error()).toBeUndefined();
   });
 
-  it('answer a chunked post over the rate limit with 429 at once, before its body ends, then close without a reset', async () => {
+  it('answer a chunked post over the rate limit with 429 at once, before its body ends, and keep the connection once the rest is read', async () => {
     const { port } = await listen({}, { SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '1' });
     const first = await open(port);
     const json = '{"email":"jane@example.com","optInAttestation":true}';
@@ -187,21 +275,32 @@ describe('answers sent before the body was read', () => {
     second.socket.write(post({ 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, chunked(json, 16, false)));
     const [limited] = await second.responses(1);
     expect(statusOf(limited)).toBe(429);
-    expect(hasConnectionClose(limited)).toBe(true);
-    // The client goes on sending the body it had started; the server reads it, then closes cleanly.
-    second.socket.end('0\r\n\r\n');
-    await second.closed;
+    expect(hasConnectionClose(limited)).toBe(false);
+    // The client goes on sending the body it had started; the server reads it, and the connection serves on.
+    second.socket.write(`0\r\n\r\n${GET_CATEGORIES}`);
+    expect(statusOf((await second.responses(2))[1])).toBe(200);
     expect(second.error()).toBeUndefined();
   });
 
-  it('answer a chunked body over the size limit with 413 and Connection: close, read whole by the client', async () => {
-    const { port } = await listen();
+  it('answer a chunked body over the size limit with 413, read whole by the client, then half-close past the drain bytes without a reset', async () => {
+    const { port } = await listen({ drainMaxBytes: 4096 });
     const client = await open(port);
-    client.socket.write(post({ 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, chunked('x'.repeat(20 * 1024), 1024)));
+    client.socket.write(post({ 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, chunked('x'.repeat(40 * 1024), 1024)));
     const [tooLarge] = await client.responses(1);
     expect(statusOf(tooLarge)).toBe(413);
-    expect(hasConnectionClose(tooLarge)).toBe(true);
     expect(tooLarge).toContain('"PAYLOAD_TOO_LARGE"');
+    await client.closed;
+    expect(client.error()).toBeUndefined();
+  });
+
+  it('half-close at once after an early answer to a declared length over the drain bytes, reading on until the client closes', async () => {
+    const { port } = await listen({ drainMaxBytes: 4096, drainTimeoutMs: 2000 });
+    const client = await open(port, '127.0.0.1', true);
+    client.socket.write(post({ 'Content-Type': 'application/json', 'Content-Length': 100_000 }));
+    expect(statusOf((await client.responses(1))[0])).toBe(413);
+    // The server's end of stream reaches the client, which still sends what it had started.
+    await new Promise((resolve) => client.socket.once('end', resolve));
+    client.socket.end('x'.repeat(8 * 1024));
     await client.closed;
     expect(client.error()).toBeUndefined();
   });

@@ -21,7 +21,7 @@ function listening(server: Server): Promise<number> {
  * upstream (src/fake-upstream/) on one port, the public app on another, the admin routes on a
  * third. The clock drives readiness and the caches; sockets and the upstream are real.
  */
-export async function startServiceWithAdmin({ unreadyAfterSeconds = 60 } = {}) {
+export async function startServiceWithAdmin({ unreadyAfterSeconds = 60, atConnectionCap }: { unreadyAfterSeconds?: number; atConnectionCap?: () => boolean } = {}) {
   const clock = createFakeClock();
   const upstream = await startFakeUpstreamServer({ apiKey: TEST_API_KEY });
   const config = testConfig({ NEWSLETTER_API_BASE_URL: upstream.baseUrl });
@@ -34,6 +34,7 @@ export async function startServiceWithAdmin({ unreadyAfterSeconds = 60 } = {}) {
     host: '127.0.0.1',
     port: 0,
     publicServer,
+    ...(atConnectionCap && { atConnectionCap }),
     stats: service.stats,
     probe: () => service.upstream.listCategories(),
     onListening: () => undefined,

@@ -28,6 +28,20 @@ describe('admin listener /healthz and the public port', () => {
 });
 
 describe('admin listener /readyz', () => {
+  it('is 503 while the public listener is at its connection cap, without an upstream call, and 200 once below', async () => {
+    let full = false;
+    const s = await start({ atConnectionCap: () => full });
+    expect((await s.adminGet('/readyz')).status).toBe(200);
+    full = true;
+    const calls = s.upstream.requests.length;
+    const atCap = await s.adminGet('/readyz');
+    expect(atCap.status).toBe(503);
+    expect(await atCap.text()).toBe('not ready: the public listener is at its connection cap (MAX_CONNECTIONS)\n');
+    expect(s.upstream.requests.length).toBe(calls);
+    full = false;
+    expect((await s.adminGet('/readyz')).status).toBe(200);
+  });
+
   it('is 503 until the upstream answers once, then 200; one probe per check while not ready', async () => {
     const s = await start();
     s.upstream.setMode({ kind: 'html' });
