@@ -109,7 +109,10 @@ export function createOpenApiValidator(document: Json) {
     const method = exchange.method.toLowerCase();
     const operation = path.item[method] as Json | undefined;
     if (!operation) {
-      const problems = responseProblems(resolve({ value: { $ref: '#/components/responses/MethodNotAllowed' }, pointer: '' }), exchange);
+      // Each path item names its answer to the methods it does not list (a 405 with `Allow`).
+      const otherMethods = path.item['x-other-methods'] as Json | undefined;
+      if (!otherMethods) return [`${exchange.method} ${path.template}: the path documents no answer for other methods (x-other-methods)`];
+      const problems = responseProblems(resolve({ value: otherMethods, pointer: `/paths/${path.template.replace(/\//g, '~1')}/x-other-methods` }), exchange);
       const documented = METHODS.filter((name) => name in path.item).map((name) => name.toUpperCase());
       const allow = (exchange.headers.get('allow') ?? '').split(',').map((name) => name.trim());
       if (exchange.status !== 405) problems.unshift(`${exchange.status} for a method the document does not list (405 expected)`);
