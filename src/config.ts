@@ -56,6 +56,10 @@ export interface Config {
   redisTimeoutMs: number;
   /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
   siteIssueUrl: string | undefined;
+  /** The publication's name: the feeds' title and author (the site's host when unset). */
+  publicationName: string | undefined;
+  /** Where this service is reached publicly, without a trailing slash: the feeds' absolute `self` link (none when unset). */
+  publicBaseUrl: string | undefined;
   /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
   listPaging: ListPaging;
   /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
@@ -197,6 +201,26 @@ const ConfigSchema = z.object({
         ),
     ),
   ),
+  PUBLICATION_NAME: preprocess(
+    blankToUndefined,
+    z.optional(z.string().check(z.maxLength(200, { error: 'must be at most 200 characters' }))),
+  ),
+  PUBLIC_BASE_URL: preprocess(
+    blankToUndefined,
+    z.optional(
+      z.pipe(
+        z.string(),
+        z.transform((value: string, ctx) => {
+          const url = parseHttpUrl(value);
+          if (!url || url.username || url.password || url.search || url.hash) {
+            addIssue(ctx, 'must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com');
+            return z.NEVER;
+          }
+          return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+        }),
+      ),
+    ),
+  ),
   NODE_ENV: optionalText(),
   ...UPSTREAM_PAGING_VARIABLES,
   // 0 stands for "unset" (the default is not validated): no admin listener.
@@ -279,6 +303,8 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       redisUrl: env.REDIS_URL,
       redisTimeoutMs: env.REDIS_TIMEOUT_MS,
       siteIssueUrl: env.SITE_ISSUE_URL,
+      publicationName: env.PUBLICATION_NAME,
+      publicBaseUrl: env.PUBLIC_BASE_URL,
       listPaging: {
         limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,
         style: env.UPSTREAM_LIST_PAGING,

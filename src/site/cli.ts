@@ -10,8 +10,8 @@ const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <
   --api          the newsletter-bff service, e.g. https://news-api.example.com
   --site-url     where the built site will be served, e.g. https://news.example.com/
   --out          the folder to write (empty, missing, or a previous build, which is replaced)
-  --title        the publication's name (default "The Field Notes", the demo's)
-  --description  one sentence about it
+  --title        the publication's name (default: PUBLICATION_NAME, else the --site-url's host)
+  --description  one sentence about it (default: "The archive of <title>.")
 `;
 
 /** `npm run site:build`: reads the four routes, writes the static site, prints its digest. Exit 1 on any failure. */
@@ -23,8 +23,8 @@ async function main(): Promise<void> {
         api: { type: 'string' },
         'site-url': { type: 'string' },
         out: { type: 'string' },
-        title: { type: 'string', default: 'The Field Notes' },
-        description: { type: 'string', default: 'A weekly letter about growing food in small city spaces.' },
+        title: { type: 'string' },
+        description: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     }));
@@ -44,6 +44,9 @@ async function main(): Promise<void> {
   }
   // A bad --site-url fails before anything is read.
   createSitePaths(values['site-url']);
+  // The name the service's feeds carry (PUBLICATION_NAME) names the site too, unless --title says otherwise.
+  const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
+  const description = values.description ?? `The archive of ${title}.`;
   const started = performance.now();
   const examples = new URL('../../examples/', import.meta.url);
   const [styleCss, subscribeJs, subscribeFormSnippet, publication] = await Promise.all([
@@ -55,8 +58,8 @@ async function main(): Promise<void> {
   const files = buildSite(publication, {
     siteUrl: values['site-url'],
     apiUrl: values.api,
-    title: values.title,
-    description: values.description,
+    title,
+    description,
     assets: { styleCss, subscribeJs, subscribeFormSnippet },
   });
   await writeSite(values.out, files);
