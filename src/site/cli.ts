@@ -49,9 +49,10 @@ async function main(): Promise<void> {
   const description = values.description ?? `The archive of ${title}.`;
   const started = performance.now();
   const examples = new URL('../../examples/', import.meta.url);
-  const [styleCss, subscribeJs, subscribeFormSnippet, publication] = await Promise.all([
+  const [styleCss, subscribeJs, faviconSvg, subscribeFormSnippet, publication] = await Promise.all([
     readFile(new URL('site/style.css', examples), 'utf8'),
     readFile(new URL('site/subscribe.js', examples), 'utf8'),
+    readFile(new URL('site/favicon.svg', examples), 'utf8'),
     readFile(new URL('subscribe-form.html', examples), 'utf8'),
     readPublication({ apiUrl: values.api }),
   ]);
@@ -60,7 +61,7 @@ async function main(): Promise<void> {
     apiUrl: values.api,
     title,
     description,
-    assets: { styleCss, subscribeJs, subscribeFormSnippet },
+    assets: { styleCss, subscribeJs, faviconSvg, subscribeFormSnippet },
   });
   await writeSite(values.out, files);
   const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);

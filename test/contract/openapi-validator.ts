@@ -100,9 +100,10 @@ export function createOpenApiValidator(document: Json) {
     const { pathname } = new URL(exchange.url);
     // 499: the client hung up before its body arrived, so no answer reached anyone (the access log's record of it).
     if (exchange.status === CLIENT_CLOSED_REQUEST) return [];
-    // Demo mode's example site (its pages, scripts, thumbnails) is not part of the API this document describes.
+    // Demo mode's example site (its pages, scripts, thumbnails, and their 304s) is not part of the
+    // API this document describes; outside /api/ only the JSON 404 is.
     const mediaType = exchange.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
-    if (!pathname.startsWith('/api/') && mediaType !== undefined && mediaType !== 'application/json') return [];
+    if (!pathname.startsWith('/api/') && mediaType !== 'application/json') return [];
     const path = paths.find((candidate) => candidate.pattern.test(pathname));
     const notFound = resolve({ value: { $ref: '#/components/responses/NotFound' }, pointer: '' });
     if (!path) return exchange.status === 404 ? responseProblems(notFound, exchange) : [`${exchange.status} for an undocumented path`];
