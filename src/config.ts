@@ -15,7 +15,7 @@ import {
 import { MIN_API_KEY_LENGTH, createRedactor } from './redact.js';
 import { addIssue, blankToUndefined, preprocess } from './validation.js';
 
-/** The parsed configuration: docs/contract.md "Configuration", plus the few knobs the README lists. */
+/** The parsed configuration: every variable of docs/configuration.md. */
 export interface Config {
   /** `upstream` talks to the configured service; `demo` to the embedded sample publication. */
   mode: 'upstream' | 'demo';
@@ -234,6 +234,9 @@ const ConfigSchema = z.object({
   ),
   ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
+
+/** Every variable the configuration reads (docs/configuration.md has a row for each). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(ConfigSchema.shape);
 
 /**
  * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
