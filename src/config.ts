@@ -15,7 +15,7 @@ import {
 import { MIN_API_KEY_LENGTH, createRedactor } from './redact.js';
 import { addIssue, blankToUndefined, preprocess } from './validation.js';
 
-/** The parsed configuration: docs/contract.md "Configuration", plus the few knobs the README lists. */
+/** The parsed configuration: every variable of docs/configuration.md. */
 export interface Config {
   /** `upstream` talks to the configured service; `demo` to the embedded sample publication. */
   mode: 'upstream' | 'demo';
@@ -60,6 +60,10 @@ export interface Config {
   redisTimeoutMs: number;
   /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
   siteIssueUrl: string | undefined;
+  /** The publication's name: the feeds' title and author (the site's host when unset). */
+  publicationName: string | undefined;
+  /** Where this service is reached publicly, without a trailing slash: the feeds' absolute `self` link (none when unset). */
+  publicBaseUrl: string | undefined;
   /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
   listPaging: ListPaging;
   /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
@@ -201,6 +205,26 @@ const ConfigSchema = z.object({
         ),
     ),
   ),
+  PUBLICATION_NAME: preprocess(
+    blankToUndefined,
+    z.optional(z.string().check(z.maxLength(200, { error: 'must be at most 200 characters' }))),
+  ),
+  PUBLIC_BASE_URL: preprocess(
+    blankToUndefined,
+    z.optional(
+      z.pipe(
+        z.string(),
+        z.transform((value: string, ctx) => {
+          const url = parseHttpUrl(value);
+          if (!url || url.username || url.password || url.search || url.hash) {
+            addIssue(ctx, 'must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com');
+            return z.NEVER;
+          }
+          return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+        }),
+      ),
+    ),
+  ),
   NODE_ENV: optionalText(),
   ...UPSTREAM_PAGING_VARIABLES,
   // 0 stands for "unset" (the default is not validated): no admin listener.
@@ -214,6 +238,9 @@ const ConfigSchema = z.object({
   ),
   ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
 });
+
+/** Every variable the configuration reads (docs/configuration.md has a row for each). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(ConfigSchema.shape);
 
 /**
  * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
@@ -286,6 +313,8 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       redisUrl: env.REDIS_URL,
       redisTimeoutMs: env.REDIS_TIMEOUT_MS,
       siteIssueUrl: env.SITE_ISSUE_URL,
+      publicationName: env.PUBLICATION_NAME,
+      publicBaseUrl: env.PUBLIC_BASE_URL,
       listPaging: {
         limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,
         style: env.UPSTREAM_LIST_PAGING,

@@ -122,7 +122,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
 }
 
 /**
- * The shared state of several instances (README "Running several instances"). The client is
+ * The shared state of several instances (docs/deployment.md "Several instances"). The client is
  * imported here, and only here, so that without REDIS_URL it is never loaded.
  */
 async function startRedis(config: Config, url: string, log: Logger): Promise<RedisServices> {

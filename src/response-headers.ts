@@ -108,7 +108,7 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
 
 /**
  * Puts every header a response needs (createHeaderRules) into one plain record before the
- * handler runs. Why not Hono's own (README "Dependencies"):
+ * handler runs. Why not Hono's own (docs/performance.md "Hono's header middlewares"):
  * `cors()` writes to `c.res` before the handler, so Hono rebuilds the response from its body
  * stream and @hono/node-server leaves its fast path; `requestId()`'s `c.header()` is lost on a
  * handler's own `Response`; `secureHeaders()` costs a layer for headers this record already has.

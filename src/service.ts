@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
-import { DEFAULT_DEMO_ORIGIN } from './demo/sample-publication.js';
+import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from './demo/sample-publication.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -53,9 +53,17 @@ export function linkOriginOf(host: string, port: number): string {
  */
 export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   const demoOrigin = deps.demoOrigin ?? DEFAULT_DEMO_ORIGIN;
-  // Demo mode's feeds link to the example site it serves, unless SITE_ISSUE_URL says otherwise.
+  // Demo mode's feeds link to the example site it serves and name the sample publication; it
+  // knows its own public address. Each unless its variable says otherwise.
   const config: Config =
-    given.mode === 'demo' ? { ...given, siteIssueUrl: given.siteIssueUrl ?? `${demoOrigin}${DEMO_ISSUE_PATH}` } : given;
+    given.mode === 'demo'
+      ? {
+          ...given,
+          siteIssueUrl: given.siteIssueUrl ?? `${demoOrigin}${DEMO_ISSUE_PATH}`,
+          publicationName: given.publicationName ?? DEMO_PUBLICATION_NAME,
+          publicBaseUrl: given.publicBaseUrl ?? demoOrigin,
+        }
+      : given;
   const upstream = createUpstreamForConfig(config, { ...deps, demoOrigin });
   const { demoSite, demoOrigin: _origin, holdOff: _holdOff, ...rest } = deps;
   // The upstream goes back too: the Node entry's readiness check calls it directly.

@@ -40,6 +40,8 @@ export async function startFolderHost(host: string, dir: string): Promise<Static
 export async function runSiteBuild(apiUrl: string, siteUrl: string, out: string): Promise<string> {
   const { stdout } = await run(process.execPath, ['dist/site/cli.js', '--api', apiUrl, '--site-url', siteUrl, '--out', out], {
     cwd: ROOT,
+    // No --title: the site takes its name from PUBLICATION_NAME, as the service's feeds do.
+    env: { ...process.env, PUBLICATION_NAME: 'The Field Notes' },
     timeout: 60_000,
   });
   return stdout;

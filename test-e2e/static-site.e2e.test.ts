@@ -1,5 +1,8 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runSiteBuild, startFolderHost } from './static-site-support.js';
@@ -19,6 +22,19 @@ import {
 
 const OUT = join(ROOT, 'test-output', 'static-site');
 const LATEST = { slug: 'planning-next-years-plot', subject: "Planning Next Year's Plot" };
+
+const VNU_JAR = join(createRequire(import.meta.url).resolve('vnu-jar'), '..', 'build', 'dist', 'vnu.jar');
+/** Lighthouse's mobile viewport and the browser tests' desktop one. */
+const VIEWPORTS = [
+  { name: 'mobile', width: 412, height: 823 },
+  { name: 'desktop', width: 1200, height: 900 },
+] as const;
+/**
+ * The API's answers are held back this long, so they arrive after the page's first paint, as on
+ * a real connection; over loopback they would come before it and nothing could be seen to move.
+ */
+const API_DELAY_MS = 400;
+const CLS_TARGET = 0.1;
 
 let server: DemoServer;
 let host: StaticSite;
@@ -149,5 +165,93 @@ describe('the static site built by npm run site:build, in Chromium', () => {
       .poll(() => page.locator('[data-subscribe-status]').textContent())
       .toBe('Thank you! You are subscribed. Look out for the next issue in your inbox.');
     expect(page.url()).toBe(`${host.origin}/`);
+  });
+});
+
+/*
+ * What outside checkers say of the pages: the Nu Html Checker on the demo's pages as served and
+ * on every page of the static site, and Chromium's layout-shift entries (the CLS a Lighthouse
+ * run reports) while the demo's archive and an issue load.
+ */
+interface VnuMessage {
+  type: string;
+  subType?: string;
+  url: string;
+  lastLine?: number;
+  message: string;
+}
+
+/** The Nu Html Checker (vnu.jar, run with the machine's Java) over files and folders. */
+async function nuHtmlChecker(paths: string[]): Promise<VnuMessage[]> {
+  const { stderr } = await promisify(execFile)('java', ['-jar', VNU_JAR, '--format', 'json', '--skip-non-html', ...paths], {
+    timeout: 120_000,
+    maxBuffer: 16 * 1024 * 1024,
+  }).catch((error: { stderr?: string }) => ({ stderr: error.stderr ?? '' }));
+  return (JSON.parse(stderr) as { messages: VnuMessage[] }).messages;
+}
+
+async function openMeasuredPage(viewport: { width: number; height: number }): Promise<Page> {
+  const context = await browser.newContext({ viewport, locale: 'en-GB', timezoneId: 'UTC', proxy: offMachine.proxy });
+  context.setDefaultTimeout(15_000);
+  contexts.push(context);
+  await context.route(`${server.origin}/api/**`, async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, API_DELAY_MS));
+    await route.continue();
+  });
+  // Every layout shift from the first paint on, as Lighthouse sums them (input-driven ones excluded).
+  await context.addInitScript(() => {
+    const record = window as unknown as { layoutShifts: number[] };
+    record.layoutShifts = [];
+    new PerformanceObserver((list) => {
+      for (const entry of list.getEntries() as unknown as { value: number; hadRecentInput: boolean }[]) {
+        if (!entry.hadRecentInput) record.layoutShifts.push(entry.value);
+      }
+    }).observe({ type: 'layout-shift', buffered: true });
+  });
+  return context.newPage();
+}
+
+async function cumulativeLayoutShift(page: Page): Promise<number> {
+  // Late work (the frame sized to its letter, lazy thumbnails) is over once the network is quiet.
+  await page.waitForLoadState('networkidle');
+  const shifts = await page.evaluate(() => (window as unknown as { layoutShifts: number[] }).layoutShifts);
+  return shifts.reduce((sum, value) => sum + value, 0);
+}
+
+describe('the demo pages and the static site under the Nu Html Checker', () => {
+  it('have no error, as served', async () => {
+    const demo = join(ROOT, 'test-output', 'demo-pages');
+    await mkdir(demo, { recursive: true });
+    for (const path of ['index.html', 'issue.html']) {
+      const response = await fetch(`${server.origin}/${path}`);
+      expect(response.status).toBe(200);
+      await writeFile(join(demo, path), await response.text());
+    }
+    const messages = await nuHtmlChecker([demo, OUT]);
+    const errors = messages.filter((message) => message.type === 'error' || message.subType === 'fatal');
+    expect(errors.map((error) => `${error.url.replace(`file:${ROOT}`, '')}:${error.lastLine}: ${error.message}`)).toEqual([]);
+    expect(messages.filter((message) => message.type === 'non-document-error')).toEqual([]);
+  });
+});
+
+describe.each(VIEWPORTS)(`layout shift while the demo loads ($name, the API ${API_DELAY_MS} ms away)`, (viewport) => {
+  it(`stays under ${CLS_TARGET} on the archive`, async () => {
+    const page = await openMeasuredPage(viewport);
+    await page.goto(`${server.origin}/`);
+    await page.locator('.issue-card').first().waitFor();
+    await page.locator('#categories').waitFor();
+    const cls = await cumulativeLayoutShift(page);
+    console.log(`CLS archive ${viewport.name}: ${cls.toFixed(4)}`);
+    expect(cls).toBeLessThan(CLS_TARGET);
+  });
+
+  it(`stays under ${CLS_TARGET} on an issue page`, async () => {
+    const page = await openMeasuredPage(viewport);
+    await page.goto(`${server.origin}/issue.html?slug=${LATEST.slug}`);
+    await page.locator('#issue').waitFor();
+    await page.waitForFunction(() => (document.getElementById('issue-frame') as HTMLIFrameElement).style.height !== '');
+    const cls = await cumulativeLayoutShift(page);
+    console.log(`CLS issue ${viewport.name}: ${cls.toFixed(4)}`);
+    expect(cls).toBeLessThan(CLS_TARGET);
   });
 });

@@ -61,6 +61,8 @@ describe('parseConfig defaults', () => {
       redisUrl: undefined,
       redisTimeoutMs: 100,
       siteIssueUrl: undefined,
+      publicationName: undefined,
+      publicBaseUrl: undefined,
       listPaging: { limitParam: 'limit', style: 'offset', pagingParam: 'offset', pageSize: 200 },
       adminPort: undefined,
       adminHost: '127.0.0.1',
@@ -98,6 +100,8 @@ describe('parseConfig defaults', () => {
         INDEX_REFRESH_MIN_SECONDS: '0',
         ARCHIVE_RESYNC_SECONDS: '120',
         SITE_ISSUE_URL: 'https://site.example/issues/{slug}/',
+        PUBLICATION_NAME: 'Les Carnets du jardin',
+        PUBLIC_BASE_URL: 'https://site.example/news-api/',
         NODE_ENV: 'production',
         ADMIN_PORT: '9464',
         ADMIN_HOST: '::1',
@@ -136,6 +140,8 @@ describe('parseConfig defaults', () => {
       redisUrl: undefined,
       redisTimeoutMs: 100,
       siteIssueUrl: 'https://site.example/issues/{slug}/',
+      publicationName: 'Les Carnets du jardin',
+      publicBaseUrl: 'https://site.example/news-api',
       listPaging: { limitParam: 'limit', style: 'offset', pagingParam: 'offset', pageSize: 200 },
       adminPort: 9464,
       adminHost: '::1',
@@ -166,6 +172,8 @@ describe('parseConfig defaults', () => {
       'RATE_LIMIT_IPV6_PREFIX',
       'TURNSTILE_VERIFY_URL',
       'NODE_ENV',
+      'PUBLICATION_NAME',
+      'PUBLIC_BASE_URL',
       'UPSTREAM_LIST_LIMIT_PARAM',
       'UPSTREAM_LIST_PAGING',
       'UPSTREAM_LIST_PAGING_PARAM',
@@ -314,6 +322,31 @@ describe('parseConfig SITE_ISSUE_URL', () => {
     (template) => {
       expect(problemsWith({ SITE_ISSUE_URL: template })).toEqual([
         'SITE_ISSUE_URL must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
+      ]);
+    },
+  );
+});
+
+describe('parseConfig PUBLICATION_NAME and PUBLIC_BASE_URL', () => {
+  it('keeps the name as given, up to 200 characters', () => {
+    expect(configWith({ PUBLICATION_NAME: 'Die Gartenbriefe' }).publicationName).toBe('Die Gartenbriefe');
+    expect(problemsWith({ PUBLICATION_NAME: 'x'.repeat(201) })).toEqual(['PUBLICATION_NAME must be at most 200 characters']);
+  });
+
+  it.each([
+    ['https://news-api.example.com', 'https://news-api.example.com'],
+    ['https://news-api.example.com/', 'https://news-api.example.com'],
+    ['https://www.example.com/bff//', 'https://www.example.com/bff'],
+    ['http://127.0.0.1:8787', 'http://127.0.0.1:8787'],
+  ])('reads the base URL %s as %s', (given, kept) => {
+    expect(configWith({ PUBLIC_BASE_URL: given }).publicBaseUrl).toBe(kept);
+  });
+
+  it.each(['news-api.example.com', '/api', 'ftp://example.com', 'https://example.com/?a=1', 'https://example.com/#x', 'https://user:pw@example.com'])(
+    'refuses %j with one line naming PUBLIC_BASE_URL',
+    (given) => {
+      expect(problemsWith({ PUBLIC_BASE_URL: given })).toEqual([
+        'PUBLIC_BASE_URL must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com',
       ]);
     },
   );

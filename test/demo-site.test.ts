@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import { createDemoSite } from '../src/demo-site.js';
@@ -40,5 +41,69 @@ describe('the demo site', () => {
     expect(withKey).toContain("script-src 'self' https://challenges.cloudflare.com;");
     expect(withKey).toContain("frame-src 'self' https://challenges.cloudflare.com;");
     expect(await cspOf({})).not.toContain('challenges.cloudflare.com');
+  });
+
+  it('serves an icon at /favicon.ico and the one the pages link', async () => {
+    const { app } = createTestApp({ site: createDemoSite(undefined) });
+    const ico = await app.request('/favicon.ico');
+    expect(ico.status).toBe(200);
+    expect(ico.headers.get('content-type')).toBe('image/x-icon');
+    expect(new Uint8Array(await ico.arrayBuffer())).toEqual(new Uint8Array(readFileSync(new URL('../examples/site/favicon.ico', import.meta.url))));
+    const svg = await app.request('/favicon.svg');
+    expect(svg.headers.get('content-type')).toBe('image/svg+xml');
+    for (const page of ['index.html', 'issue.html']) {
+      expect(readFileSync(new URL(`../examples/site/${page}`, import.meta.url), 'utf8')).toContain('<link rel="icon" href="favicon.svg" type="image/svg+xml">');
+    }
+  });
+
+  it('sends Cache-Control and a strong ETag with every file, and answers a matching If-None-Match with 304', async () => {
+    const { app } = createTestApp({ site: createDemoSite(undefined) });
+    const page = await app.request('/');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('cache-control')).toBe('no-cache');
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const etag = page.headers.get('etag')!;
+    expect(etag).toMatch(/^"[\w-]{24}"$/);
+    expect((await app.request('/index.html')).headers.get('etag')).toBe(etag);
+    const again = await app.request('/', { headers: { 'If-None-Match': `W/${etag}` } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
+    expect(again.headers.get('etag')).toBe(etag);
+    expect(again.headers.get('cache-control')).toBe('no-cache');
+    const style = await app.request('/style.css');
+    expect(style.headers.get('cache-control')).toBe('public, max-age=300');
+    expect(style.headers.get('etag')).not.toBe(etag);
+    expect((await app.request('/style.css', { headers: { 'If-None-Match': '"other"' } })).status).toBe(200);
+    expect((await app.request('/config.js')).headers.get('cache-control')).toBe('no-cache');
+  });
+
+  it('compresses text as the browser asks, each form with its own ETag, and leaves the rest alone', async () => {
+    const { app } = createTestApp({ site: createDemoSite(undefined) });
+    const onDisk = readFileSync(new URL('../examples/site/archive.js', import.meta.url));
+    const plain = await app.request('/archive.js');
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    expect(plain.headers.get('vary')).toBe('Accept-Encoding');
+    const gzipped = await app.request('/archive.js', { headers: { 'Accept-Encoding': 'gzip, deflate' } });
+    expect(gzipped.headers.get('content-encoding')).toBe('gzip');
+    const gzipBytes = Buffer.from(await gzipped.arrayBuffer());
+    expect(gzipBytes.length).toBeLessThan(onDisk.length / 2);
+    expect(gunzipSync(gzipBytes)).toEqual(onDisk);
+    const brotli = await app.request('/archive.js', { headers: { 'Accept-Encoding': 'gzip, deflate, br, zstd' } });
+    expect(brotli.headers.get('content-encoding')).toBe('br');
+    expect(brotliDecompressSync(Buffer.from(await brotli.arrayBuffer()))).toEqual(onDisk);
+    expect(new Set([plain, gzipped, brotli].map((res) => res.headers.get('etag'))).size).toBe(3);
+    expect((await app.request('/archive.js', { headers: { 'Accept-Encoding': 'br;q=0, gzip' } })).headers.get('content-encoding')).toBe('gzip');
+    const icon = await app.request('/favicon.ico', { headers: { 'Accept-Encoding': 'gzip, br' } });
+    expect(icon.headers.get('content-encoding')).toBeNull();
+    expect(icon.headers.get('vary')).toBeNull();
+  });
+
+  it('answers a path it has no file for with the API’s JSON 404, and reads nothing outside the site', async () => {
+    const { app } = createTestApp({ site: createDemoSite(undefined) });
+    for (const path of ['/nope.html', '/../package.json', '/%2e%2e/package.json', '/thumbnails']) {
+      const res = await app.request(path);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get('content-type'), path).toMatch(/^application\/json/);
+    }
   });
 });

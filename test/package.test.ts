@@ -61,12 +61,12 @@ function consumerLock(tarball: string) {
   return { name: 'consumer', lockfileVersion: 3, requires: true, packages };
 }
 
-/** The README's typed-client snippet, verbatim. */
-function readmeSnippet(): string {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### Typed client'));
+/** The typed-client snippet of docs/architecture.md, verbatim. */
+function typedClientSnippet(): string {
+  const guide = readFileSync(join(root, 'docs', 'architecture.md'), 'utf8');
+  const section = guide.slice(guide.indexOf('## Typed client'));
   const snippet = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-  if (!snippet) throw new Error('README.md has no typed-client snippet');
+  if (!snippet) throw new Error('docs/architecture.md has no typed-client snippet');
   return snippet;
 }
 
@@ -116,8 +116,8 @@ describe('the npm package', () => {
     expect(paths).toEqual(expect.arrayContaining(['examples/site/index.html']));
   });
 
-  it('typechecks the README’s typed-client snippet in a `tsc --init` project, against the package’s declarations', async () => {
-    writeFileSync(join(consumer, 'index.ts'), readmeSnippet());
+  it('typechecks the typed-client snippet of docs/architecture.md in a `tsc --init` project, against the package’s declarations', async () => {
+    writeFileSync(join(consumer, 'index.ts'), typedClientSnippet());
     const check = await exec(process.execPath, [tsc, '--noEmit', '-p', '.'], consumer);
     expect(check.stdout + check.stderr).toBe('');
     expect(check.code).toBe(0);

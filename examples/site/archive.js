@@ -98,18 +98,21 @@ function issueCard(issue) {
 function renderPager(total) {
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   nodes.position.textContent = `Page ${page} of ${pages}`;
-  setLink(nodes.newer, page > 1 ? viewHref(Math.min(page - 1, pages), category) : undefined);
-  setLink(nodes.older, page < pages ? viewHref(page + 1, category) : undefined);
+  setLink(nodes.newer, 'prev', page > 1 ? viewHref(Math.min(page - 1, pages), category) : undefined);
+  setLink(nodes.older, 'next', page < pages ? viewHref(page + 1, category) : undefined);
   nodes.pager.hidden = pages === 1 && page === 1;
 }
 
-function setLink(link, href) {
-  // A missing page is a disabled link: no href (not focusable), announced as unavailable.
+function setLink(link, rel, href) {
+  // A missing page is a disabled link: no href (not focusable), announced as unavailable, and
+  // without `rel`, which HTML allows only on a link with an href.
   if (href) {
     link.href = href;
+    link.rel = rel;
     link.removeAttribute('aria-disabled');
   } else {
     link.removeAttribute('href');
+    link.removeAttribute('rel');
     link.setAttribute('aria-disabled', 'true');
   }
 }

@@ -28,7 +28,7 @@ const defaultDelay = (ms: number, signal: AbortSignal) =>
   });
 
 /**
- * The admin listener's three routes (README "Health and metrics"). They live on their own
+ * The admin listener's three routes (docs/deployment.md "Health and metrics"). They live on their own
  * port, bound to loopback by default, so nothing here is reachable on the public port.
  *
  * A not-ready /readyz makes one upstream call (shared by concurrent checks) before answering:

@@ -88,6 +88,8 @@ const SITE = 'https://fieldnotes.example.com';
  * the Node entry passes the origin it really listens on (createDemoUpstream's `siteOrigin`).
  */
 export const DEFAULT_DEMO_ORIGIN = 'http://127.0.0.1:8787';
+/** The sample publication's name: demo mode's PUBLICATION_NAME. */
+export const DEMO_PUBLICATION_NAME = 'The Field Notes';
 const HOUR_MS = 60 * 60 * 1000;
 const DAY_MS = 24 * HOUR_MS;
 const WEEK_MS = 7 * DAY_MS;

@@ -14,10 +14,10 @@ export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOpt
     ...(options.description ? [`  ${xmlElement('subtitle', options.description)}`] : []),
     `  ${xmlElement('id', options.siteUrl)}`,
     `  <link rel="alternate" type="text/html" href="${xmlText(options.siteUrl)}"/>`,
-    `  <link rel="self" type="application/atom+xml" href="${xmlText(options.feedUrl)}"/>`,
+    ...(options.feedUrl ? [`  <link rel="self" type="application/atom+xml" href="${xmlText(options.feedUrl)}"/>`] : []),
     `  ${xmlElement('updated', options.updated)}`,
     // RFC 4287 §4.1.1: a feed needs an author unless every entry has one.
-    `  <author>${xmlElement('name', options.title)}</author>`,
+    `  <author>${xmlElement('name', options.author ?? options.title)}</author>`,
     ...issues.map((issue) => atomEntry(issue, options)),
     '</feed>',
     '',

@@ -4,12 +4,14 @@ import type { IssueSummary } from '../shape.js';
 export interface FeedOptions {
   /** The public page of one issue (the entry's link and its id). */
   issueUrl: (slug: string) => string;
-  /** Where this feed itself is served (`rel="self"`). */
-  feedUrl: string;
+  /** Where this feed itself is served (`rel="self"`); no such link when the caller does not know its address. */
+  feedUrl?: string;
   /** The site's home page. */
   siteUrl: string;
-  /** The publication's name. */
+  /** The feed's title (the publication's name, with a category's name for a category feed). */
   title: string;
+  /** The publication's name, as the feed's author (Atom); the title when not given. */
+  author?: string;
   /** One line about the publication (RSS requires a channel description; Atom's subtitle). */
   description?: string;
   /** When the feed last changed, ISO 8601: from the data (see `latestSentAt`), never the clock, so equal input gives equal bytes. */

@@ -15,7 +15,7 @@ export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOpti
     `    ${xmlElement('link', options.siteUrl)}`,
     // <description> is required in a channel; the title stands in when there is no tagline.
     `    ${xmlElement('description', options.description ?? options.title)}`,
-    `    <atom:link rel="self" type="application/rss+xml" href="${xmlText(options.feedUrl)}"/>`,
+    ...(options.feedUrl ? [`    <atom:link rel="self" type="application/rss+xml" href="${xmlText(options.feedUrl)}"/>`] : []),
     `    ${xmlElement('lastBuildDate', rfc822(options.updated))}`,
     ...issues.map((issue) => rssItem(issue, options)),
     '  </channel>',

@@ -18,6 +18,10 @@ export interface ArchiveFeedsOptions {
   reads: Pick<PublicReads, 'archiveIndex'>;
   /** SITE_ISSUE_URL: an issue's public page, with `{slug}` where its slug goes. */
   siteIssueUrl: string;
+  /** PUBLICATION_NAME: the feeds' title and author; the site's host when unset. */
+  publicationName?: string | undefined;
+  /** PUBLIC_BASE_URL: where this service answers, for the feeds' `self` link; none when unset. */
+  publicBaseUrl?: string | undefined;
   /** The rendered-feeds share of CACHE_MAX_BYTES (memory-budget.ts). */
   maxBytes: number;
 }
@@ -35,7 +39,7 @@ const RENDERERS: Readonly<Record<FeedFormat, (issues: readonly IssueSummary[], o
 const DEFAULT_LIMIT = 20;
 /** An empty feed is dated by a fixed instant rather than the clock: the same index, the same bytes. */
 const EPOCH = '1970-01-01T00:00:00.000Z';
-/** Where the route answers; a feed's `self` link is this path (see `selfLink`). */
+/** Where the route answers under PUBLIC_BASE_URL (see `selfLink`). */
 const ROUTE_PATH = '/api/issues';
 
 /**
@@ -43,12 +47,12 @@ const ROUTE_PATH = '/api/issues';
  * index and query: a feed reader's poll of an unchanged archive only copies bytes.
  */
 export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
-  const { reads, siteIssueUrl } = options;
+  const { reads, siteIssueUrl, publicBaseUrl } = options;
   // Slugs are URL-safe by the route's rule; encoded all the same, so a template's query stays one.
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
   // The site's home: all that SITE_ISSUE_URL says of it is its origin.
   const siteUrl = new URL('/', issueUrl('slug')).href;
-  const siteName = new URL(siteUrl).host;
+  const siteName = options.publicationName ?? new URL(siteUrl).host;
   const rendered = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
     maxSize: Math.max(1, options.maxBytes),
     sizeCalculation: (page) => stringBytes(page.rendered.body),
@@ -59,9 +63,10 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
     const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
     const body = RENDERERS[format](issues, {
       issueUrl,
-      feedUrl: selfLink(query, format),
+      ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
       siteUrl,
       title: categoryName === undefined ? siteName : `${siteName}: ${categoryName}`,
+      author: siteName,
       updated: latestSentAt(issues, EPOCH),
     });
     return { body, etag: await strongEtag(body) };
@@ -85,14 +90,14 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
 }
 
 /**
- * The feed's own address, built from the validated query alone. A path without an origin
- * (a relative reference, which RFC 4287 §4.2.7 allows, resolved against the feed's own URL):
- * the service is not told its public origin, and nothing is built from the `Host` header.
+ * The feed's own address: the public base URL the service is told, and a query built from the
+ * validated query alone. Never built from the `Host` header, which the client writes; a feed
+ * without PUBLIC_BASE_URL has no `self` link rather than a relative one.
  */
-function selfLink(query: ArchiveQuery, format: FeedFormat): string {
+function selfLink(publicBaseUrl: string, query: ArchiveQuery, format: FeedFormat): string {
   const params = new URLSearchParams({ format });
   if (query.category !== undefined) params.set('category', query.category);
   if (query.limit !== DEFAULT_LIMIT) params.set('limit', String(query.limit));
   if (query.offset > 0) params.set('offset', String(query.offset));
-  return `${ROUTE_PATH}?${params}`;
+  return `${publicBaseUrl}${ROUTE_PATH}?${params}`;
 }

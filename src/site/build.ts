@@ -21,8 +21,8 @@ export interface SiteOptions {
   apiUrl: string;
   title: string;
   description: string;
-  /** The kit's assets: examples/site's `style.css` and `subscribe.js` (copied in), examples/subscribe-form.html (on every page). */
-  assets: { styleCss: string; subscribeJs: string; subscribeFormSnippet: string };
+  /** The kit's assets: examples/site's `style.css`, `subscribe.js` and `favicon.svg` (copied in), examples/subscribe-form.html (on every page). */
+  assets: { styleCss: string; subscribeJs: string; faviconSvg: string; subscribeFormSnippet: string };
   pageSize?: number;
 }
 
@@ -95,6 +95,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   files.set('robots.txt', renderRobots(paths.absolute('sitemap.xml')));
   files.set('404.html', renderNotFoundPage(site));
   files.set('style.css', options.assets.styleCss + LETTER_CSS);
+  files.set('favicon.svg', options.assets.faviconSvg);
   files.set('subscribe.js', options.assets.subscribeJs);
   return files;
 }

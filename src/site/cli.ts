@@ -13,8 +13,8 @@ const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <
   --out            the folder to write (empty, missing, or a previous build, which is replaced)
   --read-upstream  read the newsletter service directly, with NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL
                    from the environment (a server-side build), instead of the service at --api
-  --title          the publication's name (default "The Field Notes", the demo's)
-  --description    one sentence about it
+  --title          the publication's name (default: PUBLICATION_NAME, else the --site-url's host)
+  --description    one sentence about it (default: "The archive of <title>.")
 
 A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
@@ -29,8 +29,8 @@ async function main(): Promise<void> {
         'site-url': { type: 'string' },
         out: { type: 'string' },
         'read-upstream': { type: 'boolean', default: false },
-        title: { type: 'string', default: 'The Field Notes' },
-        description: { type: 'string', default: 'A weekly letter about growing food in small city spaces.' },
+        title: { type: 'string' },
+        description: { type: 'string' },
         help: { type: 'boolean', default: false },
       },
     }));
@@ -50,11 +50,15 @@ async function main(): Promise<void> {
   }
   // A bad --site-url fails before anything is read.
   createSitePaths(values['site-url']);
+  // The name the service's feeds carry (PUBLICATION_NAME) names the site too, unless --title says otherwise.
+  const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
+  const description = values.description ?? `The archive of ${title}.`;
   const started = performance.now();
   const examples = new URL('../../examples/', import.meta.url);
-  const [styleCss, subscribeJs, subscribeFormSnippet, publication] = await Promise.all([
+  const [styleCss, subscribeJs, faviconSvg, subscribeFormSnippet, publication] = await Promise.all([
     readFile(new URL('site/style.css', examples), 'utf8'),
     readFile(new URL('site/subscribe.js', examples), 'utf8'),
+    readFile(new URL('site/favicon.svg', examples), 'utf8'),
     readFile(new URL('subscribe-form.html', examples), 'utf8'),
     readPublication({
       apiUrl: values.api,
@@ -67,9 +71,9 @@ async function main(): Promise<void> {
   const files = buildSite(publication, {
     siteUrl: values['site-url'],
     apiUrl: values.api,
-    title: values.title,
-    description: values.description,
-    assets: { styleCss, subscribeJs, subscribeFormSnippet },
+    title,
+    description,
+    assets: { styleCss, subscribeJs, faviconSvg, subscribeFormSnippet },
   });
   await writeSite(values.out, files);
   const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);

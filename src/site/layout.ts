@@ -35,6 +35,7 @@ export function renderPage(site: SiteIdentity, parts: PageParts): string {
 <meta name="referrer" content="strict-origin-when-cross-origin">
 ${parts.head}
 <link rel="alternate" type="application/atom+xml" title="${title}" href="${escapeHtml(paths.href(FEED_PATH))}">
+<link rel="icon" href="${escapeHtml(paths.href('favicon.svg'))}" type="image/svg+xml">
 <link rel="stylesheet" href="${escapeHtml(paths.href('style.css'))}">
 <script src="${escapeHtml(paths.href('subscribe.js'))}" defer></script>
 </head>

@@ -100,16 +100,20 @@ export function createOpenApiValidator(document: Json) {
     const { pathname } = new URL(exchange.url);
     // 499: the client hung up before its body arrived, so no answer reached anyone (the access log's record of it).
     if (exchange.status === CLIENT_CLOSED_REQUEST) return [];
-    // Demo mode's example site (its pages, scripts, thumbnails) is not part of the API this document describes.
+    // Demo mode's example site (its pages, scripts, thumbnails, and their 304s) is not part of the
+    // API this document describes; outside /api/ only the JSON 404 is.
     const mediaType = exchange.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase();
-    if (!pathname.startsWith('/api/') && mediaType !== undefined && mediaType !== 'application/json') return [];
+    if (!pathname.startsWith('/api/') && mediaType !== 'application/json') return [];
     const path = paths.find((candidate) => candidate.pattern.test(pathname));
     const notFound = resolve({ value: { $ref: '#/components/responses/NotFound' }, pointer: '' });
     if (!path) return exchange.status === 404 ? responseProblems(notFound, exchange) : [`${exchange.status} for an undocumented path`];
     const method = exchange.method.toLowerCase();
     const operation = path.item[method] as Json | undefined;
     if (!operation) {
-      const problems = responseProblems(resolve({ value: { $ref: '#/components/responses/MethodNotAllowed' }, pointer: '' }), exchange);
+      // Each path item names its answer to the methods it does not list (a 405 with `Allow`).
+      const otherMethods = path.item['x-other-methods'] as Json | undefined;
+      if (!otherMethods) return [`${exchange.method} ${path.template}: the path documents no answer for other methods (x-other-methods)`];
+      const problems = responseProblems(resolve({ value: otherMethods, pointer: `/paths/${path.template.replace(/\//g, '~1')}/x-other-methods` }), exchange);
       const documented = METHODS.filter((name) => name in path.item).map((name) => name.toUpperCase());
       const allow = (exchange.headers.get('allow') ?? '').split(',').map((name) => name.trim());
       if (exchange.status !== 405) problems.unshift(`${exchange.status} for a method the document does not list (405 expected)`);

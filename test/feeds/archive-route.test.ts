@@ -82,7 +82,21 @@ describe.each([
     const feed = parseFeed(await (await app.request(`/api/issues${query}&format=${format}&utm_source=x`)).text());
     expect(feed.items.map((item) => item.url)).toEqual(expected.map((issue) => `https://news.example.com/issues/${issue.slug}/`));
     expect(feed.title).toBe('news.example.com: Interviews');
-    expect(feed.self).toBe(`/api/issues?format=${format}&category=interviews&limit=3&offset=1`);
+    // Without PUBLIC_BASE_URL the service does not know its address: no self link rather than a relative one.
+    expect(feed.self).toBeNull();
+  });
+
+  it('is named by PUBLICATION_NAME and links itself absolutely under PUBLIC_BASE_URL', async () => {
+    const { app } = createFeedApp({ SITE_ISSUE_URL, PUBLICATION_NAME: 'Les Carnets & Co', PUBLIC_BASE_URL: 'https://api.news.example.com/bff/' });
+    const whole = await (await app.request(`/api/issues?format=${format}`)).text();
+    expectWellFormed(whole);
+    const feed = parseFeed(whole);
+    expect(feed.title).toBe('Les Carnets & Co');
+    expect(feed.self).toBe(`https://api.news.example.com/bff/api/issues?format=${format}`);
+    if (feedType === 'atom') expect(feed.authors.map((author) => author.name)).toEqual(['Les Carnets & Co']);
+    const category = parseFeed(await (await app.request(`/api/issues?format=${format}&category=interviews&limit=3&offset=1`)).text());
+    expect(category.title).toBe('Les Carnets & Co: Interviews');
+    expect(category.self).toBe(`https://api.news.example.com/bff/api/issues?format=${format}&category=interviews&limit=3&offset=1`);
   });
 
   it('carries the JSON answer’s Cache-Control, a strong ETag, X-Cache and Vary: Accept, and answers a matching If-None-Match with 304', async () => {
@@ -226,6 +240,14 @@ describe('demo mode', () => {
     expect(feed.items[0]!.url).toBe(`http://127.0.0.1:9123/issue.html?slug=${first!.slug}`);
     const json = (await (await app.request('/api/issues?limit=1')).json()) as { data: { thumbnailUrl: string }[] };
     expect(json.data[0]!.thumbnailUrl).toBe(`http://127.0.0.1:9123/thumbnails/${first!.slug}.svg`);
+  });
+
+  it('names the feeds after the sample publication and links them absolutely at the origin it is given', async () => {
+    const app = createDemoService('http://127.0.0.1:9123');
+    const feed = parseFeed(await (await app.request('/api/issues?format=atom&limit=1')).text());
+    expect(feed.title).toBe('The Field Notes');
+    expect(feed.authors.map((author) => author.name)).toEqual(['The Field Notes']);
+    expect(feed.self).toBe('http://127.0.0.1:9123/api/issues?format=atom&limit=1');
   });
 
   it.each([

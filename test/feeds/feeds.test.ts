@@ -104,6 +104,17 @@ describe.each(RENDERERS)('the $name feed', ({ name, render }) => {
     expect(render(issues, OPTIONS)).toBe(render(structuredClone(issues), { ...OPTIONS }));
   });
 
+  it('has no self link when the caller does not know its address, and names its author apart from its title', () => {
+    const { feedUrl: _unknown, ...withoutAddress } = OPTIONS;
+    const xml = render([issue(1)], { ...withoutAddress, title: 'The Field Notes: Guides', author: 'The Field Notes' });
+    expectWellFormed(xml);
+    expect(xml).not.toContain('rel="self"');
+    const feed = parseFeed(xml);
+    expect(feed.self).toBeNull();
+    expect(feed.title).toBe('The Field Notes: Guides');
+    if (name === 'Atom') expect(feed.authors.map((author) => author.name)).toEqual(['The Field Notes']);
+  });
+
   it('is well-formed with no issues at all', () => {
     const xml = render([], OPTIONS);
     expectWellFormed(xml);

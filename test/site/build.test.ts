@@ -86,11 +86,12 @@ describe('the static site built from the demo', () => {
     }
   });
 
-  it('gives every page one title, a description, and (but the 404) a canonical link and a subscribe form that posts to the service', () => {
+  it('gives every page one title, a description, an icon, and (but the 404) a canonical link and a subscribe form that posts to the service', () => {
     for (const path of htmlFiles()) {
       const doc = page(path);
       expect(all(doc, 'title'), path).toHaveLength(1);
       expect(attr(doc, 'meta[name="description"]', 'content'), path).toBeTruthy();
+      expect(attr(doc, 'link[rel="icon"]', 'href'), path).toBe(new URL('favicon.svg', SITE_URL).pathname);
       expect(attr(doc, 'link[rel="canonical"]', 'href'), path).toBe(path === '404.html' ? undefined : new URL(path.replace(/index\.html$/, ''), SITE_URL).href);
       const form = all(doc, 'form[data-newsletter-subscribe]');
       expect(form, path).toHaveLength(1);

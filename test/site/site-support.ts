@@ -13,10 +13,10 @@ export const API_URL = 'https://bff.example.com';
 
 export async function siteAssets(): Promise<SiteOptions['assets']> {
   const dir = new URL('../../examples/', import.meta.url);
-  const [styleCss, subscribeJs, subscribeFormSnippet] = await Promise.all(
-    ['site/style.css', 'site/subscribe.js', 'subscribe-form.html'].map((name) => readFile(new URL(name, dir), 'utf8')),
+  const [styleCss, subscribeJs, faviconSvg, subscribeFormSnippet] = await Promise.all(
+    ['site/style.css', 'site/subscribe.js', 'site/favicon.svg', 'subscribe-form.html'].map((name) => readFile(new URL(name, dir), 'utf8')),
   );
-  return { styleCss: styleCss!, subscribeJs: subscribeJs!, subscribeFormSnippet: subscribeFormSnippet! };
+  return { styleCss: styleCss!, subscribeJs: subscribeJs!, faviconSvg: faviconSvg!, subscribeFormSnippet: subscribeFormSnippet! };
 }
 
 export function siteOptions(assets: SiteOptions['assets']): SiteOptions {
