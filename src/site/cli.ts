@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { buildSite } from './build.js';
+import { importOptional } from '../optional-package.js';
 import { createSitePaths } from './paths.js';
 import { readPublication } from './read.js';
 import { siteDigest, writeSite } from './write.js';
@@ -44,6 +44,8 @@ async function main(): Promise<void> {
   }
   // A bad --site-url fails before anything is read.
   createSitePaths(values['site-url']);
+  // The builder sanitises each letter with sanitize-html, an optional package: loaded here, before any read.
+  const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
   const started = performance.now();
   const examples = new URL('../../examples/', import.meta.url);
   const [styleCss, subscribeJs, subscribeFormSnippet, publication] = await Promise.all([
