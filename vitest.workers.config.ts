@@ -33,6 +33,12 @@ export default defineProject({
     include: [...RUNTIME_NEUTRAL_SUITES, 'test/workers/**/*.test.ts'],
     // Its fake siteverify is a loopback HTTP server, which needs Node.
     exclude: ['test/subscribe/challenge.test.ts'],
+    // One workerd for the project's files instead of one per file. Per file, the pool closed its
+    // WebSocket to the runner and disposed workerd at once; workerd, which the pool runs with
+    // --verbose, logged each dropped socket ("web-socket.c++: disconnected: WebSocket peer
+    // disconnected") into the test output. Sharing is safe: no module of ours does anything at
+    // import time, and each suite builds its own app.
+    isolate: false,
     // A hang guard, not a speed test: the CPU-bound suites (100,000 cache reads) took up to 44 s
     // on a loaded 2-core machine while the node project ran beside them.
     testTimeout: 60_000,

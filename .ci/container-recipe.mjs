@@ -6,6 +6,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -83,6 +84,15 @@ async function listen(server) {
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return server.address().port;
 }
+function canConnect(port) {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1', () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
 async function freePort() {
   const probe = createServer();
   const port = await listen(probe);
@@ -95,15 +105,21 @@ const upstream = createServer((request, response) => {
   response.end(JSON.stringify(request.url === '/v1/newsletter/categories' ? { ok: true, data: [{ id: 'c1', name: 'Essays', slug: 'essays' }] } : { ok: false }));
 });
 let child;
+let redis;
 try {
   const image = buildStages();
   check(`the image runs as a user other than root (${image.user})`, image.user !== 'root' && image.user !== '0');
   check('the image sets NODE_ENV=production', image.env.NODE_ENV === 'production');
   const modules = readdirSync(join(image.dir, 'node_modules'));
-  const { dependencies, devDependencies } = JSON.parse(readFileSync(join(image.dir, 'package.json'), 'utf8'));
+  const { dependencies, optionalDependencies, peerDependencies, devDependencies } = JSON.parse(readFileSync(join(image.dir, 'package.json'), 'utf8'));
   check('the image has the production dependencies', Object.keys(dependencies).every((name) => existsSync(join(image.dir, 'node_modules', name))));
+  // Redis and Prometheus are optional dependencies: `npm ci --omit=dev` installs them, so the
+  // image can serve ADMIN_PORT (its HEALTHCHECK) and REDIS_URL.
+  check('the image has the optional extras (@redis/client, prom-client)', Object.keys(optionalDependencies).every((name) => existsSync(join(image.dir, 'node_modules', name))));
+  // sanitize-html is for `npm run site:build` only, an optional peer the image leaves out.
+  check('the image has no optional peer (sanitize-html)', !Object.keys(peerDependencies).some((name) => existsSync(join(image.dir, 'node_modules', name))));
   // The lock file marks what only development needs (`dev: true`); a dev dependency that a
-  // production one also uses (htmlparser2, under sanitize-html) is rightly there.
+  // production one also uses would rightly be there.
   const { packages: locked } = JSON.parse(readFileSync(join(image.dir, 'package-lock.json'), 'utf8'));
   const devOnly = Object.keys(devDependencies).filter((name) => locked[`node_modules/${name}`]?.dev === true);
   check('the image has no dev-only dependency', !devOnly.some((name) => existsSync(join(image.dir, 'node_modules', name))));
@@ -111,6 +127,15 @@ try {
   console.log(`image: ${modules.length} entries in node_modules`);
 
   const upstreamPort = await listen(upstream);
+  // With redis-server on the machine (.ci/run installs it), the image also runs with REDIS_URL.
+  const redisPort = spawnSync('redis-server', ['--version']).status === 0 ? await freePort() : undefined;
+  if (redisPort !== undefined) {
+    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const ready = Date.now() + 5_000;
+    while (Date.now() < ready && !(await canConnect(redisPort))) await new Promise((resolve) => setTimeout(resolve, 50));
+  } else {
+    console.log('skip REDIS_URL: redis-server is not installed');
+  }
   const env = {
     PATH: process.env.PATH,
     ...image.env,
@@ -120,6 +145,7 @@ try {
     ADMIN_PORT: String(await freePort()),
     NEWSLETTER_API_KEY: 'fake-container-key-0c4e9a71',
     NEWSLETTER_API_BASE_URL: `http://127.0.0.1:${upstreamPort}/v1`,
+    ...(redisPort !== undefined && { REDIS_URL: `redis://127.0.0.1:${redisPort}` }),
   };
   // As an unprivileged user when this runs as root (`nobody` stands in for the image's `node`);
   // setpriv execs in place, so SIGTERM reaches node itself.
@@ -136,6 +162,11 @@ try {
   while (!output.includes('listening on') && child.exitCode === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
   check(`CMD ${image.cmd.join(' ')} starts with the real upstream, not in demo mode`, output.includes('listening on') && !output.includes('DEMO MODE'));
   if (!output.includes('listening on')) console.error(output.slice(-2000));
+  if (redisPort !== undefined) {
+    const connected = Date.now() + 5_000;
+    while (!output.includes('"event":"redis_connected"') && Date.now() < connected) await new Promise((resolve) => setTimeout(resolve, 50));
+    check('REDIS_URL connects with the image\'s @redis/client', output.includes('"event":"redis_connected"'));
+  }
   const categories = await fetch(`http://127.0.0.1:${env.PORT}/api/categories`).catch(() => undefined);
   check('GET /api/categories → 200 from the stub upstream', categories?.status === 200 && (await categories.json()).data?.[0]?.slug === 'essays');
   const health = spawnSync(image.healthcheck[0], image.healthcheck.slice(1), { cwd: image.dir, env, timeout: 10_000 });
@@ -152,6 +183,7 @@ try {
   check(`SIGTERM stops it with exit code 0 (${code})`, code === 0);
 } finally {
   if (child && child.exitCode === null) child.kill('SIGKILL');
+  redis?.kill('SIGKILL');
   upstream.close();
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -1,6 +1,5 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { createServer } from 'node:http';
-import { createAdmin } from './admin/admin.js';
 import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createDemoSite } from './demo-site.js';
@@ -9,8 +8,10 @@ import { createNodeHotPath } from './node-hot-path.js';
 import { limitsOf, serveWithLimits } from './node-server-limits.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
+import { importOptional, MissingPackageError } from './optional-package.js';
 import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
 import type { RedisServices } from './redis/services.js';
+import type { Admin } from './admin/admin.js';
 import { createAppForConfig, linkOriginOf } from './service.js';
 
 /**
@@ -28,8 +29,19 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
   const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey] });
-  const admin = config.adminPort === undefined ? undefined : createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
-  const redis = config.redisUrl ? await startRedis(config, config.redisUrl, log) : undefined;
+  let admin: Admin | undefined;
+  let redis: RedisServices | undefined;
+  try {
+    admin = config.adminPort === undefined ? undefined : await startAdmin(config);
+    redis = config.redisUrl ? await startRedis(config, config.redisUrl, log) : undefined;
+  } catch (error) {
+    if (!(error instanceof MissingPackageError)) throw error;
+    // One line naming the package, not a stack: the feature is configured, its package is not installed.
+    process.stderr.write(`newsletter-bff did not start: ${error.message}\n`);
+    writer.stop();
+    process.exitCode = 1;
+    return;
+  }
   const { app, stats, upstream, freshReply, logAccess } = createAppForConfig(config, {
     metrics: admin?.metrics,
     log,
@@ -122,11 +134,20 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
 }
 
 /**
- * The shared state of several instances (docs/deployment.md "Several instances"). The client is
- * imported here, and only here, so that without REDIS_URL it is never loaded.
+ * The admin listener (ADMIN_PORT). It and prom-client, an optional package, are imported here,
+ * and only here, so that without ADMIN_PORT neither is loaded.
+ */
+async function startAdmin(config: Config): Promise<Admin> {
+  const { createAdmin } = await importOptional('prom-client', 'ADMIN_PORT (the admin listener\'s /metrics)', () => import('./admin/admin.js'));
+  return createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
+}
+
+/**
+ * The shared state of several instances (docs/deployment.md "Several instances"). The client, an
+ * optional package, is imported here, and only here, so that without REDIS_URL it is never loaded.
  */
 async function startRedis(config: Config, url: string, log: Logger): Promise<RedisServices> {
-  const { connectRedis } = await import('./redis/services.js');
+  const { connectRedis } = await importOptional('@redis/client', 'REDIS_URL (state shared by several instances)', () => import('./redis/services.js'));
   return connectRedis({
     url,
     timeoutMs: config.redisTimeoutMs,

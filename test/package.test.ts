@@ -1,10 +1,11 @@
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { redisServerAvailable, startRedisServer } from './redis/support.js';
 import { freeLoopbackPort, waitForOutput } from './spawned.js';
 
 /**
@@ -22,6 +23,7 @@ interface PackageJson {
   name: string;
   version: string;
   dependencies: Record<string, string>;
+  optionalDependencies: Record<string, string>;
   [field: string]: unknown;
 }
 interface LockEntry {
@@ -43,13 +45,24 @@ function exec(file: string, args: string[], cwd: string) {
 /** The consumer's lock: our tarball, and our locked entry of every package it depends on. */
 function consumerLock(tarball: string) {
   const integrity = `sha512-${createHash('sha512').update(readFileSync(tarball)).digest('base64')}`;
-  const { name, version, license, bin, engines, dependencies } = ownPackage;
+  const { name, version, license, bin, engines, dependencies, optionalDependencies, peerDependencies, peerDependenciesMeta } = ownPackage;
   const packages: Record<string, unknown> = {
     '': { name: 'consumer', dependencies: { [name]: `file:${tarball}` } },
-    [`node_modules/${name}`]: { version, resolved: `file:${tarball}`, integrity, license, bin, engines, dependencies },
+    [`node_modules/${name}`]: {
+      version,
+      resolved: `file:${tarball}`,
+      integrity,
+      license,
+      bin,
+      engines,
+      dependencies,
+      optionalDependencies,
+      peerDependencies,
+      peerDependenciesMeta,
+    },
   };
-  // Bounded by the lock: each package is visited once.
-  const queue = Object.keys(dependencies);
+  // Bounded by the lock: each package is visited once. The optional extras come too, as npm installs them by default.
+  const queue = Object.keys({ ...dependencies, ...optionalDependencies });
   for (let dependency = queue.shift(); dependency !== undefined; dependency = queue.shift()) {
     const key = `node_modules/${dependency}`;
     if (key in packages) continue;
@@ -159,16 +172,9 @@ describe('the npm package', () => {
 
   it('starts demo mode with `npx newsletter-bff` from the installed package, its example site included', async () => {
     const port = await freeLoopbackPort();
-    const { NEWSLETTER_API_KEY: _key, NODE_ENV: _mode, ...env } = process.env;
-    // Its own process group, so the server npx starts stops with it.
-    const child = spawn('npx', ['--offline', '--no', 'newsletter-bff'], {
-      cwd: consumer,
-      env: { ...env, ...NPM_QUIET, HOST: '127.0.0.1', PORT: String(port) },
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const server = startInstalled(consumer, { PORT: String(port) });
     try {
-      const stdout = await waitForOutput(child, 'listening on', 20_000);
+      const stdout = await waitForOutput(server, 'listening on', 20_000);
       expect(stdout).toContain('DEMO MODE');
       const archive = await fetch(`http://127.0.0.1:${port}/api/issues?limit=1`);
       expect(archive.status).toBe(200);
@@ -177,7 +183,75 @@ describe('the npm package', () => {
       expect(site.status).toBe(200);
       expect(site.headers.get('content-type')).toMatch(/^text\/html/);
     } finally {
-      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      stopInstalled(server);
     }
   });
+
+  it('serves /metrics on ADMIN_PORT with prom-client, an optional dependency npm installs by default', async () => {
+    const [port, adminPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+    const server = startInstalled(consumer, { PORT: String(port), ADMIN_PORT: String(adminPort) });
+    try {
+      await waitForOutput(server, 'admin (/healthz, /readyz, /metrics)', 20_000);
+      const metrics = await fetch(`http://127.0.0.1:${adminPort}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toMatch(/^# TYPE newsletter_bff_http_requests_total counter$/m);
+    } finally {
+      stopInstalled(server);
+    }
+  });
+
+  it.runIf(redisServerAvailable())('connects to REDIS_URL with @redis/client, an optional dependency npm installs by default', async () => {
+    const redis = await startRedisServer();
+    const port = await freeLoopbackPort();
+    const server = startInstalled(consumer, { PORT: String(port), REDIS_URL: redis.url });
+    try {
+      await waitForOutput(server, '"event":"redis_connected"', 20_000);
+      expect((await fetch(`http://127.0.0.1:${port}/api/categories`)).status).toBe(200);
+    } finally {
+      stopInstalled(server);
+      await redis.stop();
+    }
+  });
+
+  it('installed with --omit=optional holds only the core, starts, and names prom-client when ADMIN_PORT asks for it', async () => {
+    const core = join(scratch, 'consumer-core');
+    mkdirSync(core);
+    for (const file of ['package.json', 'package-lock.json']) writeFileSync(join(core, file), readFileSync(join(consumer, file)));
+    const install = await exec('npm', ['ci', '--offline', '--ignore-scripts', '--omit=optional'], core);
+    expect(install.stderr).not.toMatch(/ERR!/);
+    expect(readdirSync(join(core, 'node_modules')).filter((name) => !name.startsWith('.')).sort()).toEqual(['@hono', 'hono', 'lru-cache', 'newsletter-bff', 'zod']);
+    expect(readdirSync(join(core, 'node_modules', '@hono'))).toEqual(['node-server']);
+
+    const port = await freeLoopbackPort();
+    const server = startInstalled(core, { PORT: String(port) });
+    try {
+      await waitForOutput(server, 'listening on', 20_000);
+      expect((await fetch(`http://127.0.0.1:${port}/api/issues?limit=1`)).status).toBe(200);
+    } finally {
+      stopInstalled(server);
+    }
+    const withAdmin = startInstalled(core, { PORT: String(port), ADMIN_PORT: String(await freeLoopbackPort()) });
+    let stderr = '';
+    withAdmin.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    expect(await new Promise((resolve) => withAdmin.once('exit', resolve))).toBe(1);
+    // npx's own warnings (about this machine's npm configuration) aside, the one line.
+    expect(stderr.split('\n').filter((line) => line && !line.startsWith('npm warn'))).toEqual([
+      "newsletter-bff did not start: ADMIN_PORT (the admin listener's /metrics) needs the package prom-client, which is not installed: run `npm install prom-client`",
+    ]);
+  });
 });
+
+/** `npx newsletter-bff` in `cwd`, in its own process group, so the server npx starts stops with it. */
+function startInstalled(cwd: string, extraEnv: Record<string, string>) {
+  const { NEWSLETTER_API_KEY: _key, NODE_ENV: _mode, ...env } = process.env;
+  return spawn('npx', ['--offline', '--no', 'newsletter-bff'], {
+    cwd,
+    env: { ...env, ...NPM_QUIET, HOST: '127.0.0.1', ...extraEnv },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+function stopInstalled(child: ReturnType<typeof startInstalled>) {
+  if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, 'SIGKILL');
+}

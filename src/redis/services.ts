@@ -42,6 +42,8 @@ export interface RedisServicesOptions {
   /** How long startup waits for the first connection before serving from memory (default 2 s). */
   connectWaitMs?: number;
   probeIntervalMs?: number;
+  /** How long Redis must answer without a failure before an outage counts as over (the link's default: 30 s). */
+  recoveredAfterMs?: number;
 }
 
 /** Reconnecting backs off to this; the link's probe notices the return within a second more. */
@@ -67,7 +69,9 @@ export async function connectRedis(options: RedisServicesOptions): Promise<Redis
     send: (args) => client.sendCommand(args),
     timeoutMs,
     log,
+    now,
     ...(options.probeIntervalMs === undefined ? {} : { probeIntervalMs: options.probeIntervalMs }),
+    ...(options.recoveredAfterMs === undefined ? {} : { recoveredAfterMs: options.recoveredAfterMs }),
   });
   // The client reports every failed reconnect; the link turns them into one line per outage.
   client.on('error', (error: unknown) => link.markDown(error instanceof Error ? error.name : 'connection error'));

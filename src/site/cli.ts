@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { buildSite } from './build.js';
 import { createInProcessService } from './in-process.js';
+import { importOptional } from '../optional-package.js';
 import { createSitePaths } from './paths.js';
 import { readPublication } from './read.js';
 import { siteDigest, writeSite } from './write.js';
@@ -50,6 +50,8 @@ async function main(): Promise<void> {
   }
   // A bad --site-url fails before anything is read.
   createSitePaths(values['site-url']);
+  // The builder sanitises each letter with sanitize-html, an optional package: loaded here, before any read.
+  const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
   // The name the service's feeds carry (PUBLICATION_NAME) names the site too, unless --title says otherwise.
   const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
   const description = values.description ?? `The archive of ${title}.`;

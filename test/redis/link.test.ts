@@ -2,9 +2,12 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/log.js';
 import { createRedisLink, RedisUnavailable } from '../../src/redis/link.js';
 
-/** A Redis stand-in whose answers the test decides: `up`, `down` (refuses) or `silent` (never answers). */
+/**
+ * A Redis stand-in whose answers the test decides: `up`, `down` (refuses), `silent` (never
+ * answers) or `full` (answers PING and reads, refuses writes as Redis with `noeviction` does).
+ */
 function scriptedRedis() {
-  let state: 'up' | 'down' | 'silent' = 'up';
+  let state: 'up' | 'down' | 'silent' | 'full' = 'up';
   const sent: string[][] = [];
   return {
     sent,
@@ -13,15 +16,19 @@ function scriptedRedis() {
       sent.push(args);
       if (state === 'down') return Promise.reject(new Error('ECONNREFUSED'));
       if (state === 'silent') return new Promise(() => undefined);
+      if (state === 'full' && args[0] !== 'PING' && args[0] !== 'GET') {
+        return Promise.reject(Object.assign(new Error("OOM command not allowed when used memory > 'maxmemory'."), { name: 'SimpleError' }));
+      }
       return Promise.resolve(args[0] === 'PING' ? 'PONG' : 'OK');
     },
   };
 }
 
 function linkOver(redis: ReturnType<typeof scriptedRedis>) {
-  const lines: { level: string; event: string }[] = [];
+  const lines: { level: string; event: string; [field: string]: unknown }[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as { level: string; event: string }) });
-  const link = createRedisLink({ send: redis.send, timeoutMs: 100, log, probeIntervalMs: 1000 });
+  // Date is faked with the timers (vi.useFakeTimers), so this clock advances with them.
+  const link = createRedisLink({ send: redis.send, timeoutMs: 100, log, probeIntervalMs: 1000, recoveredAfterMs: 5000, now: () => Date.now() });
   return { link, lines };
 }
 
@@ -67,7 +74,7 @@ describe('the Redis link', () => {
     expect(lines.map((line) => line.event)).toEqual(['redis_unavailable']);
   });
 
-  it('probes an outage with PING in the background and logs one info when Redis is back', async () => {
+  it('probes an outage with PING in the background and logs one info once Redis has answered for recoveredAfterMs', async () => {
     const redis = scriptedRedis();
     const { link, lines } = linkOver(redis);
     redis.set('down');
@@ -76,13 +83,40 @@ describe('the Redis link', () => {
     expect(redis.sent.filter((args) => args[0] === 'PING')).toHaveLength(3);
     redis.set('up');
     await vi.advanceTimersByTimeAsync(1000);
-    expect(link.healthy()).toBe(true);
+    // Commands go to Redis again at once; the outage is over when it has answered for 5 s.
     await expect(link.send(['GET', 'a'])).resolves.toBe('OK');
+    expect(link.healthy()).toBe(false);
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(link.healthy()).toBe(true);
     // Probing stops once Redis is back.
     const pings = redis.sent.filter((args) => args[0] === 'PING').length;
     await vi.advanceTimersByTimeAsync(5000);
     expect(redis.sent.filter((args) => args[0] === 'PING')).toHaveLength(pings);
     expect(lines.map((line) => `${line.level} ${line.event}`)).toEqual(['warn redis_unavailable', 'info redis_available']);
+  });
+
+  it('counts a Redis that answers PING but refuses writes (full, noeviction) as one outage, not one a second', async () => {
+    const redis = scriptedRedis();
+    const { link, lines } = linkOver(redis);
+    redis.set('full');
+    // A write and a read every 100 ms for a minute: each probe finds Redis answering, each next write fails.
+    for (let tick = 0; tick < 600; tick += 1) {
+      await link.send(['SET', 'k', 'v']).catch(() => undefined);
+      await link.send(['GET', 'k']).catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(redis.sent.filter((args) => args[0] === 'SET').length).toBeGreaterThan(30);
+    expect(link.healthy()).toBe(false);
+    expect(lines).toEqual([expect.objectContaining({ level: 'warn', event: 'redis_unavailable', reason: 'OOM' })]);
+    redis.set('up');
+    for (let tick = 0; tick < 100; tick += 1) {
+      await link.send(['SET', 'k', 'v']).catch(() => undefined);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(link.healthy()).toBe(true);
+    expect(lines.map((line) => `${line.level} ${line.event}`)).toEqual(['warn redis_unavailable', 'info redis_available']);
+    expect(lines[1]).toMatchObject({ outageSeconds: expect.any(Number), failedCommands: expect.any(Number) });
+    expect(lines[1]!.outageSeconds).toBeGreaterThanOrEqual(60);
   });
 
   it('sends one probe at a time, however slow Redis is', async () => {

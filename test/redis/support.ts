@@ -26,12 +26,12 @@ export function redisServerAvailable(): boolean {
 
 
 /** A throwaway redis-server on a loopback port: no persistence, stopped and started at will. */
-export async function startRedisServer() {
+export async function startRedisServer(extraArgs: readonly string[] = []) {
   const port = await freePort();
   let child: ChildProcess | undefined;
 
   async function start(): Promise<void> {
-    const started = spawn(REDIS_SERVER ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    const started = spawn(REDIS_SERVER ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = started;
@@ -113,7 +113,7 @@ export const REDIS_TIMEOUT_MS = 100;
 export const PATIENT_TIMEOUT_MS = 2000;
 
 /** One app instance, as the Node entry builds it with REDIS_URL set, over the fake upstream. */
-export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { timeoutMs?: number; now?: () => number } = {}) {
+export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { timeoutMs?: number; recoveredAfterMs?: number; now?: () => number } = {}) {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>), redact: [REDIS_TEST_KEY] });
   const config = testConfig({ NEWSLETTER_API_KEY: REDIS_TEST_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl, REDIS_URL: redisUrl });
@@ -127,6 +127,7 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     log,
     connectWaitMs: 1000,
     probeIntervalMs: 50,
+    recoveredAfterMs: options.recoveredAfterMs ?? 300,
   });
   const upstream = createUpstreamClient({
     baseUrl: fake.baseUrl,
