@@ -402,11 +402,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     },
 
     async refreshFromUpstream(waitUntil) {
-      // Joins a load under way; a failure leaves the copies as they were (stale-if-error).
-      await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
-      await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
-      const { index } = await archiveIndex(waitUntil);
-      return { issues: index.all.length };
+      // Joins a load under way; a failure leaves the copies as they were (stale-if-error), and
+      // a copy handed back stale says the refresh failed.
+      const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
+      const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
+      if (archive.state === 'STALE' || categories.state === 'STALE') throw new Error('the upstream refresh failed; the copies stay as they were');
+      if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
+      return { issues: archive.value.index.all.length };
     },
 
     async categories(waitUntil, client) {
