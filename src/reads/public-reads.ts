@@ -191,14 +191,16 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         keep: contents.keep,
         validators: prior.sync.head,
       });
-      if (head.unchanged) return { kind: 'archive' as const, index: prior, fetchedAt: time };
+      // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
+      if (head.unchanged) return { kind: 'archive' as const, index: prior, fetchedAt: now() };
       if (head.reachedKnown && head.newestSentFirst && head.dropped.count === 0) {
         const replaced = new Set(head.issues.map((row) => row.source.id));
         const kept = [...head.issues, ...indexedRows(prior).filter((row) => !replaced.has(row.source.id))];
         const ids = new Set(prior.sync.ids);
         for (const id of replaced) ids.add(id);
-        await contents.seed(time);
-        return indexValue(kept, time, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators });
+        const answeredAt = now();
+        await contents.seed(answeredAt);
+        return indexValue(kept, answeredAt, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators });
       }
     }
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
@@ -206,13 +208,15 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const read = await upstream.readPublicArchive(options.archiveMaxIssues, { keep: contents.keep, expectedRows: prior?.sync.ids.size });
       const clean = read.dropped.count === 0 && read.findings.length === 0;
       const ids = new Set(read.issues.map((row) => row.source.id));
-      await contents.seed(time);
+      const answeredAt = now();
+      await contents.seed(answeredAt);
       const sync = { newestSentFirst: clean && read.newestSentFirst, fullReadAt: time, ids };
-      return indexValue(read.issues, time, clean && read.issues.length < options.archiveMaxIssues, sync);
+      return indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync);
     }
     const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.keep);
-    await contents.seed(time);
-    return indexValue(rows, time, rows.length < options.archiveMaxIssues, { newestSentFirst: false, fullReadAt: time, ids: new Set() });
+    const answeredAt = now();
+    await contents.seed(answeredAt);
+    return indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { newestSentFirst: false, fullReadAt: time, ids: new Set() });
   }
 
   /** What the index keeps of one listed row: a summary when it is public, and where it came from. */
@@ -398,11 +402,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     },
 
     async refreshFromUpstream(waitUntil) {
-      // Joins a load under way; a failure leaves the copies as they were (stale-if-error).
-      await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
-      await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
-      const { index } = await archiveIndex(waitUntil);
-      return { issues: index.all.length };
+      // Joins a load under way; a failure leaves the copies as they were (stale-if-error), and
+      // a copy handed back stale says the refresh failed.
+      const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
+      const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
+      if (archive.state === 'STALE' || categories.state === 'STALE') throw new Error('the upstream refresh failed; the copies stay as they were');
+      if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
+      return { issues: archive.value.index.all.length };
     },
 
     async categories(waitUntil, client) {

@@ -34,6 +34,8 @@ export interface ListedPage {
   notModified?: boolean;
   /** The page's validators, when the upstream sent any. */
   validators?: Validators | undefined;
+  /** The body's size in bytes, when known: how many such pages may be read at once. */
+  bytes?: number | undefined;
 }
 
 export type ListPage = (position: PagePosition) => Promise<ListedPage>;
@@ -83,6 +85,11 @@ const SMALLEST_PAGE_FRACTION = 4;
  * polite client (each page may be up to the body cap).
  */
 export const CONCURRENT_PAGES = 4;
+/**
+ * Bytes of pages in flight at once, at most (judged by the last page's size): four pages near
+ * the 16 MiB body cap would hold ~64 MiB of text, plus what parsing them makes, at the same time.
+ */
+export const CONCURRENT_PAGE_BYTES = 24 * 1024 * 1024;
 
 /** The next smaller page size: the current one divided by its smallest factor, so offsets and page numbers stay aligned. */
 export function smallerPageSize(limit: number): number | undefined {
@@ -158,6 +165,7 @@ export async function readWholeArchive<K = UpstreamIssue>(
   /** Full pages of only new rows in a row at this size: two prove paging works. */
   let cleanPages = 0;
   let calls = 0;
+  let lastPageBytes = 0;
   /** Pages over the cap in a row, and the declared length of the last one. */
   let shrinks = 0;
   let lastDeclared = Number.POSITIVE_INFINITY;
@@ -197,10 +205,11 @@ export async function readWholeArchive<K = UpstreamIssue>(
   /** How many pages may be asked at once from here. */
   function windowSize(): number {
     if (cleanPages < 2) return 1;
+    const most = Math.max(1, Math.min(CONCURRENT_PAGES, Math.floor(CONCURRENT_PAGE_BYTES / Math.max(1, lastPageBytes))));
     const expected = options?.expectedRows;
     // Without a count from an earlier read, the window grows as pages keep coming full.
-    if (expected === undefined) return Math.min(CONCURRENT_PAGES, 2 ** (cleanPages - 1));
-    return Math.min(CONCURRENT_PAGES, Math.max(1, Math.ceil((expected - offset) / limit) + 1));
+    if (expected === undefined) return Math.min(most, 2 ** (cleanPages - 1));
+    return Math.min(most, Math.max(1, Math.ceil((expected - offset) / limit) + 1));
   }
 
   // Bounded: every turn makes at least one call, and `calls` stops at maxPages.
@@ -234,6 +243,7 @@ export async function readWholeArchive<K = UpstreamIssue>(
       }
       shrinks = 0;
       lastDeclared = Number.POSITIVE_INFINITY;
+      lastPageBytes = listed.bytes ?? 0;
       const { received, added, identified } = take(listed, limit);
       if (received === 0 || added === 0) {
         repeated = pageRows.length > 1 && identified > 0 && added === 0;

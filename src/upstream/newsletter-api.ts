@@ -135,6 +135,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       [paging.pagingParam]: String(paging.style === 'page' ? Math.floor(query.offset / query.limit) + 1 : query.offset),
     });
     let validators: Validators | undefined;
+    let bytes: number | undefined;
     const answer = await request('list_issues', {
       method: 'GET',
       url,
@@ -142,11 +143,12 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       conditional,
       notModified: () => NOT_MODIFIED_PAGE,
       onValidators: (given) => (validators = given),
+      onBytes: (given) => (bytes = given),
     });
     if (answer === NOT_MODIFIED_PAGE) return { rows: [], droppedIds: [], notModified: true, validators: conditional };
     const listed = readRows(answer.data, UpstreamIssueSchema);
     for (const row of listed.rows) notices.issueStatus(row.status);
-    return { ...listed, validators };
+    return { ...listed, validators, bytes };
   }
 
   const listPage = ({ limit, offset, page, conditional }: PagePosition) =>

@@ -273,7 +273,16 @@ export function createTransport(options: TransportOptions): Transport {
     }
     if (!response.body) return '';
     const reader = response.body.getReader();
-    const chunks: Uint8Array[] = [];
+    // Decoded as it arrives: a large body is held once, as text, never also as bytes.
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    const decode = (bytes: Uint8Array | undefined, stream: boolean): string => {
+      try {
+        return decoder.decode(bytes, { stream });
+      } catch (error) {
+        throw new UpstreamError('bad_response', `upstream ${status} body is not valid UTF-8`, { status, cause: error });
+      }
+    };
+    const parts: string[] = [];
     let total = 0;
     try {
       // Bounded: every turn adds a chunk to `total`, and passing the cap ends the loop.
@@ -285,24 +294,15 @@ export function createTransport(options: TransportOptions): Transport {
           await reader.cancel().catch(() => undefined);
           throw tooLarge();
         }
-        chunks.push(value);
+        parts.push(decode(value, true));
       }
+      parts.push(decode(undefined, false));
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
       throw transportError(error);
     }
     onBytes?.(total);
-    const bytes = new Uint8Array(total);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
-    try {
-      return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    } catch (error) {
-      throw new UpstreamError('bad_response', `upstream ${status} body is not valid UTF-8`, { status, cause: error });
-    }
+    return parts.join('');
   }
 
   function transportError(error: unknown): UpstreamError {

@@ -53,7 +53,7 @@ function archiveSite(options: { archive?: ArchiveOptions; variant?: UpstreamVari
     for (let turn = 0; turn < 500; turn += 1) {
       const response = await app.request('/api/issues?limit=1');
       if (response.headers.get('x-cache') !== 'STALE') return;
-      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 0));
     }
     throw new Error('the archive refresh did not land');
   };

@@ -82,6 +82,18 @@ describe('the Cron Trigger refresh (scheduled)', () => {
     expect(stale.headers.get('x-cache')).toBe('STALE');
   });
 
+  it('says a run failed when the isolate that runs it holds the copies it could not refresh', async () => {
+    const { clock, state, lines, isolate, run } = setup();
+    const cron = isolate();
+    await run(cron);
+    state.down = true;
+    clock.advance(120_000);
+    await run(cron);
+    const entries = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(entries.filter((entry) => entry.event === 'scheduled_refresh')).toHaveLength(1);
+    expect(entries.filter((entry) => entry.event === 'scheduled_refresh_failed')).toHaveLength(1);
+  });
+
   it('does nothing but the configuration lines when the Worker is misconfigured', async () => {
     const { upstream, lines, env } = setup();
     const worker = createWorker({ fetch: upstream.fetch, write: (line) => lines.push(line), sharedCache: null });
