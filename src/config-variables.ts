@@ -104,13 +104,14 @@ export const UPSTREAM_PAGING_VARIABLES = {
   UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
 };
 
+/** `true` or `false` (a Worker binding may hold a boolean). */
 function booleanVariable(fallback: boolean) {
   return preprocess(
     (value) => {
       const given = blankToUndefined(value);
-      return typeof given === 'string' ? given.trim().toLowerCase() : given;
+      return typeof given === 'boolean' ? String(given) : typeof given === 'string' ? given.trim().toLowerCase() : given;
     },
-    z._default(z.pipe(z.union([z.boolean(), z.enum(['true', 'false', '1', '0'], { error: 'must be true or false' })]), z.transform((value) => value === true || value === 'true' || value === '1')), fallback),
+    z._default(z.pipe(z.enum(['true', 'false'], { error: 'must be true or false' }), z.transform((value) => value === 'true')), fallback),
   );
 }
 
