@@ -55,7 +55,8 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       sharedCache: redis.sharedCache,
       holdOff: redis.holdOff,
     }),
-    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileSiteKey) : undefined,
+    // With TURNSTILE_MODE=surge the form shows no widget until the service asks (CAPTCHA_REQUIRED carries the key).
+    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
     ...(isDisposableDomain && { isDisposableDomain }),

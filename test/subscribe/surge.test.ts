@@ -172,7 +172,7 @@ describe('subscribe surges with Turnstile', () => {
     const response = await postForm(app, { email: 'nojs@form.example', optInAttestation: 'on' }, { Accept: BROWSER_ACCEPT });
     const location = expectRedirect(response);
     expect(location.searchParams.get('subscribe_error')).toBe('CAPTCHA_REQUIRED');
-    expect(location.hash).toBe('#subscribe-error');
+    expect(location.hash).toBe('#subscribe-challenge');
     expect(calls).toHaveLength(THRESHOLD);
   });
 
