@@ -19,7 +19,7 @@ const num = (name, fallback) => {
   return parsed;
 };
 
-export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale'];
+export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale', 'bombing'];
 export const settings = {
   durationSec: num('BENCH_DURATION', 3),
   pairs: Math.max(1, Math.round(num('BENCH_PAIRS', 3))),
@@ -38,6 +38,10 @@ export const settings = {
   scanLatencyMs: num('BENCH_SCAN_LATENCY_MS', 0),
   scanMaxSeconds: num('BENCH_SCAN_MAX_SECONDS', 150),
   staleLatencyMs: num('BENCH_STALE_LATENCY_MS', 1000),
+  bombingAddresses: Math.max(1, Math.round(num('BENCH_BOMBING_ADDRESSES', 1000))),
+  bombingIps: Math.max(1, Math.min(65_536, Math.round(num('BENCH_BOMBING_IPS', 250)))),
+  bombingSeconds: num('BENCH_BOMBING_SECONDS', 30),
+  bombingHoldSeconds: Math.max(10, Math.round(num('BENCH_BOMBING_HOLD_SECONDS', 20))),
   serverStdout: ['null', 'count'].includes(env.BENCH_SERVER_STDOUT) ? env.BENCH_SERVER_STDOUT : 'file',
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
   entry: env.BENCH_ENTRY || 'dist/cli.js',
