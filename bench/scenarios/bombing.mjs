@@ -112,9 +112,9 @@ async function bomb(run, label, extraEnv, options) {
     }
     await Promise.all(pending);
     const forwarded = sim.callsFor(SUBSCRIBERS) - before;
-    // The surge ends once the rate has stayed below the threshold for the hold: the sliding minute
-    // first has to forget the flood. Bounded wait.
-    const deadline = performance.now() + (60 + holdSeconds + 30) * 1000;
+    // The surge ends once the rate has stayed below the threshold for the hold: the estimated
+    // sliding minute forgets the flood within two fixed minutes of its end. Bounded wait.
+    const deadline = performance.now() + (120 + holdSeconds + 30) * 1000;
     while (!surgeLines.some((line) => line.event === 'subscribe_surge_ended') && performance.now() < deadline) await sleep(500);
     const started = surgeLines.find((line) => line.event === 'subscribe_surge_started');
     const ended = surgeLines.find((line) => line.event === 'subscribe_surge_ended');
@@ -126,7 +126,10 @@ async function bomb(run, label, extraEnv, options) {
       seconds,
       thresholdPerMinute,
       holdSeconds,
+      withToken,
       forwardedUpstream: forwarded,
+      // Every address is new: each upstream call is a bot's unless it was the visitor's.
+      botAddressesForwarded: forwarded - visitor.succeeded,
       answers,
       surgeStartedAtSec: started?.atSec,
       surgeStart: started && { ratePerMinute: started.ratePerMinute, distinctIps: started.distinctIps, distinctDomains: started.distinctDomains, distinctAddresses: started.distinctAddresses },
