@@ -31,8 +31,8 @@ export default defineProject({
   test: {
     name: 'workerd',
     include: [...RUNTIME_NEUTRAL_SUITES, 'test/workers/**/*.test.ts'],
-    // Its fake siteverify is a loopback HTTP server, which needs Node.
-    exclude: ['test/subscribe/challenge.test.ts'],
+    // Their fake siteverify and alert receiver are loopback HTTP servers, which need Node (and prom-client).
+    exclude: ['test/subscribe/challenge.test.ts', 'test/subscribe/surge-alerts.test.ts'],
     // A hang guard, not a speed test: the CPU-bound suites (100,000 cache reads) took up to 44 s
     // on a loaded 2-core machine while the node project ran beside them.
     testTimeout: 60_000,
