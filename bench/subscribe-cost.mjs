@@ -7,12 +7,12 @@
 //   and turned off (0): what counting adds;
 //   BENCH_BEFORE_DIST=<dir>: the same request on another build's dist/ (e.g. the commit before), as
 //   a before/after.
-// µs of this process's CPU per request, median of ROUNDS rounds of N requests. Bounded.
+// µs of this process's CPU per request, median of BENCH_ROUNDS (7) rounds of N requests. Bounded.
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { median, table } from './lib/stats.mjs';
 
-const ROUNDS = 7;
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 7));
 const N = 2_000;
 
 async function createVariant(label, distDir, env) {
