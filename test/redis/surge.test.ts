@@ -39,4 +39,21 @@ describe.runIf(redisServerAvailable())('a subscribe surge seen by two instances 
     expect(b.events('subscribe_surge_started')).toEqual([expect.objectContaining({ ratePerMinute: THRESHOLD + 1, thresholdPerMinute: THRESHOLD })]);
     expect(a.events('subscribe_surge_started')).toEqual([expect.objectContaining({ ratePerMinute: THRESHOLD + 2 })]);
   });
+
+  it('counts in each instance’s memory while Redis is down, so a flood on one instance still starts a surge there', async () => {
+    const fake = startUpstream();
+    const [a, b] = await startTwo(fake);
+    await server.stop();
+    try {
+      const statuses: number[] = [];
+      for (let n = 0; n <= THRESHOLD; n += 1) statuses.push((await a.subscribe(`outage${n}@example.com`, `198.51.100.${n}`)).status);
+      expect(statuses).toEqual([...Array(THRESHOLD).fill(200), 503]);
+      // B counted none of them: without Redis each instance sees only its own attempts.
+      expect((await b.subscribe('elsewhere@example.com', '198.51.100.200')).status).toBe(200);
+      expect(a.events('subscribe_surge_started')).toHaveLength(1);
+      expect(b.events('subscribe_surge_started')).toHaveLength(0);
+    } finally {
+      await server.start();
+    }
+  });
 });
