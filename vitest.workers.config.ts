@@ -31,8 +31,8 @@ export default defineProject({
   test: {
     name: 'workerd',
     include: [...RUNTIME_NEUTRAL_SUITES, 'test/workers/**/*.test.ts'],
-    // Its fake siteverify is a loopback HTTP server, which needs Node.
-    exclude: ['test/subscribe/challenge.test.ts'],
+    // Their fake siteverify and alert receiver are loopback HTTP servers, which need Node (and prom-client).
+    exclude: ['test/subscribe/challenge.test.ts', 'test/subscribe/surge-alerts.test.ts'],
     // One workerd for the project's files instead of one per file. Per file, the pool closed its
     // WebSocket to the runner and disposed workerd at once; workerd, which the pool runs with
     // --verbose, logged each dropped socket ("web-socket.c++: disconnected: WebSocket peer

@@ -5,6 +5,12 @@ const fmtRatio = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '-');
 
 export function evaluateTargets(results) {
   const targets = [];
+  for (const r of results.bombing?.runs ?? []) {
+    targets.push({ target: `bombing (${r.label}): ≤ 30 bot addresses forwarded at 20/min`, value: String(r.botAddressesForwarded), met: r.botAddressesForwarded <= 30 });
+    if (r.withToken) {
+      targets.push({ target: `bombing (${r.label}): a visitor with a valid token always passes`, value: `${r.visitor.succeeded}/${r.visitor.attempts}`, met: r.visitor.succeeded === r.visitor.attempts });
+    }
+  }
   for (const c of results.cached ?? []) {
     targets.push({ target: `${c.scenario}: ≥ 0.9× baseline`, value: `${c.medianRatio.toFixed(2)}×`, met: c.medianRatio >= 0.9 });
     targets.push({
@@ -136,7 +142,7 @@ export function report(results) {
     say(`POST /api/subscribe — ${r.connections} connections, simulated upstream ${r.simulatedLatencyMs} ms; ${r.emails}`);
     say(
       table(
-        ['scenario', 'req/s', 'p50', 'p99', 'err/non-2xx', 'upstream calls', 'p50 − latency', 'p50 − direct p50', 'p99 − direct p99'],
+        ['scenario', 'req/s', 'p50', 'p99', 'err/non-2xx', 'upstream calls', 'p50 − latency', 'p50 − direct p50', 'p99 − direct p99', 'CPU/req'],
         [
           [
             'POST /api/subscribe',
@@ -148,10 +154,32 @@ export function report(results) {
             `${fmtMs(r.overheadP50Ms)} ms`,
             `${fmtMs(r.overheadOverDirectP50Ms)} ms`,
             `${fmtMs(r.overheadOverDirectP99Ms)} ms`,
+            `${fmtMs(r.serverCpuUsPerRequest, 0)} µs`,
           ],
-          ['(direct to the simulator)', fmtInt(r.directUpstream.rps), fmtMs(r.directUpstream.p50Ms), fmtMs(r.directUpstream.p99Ms), '', '', '', '', ''],
+          ['(direct to the simulator)', fmtInt(r.directUpstream.rps), fmtMs(r.directUpstream.p50Ms), fmtMs(r.directUpstream.p99Ms), '', '', '', '', '', ''],
         ],
-        [false, true, true, true, true, true, true, true, true],
+        [false, true, true, true, true, true, true, true, true, true],
+      ),
+    );
+  }
+
+  if (results.bombing) {
+    say('');
+    say('Subscription bombing (docs/subscribe.md "Surges"): distinct addresses from rotating IPs, a real visitor every 2 s');
+    say(
+      table(
+        ['run', 'posted', 'forwarded upstream: bots + visitor', 'bots\' answers (status code: count)', 'surge started', 'surge ended', 'visitor ok', 'visitor p50 / max'],
+        results.bombing.runs.map((r) => [
+          r.label,
+          `${fmtInt(r.bots)} from ${fmtInt(r.ips)} IPs in ${r.seconds} s`,
+          `${fmtInt(r.botAddressesForwarded)} + ${fmtInt(r.visitor.succeeded)} (threshold ${r.thresholdPerMinute}/min)`,
+          Object.entries(r.answers).map(([key, count]) => `${key}: ${count}`).join(', '),
+          r.surgeStartedAtSec === undefined ? 'never' : `${r.surgeStartedAtSec.toFixed(1)} s (${r.surgeStart.ratePerMinute}/min, ${r.surgeStart.distinctIps} IPs, ${r.surgeStart.distinctDomains} domains)`,
+          r.surgeEndedAtSec === undefined ? 'not yet' : `${r.surgeEndedAtSec.toFixed(1)} s (hold ${r.holdSeconds} s; ${r.surgeEnd.challenged} challenged, ${r.surgeEnd.paused} paused)`,
+          `${r.visitor.succeeded}/${r.visitor.attempts}${r.visitor.challenged ? ` (${r.visitor.challenged} challenged)` : ''}`,
+          `${fmtMs(r.visitor.p50Ms, 1)} / ${fmtMs(r.visitor.maxMs, 1)} ms`,
+        ]),
+        [false, false, true, false, false, false, true, true],
       ),
     );
   }

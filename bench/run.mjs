@@ -11,14 +11,17 @@
 //   BENCH_DURATION [3]  seconds per measured run    BENCH_PAIRS [3]        baseline/same-headers/ours rounds per scenario
 //   BENCH_CONNECTIONS [50]                          BENCH_WARMUP [1]       warm-up seconds (first pair only)
 //   BENCH_UPSTREAM_LATENCY_MS [50]                  BENCH_TOOL [wrk when installed, else autocannon] (cached scenarios)
-//   BENCH_SCENARIOS [all] comma list of: issues,deep,slug,categories,304,subscribe,stampede,scan,stale,archive-scale
+//   BENCH_SCENARIOS [all] comma list of: issues,deep,slug,categories,304,subscribe,stampede,scan,stale,archive-scale,bombing
 //                   (or name them after `npm run bench --`, e.g. `npm run bench -- archive-scale`)
 //   BENCH_ARCHIVE_ISSUES [1000]  BENCH_ARCHIVE_HTML_KIB [90]  BENCH_ARCHIVE_JSON_KIB [60] (contentHtml and
 //   contentJson per row)  BENCH_ARCHIVE_LATENCY_MS [100]  BENCH_ARCHIVE_RESYNC_SECONDS [60]: the archive-scale scenario
+//                   (`npm run bench:bombing` runs the bombing alone)
 //   BENCH_SUBSCRIBE_CONNECTIONS [10]                BENCH_STAMPEDE_REQUESTS [1000]
 //   BENCH_STAMPEDE_LATENCY_MS [500]                 BENCH_SCAN_SLUGS [100000]   BENCH_SCAN_CONNECTIONS [50]
 //   BENCH_SCAN_LATENCY_MS [0]                       BENCH_SCAN_MAX_SECONDS [150] the scan stops there if not done
 //   BENCH_STALE_LATENCY_MS [1000]
+//   BENCH_BOMBING_ADDRESSES [1000]  BENCH_BOMBING_IPS [250]  BENCH_BOMBING_SECONDS [30]
+//   BENCH_BOMBING_HOLD_SECONDS [20] SUBSCRIBE_SURGE_SECONDS of the bombing runs (short, so the end is seen)
 //   BENCH_SERVER_STDOUT [file], count or null: where the BFF's stdout (its access log) goes. file: a
 //                       temporary file, counted after the run and removed, so the BFF pays for every
 //                       line as it would with a file or journald while this process, which shares the
@@ -52,6 +55,7 @@ import { runSlugScan } from './scenarios/scan.mjs';
 import { runStaleServe } from './scenarios/stale.mjs';
 import { runStampede } from './scenarios/stampede.mjs';
 import { runSubscribe } from './scenarios/subscribe.mjs';
+import { runBombing } from './scenarios/bombing.mjs';
 import { startUpstreamSim } from '../dist/fake-upstream/bench-upstream.js';
 
 async function main() {
@@ -116,6 +120,7 @@ async function main() {
     }
     if (wants('stale')) results.stale = await runStaleServe(run);
     if (wants('archive-scale')) results.archiveScale = await runArchiveScale();
+    if (wants('bombing')) results.bombing = await runBombing(run);
   } finally {
     agent.destroy();
     for (const server of servers.splice(0)) await stopChild(server.child);

@@ -21,6 +21,8 @@ import { createArchiveQueries } from './routes/archive-query.js';
 import { createIssuesRoutes } from './routes/issues.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
 import { createTurnstileChallenge, type TurnstileChallengeOptions } from './subscribe/challenge.js';
+import { createAlertWebhook } from './subscribe/alert-webhook.js';
+import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from './subscribe/surge.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
 import { logReadFailure, readErrorFromUpstream } from './upstream-failures.js';
@@ -45,6 +47,12 @@ export interface AppDeps {
   turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'>;
   /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
   repeatGuard?: RepeatGuard;
+  /** Subscribe attempts counted for every instance (Redis); this process's memory by default. */
+  surgeCounter?: SurgeCounter;
+  /** SUBSCRIBE_BLOCK_DISPOSABLE's list, loaded by the entry (src/subscribe/disposable-domains.ts). */
+  isDisposableDomain?: (domain: string) => boolean;
+  /** Test seam of the ALERT_WEBHOOK_URL sender: its fetch and timeout. */
+  alertWebhook?: { fetch?: typeof globalThis.fetch; timeoutMs?: number };
   /** Told of requests, cache reads and subscribe outcomes (Prometheus on Node; nothing by default). */
   metrics?: Metrics;
 }
@@ -128,6 +136,20 @@ export function createApp(deps: AppDeps) {
   });
   const logAccess = createAccessLog(log, metrics, Object.keys(PUBLIC_PATHS));
 
+  const surge =
+    config.subscribeSurgePerMinute === 0
+      ? undefined
+      : createSurgeWatch({
+          perMinute: config.subscribeSurgePerMinute,
+          holdSeconds: config.subscribeSurgeSeconds,
+          response: config.turnstileSecretKey ? 'challenge' : 'pause',
+          counter: deps.surgeCounter ?? createMemorySurgeCounter(),
+          now,
+          log,
+          metrics,
+          alert: config.alertWebhookUrl ? createAlertWebhook({ url: config.alertWebhookUrl, log, ...deps.alertWebhook }) : undefined,
+        });
+
   // Feeds are a representation of the archive route, on only when issues have a page to link to.
   const feeds =
     config.siteIssueUrl === undefined
@@ -151,8 +173,16 @@ export function createApp(deps: AppDeps) {
         now,
         log,
         challenge: config.turnstileSecretKey
-          ? createTurnstileChallenge({ secretKey: config.turnstileSecretKey, verifyUrl: config.turnstileVerifyUrl, clientIp, ...deps.turnstile })
+          ? createTurnstileChallenge({
+              secretKey: config.turnstileSecretKey,
+              siteKey: config.turnstileSiteKey,
+              verifyUrl: config.turnstileVerifyUrl,
+              clientIp,
+              ...deps.turnstile,
+            })
           : undefined,
+        surge,
+        isDisposableDomain: deps.isDisposableDomain,
         metrics,
       }),
     );
@@ -201,6 +231,8 @@ export function createApp(deps: AppDeps) {
     logAccess,
     /** The Workers Cron Trigger's refresh (worker-handler.ts `scheduled`). */
     refreshFromUpstream: reads.refreshFromUpstream,
+    /** Surge detection, for the Node entry's timer that ends a surge when the flood stops. */
+    surge,
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { parseIp } from './ip-address.js';
+import { parseIp, type AddressList } from './ip-address.js';
 
 /**
  * The client IP behind `hops` trusted proxies. Each proxy appends the address it saw, so the
@@ -31,11 +31,46 @@ export function clientIpFromForwardedFor(
 }
 
 /**
- * The Node entry's `clientIp` (TRUST_PROXY_HOPS): `X-Forwarded-For` read behind the trusted
- * hops, over the socket peer's address. `socketAddress` is `getConnInfo(c).remote.address` in
- * node.ts, passed in so this stays free of Node's server and testable without sockets.
+ * The client IP behind proxies known by address (TRUSTED_PROXIES), as Express's `trust proxy`
+ * takes a list: `X-Forwarded-For` is read only when the socket peer is one of them, so a client
+ * that reaches this port directly is counted by its own address whatever it writes. From the
+ * right, each trusted entry is another proxy; the first untrusted one is the client. An entry
+ * that is not an address ends the walk at the last proxy that wrote a real one.
  */
-export function createNodeClientIp(trustProxyHops: number, socketAddress: (c: Context) => string | undefined) {
+export function clientIpBehindTrustedProxies(
+  forwardedFor: string | undefined,
+  socketAddress: string | undefined,
+  trusted: AddressList,
+): string | undefined {
+  const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
+  if (socket === undefined || !forwardedFor || !trusted.includes(socket)) return socket;
+  const entries = forwardedFor.split(',');
+  let client = socket;
+  for (let index = entries.length - 1; index >= 0; index -= 1) {
+    const ip = parseIp(entries[index]!);
+    if (ip === undefined) return client;
+    client = ip;
+    if (!trusted.includes(ip)) return ip;
+  }
+  return client;
+}
+
+/**
+ * The Node entry's `clientIp`: `X-Forwarded-For` read behind the proxies of TRUSTED_PROXIES when
+ * it is set, else behind TRUST_PROXY_HOPS hops, over the socket peer's address. `socketAddress`
+ * is `getConnInfo(c).remote.address` in node.ts, passed in so this stays free of Node's server
+ * and testable without sockets.
+ */
+export function createNodeClientIp(
+  trustProxyHops: number,
+  socketAddress: (c: Context) => string | undefined,
+  trustedProxies?: AddressList,
+) {
+  if (trustedProxies) {
+    return function clientIpByTrustedProxy(c: Context): string | undefined {
+      return clientIpBehindTrustedProxies(c.req.header('x-forwarded-for'), socketAddress(c), trustedProxies);
+    };
+  }
   return function nodeClientIp(c: Context): string | undefined {
     return clientIpFromForwardedFor(c.req.header('x-forwarded-for'), socketAddress(c), trustProxyHops);
   };

@@ -1,7 +1,8 @@
 import * as z from './zod.js';
 import { parseHttpUrl } from './origins.js';
 import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS } from './upstream/assumptions.js';
-import { blankToUndefined, preprocess, wholeNumber } from './validation.js';
+import { parseAddressList } from './ip-address.js';
+import { addIssue, blankToUndefined, preprocess, wholeNumber } from './validation.js';
 
 /** The variable rules config.ts shares with its blocks of variables. */
 
@@ -104,4 +105,42 @@ export const UPSTREAM_PAGING_VARIABLES = {
   ),
   UPSTREAM_LIST_PAGING_PARAM: preprocess(blankToUndefined, z.optional(queryParameterName(''))),
   UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
+};
+
+/** `true` or `false` (a Worker binding may hold a boolean). */
+function booleanVariable(fallback: boolean) {
+  return preprocess(
+    (value) => {
+      const given = blankToUndefined(value);
+      return typeof given === 'boolean' ? String(given) : typeof given === 'string' ? given.trim().toLowerCase() : given;
+    },
+    z._default(z.pipe(z.enum(['true', 'false'], { error: 'must be true or false' }), z.transform((value) => value === 'true')), fallback),
+  );
+}
+
+/** Subscription bombing: the surge threshold and hold, the challenge's mode, throwaway domains, the owner's alert, trusted proxies (docs/subscribe.md). */
+export const SUBSCRIBE_ABUSE_VARIABLES = {
+  // 0 turns surge detection off; docs/subscribe.md says why 30 is the default.
+  SUBSCRIBE_SURGE_PER_MINUTE: wholeNumberVariable(0, 100_000, 30),
+  SUBSCRIBE_SURGE_SECONDS: wholeNumberVariable(10, 86_400, 600),
+  TURNSTILE_MODE: preprocess(blankToUndefined, z._default(z.enum(['always', 'surge'], { error: 'must be always or surge' }), 'always')),
+  SUBSCRIBE_BLOCK_DISPOSABLE: booleanVariable(false),
+  // Never echoed: a chat webhook's URL is its credential.
+  ALERT_WEBHOOK_URL: preprocess(
+    blankToUndefined,
+    z.optional(z.string({ error: HTTPS_ONLY }).check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY }))),
+  ),
+  TRUSTED_PROXIES: preprocess(
+    blankToUndefined,
+    z.optional(
+      z.pipe(
+        z.string({ error: 'must be a comma-separated list of addresses or CIDR networks' }),
+        z.transform((value: string, ctx) => {
+          const { list, invalid } = parseAddressList(value);
+          if (invalid.length > 0) addIssue(ctx, `has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
+          return list;
+        }),
+      ),
+    ),
+  ),
 };

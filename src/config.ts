@@ -6,12 +6,14 @@ import { parseHttpUrl } from './origins.js';
 import {
   LISTENER_AND_CHALLENGE_VARIABLES,
   READ_BUDGET_AND_REDIS_VARIABLES,
+  SUBSCRIBE_ABUSE_VARIABLES,
   UPSTREAM_PAGING_VARIABLES,
   isHttpsOrLoopback,
   isListenHost,
   optionalText,
   wholeNumberVariable,
 } from './config-variables.js';
+import type { AddressList } from './ip-address.js';
 import { MIN_API_KEY_LENGTH, createRedactor } from './redact.js';
 import { addIssue, blankToUndefined, preprocess } from './validation.js';
 
@@ -47,6 +49,15 @@ export interface Config {
   turnstileSecretKey: string | undefined;
   turnstileSiteKey: string | undefined;
   turnstileVerifyUrl: string;
+  /** Surges of subscribe attempts (docs/subscribe.md): 0 per minute turns detection off. */
+  subscribeSurgePerMinute: number;
+  subscribeSurgeSeconds: number;
+  /** `always`: every subscribe needs a token; `surge`: only during a surge. */
+  turnstileMode: 'always' | 'surge';
+  subscribeBlockDisposable: boolean;
+  alertWebhookUrl: string | undefined;
+  /** Proxies whose X-Forwarded-For is read (TRUSTED_PROXIES); TRUST_PROXY_HOPS applies without it. */
+  trustedProxies: AddressList | undefined;
   /** Cold upstream reads per minute for all visitors, and for one client IP (docs/contract.md "Availability under abuse"). */
   readBudgetPerMinute: number;
   readBudgetPerClientPerMinute: number;
@@ -82,7 +93,7 @@ const MIB = 1024 * 1024;
 /** Where SITE_ISSUE_URL takes the issue's slug. */
 export const SLUG_PLACEHOLDER = '{slug}';
 const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
-const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY']);
+const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL']);
 
 const ConfigSchema = z.object({
   // Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
@@ -192,6 +203,7 @@ const ConfigSchema = z.object({
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
   ...LISTENER_AND_CHALLENGE_VARIABLES,
   ...READ_BUDGET_AND_REDIS_VARIABLES,
+  ...SUBSCRIBE_ABUSE_VARIABLES,
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
     z.optional(
@@ -270,6 +282,12 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (parsed && parsed.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(parsed)) {
     problems.set('UPSTREAM_LIST_PAGING_PARAM', 'UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
   }
+  if (parsed && parsed.TURNSTILE_MODE === 'surge' && !(parsed.TURNSTILE_SECRET_KEY && parsed.TURNSTILE_SITE_KEY)) {
+    problems.set('TURNSTILE_MODE', 'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)');
+  }
+  if (parsed && parsed.TRUSTED_PROXIES && parsed.TRUST_PROXY_HOPS > 0) {
+    problems.set('TRUSTED_PROXIES', 'TRUSTED_PROXIES and TRUST_PROXY_HOPS are two ways to say the same: set one of them');
+  }
   if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
   if (!result.success || problems.size > 0) {
     // A secret pasted into another variable is not echoed; a secret's own lines are our wording only.
@@ -306,6 +324,12 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       turnstileSecretKey: env.TURNSTILE_SECRET_KEY,
       turnstileSiteKey: env.TURNSTILE_SITE_KEY,
       turnstileVerifyUrl: env.TURNSTILE_VERIFY_URL,
+      subscribeSurgePerMinute: env.SUBSCRIBE_SURGE_PER_MINUTE,
+      subscribeSurgeSeconds: env.SUBSCRIBE_SURGE_SECONDS,
+      turnstileMode: env.TURNSTILE_MODE,
+      subscribeBlockDisposable: env.SUBSCRIBE_BLOCK_DISPOSABLE,
+      alertWebhookUrl: env.ALERT_WEBHOOK_URL,
+      trustedProxies: env.TRUSTED_PROXIES,
       readBudgetPerMinute: env.READ_BUDGET_PER_MINUTE,
       readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
       indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,

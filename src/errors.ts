@@ -8,6 +8,7 @@ export const ERROR_STATUS = {
   METHOD_NOT_ALLOWED: 405,
   FORBIDDEN_ORIGIN: 403,
   CAPTCHA_FAILED: 403,
+  CAPTCHA_REQUIRED: 403,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
@@ -19,10 +20,12 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 
-/** One entry of a VALIDATION_ERROR's `details`. */
+/** One entry of a VALIDATION_ERROR's (or CAPTCHA_REQUIRED's) `details`. */
 export interface ValidationIssue {
   path: string;
   message: string;
+  /** CAPTCHA_REQUIRED only: the Turnstile site key the form renders its widget with. */
+  siteKey?: string;
 }
 
 /** Our own wording for each code: clients never see upstream text. */
@@ -32,6 +35,7 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   METHOD_NOT_ALLOWED: 'Method not allowed.',
   FORBIDDEN_ORIGIN: 'This origin is not allowed.',
   CAPTCHA_FAILED: 'The anti-bot check did not pass. Complete it again, then resubmit.',
+  CAPTCHA_REQUIRED: 'Complete the anti-bot check, then resubmit.',
   PAYLOAD_TOO_LARGE: 'The request body is too large.',
   UNSUPPORTED_MEDIA_TYPE: 'Send application/json, application/x-www-form-urlencoded or multipart/form-data.',
   RATE_LIMITED: 'Too many requests. Try again later.',

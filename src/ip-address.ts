@@ -81,3 +81,63 @@ function parseIpv6Groups(value: string): number[] | undefined {
   const missing = 8 - head.length - tail.length;
   return missing >= 1 ? [...head, ...new Array<number>(missing).fill(0), ...tail] : undefined;
 }
+
+/** An address as 16-bit groups (2 for IPv4, 8 for IPv6), so one prefix test serves both families. */
+function groupsOf(canonical: string): number[] {
+  if (!canonical.includes(':')) {
+    const [a, b, c, d] = canonical.split('.').map(Number) as [number, number, number, number];
+    return [(a << 8) | b, (c << 8) | d];
+  }
+  return parseIpv6Groups(canonical)!;
+}
+
+function hasPrefix(address: readonly number[], network: readonly number[], bits: number): boolean {
+  if (address.length !== network.length) return false;
+  for (let index = 0; index < network.length && bits > 0; index += 1, bits -= 16) {
+    const mask = bits >= 16 ? 0xffff : (0xffff << (16 - bits)) & 0xffff;
+    if ((address[index]! & mask) !== (network[index]! & mask)) return false;
+  }
+  return true;
+}
+
+/** The names Express's `trust proxy` accepts, with the ranges they stand for. */
+const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = {
+  loopback: ['127.0.0.0/8', '::1/128'],
+  linklocal: ['169.254.0.0/16', 'fe80::/10'],
+  uniquelocal: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
+};
+
+/** A set of addresses and networks, tested against any spelling of an address. */
+export interface AddressList {
+  includes(ip: string): boolean;
+}
+
+/**
+ * Parses `TRUSTED_PROXIES`: addresses, CIDR networks (`10.0.0.0/8`, `fd00::/8`) and Express's
+ * names `loopback`, `linklocal` and `uniquelocal`, comma-separated. Returns the entries that are
+ * none of these in `invalid`, so configuration can name them.
+ */
+export function parseAddressList(text: string): { list: AddressList; invalid: string[] } {
+  const networks: { groups: number[]; bits: number }[] = [];
+  const invalid: string[] = [];
+  const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries.flatMap((entry) => NAMED_RANGES[entry.toLowerCase()] ?? [entry])) {
+    const [address = '', bitsText, ...rest] = entry.split('/');
+    const canonical = parseIp(address);
+    const width = canonical?.includes(':') ? 128 : 32;
+    const bits = bitsText === undefined ? width : /^\d{1,3}$/.test(bitsText) ? Number(bitsText) : Number.NaN;
+    if (canonical === undefined || rest.length > 0 || !(bits >= 0 && bits <= width)) invalid.push(entry);
+    else networks.push({ groups: groupsOf(canonical), bits });
+  }
+  return {
+    invalid,
+    list: {
+      includes(ip) {
+        const canonical = parseIp(ip);
+        if (canonical === undefined) return false;
+        const groups = groupsOf(canonical);
+        return networks.some((network) => hasPrefix(groups, network.groups, network.bits));
+      },
+    },
+  };
+}

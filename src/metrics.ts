@@ -23,6 +23,8 @@ export interface Metrics {
   upstreamHoldOff(seconds: number): void;
   /** How a subscribe attempt ended: the `subscribe` log line's outcome, and its reason when rejected. */
   subscribe(outcome: string, reason?: string): void;
+  /** A subscribe surge started (true) or ended (false): docs/subscribe.md "Surges". */
+  subscribeSurge(active: boolean): void;
 }
 
 /** The default: records nothing. */
@@ -34,4 +36,5 @@ export const noopMetrics: Metrics = {
   upstreamRetry() {},
   upstreamHoldOff() {},
   subscribe() {},
+  subscribeSurge() {},
 };

@@ -14,6 +14,9 @@ import type { RedisServices } from './redis/services.js';
 import type { Admin } from './admin/admin.js';
 import { createAppForConfig, linkOriginOf } from './service.js';
 
+/** How often a surge looks at the rate without an attempt: well inside any hold it may have. */
+const SURGE_CHECK_INTERVAL_MS = 5000;
+
 /**
  * Runs the service on Node (the CLI's `start`): config from `env`, demo or real upstream,
  * graceful shutdown. A bad config exits 2 (a usage error, as the CLI's), anything else 1.
@@ -28,33 +31,44 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey] });
+  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl] });
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
+  let isDisposableDomain: ((domain: string) => boolean) | undefined;
   try {
     admin = config.adminPort === undefined ? undefined : await startAdmin(config);
     redis = config.redisUrl ? await startRedis(config, config.redisUrl, log) : undefined;
+    if (config.subscribeBlockDisposable) {
+      const { loadDisposableDomains } = await import('./subscribe/disposable-domains.js');
+      isDisposableDomain = await loadDisposableDomains();
+    }
   } catch (error) {
     if (!(error instanceof MissingPackageError)) throw error;
     // One line naming the package, not a stack: the feature is configured, its package is not installed.
     process.stderr.write(`newsletter-bff did not start: ${error.message}\n`);
+    void redis?.close();
     writer.stop();
     process.exitCode = 1;
     return;
   }
-  const { app, stats, upstream, freshReply, logAccess } = createAppForConfig(config, {
+  const { app, stats, upstream, freshReply, logAccess, surge } = createAppForConfig(config, {
     metrics: admin?.metrics,
     log,
     ...(redis && {
       rateLimiter: redis.rateLimiter,
       repeatGuard: redis.repeatGuard,
+      surgeCounter: redis.surgeCounter,
       sharedCache: redis.sharedCache,
       holdOff: redis.holdOff,
     }),
-    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileSiteKey) : undefined,
+    // With TURNSTILE_MODE=surge the form shows no widget until the service asks (CAPTCHA_REQUIRED carries the key).
+    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
-    clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address),
+    clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
+    ...(isDisposableDomain && { isDisposableDomain }),
   });
+  // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
+  if (surge) setInterval(() => void surge.check((promise) => void promise), SURGE_CHECK_INTERVAL_MS).unref();
 
   // Fresh cached reads are answered in front of @hono/node-server's listener (node-hot-path.ts).
   const hotPath = createNodeHotPath({ freshReply, logAccess });

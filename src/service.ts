@@ -7,6 +7,7 @@ import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import type { RepeatGuard } from './subscribe/guards.js';
+import type { SurgeCounter } from './subscribe/surge.js';
 import { createUpstreamForConfig } from './upstream/for-config.js';
 import type { HoldOff } from './upstream/hold-off.js';
 
@@ -20,6 +21,10 @@ export interface RuntimeDeps {
   sharedCache?: SharedTier;
   /** Shared through Redis on Node when REDIS_URL is set; per process otherwise. */
   repeatGuard?: RepeatGuard;
+  /** Subscribe attempts of every instance (Redis) for surge detection; per process otherwise. */
+  surgeCounter?: SurgeCounter;
+  /** SUBSCRIBE_BLOCK_DISPOSABLE's list, loaded by the Node entry. */
+  isDisposableDomain?: (domain: string) => boolean;
   /** Where hold-offs after an upstream 429 are kept: Redis when REDIS_URL is set, this process's memory otherwise. */
   holdOff?: HoldOff;
   /** Served at / in demo mode only; with a real upstream only the four API routes exist. */

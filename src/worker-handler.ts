@@ -36,7 +36,7 @@ export function createWorker(options: WorkerOptions = {}) {
 
   function build(env: Env): Built {
     if (built) return built;
-    const secrets = [stringOrUndefined(env.NEWSLETTER_API_KEY), stringOrUndefined(env.TURNSTILE_SECRET_KEY)];
+    const secrets = [stringOrUndefined(env.NEWSLETTER_API_KEY), stringOrUndefined(env.TURNSTILE_SECRET_KEY), stringOrUndefined(env.ALERT_WEBHOOK_URL)];
     const log = createLogger({ write, now: options.now, redact: secrets });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
@@ -49,6 +49,11 @@ export function createWorker(options: WorkerOptions = {}) {
     if (config.redisUrl) {
       log.log('warn', 'redis_url_ignored', {
         hint: 'REDIS_URL is for Node instances; on Workers the Cache API tier and the Rate Limiting binding are shared already',
+      });
+    }
+    if (config.subscribeBlockDisposable) {
+      log.log('error', 'subscribe_block_disposable_unavailable', {
+        hint: 'SUBSCRIBE_BLOCK_DISPOSABLE needs the mailchecker list, loaded on Node only (its 1 MB would not fit a Worker); throwaway domains are not refused here',
       });
     }
     const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);

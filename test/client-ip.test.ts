@@ -1,7 +1,8 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono, type Context } from 'hono';
 import { describe, it, expect } from 'vitest';
-import { clientIpFromForwardedFor, createNodeClientIp } from '../src/client-ip.js';
+import { clientIpBehindTrustedProxies, clientIpFromForwardedFor, createNodeClientIp } from '../src/client-ip.js';
+import { parseAddressList } from '../src/ip-address.js';
 
 const SOCKET = '198.51.100.20';
 
@@ -109,5 +110,33 @@ describe('createNodeClientIp', () => {
 
   it('falls back to the socket address when X-Forwarded-For holds no entry', async () => {
     expect(await seenIp(1, ' , ')).toBe(SOCKET);
+  });
+});
+
+describe('clientIpBehindTrustedProxies (TRUSTED_PROXIES)', () => {
+  const trusted = parseAddressList('10.0.0.0/8, 2001:db8::/32').list;
+
+  it('ignores X-Forwarded-For from a peer that is not a trusted proxy, so a direct client cannot rotate addresses', () => {
+    expect(clientIpBehindTrustedProxies('6.6.6.6', SOCKET, trusted)).toBe(SOCKET);
+    expect(clientIpBehindTrustedProxies('6.6.6.6, 10.0.0.2', SOCKET, trusted)).toBe(SOCKET);
+  });
+
+  it('skips trusted proxies from the right and takes the first address that is not one', () => {
+    expect(clientIpBehindTrustedProxies('6.6.6.6, 203.0.113.9', '10.0.0.1', trusted)).toBe('203.0.113.9');
+    expect(clientIpBehindTrustedProxies('6.6.6.6, 203.0.113.9, 10.1.1.1, 2001:db8::5', '10.0.0.1', trusted)).toBe('203.0.113.9');
+    expect(clientIpBehindTrustedProxies('203.0.113.9', '::ffff:10.0.0.1', trusted)).toBe('203.0.113.9');
+  });
+
+  it('stops at the last proxy when an entry is not an address, and takes the leftmost when every entry is a proxy', () => {
+    expect(clientIpBehindTrustedProxies('6.6.6.6, evil, 10.1.1.1', '10.0.0.1', trusted)).toBe('10.1.1.1');
+    expect(clientIpBehindTrustedProxies('10.2.2.2, 10.1.1.1', '10.0.0.1', trusted)).toBe('10.2.2.2');
+    expect(clientIpBehindTrustedProxies(undefined, '10.0.0.1', trusted)).toBe('10.0.0.1');
+  });
+
+  it('is what createNodeClientIp uses when the list is given, whatever the hop count', async () => {
+    const clientIp = createNodeClientIp(0, () => '10.0.0.1', trusted);
+    const app = new Hono().get('/', (c) => c.text(clientIp(c) ?? 'none'));
+    const response = await app.request('/', { headers: { 'X-Forwarded-For': '203.0.113.9' } });
+    expect(await response.text()).toBe('203.0.113.9');
   });
 });

@@ -54,6 +54,12 @@ describe('parseConfig defaults', () => {
       turnstileSecretKey: undefined,
       turnstileSiteKey: undefined,
       turnstileVerifyUrl: 'https://challenges.cloudflare.com/turnstile/v0/siteverify',
+      subscribeSurgePerMinute: 30,
+      subscribeSurgeSeconds: 600,
+      turnstileMode: 'always',
+      subscribeBlockDisposable: false,
+      alertWebhookUrl: undefined,
+      trustedProxies: undefined,
       readBudgetPerMinute: 120,
       readBudgetPerClientPerMinute: 30,
       indexRefreshMinSeconds: 5,
@@ -95,6 +101,11 @@ describe('parseConfig defaults', () => {
         TURNSTILE_SECRET_KEY: '0x4AAAAAAA-fake-secret',
         TURNSTILE_SITE_KEY: '0x4AAAAAAA-fake-site',
         TURNSTILE_VERIFY_URL: 'http://127.0.0.1:9999/siteverify',
+        SUBSCRIBE_SURGE_PER_MINUTE: '50',
+        SUBSCRIBE_SURGE_SECONDS: '120',
+        TURNSTILE_MODE: 'surge',
+        SUBSCRIBE_BLOCK_DISPOSABLE: 'true',
+        ALERT_WEBHOOK_URL: 'https://hooks.example/services/fake',
         READ_BUDGET_PER_MINUTE: '600',
         READ_BUDGET_PER_CLIENT_PER_MINUTE: '60',
         INDEX_REFRESH_MIN_SECONDS: '0',
@@ -133,6 +144,12 @@ describe('parseConfig defaults', () => {
       turnstileSecretKey: '0x4AAAAAAA-fake-secret',
       turnstileSiteKey: '0x4AAAAAAA-fake-site',
       turnstileVerifyUrl: 'http://127.0.0.1:9999/siteverify',
+      subscribeSurgePerMinute: 50,
+      subscribeSurgeSeconds: 120,
+      turnstileMode: 'surge',
+      subscribeBlockDisposable: true,
+      alertWebhookUrl: 'https://hooks.example/services/fake',
+      trustedProxies: undefined,
       readBudgetPerMinute: 600,
       readBudgetPerClientPerMinute: 60,
       indexRefreshMinSeconds: 0,
@@ -611,5 +628,43 @@ describe('parseConfig REDIS_URL', () => {
   ])('refuses %s without echoing the URL, which may carry a password', (_label, url) => {
     const problems = problemsWith({ REDIS_URL: url.replace('cache', 'PASSWORDLIKE') });
     expect(problems).toEqual(['REDIS_URL must be a redis:// or rediss:// URL with a host']);
+  });
+});
+
+describe('parseConfig subscribe abuse settings (docs/subscribe.md)', () => {
+  it('turns surge detection off with SUBSCRIBE_SURGE_PER_MINUTE=0', () => {
+    expect(configWith({ SUBSCRIBE_SURGE_PER_MINUTE: '0' }).subscribeSurgePerMinute).toBe(0);
+  });
+
+  it('refuses TURNSTILE_MODE=surge without both Turnstile keys, and a mode it does not know', () => {
+    expect(problemsWith({ TURNSTILE_MODE: 'surge', TURNSTILE_SECRET_KEY: '0x4-fake-secret' })).toEqual([
+      expect.stringMatching(/^TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY/),
+    ]);
+    expect(problemsWith({ TURNSTILE_MODE: 'sometimes' })).toEqual(['TURNSTILE_MODE must be always or surge']);
+  });
+
+  it('reads SUBSCRIBE_BLOCK_DISPOSABLE as true or false only', () => {
+    expect(configWith({ SUBSCRIBE_BLOCK_DISPOSABLE: 'TRUE' }).subscribeBlockDisposable).toBe(true);
+    expect(configWith({ SUBSCRIBE_BLOCK_DISPOSABLE: 'false' }).subscribeBlockDisposable).toBe(false);
+    expect(problemsWith({ SUBSCRIBE_BLOCK_DISPOSABLE: 'maybe' })).toEqual(['SUBSCRIBE_BLOCK_DISPOSABLE must be true or false']);
+  });
+
+  it('refuses an ALERT_WEBHOOK_URL that is not https without echoing it', () => {
+    const problems = problemsWith({ ALERT_WEBHOOK_URL: 'http://hooks.example/T000/B000/secret-part' });
+    expect(problems).toEqual([expect.stringMatching(/^ALERT_WEBHOOK_URL must be an https URL/)]);
+    expect(problems.join('\n')).not.toContain('secret-part');
+  });
+
+  it('reads TRUSTED_PROXIES as addresses, networks and names, and names the entries it cannot read', () => {
+    const { trustedProxies } = configWith({ TRUSTED_PROXIES: '10.0.0.0/8, 2001:db8::1, loopback' });
+    expect(['10.1.2.3', '2001:db8::1', '127.0.0.1', '::1', '::ffff:10.9.9.9'].map((ip) => trustedProxies?.includes(ip))).toEqual([true, true, true, true, true]);
+    expect(['11.0.0.1', '2001:db8::2', '192.168.1.1'].map((ip) => trustedProxies?.includes(ip))).toEqual([false, false, false]);
+    expect(problemsWith({ TRUSTED_PROXIES: '10.0.0.0/33, proxy.example, 10.0.0.1' })).toEqual([
+      'TRUSTED_PROXIES has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: 10.0.0.0/33, proxy.example',
+    ]);
+  });
+
+  it('refuses TRUSTED_PROXIES together with TRUST_PROXY_HOPS', () => {
+    expect(problemsWith({ TRUSTED_PROXIES: '10.0.0.1', TRUST_PROXY_HOPS: '1' })).toEqual([expect.stringMatching(/^TRUSTED_PROXIES and TRUST_PROXY_HOPS/)]);
   });
 });

@@ -87,6 +87,8 @@ export interface TestAppOptions {
   site?: AppDeps['site'];
   /** The Turnstile check's fetch and timeout. */
   turnstile?: AppDeps['turnstile'];
+  /** Any other dependency of createApp (a surge counter, the disposable list, the alert's fetch). */
+  deps?: Partial<AppDeps>;
 }
 
 /**
@@ -129,10 +131,11 @@ export function createTestApp(options: TestAppOptions = {}) {
     metrics: options.metrics,
     site: options.site,
     turnstile: options.turnstile,
+    ...options.deps,
   });
   // `served`: the app's own fetch as the Node entry serves it, with what its hot path needs.
   const served = { fetch: service.app.fetch, freshReply: service.freshReply, logAccess: service.logAccess };
-  return { app: observeResponses(service.app), stats: service.stats, served, clock, logs, demo, config, sleeps };
+  return { app: observeResponses(service.app), stats: service.stats, served, clock, logs, demo, config, sleeps, surge: service.surge };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */

@@ -16,6 +16,7 @@ export function createMetricsRecorder() {
     upstreamRetry: record('upstreamRetry'),
     upstreamHoldOff: record('upstreamHoldOff'),
     subscribe: record('subscribe'),
+    subscribeSurge: record('subscribeSurge'),
   };
   /** The calls of one method, without its name. */
   const of = (name: keyof Metrics) => events.filter((event) => event[0] === name).map((event) => event.slice(1));

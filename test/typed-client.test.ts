@@ -39,6 +39,7 @@ const ErrorBody = z.strictObject({
       'METHOD_NOT_ALLOWED',
       'FORBIDDEN_ORIGIN',
       'CAPTCHA_FAILED',
+      'CAPTCHA_REQUIRED',
       'PAYLOAD_TOO_LARGE',
       'UNSUPPORTED_MEDIA_TYPE',
       'RATE_LIMITED',
@@ -47,7 +48,7 @@ const ErrorBody = z.strictObject({
       'INTERNAL_ERROR',
     ]),
     message: z.string(),
-    details: z.array(z.strictObject({ path: z.string(), message: z.string() })).optional(),
+    details: z.array(z.strictObject({ path: z.string(), message: z.string(), siteKey: z.string().optional() })).optional(),
   }),
 });
 

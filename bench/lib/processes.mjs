@@ -177,6 +177,9 @@ export function bffEnv(upstreamUrl, port, extra = {}) {
     // The bench measures cold reads from one address: the read budget must not be what it meets.
     READ_BUDGET_PER_MINUTE: '100000',
     READ_BUDGET_PER_CLIENT_PER_MINUTE: '100000',
+    // The subscribe scenario posts thousands of distinct addresses a minute: a surge by any
+    // measure. Detection stays on (its cost is measured) but never trips; the bombing scenario sets its own.
+    SUBSCRIBE_SURGE_PER_MINUTE: '100000',
     ...extra,
   };
 }

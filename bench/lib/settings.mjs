@@ -19,7 +19,7 @@ const num = (name, fallback) => {
   return parsed;
 };
 
-export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale', 'archive-scale'];
+export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale', 'archive-scale', 'bombing'];
 // `npm run bench -- archive-scale stale` runs those only, as BENCH_SCENARIOS=archive-scale,stale does.
 const scenarioArgs = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
 export const settings = {
@@ -47,6 +47,10 @@ export const settings = {
     latencyMs: num('BENCH_ARCHIVE_LATENCY_MS', 100),
     resyncSeconds: Math.round(num('BENCH_ARCHIVE_RESYNC_SECONDS', 60)),
   },
+  bombingAddresses: Math.max(1, Math.round(num('BENCH_BOMBING_ADDRESSES', 1000))),
+  bombingIps: Math.max(1, Math.min(65_536, Math.round(num('BENCH_BOMBING_IPS', 250)))),
+  bombingSeconds: num('BENCH_BOMBING_SECONDS', 30),
+  bombingHoldSeconds: Math.max(10, Math.round(num('BENCH_BOMBING_HOLD_SECONDS', 20))),
   serverStdout: ['null', 'count'].includes(env.BENCH_SERVER_STDOUT) ? env.BENCH_SERVER_STDOUT : 'file',
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
   entry: env.BENCH_ENTRY || 'dist/cli.js',

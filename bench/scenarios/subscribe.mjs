@@ -49,5 +49,6 @@ export async function runSubscribe({ sim }, ours) {
     overheadOverDirectP50Ms: viaBff.latency.p50 - direct.latency.p50,
     overheadOverDirectP99Ms: viaBff.latency.p99 - direct.latency.p99,
     serverCpuPct: viaBff.serverCpuPct,
+    serverCpuUsPerRequest: viaBff.serverCpuUsPerRequest,
   };
 }

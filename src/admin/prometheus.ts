@@ -16,7 +16,18 @@ export interface CacheFigures {
 const PREFIX = 'newsletter_bff_';
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS']);
 /** Every subscribe outcome, counted from zero so a rate can be taken before the first one happens. */
-export const SUBSCRIBE_OUTCOMES = ['forwarded', 'deduped', 'honeypot', 'rate_limited', 'refused', 'captcha_failed', 'rejected', 'failed'] as const;
+export const SUBSCRIBE_OUTCOMES = [
+  'forwarded',
+  'deduped',
+  'honeypot',
+  'rate_limited',
+  'refused',
+  'captcha_required',
+  'captcha_failed',
+  'paused',
+  'rejected',
+  'failed',
+] as const;
 const EVICTION_REASONS = { evict: 'size', expire: 'ttl' } as const;
 /**
  * prom-client's default gauges that end in `_total`, which Prometheus keeps for counters
@@ -102,6 +113,17 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     labelNames: ['outcome'],
     registers,
   });
+  const surge = new Gauge({
+    name: `${PREFIX}subscribe_surge`,
+    help: 'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused (docs/subscribe.md).',
+    registers,
+  });
+  const surges = new Counter({
+    name: `${PREFIX}subscribe_surges_total`,
+    help: 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.',
+    registers,
+  });
+  surge.set(0);
   const connections = new Gauge({
     name: `${PREFIX}open_connections`,
     help: 'Open connections to the public listener.',
@@ -153,6 +175,10 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     upstreamRetry: () => retries.inc(),
     upstreamHoldOff: (seconds) => holdOff.inc(seconds),
     subscribe: (outcome, reason) => subscribes.inc({ outcome: subscribeOutcome(outcome, reason) }),
+    subscribeSurge(active) {
+      surge.set(active ? 1 : 0);
+      if (active) surges.inc();
+    },
   };
 
   return {
@@ -189,6 +215,7 @@ export function subscribeOutcome(outcome: string, reason: string | undefined): s
   if (outcome === 'rejected' && reason === 'RATE_LIMITED') return 'rate_limited';
   // Only a refused or missing token: a verifier that could not answer (CAPTCHA_UNAVAILABLE) is `failed`.
   if (outcome === 'rejected' && reason === 'CAPTCHA_FAILED') return 'captcha_failed';
+  if (outcome === 'rejected' && reason === 'CAPTCHA_REQUIRED') return 'captcha_required';
   if (outcome === 'refused_by_upstream') return 'refused';
   return (SUBSCRIBE_OUTCOMES as readonly string[]).includes(outcome) ? outcome : 'other';
 }

@@ -10,11 +10,15 @@ import { createRedisKeys } from './keys.js';
 import { createRedisLink, type RedisLink } from './link.js';
 import { createRedisRateLimiter } from './rate-limiter.js';
 import { createRedisRepeatGuard } from './repeat-guard.js';
+import { createRedisSurgeCounter } from './surge-counter.js';
+import { createMemorySurgeCounter, type SurgeCounter } from '../subscribe/surge.js';
 
 /** What several Node instances share through Redis; each falls back to memory on its own. */
 export interface RedisServices {
   rateLimiter: RateLimiter;
   repeatGuard: RepeatGuard;
+  /** Subscribe attempts of every instance, for surge detection. */
+  surgeCounter: SurgeCounter;
   sharedCache: SharedTier;
   holdOff: HoldOff;
   /** False during an outage (readiness and metrics read it; requests never wait on it). */
@@ -96,6 +100,7 @@ export async function connectRedis(options: RedisServicesOptions): Promise<Redis
       fallback: createMemoryRateLimiter({ limit, windowMs, now }),
     }),
     repeatGuard: createRedisRepeatGuard(link, keys, { windowMs: REPEAT_WINDOW_MS, local: createRepeatGuard(now) }),
+    surgeCounter: createRedisSurgeCounter(link, keys, createMemorySurgeCounter()),
     sharedCache: createRedisSharedTier(link, keys, { maxAgeSeconds: options.cacheMaxAgeSeconds }),
     holdOff: createRedisHoldOff(link, keys, { local: createMemoryHoldOff(), now }),
     healthy: link.healthy,

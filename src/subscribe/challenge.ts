@@ -1,6 +1,5 @@
 import type { Context } from 'hono';
-import { ApiError } from '../errors.js';
-import type { RecordOutcome } from './forward.js';
+import { SubscribeFailure } from './outcome.js';
 
 /** The field Turnstile's widget adds to its form (and the JSON property scripts send it in). */
 export const TURNSTILE_RESPONSE_FIELD = 'cf-turnstile-response';
@@ -11,16 +10,13 @@ const DEFAULT_VERIFY_TIMEOUT_MS = 3000;
 /** Error codes that mean our secret is wrong, not the visitor's token: an operator must act. */
 const OUR_MISTAKES = new Set(['missing-input-secret', 'invalid-input-secret']);
 
-/** Passes, or throws CAPTCHA_FAILED / UPSTREAM_UNAVAILABLE having logged why. */
-export type SubscribeChallenge = (c: Context, input: Record<string, unknown>, record: RecordOutcome) => Promise<void>;
-
-/** The cause of an ApiError this check threw: the attempt is logged already. */
-export class ChallengeFailure extends Error {
-  override name = 'ChallengeFailure';
-}
+/** Passes, or throws a SubscribeFailure: CAPTCHA_REQUIRED, CAPTCHA_FAILED or UPSTREAM_UNAVAILABLE, with why. */
+export type SubscribeChallenge = (c: Context, input: Record<string, unknown>) => Promise<void>;
 
 export interface TurnstileChallengeOptions {
   secretKey: string;
+  /** TURNSTILE_SITE_KEY: sent with CAPTCHA_REQUIRED, so a form can show the widget it did not have. */
+  siteKey?: string | undefined;
   /** Turnstile's siteverify URL, or any hCaptcha-compatible one (same request and answer). */
   verifyUrl: string;
   clientIp: (c: Context) => string | undefined;
@@ -37,7 +33,7 @@ type Verdict = { passed: true } | { passed: false; errorCodes: string } | { unav
  * letting posts through unchecked is exactly what a bot waiting for an outage wants.
  */
 export function createTurnstileChallenge(options: TurnstileChallengeOptions): SubscribeChallenge {
-  const { secretKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = DEFAULT_VERIFY_TIMEOUT_MS } = options;
+  const { secretKey, siteKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = DEFAULT_VERIFY_TIMEOUT_MS } = options;
 
   async function verify(token: string, remoteIp: string | undefined): Promise<Verdict> {
     const form = new URLSearchParams({ secret: secretKey, response: token });
@@ -63,24 +59,34 @@ export function createTurnstileChallenge(options: TurnstileChallengeOptions): Su
     return { passed: false, errorCodes };
   }
 
-  return async function checkTurnstile(c, input, record) {
+  return async function checkTurnstile(c, input) {
     const token = Object.hasOwn(input, TURNSTILE_RESPONSE_FIELD) ? input[TURNSTILE_RESPONSE_FIELD] : undefined;
-    if (typeof token !== 'string' || token.trim() === '' || token.length > MAX_TOKEN_LENGTH) {
-      record('rejected', { reason: 'CAPTCHA_FAILED', captcha: 'missing' });
-      throw new ApiError('CAPTCHA_FAILED', { cause: new ChallengeFailure('no token') });
+    if (token === undefined || (typeof token === 'string' && token.trim() === '')) {
+      // No token at all: the form did not show the widget (TURNSTILE_MODE=surge, or an old copy
+      // of the form); the site key lets its script render one and resubmit.
+      const detail = { path: TURNSTILE_RESPONSE_FIELD, message: 'is required: complete the anti-bot check' };
+      throw new SubscribeFailure(
+        'CAPTCHA_REQUIRED',
+        { outcome: 'rejected', fields: { reason: 'CAPTCHA_REQUIRED', captcha: 'missing' } },
+        { details: [siteKey ? { ...detail, siteKey } : detail] },
+      );
+    }
+    if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) {
+      throw new SubscribeFailure('CAPTCHA_FAILED', { outcome: 'rejected', fields: { reason: 'CAPTCHA_FAILED', captcha: 'malformed' } });
     }
     const verdict = await verify(token, clientIp(c));
     if ('unavailable' in verdict) {
-      record('failed', { reason: 'CAPTCHA_UNAVAILABLE', captcha: verdict.unavailable }, verdict.level);
-      throw new ApiError('UPSTREAM_UNAVAILABLE', {
-        message: 'The anti-bot check could not be completed. Try again later.',
-        retryAfter: 5,
-        cause: new ChallengeFailure(verdict.unavailable),
-      });
+      throw new SubscribeFailure(
+        'UPSTREAM_UNAVAILABLE',
+        { outcome: 'failed', fields: { reason: 'CAPTCHA_UNAVAILABLE', captcha: verdict.unavailable }, level: verdict.level },
+        { message: 'The anti-bot check could not be completed. Try again later.', retryAfter: 5 },
+      );
     }
     if (!verdict.passed) {
-      record('rejected', { reason: 'CAPTCHA_FAILED', captcha: verdict.errorCodes || 'rejected' });
-      throw new ApiError('CAPTCHA_FAILED', { cause: new ChallengeFailure(verdict.errorCodes) });
+      throw new SubscribeFailure('CAPTCHA_FAILED', {
+        outcome: 'rejected',
+        fields: { reason: 'CAPTCHA_FAILED', captcha: verdict.errorCodes || 'rejected' },
+      });
     }
   };
 }

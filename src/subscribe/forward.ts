@@ -1,22 +1,16 @@
 import type { Config } from '../config.js';
-import type { ApiError } from '../errors.js';
-import { maskEmail, type LogLevel } from '../log.js';
+import { maskEmail } from '../log.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import { UpstreamError } from '../upstream/transport.js';
 import type { CreateSubscriberBody } from '../upstream/schemas.js';
 import { answerUpstreamFailure } from '../upstream-failures.js';
 import type { SubscribeFields } from './input.js';
-
-/** How a subscribe attempt ended, as its log line names it. */
-export type SubscribeOutcome = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'rejected' | 'failed';
-
-/** Writes the one `subscribe` log line of an attempt. */
-export type RecordOutcome = (outcome: SubscribeOutcome, fields?: Record<string, string | undefined>, level?: LogLevel) => void;
+import { SubscribeFailure, type RecordOutcome } from './outcome.js';
 
 /**
- * Sends the subscription upstream. Resolves with `undefined` when the visitor gets the success
- * reply (created, or refused and answered alike: no enumeration), or with the error to answer;
- * either way the attempt has been logged. Only an address the upstream settled is remembered.
+ * Sends the subscription upstream. Resolves when the visitor gets the success reply (created, or
+ * refused and answered alike: no enumeration), having logged it; throws a SubscribeFailure with
+ * the error to answer and what to log. Only an address the upstream settled is remembered.
  */
 export async function forwardSubscription(
   upstream: UpstreamClient,
@@ -24,7 +18,7 @@ export async function forwardSubscription(
   fields: SubscribeFields,
   record: RecordOutcome,
   remember: (normalizedEmail: string) => void | Promise<void>,
-): Promise<ApiError | undefined> {
+): Promise<void> {
   const email = maskEmail(fields.email);
   // Built field by field: the client can never choose sourceType or add upstream fields.
   const body: CreateSubscriberBody = {
@@ -43,15 +37,17 @@ export async function forwardSubscription(
     if (!error) {
       await remember(fields.normalized);
       record('refused_by_upstream', { email, upstreamStatus: String(failure.status), upstreamCode: failure.upstreamCode, hint }, level);
-      return undefined;
+      return;
     }
     const { kind: upstreamKind, upstreamCode } = failure;
     // A hint means the status itself is the clue (a 404 on our path, a 401 for our key), so it is logged too.
     const logged = hint ? { email, upstreamKind, upstreamStatus: String(failure.status), upstreamCode, hint } : { email, upstreamKind, upstreamCode };
-    record('failed', logged, level);
-    return error;
+    throw new SubscribeFailure(
+      error.code,
+      { outcome: 'failed', fields: logged, level },
+      { message: error.message, details: error.details, retryAfter: error.retryAfter, cause: failure },
+    );
   }
   await remember(fields.normalized);
   record('forwarded', { email });
-  return undefined;
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import * as z from '../zod.js';
 import { ApiError } from '../errors.js';
+import { domainOf, mailboxKeyOf } from './mailbox.js';
 import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
 import { blankToUndefined, parseOrThrow, preprocess } from '../validation.js';
 
@@ -69,8 +70,11 @@ export interface SubscribeJsonInput {
   sourcePlatform?: (typeof SOURCE_PLATFORMS)[number];
 }
 
-/** The four fields, validated; `normalized` is the address as the repeat guard compares it. */
-export type SubscribeFields = z.output<typeof JsonInputSchema> & { normalized: string };
+/**
+ * The four fields, validated; `normalized` is the mailbox the address reaches (mailbox.ts), as
+ * the repeat guard and the surge count compare it, and `domain` its domain.
+ */
+export type SubscribeFields = z.output<typeof JsonInputSchema> & { normalized: string; domain: string };
 
 /** The media type without parameters, lower-cased; undefined when there is none. */
 export function mediaTypeOf(c: Context): string | undefined {
@@ -96,7 +100,7 @@ export function parseSubscribeFields(c: Context, input: Record<string, unknown>)
   const picked: Record<string, unknown> = Object.create(null);
   for (const field of SUBSCRIBE_FIELDS) if (Object.hasOwn(input, field)) picked[field] = input[field];
   const fields = parseOrThrow(isFormPost(c) ? FormInputSchema : JsonInputSchema, picked);
-  return { ...fields, normalized: fields.email.toLowerCase() };
+  return { ...fields, normalized: mailboxKeyOf(fields.email), domain: domainOf(fields.email) };
 }
 
 async function readJsonObject(c: Context): Promise<Record<string, unknown>> {

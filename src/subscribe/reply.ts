@@ -5,7 +5,7 @@ import type { SubscribeBody } from '../shape.js';
 import { isFormPost } from './input.js';
 
 /** Fragments of a form post's redirect: ids a page can show with `:target`, no script needed. */
-export const NO_SCRIPT_ANCHORS = { success: 'subscribed', error: 'subscribe-error' } as const;
+export const NO_SCRIPT_ANCHORS = { success: 'subscribed', error: 'subscribe-error', challenge: 'subscribe-challenge' } as const;
 
 /** A JSON caller's 200 or a form post's 303 (other errors are thrown and rendered by onError). */
 export type SubscribeReply =
@@ -36,7 +36,10 @@ export function reply(c: Context, target: URL | undefined, error?: ApiError): Su
     else target.searchParams.set('subscribed', '1');
     // A page without JavaScript cannot read the query; CSS can show `:target` (the example
     // site's <noscript> messages). A fragment the configured redirect URL has is kept.
-    if (!target.hash) target.hash = error ? NO_SCRIPT_ANCHORS.error : NO_SCRIPT_ANCHORS.success;
+    // CAPTCHA_REQUIRED has its own: the page says that the check needs JavaScript.
+    if (!target.hash) {
+      target.hash = !error ? NO_SCRIPT_ANCHORS.success : error.code === 'CAPTCHA_REQUIRED' ? NO_SCRIPT_ANCHORS.challenge : NO_SCRIPT_ANCHORS.error;
+    }
     return c.redirect(target.href, 303);
   }
   if (error) return renderError(c, error);

@@ -345,6 +345,8 @@ describe('the Node server (production entry) against a faulty upstream, over rea
         NEWSLETTER_API_BASE_URL: fault.baseUrl,
         UPSTREAM_TIMEOUT_MS: String(TIMEOUT_MS),
         SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '10000',
+        // Dozens of distinct addresses in a minute are a surge; this suite is about the upstream's faults.
+        SUBSCRIBE_SURGE_PER_MINUTE: '100000',
         // Every case reads cold from one address, and reads an issue it has just published.
         READ_BUDGET_PER_MINUTE: '100000',
         READ_BUDGET_PER_CLIENT_PER_MINUTE: '100000',

@@ -48,8 +48,16 @@ function createFuzzTarget(env: Record<string, string> = {}) {
   );
   const test = createTestApp({
     fetch: upstream.fetch,
-    // Limits high enough that thousands of inputs meet the routes, not the limits.
-    env: { NEWSLETTER_API_KEY: LEAK_API_KEY, SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '10000', READ_BUDGET_PER_MINUTE: '100000', READ_BUDGET_PER_CLIENT_PER_MINUTE: '100000', ...env },
+    // Limits high enough that thousands of inputs meet the routes, not the limits (the surge
+    // threshold too: a thousand valid posts in a moment are a surge, tested in test/subscribe/surge.test.ts).
+    env: {
+      NEWSLETTER_API_KEY: LEAK_API_KEY,
+      SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '10000',
+      SUBSCRIBE_SURGE_PER_MINUTE: '100000',
+      READ_BUDGET_PER_MINUTE: '100000',
+      READ_BUDGET_PER_CLIENT_PER_MINUTE: '100000',
+      ...env,
+    },
   });
   return { ...test, calls: upstream.calls };
 }

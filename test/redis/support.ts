@@ -113,10 +113,10 @@ export const REDIS_TIMEOUT_MS = 100;
 export const PATIENT_TIMEOUT_MS = 2000;
 
 /** One app instance, as the Node entry builds it with REDIS_URL set, over the fake upstream. */
-export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { timeoutMs?: number; recoveredAfterMs?: number; now?: () => number } = {}) {
+export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { timeoutMs?: number; recoveredAfterMs?: number; now?: () => number; env?: Record<string, string> } = {}) {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>), redact: [REDIS_TEST_KEY] });
-  const config = testConfig({ NEWSLETTER_API_KEY: REDIS_TEST_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl, REDIS_URL: redisUrl });
+  const config = testConfig({ NEWSLETTER_API_KEY: REDIS_TEST_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl, REDIS_URL: redisUrl, ...options.env });
   const redis: RedisServices = await connectRedis({
     url: redisUrl,
     timeoutMs: options.timeoutMs ?? REDIS_TIMEOUT_MS,
@@ -145,6 +145,7 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     clientIp: (c) => c.req.header('x-test-client-ip'),
     rateLimiter: redis.rateLimiter,
     repeatGuard: redis.repeatGuard,
+    surgeCounter: redis.surgeCounter,
     sharedCache: redis.sharedCache,
   });
   return {

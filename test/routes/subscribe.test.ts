@@ -151,3 +151,30 @@ describe('POST /api/subscribe', () => {
     });
   });
 });
+
+describe('POST /api/subscribe: one error path', () => {
+  it('hands an unexpected error to the app’s handler: a generic 500, one unhandled_error line, no subscribe line', async () => {
+    const boom = () => {
+      throw new Error('repeat store exploded');
+    };
+    const { app, calls, logs } = createSubscribeApp({ deps: { repeatGuard: { isRepeat: boom, remember: () => undefined } } });
+    const response = await postJson(app, { email: EMAIL, optInAttestation: true });
+    expect(response.status).toBe(500);
+    expect(await response.json()).toEqual({ ok: false, error: { code: 'INTERNAL_ERROR', message: 'Something went wrong.' } });
+    expect(calls).toHaveLength(0);
+    expect(logs.entries().filter((line) => line.event === 'unhandled_error')).toEqual([expect.objectContaining({ message: 'repeat store exploded' })]);
+    expect(subscribeLogLines(logs)).toEqual([]);
+  });
+
+  it('logs each refusal once, whichever step threw it', async () => {
+    const { app, logs } = createSubscribeApp({ env: { SUBSCRIBE_REDIRECT_URL: REDIRECT_URL } });
+    await postJson(app, { email: 'not an address', optInAttestation: true });
+    await postForm(app, { email: EMAIL, optInAttestation: 'no' }, { Accept: BROWSER_ACCEPT });
+    await postJson(app, 'x'.repeat(9000));
+    expect(subscribeLogLines(logs).map((line) => [line.outcome, line.reason])).toEqual([
+      ['rejected', 'VALIDATION_ERROR'],
+      ['rejected', 'VALIDATION_ERROR'],
+      ['rejected', 'PAYLOAD_TOO_LARGE'],
+    ]);
+  });
+});

@@ -94,14 +94,31 @@ describe('POST /api/subscribe with Turnstile', () => {
   it.each([
     ['no token', undefined],
     ['an empty token', '  '],
-    ['a token longer than Turnstile issues', `pass-${'x'.repeat(2048)}`],
-  ])('answers %s with 403 CAPTCHA_FAILED without asking the verifier or the upstream', async (_label, token) => {
+  ])('answers %s with 403 CAPTCHA_REQUIRED and the site key, without asking the verifier or the upstream', async (_label, token) => {
     const verifier = await startVerifier();
-    const { app, calls, subscribeLines } = createChallengedApp(verifier.url);
-    await expectErrorCode(await postJson(app, subscription(token)), 403, 'CAPTCHA_FAILED');
+    const { app, calls, subscribeLines } = createChallengedApp(verifier.url, { TURNSTILE_SITE_KEY: '1x00000000000000000000AA' });
+    const response = await postJson(app, subscription(token));
+    expect(response.status).toBe(403);
+    expect(await response.json()).toEqual({
+      ok: false,
+      error: {
+        code: 'CAPTCHA_REQUIRED',
+        message: expect.any(String),
+        details: [{ path: TURNSTILE_RESPONSE_FIELD, message: expect.any(String), siteKey: '1x00000000000000000000AA' }],
+      },
+    });
     expect(verifier.verifications).toHaveLength(0);
     expect(calls).toHaveLength(0);
-    expect(subscribeLines()).toEqual([expect.objectContaining({ outcome: 'rejected', reason: 'CAPTCHA_FAILED', captcha: 'missing' })]);
+    expect(subscribeLines()).toEqual([expect.objectContaining({ outcome: 'rejected', reason: 'CAPTCHA_REQUIRED', captcha: 'missing' })]);
+  });
+
+  it('answers a token longer than Turnstile issues with 403 CAPTCHA_FAILED without asking the verifier or the upstream', async () => {
+    const verifier = await startVerifier();
+    const { app, calls, subscribeLines } = createChallengedApp(verifier.url);
+    await expectErrorCode(await postJson(app, subscription(`pass-${'x'.repeat(2048)}`)), 403, 'CAPTCHA_FAILED');
+    expect(verifier.verifications).toHaveLength(0);
+    expect(calls).toHaveLength(0);
+    expect(subscribeLines()).toEqual([expect.objectContaining({ outcome: 'rejected', reason: 'CAPTCHA_FAILED', captcha: 'malformed' })]);
   });
 
   it('answers a token the verifier rejects with 403 CAPTCHA_FAILED and nothing upstream', async () => {

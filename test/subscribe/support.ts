@@ -14,6 +14,7 @@ import {
   testConfig,
   type FetchHandler,
   type RecordedCall,
+  type TestAppOptions,
 } from '../helpers.js';
 
 export const PATH = '/api/subscribe';
@@ -34,9 +35,12 @@ export function upstreamFailure(status: number, code: string, message: string, h
 }
 
 /** The real app and upstream client over a scripted upstream whose calls are recorded. */
-export function createSubscribeApp(options: { env?: Record<string, string>; handler?: FetchHandler; clientIp?: string } = {}) {
+export function createSubscribeApp(
+  options: { env?: Record<string, string>; handler?: FetchHandler; clientIp?: string } & Pick<TestAppOptions, 'deps' | 'turnstile' | 'metrics'> = {},
+) {
   const upstream = createScriptedFetch(options.handler ?? subscriberCreated);
-  const test = createTestApp({ fetch: upstream.fetch, env: options.env, clientIp: options.clientIp });
+  const { handler: _handler, ...rest } = options;
+  const test = createTestApp({ ...rest, fetch: upstream.fetch });
   return { ...test, calls: upstream.calls };
 }
 
@@ -64,7 +68,7 @@ export function createMultiClientApp(env: Record<string, string> = {}) {
     upstream,
     now: clock.now,
     log: logs.log,
-    clientIp: createNodeClientIp(config.trustProxyHops, (c) => c.req.header('x-test-socket-ip')),
+    clientIp: createNodeClientIp(config.trustProxyHops, (c) => c.req.header('x-test-socket-ip'), config.trustedProxies),
   });
   return { app, clock, logs, calls: upstreamFetch.calls };
 }
