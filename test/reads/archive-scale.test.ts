@@ -77,6 +77,15 @@ describe('an archive of fat rows', () => {
     expect(site.logs.entries().filter((entry) => entry.event === 'upstream_failure')).toEqual([]);
   });
 
+  it('follows a page heavier than 4 MiB with lighter ones', async () => {
+    // 200 rows of ~30 KB are ~6 MB: the next pages ask 100 rows (~3 MB).
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 30_000 } });
+    expect(await site.total()).toBe(450);
+    // The short page at 400 is not taken as the end: the empty one at 450 is.
+    expect(site.queries.map((query) => query.limit)).toEqual([200, 100, 100, 100, 100]);
+    expect(site.queries.map((query) => query.offset)).toEqual([0, 200, 300, 400, 450]);
+  });
+
   it('opens a listed issue from its list row, with no call by slug, while its letter fits the cache', async () => {
     const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 } });
     const [newest] = await site.slugs(1);
