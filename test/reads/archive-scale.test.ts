@@ -215,6 +215,23 @@ describe('readers of listed issues', () => {
     expect(site.fake.callsFor(BY_SLUG)).toBe(40);
   });
 
+  it('answers a crawler reading all 450 listed issues from one address all 200, one call by slug at most per issue', async () => {
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 }, env: { CACHE_MAX_BYTES: String(4 * 1024 * 1024) } });
+    const listed = [];
+    for (let offset = 0; offset < 450; offset += 100) {
+      listed.push(...((await (await site.app.request(`/api/issues?limit=100&offset=${offset}`)).json()) as { data: { slug: string }[] }).data);
+    }
+    expect(listed).toHaveLength(450);
+    const statuses = new Map<number, number>();
+    for (const { slug } of listed) {
+      const { status } = await site.app.request(`/api/issues/${slug}`);
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 450 });
+    expect(site.fake.callsFor(BY_SLUG)).toBeLessThan(450);
+    expect(Math.max(...listed.map(({ slug }) => site.fake.slugCalls(slug)))).toBe(1);
+  });
+
   it('keeps a copy read by slug while the index shows the same updatedAt: no second call a TTL later', async () => {
     const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 }, env: { CACHE_MAX_BYTES: String(4 * 1024 * 1024) } });
     const listed = (await (await site.app.request('/api/issues?limit=1&offset=440')).json()) as { data: { slug: string }[] };
