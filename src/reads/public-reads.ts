@@ -306,9 +306,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * call. A slug the index lists is read by slug without the read budget: only reads the index
    * cannot justify (no index, or one cut off at ARCHIVE_MAX_ISSUES) are charged to it.
    */
-  const loadIssue = tiered(async function loadIssue(key, _waitUntil, client, previous) {
+  const loadIssue = tiered(async function loadIssue(key, waitUntil, client, previous) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
-    const archive = cache.peek(ARCHIVE_KEY);
+    let archive = cache.peek(ARCHIVE_KEY);
+    // A copy is checked against an index at least as fresh as itself would be: a stale index is
+    // refreshed first (joining a refresh under way; on failure the kept one answers).
+    if (previous?.kind === 'json' && archive !== undefined && now() > archive.fetchedAt + rules.ttlMs) {
+      archive = (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client, forceRefresh: true })).value;
+    }
     const index = archive?.kind === 'archive' ? archive : undefined;
     const listed = index?.index.slugs.has(slug) === true;
     const version = index?.index.sources.get(slug)?.updatedAt;
@@ -375,6 +380,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
   });
 
+  /** The issue's copy was made before a complete index that no longer lists it: it was unpublished. */
+  function droppedFromIndex(key: string, slug: string): boolean {
+    const archive = cache.peek(ARCHIVE_KEY);
+    if (archive?.kind !== 'archive' || !archive.index.complete || archive.index.slugs.has(slug)) return false;
+    const copy = cache.peek(key);
+    return copy !== undefined && archive.fetchedAt >= copy.fetchedAt;
+  }
+
   async function archiveIndex(waitUntil: WaitUntil | undefined, client?: string): Promise<ArchiveIndexRead> {
     const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
     if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
@@ -393,9 +406,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     async issue(slug, waitUntil, client) {
       const key = ISSUE_KEY_PREFIX + slug;
       if (notFound.has(slug)) throw noSuchIssue();
-      // Looked up in the archive index first, so an unknown slug never reaches the upstream, and
-      // a copy of an issue the index no longer lists (unpublished) is not served.
-      if ((await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
+      // A copy of an issue the index no longer lists (unpublished) is not served; any other slug
+      // is looked up in the archive index first, so an unknown slug never reaches the upstream.
+      if (cache.has(key) ? droppedFromIndex(key, slug) : (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
       const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client);
       if (!read) throw noSuchIssue();
       return read;
@@ -424,7 +437,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
           return rendered && { rendered, state: 'HIT' };
         });
       },
-      issue: (slug) => (notFound.has(slug) ? undefined : freshJson(ISSUE_KEY_PREFIX + slug)),
+      issue: (slug) => (notFound.has(slug) || droppedFromIndex(ISSUE_KEY_PREFIX + slug, slug) ? undefined : freshJson(ISSUE_KEY_PREFIX + slug)),
       categories: () => freshJson(CATEGORIES_KEY),
     },
 

@@ -86,15 +86,32 @@ const SMALLEST_PAGE_FRACTION = 4;
  */
 export const CONCURRENT_PAGES = 4;
 /**
- * Bytes of pages in flight at once, at most (judged by the last page's size): four pages near
- * the 16 MiB body cap would hold ~64 MiB of text, plus what parsing them makes, at the same time.
+ * Bytes of pages in flight at once, at most (judged by the last page's size): parsing a page
+ * holds several times its size at once (docs/upstream.md "How the archive is read and kept
+ * fresh" has the measurement), so two pages of TARGET_PAGE_BYTES, not four near the cap.
  */
-export const CONCURRENT_PAGE_BYTES = 24 * 1024 * 1024;
+export const CONCURRENT_PAGE_BYTES = 8 * 1024 * 1024;
+/**
+ * A page larger than this is followed by smaller ones (by the same divisions as above): what
+ * parsing one page makes is held at once, so many small pages in flight cost less memory than
+ * one near the cap, and take no longer once they are read a few at a time.
+ */
+export const TARGET_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** The next smaller page size: the current one divided by its smallest factor, so offsets and page numbers stay aligned. */
 export function smallerPageSize(limit: number): number | undefined {
   for (let divisor = 2; divisor <= limit; divisor += 1) if (limit % divisor === 0) return limit / divisor;
   return undefined;
+}
+
+/** The page size whose pages would weigh about TARGET_PAGE_BYTES, judged by one of `limit` rows weighing `bytes`. */
+function lighterPageSize(limit: number, bytes: number): number {
+  let size = limit;
+  // Bounded: each turn divides `size` by at least 2.
+  for (let smaller = smallerPageSize(size); smaller !== undefined && (size * bytes) / limit > TARGET_PAGE_BYTES; smaller = smallerPageSize(size)) {
+    size = smaller;
+  }
+  return size;
 }
 
 /**
@@ -253,6 +270,13 @@ export async function readWholeArchive<K = UpstreamIssue>(
       offset += received;
       page += 1;
       cleanPages = received === limit && added === received ? cleanPages + 1 : 0;
+      const lighter = lighterPageSize(limit, lastPageBytes);
+      if (lighter < limit) {
+        // The next pages are smaller; those read ahead at the old size are let go.
+        limit = lighter;
+        page = Math.floor(offset / limit) + 1;
+        if (index < window.length - 1) break;
+      }
       // An odd page ends the window: the pages read ahead assumed it would be full.
       if ((cleanPages === 0 || kept.length >= maxIssues) && index < window.length - 1) break;
     }

@@ -77,6 +77,15 @@ describe('an archive of fat rows', () => {
     expect(site.logs.entries().filter((entry) => entry.event === 'upstream_failure')).toEqual([]);
   });
 
+  it('follows a page heavier than 4 MiB with lighter ones', async () => {
+    // 200 rows of ~30 KB are ~6 MB: the next pages ask 100 rows (~3 MB).
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 30_000 } });
+    expect(await site.total()).toBe(450);
+    // The short page at 400 is not taken as the end: the empty one at 450 is.
+    expect(site.queries.map((query) => query.limit)).toEqual([200, 100, 100, 100, 100]);
+    expect(site.queries.map((query) => query.offset)).toEqual([0, 200, 300, 400, 450]);
+  });
+
   it('opens a listed issue from its list row, with no call by slug, while its letter fits the cache', async () => {
     const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 } });
     const [newest] = await site.slugs(1);
@@ -204,6 +213,23 @@ describe('readers of listed issues', () => {
     for (const { slug } of listed.data) statuses.push((await site.app.request(`/api/issues/${slug}`)).status);
     expect(statuses).toEqual(Array.from({ length: 80 }, () => 200));
     expect(site.fake.callsFor(BY_SLUG)).toBe(40);
+  });
+
+  it('answers a crawler reading all 450 listed issues from one address all 200, one call by slug at most per issue', async () => {
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 }, env: { CACHE_MAX_BYTES: String(4 * 1024 * 1024) } });
+    const listed = [];
+    for (let offset = 0; offset < 450; offset += 100) {
+      listed.push(...((await (await site.app.request(`/api/issues?limit=100&offset=${offset}`)).json()) as { data: { slug: string }[] }).data);
+    }
+    expect(listed).toHaveLength(450);
+    const statuses = new Map<number, number>();
+    for (const { slug } of listed) {
+      const { status } = await site.app.request(`/api/issues/${slug}`);
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 450 });
+    expect(site.fake.callsFor(BY_SLUG)).toBeLessThan(450);
+    expect(Math.max(...listed.map(({ slug }) => site.fake.slugCalls(slug)))).toBe(1);
   });
 
   it('keeps a copy read by slug while the index shows the same updatedAt: no second call a TTL later', async () => {
