@@ -16,7 +16,7 @@ import { freeLoopbackPort, waitForOutput } from './spawned.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
 const CORE = ['@hono/node-server', 'hono', 'lru-cache', 'zod'];
-const OPTIONAL = ['@redis/client', 'prom-client', 'sanitize-html'];
+const OPTIONAL = ['@redis/client', 'mailchecker', 'prom-client', 'sanitize-html'];
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
 
 /** The package a bare specifier names (`@hono/node-server/conninfo` → `@hono/node-server`). */

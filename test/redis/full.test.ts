@@ -20,7 +20,11 @@ describe.runIf(redisServerAvailable())('a full Redis (maxmemory tiny, noeviction
     cleanups.push(() => admin.close());
     await expect(admin.set('probe', '1')).rejects.toThrow(/^OOM /);
 
-    const instance = await startInstance(startUpstream(), server.url, { recoveredAfterMs: RECOVERED_AFTER_MS });
+    // Many addresses a second: surge detection off, so every subscribe is forwarded and writes to Redis.
+    const instance = await startInstance(startUpstream(), server.url, {
+      recoveredAfterMs: RECOVERED_AFTER_MS,
+      env: { SUBSCRIBE_SURGE_PER_MINUTE: '0' },
+    });
     cleanups.push(() => instance.redis.close());
     // Subscribes write (the rate limit, the repeat guard) for a while: ten times the probe interval and more.
     const until = Date.now() + 1200;
