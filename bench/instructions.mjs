@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startUpstreamSim } from '../dist/fake-upstream/bench-upstream.js';
+import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
 import { get } from './lib/http.mjs';
 import { freePort } from './lib/processes.mjs';
 import { API_KEY, benchDir, HOST, hasCommand, root } from './lib/settings.mjs';

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createApp } from '../dist/app.js';
 import { parseConfig } from '../dist/config.js';
-import { createFakeUpstream } from '../dist/fake-upstream/fake.js';
+import { createFakeUpstream } from '../build/test/support/fake-upstream/fake.js';
 import { silentLogger } from '../dist/log.js';
 import { connectRedis } from '../dist/redis/services.js';
 import { createUpstreamClient } from '../dist/upstream/newsletter-api.js';

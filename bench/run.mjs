@@ -56,7 +56,7 @@ import { runStaleServe } from './scenarios/stale.mjs';
 import { runStampede } from './scenarios/stampede.mjs';
 import { runSubscribe } from './scenarios/subscribe.mjs';
 import { runBombing } from './scenarios/bombing.mjs';
-import { startUpstreamSim } from '../dist/fake-upstream/bench-upstream.js';
+import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
 
 async function main() {
   if (!existsSync(resolve(root, settings.entry))) {

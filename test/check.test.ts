@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { main } from '../src/check.js';
-import { createArchive } from '../src/fake-upstream/archive.js';
-import { createFakeUpstream } from '../src/fake-upstream/fake.js';
+import { createArchive } from './support/fake-upstream/archive.js';
+import { createFakeUpstream } from './support/fake-upstream/fake.js';
 import { createFakeClock } from './helpers.js';
 
 const KEY = 'check-key-5d1e9b7a-not-real';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFakeUpstream } from '../src/fake-upstream/fake.js';
+import { createFakeUpstream } from './support/fake-upstream/fake.js';
 import { createAppForConfig } from '../src/service.js';
 import { createFakeClock, createLogCapture, jsonResponse, TEST_API_KEY, TEST_BASE_URL, testConfig } from './helpers.js';
 

@@ -9,8 +9,8 @@
 // bounded; the upstream and the BFF are stopped at the end.
 import { Agent } from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { createArchive } from '../../dist/fake-upstream/archive.js';
-import { startFakeUpstreamServer } from '../../dist/fake-upstream/server.js';
+import { createArchive } from '../../build/test/support/fake-upstream/archive.js';
+import { startFakeUpstreamServer } from '../../build/test/support/fake-upstream/server.js';
 import { get } from '../lib/http.mjs';
 import { procStatus, startBff, stopChild } from '../lib/processes.mjs';
 import { API_KEY, settings } from '../lib/settings.mjs';

@@ -8,8 +8,8 @@
 // Run: npx vitest run -c bench/workerd/vitest.config.ts bench/workerd/archive-cold.bench-run.ts
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { it } from 'vitest';
-import { createArchive } from '../../src/fake-upstream/archive.js';
-import { createFakeUpstream } from '../../src/fake-upstream/fake.js';
+import { createArchive } from '../../test/support/fake-upstream/archive.js';
+import { createFakeUpstream } from '../../test/support/fake-upstream/fake.js';
 import { createWorker } from '../../src/worker-handler.js';
 
 const API_KEY = 'bench-workerd-key-not-real';

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { startFakeUpstreamServer } from '../../dist/fake-upstream/server.js';
+import { startFakeUpstreamServer } from '../../build/test/support/fake-upstream/server.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const KEY = 'refresh-calls-key-not-real';

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createAdmin } from '../../src/admin/admin.js';
-import { startFakeUpstreamServer } from '../../src/fake-upstream/server.js';
+import { startFakeUpstreamServer } from '../support/fake-upstream/server.js';
 import { silentLogger } from '../../src/log.js';
 import { createAppForConfig } from '../../src/service.js';
 import { createFakeClock, TEST_API_KEY, testConfig } from '../helpers.js';
@@ -18,7 +18,7 @@ function listening(server: Server): Promise<number> {
 
 /**
  * The service as the Node entry runs it with ADMIN_PORT set, on loopback sockets: the fake
- * upstream (src/fake-upstream/) on one port, the public app on another, the admin routes on a
+ * upstream (test/support/fake-upstream/) on one port, the public app on another, the admin routes on a
  * third. The clock drives readiness and the caches; sockets and the upstream are real.
  */
 export async function startServiceWithAdmin({ unreadyAfterSeconds = 60, atConnectionCap }: { unreadyAfterSeconds?: number; atConnectionCap?: () => boolean } = {}) {

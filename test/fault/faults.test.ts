@@ -8,8 +8,8 @@ import { createLogger } from '../../src/log.js';
 import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
 import { createFakeClock, testConfig } from '../helpers.js';
 import type { DemoIssue } from '../../src/demo/sample-publication.js';
-import type { FaultMode } from '../../src/fake-upstream/faults.js';
-import { startFakeUpstreamServer, startTrapListener, type FakeUpstreamServer } from '../../src/fake-upstream/server.js';
+import type { FaultMode } from '../support/fake-upstream/faults.js';
+import { startFakeUpstreamServer, startTrapListener, type FakeUpstreamServer } from '../support/fake-upstream/server.js';
 import { createLeakScanner, findLeaks, LEAK_API_KEY, responseText, UPSTREAM_HEADERS } from './leak-scan.js';
 import { freePort } from '../free-port.js';
 

@@ -1,5 +1,5 @@
 import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication } from '../../src/demo/sample-publication.js';
-import { FAKE_UPSTREAM_ERROR_TEXT } from '../../src/fake-upstream/faults.js';
+import { FAKE_UPSTREAM_ERROR_TEXT } from '../support/fake-upstream/faults.js';
 
 /**
  * The leak scan: every response (status line, headers, body) and every log line the fault and

@@ -3,7 +3,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClientIp } from '../../src/client-ip.js';
-import { startFakeUpstreamServer, type FakeUpstreamServer } from '../../src/fake-upstream/server.js';
+import { startFakeUpstreamServer, type FakeUpstreamServer } from '../support/fake-upstream/server.js';
 import { createAppForConfig } from '../../src/service.js';
 import { createLogCapture, TEST_API_KEY, testConfig } from '../helpers.js';
 

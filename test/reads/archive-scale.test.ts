@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createArchive, type ArchiveOptions } from '../../src/fake-upstream/archive.js';
-import { createFakeUpstream } from '../../src/fake-upstream/fake.js';
-import type { UpstreamVariant } from '../../src/fake-upstream/variant.js';
+import { createArchive, type ArchiveOptions } from '../support/fake-upstream/archive.js';
+import { createFakeUpstream } from '../support/fake-upstream/fake.js';
+import type { UpstreamVariant } from '../support/fake-upstream/variant.js';
 import { createFakeClock, createTestApp, TEST_API_KEY } from '../helpers.js';
 
 const LIST = 'GET /newsletter/issues';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { FakeUpstream } from '../../src/fake-upstream/fake.js';
+import type { FakeUpstream } from '../support/fake-upstream/fake.js';
 import {
   REDIS_TIMEOUT_MS,
   redisServerAvailable,

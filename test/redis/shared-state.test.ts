@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { FakeUpstream } from '../../src/fake-upstream/fake.js';
+import type { FakeUpstream } from '../support/fake-upstream/fake.js';
 import { createFakeClock } from '../helpers.js';
 import { PATIENT_TIMEOUT_MS, redisServerAvailable, startInstance, startRedisServer, startUpstream, upstreamCalls, type Instance, type RedisServer } from './support.js';
 

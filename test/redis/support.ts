@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createApp } from '../../src/app.js';
-import { createFakeUpstream, type FakeUpstream } from '../../src/fake-upstream/fake.js';
+import { createFakeUpstream, type FakeUpstream } from '../support/fake-upstream/fake.js';
 import { createLogger } from '../../src/log.js';
 import { STALE_IF_ERROR_SECONDS } from '../../src/reads/public-reads.js';
 import { connectRedis, type RedisServices } from '../../src/redis/services.js';

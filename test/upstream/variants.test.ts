@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { runCheck } from '../../src/check.js';
-import { createArchive } from '../../src/fake-upstream/archive.js';
-import { createFakeUpstream } from '../../src/fake-upstream/fake.js';
-import type { UpstreamVariant } from '../../src/fake-upstream/variant.js';
+import { createArchive } from '../support/fake-upstream/archive.js';
+import { createFakeUpstream } from '../support/fake-upstream/fake.js';
+import type { UpstreamVariant } from '../support/fake-upstream/variant.js';
 import { createAppForConfig } from '../../src/service.js';
 import { createFakeClock, createLogCapture, testConfig } from '../helpers.js';
 
@@ -12,7 +12,7 @@ const LIST_CALLS = 'GET /newsletter/issues';
 
 /**
  * The site and `check` over a fake upstream that honours every documented fact but answers one
- * "not shown" fact otherwise (src/fake-upstream/variant.ts), with 250 public issues.
+ * "not shown" fact otherwise (test/support/fake-upstream/variant.ts), with 250 public issues.
  */
 async function siteOver(variant: UpstreamVariant, env: Record<string, string> = {}) {
   const fake = createFakeUpstream({ apiKey: KEY, variant, publication: createArchive({ issues: ARCHIVE_SIZE, contentBytes: 100 }) });

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { DemoIssue } from '../../src/demo/sample-publication.js';
-import { createArchive } from '../../src/fake-upstream/archive.js';
-import { createFakeUpstream, type FakeUpstreamOptions } from '../../src/fake-upstream/fake.js';
-import { ConnectionBroken, FAKE_UPSTREAM_ERROR_TEXT, type Delay } from '../../src/fake-upstream/faults.js';
-import { LIST_ISSUES_DEFAULT_ROWS, UPSTREAM_PATHS } from '../../src/upstream/assumptions.js';
-import { createFakeClock } from '../helpers.js';
+import type { DemoIssue } from '../../../src/demo/sample-publication.js';
+import { createArchive } from './archive.js';
+import { createFakeUpstream, type FakeUpstreamOptions } from './fake.js';
+import { ConnectionBroken, FAKE_UPSTREAM_ERROR_TEXT, type Delay } from './faults.js';
+import { LIST_ISSUES_DEFAULT_ROWS, UPSTREAM_PATHS } from '../../../src/upstream/assumptions.js';
+import { createFakeClock } from '../../helpers.js';
 
 const KEY = 'fake-key-not-real';
 const LIST = `/${UPSTREAM_PATHS.listIssues.join('/')}`;

@@ -1,4 +1,4 @@
-import type { DemoCategory, DemoIssue, DemoIssueStats } from '../demo/sample-publication.js';
+import type { DemoCategory, DemoIssue, DemoIssueStats } from '../../../src/demo/sample-publication.js';
 
 /** A generated publication: as many issues as asked, for the bench (the sample has ~40). */
 export interface Archive {
