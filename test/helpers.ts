@@ -87,6 +87,8 @@ export interface TestAppOptions {
   site?: AppDeps['site'];
   /** The Turnstile check's fetch and timeout. */
   turnstile?: AppDeps['turnstile'];
+  /** Compressed copies of cached bodies (Node's encoder); none by default. */
+  encodeBody?: AppDeps['encodeBody'];
 }
 
 /**
@@ -129,6 +131,7 @@ export function createTestApp(options: TestAppOptions = {}) {
     metrics: options.metrics,
     site: options.site,
     turnstile: options.turnstile,
+    encodeBody: options.encodeBody,
   });
   // `served`: the app's own fetch as the Node entry serves it, with what its hot path needs.
   const served = { fetch: service.app.fetch, freshReply: service.freshReply, logAccess: service.logAccess };

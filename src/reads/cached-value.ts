@@ -1,7 +1,7 @@
 import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../shape.js';
 import { stringBytes } from './memory-budget.js';
-import type { RenderedJson } from './rendered-json.js';
+import { renderedBytes, type RenderedJson } from './rendered-json.js';
 import type { SharedEntry } from './shared-tier.js';
 
 /** The archive as one cached index; every limit/offset/category is served from it. */
@@ -26,7 +26,7 @@ export function archiveValue(all: IssueSummary[], fetchedAt: number, complete = 
 }
 
 export function jsonValue(rendered: RenderedJson, fetchedAt: number): CachedValue {
-  return { kind: 'json', rendered, size: stringBytes(rendered.body), fetchedAt };
+  return { kind: 'json', rendered, size: renderedBytes(rendered), fetchedAt };
 }
 
 /** Approximate bytes a value holds in memory (its share of the upstream-data budget). */
