@@ -15,6 +15,7 @@ import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECON
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules, createResponseHeaders } from './response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
+import type { BodyEncoder } from './reads/rendered-json.js';
 import type { RepeatGuard } from './subscribe/guards.js';
 import { createCategoriesRoutes } from './routes/categories.js';
 import { createArchiveQueries } from './routes/archive-query.js';
@@ -55,6 +56,8 @@ export interface AppDeps {
   alertWebhook?: { fetch?: typeof globalThis.fetch; timeoutMs?: number };
   /** Told of requests, cache reads and subscribe outcomes (Prometheus on Node; nothing by default). */
   metrics?: Metrics;
+  /** Compresses each cached JSON copy once (Node: node-compression.ts); none on Workers, whose edge compresses. */
+  encodeBody?: BodyEncoder;
 }
 
 /** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
@@ -122,6 +125,7 @@ export function createApp(deps: AppDeps) {
         hint: 'served but not cached, so every request reads it from the upstream again: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES',
       }),
     sharedCache: deps.sharedCache,
+    encodeBody: deps.encodeBody,
     metrics,
   });
 

@@ -44,7 +44,8 @@ const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loop
 /** Node's listener limits, the IPv6 prefix counted as one visitor, and Turnstile on subscribe. */
 export const LISTENER_AND_CHALLENGE_VARIABLES = {
   MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 1024),
-  MAX_CONNECTIONS_PER_CLIENT: wholeNumberVariable(1, 1_000_000, 64),
+  // 0: unset, worked out from MAX_CONNECTIONS (config.ts).
+  MAX_CONNECTIONS_PER_CLIENT: wholeNumberVariable(1, 1_000_000, 0),
   HEADERS_TIMEOUT_SECONDS: wholeNumberVariable(1, 15, 10),
   REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),
   RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),

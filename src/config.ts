@@ -316,8 +316,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
       maxConnections: env.MAX_CONNECTIONS,
-      // Never above the whole cap: past it the per-client cap would mean nothing.
-      maxConnectionsPerClient: Math.min(env.MAX_CONNECTIONS_PER_CLIENT, env.MAX_CONNECTIONS),
+      maxConnectionsPerClient: connectionsPerClient(env.MAX_CONNECTIONS_PER_CLIENT, env.MAX_CONNECTIONS),
       headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
       requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
       rateLimitIpv6Prefix: env.RATE_LIMIT_IPV6_PREFIX,
@@ -356,4 +355,14 @@ export function parseConfig(source: ConfigSource): ConfigResult {
 function pagingParamOf(env: { UPSTREAM_LIST_PAGING: ListPaging['style']; UPSTREAM_LIST_PAGING_PARAM?: string | undefined }): string {
   if (env.UPSTREAM_LIST_PAGING_PARAM !== undefined) return env.UPSTREAM_LIST_PAGING_PARAM;
   return env.UPSTREAM_LIST_PAGING === 'page' ? LIST_ISSUES_PAGE_PARAM : DEFAULT_LIST_PAGING.pagingParam;
+}
+
+/**
+ * MAX_CONNECTIONS_PER_CLIENT, never above MAX_CONNECTIONS (past it the cap would mean nothing).
+ * Unset: a quarter of MAX_CONNECTIONS, at most 64: one client never holds more than a quarter of
+ * the listener, and 64 leaves room for a NAT's worth of browsers (about six connections each).
+ */
+function connectionsPerClient(given: number, maxConnections: number): number {
+  if (given === 0) return Math.min(64, Math.floor(maxConnections / 4));
+  return Math.min(given, maxConnections);
 }

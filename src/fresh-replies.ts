@@ -1,5 +1,7 @@
 import { ifNoneMatchMatches, readReply } from './http.js';
+import { chooseCopy } from './content-coding.js';
 import type { PublicRead, PublicReads, RenderedJson } from './reads/public-reads.js';
+import type { EncodedCopy } from './reads/rendered-json.js';
 import type { CacheState } from './reads/read-through-cache.js';
 import type { HeaderRules } from './response-headers.js';
 import { ARCHIVE_VARY, type ArchiveQueries } from './routes/archive-query.js';
@@ -14,6 +16,7 @@ export interface FreshRequest {
   requestId: string | undefined;
   ifNoneMatch: string | undefined;
   accept: string | undefined;
+  acceptEncoding: string | undefined;
 }
 
 /** The whole answer to a fresh read: what the general pipeline would answer, byte for byte. */
@@ -26,8 +29,8 @@ export interface FreshReply {
   headers: Readonly<Record<string, string>>;
   /** This request's id, the one header that differs from request to request. */
   requestId: string;
-  /** The body to send (the cached read's JSON), or `undefined` for a 304. */
-  body: string | undefined;
+  /** The body to send (the cached read's JSON, or its compressed copy), or `undefined` for a 304. */
+  body: string | Uint8Array<ArrayBuffer> | undefined;
   /** The routed path, its route template and the read's cache state, for the access log. */
   path: string;
   route: string;
@@ -73,31 +76,33 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
   }
 
   /**
-   * The header records already worked out for a cached copy, by status, then by the origin the
-   * answer grants ('' for a foreign or absent `Origin`): at most allowed origins + 1 per copy and
-   * status, never keyed by what a client made up. Past MAX_KEPT_HEADS_PER_COPY (a long list of
-   * allowed origins), a request's record is worked out afresh and not kept.
+   * The header records already worked out for a cached copy, by status and content coding, then
+   * by the origin the answer grants ('' for a foreign or absent `Origin`): at most allowed
+   * origins + 1 per copy, status and coding, never keyed by what a client made up. Past
+   * MAX_KEPT_HEADS_PER_COPY (a long list of allowed origins), a request's record is worked out
+   * afresh and not kept.
    */
-  const heads = { 200: new WeakMap<RenderedJson, Map<string, Record<string, string>>>(), 304: new WeakMap<RenderedJson, Map<string, Record<string, string>>>() };
+  const heads = { 200: keptHeadsByCoding(), 304: keptHeadsByCoding() };
 
-  function headersFor(route: string, path: string, read: PublicRead, origin: string | undefined, notModified: boolean): Record<string, string> {
+  function headersFor(route: string, path: string, read: PublicRead, request: FreshRequest, copy: EncodedCopy | undefined, notModified: boolean): Record<string, string> {
     // A fresh copy is a HIT without `Age`: then its head depends on nothing else of the request.
     const keep = read.state === 'HIT' && read.ageSeconds === undefined;
-    const byStatus = heads[notModified ? 304 : 200];
-    let byOrigin = keep ? byStatus.get(read.rendered) : undefined;
-    const key = headerRules.grantedOrigin(origin) ?? '';
+    const byCopy = heads[notModified ? 304 : 200][copy?.coding ?? 'identity'];
+    let byOrigin = keep ? byCopy.get(read.rendered) : undefined;
+    const key = headerRules.grantedOrigin(request.origin) ?? '';
     const kept = byOrigin?.get(key);
     if (kept !== undefined) return kept;
-    const headers = headerRules.headersFor({ path, origin, requestId: '' });
+    const headers = headerRules.headersFor({ path, origin: request.origin, requestId: '' });
     const reply = readReply(
       read,
       { contentType: 'application/json', cacheControl, vary: route === ISSUES ? ARCHIVE_VARY : undefined, varyAlready: headers.Vary },
-      notModified ? read.rendered.etag : undefined,
+      request.ifNoneMatch,
+      request.acceptEncoding,
     );
     // In the order `respond` puts them: this request's headers, then the read's own.
     const head = Object.assign(headers, reply.headers);
     if (keep) {
-      if (byOrigin === undefined) byStatus.set(read.rendered, (byOrigin = new Map()));
+      if (byOrigin === undefined) byCopy.set(read.rendered, (byOrigin = new Map()));
       if (byOrigin.size < MAX_KEPT_HEADS_PER_COPY) byOrigin.set(key, head);
     }
     return head;
@@ -115,12 +120,14 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     const route = routeOf(path);
     const read = route === undefined ? undefined : freshRead(route, path, search);
     if (route === undefined || read === undefined) return undefined;
-    const notModified = ifNoneMatchMatches(request.ifNoneMatch, read.rendered.etag);
+    // As readReply chooses: the copy Accept-Encoding asks for, and its own ETag.
+    const copy = chooseCopy(request.acceptEncoding, read.rendered.encoded);
+    const notModified = ifNoneMatchMatches(request.ifNoneMatch, copy?.etag ?? read.rendered.etag);
     return {
       status: notModified ? 304 : 200,
-      headers: headersFor(route, path, read, request.origin, notModified),
+      headers: headersFor(route, path, read, request, copy, notModified),
       requestId: headerRules.requestId(request.requestId),
-      body: notModified ? undefined : read.rendered.body,
+      body: notModified ? undefined : (copy?.body ?? read.rendered.body),
       path,
       route,
       cache: read.state,
@@ -128,5 +135,10 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
   };
 }
 
-/** How many header records (granted origins) are kept per cached copy and status. */
+function keptHeadsByCoding() {
+  const byCopy = () => new WeakMap<RenderedJson, Map<string, Record<string, string>>>();
+  return { identity: byCopy(), br: byCopy(), gzip: byCopy() };
+}
+
+/** How many header records (granted origins) are kept per cached copy, status and coding. */
 const MAX_KEPT_HEADS_PER_COPY = 16;

@@ -1,6 +1,7 @@
 import type { Context, TypedResponse } from 'hono';
 import type { CacheState, WaitUntil } from './reads/read-through-cache.js';
 import type { PublicRead } from './reads/public-reads.js';
+import { chooseCopy } from './content-coding.js';
 import { respond } from './response-headers.js';
 
 declare module 'hono' {
@@ -22,7 +23,12 @@ export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: strin
 /** `sendRead` for any rendered body of the given `Content-Type` (a feed's XML). */
 export function sendRendered(c: Context, read: PublicRead, contentType: string, cacheControl: string, vary?: string): Response {
   c.set('cacheState', read.state);
-  const reply = readReply(read, { contentType, cacheControl, vary, varyAlready: c.get('responseHeaders')?.Vary }, c.req.header('if-none-match'));
+  const reply = readReply(
+    read,
+    { contentType, cacheControl, vary, varyAlready: c.get('responseHeaders')?.Vary },
+    c.req.header('if-none-match'),
+    c.req.header('accept-encoding'),
+  );
   return respond(c, reply.body, reply.status, reply.headers);
 }
 
@@ -39,25 +45,31 @@ export interface ReadReplyRules {
 export interface ReadReply {
   status: 200 | 304;
   headers: Record<string, string>;
-  body: string | null;
+  /** The text, a compressed copy's bytes, or null for a 304. */
+  body: string | Uint8Array<ArrayBuffer> | null;
 }
 
 /**
- * A cached read's answer: its serialized body, strong ETag, `X-Cache` (and `Age` when stale), or 304
- * when the client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2). The one rule for
- * the general pipeline (sendRendered) and Node's fresh-read path.
+ * A cached read's answer: its serialized body (or the compressed copy `Accept-Encoding` chooses,
+ * content-coding.ts), that representation's strong ETag, `X-Cache` (and `Age` when stale), or 304
+ * when the client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2). Where compressed
+ * copies exist the answer depends on `Accept-Encoding`, so `Vary` says so, on a 304 too. The one
+ * rule for the general pipeline (sendRendered) and Node's fresh-read path.
  */
-export function readReply(read: PublicRead, rules: ReadReplyRules, ifNoneMatch: string | undefined): ReadReply {
-  const { body, etag } = read.rendered;
+export function readReply(read: PublicRead, rules: ReadReplyRules, ifNoneMatch: string | undefined, acceptEncoding?: string): ReadReply {
+  const { rendered } = read;
+  const copy = chooseCopy(acceptEncoding, rendered.encoded);
+  const etag = copy?.etag ?? rendered.etag;
   const headers: Record<string, string> = { 'Cache-Control': rules.cacheControl, ETag: etag, 'X-Cache': read.state };
   if (read.ageSeconds !== undefined) headers.Age = String(read.ageSeconds);
-  if (rules.vary !== undefined) {
-    // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5), so it is set before either.
-    headers.Vary = rules.varyAlready ? `${rules.varyAlready}, ${rules.vary}` : rules.vary;
-  }
+  const vary = [rules.varyAlready, rules.vary, rendered.encoded && 'Accept-Encoding'].filter(Boolean).join(', ');
+  // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5), so it is set before either.
+  if (rules.vary !== undefined || rendered.encoded) headers.Vary = vary;
   if (ifNoneMatchMatches(ifNoneMatch, etag)) return { status: 304, headers, body: null };
   headers['Content-Type'] = rules.contentType;
-  return { status: 200, headers, body };
+  if (copy === undefined) return { status: 200, headers, body: rendered.body };
+  headers['Content-Encoding'] = copy.coding;
+  return { status: 200, headers, body: copy.body };
 }
 
 /** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */

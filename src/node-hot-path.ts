@@ -65,6 +65,7 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
       requestId: headers['x-request-id'] as string | undefined,
       ifNoneMatch: headers['if-none-match'],
       accept: headers.accept,
+      acceptEncoding: headers['accept-encoding'],
     });
     if (reply === undefined) return false;
     served += 1;
@@ -106,7 +107,7 @@ interface PreparedReply {
 }
 
 /** A header record as `writeHead`'s flat array, each header checked once as `writeHead` checks it. */
-function prepareReply(headers: Readonly<Record<string, string>>, body: string | undefined): PreparedReply {
+function prepareReply(headers: Readonly<Record<string, string>>, body: string | Uint8Array<ArrayBuffer> | undefined): PreparedReply {
   const head: string[] = [];
   let requestIdAt = -1;
   for (const name in headers) {
@@ -117,7 +118,7 @@ function prepareReply(headers: Readonly<Record<string, string>>, body: string | 
     head.push(name, value);
   }
   if (requestIdAt === -1) throw new Error('a fresh reply without X-Request-Id');
-  const bytes = body === undefined ? undefined : Buffer.from(body);
+  const bytes = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (bytes !== undefined) head.push('Content-Length', String(bytes.length));
   return { head, requestIdAt, body: bytes };
 }

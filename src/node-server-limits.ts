@@ -15,7 +15,7 @@ export interface ServerLimits {
    * prefix). Undefined: connections are not counted per client (behind a trusted proxy every
    * peer is the proxy, which must cap its own clients).
    */
-  clientKeyOf?: (address: string) => string;
+  clientKeyOf?: (address: string) => string | undefined;
   /** Time a client has to send its whole request head. */
   headersTimeoutMs: number;
   /** Time a client has to send its whole request, head and body. */
@@ -37,13 +37,20 @@ const DEFAULT_DRAIN_TIMEOUT_MS = 2000;
 
 /** The configured limits (MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, the timeouts, the client key). */
 export function limitsOf(
-  config: Pick<Config, 'maxConnections' | 'maxConnectionsPerClient' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'trustProxyHops' | 'rateLimitIpv6Prefix'>,
+  config: Pick<
+    Config,
+    'maxConnections' | 'maxConnectionsPerClient' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'trustProxyHops' | 'trustedProxies' | 'rateLimitIpv6Prefix'
+  >,
 ): ServerLimits {
+  const { trustedProxies } = config;
   return {
     maxConnections: config.maxConnections,
     maxConnectionsPerClient: config.maxConnectionsPerClient,
     // Behind trusted proxies the peer is a proxy: counting it as one client would cap everyone.
-    ...(config.trustProxyHops === 0 && { clientKeyOf: (address: string) => rateLimitKeyOf(address, config.rateLimitIpv6Prefix) }),
+    // With TRUSTED_PROXIES a listed peer is uncapped, and any other peer is a client of its own.
+    ...(config.trustProxyHops === 0 && {
+      clientKeyOf: (address: string) => (trustedProxies?.includes(address) ? undefined : rateLimitKeyOf(address, config.rateLimitIpv6Prefix)),
+    }),
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
   };
@@ -112,6 +119,7 @@ function countConnections(server: Server, limits: ServerLimits): { open: () => n
     const address = socket.remoteAddress;
     if (clientKeyOf === undefined || address === undefined) return;
     const key = clientKeyOf(address);
+    if (key === undefined) return;
     const held = perClient.get(key) ?? 0;
     if (held >= maxConnectionsPerClient) {
       socket.destroy();

@@ -4,6 +4,7 @@ import { createNodeClientIp } from './client-ip.js';
 import { parseConfig } from './config.js';
 import { createDemoSite } from './demo-site.js';
 import { createBufferedWriter, createLogger } from './log.js';
+import { createNodeBodyEncoder } from './node-compression.js';
 import { createNodeHotPath } from './node-hot-path.js';
 import { limitsOf, serveWithLimits } from './node-server-limits.js';
 import type { Config } from './config.js';
@@ -53,6 +54,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { app, stats, upstream, freshReply, logAccess, surge } = createAppForConfig(config, {
     metrics: admin?.metrics,
+    encodeBody: createNodeBodyEncoder(),
     log,
     ...(redis && {
       rateLimiter: redis.rateLimiter,

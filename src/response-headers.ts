@@ -161,7 +161,7 @@ const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = { 'Access-Control-All
  * A response that already carries this request's headers, as a plain record: @hono/node-server
  * writes such a response straight to the socket (a `Headers` object would be converted back).
  */
-export function respond(c: Context, body: string | null, status: number, headers: Record<string, string>): Response {
+export function respond(c: Context, body: string | Uint8Array<ArrayBuffer> | null, status: number, headers: Record<string, string>): Response {
   c.set('responseHeadersApplied', true);
   return new Response(body, { status, headers: Object.assign({}, c.get('responseHeaders'), headers) });
 }

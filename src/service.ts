@@ -3,6 +3,7 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from './demo/sample-publication.js';
 import type { Logger } from './log.js';
+import type { BodyEncoder } from './reads/rendered-json.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './rate-limit.js';
 import type { SharedTier } from './reads/shared-tier.js';
@@ -31,6 +32,8 @@ export interface RuntimeDeps {
   demoSite?: MiddlewareHandler;
   /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
   metrics?: Metrics;
+  /** Node's compressed copies of cached bodies (node-compression.ts); none on Workers. */
+  encodeBody?: BodyEncoder;
   /**
    * Demo mode's public origin, where it serves the example site: the sample thumbnails and the
    * feeds' issue links point there. Known to the entry (Node: HOST and PORT), never taken from

@@ -212,9 +212,11 @@ describe('parseConfig defaults', () => {
     expect(configWith({ PATH: '/usr/bin', HOME: '/root', npm_lifecycle_event: 'start' })).toEqual(configWith());
   });
 
-  it('caps connections per client at 64 by default, and never above MAX_CONNECTIONS', () => {
+  it('caps connections per client at a quarter of MAX_CONNECTIONS, at most 64, unless set, and never above MAX_CONNECTIONS', () => {
     expect(configWith()).toMatchObject({ maxConnections: 1024, maxConnectionsPerClient: 64 });
+    expect(configWith({ MAX_CONNECTIONS: '16' })).toMatchObject({ maxConnections: 16, maxConnectionsPerClient: 4 });
     expect(configWith({ MAX_CONNECTIONS: '32', MAX_CONNECTIONS_PER_CLIENT: '100' })).toMatchObject({ maxConnections: 32, maxConnectionsPerClient: 32 });
+    expect(configWith({ MAX_CONNECTIONS_PER_CLIENT: '200' })).toMatchObject({ maxConnectionsPerClient: 200 });
   });
 
   it('accepts numbers given as Worker bindings of type number', () => {

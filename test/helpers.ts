@@ -89,6 +89,8 @@ export interface TestAppOptions {
   turnstile?: AppDeps['turnstile'];
   /** Any other dependency of createApp (a surge counter, the disposable list, the alert's fetch). */
   deps?: Partial<AppDeps>;
+  /** Compressed copies of cached bodies (Node's encoder); none by default. */
+  encodeBody?: AppDeps['encodeBody'];
 }
 
 /**
@@ -132,6 +134,7 @@ export function createTestApp(options: TestAppOptions = {}) {
     site: options.site,
     turnstile: options.turnstile,
     ...options.deps,
+    encodeBody: options.encodeBody,
   });
   // `served`: the app's own fetch as the Node entry serves it, with what its hot path needs.
   const served = { fetch: service.app.fetch, freshReply: service.freshReply, logAccess: service.logAccess };

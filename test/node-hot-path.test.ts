@@ -2,6 +2,7 @@ import { getRequestListener } from '@hono/node-server';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNodeBodyEncoder } from '../src/node-compression.js';
 import { createNodeHotPath } from '../src/node-hot-path.js';
 import { createTestApp } from './helpers.js';
 import { createMetricsRecorder } from './metrics-recorder.js';
@@ -83,7 +84,7 @@ function listen(listener: RequestListener): Promise<{ server: Server; port: numb
 
 describe('the Node hot path for fresh cached reads', () => {
   const recorder = createMetricsRecorder();
-  const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED }, metrics: recorder.metrics });
+  const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED }, metrics: recorder.metrics, encodeBody: createNodeBodyEncoder() });
   const hotPath = createNodeHotPath(service.served);
   // The app's own fetch, as the Node entry serves it (the tests' response observer rebuilds answers).
   const general = getRequestListener(service.served.fetch);
@@ -121,6 +122,16 @@ describe('the Node hot path for fresh cached reads', () => {
     { name: 'If-None-Match naming another ETag (200)', target: slugPath, headers: { 'If-None-Match': '"other"' }, hot: true },
     { name: 'HEAD with If-None-Match naming the ETag (304)', method: 'HEAD', target: slugPath, headers: { 'If-None-Match': '<etag>' }, hot: false },
     { name: 'an archive page', target: '/api/issues?limit=5&offset=2', hot: true },
+    ...readPaths.flatMap((target): Row[] => [
+      { name: `GET ${target} accepting br and gzip`, target, headers: { 'Accept-Encoding': 'gzip, deflate, br' }, hot: true },
+      { name: `GET ${target} accepting gzip from the allowed origin`, target, headers: { 'Accept-Encoding': 'gzip', Origin: ALLOWED }, hot: true },
+      { name: `GET ${target} refusing both codings`, target, headers: { 'Accept-Encoding': 'br;q=0, gzip;q=0' }, hot: true },
+      { name: `HEAD ${target} accepting br`, method: 'HEAD', target, headers: { 'Accept-Encoding': 'br' }, hot: false },
+    ]),
+    { name: 'If-None-Match naming the br ETag, accepting br (304)', target: slugPath, headers: { 'If-None-Match': '<etag-br>', 'Accept-Encoding': 'br' }, hot: true },
+    { name: 'If-None-Match naming the gzip ETag, accepting gzip (304)', target: slugPath, headers: { 'If-None-Match': '<etag-gzip>', 'Accept-Encoding': 'gzip' }, hot: true },
+    { name: 'If-None-Match naming the identity ETag, accepting br (200 in br)', target: slugPath, headers: { 'If-None-Match': '<etag>', 'Accept-Encoding': 'br' }, hot: true },
+    { name: 'If-None-Match naming the br ETag, accepting gzip only (200 in gzip)', target: slugPath, headers: { 'If-None-Match': '<etag-br>', 'Accept-Encoding': 'gzip' }, hot: true },
     { name: 'an archive page of one category', target: '/api/issues?category=interviews&limit=3', hot: true },
     { name: 'an archive query that fails validation', target: '/api/issues?limit=0', hot: false },
     { name: 'a repeated parameter', target: '/api/issues?limit=2&limit=3', hot: true },
@@ -149,7 +160,9 @@ describe('the Node hot path for fresh cached reads', () => {
   ];
 
   it.each(rows)('answers $name the same on both paths (hot path: $hot)', async (template) => {
-    const row = { ...template, headers: Object.fromEntries(Object.entries(template.headers ?? {}).map(([n, v]) => [n, v.replace('<etag>', etag)])) };
+    const withEtag = (value: string) =>
+      value.replace('<etag-br>', `${etag.slice(0, -1)}-br"`).replace('<etag-gzip>', `${etag.slice(0, -1)}-gzip"`).replace('<etag>', etag);
+    const row = { ...template, headers: Object.fromEntries(Object.entries(template.headers ?? {}).map(([n, v]) => [n, withEtag(v)])) };
     await rawRequest(generalOnly.port, row); // warms the cache and the query memo
     const before = hotPath.served();
     const logged = service.logs.lines.length;

@@ -172,12 +172,22 @@ describe('the per-client connection cap', () => {
 
   it('counts IPv6 addresses by their prefix, as the rate limits do', async () => {
     const { limitsOf } = await import('../src/node-server-limits.js');
-    const limits = limitsOf({ maxConnections: 100, maxConnectionsPerClient: 10, headersTimeoutMs: 1000, requestTimeoutMs: 1000, trustProxyHops: 0, rateLimitIpv6Prefix: 64 });
+    const limits = limitsOf({ maxConnections: 100, maxConnectionsPerClient: 10, headersTimeoutMs: 1000, requestTimeoutMs: 1000, trustProxyHops: 0, trustedProxies: undefined, rateLimitIpv6Prefix: 64 });
     expect(limits.clientKeyOf!('2001:db8:1:2:aaaa::1')).toBe(limits.clientKeyOf!('2001:db8:1:2:bbbb::2'));
     expect(limits.clientKeyOf!('2001:db8:1:3::1')).not.toBe(limits.clientKeyOf!('2001:db8:1:2::1'));
     expect(limits.clientKeyOf!('::ffff:127.0.0.2')).toBe('127.0.0.2');
     // Behind trusted proxies every peer is a proxy: no per-client count.
-    expect(limitsOf({ ...limits, maxConnectionsPerClient: 10, trustProxyHops: 1, rateLimitIpv6Prefix: 64 }).clientKeyOf).toBeUndefined();
+    expect(limitsOf({ ...limits, maxConnectionsPerClient: 10, trustProxyHops: 1, trustedProxies: undefined, rateLimitIpv6Prefix: 64 }).clientKeyOf).toBeUndefined();
+  });
+
+  it('with TRUSTED_PROXIES, leaves a listed proxy uncapped and counts every other peer as its own client', async () => {
+    const { limitsOf } = await import('../src/node-server-limits.js');
+    const { parseAddressList } = await import('../src/ip-address.js');
+    const { list } = parseAddressList('10.0.0.0/8, loopback');
+    const limits = limitsOf({ maxConnections: 100, maxConnectionsPerClient: 10, headersTimeoutMs: 1000, requestTimeoutMs: 1000, trustProxyHops: 0, trustedProxies: list, rateLimitIpv6Prefix: 64 });
+    expect(limits.clientKeyOf!('10.1.2.3')).toBeUndefined();
+    expect(limits.clientKeyOf!('::ffff:127.0.0.1')).toBeUndefined();
+    expect(limits.clientKeyOf!('203.0.113.7')).toBe('203.0.113.7');
   });
 
   it('without a per-client cap below the whole, one flooding address starves the other, and the listener says it is at its cap', async () => {

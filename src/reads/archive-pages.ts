@@ -1,8 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { ArchivePageBody, IssueSummary } from '../shape.js';
 import type { ArchiveIndex } from './cached-value.js';
-import { stringBytes } from './memory-budget.js';
-import { renderJson, type RenderedJson } from './rendered-json.js';
+import { renderJson, renderedBytes, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 
 /** The validated archive query: every JSON page and feed is cut from the one index by it. */
 export interface ArchiveQuery {
@@ -26,10 +25,10 @@ export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issue
  * The JSON pages of the archive, each rendered once per index (a new index makes every page
  * render afresh), within their share of CACHE_MAX_BYTES.
  */
-export function createRenderedPages(maxBytes: number) {
+export function createRenderedPages(maxBytes: number, encode?: BodyEncoder) {
   const pages = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
     maxSize: maxBytes,
-    sizeCalculation: (page) => stringBytes(page.rendered.body),
+    sizeCalculation: (page) => renderedBytes(page.rendered),
   });
   return {
     /** A page of this index already rendered, or undefined. */
@@ -40,7 +39,7 @@ export function createRenderedPages(maxBytes: number) {
     async render(index: ArchiveIndex, query: ArchiveQuery): Promise<RenderedJson> {
       const { issues, total } = archivePageOf(index, query);
       const envelope: ArchivePageBody = { ok: true, data: issues, meta: { total, limit: query.limit, offset: query.offset } };
-      const rendered = await renderJson(envelope);
+      const rendered = await renderJson(envelope, encode);
       pages.set(archivePageKey(query), { index, rendered });
       return rendered;
     },

@@ -1,7 +1,7 @@
 import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../shape.js';
 import { stringBytes } from './memory-budget.js';
-import type { RenderedJson } from './rendered-json.js';
+import { renderedBytes, type RenderedJson } from './rendered-json.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
 
@@ -58,7 +58,7 @@ export function archiveValue(
 }
 
 export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string): CachedValue {
-  return { kind: 'json', rendered, size: stringBytes(rendered.body), fetchedAt, ...(version === undefined ? {} : { version }) };
+  return { kind: 'json', rendered, size: renderedBytes(rendered), fetchedAt, ...(version === undefined ? {} : { version }) };
 }
 
 /** Approximate bytes a value holds in memory (its share of the upstream-data budget). */

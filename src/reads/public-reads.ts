@@ -39,7 +39,7 @@ import {
   type WaitUntil,
 } from './read-through-cache.js';
 import type { ReadBudget } from './read-budget.js';
-import { renderJson, type RenderedJson } from './rendered-json.js';
+import { renderJson, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
@@ -77,6 +77,8 @@ export interface PublicReadsOptions {
   indexRefreshMinIntervalMs?: number;
   /** Told of the upstream-data cache's reads and evictions (see ReadThroughCacheOptions.metrics). */
   metrics?: Metrics;
+  /** Compresses each JSON copy once as it is made (Node); none: copies are kept as text only. */
+  encodeBody?: BodyEncoder;
 }
 
 /** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
@@ -160,7 +162,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     metrics: options.metrics,
   });
 
-  const pages = createRenderedPages(budget.renderedPages);
+  const pages = createRenderedPages(budget.renderedPages, options.encodeBody);
 
   /** On Workers, each loader asks the isolates' shared tier before the upstream. */
   const tiered = (load: Loader<CachedValue>): Loader<CachedValue> =>
@@ -268,7 +270,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       },
       async seed(fetchedAt: number): Promise<void> {
         for (const { detail, version } of details) {
-          cache.seed(ISSUE_KEY_PREFIX + detail.slug, jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version));
+          cache.seed(ISSUE_KEY_PREFIX + detail.slug, jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody, options.encodeBody), fetchedAt, version));
         }
         details.length = 0;
       },
@@ -282,7 +284,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
     }
     const envelope: CategoriesBody = { ok: true, data: [...bySlug.values()].sort(compareByName) };
-    return jsonValue(await renderJson(envelope), now());
+    return jsonValue(await renderJson(envelope, options.encodeBody), now());
   }
   const loadCategories = tiered(loadCategoriesFromUpstream);
 
@@ -343,7 +345,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return undefined;
     }
     const envelope: IssueBody = { ok: true, data: toIssueDetail(issue) };
-    return jsonValue(await renderJson(envelope), now(), issue.updatedAt ?? undefined);
+    return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined);
   });
 
   /**

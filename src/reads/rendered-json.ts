@@ -1,13 +1,51 @@
+import { stringBytes } from './memory-budget.js';
+
+/** The content codings a cached body may be kept in besides its own bytes (RFC 9110 §8.4.1). */
+export type ContentCoding = 'br' | 'gzip';
+
+/** A cached body in one content coding, with that representation's own strong ETag. */
+export interface EncodedCopy {
+  coding: ContentCoding;
+  body: Uint8Array<ArrayBuffer>;
+  etag: string;
+}
+
 /** A success envelope serialized once, with its strong ETag: a cache hit only copies bytes. */
 export interface RenderedJson {
   body: string;
   etag: string;
+  /** The body compressed once per copy, best first; none where nothing is compressed (Workers) or it does not pay. */
+  encoded?: readonly EncodedCopy[];
 }
 
-/** Serializes an envelope and computes its ETag, once per cached value, never per request. */
-export async function renderJson(envelope: unknown): Promise<RenderedJson> {
+/**
+ * Compresses a body once, when its copy is made: the codings worth keeping, best first (an
+ * empty list when the body is too small to gain). Node's entry gives one (node-compression.ts).
+ */
+export type BodyEncoder = (body: string) => Promise<{ coding: ContentCoding; body: Uint8Array<ArrayBuffer> }[]>;
+
+/** Serializes an envelope and computes its ETag (and its compressed copies), once per cached value, never per request. */
+export async function renderJson(envelope: unknown, encode?: BodyEncoder): Promise<RenderedJson> {
   const body = JSON.stringify(envelope);
-  return { body, etag: await strongEtag(body) };
+  const etag = await strongEtag(body);
+  if (encode === undefined) return { body, etag };
+  const encoded = (await encode(body)).map((copy) => ({ ...copy, etag: codingEtag(etag, copy.coding) }));
+  return encoded.length === 0 ? { body, etag } : { body, etag, encoded };
+}
+
+/**
+ * A compressed copy is another representation, so it carries another strong ETag (RFC 9110
+ * §8.8.3): the identity's with the coding appended.
+ */
+function codingEtag(etag: string, coding: ContentCoding): string {
+  return `${etag.slice(0, -1)}-${coding}"`;
+}
+
+/** Bytes a rendered copy holds in memory: its text and every compressed copy (CACHE_MAX_BYTES counts them all). */
+export function renderedBytes(rendered: RenderedJson): number {
+  let bytes = stringBytes(rendered.body);
+  for (const copy of rendered.encoded ?? []) bytes += copy.body.byteLength + copy.etag.length * 2;
+  return bytes;
 }
 
 /** A strong ETag (RFC 9110 §8.8.3) of a body: 144 bits of its SHA-256, base64url. */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, afterEach, expect } from 'vitest';
 import { createOpenApiValidator } from './openapi-validator.js';
 import { installResponseObserver } from './response-observer.js';
@@ -12,8 +13,17 @@ const document = JSON.parse(readFileSync(new URL('../../openapi.json', import.me
 const check = createOpenApiValidator(document);
 let problems: string[] = [];
 
-installResponseObserver((request, response, body) => {
+/** The body as it is, whatever content coding it was sent in (openapi.json describes the decoded content). */
+function decodedBody(response: Response, body: string, bytes: Uint8Array): string {
+  const coding = response.headers.get('content-encoding');
+  if (coding === 'br') return brotliDecompressSync(bytes).toString();
+  if (coding === 'gzip') return gunzipSync(bytes).toString();
+  return body;
+}
+
+installResponseObserver((request, response, encoded, bytes) => {
   const { pathname } = new URL(request.url);
+  const body = decodedBody(response, encoded, bytes);
   for (const problem of check({ method: request.method, url: request.url, status: response.status, headers: response.headers, body })) {
     problems.push(`${request.method} ${pathname} → ${response.status}: ${problem}`);
   }

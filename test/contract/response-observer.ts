@@ -5,7 +5,7 @@
  * the `workerd` project, where the validator cannot run (it compiles schemas with `new
  * Function`), installs none.
  */
-export type ResponseObserver = (request: Request, response: Response, body: string) => void;
+export type ResponseObserver = (request: Request, response: Response, body: string, bytes: Uint8Array) => void;
 
 const OBSERVER = Symbol.for('newsletter-bff.test.response-observer');
 
@@ -27,11 +27,11 @@ export function observeResponses<App extends { fetch: Fetch }>(app: App): App {
   app.fetch = (async (request: Request, ...rest: never[]) => {
     const response = await fetch(request, ...rest);
     if (response.body === null) {
-      observer(request, response, '');
+      observer(request, response, '', new Uint8Array());
       return response;
     }
     const bytes = await response.arrayBuffer();
-    observer(request, response, new TextDecoder().decode(bytes));
+    observer(request, response, new TextDecoder().decode(bytes), new Uint8Array(bytes));
     return new Response(bytes, { status: response.status, statusText: response.statusText, headers: response.headers });
   }) as App['fetch'];
   return app;

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { chooseCopy } from '../src/content-coding.js';
+import type { EncodedCopy } from '../src/reads/rendered-json.js';
+
+const br: EncodedCopy = { coding: 'br', body: new Uint8Array([1]), etag: '"x-br"' };
+const gzip: EncodedCopy = { coding: 'gzip', body: new Uint8Array([2]), etag: '"x-gzip"' };
+const both = [br, gzip];
+
+describe('chooseCopy', () => {
+  it.each([
+    [undefined, undefined],
+    ['', undefined],
+    ['identity', undefined],
+    ['gzip', 'gzip'],
+    ['GZIP', 'gzip'],
+    ['gzip, deflate, br', 'br'],
+    ['br;q=0.5, gzip', 'gzip'],
+    ['br;q=0, gzip;q=0', undefined],
+    ['*', 'br'],
+    ['*;q=0.5, br;q=0', 'gzip'],
+    ['gzip;q=0.5, identity', undefined],
+    ['gzip;q=0.5, identity;q=0', 'gzip'],
+    ['br;q=1.0, gzip;q=0.999', 'br'],
+    ['br;q=2, gzip', 'gzip'],
+    ['br;q=abc', undefined],
+    ['deflate', undefined],
+    [' gzip ; q=0.8 ', 'gzip'],
+  ])('answers Accept-Encoding %j with %s', (header, expected) => {
+    expect(chooseCopy(header, both)?.coding).toBe(expected);
+  });
+
+  it('sends the body as it is when no copy is kept, whatever is asked', () => {
+    expect(chooseCopy('br, gzip', undefined)).toBeUndefined();
+    expect(chooseCopy('br, gzip', [])).toBeUndefined();
+  });
+
+  it('chooses among the copies kept: gzip alone when br did not pay', () => {
+    expect(chooseCopy('br, gzip', [gzip])).toBe(gzip);
+    expect(chooseCopy('br', [gzip])).toBeUndefined();
+  });
+});
