@@ -2,7 +2,7 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import type { Config } from './config.js';
 import { ApiError, renderError } from './errors.js';
-import { publicCacheControl } from './http.js';
+import { publicCacheControl } from './cached-reply.js';
 import { accessLogMiddleware, createAccessLog } from './access-log.js';
 import { createFreshReplies } from './fresh-replies.js';
 import { silentLogger, type Logger } from './log.js';

@@ -1,6 +1,6 @@
 import { parseConfig, type Config, type ConfigSource } from './config.js';
 import type { Logger } from './log.js';
-import { isPublicIssue } from './shape.js';
+import { isPublicIssue } from './public-shapes.js';
 import type { ArchiveRead } from './upstream/archive.js';
 import { createUpstreamForConfig } from './upstream/for-config.js';
 import type { NewsletterApiClient } from './upstream/newsletter-api.js';

@@ -8,7 +8,7 @@ import type { errorEnvelope } from './errors.js';
 export type { AppType } from './app.js';
 export type { ErrorCode, ValidationIssue } from './errors.js';
 export type { SubscribeJsonInput } from './subscribe/input.js';
-export type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from './shape.js';
+export type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from './public-shapes.js';
 
 /** The body of every error answer (docs/contract.md "Errors we return"). */
 export type ErrorBody = ReturnType<typeof errorEnvelope>;

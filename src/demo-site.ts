@@ -5,7 +5,7 @@ import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
-import { ifNoneMatchMatches } from './http.js';
+import { ifNoneMatchMatches } from './cached-reply.js';
 
 const SITE_KEY_LINE = "window.NEWSLETTER_TURNSTILE_SITE_KEY = '';";
 

@@ -1,4 +1,4 @@
-import { ifNoneMatchMatches, readReply } from './http.js';
+import { ifNoneMatchMatches, readReply } from './cached-reply.js';
 import { chooseCopy } from './content-coding.js';
 import type { PublicRead, PublicReads, RenderedJson } from './reads/public-reads.js';
 import type { EncodedCopy } from './reads/rendered-json.js';

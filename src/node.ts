@@ -13,7 +13,7 @@ import { importOptional, MissingPackageError } from './optional-package.js';
 import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
 import type { RedisServices } from './redis/services.js';
 import type { Admin } from './admin/admin.js';
-import { createAppForConfig, linkOriginOf } from './service.js';
+import { createAppForConfig, linkOriginOf } from './app-for-config.js';
 
 /** How often a surge looks at the rate without an attempt: well inside any hold it may have. */
 const SURGE_CHECK_INTERVAL_MS = 5000;

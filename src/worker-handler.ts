@@ -4,7 +4,7 @@ import { createLogger, type Logger } from './log.js';
 import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
 import { createBindingRateLimiter, type RateLimitBinding } from './rate-limit.js';
 import { API_SECURITY_HEADERS } from './response-headers.js';
-import { createAppForConfig } from './service.js';
+import { createAppForConfig } from './app-for-config.js';
 import { createWorkersSharedCache } from './reads/shared-tier.js';
 
 type Env = Record<string, unknown>;

@@ -3,7 +3,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import type { AppType } from '../src/app.js';
 import type { errorEnvelope } from '../src/errors.js';
-import type { IssueDetail, IssueSummary, PublicCategory } from '../src/shape.js';
+import type { IssueDetail, IssueSummary, PublicCategory } from '../src/public-shapes.js';
 import { createTestApp } from './helpers.js';
 
 /**

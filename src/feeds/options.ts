@@ -1,4 +1,4 @@
-import type { IssueSummary } from '../shape.js';
+import type { IssueSummary } from '../public-shapes.js';
 
 /** What a feed needs besides the issues; every URL absolute, built by the caller. */
 export interface FeedOptions {

@@ -1,4 +1,4 @@
-import type { IssueSummary } from '../shape.js';
+import type { IssueSummary } from '../public-shapes.js';
 import type { FeedOptions } from './options.js';
 import { xmlElement, xmlText } from './xml.js';
 

@@ -3,7 +3,7 @@ import { SLUG_PLACEHOLDER } from '../config.js';
 import { renderAtomFeed } from '../feeds/atom.js';
 import { latestSentAt, type FeedOptions } from '../feeds/options.js';
 import { renderRssFeed } from '../feeds/rss.js';
-import type { IssueSummary } from '../shape.js';
+import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { stringBytes } from './memory-budget.js';
 import { archivePageKey, archivePageOf, type ArchiveQuery } from './archive-pages.js';

@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { ArchivePageBody, IssueSummary } from '../shape.js';
+import type { ArchivePageBody, IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { renderJson, renderedBytes, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 

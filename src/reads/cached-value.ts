@@ -1,5 +1,5 @@
 import * as z from '../zod.js';
-import type { IssueSummary, PublicCategory } from '../shape.js';
+import type { IssueSummary, PublicCategory } from '../public-shapes.js';
 import { stringBytes } from './memory-budget.js';
 import { renderedBytes, type RenderedJson } from './rendered-json.js';
 import type { Validators } from '../upstream/transport.js';

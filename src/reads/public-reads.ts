@@ -14,7 +14,7 @@ import {
   type IssueDetail,
   type IssueSummary,
   type PublicCategory,
-} from '../shape.js';
+} from '../public-shapes.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import { UpstreamError } from '../upstream/transport.js';
 import {

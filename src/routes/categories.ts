@@ -1,5 +1,5 @@
 import { Hono, type Context } from 'hono';
-import { sendRead, waitUntilOf } from '../http.js';
+import { sendRead, waitUntilOf } from '../cached-reply.js';
 import type { PublicReads } from '../reads/public-reads.js';
 
 /** GET /api/categories: `[{ name, slug }]` sorted by name. */

@@ -1,6 +1,6 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { ApiError } from '../errors.js';
-import { sendRead, sendRendered, waitUntilOf } from '../http.js';
+import { sendRead, sendRendered, waitUntilOf } from '../cached-reply.js';
 import type { ArchiveFeeds, FeedFormat } from '../reads/archive-feeds.js';
 import type { PublicReads } from '../reads/public-reads.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';

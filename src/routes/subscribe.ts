@@ -2,7 +2,7 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config.js';
 import { ApiError } from '../errors.js';
-import { waitUntilOf } from '../http.js';
+import { waitUntilOf } from '../cached-reply.js';
 import { rateLimitKeyOf } from '../ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
 import { noopMetrics, type Metrics } from '../metrics.js';

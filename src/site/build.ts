@@ -1,6 +1,6 @@
 import { renderAtomFeed } from '../feeds/atom.js';
 import { latestSentAt } from '../feeds/options.js';
-import type { IssueDetail, PublicCategory } from '../shape.js';
+import type { IssueDetail, PublicCategory } from '../public-shapes.js';
 import { FEED_PATH, subscribeFormFrom, type SiteIdentity } from './layout.js';
 import { LETTER_CSS } from './letter-style.js';
 import { renderArchivePage, renderIssuePage, renderNotFoundPage } from './pages.js';

@@ -1,4 +1,4 @@
-import type { IssueDetail } from '../shape.js';
+import type { IssueDetail } from '../public-shapes.js';
 import { escapeHtml, inlineJson } from './html.js';
 import type { SiteIdentity } from './layout.js';
 

@@ -1,6 +1,6 @@
 import { parseConfig } from '../config.js';
 import { createLogger } from '../log.js';
-import { createAppForConfig } from '../service.js';
+import { createAppForConfig } from '../app-for-config.js';
 
 /**
  * The service inside the build's own process, configured from `env` as `npm start` would be

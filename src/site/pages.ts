@@ -1,4 +1,4 @@
-import type { IssueDetail, IssueSummary, PublicCategory } from '../shape.js';
+import type { IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
 import { articleExtras, renderHead } from './head.js';
 import { escapeHtml, timeHtml, truncate } from './html.js';
 import { renderPage, type SiteIdentity } from './layout.js';

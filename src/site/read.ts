@@ -1,6 +1,6 @@
 import { hc } from 'hono/client';
 import type { AppType } from '../app.js';
-import type { IssueSummary } from '../shape.js';
+import type { IssueSummary } from '../public-shapes.js';
 import type { Publication } from './build.js';
 
 export interface ReadOptions {

@@ -1,7 +1,7 @@
 import type { Context, TypedResponse } from 'hono';
 import { renderError, type ApiError, type ErrorResponse } from '../errors.js';
 import { parseHttpUrl, type OriginPolicy } from '../origins.js';
-import type { SubscribeBody } from '../shape.js';
+import type { SubscribeBody } from '../public-shapes.js';
 import { isFormPost } from './input.js';
 
 /** Fragments of a form post's redirect: ids a page can show with `:target`, no script needed. */

@@ -23,7 +23,7 @@ export const UpstreamCategorySchema = z.object({
  * A row of List Categories. Its slug must keep the issue slug rule: a site puts it in a path and
  * a link (`categories/<slug>/`), and `?category=` refuses any other, so a category like `c&d`
  * could never be opened. Such a row is dropped and counted like a malformed one. An issue's own
- * `category` keeps the loose schema (a bad one there must not drop the issue; shape.ts hides it).
+ * `category` keeps the loose schema (a bad one there must not drop the issue; public-shapes.ts hides it).
  */
 export const ListedCategorySchema = z.object({
   name: z.string(),

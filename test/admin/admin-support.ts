@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createAdmin } from '../../src/admin/admin.js';
 import { startFakeUpstreamServer } from '../support/fake-upstream/server.js';
 import { silentLogger } from '../../src/log.js';
-import { createAppForConfig } from '../../src/service.js';
+import { createAppForConfig } from '../../src/app-for-config.js';
 import { createFakeClock, TEST_API_KEY, testConfig } from '../helpers.js';
 
 function listening(server: Server): Promise<number> {

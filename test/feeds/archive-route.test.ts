@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
 import { createDemoUpstream } from '../../src/demo/demo-upstream.js';
 import { silentLogger } from '../../src/log.js';
-import { createAppForConfig, linkOriginOf } from '../../src/service.js';
+import { createAppForConfig, linkOriginOf } from '../../src/app-for-config.js';
 import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
 
 /*

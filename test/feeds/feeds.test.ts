@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { renderAtomFeed } from '../../src/feeds/atom.js';
 import { latestSentAt, type FeedOptions } from '../../src/feeds/options.js';
 import { renderRssFeed } from '../../src/feeds/rss.js';
-import type { IssueSummary } from '../../src/shape.js';
+import type { IssueSummary } from '../../src/public-shapes.js';
 
 /*
  * Read back with @rowanmanning/feed-parser: typed, tested against a corpus of real-world feeds,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue } from '../../src/reads/cached-value.js';
-import type { IssueSummary } from '../../src/shape.js';
+import type { IssueSummary } from '../../src/public-shapes.js';
 
 const FETCHED_AT = 1_700_000_000_000;
 

@@ -4,7 +4,7 @@ import { selectAll, selectOne } from 'css-select';
 import type { Document, Element } from 'domhandler';
 import { parseConfig } from '../../src/config.js';
 import { silentLogger } from '../../src/log.js';
-import { createAppForConfig } from '../../src/service.js';
+import { createAppForConfig } from '../../src/app-for-config.js';
 import { buildSite, type SiteOptions } from '../../src/site/build.js';
 import { readPublication } from '../../src/site/read.js';
 
