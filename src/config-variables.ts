@@ -41,21 +41,6 @@ export function wholeNumberVariable(min: number, max: number, fallback: number) 
 export const TURNSTILE_SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
 const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
 
-/** Node's listener limits, the IPv6 prefix counted as one visitor, and Turnstile on subscribe. */
-export const LISTENER_AND_CHALLENGE_VARIABLES = {
-  MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 1024),
-  // 0: unset, worked out from MAX_CONNECTIONS (config.ts).
-  MAX_CONNECTIONS_PER_CLIENT: wholeNumberVariable(1, 1_000_000, 0),
-  HEADERS_TIMEOUT_SECONDS: wholeNumberVariable(1, 15, 10),
-  REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),
-  RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),
-  TURNSTILE_SECRET_KEY: optionalText(),
-  TURNSTILE_SITE_KEY: preprocess(blankToUndefined, z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' })))),
-  TURNSTILE_VERIFY_URL: preprocess(
-    blankToUndefined,
-    z._default(z.string().check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY })), TURNSTILE_SITEVERIFY_URL),
-  ),
-};
 
 function isRedisUrl(value: string): boolean {
   try {
@@ -66,20 +51,6 @@ function isRedisUrl(value: string): boolean {
   }
 }
 
-/** Cold-read budgets, the archive index refresh and its whole re-read (docs/contract.md "Availability under abuse"), and Redis for several instances. */
-export const READ_BUDGET_AND_REDIS_VARIABLES = {
-  READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
-  READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
-  INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
-  // docs/upstream.md "How the archive is read": why ten minutes.
-  ARCHIVE_RESYNC_SECONDS: wholeNumberVariable(10, 86_400, 600),
-  // Validated for shape only, and never echoed: the URL may carry a password.
-  REDIS_URL: preprocess(
-    blankToUndefined,
-    z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
-  ),
-  REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
-};
 
 /** A query parameter name of our own choosing, never one List Issues' filters already use. */
 function queryParameterName(fallback: string) {
@@ -119,18 +90,19 @@ function booleanVariable(fallback: boolean) {
   );
 }
 
-/** Subscription bombing: the surge threshold and hold, the challenge's mode, throwaway domains, the owner's alert, trusted proxies (docs/subscribe.md). */
-export const SUBSCRIBE_ABUSE_VARIABLES = {
-  // 0 turns surge detection off; docs/subscribe.md says why 30 is the default.
-  SUBSCRIBE_SURGE_PER_MINUTE: wholeNumberVariable(0, 100_000, 30),
-  SUBSCRIBE_SURGE_SECONDS: wholeNumberVariable(10, 86_400, 600),
-  TURNSTILE_MODE: preprocess(blankToUndefined, z._default(z.enum(['always', 'surge'], { error: 'must be always or surge' }), 'always')),
-  SUBSCRIBE_BLOCK_DISPOSABLE: booleanVariable(false),
-  // Never echoed: a chat webhook's URL is its credential.
-  ALERT_WEBHOOK_URL: preprocess(
-    blankToUndefined,
-    z.optional(z.string({ error: HTTPS_ONLY }).check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY }))),
-  ),
+/** Node's listener: connection caps and timeouts (docs/node-http.md). */
+export const NODE_LISTENER_VARIABLES = {
+  MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 1024),
+  // 0: unset, worked out from MAX_CONNECTIONS (config.ts).
+  MAX_CONNECTIONS_PER_CLIENT: wholeNumberVariable(1, 1_000_000, 0),
+  HEADERS_TIMEOUT_SECONDS: wholeNumberVariable(1, 15, 10),
+  REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),
+};
+
+/** Who the client is: the IPv6 prefix counted as one visitor, and the proxies whose X-Forwarded-For is read. */
+export const CLIENT_ADDRESS_VARIABLES = {
+  TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
+  RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),
   TRUSTED_PROXIES: preprocess(
     blankToUndefined,
     z.optional(
@@ -144,4 +116,47 @@ export const SUBSCRIBE_ABUSE_VARIABLES = {
       ),
     ),
   ),
+};
+
+/** Cloudflare Turnstile on subscribe, always or only during a surge (docs/security.md, docs/subscribe.md). */
+export const CHALLENGE_VARIABLES = {
+  TURNSTILE_SECRET_KEY: optionalText(),
+  TURNSTILE_SITE_KEY: preprocess(blankToUndefined, z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' })))),
+  TURNSTILE_VERIFY_URL: preprocess(
+    blankToUndefined,
+    z._default(z.string().check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY })), TURNSTILE_SITEVERIFY_URL),
+  ),
+  TURNSTILE_MODE: preprocess(blankToUndefined, z._default(z.enum(['always', 'surge'], { error: 'must be always or surge' }), 'always')),
+};
+
+/** Subscription bombing: the surge threshold and hold, throwaway domains, the owner's alert (docs/subscribe.md). */
+export const SUBSCRIBE_SURGE_VARIABLES = {
+  // 0 turns surge detection off; docs/subscribe.md says why 30 is the default.
+  SUBSCRIBE_SURGE_PER_MINUTE: wholeNumberVariable(0, 100_000, 30),
+  SUBSCRIBE_SURGE_SECONDS: wholeNumberVariable(10, 86_400, 600),
+  SUBSCRIBE_BLOCK_DISPOSABLE: booleanVariable(false),
+  // Never echoed: a chat webhook's URL is its credential.
+  ALERT_WEBHOOK_URL: preprocess(
+    blankToUndefined,
+    z.optional(z.string({ error: HTTPS_ONLY }).check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY }))),
+  ),
+};
+
+/** How the archive is kept fresh, and what reads the index cannot justify may cost (docs/upstream.md "How the archive is read and kept fresh"). */
+export const ARCHIVE_READ_VARIABLES = {
+  // docs/upstream.md "How the archive is read": why ten minutes.
+  ARCHIVE_RESYNC_SECONDS: wholeNumberVariable(10, 86_400, 600),
+  INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
+  READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
+  READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
+};
+
+/** Redis, for state shared by several Node instances (docs/deployment.md "Several instances"). */
+export const SHARED_STATE_VARIABLES = {
+  // Validated for shape only, and never echoed: the URL may carry a password.
+  REDIS_URL: preprocess(
+    blankToUndefined,
+    z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
+  ),
+  REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
 };

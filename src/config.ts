@@ -4,9 +4,12 @@ import type { ListPaging } from './upstream/archive.js';
 import { DEFAULT_LIST_PAGING, LIST_ISSUES_PAGE_PARAM } from './upstream/assumptions.js';
 import { parseHttpUrl } from './origins.js';
 import {
-  LISTENER_AND_CHALLENGE_VARIABLES,
-  READ_BUDGET_AND_REDIS_VARIABLES,
-  SUBSCRIBE_ABUSE_VARIABLES,
+  ARCHIVE_READ_VARIABLES,
+  CHALLENGE_VARIABLES,
+  CLIENT_ADDRESS_VARIABLES,
+  NODE_LISTENER_VARIABLES,
+  SHARED_STATE_VARIABLES,
+  SUBSCRIBE_SURGE_VARIABLES,
   UPSTREAM_PAGING_VARIABLES,
   isHttpsOrLoopback,
   isListenHost,
@@ -200,10 +203,12 @@ const ConfigSchema = z.object({
       'website',
     ),
   ),
-  TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
-  ...LISTENER_AND_CHALLENGE_VARIABLES,
-  ...READ_BUDGET_AND_REDIS_VARIABLES,
-  ...SUBSCRIBE_ABUSE_VARIABLES,
+  ...NODE_LISTENER_VARIABLES,
+  ...CLIENT_ADDRESS_VARIABLES,
+  ...CHALLENGE_VARIABLES,
+  ...SUBSCRIBE_SURGE_VARIABLES,
+  ...ARCHIVE_READ_VARIABLES,
+  ...SHARED_STATE_VARIABLES,
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
     z.optional(
