@@ -248,7 +248,12 @@ export async function readWholeArchive<K = UpstreamIssue>(
       } catch (error) {
         if (!(error instanceof ResponseTooLarge)) throw error;
         const declared = error.declaredBytes ?? Number.POSITIVE_INFINITY;
-        const smaller = shrinks < MAX_SHRINKS && !(declared >= lastDeclared && declared !== Number.POSITIVE_INFINITY) ? smallerPageSize(limit) : undefined;
+        // Straight to pages of about TARGET_PAGE_BYTES when the length was declared: a page
+        // halved but still near the cap would be read whole, and reading it is the peak of the
+        // memory of a load (docs/upstream.md "Pages of a few MiB").
+        const halved = smallerPageSize(limit);
+        const lighter = Number.isFinite(declared) ? lighterPageSize(limit, declared) : limit;
+        const smaller = shrinks < MAX_SHRINKS && !(declared >= lastDeclared && declared !== Number.POSITIVE_INFINITY) && halved !== undefined ? Math.min(halved, lighter) : undefined;
         if (smaller === undefined) throw error;
         shrinks += 1;
         lastDeclared = declared;

@@ -28,6 +28,7 @@ import {
 import { noopMetrics, type Metrics } from '../metrics.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
 import { createUpstreamNotices } from './notices.js';
+import { parseRowList } from './row-scanner.js';
 
 export type { ListIssuesQuery } from './schemas.js';
 
@@ -77,6 +78,13 @@ export interface NewsletterApiClient extends UpstreamClient {
 
 /** What the transport hands back for a list page that answered 304: compared by identity. */
 const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze([]) as unknown as unknown[] });
+
+/**
+ * The members of a listed row that are read (the schema's): the others, the editor state
+ * `contentJson` above all, are never built (row-scanner.ts).
+ */
+const ISSUE_ROW_FIELDS: ReadonlySet<string> = new Set(Object.keys(UpstreamIssueSchema.shape));
+const parseIssueRows = (text: string) => parseRowList(text, ISSUE_ROW_FIELDS);
 
 /** The error code of Get Issue By Slug's not-found answer (docs/upstream.md "Errors"). */
 const NOT_FOUND_CODE = 'NOT_FOUND';
@@ -144,6 +152,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       notModified: () => NOT_MODIFIED_PAGE,
       onValidators: (given) => (validators = given),
       onBytes: (given) => (bytes = given),
+      parse: parseIssueRows,
     });
     if (answer === NOT_MODIFIED_PAGE) return { rows: [], droppedIds: [], notModified: true, validators: conditional };
     const listed = readRows(answer.data, UpstreamIssueSchema);

@@ -89,6 +89,11 @@ export interface TransportRequest<T> {
   onValidators?: (validators: Validators) => void;
   /** Told the size of a success body, in bytes (for the archive's page size and figures). */
   onBytes?: (bytes: number) => void;
+  /**
+   * Reads a success body's text in place of JSON.parse (which it must match for what it keeps,
+   * throwing as it does on text that is not JSON): to leave out what the schema would strip.
+   */
+  parse?: (text: string) => unknown;
 }
 
 /** An answer's validators, to be sent back when asking for the same resource again. */
@@ -197,10 +202,10 @@ export function createTransport(options: TransportOptions): Transport {
       throw new UpstreamError('bad_response', `upstream answered with a redirect (${status}); not followed`, { status });
     }
     if (!isSuccessStatus(status)) throw await failureFromResponse(response, call);
-    const text = await readCapped(response, status, options.onBytes);
     const validators = { etag: response.headers.get('etag') ?? undefined, lastModified: response.headers.get('last-modified') ?? undefined };
+    // The body's text is not named: it is let go as soon as it is parsed (a page may be megabytes).
+    const parsed = schema.safeParse(parseJson(await readCapped(response, status, options.onBytes), status, options.parse));
     if (validators.etag !== undefined || validators.lastModified !== undefined) options.onValidators?.(validators);
-    const parsed = schema.safeParse(parseJson(text, status));
     if (!parsed.success) {
       throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, {
         status,
@@ -256,9 +261,9 @@ export function createTransport(options: TransportOptions): Transport {
     return parseJson(await readCapped(response, status), status);
   }
 
-  function parseJson(text: string, status: number): unknown {
+  function parseJson(text: string, status: number, parse: (text: string) => unknown = JSON.parse): unknown {
     try {
-      return JSON.parse(text);
+      return parse(text);
     } catch (error) {
       throw new UpstreamError('bad_response', `upstream ${status} body is not JSON`, { status, cause: error });
     }

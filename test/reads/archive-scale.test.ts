@@ -12,7 +12,9 @@ const TTL_MS = 60_000;
  * The app over the one fake upstream serving a publication shaped like a real one, with every
  * List Issues query recorded (its limit and offset) and what a refresh costs.
  */
-function archiveSite(options: { archive?: ArchiveOptions; variant?: UpstreamVariant; env?: Record<string, string>; maxResponseBytes?: number } = {}) {
+function archiveSite(
+  options: { archive?: ArchiveOptions; variant?: UpstreamVariant; env?: Record<string, string>; maxResponseBytes?: number; declareLength?: boolean } = {},
+) {
   const clock = createFakeClock(Date.UTC(2026, 1, 1));
   const fake = createFakeUpstream({
     apiKey: TEST_API_KEY,
@@ -29,7 +31,13 @@ function archiveSite(options: { archive?: ArchiveOptions; variant?: UpstreamVari
       const conditional = request.headers.has('if-none-match') || request.headers.has('if-modified-since');
       queries.push({ limit: Number(url.searchParams.get('limit')), offset: Number(url.searchParams.get('offset')), conditional });
     }
-    return fake.fetch(request);
+    const answer = await fake.fetch(request);
+    if (!options.declareLength || answer.status !== 200) return answer;
+    // A Content-Length that says the body's size, as an HTTP upstream sends it.
+    const body = new Uint8Array(await answer.arrayBuffer());
+    const headers = new Headers(answer.headers);
+    headers.set('Content-Length', String(body.byteLength));
+    return new Response(body, { status: answer.status, headers });
   };
   const { app, clock: appClock, logs } = createTestApp({
     fetch,
@@ -75,6 +83,15 @@ describe('an archive of fat rows', () => {
     expect(site.queries.length).toBeGreaterThan(before);
     expect(new Set(site.queries.slice(before).map((query) => query.limit))).toEqual(new Set([50]));
     expect(site.logs.entries().filter((entry) => entry.event === 'upstream_failure')).toEqual([]);
+  });
+
+  it('goes straight to pages of about 4 MiB when a page over the body cap declares its length, never reading one near the cap', async () => {
+    // 200 rows of ~60 KB are ~12 MB, over a cap of 8 MB: halved (~6 MB) they would fit and be
+    // read whole; the declared length says 50 rows (~3 MB) make a page of about 4 MiB.
+    const site = archiveSite({ archive: { issues: 450, contentBytes: 40_000, jsonBytes: 20_000 }, maxResponseBytes: 8_000_000, declareLength: true });
+    expect(await site.total()).toBe(450);
+    expect(site.queries.slice(0, 2).map((query) => query.limit)).toEqual([200, 50]);
+    expect(new Set(site.queries.slice(1).map((query) => query.limit))).toEqual(new Set([50]));
   });
 
   it('follows a page heavier than 4 MiB with lighter ones', async () => {
