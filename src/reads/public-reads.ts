@@ -128,7 +128,7 @@ const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue 
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
   const { upstream, now, sharedCache, readBudget } = options;
   /** A read the index cannot justify is paid for first; over budget, it is refused unmade. */
-  const charge = (client: string | undefined) => readBudget?.take(client);
+  const chargeUnlistedRead = (client: string | undefined) => readBudget?.take(client);
   const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
   const budget = splitMemoryBudget(options.maxBytes);
   const rules: FreshnessRules = {
@@ -165,7 +165,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   const pages = createRenderedPages(budget.renderedPages, options.encodeBody);
 
   /** On Workers, each loader asks the isolates' shared tier before the upstream. */
-  const tiered = (load: Loader<CachedValue>): Loader<CachedValue> =>
+  const withSharedCopy = (load: Loader<CachedValue>): Loader<CachedValue> =>
     sharedCache
       ? withSharedTier(load, {
           store: sharedCache,
@@ -189,8 +189,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const contents = createContentKeeper();
     if (prior && upstream.readPublicArchiveHead && prior.sync.newestSentFirst && time - prior.sync.fullReadAt < resyncMs) {
       const head = await upstream.readPublicArchiveHead({
-        known: (id) => prior.sync.ids.has(id),
-        keep: contents.keep,
+        isKnownId: (id) => prior.sync.ids.has(id),
+        reduceRow: contents.reduceRow,
         validators: prior.sync.head,
       });
       // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
@@ -207,7 +207,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
     if (upstream.readPublicArchive) {
-      const read = await upstream.readPublicArchive(options.archiveMaxIssues, { keep: contents.keep, expectedRows: prior?.sync.ids.size });
+      const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow: contents.reduceRow, expectedRows: prior?.sync.ids.size });
       const clean = read.dropped.count === 0 && read.findings.length === 0;
       const ids = new Set(read.issues.map((row) => row.source.id));
       const answeredAt = now();
@@ -215,7 +215,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const sync = { newestSentFirst: clean && read.newestSentFirst, fullReadAt: time, ids };
       return indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync);
     }
-    const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.keep);
+    const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
     const answeredAt = now();
     await contents.seed(answeredAt);
     return indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { newestSentFirst: false, fullReadAt: time, ids: new Set() });
@@ -253,7 +253,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const details: { detail: IssueDetail; version: string | undefined }[] = [];
     let bytes = 0;
     return {
-      keep(row: UpstreamIssue): KeptRow {
+      reduceRow(row: UpstreamIssue): KeptRow {
         // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
         if (!isPublicIssue(row)) return { summary: undefined, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
         const summary = toIssueSummary(row);
@@ -276,7 +276,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       },
     };
   }
-  const loadArchive = tiered(loadArchiveFromUpstream);
+  const loadArchive = withSharedCopy(loadArchiveFromUpstream);
 
   async function loadCategoriesFromUpstream() {
     const bySlug = new Map<string, PublicCategory>();
@@ -286,7 +286,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const envelope: CategoriesBody = { ok: true, data: [...bySlug.values()].sort(compareByName) };
     return jsonValue(await renderJson(envelope, options.encodeBody), now());
   }
-  const loadCategories = tiered(loadCategoriesFromUpstream);
+  const loadCategories = withSharedCopy(loadCategoriesFromUpstream);
 
   /**
    * A loader that reads the upstream whatever the shared copy's age, and stores what it read
@@ -308,7 +308,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * call. A slug the index lists is read by slug without the read budget: only reads the index
    * cannot justify (no index, or one cut off at ARCHIVE_MAX_ISSUES) are charged to it.
    */
-  const loadIssue = tiered(async function loadIssue(key, waitUntil, client, previous) {
+  const loadIssue = withSharedCopy(async function loadIssue(key, waitUntil, client, previous) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
     let archive = cache.peek(ARCHIVE_KEY);
     // A copy is checked against an index at least as fresh as itself would be: a stale index is
@@ -328,7 +328,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       notFound.set(slug, true);
       return undefined;
     }
-    if (!listed) charge(client);
+    if (!listed) chargeUnlistedRead(client);
     let issue;
     try {
       issue = await upstream.getIssueBySlug(slug);

@@ -66,7 +66,7 @@ export interface ArchiveReadOptions<K> {
    * What is kept of each row, called as each page arrives: a page's raw rows are let go once
    * read, so memory is bounded by what this keeps, not by the bytes read.
    */
-  keep: (row: UpstreamIssue) => K;
+  reduceRow: (row: UpstreamIssue) => K;
   /** Rows per page to ask: a smaller size learnt before (a page over the body cap); the configured one by default. */
   pageSize?: number | undefined;
   /** Rows the last full read found, when there was one: how far ahead pages may be read at once. */
@@ -165,7 +165,7 @@ export async function readWholeArchive<K = UpstreamIssue>(
   maxIssues: number,
   options?: ArchiveReadOptions<K>,
 ): Promise<ArchiveRead<K>> {
-  const keep = options?.keep ?? ((row: UpstreamIssue) => row as K);
+  const reduceRow = options?.reduceRow ?? ((row: UpstreamIssue) => row as K);
   let limit = Math.min(paging.pageSize, options?.pageSize ?? paging.pageSize);
   const maxPages = Math.ceil((maxIssues * SMALLEST_PAGE_FRACTION) / paging.pageSize) + 1;
   const kept: K[] = [];
@@ -213,7 +213,7 @@ export async function readWholeArchive<K = UpstreamIssue>(
       if (seen.has(row.id) || kept.length >= maxIssues) continue;
       seen.add(row.id);
       order.see(row);
-      kept.push(keep(row));
+      kept.push(reduceRow(row));
       added += 1;
     }
     return { received, added, identified };
@@ -326,7 +326,7 @@ export const HEAD_MAX_PAGES = 5;
  */
 export async function readArchiveHead<K>(
   listPage: ListPage,
-  options: { known: (id: string) => boolean; keep: (row: UpstreamIssue) => K; validators?: Validators | undefined; pageSize: number },
+  options: { isKnownId: (id: string) => boolean; reduceRow: (row: UpstreamIssue) => K; validators?: Validators | undefined; pageSize: number },
 ): Promise<HeadRead<K>> {
   const limit = Math.min(HEAD_PAGE_ROWS, options.pageSize);
   const issues: K[] = [];
@@ -351,8 +351,8 @@ export async function readArchiveHead<K>(
     let reachedKnown = received < limit;
     for (const row of listed.rows) {
       order.see(row);
-      issues.push(options.keep(row));
-      if (options.known(row.id)) reachedKnown = true;
+      issues.push(options.reduceRow(row));
+      if (options.isKnownId(row.id)) reachedKnown = true;
     }
     if (reachedKnown || !order.sentOrderHolds()) {
       return { unchanged: false, issues, reachedKnown, newestSentFirst: order.sentOrderHolds(), validators, pageRows, dropped: { count: droppedCount, ids: dropped } };

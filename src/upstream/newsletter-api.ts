@@ -53,7 +53,7 @@ export interface UpstreamClient {
   listAllPublicIssues(maxIssues: number): Promise<UpstreamIssue[]>;
   /**
    * The same read and logs, with what it found: whether the index it makes can be complete, and
-   * whether the upstream lists newest `sentAt` first. `keep` says what is kept of each row.
+   * whether the upstream lists newest `sentAt` first. `reduceRow` says what is kept of each row.
    */
   readPublicArchive?<K>(maxIssues: number, options: ArchiveReadOptions<K>): Promise<ArchiveRead<K>>;
   /** The top of the archive, down to a known row (see `readArchiveHead`), for a refresh. */
@@ -64,8 +64,8 @@ export interface UpstreamClient {
 }
 
 export interface HeadReadOptions<K> {
-  known: (id: string) => boolean;
-  keep: (row: UpstreamIssue) => K;
+  isKnownId: (id: string) => boolean;
+  reduceRow: (row: UpstreamIssue) => K;
   /** The head page's validators from the last refresh. */
   validators?: Validators | undefined;
 }
@@ -191,7 +191,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     },
     readArchive: (maxIssues) => readArchive(maxIssues),
     async listAllPublicIssues(maxIssues) {
-      return (await readPublicArchive(maxIssues, { keep: (row) => row })).issues;
+      return (await readPublicArchive(maxIssues, { reduceRow: (row) => row })).issues;
     },
     readPublicArchive,
     readPublicArchiveHead,
