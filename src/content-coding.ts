@@ -9,7 +9,7 @@ import type { EncodedCopy } from './reads/rendered-json.js';
  */
 export function chooseCopy(acceptEncoding: string | undefined, copies: readonly EncodedCopy[] | undefined): EncodedCopy | undefined {
   if (copies === undefined || acceptEncoding === undefined || acceptEncoding === '') return undefined;
-  const weights = parseAcceptEncoding(acceptEncoding);
+  const weights = weightsOf(acceptEncoding);
   let best: EncodedCopy | undefined;
   let bestWeight = 0;
   // Not named, the body as it is is the fallback, not a preference: any kept coding asked for wins.
@@ -21,6 +21,23 @@ export function chooseCopy(acceptEncoding: string | undefined, copies: readonly 
   }
   // Weighed below the body as it is (`gzip;q=0.5, identity`): sent as it is.
   return best !== undefined && bestWeight >= identity ? best : undefined;
+}
+
+/**
+ * A client sends the same `Accept-Encoding` with every request, and browsers send a handful of
+ * distinct ones, so parsing it for every cached hit repeats the same work (measured in
+ * docs/node-http.md): the weights of the first MAX_REMEMBERED_HEADERS distinct headers are kept,
+ * and any other header is parsed each time, so a client making headers up cannot grow the map.
+ */
+const rememberedWeights = new Map<string, ReadonlyMap<string, number>>();
+
+function weightsOf(header: string): ReadonlyMap<string, number> {
+  let weights = rememberedWeights.get(header);
+  if (weights === undefined) {
+    weights = parseAcceptEncoding(header);
+    if (rememberedWeights.size < MAX_REMEMBERED_HEADERS) rememberedWeights.set(header, weights);
+  }
+  return weights;
 }
 
 /** `gzip;q=0.8, br` → gzip 0.8, br 1 (names lower-cased; a malformed weight counts as 0). */
@@ -44,3 +61,4 @@ function parseAcceptEncoding(header: string): Map<string, number> {
 const QVALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
 /** A client names a handful of codings; a longer list is read no further. */
 const MAX_CODINGS = 32;
+const MAX_REMEMBERED_HEADERS = 64;

@@ -79,19 +79,19 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
    * The header records already worked out for a cached copy, by status and content coding, then
    * by the origin the answer grants ('' for a foreign or absent `Origin`): at most allowed
    * origins + 1 per copy, status and coding, never keyed by what a client made up. Past
-   * MAX_KEPT_HEADS_PER_COPY (a long list of allowed origins), a request's record is worked out
+   * MAX_HEADER_RECORDS_PER_COPY (a long list of allowed origins), a request's record is worked out
    * afresh and not kept.
    */
-  const heads = { 200: keptHeadsByCoding(), 304: keptHeadsByCoding() };
+  const headerRecords = { 200: headerRecordsByCoding(), 304: headerRecordsByCoding() };
 
   function headersFor(route: string, path: string, read: PublicRead, request: FreshRequest, copy: EncodedCopy | undefined, notModified: boolean): Record<string, string> {
-    // A fresh copy is a HIT without `Age`: then its head depends on nothing else of the request.
-    const keep = read.state === 'HIT' && read.ageSeconds === undefined;
-    const byCopy = heads[notModified ? 304 : 200][copy?.coding ?? 'identity'];
-    let byOrigin = keep ? byCopy.get(read.rendered) : undefined;
-    const key = headerRules.grantedOrigin(request.origin) ?? '';
-    const kept = byOrigin?.get(key);
-    if (kept !== undefined) return kept;
+    // A fresh copy is a HIT without `Age`: then its headers depend on nothing else of the request.
+    const reusable = read.state === 'HIT' && read.ageSeconds === undefined;
+    const byCopy = headerRecords[notModified ? 304 : 200][copy?.coding ?? 'identity'];
+    let byOrigin = reusable ? byCopy.get(read.rendered) : undefined;
+    const grantedOrigin = headerRules.grantedOrigin(request.origin) ?? '';
+    const keptRecord = byOrigin?.get(grantedOrigin);
+    if (keptRecord !== undefined) return keptRecord;
     const headers = headerRules.headersFor({ path, origin: request.origin, requestId: '' });
     const reply = readReply(
       read,
@@ -100,12 +100,12 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
       request.acceptEncoding,
     );
     // In the order `respond` puts them: this request's headers, then the read's own.
-    const head = Object.assign(headers, reply.headers);
-    if (keep) {
+    const record = Object.assign(headers, reply.headers);
+    if (reusable) {
       if (byOrigin === undefined) byCopy.set(read.rendered, (byOrigin = new Map()));
-      if (byOrigin.size < MAX_KEPT_HEADS_PER_COPY) byOrigin.set(key, head);
+      if (byOrigin.size < MAX_HEADER_RECORDS_PER_COPY) byOrigin.set(grantedOrigin, record);
     }
-    return head;
+    return record;
   }
 
   return function freshReply(request) {
@@ -113,9 +113,9 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
     // HEAD is left to the general pipeline: Hono answers it by rebuilding the GET's response
     // (lower-case header names, no Content-Length), which this path would have to imitate.
     if (method !== 'GET') return undefined;
-    const at = target.indexOf('?');
-    const path = at === -1 ? target : target.slice(0, at);
-    const search = at === -1 ? '' : target.slice(at + 1);
+    const queryAt = target.indexOf('?');
+    const path = queryAt === -1 ? target : target.slice(0, queryAt);
+    const search = queryAt === -1 ? '' : target.slice(queryAt + 1);
     if (search.includes('format') || (request.accept !== undefined && FEED_MEDIA_TYPE.test(request.accept))) return undefined;
     const route = routeOf(path);
     const read = route === undefined ? undefined : freshRead(route, path, search);
@@ -135,10 +135,10 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
   };
 }
 
-function keptHeadsByCoding() {
+function headerRecordsByCoding() {
   const byCopy = () => new WeakMap<RenderedJson, Map<string, Record<string, string>>>();
   return { identity: byCopy(), br: byCopy(), gzip: byCopy() };
 }
 
 /** How many header records (granted origins) are kept per cached copy, status and coding. */
-const MAX_KEPT_HEADS_PER_COPY = 16;
+const MAX_HEADER_RECORDS_PER_COPY = 16;

@@ -18,7 +18,7 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
   const { freshReply, logAccess } = options;
   let served = 0;
   /** Each header record as `writeHead`'s flat array and the body's bytes (fresh-replies.ts keeps one record per cached copy, origin and status). */
-  const prepared = new WeakMap<Readonly<Record<string, string>>, PreparedReply>();
+  const preparedReplies = new WeakMap<Readonly<Record<string, string>>, PreparedReply>();
   const hostVerdicts = new Map<string, boolean>();
 
   /**
@@ -29,8 +29,8 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
    * MAX_HOST_VERDICTS, so a client making Hosts up cannot grow the map.
    */
   function isCanonicalHost(host: string): boolean {
-    const known = hostVerdicts.get(host);
-    if (known !== undefined) return known;
+    const keptVerdict = hostVerdicts.get(host);
+    if (keptVerdict !== undefined) return keptVerdict;
     let verdict: boolean;
     try {
       verdict = new URL(`http://${host}`).host === host;
@@ -69,16 +69,16 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
     });
     if (reply === undefined) return false;
     served += 1;
-    let ready = prepared.get(reply.headers);
-    if (ready === undefined) {
-      ready = prepareReply(reply.headers, reply.body);
-      prepared.set(reply.headers, ready);
+    let prepared = preparedReplies.get(reply.headers);
+    if (prepared === undefined) {
+      prepared = prepareReply(reply.headers, reply.body);
+      preparedReplies.set(reply.headers, prepared);
     }
     // Per request only the id is new: a copy of the array with it in its place.
-    const head = ready.head.slice();
-    head[ready.requestIdAt] = reply.requestId;
-    res.writeHead(reply.status, head);
-    res.end(ready.body);
+    const headerLines = prepared.headerLines.slice();
+    headerLines[prepared.requestIdAt] = reply.requestId;
+    res.writeHead(reply.status, headerLines);
+    res.end(prepared.body);
     logAccess({ method, path: reply.path, route: reply.route, status: reply.status, startedAt, cache: reply.cache, requestId: reply.requestId });
     return true;
   }
@@ -99,8 +99,8 @@ const MAX_HOST_VERDICTS = 32;
 
 interface PreparedReply {
   /** `[name, value, name, value, …]` for `writeHead`, `Content-Length` last, the request id's value empty. */
-  head: string[];
-  /** Where the request id's value goes in `head`. */
+  headerLines: string[];
+  /** Where the request id's value goes in `headerLines`. */
   requestIdAt: number;
   /** The body as bytes, encoded once; undefined for a 304. */
   body: Buffer | undefined;
@@ -108,17 +108,17 @@ interface PreparedReply {
 
 /** A header record as `writeHead`'s flat array, each header checked once as `writeHead` checks it. */
 function prepareReply(headers: Readonly<Record<string, string>>, body: string | Uint8Array<ArrayBuffer> | undefined): PreparedReply {
-  const head: string[] = [];
+  const headerLines: string[] = [];
   let requestIdAt = -1;
   for (const name in headers) {
     const value = headers[name]!;
     validateHeaderName(name);
-    if (name === 'X-Request-Id') requestIdAt = head.length + 1;
+    if (name === 'X-Request-Id') requestIdAt = headerLines.length + 1;
     else validateHeaderValue(name, value);
-    head.push(name, value);
+    headerLines.push(name, value);
   }
   if (requestIdAt === -1) throw new Error('a fresh reply without X-Request-Id');
   const bytes = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (bytes !== undefined) head.push('Content-Length', String(bytes.length));
-  return { head, requestIdAt, body: bytes };
+  if (bytes !== undefined) headerLines.push('Content-Length', String(bytes.length));
+  return { headerLines, requestIdAt, body: bytes };
 }

@@ -112,6 +112,15 @@ describe('createLogger line format', () => {
       createLogger({ write: (line) => lines.push(line), now: () => time }).log('info', 'tick');
       expect(JSON.parse(lines[0]!).time, String(time)).toBe(new Date(time).toISOString());
     }
+    // One logger through them all, forth and back: the second it formatted last is not reused for another.
+    let time = 0;
+    const lines: string[] = [];
+    const logger = createLogger({ write: (line) => lines.push(line), now: () => time });
+    for (const next of [...times, ...[...times].reverse()]) {
+      time = next;
+      logger.log('info', 'tick');
+      expect(JSON.parse(lines.at(-1)!).time, String(time)).toBe(new Date(time).toISOString());
+    }
   });
 
   it('keeps the order of the fields and leaves out only the undefined ones', () => {
