@@ -2,7 +2,7 @@
 // answers in 100 ms, read by the real Node entry at CACHE_TTL_SECONDS=2. Prints the cold first
 // answer, the peak RSS, what refreshes cost the upstream while nothing changes (six TTLs of
 // traffic, against a whole read), and how long a new issue takes to appear and an unpublished
-// one to leave. Goals (docs/deployment-workers.md and the README's archive figures): cold ≤ 10 s,
+// one to leave. Goals (printed with each run): cold ≤ 10 s,
 // peak RSS ≤ 256 MiB, refreshes ≤ 10% of a whole read, new ≤ TTL + 3 s, gone ≤ resync + TTL.
 // The upstream lists newest `sentAt` first and sends validators (ETag and Last-Modified), as one
 // that allows head refreshes; its drafts are created before they are sent. Every wait is
