@@ -154,8 +154,12 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     allowStale: true,
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,
+    // lru-cache aborts a load in flight when its key is set (an archive read seeding an issue
+    // copy), deleted or evicted, and by default rejects its readers with "replaced", "deleted" or
+    // "evicted". Our loads run on regardless, so their readers wait for what they load.
+    ignoreFetchAbort: true,
     dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
-    fetchMethod: async (key, stale, { context, options: fetchOptions }) => {
+    fetchMethod: async (key, stale, { context, options: fetchOptions, signal }) => {
       const loading = context.load(key, context.waitUntil, context.client, stale?.value);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
@@ -170,7 +174,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         throw error;
       }
       if (value === undefined) {
-        if (stale === undefined) return undefined;
+        // Overtaken while loading: lru-cache stores nothing from an aborted load, and a bare
+        // `undefined` would reach the readers as the abort reason instead of "does not exist".
+        if (stale === undefined) return signal.aborted ? { value: undefined, fetchedAt: now(), staleAt: now(), size: TOMBSTONE_BYTES } : undefined;
         // lru-cache would put the stale value back: replace it with a short-lived tombstone.
         const time = now();
         fetchOptions.ttl = notFoundTtlMs;

@@ -84,6 +84,35 @@ describe('public reads', () => {
     expect(page.state).toBe('HIT');
     expect(calls.filter((call) => call === 'archive')).toHaveLength(1);
   });
+  it('answers an issue whose read by slug an archive refresh overtook, seeding the same copy meanwhile', async () => {
+    const clock = createFakeClock();
+    let rows = [issue('late', { contentHtml: undefined })];
+    let release: (() => void) | undefined;
+    const upstream: UpstreamClient = {
+      listIssues: async () => [],
+      listAllPublicIssues: async () => rows,
+      getIssueBySlug: async (slug) => {
+        await new Promise<void>((resolve) => (release = resolve));
+        return issue(slug, { contentHtml: '<p>read by slug</p>' });
+      },
+      listCategories: async () => [],
+      createSubscriber: async () => ({}),
+    };
+    const reads = createPublicReads({ upstream, now: clock.now, ttlSeconds: 60, maxBytes: MAX_BYTES, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
+    await reads.archivePage({ limit: 20, offset: 0 });
+    const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
+    const pending = reads.issue('late');
+    for (let step = 0; step < 50 && release === undefined; step += 1) await turn();
+    expect(release).toBeDefined();
+    // The index goes stale while the slug is read; its refresh lists the letter and keeps it as the issue's copy.
+    clock.advance(61_000);
+    rows = [issue('late', { contentHtml: '<p>listed</p>' })];
+    expect((await reads.archivePage({ limit: 20, offset: 0 })).state).toBe('STALE');
+    for (let step = 0; step < 50 && (await reads.archivePage({ limit: 20, offset: 0 })).state !== 'HIT'; step += 1) await turn();
+    release?.();
+    const answered = await pending;
+    expect(JSON.parse(answered.rendered.body)).toMatchObject({ ok: true, data: { slug: 'late', contentHtml: '<p>read by slug</p>' } });
+  });
 });
 
 describe('HTTP caching of the public GET routes', () => {

@@ -324,6 +324,58 @@ describe('read-through cache', () => {
     expect(cache.stats().entries).toBeLessThan(1_000);
   });
 
+  // lru-cache aborts a load in flight when its key is set, deleted or evicted; our loads run on
+  // regardless, so every reader waiting on one gets what it loaded (never lru-cache's abort reason).
+  it('answers a cold read with its load when the key is seeded while the load is in flight', async () => {
+    const { cache, loader, readThrough } = createCache();
+    loader.hold();
+    const pending = cache.read('a');
+    const joined = cache.read('a');
+    await settle();
+    readThrough.seed('a', 'a@seeded');
+    loader.release();
+    expect(await pending).toEqual({ value: 'a@v1', state: 'MISS' });
+    expect(await joined).toEqual({ value: 'a@v1', state: 'MISS' });
+    // The seeded copy stays: the load that was overtaken does not write over it.
+    expect(await cache.read('a')).toEqual({ value: 'a@seeded', state: 'HIT' });
+    expect(loader.loads).toEqual(['a']);
+  });
+
+  it('answers a cold read with its load when the load in flight is evicted by other keys', async () => {
+    const { cache, loader, readThrough } = createCache({ maxBytes: 12 });
+    loader.hold();
+    const pending = cache.read('a');
+    await settle();
+    for (const key of ['b', 'c', 'd', 'e']) readThrough.seed(key, `${key}@v1`);
+    loader.release();
+    expect(await pending).toEqual({ value: 'a@v1', state: 'MISS' });
+  });
+
+  it('answers "does not exist" to a cold read whose load is evicted and finds nothing', async () => {
+    const { cache, loader, readThrough } = createCache({ maxBytes: 12 });
+    loader.hold();
+    const pending = cache.read('missing-a');
+    await settle();
+    for (const key of ['b', 'c', 'd', 'e']) readThrough.seed(key, `${key}@v1`);
+    loader.release();
+    expect(await pending).toEqual({ value: undefined, state: 'MISS' });
+  });
+
+  it('answers a cold read with its load when a read past stale-if-error deletes the key meanwhile', async () => {
+    const { cache, clock, loader } = createCache();
+    await cache.read('a');
+    clock.advance(TTL + SIE + 1);
+    loader.hold();
+    loader.bump();
+    const first = cache.read('a');
+    await settle();
+    const second = cache.read('a');
+    await settle();
+    loader.release();
+    expect(await first).toEqual({ value: 'a@v2', state: 'MISS' });
+    expect(await second).toEqual({ value: 'a@v2', state: 'MISS' });
+  });
+
   it('does not store a value larger than the per-entry cap', async () => {
     const { cache, loader } = createCache({ maxBytes: 10_000, maxEntryBytes: 3 });
     await cache.read('a');
