@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { maskEmailsInPath, type Logger } from './log.js';
+import { maskEmailsInPath, type Logger, type RequestFields } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { CacheState } from './reads/read-through-cache.js';
 
@@ -33,14 +33,16 @@ export function createAccessLog(log: Logger, metrics: Metrics, routes: readonly 
     const ms = performance.now() - entry.startedAt;
     // A route template or `other`: never the raw path, so the label stays a closed set.
     metrics.request(entry.route !== undefined && known.has(entry.route) ? entry.route : 'other', entry.method, entry.status, ms / 1000);
-    log.log('info', 'request', {
+    const fields: RequestFields = {
       method: entry.method,
       path: maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH)),
       status: entry.status,
       ms: Math.round(ms * 10) / 10,
       cache: entry.cache,
       requestId: entry.requestId,
-    });
+    };
+    if (log.request) log.request(fields);
+    else log.log('info', 'request', { ...fields });
   };
 }
 

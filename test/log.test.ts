@@ -137,6 +137,49 @@ describe('createLogger line format', () => {
   });
 });
 
+describe('createLogger access line', () => {
+  const KEY = 'sk_test_fake_key_0123456789';
+  /** Paths a client can send (after the access log's cut and masking), each of JSON's escapes among them. */
+  const PATHS = [
+    '/api/issues',
+    '/api/issues/spring-planting',
+    '/',
+    '',
+    '/api/issues/"quoted"',
+    '/api/issues/back\\slash',
+    '/api/issues/\u0000\u0001\u001f\t\n\r\b\f',
+    '/api/issues/\u007f\u0080\u00e9\u2028\u2029',
+    '/api/issues/\ud83c\udf31',
+    '/api/issues/\ud800alone',
+    '/api/issues/alone\udfff',
+    `/api/issues/${KEY}`,
+    `/api/issues/${KEY}/${KEY}"`,
+    '/api/issues/%22%5C%00',
+    '/api/issues/</script>',
+  ];
+  const NUMBERS = [0, 0.1, 12.3, 1234.5, 1e21, Number.NaN, Number.POSITIVE_INFINITY, -0];
+
+  it('writes exactly what log("info", "request", …) writes, for every path, number, cache state and request id', () => {
+    const { log, lines } = capture({ redact: [KEY] });
+    let cases = 0;
+    for (const path of PATHS) {
+      for (const [index, ms] of NUMBERS.entries()) {
+        const cache = [undefined, 'HIT', 'MISS', 'STALE', `x"${KEY}`][index % 5];
+        const requestId = [undefined, '6f5a4e32-baf5-4631-9e63-29de015a336b', 'id"with\\escapes', KEY][index % 4];
+        const method = ['GET', 'POST', 'M"\\'][index % 3]!;
+        const fields = { method, path, status: [200, 304, 404, 499][index % 4]!, ms, cache, requestId };
+        log.request!(fields);
+        log.log('info', 'request', { ...fields });
+        const [fast, plain] = lines.splice(0, 2);
+        expect(fast, JSON.stringify(fields)).toBe(plain);
+        expect(fast).not.toContain(KEY);
+        cases += 1;
+      }
+    }
+    expect(cases).toBe(PATHS.length * NUMBERS.length);
+  });
+});
+
 describe('createBufferedWriter', () => {
   function collect(options: { maxBufferedBytes?: number } = {}) {
     const chunks: string[] = [];
