@@ -31,6 +31,7 @@
 //                  bff-fresh-* for stampede and scan, bff-stale-*); summarise with bench/profile-summary.mjs
 //   BENCH_NO_PIN [unset] 1 to skip taskset pinning
 //   BENCH_ENTRY [dist/cli.js] the server entry to measure (e.g. a patched copy, for before/after)
+//   BENCH_CACHE_TTL_SECONDS [unset: the service's default] CACHE_TTL_SECONDS of the BFF processes
 //   BENCH_NODE_ARGS [unset] extra node flags for every BFF process, space-separated (e.g. --trace-deopt)
 //   BENCH_NGINX [1 when nginx is installed] 0 to leave out the nginx proxy_cache reference
 //

@@ -180,6 +180,7 @@ export function bffEnv(upstreamUrl, port, extra = {}) {
     // The subscribe scenario posts thousands of distinct addresses a minute: a surge by any
     // measure. Detection stays on (its cost is measured) but never trips; the bombing scenario sets its own.
     SUBSCRIBE_SURGE_PER_MINUTE: '100000',
+    ...(settings.cacheTtlSeconds ? { CACHE_TTL_SECONDS: settings.cacheTtlSeconds } : {}),
     ...extra,
   };
 }

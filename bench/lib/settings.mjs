@@ -55,6 +55,7 @@ export const settings = {
   cpuProfDir: env.BENCH_CPU_PROF || undefined,
   entry: env.BENCH_ENTRY || 'dist/cli.js',
   nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
+  cacheTtlSeconds: env.BENCH_CACHE_TTL_SECONDS,
 };
 for (const s of settings.scenarios) if (!ALL_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; use ${ALL_SCENARIOS}`);
 export const wants = (name) => settings.scenarios.includes(name);

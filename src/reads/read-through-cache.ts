@@ -141,6 +141,8 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
   const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onTooLarge, fetchedAtOf, metrics = noopMetrics } = options;
   const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
+  /** The reasons lru-cache gave when it aborted a load (key set, deleted or evicted meanwhile). */
+  const abortReasons = new WeakSet<object>();
 
   const lru: LRUCache<string, Entry<V>, FetchContext<V>> = new LRUCache<string, Entry<V>, FetchContext<V>>({
     maxSize: options.maxBytes,
@@ -156,10 +158,12 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     allowStaleOnFetchRejection: true,
     // lru-cache aborts a load in flight when its key is set (an archive read seeding an issue
     // copy), deleted or evicted, and by default rejects its readers with "replaced", "deleted" or
-    // "evicted". Our loads run on regardless, so their readers wait for what they load.
+    // "evicted". Our loads run on regardless, so their readers get what was loaded; an overtaken
+    // load's value is not stored. (A load that found nothing still rejects: see `read`.)
     ignoreFetchAbort: true,
     dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
     fetchMethod: async (key, stale, { context, options: fetchOptions, signal }) => {
+      signal.addEventListener('abort', () => (signal.reason instanceof Object ? abortReasons.add(signal.reason) : undefined), { once: true });
       const loading = context.load(key, context.waitUntil, context.client, stale?.value);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
@@ -174,9 +178,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         throw error;
       }
       if (value === undefined) {
-        // Overtaken while loading: lru-cache stores nothing from an aborted load, and a bare
-        // `undefined` would reach the readers as the abort reason instead of "does not exist".
-        if (stale === undefined) return signal.aborted ? { value: undefined, fetchedAt: now(), staleAt: now(), size: TOMBSTONE_BYTES } : undefined;
+        if (stale === undefined) return undefined;
         // lru-cache would put the stale value back: replace it with a short-lived tombstone.
         const time = now();
         fetchOptions.ttl = notFoundTtlMs;
@@ -207,19 +209,29 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
       const status: LRUCache.Status<string, Entry<V>, FetchContext<V>> = {};
-      const entry = await lru.fetch(key, {
-        context: { load, waitUntil, client },
-        forceRefresh,
-        allowStale:
-          !forceRefresh &&
-          (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff),
-        // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
-        // load to `undefined` for every caller but the first (who alone sees the error in its
-        // status), and "failed" would read as "does not exist": this way the shared promise
-        // rejects, so every waiter of one cold load gets the same error.
-        allowStaleOnFetchRejection: current !== undefined,
-        status,
-      });
+      let entry: Entry<V> | undefined;
+      try {
+        entry = await lru.fetch(key, {
+          context: { load, waitUntil, client },
+          forceRefresh,
+          allowStale:
+            !forceRefresh &&
+            (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff),
+          // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
+          // load to `undefined` for every caller but the first (who alone sees the error in its
+          // status), and "failed" would read as "does not exist": this way the shared promise
+          // rejects, so every waiter of one cold load gets the same error.
+          allowStaleOnFetchRejection: current !== undefined,
+          status,
+        });
+      } catch (error) {
+        if (!abortReasons.has(error as object)) throw error;
+        // The load found nothing and was overtaken meanwhile: lru-cache rejects its readers with
+        // the abort's reason whatever `ignoreFetchAbort` says. What the key holds now answers (a
+        // copy seeded meanwhile), else the load's own answer: it does not exist.
+        entry = lru.get(key, { allowStale: false });
+        if (entry !== undefined && !isFresh(entry.staleAt, now())) entry = undefined;
+      }
       let state: CacheState;
       // Judged by the served entry itself: a request that joined a failing refresh, or a copy
       // another isolate stored long ago, is stale whatever path lru-cache took to return it.

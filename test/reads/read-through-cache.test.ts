@@ -361,19 +361,41 @@ describe('read-through cache', () => {
     expect(await pending).toEqual({ value: undefined, state: 'MISS' });
   });
 
-  it('answers a cold read with its load when a read past stale-if-error deletes the key meanwhile', async () => {
-    const { cache, clock, loader } = createCache();
-    await cache.read('a');
-    clock.advance(TTL + SIE + 1);
-    loader.hold();
-    loader.bump();
-    const first = cache.read('a');
+  it('answers a cold read that finds nothing, overtaken by a seed at any moment around its end, without an error', async () => {
+    // lru-cache checks for an abort a few microtasks after the load resolved: a seed in that
+    // window must not turn "does not exist" into lru-cache's "replaced".
+    for (let delay = 0; delay <= 4; delay += 1) {
+      const { cache, loader, readThrough } = createCache();
+      loader.hold();
+      const pending = cache.read(`missing-${delay}`);
+      await settle();
+      loader.release();
+      let turns = delay;
+      const seedLater = () => (turns-- === 0 ? readThrough.seed(`missing-${delay}`, 'seeded') : queueMicrotask(seedLater));
+      seedLater();
+      const answer = await pending;
+      expect([undefined, 'seeded'], `seeded after ${delay} microtasks`).toContain(answer.value);
+      expect(answer.state).toBe('MISS');
+    }
+  });
+
+  it('never serves a copy past stale-if-error from a refresh that a later read overtook', async () => {
+    const { readThrough, clock } = createCache();
+    const held: { key: string; resolve: (value: string) => void }[] = [];
+    const load: Loader<string> = (key) => new Promise((resolve) => held.push({ key, resolve }));
+    const loaded = (version: string) => (key: string) => Promise.resolve(`${key}@${version}`);
+    await readThrough.read('a', loaded('v1'));
+    // Past stale-while-revalidate, within stale-if-error: the read waits for its refresh.
+    clock.advance(TTL + SWR + 1);
+    const first = readThrough.read('a', load);
     await settle();
-    const second = cache.read('a');
-    await settle();
-    loader.release();
+    expect(held).toHaveLength(1);
+    // Now past stale-if-error: the next read drops the old copy, which aborts the refresh in flight.
+    clock.advance(SIE);
+    const second = readThrough.read('a', loaded('v3'));
+    held[0]!.resolve('a@v2');
     expect(await first).toEqual({ value: 'a@v2', state: 'MISS' });
-    expect(await second).toEqual({ value: 'a@v2', state: 'MISS' });
+    expect(await second).toEqual({ value: 'a@v3', state: 'MISS' });
   });
 
   it('does not store a value larger than the per-entry cap', async () => {
