@@ -341,24 +341,17 @@ describe('read-through cache', () => {
     expect(loader.loads).toEqual(['a']);
   });
 
-  it('answers a cold read with its load when the load in flight is evicted by other keys', async () => {
+  it.each([
+    { key: 'a', answer: 'a@v1', what: 'what it loaded' },
+    { key: 'missing-a', answer: undefined, what: '"does not exist" when it found nothing' },
+  ])('answers a cold read whose load in flight is evicted by other keys with $what', async ({ key, answer }) => {
     const { cache, loader, readThrough } = createCache({ maxBytes: 12 });
     loader.hold();
-    const pending = cache.read('a');
+    const pending = cache.read(key);
     await settle();
-    for (const key of ['b', 'c', 'd', 'e']) readThrough.seed(key, `${key}@v1`);
+    for (const other of ['b', 'c', 'd', 'e']) readThrough.seed(other, `${other}@v1`);
     loader.release();
-    expect(await pending).toEqual({ value: 'a@v1', state: 'MISS' });
-  });
-
-  it('answers "does not exist" to a cold read whose load is evicted and finds nothing', async () => {
-    const { cache, loader, readThrough } = createCache({ maxBytes: 12 });
-    loader.hold();
-    const pending = cache.read('missing-a');
-    await settle();
-    for (const key of ['b', 'c', 'd', 'e']) readThrough.seed(key, `${key}@v1`);
-    loader.release();
-    expect(await pending).toEqual({ value: undefined, state: 'MISS' });
+    expect(await pending).toEqual({ value: answer, state: 'MISS' });
   });
 
   it('answers a cold read that finds nothing, overtaken by a seed at any moment around its end, without an error', async () => {
