@@ -25,6 +25,7 @@ const scenarioArgs = process.argv.slice(2).filter((arg) => !arg.startsWith('-'))
 export const settings = {
   durationSec: num('BENCH_DURATION', 3),
   pairs: Math.max(1, Math.round(num('BENCH_PAIRS', 3))),
+  cpuPairs: Math.max(0, Math.round(num('BENCH_CPU_PAIRS', 5))),
   connections: Math.max(1, Math.round(num('BENCH_CONNECTIONS', 50))),
   warmupSec: num('BENCH_WARMUP', 1),
   upstreamLatencyMs: num('BENCH_UPSTREAM_LATENCY_MS', 50),

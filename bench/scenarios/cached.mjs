@@ -117,25 +117,41 @@ async function checkSameAnswers(agent, ours, baseline, references, scenarios) {
   }
 }
 
-/** `settings.pairs` rounds of base, same-hdr, nginx (when running) and ours, then their summaries and ratios. */
+/**
+ * `settings.pairs` rounds of base, same-hdr, nginx (when running) and ours, each round starting
+ * one side later than the last (this machine's speed drifts over seconds: a fixed order would
+ * always hand the same side the slower seconds), then `settings.cpuPairs` paired CPU runs, then
+ * their summaries and ratios.
+ */
 async function measureCachedScenario(scenario, { baseline, sameHeaders, nginx, ours }) {
   const runs = { baseline: [], sameHeaders: [], ...(nginx ? { nginx: [] } : {}), ours: [] };
   const sides = [['baseline', baseline], ['sameHeaders', sameHeaders], ...(nginx ? [['nginx', nginx]] : []), ['ours', ours]];
+  const load = (server, options) =>
+    runLoad({
+      tool: settings.tool,
+      url: server.url + scenario.path,
+      headers: scenario.revalidate ? { 'If-None-Match': scenario.etag } : {},
+      expectStatus: scenario.revalidate ? 304 : 200,
+      serverPid: server.pid,
+      ...options,
+    });
   for (let pair = 0; pair < settings.pairs; pair += 1) {
-    for (const [side, server] of sides) {
+    const shift = pair % sides.length;
+    for (const [side, server] of [...sides.slice(shift), ...sides.slice(0, shift)]) {
       progress(`${scenario.name}: pair ${pair + 1}/${settings.pairs}, ${side}`);
-      const run = await runLoad({
-        tool: settings.tool,
-        url: server.url + scenario.path,
-        headers: scenario.revalidate ? { 'If-None-Match': scenario.etag } : {},
-        connections: settings.connections,
-        durationSec: settings.durationSec,
-        warmupSec: pair === 0 ? settings.warmupSec : 0,
-        expectStatus: scenario.revalidate ? 304 : 200,
-        serverPid: server.pid,
-      });
-      runs[side].push(run);
+      const warmupSec = pair === 0 ? settings.warmupSec : 0;
+      runs[side].push(await load(server, { connections: settings.connections, durationSec: settings.durationSec, warmupSec }));
     }
+  }
+  // CPU per request, ours and bare Hono loaded at the same time on the server core, half the
+  // connections each: whatever the machine does to one, it does to the other in the same
+  // seconds, so their ratio holds where the rounds above move by a third (docs/performance.md).
+  const paired = [];
+  for (let pair = 0; pair < settings.cpuPairs; pair += 1) {
+    progress(`${scenario.name}: paired CPU ${pair + 1}/${settings.cpuPairs}`);
+    const half = { connections: Math.max(1, Math.round(settings.connections / 2)), durationSec: settings.durationSec, warmupSec: 0 };
+    const [oursRun, baselineRun] = await Promise.all([load(ours, half), load(baseline, half)]);
+    paired.push({ ours: oursRun.serverCpuUsPerRequest, baseline: baselineRun.serverCpuUsPerRequest, ratio: oursRun.serverCpuUsPerRequest / baselineRun.serverCpuUsPerRequest });
   }
   const ratios = runs.ours.map((run, i) => run.rps / runs.baseline[i].rps);
   const sameHeadersRatios = runs.ours.map((run, i) => run.rps / runs.sameHeaders[i].rps);
@@ -160,6 +176,7 @@ async function measureCachedScenario(scenario, { baseline, sameHeaders, nginx, o
     ...(nginx ? { nginx: summarizeSide(runs.nginx), nginxRatios, medianNginxRatio: median(nginxRatios) } : {}),
     cpuRatios,
     medianCpuRatios: Object.fromEntries(Object.entries(cpuRatios).map(([side, list]) => [side, median(list)])),
+    pairedCpu: paired.length ? { runs: paired, medianRatio: median(paired.map((p) => p.ratio)), min: Math.min(...paired.map((p) => p.ratio)), max: Math.max(...paired.map((p) => p.ratio)) } : undefined,
     responseHeaderNames: { ours: scenario.oursResponseHeaderNames, baseline: scenario.baselineResponseHeaderNames },
     runs: Object.fromEntries(Object.entries(runs).map(([side, list]) => [side, list.map(stripHistogram)])),
   };
