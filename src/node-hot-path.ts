@@ -1,6 +1,7 @@
 import { validateHeaderName, validateHeaderValue, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import type { AccessLog } from './access-log.js';
 import type { FreshReply, FreshRequest } from './fresh-replies.js';
+import type { CacheState } from './reads/read-through-cache.js';
 
 export interface NodeHotPathOptions {
   freshReply: (request: FreshRequest) => FreshReply | undefined;
@@ -79,7 +80,15 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
     headerLines[prepared.requestIdAt] = reply.requestId;
     res.writeHead(reply.status, headerLines);
     res.end(prepared.body);
-    logAccess({ method, path: reply.path, route: reply.route, status: reply.status, startedAt, cache: reply.cache, requestId: reply.requestId });
+    // The access line's shared part is worked out once per copy and path (a record answers one
+    // status, and this path only GETs).
+    let access = prepared.access;
+    if (access === undefined || access.path !== reply.path || access.route !== reply.route || access.cache !== reply.cache) {
+      const { path, route, status, cache } = reply;
+      access = { path, route, cache, log: logAccess.repeated({ method, path, route, status, cache }) };
+      prepared.access = access;
+    }
+    access.log(startedAt, reply.requestId);
     return true;
   }
 
@@ -104,6 +113,8 @@ interface PreparedReply {
   requestIdAt: number;
   /** The body as bytes, encoded once; undefined for a 304. */
   body: Buffer | undefined;
+  /** The access log of answers sent from it, with what it was made for. */
+  access?: { path: string; route: string; cache: CacheState; log: (startedAt: number, requestId: string | undefined) => void };
 }
 
 /** A header record as `writeHead`'s flat array, each header checked once as `writeHead` checks it. */

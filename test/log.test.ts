@@ -168,7 +168,7 @@ describe('createLogger access line', () => {
         const requestId = [undefined, '6f5a4e32-baf5-4631-9e63-29de015a336b', 'id"with\\escapes', KEY][index % 4];
         const method = ['GET', 'POST', 'M"\\'][index % 3]!;
         const fields = { method, path, status: [200, 304, 404, 499][index % 4]!, ms, cache, requestId };
-        log.request!(fields);
+        log.requestLine!({ method, path, status: fields.status, cache })(ms, requestId);
         log.log('info', 'request', { ...fields });
         const [fast, plain] = lines.splice(0, 2);
         expect(fast, JSON.stringify(fields)).toBe(plain);
@@ -177,6 +177,18 @@ describe('createLogger access line', () => {
       }
     }
     expect(cases).toBe(PATHS.length * NUMBERS.length);
+  });
+
+  it('writes each request of a shared line with its own time, ms and request id', () => {
+    const { log, lines, clock } = capture({ redact: [KEY] });
+    const line = log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' });
+    line(0.4, 'a');
+    clock.advance(1_001);
+    line(12.3, undefined);
+    expect(lines.map((text) => JSON.parse(text))).toEqual([
+      { time: '2026-11-22T09:30:00.250Z', level: 'info', event: 'request', method: 'GET', path: '/api/issues', status: 200, ms: 0.4, cache: 'HIT', requestId: 'a' },
+      { time: '2026-11-22T09:30:01.251Z', level: 'info', event: 'request', method: 'GET', path: '/api/issues', status: 200, ms: 12.3, cache: 'HIT' },
+    ]);
   });
 });
 
