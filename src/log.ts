@@ -18,18 +18,16 @@ export interface Logger {
   requestLine?(fields: RepeatedRequestFields): (ms: number, requestId: string | undefined) => void;
 }
 
-/** The access line's fields, in its order (access-log.ts). */
-export interface RequestFields {
+/**
+ * The access line's fields that answers from one cached copy share. The line holds them in this
+ * order, with `ms` after `status` and `requestId` last (access-log.ts).
+ */
+export interface RepeatedRequestFields {
   method: string;
   path: string;
   status: number;
-  ms: number;
   cache: string | undefined;
-  requestId: string | undefined;
 }
-
-/** The access line's fields that answers from one cached copy share. */
-export type RepeatedRequestFields = Omit<RequestFields, 'ms' | 'requestId'>;
 
 export interface LoggerOptions {
   /** Receives one serialized JSON line at a time. */

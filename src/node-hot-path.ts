@@ -81,11 +81,11 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
     res.writeHead(reply.status, headerLines);
     res.end(prepared.body);
     // The access line's shared part is worked out once per copy and path (a record answers one
-    // status, and this path only GETs).
+    // status, this path only GETs, and the route follows from the path).
     let access = prepared.access;
-    if (access === undefined || access.path !== reply.path || access.route !== reply.route || access.cache !== reply.cache) {
+    if (access === undefined || access.path !== reply.path || access.cache !== reply.cache) {
       const { path, route, status, cache } = reply;
-      access = { path, route, cache, log: logAccess.repeated({ method, path, route, status, cache }) };
+      access = { path, cache, log: logAccess.repeated({ method, path, route, status, cache }) };
       prepared.access = access;
     }
     access.log(startedAt, reply.requestId);
@@ -114,7 +114,7 @@ interface PreparedReply {
   /** The body as bytes, encoded once; undefined for a 304. */
   body: Buffer | undefined;
   /** The access log of answers sent from it, with what it was made for. */
-  access?: { path: string; route: string; cache: CacheState; log: (startedAt: number, requestId: string | undefined) => void };
+  access?: { path: string; cache: CacheState; log: (startedAt: number, requestId: string | undefined) => void };
 }
 
 /** A header record as `writeHead`'s flat array, each header checked once as `writeHead` checks it. */
