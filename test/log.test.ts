@@ -245,6 +245,19 @@ describe('createBufferedWriter', () => {
     expect(chunks.join('')).toBe(lines.map((line) => `${line}\n`).join(''));
   });
 
+  it('fills each batch as far as whole lines go when it encodes them in groups, every line in order', () => {
+    const { writer, chunks } = collect({ maxBufferedBytes: 1024 });
+    const lines = Array.from({ length: 200 }, (_, i) => `${i}:${'x'.repeat(i % 7 === 0 ? 120 : 40)}`);
+    for (const line of lines) writer.write(line);
+    writer.stop();
+    expect(chunks.join('')).toBe(lines.map((line) => `${line}\n`).join(''));
+    // Each batch but the last went when the next line might not have fitted: its most bytes
+    // (3 per character, and the newline; the longest line has 124 characters) were more than was left.
+    const sizes = chunks.map((chunk) => Buffer.byteLength(chunk));
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(1024);
+    for (const size of sizes.slice(0, -1)) expect(size).toBeGreaterThan(1024 - (124 * 3 + 1));
+  });
+
   it('hands the sink a batch it does not write into again', () => {
     const kept: Uint8Array[] = [];
     const writer = createBufferedWriter((chunk) => kept.push(chunk), { flushIntervalMs: 60_000, maxBufferedBytes: 64 });

@@ -439,7 +439,10 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
           return rendered && { rendered, state: 'HIT' };
         });
       },
-      issue: (slug) => (notFound.has(slug) || droppedFromIndex(ISSUE_KEY_PREFIX + slug, slug) ? undefined : freshJson(ISSUE_KEY_PREFIX + slug)),
+      issue(slug) {
+        const key = ISSUE_KEY_PREFIX + slug;
+        return notFound.has(slug) || droppedFromIndex(key, slug) ? undefined : freshJson(key);
+      },
       categories: () => freshJson(CATEGORIES_KEY),
     },
 
