@@ -1,12 +1,18 @@
 // Where a cached hit's instructions go, ours against bare Hono: each server under valgrind's
-// callgrind, instrumentation switched on (callgrind_control -i) only for MEASURED requests after WARM ones.
-//   npm run build:bench && BENCH_CALLGRIND_DIR=<dir> node bench/callgrind-hit.mjs    (then callgrind_annotate)
-// BENCH_ACCEPT_ENCODING as in bench/instructions.mjs; BENCH_PATH [/api/issues]; BENCH_SERVERS [ours,hono].
+// callgrind, instrumentation switched on (callgrind_control -i) only for MEASURED requests after
+// WARM ones, then a summary per request with JavaScript frames named (bench/callgrind-summary.mjs).
+//   npm run build:bench && node bench/callgrind-hit.mjs      (needs valgrind; about 4 minutes with the defaults)
+// BENCH_CALLGRIND_DIR [callgrind-out]: where the profiles, perf maps and summaries go.
+// BENCH_SERVERS [ours,hono,hono-same]: hono answers ours' body with Content-Type only; hono-same
+// with every header ours answered (as `npm run bench`'s same-hdr). BENCH_ACCEPT_ENCODING as in
+// bench/instructions.mjs; BENCH_PATH [/api/issues]; BENCH_WARM [10000]; BENCH_MEASURED [10000]
+// (fewer leaves TurboFan's compiling of the warm-up in the count).
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { join, resolve } from 'node:path';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
+import { summarize } from './callgrind-summary.mjs';
 import { get } from './lib/http.mjs';
 import { freePort } from './lib/processes.mjs';
 import { API_KEY, benchDir, HOST, root } from './lib/settings.mjs';
@@ -15,18 +21,24 @@ import { sleep } from './lib/stats.mjs';
 const out = resolve(process.env.BENCH_CALLGRIND_DIR || 'callgrind-out');
 mkdirSync(out, { recursive: true });
 const ENTRY = process.env.BENCH_ENTRY || 'dist/cli.js';
-const WARM = Number(process.env.BENCH_WARM || 3000);
-const MEASURED = Number(process.env.BENCH_MEASURED || 2000);
+const WARM = Number(process.env.BENCH_WARM || 10_000);
+const MEASURED = Number(process.env.BENCH_MEASURED || 10_000);
 const headers = process.env.BENCH_ACCEPT_ENCODING ? { 'Accept-Encoding': process.env.BENCH_ACCEPT_ENCODING } : {};
-const servers = (process.env.BENCH_SERVERS || 'ours,hono').split(',');
+const servers = (process.env.BENCH_SERVERS || 'ours,hono,hono-same').split(',');
 const sim = await startUpstreamSim({ latencyMs: 0, apiKey: API_KEY });
 const path = process.env.BENCH_PATH || '/api/issues';
 const target = path.replace(':slug', sim.archive.issues[0].slug);
+/** Headers Node writes by itself, left out of the same-headers reference's constants. */
+const NODE_OWN_HEADERS = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'];
 
+/** Runs one server under callgrind; resolves with its profile, its perf map and ours' answer. */
 async function run(name, args, env) {
   const port = await freePort();
   const file = join(out, `${name}.callgrind`);
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${file}`, process.execPath, ...args], {
+  // --perf-basic-prof: V8 writes /tmp/perf-<pid>.map, which names the JIT code callgrind cannot
+  // (and a log of its own, sent here rather than to the working directory).
+  const v8Flags = ['--perf-basic-prof', `--logfile=${join(out, `${name}-v8.log`)}`, '--no-logfile-per-isolate'];
+  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${file}`, process.execPath, ...v8Flags, ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', HOST, PORT: String(port), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -36,10 +48,12 @@ async function run(name, args, env) {
   const exited = new Promise((r) => child.once('exit', r));
   const url = `http://${HOST}:${port}${target}`;
   const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+  let answer;
   for (let i = 0; ; i += 1) {
     if (i === 900) throw new Error(`${name} did not answer:\n${stderr}`);
     try {
-      if ((await get(agent, url)).status === 200) break;
+      answer = await get(agent, url, { headers });
+      if (answer.status === 200) break;
     } catch {}
     await sleep(100);
   }
@@ -63,22 +77,36 @@ async function run(name, args, env) {
   agent.destroy();
   child.kill('SIGINT');
   await exited;
+  // Kept beside the profile: /tmp/perf-<pid>.map is V8's, one per process, never removed by it.
+  const perfMap = join(out, `${name}.perf.map`);
+  copyFileSync(`/tmp/perf-${child.pid}.map`, perfMap);
+  rmSync(`/tmp/perf-${child.pid}.map`);
+  return { file, perfMap, answer };
+}
+
+/** The reference's constants: ours' body, with Content-Type alone or with every header ours sent. */
+function constants(name, answer, sameHeaders) {
+  const file = join(out, `${name}-responses.json`);
+  const all = Object.fromEntries(Object.entries(answer.headers).filter(([header]) => !NODE_OWN_HEADERS.includes(header)));
+  const entry = { body: answer.body, contentType: answer.headers['content-type'], ...(sameHeaders ? { headers: all } : {}) };
+  writeFileSync(file, JSON.stringify({ [target]: entry }));
   return file;
 }
 
 try {
-  if (servers.includes('ours')) {
-    await run('ours', [ENTRY], { NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: sim.baseUrl, CACHE_TTL_SECONDS: '3600' });
+  const profiles = [];
+  // Ours always runs: the references answer what it answered.
+  const ours = await run('ours', [ENTRY], { NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: sim.baseUrl, CACHE_TTL_SECONDS: '3600' });
+  if (servers.includes('ours')) profiles.push(['ours', ours]);
+  for (const [name, same] of [['hono', false], ['hono-same', true]]) {
+    if (servers.includes(name)) profiles.push([name, await run(name, [join(benchDir, 'baseline-server.mjs'), constants(name, ours.answer, same)], {})]);
   }
-  if (servers.includes('hono')) {
-    const warm = await get(new Agent(), `${sim.baseUrl}`).catch(() => undefined);
-    void warm;
-    // The reference answers ours' body; a constant body of the same size is enough for a profile.
-    const constants = join(out, 'responses.json');
-    writeFileSync(constants, JSON.stringify({ [target]: { body: 'x'.repeat(6000), contentType: 'application/json' } }));
-    await run('hono', [join(benchDir, 'baseline-server.mjs'), constants], {});
+  for (const [name, { file, perfMap }] of profiles) {
+    const summary = summarize(file, perfMap, MEASURED);
+    writeFileSync(join(out, `${name}.txt`), summary.text);
+    process.stdout.write(`${name}: ${Math.round(summary.total).toLocaleString('en')} instructions per request (${join(out, `${name}.txt`)})\n`);
   }
 } finally {
   await sim.close();
 }
-process.stdout.write(`profiles in ${out}\n`);
+process.stdout.write(`profiles in ${out} (callgrind_annotate <file> for the raw view)\n`);

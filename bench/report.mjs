@@ -2,6 +2,8 @@
 import { fmtInt, fmtMiB, fmtMs, pad, say, table } from './lib/stats.mjs';
 
 const fmtRatio = (n) => (Number.isFinite(n) ? `${n.toFixed(2)}×` : '-');
+/** A median ratio with its range: `1.12× (1.08–1.19)`. */
+const fmtSpread = ({ medianRatio, min, max }) => `${fmtRatio(medianRatio)} (${min.toFixed(2)}–${max.toFixed(2)})`;
 
 export function evaluateTargets(results) {
   const targets = [];
@@ -27,7 +29,12 @@ export function evaluateTargets(results) {
     }
     // Judged on the paired runs when there are some: the rounds' CPU ratio moves with the machine.
     const cpu = c.pairedCpu
-      ? { ratio: c.pairedCpu.medianRatio, how: `paired, ${fmtRatio(c.pairedCpu.min)}–${fmtRatio(c.pairedCpu.max)} over ${c.pairedCpu.runs.length} runs` }
+      ? {
+          ratio: c.pairedCpu.medianRatio,
+          how:
+            `paired, ${fmtRatio(c.pairedCpu.min)}–${fmtRatio(c.pairedCpu.max)} over ${c.pairedCpu.runs.length} runs` +
+            (c.pairedCpu.sameHeaders ? `; ${fmtRatio(c.pairedCpu.sameHeaders.medianRatio)} of bare Hono with the same headers` : ''),
+        }
       : { ratio: c.medianCpuRatios.baseline, how: `${fmtMs(c.ours.serverCpuUsPerRequest, 1)} / ${fmtMs(c.baseline.serverCpuUsPerRequest, 1)} µs` };
     targets.push({
       target: `${c.scenario}: CPU/request ≤ 1.1× bare Hono's (stretch: ≤ 1×)`,
@@ -99,7 +106,7 @@ export function report(results) {
     say('req/s: median of rounds; p50/p99 (ms): pooled over rounds; ratio: median of per-round ours/reference req/s;');
     const sideNames = meta.nginx ? 'base/same-hdr/nginx/ours' : 'base/same-hdr/ours';
     say(`µs CPU/req: server CPU time per answered request (/proc utime+stime), ${sideNames}; CPU vs: median of per-round ours/reference µs CPU/req;`);
-    say('paired CPU vs base: median (min–max) of ours/base µs CPU/req, the two loaded at the same time on the server core with half the connections each;');
+    say('paired CPU vs base, vs same-hdr: median (min–max) of ours/reference µs CPU/req, ours, base and same-hdr loaded at the same time on the server core with a third of the connections each;');
     say('srv CPU: % of one core during the run');
     const sidesOf = (c) => [c.baseline, c.sameHeaders, ...(c.nginx ? [c.nginx] : []), c.ours];
     const rows = results.cached.map((c) => [
@@ -118,12 +125,13 @@ export function report(results) {
       ...(meta.nginx ? [`${c.medianNginxRatio.toFixed(2)}×`] : []),
       sidesOf(c).map((side) => fmtMs(side.serverCpuUsPerRequest, 1)).join('/'),
       fmtRatio(c.medianCpuRatios.baseline),
-      c.pairedCpu ? `${fmtRatio(c.pairedCpu.medianRatio)} (${c.pairedCpu.min.toFixed(2)}–${c.pairedCpu.max.toFixed(2)})` : '-',
+      c.pairedCpu ? fmtSpread(c.pairedCpu) : '-',
+      c.pairedCpu?.sameHeaders ? fmtSpread(c.pairedCpu.sameHeaders) : '-',
       ...(meta.nginx ? [fmtRatio(c.medianCpuRatios.nginx)] : []),
       `${sidesOf(c).map((side) => fmtInt(side.serverCpuPct)).join('/')}%`,
     ]);
     const headers = ['scenario', 'body', 'base req/s', 'p99', 'same-hdr req/s', ...(meta.nginx ? ['nginx req/s'] : []), 'ours req/s', 'p50', 'p99'];
-    headers.push('err/non-2xx', 'vs base', 'vs same-hdr', ...(meta.nginx ? ['vs nginx'] : []), 'µs CPU/req', 'CPU vs base', 'paired CPU vs base', ...(meta.nginx ? ['CPU vs nginx'] : []), 'srv CPU');
+    headers.push('err/non-2xx', 'vs base', 'vs same-hdr', ...(meta.nginx ? ['vs nginx'] : []), 'µs CPU/req', 'CPU vs base', 'paired CPU vs base', 'paired CPU vs same-hdr', ...(meta.nginx ? ['CPU vs nginx'] : []), 'srv CPU');
     say(table(headers, rows, headers.map((_, i) => i > 0)));
     const unsaturated = results.cached.filter((c) => c.baseline.serverCpuPct < 90);
     if (unsaturated.length) {

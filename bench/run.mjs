@@ -9,7 +9,7 @@
 //
 // Environment overrides (defaults in brackets):
 //   BENCH_DURATION [3]  seconds per measured run    BENCH_PAIRS [3]        baseline/same-headers/ours rounds per scenario
-//   BENCH_CPU_PAIRS [5] paired CPU runs per cached scenario (ours and bare Hono loaded at once; 0: none)
+//   BENCH_CPU_PAIRS [5] paired CPU runs per cached scenario (ours and both bare Hono apps loaded at once; 0: none)
 //   BENCH_CONNECTIONS [50]                          BENCH_WARMUP [1]       warm-up seconds (first pair only)
 //   BENCH_UPSTREAM_LATENCY_MS [50]                  BENCH_TOOL [wrk when installed, else autocannon] (cached scenarios)
 //   BENCH_SCENARIOS [all] comma list of: issues,deep,slug,categories,304,subscribe,stampede,scan,stale,archive-scale,bombing
