@@ -1,10 +1,11 @@
 // Where a cached hit's instructions go, ours against bare Hono: each server under valgrind's
 // callgrind, instrumentation switched on (callgrind_control -i) only for MEASURED requests after
 // WARM ones, then a summary per request with JavaScript frames named (bench/callgrind-summary.mjs).
-//   npm run build:bench && node bench/callgrind-hit.mjs      (needs valgrind; about 4 minutes with the defaults)
-// BENCH_CALLGRIND_DIR [callgrind-out]: where the profiles, perf maps and summaries go.
-// BENCH_SERVERS [ours,hono,hono-same]: hono answers ours' body with Content-Type only; hono-same
-// with every header ours answered (as `npm run bench`'s same-hdr). BENCH_ACCEPT_ENCODING as in
+//   npm run build:bench && node bench/callgrind-hit.mjs      (needs valgrind; about 7 minutes with the defaults)
+// BENCH_CALLGRIND_DIR [bench/results/callgrind]: where the profiles, perf maps and summaries go.
+// BENCH_SERVERS [ours,hono,hono-same]: hono answers ours' body (uncompressed) with Content-Type
+// only; hono-same with every header ours answered a cached hit (as `npm run bench`'s same-hdr).
+// Ours always runs first, for what the references answer. BENCH_ACCEPT_ENCODING as in
 // bench/instructions.mjs; BENCH_PATH [/api/issues]; BENCH_WARM [10000]; BENCH_MEASURED [10000]
 // (fewer leaves TurboFan's compiling of the warm-up in the count).
 import { execFileSync, spawn } from 'node:child_process';
@@ -18,7 +19,7 @@ import { freePort } from './lib/processes.mjs';
 import { API_KEY, benchDir, HOST, root } from './lib/settings.mjs';
 import { sleep } from './lib/stats.mjs';
 
-const out = resolve(process.env.BENCH_CALLGRIND_DIR || 'callgrind-out');
+const out = resolve(root, process.env.BENCH_CALLGRIND_DIR || 'bench/results/callgrind');
 mkdirSync(out, { recursive: true });
 const ENTRY = process.env.BENCH_ENTRY || 'dist/cli.js';
 const WARM = Number(process.env.BENCH_WARM || 10_000);
@@ -28,10 +29,10 @@ const servers = (process.env.BENCH_SERVERS || 'ours,hono,hono-same').split(',');
 const sim = await startUpstreamSim({ latencyMs: 0, apiKey: API_KEY });
 const path = process.env.BENCH_PATH || '/api/issues';
 const target = path.replace(':slug', sim.archive.issues[0].slug);
-/** Headers Node writes by itself, left out of the same-headers reference's constants. */
-const NODE_OWN_HEADERS = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'];
+/** Headers Node writes by itself, and the coding of a body the references send uncompressed: left out of their constants. */
+const LEFT_OUT_HEADERS = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'content-encoding'];
 
-/** Runs one server under callgrind; resolves with its profile, its perf map and ours' answer. */
+/** Runs one server under callgrind; resolves with its profile, its perf map and its answers to a cached hit. */
 async function run(name, args, env) {
   const port = await freePort();
   const file = join(out, `${name}.callgrind`);
@@ -48,46 +49,54 @@ async function run(name, args, env) {
   const exited = new Promise((r) => child.once('exit', r));
   const url = `http://${HOST}:${port}${target}`;
   const agent = new Agent({ keepAlive: true, maxSockets: 10 });
-  let answer;
-  for (let i = 0; ; i += 1) {
-    if (i === 900) throw new Error(`${name} did not answer:\n${stderr}`);
-    try {
-      answer = await get(agent, url, { headers });
-      if (answer.status === 200) break;
-    } catch {}
-    await sleep(100);
-  }
-  const load = async (count) => {
-    let sent = 0;
-    const worker = async () => {
-      while (sent < count) {
-        sent += 1;
-        const res = await get(agent, url, { headers });
-        if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
-      }
+  try {
+    for (let i = 0; ; i += 1) {
+      if (i === 900) throw new Error(`${name} did not answer:\n${stderr}`);
+      try {
+        if ((await get(agent, url, { headers })).status === 200) break;
+      } catch {}
+      await sleep(100);
+    }
+    // The first answer was a miss: these are what a cached hit answers, with its own headers
+    // and, for the references, without Accept-Encoding (they send the body as it is).
+    const answer = await get(agent, url, { headers });
+    const plainBody = (await get(agent, url)).body;
+    const load = async (count) => {
+      let sent = 0;
+      const worker = async () => {
+        while (sent < count) {
+          sent += 1;
+          const res = await get(agent, url, { headers });
+          if (res.status !== 200) throw new Error(`${url} answered ${res.status}`);
+        }
+      };
+      await Promise.all(Array.from({ length: 10 }, worker));
     };
-    await Promise.all(Array.from({ length: 10 }, worker));
-  };
-  await load(WARM);
-  // vgdb names its pipe after HOST and USER: the server's environment, not this one's.
-  const control = (on) => execFileSync('callgrind_control', ['-i', on, String(child.pid)], { env: { PATH: process.env.PATH ?? '', HOST } });
-  control('on');
-  await load(MEASURED);
-  control('off');
-  agent.destroy();
-  child.kill('SIGINT');
-  await exited;
-  // Kept beside the profile: /tmp/perf-<pid>.map is V8's, one per process, never removed by it.
-  const perfMap = join(out, `${name}.perf.map`);
-  copyFileSync(`/tmp/perf-${child.pid}.map`, perfMap);
-  rmSync(`/tmp/perf-${child.pid}.map`);
-  return { file, perfMap, answer };
+    await load(WARM);
+    // vgdb names its pipe after HOST and USER: the server's environment, not this one's.
+    const control = (on) => execFileSync('callgrind_control', ['-i', on, String(child.pid)], { env: { PATH: process.env.PATH ?? '', HOST } });
+    control('on');
+    await load(MEASURED);
+    control('off');
+    agent.destroy();
+    child.kill('SIGINT');
+    await exited;
+    // Kept beside the profile: /tmp/perf-<pid>.map is V8's, one per process, never removed by it.
+    const perfMap = join(out, `${name}.perf.map`);
+    copyFileSync(`/tmp/perf-${child.pid}.map`, perfMap);
+    rmSync(`/tmp/perf-${child.pid}.map`);
+    return { file, perfMap, answer: { ...answer, body: plainBody } };
+  } finally {
+    agent.destroy();
+    // Stopped already on success; on a failure, no valgrind is left running.
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  }
 }
 
 /** The reference's constants: ours' body, with Content-Type alone or with every header ours sent. */
 function constants(name, answer, sameHeaders) {
   const file = join(out, `${name}-responses.json`);
-  const all = Object.fromEntries(Object.entries(answer.headers).filter(([header]) => !NODE_OWN_HEADERS.includes(header)));
+  const all = Object.fromEntries(Object.entries(answer.headers).filter(([header]) => !LEFT_OUT_HEADERS.includes(header)));
   const entry = { body: answer.body, contentType: answer.headers['content-type'], ...(sameHeaders ? { headers: all } : {}) };
   writeFileSync(file, JSON.stringify({ [target]: entry }));
   return file;

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 const TOP = 40;
 
-/** `[start, end, name]` of each JIT code object in a perf map, sorted by start. */
+/** `[start, end, name]` of each JIT code object in a perf map, in the order V8 wrote them. */
 function readPerfMap(file) {
   let text = '';
   try {
@@ -22,19 +22,18 @@ function readPerfMap(file) {
     const match = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
     if (match) entries.push([parseInt(match[1], 16), parseInt(match[1], 16) + parseInt(match[2], 16), match[3]]);
   }
-  return entries.sort((a, b) => a[0] - b[0]);
+  return entries;
 }
 
-/** The perf map's name of the code holding `address`, by binary search. */
+/**
+ * The perf map's name of the code holding `address`. V8 reuses the memory of code it dropped,
+ * so ranges can overlap: the entry written last is the code that lived there at the end. The
+ * profile names a few thousand addresses at most, so a scan from the end is quick enough.
+ */
 function nameAt(entries, address) {
-  let low = 0;
-  let high = entries.length - 1;
-  while (low <= high) {
-    const mid = (low + high) >> 1;
-    const [start, end, name] = entries[mid];
-    if (address < start) high = mid - 1;
-    else if (address >= end) low = mid + 1;
-    else return name;
+  for (let i = entries.length - 1; i >= 0; i -= 1) {
+    const [start, end, name] = entries[i];
+    if (address >= start && address < end) return name;
   }
   return undefined;
 }
@@ -53,9 +52,11 @@ function costs(profile, entries, inclusive) {
       total = cost;
       continue;
     }
-    const jit = /^\?\?\?:0x([0-9a-f]+)/.exec(name);
+    // An address without a symbol in no object file ([???]) is V8's JIT code; one inside a
+    // library stays as callgrind names it.
+    const jit = /^\?\?\?:0x([0-9a-f]+)(?: \[\?\?\?\])?$/.exec(name);
     if (jit) name = nameAt(entries, parseInt(jit[1], 16)) ?? `JIT ${jit[1]}`;
-    else name = name.replace(/^\?\?\?:/, '').replace(/\(.*$/, '').replace(/ \[.*$/, '');
+    else name = name.replace(/^\?\?\?:/, '').replace(/ \[[^\]]*\]$/, '').replace(/\((?!anonymous namespace\)).*$/, '');
     byName.set(name, (byName.get(name) ?? 0) + cost);
   }
   return { total, byName };
@@ -67,7 +68,7 @@ function kindOf(name) {
   if (/^JS:.*file:.*\/node_modules\//.test(name)) return 'JavaScript of dependencies';
   if (/^JS:.*file:/.test(name)) return 'JavaScript of this server';
   if (/^JS:.*node:/.test(name)) return "Node's JavaScript";
-  if (name.startsWith('Builtins_')) return "V8's builtins";
+  if (/^(Builtins_|Builtin:|BytecodeHandler:)/.test(name)) return "V8's builtins";
   return 'native code (V8, Node, libc)';
 }
 

@@ -258,6 +258,16 @@ describe('createBufferedWriter', () => {
     for (const size of sizes.slice(0, -1)) expect(size).toBeGreaterThan(1024 - (124 * 3 + 1));
   });
 
+  it('keeps more lines than one encoding group (32) until the flush, every byte in order', () => {
+    const { writer, chunks } = collect();
+    const lines = Array.from({ length: 100 }, (_, i) => (i % 10 === 0 ? `${i} naïve ☃ 😀` : `line ${i}`));
+    for (const line of lines) writer.write(line);
+    expect(chunks).toEqual([]);
+    writer.flush();
+    expect(chunks).toEqual([lines.map((line) => `${line}\n`).join('')]);
+    writer.stop();
+  });
+
   it('hands the sink a batch it does not write into again', () => {
     const kept: Uint8Array[] = [];
     const writer = createBufferedWriter((chunk) => kept.push(chunk), { flushIntervalMs: 60_000, maxBufferedBytes: 64 });
