@@ -131,11 +131,9 @@ function safeDecode(segment: string): string {
 
 /**
  * Buffers lines and writes them in batches: a synchronous write per request costs more than
- * the rest of a cached request. Lines are encoded into the batch's bytes LINES_PER_ENCODE at a
- * time, joined, which costs fewer instructions than encoding each as it comes, while a line
- * still lives for a few requests only, not until the flush (docs/performance.md "Where the gap
- * to bare Hono lies"). Flushes when the batch is full, on the interval, and on demand. Node only
- * (`Buffer`).
+ * the rest of a cached request. Each line is encoded into the batch's bytes as it comes, so it
+ * does not outlive its request as a string (both measured in docs/node-http.md). Flushes when
+ * the batch is full, on the interval, and on demand. Node only (`Buffer`).
  */
 export function createBufferedWriter(
   sink: (chunk: Uint8Array) => void,
@@ -144,18 +142,7 @@ export function createBufferedWriter(
   const { flushIntervalMs = 250, maxBufferedBytes = 64 * 1024 } = options;
   let batch = Buffer.allocUnsafe(maxBufferedBytes);
   let used = 0;
-  /** Lines not yet encoded, and the most bytes they can take (3 of UTF-8 per UTF-16 unit, and the newline). */
-  const pending: string[] = [];
-  let pendingMost = 0;
-  const encodePending = () => {
-    if (pending.length === 0) return;
-    used += batch.write(pending.join('\n'), used);
-    batch[used++] = 10; // "\n"
-    pending.length = 0;
-    pendingMost = 0;
-  };
   const flush = () => {
-    encodePending();
     if (used === 0) return;
     const chunk = batch.subarray(0, used);
     // A new batch: the sink may still be writing this one (a pipe writes asynchronously).
@@ -168,21 +155,17 @@ export function createBufferedWriter(
   (timer as { unref?: () => void }).unref?.();
   return {
     write(line) {
+      // At most 3 bytes of UTF-8 per UTF-16 unit, and the newline.
       const most = line.length * 3 + 1;
-      if (used + pendingMost + most > batch.length) {
-        encodePending();
-        if (used + most > batch.length) {
-          flush();
-          if (most > batch.length) {
-            sink(Buffer.from(`${line}\n`));
-            return;
-          }
+      if (used + most > batch.length) {
+        flush();
+        if (most > batch.length) {
+          sink(Buffer.from(`${line}\n`));
+          return;
         }
       }
-      pending.push(line);
-      pendingMost += most;
-      // Encoded once LINES_PER_ENCODE wait, or once they may fill the batch (which then goes).
-      if (pending.length === LINES_PER_ENCODE || used + pendingMost >= batch.length) encodePending();
+      used += batch.write(line, used);
+      batch[used++] = 10; // "\n"
       if (used >= batch.length) flush();
     },
     flush,
@@ -192,6 +175,3 @@ export function createBufferedWriter(
     },
   };
 }
-
-/** How many lines the buffered writer joins and encodes at once. */
-const LINES_PER_ENCODE = 32;

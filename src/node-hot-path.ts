@@ -21,10 +21,6 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
   /** Each header record as `writeHead`'s flat array and the body's bytes (fresh-replies.ts keeps one record per cached copy, origin and status). */
   const preparedReplies = new WeakMap<Readonly<Record<string, string>>, PreparedReply>();
   const hostVerdicts = new Map<string, boolean>();
-  // The last Host and its verdict: most requests repeat it, and comparing two short strings costs
-  // less than hashing a new one for the map.
-  let lastHost = '';
-  let lastVerdict = false;
 
   /**
    * Whether the URL standard reads `host` back as sent (lower case, no default port, no userinfo,
@@ -34,18 +30,15 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
    * MAX_HOST_VERDICTS, so a client making Hosts up cannot grow the map.
    */
   function isCanonicalHost(host: string): boolean {
-    if (host === lastHost) return lastVerdict;
-    let verdict = hostVerdicts.get(host);
-    if (verdict === undefined) {
-      try {
-        verdict = new URL(`http://${host}`).host === host;
-      } catch {
-        verdict = false;
-      }
-      if (hostVerdicts.size < MAX_HOST_VERDICTS) hostVerdicts.set(host, verdict);
+    const keptVerdict = hostVerdicts.get(host);
+    if (keptVerdict !== undefined) return keptVerdict;
+    let verdict: boolean;
+    try {
+      verdict = new URL(`http://${host}`).host === host;
+    } catch {
+      verdict = false;
     }
-    lastHost = host;
-    lastVerdict = verdict;
+    if (hostVerdicts.size < MAX_HOST_VERDICTS) hostVerdicts.set(host, verdict);
     return verdict;
   }
 

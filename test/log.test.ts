@@ -245,7 +245,7 @@ describe('createBufferedWriter', () => {
     expect(chunks.join('')).toBe(lines.map((line) => `${line}\n`).join(''));
   });
 
-  it('fills each batch as far as whole lines go when it encodes them in groups, every line in order', () => {
+  it('fills each batch as far as whole lines go, every line in order', () => {
     const { writer, chunks } = collect({ maxBufferedBytes: 1024 });
     const lines = Array.from({ length: 200 }, (_, i) => `${i}:${'x'.repeat(i % 7 === 0 ? 120 : 40)}`);
     for (const line of lines) writer.write(line);
@@ -258,7 +258,7 @@ describe('createBufferedWriter', () => {
     for (const size of sizes.slice(0, -1)) expect(size).toBeGreaterThan(1024 - (124 * 3 + 1));
   });
 
-  it('keeps more lines than one encoding group (32) until the flush, every byte in order', () => {
+  it('keeps a hundred lines, multi-byte ones among them, until the flush, every byte in order', () => {
     const { writer, chunks } = collect();
     const lines = Array.from({ length: 100 }, (_, i) => (i % 10 === 0 ? `${i} naïve ☃ 😀` : `line ${i}`));
     for (const line of lines) writer.write(line);
