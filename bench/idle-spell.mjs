@@ -12,6 +12,7 @@
 //      same load again.
 //   npm run build:bench && node bench/idle-spell.mjs    (about a minute; wrk or autocannon)
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -50,7 +51,7 @@ process.stdout.write(JSON.stringify({ before, after }));
 `;
 
 async function main() {
-  const alone = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', NEXT_TICK_ALONE], { encoding: 'utf8' }));
+  const alone = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', NEXT_TICK_ALONE], { encoding: 'utf8', timeout: 120_000 }));
   console.log(`Node ${process.version}`);
   console.log(`process.nextTick alone: ${alone.before.toFixed(0)} ns a call before the idle spell, ${alone.after.toFixed(0)} ns after (${(alone.after / alone.before).toFixed(2)}×)`);
 
@@ -63,25 +64,32 @@ async function main() {
     servers.push(ours);
     await get(agent, ours.url + path);
     const hit = await get(agent, ours.url + path);
-    if (hit.headers['x-cache'] !== 'HIT') throw new Error(`${path} is not cached (X-Cache: ${hit.headers['x-cache']})`);
+    if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT') throw new Error(`${path} answered ${hit.status} and is not a cached hit (X-Cache: ${hit.headers['x-cache']})`);
     const headers = {};
     for (const [name, value] of Object.entries(hit.headers)) {
       if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)) headers[name] = value;
     }
     const file = join(tmpdir(), `newsletter-bff-idle-spell-${process.pid}.json`);
-    writeFileSync(file, JSON.stringify({ [path]: { body: hit.body, contentType: hit.headers['content-type'], headers } }));
-    const baseline = await startServerProcess({
-      name: 'baseline-same-headers-idle',
-      nodeArgs: PRELOAD,
-      script: join(benchDir, 'baseline-server.mjs'),
-      scriptArgs: [file],
-      env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(await freePort()), HOST },
-    });
+    let baseline;
+    try {
+      writeFileSync(file, JSON.stringify({ [path]: { body: hit.body, contentType: hit.headers['content-type'], headers } }));
+      baseline = await startServerProcess({
+        name: 'baseline-same-headers-idle',
+        nodeArgs: PRELOAD,
+        script: join(benchDir, 'baseline-server.mjs'),
+        scriptArgs: [file],
+        env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(await freePort()), HOST },
+      });
+    } finally {
+      rmSync(file, { force: true });
+    }
     servers.push(baseline);
-    rmSync(file, { force: true });
 
     const cpu = async (server, warmupSec) => {
       const run = await runLoad({ tool: settings.tool, url: server.url + path, connections: 17, durationSec: DURATION, warmupSec, serverPid: server.pid, expectStatus: 200 });
+      if (run.errors || run.unexpected || !run.serverCpuUsPerRequest) {
+        throw new Error(`${server.name}: ${run.errors} errors, ${run.unexpected} answers not 200, CPU per request ${run.serverCpuUsPerRequest}`);
+      }
       return run.serverCpuUsPerRequest;
     };
     const rows = [];
@@ -100,7 +108,9 @@ async function main() {
       server.child.kill('SIGUSR2');
       let timer;
       const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${label}: no idle spell within 15 s`)), 15_000)));
-      const ticks = await Promise.race([spell, late]).finally(() => clearTimeout(timer));
+      const died = once(server.child, 'exit').then(([code, signal]) => Promise.reject(new Error(`${label} exited (${code ?? signal}) instead of an idle spell`)));
+      died.catch(() => {}); // only the race reports it
+      const ticks = await Promise.race([spell, late, died]).finally(() => clearTimeout(timer));
       const after = await cpu(server, 0);
       rows.push({ label, before, after, ticks });
     }
