@@ -1,29 +1,29 @@
 // What an idle spell does to what a request costs on Node (docs/node-http.md, "process.nextTick
 // after an idle spell"). Node builds every tick as an object literal with computed keys; V8 keeps
-// one shape per key for it and, once the shapes are freed (a few full collections while no tick is
-// queued: what V8's memory reducer runs in an idle process) and made anew, sets those keys the
+// one shape per property for it and, once those shapes are freed (a few full collections while no
+// tick is queued, as an idle process can get) and made anew, sets three of the four properties the
 // slow way for the rest of the process. Two parts:
 //   1. process.nextTick alone, in a child started with --expose-gc: nanoseconds per call before
 //      and after six full collections with no tick queued.
-//   2. ours (dist/cli.js against the bench's upstream simulator, as `npm run bench` runs it) and bare Hono sending
-//      ours' body and every header ours sends (bench/baseline-server.mjs), one after the other on
-//      the server core: CPU per cached GET /api/issues over BENCH_DURATION seconds of load
-//      (17 connections) twice, then the idle spell (bench/lib/idle-gc-preload.cjs, on SIGUSR2), then the
-//      same load again.
-//   npm run build:bench && node bench/idle-spell.mjs    (about a minute; wrk or autocannon)
+//   2. ours (dist/cli.js against the bench's upstream simulator, as `npm run bench` runs it) and
+//      bare Hono sending ours' body and every header ours sends (bench/baseline-server.mjs), one
+//      after the other on the server core: CPU per cached GET /api/issues over BENCH_DURATION
+//      seconds of load (17 connections) twice, then the idle spell (bench/lib/tick-probe.cjs, on
+//      SIGUSR2), then the same load again.
+//   npm run bench:idle-spell                             (about a minute; wrk or autocannon)
 import { execFileSync } from 'node:child_process';
-import { once } from 'node:events';
 import { rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { get } from './lib/http.mjs';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
-import { freePort, runLoad, startBff, startServerProcess, stopChild } from './lib/processes.mjs';
+import { freePort, runLoad, signalAndRead, startBff, startServerProcess, stopChild, TICK_PROBE_ARGS } from './lib/processes.mjs';
 import { API_KEY, benchDir, env, HOST, settings } from './lib/settings.mjs';
 
 const DURATION = Number(env.BENCH_DURATION || 5);
-const PRELOAD = ['--expose-gc', '--require', join(benchDir, 'lib/idle-gc-preload.cjs')];
+// bench/lib/tick-probe.cjs makes the spell on SIGUSR2 (startBff loads it; the baseline gets it here).
+const SPELL_ENV = { BENCH_IDLE_SPELL: '1' };
 
 const NEXT_TICK_ALONE = `
 const noop = () => {};
@@ -60,7 +60,7 @@ async function main() {
   const servers = [];
   const sim = await startUpstreamSim({ latencyMs: settings.upstreamLatencyMs, apiKey: API_KEY });
   try {
-    const ours = await startBff('bff-idle', sim.baseUrl, { nodeArgs: PRELOAD });
+    const ours = await startBff('bff-idle', sim.baseUrl, { nodeArgs: ['--expose-gc'], extraEnv: SPELL_ENV });
     servers.push(ours);
     await get(agent, ours.url + path);
     const hit = await get(agent, ours.url + path);
@@ -75,10 +75,10 @@ async function main() {
       writeFileSync(file, JSON.stringify({ [path]: { body: hit.body, contentType: hit.headers['content-type'], headers } }));
       baseline = await startServerProcess({
         name: 'baseline-same-headers-idle',
-        nodeArgs: PRELOAD,
+        nodeArgs: [...TICK_PROBE_ARGS, '--expose-gc'],
         script: join(benchDir, 'baseline-server.mjs'),
         scriptArgs: [file],
-        env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(await freePort()), HOST },
+        env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(await freePort()), HOST, ...SPELL_ENV },
       });
     } finally {
       rmSync(file, { force: true });
@@ -96,21 +96,8 @@ async function main() {
     for (const [label, server] of [['ours', ours], ['bare Hono, same headers', baseline]]) {
       // Twice before: how far this machine moves a figure with nothing changed.
       const before = [await cpu(server, 2), await cpu(server, 0)];
-      const spell = new Promise((resolve) => {
-        const onData = (chunk) => {
-          const match = /idle spell: (\d+) (\d+)/.exec(String(chunk));
-          if (!match) return;
-          server.child.stderr.off('data', onData);
-          resolve({ before: Number(match[1]), after: Number(match[2]) });
-        };
-        server.child.stderr.on('data', onData);
-      });
-      server.child.kill('SIGUSR2');
-      let timer;
-      const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${label}: no idle spell within 15 s`)), 15_000)));
-      const died = once(server.child, 'exit').then(([code, signal]) => Promise.reject(new Error(`${label} exited (${code ?? signal}) instead of an idle spell`)));
-      died.catch(() => {}); // only the race reports it
-      const ticks = await Promise.race([spell, late, died]).finally(() => clearTimeout(timer));
+      const [tickBefore, tickAfter] = await signalAndRead(server, /idle spell: (\d+) (\d+)/);
+      const ticks = { before: tickBefore, after: tickAfter };
       const after = await cpu(server, 0);
       rows.push({ label, before, after, ticks });
     }

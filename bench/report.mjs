@@ -251,6 +251,23 @@ export function report(results) {
     );
   }
 
+  if (meta.tickNs) {
+    const { start, end } = meta.tickNs;
+    say('');
+    say(
+      `process.nextTick, ns a call in each server after the warm-up → after the cached scenarios (bench/lib/tick-probe.cjs): ` +
+        `ours ${start.ours} → ${end.ours}, base ${start.baseline} → ${end.baseline}, same-hdr ${start.sameHeaders} → ${end.sameHeaders}`,
+    );
+    // A normal process times 60–200 ns, one whose ticks went off V8's fast path 350–750 ns.
+    const slow = Object.entries(end).filter(([, ns]) => ns > 2 * Math.min(...Object.values(end)));
+    for (const [side] of slow) {
+      say(
+        `  ${side === 'ours' ? 'ours' : side === 'baseline' ? 'base' : 'same-hdr'} ran with process.nextTick off V8's fast path at the end (Node's cost after an idle spell, ` +
+          `docs/node-http.md "process.nextTick after an idle spell"): its CPU per request is higher than a process that was not.`,
+      );
+    }
+  }
+
   if (results.targets.length) {
     say('');
     say('Targets');

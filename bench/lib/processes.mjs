@@ -185,6 +185,40 @@ export function bffEnv(upstreamUrl, port, extra = {}) {
   };
 }
 
+/** Node flags that load bench/lib/tick-probe.cjs: a SIGUSR2 handler, nothing on the request path. */
+export const TICK_PROBE_ARGS = ['--require', join(benchDir, 'lib/tick-probe.cjs')];
+
+/**
+ * Sends SIGUSR2 to a server started with TICK_PROBE_ARGS and resolves with the numbers of the first
+ * stderr line `pattern` matches; rejects if the server exits or nothing comes within `timeoutMs`.
+ */
+export function signalAndRead(server, pattern, timeoutMs = 15_000) {
+  const { child } = server;
+  return new Promise((resolve, reject) => {
+    const done = (settle) => {
+      clearTimeout(timer);
+      child.stderr.off('data', onData);
+      child.off('exit', onExit);
+      settle();
+    };
+    const onData = (chunk) => {
+      const match = pattern.exec(String(chunk));
+      if (match) done(() => resolve(match.slice(1).map(Number)));
+    };
+    const onExit = (code, signal) => done(() => reject(new Error(`${server.name} exited (${code ?? signal}) before answering SIGUSR2`)));
+    const timer = setTimeout(() => done(() => reject(new Error(`${server.name} did not answer SIGUSR2 within ${timeoutMs / 1000} s`))), timeoutMs);
+    child.stderr.on('data', onData);
+    child.once('exit', onExit);
+    child.kill('SIGUSR2');
+  });
+}
+
+/** What a process.nextTick costs in `server` now, in ns (bench/lib/tick-probe.cjs). */
+export async function probeTicks(server) {
+  const [ns] = await signalAndRead(server, /tick probe: (\d+)/);
+  return ns;
+}
+
 /** `--cpu-prof` arguments when BENCH_CPU_PROF is set: one profile per server process, named after it. */
 export function profArgs(name) {
   return settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
@@ -215,7 +249,7 @@ export async function startBff(name, upstreamUrl, { extraEnv = {}, nodeArgs = []
   const port = await freePort();
   return startServerProcess({
     name,
-    nodeArgs: [...profArgs(name), ...settings.nodeArgs, ...nodeArgs],
+    nodeArgs: [...TICK_PROBE_ARGS, ...profArgs(name), ...settings.nodeArgs, ...nodeArgs],
     script: settings.entry,
     env: bffEnv(upstreamUrl, port, extraEnv),
     ipc,

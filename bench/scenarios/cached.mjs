@@ -6,7 +6,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { get } from '../lib/http.mjs';
-import { freePort, profArgs, runLoad, startNginx, startServerProcess } from '../lib/processes.mjs';
+import { freePort, probeTicks, profArgs, runLoad, startNginx, startServerProcess, TICK_PROBE_ARGS } from '../lib/processes.mjs';
 import { benchDir, env, HOST, nginxPath, settings } from '../lib/settings.mjs';
 import { median, progress, stripHistogram, summarizeSide } from '../lib/stats.mjs';
 
@@ -37,8 +37,13 @@ export async function runCachedScenarios({ sim, agent, servers, results }, ours,
   }
   await checkSameAnswers(agent, ours, baseline, [baseline, sameHeaders, ...(nginx ? [nginx] : [])], scenarios);
 
+  // A process.nextTick in each Node server, before and after: one whose ticks went off V8's fast
+  // path after an idle spell costs more for reasons that are Node's (docs/node-http.md).
+  const probeAll = async () => ({ ours: await probeTicks(ours), baseline: await probeTicks(baseline), sameHeaders: await probeTicks(sameHeaders) });
+  results.meta.tickNs = { start: await probeAll() };
   results.cached = [];
   for (const scenario of scenarios) results.cached.push(await measureCachedScenario(scenario, { baseline, sameHeaders, nginx, ours }));
+  results.meta.tickNs.end = await probeAll();
   results.meta.callsAfterCachedScenarios = sim.counts();
 }
 
@@ -78,7 +83,7 @@ async function startBaseline(servers, name, constants) {
   const port = await freePort();
   const server = await startServerProcess({
     name,
-    nodeArgs: profArgs(name),
+    nodeArgs: [...TICK_PROBE_ARGS, ...profArgs(name)],
     script: join(benchDir, 'baseline-server.mjs'),
     scriptArgs: [file],
     env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(port), HOST },
