@@ -252,20 +252,23 @@ export function report(results) {
   }
 
   if (meta.tickNs) {
-    const { start, end } = meta.tickNs;
-    say('');
-    say(
-      `process.nextTick, ns a call in each server after the warm-up → after the cached scenarios (bench/lib/tick-probe.cjs): ` +
-        `ours ${start.ours} → ${end.ours}, base ${start.baseline} → ${end.baseline}, same-hdr ${start.sameHeaders} → ${end.sameHeaders}`,
-    );
-    // A process times 60–200 ns on its fast path and 350–750 ns off it, so a figure that more than
-    // doubled during the run says the process left the fast path somewhere in it.
+    const { start, after } = meta.tickNs;
     const names = { ours: 'ours', baseline: 'base', sameHeaders: 'same-hdr' };
-    const slow = Object.keys(names).filter((side) => end[side] > 2 * start[side]);
-    if (slow.length) {
+    const row = (ns) => Object.entries(names).map(([side, name]) => `${name} ${ns[side]}`).join(', ');
+    say('');
+    say('process.nextTick, ns a call in each server (bench/lib/tick-probe.cjs):');
+    say(`  after the warm-up: ${row(start)}`);
+    for (const [id, ns] of Object.entries(after)) say(`  after ${id}: ${row(ns)}`);
+    // A process times 60–200 ns on its fast path and 350–750 ns off it, so a figure that more than
+    // doubled says the process left the fast path before that probe.
+    const left = Object.keys(names).flatMap((side) => {
+      const id = Object.keys(after).find((scenario) => after[scenario][side] > 2 * start[side]);
+      return id === undefined ? [] : [`${names[side]} (by the end of ${id})`];
+    });
+    if (left.length) {
       say(
-        `  ${slow.map((side) => names[side]).join(', ')} left V8's fast path for process.nextTick during the run (Node's cost after an idle spell, ` +
-          `docs/node-http.md "process.nextTick after an idle spell"): from then on each request cost that server more, for reasons that are not its code.`,
+        `  Off V8's fast path for process.nextTick during the run: ${left.join(', ')}. Node's cost after an idle spell ` +
+          `(docs/node-http.md, "process.nextTick after an idle spell"): from then on each request cost that server more, for reasons that are not its code.`,
       );
     }
   }

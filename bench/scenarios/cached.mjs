@@ -37,13 +37,16 @@ export async function runCachedScenarios({ sim, agent, servers, results }, ours,
   }
   await checkSameAnswers(agent, ours, baseline, [baseline, sameHeaders, ...(nginx ? [nginx] : [])], scenarios);
 
-  // A process.nextTick in each Node server, before and after: one whose ticks went off V8's fast
-  // path after an idle spell costs more for reasons that are Node's (docs/node-http.md).
+  // A process.nextTick in each Node server, after the warm-up and after each scenario: one whose
+  // ticks went off V8's fast path after an idle spell costs more for reasons that are Node's
+  // (docs/node-http.md).
   const probeAll = async () => ({ ours: await probeTicks(ours), baseline: await probeTicks(baseline), sameHeaders: await probeTicks(sameHeaders) });
-  results.meta.tickNs = { start: await probeAll() };
+  results.meta.tickNs = { start: await probeAll(), after: {} };
   results.cached = [];
-  for (const scenario of scenarios) results.cached.push(await measureCachedScenario(scenario, { baseline, sameHeaders, nginx, ours }));
-  results.meta.tickNs.end = await probeAll();
+  for (const scenario of scenarios) {
+    results.cached.push(await measureCachedScenario(scenario, { baseline, sameHeaders, nginx, ours }));
+    results.meta.tickNs.after[scenario.id] = await probeAll();
+  }
   results.meta.callsAfterCachedScenarios = sim.counts();
 }
 
