@@ -14,7 +14,7 @@ import { Agent } from 'node:http';
 import { join, resolve } from 'node:path';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
 import { summarize } from './callgrind-summary.mjs';
-import { get } from './lib/http.mjs';
+import { get, headersToReplay } from './lib/http.mjs';
 import { freePort } from './lib/processes.mjs';
 import { API_KEY, benchDir, HOST, root } from './lib/settings.mjs';
 import { sleep } from './lib/stats.mjs';
@@ -29,8 +29,6 @@ const servers = (process.env.BENCH_SERVERS || 'ours,hono,hono-same').split(',');
 const sim = await startUpstreamSim({ latencyMs: 0, apiKey: API_KEY });
 const path = process.env.BENCH_PATH || '/api/issues';
 const target = path.replace(':slug', sim.archive.issues[0].slug);
-/** Headers Node writes by itself, and the coding of a body the references send uncompressed: left out of their constants. */
-const LEFT_OUT_HEADERS = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding', 'content-encoding'];
 
 /** Runs one server under callgrind; resolves with its profile, its perf map and its answers to a cached hit. */
 async function run(name, args, env) {
@@ -96,7 +94,8 @@ async function run(name, args, env) {
 /** The reference's constants: ours' body, with Content-Type alone or with every header ours sent. */
 function constants(name, answer, sameHeaders) {
   const file = join(out, `${name}-responses.json`);
-  const all = Object.fromEntries(Object.entries(answer.headers).filter(([header]) => !LEFT_OUT_HEADERS.includes(header)));
+  // The references send the body uncompressed: its coding is left out with Node's own headers.
+  const all = headersToReplay(answer.headers, ['content-encoding']);
   const entry = { body: answer.body, contentType: answer.headers['content-type'], ...(sameHeaders ? { headers: all } : {}) };
   writeFileSync(file, JSON.stringify({ [target]: entry }));
   return file;

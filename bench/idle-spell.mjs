@@ -12,17 +12,15 @@
 //      SIGUSR2), then the same load again.
 //   npm run bench:idle-spell                             (about a minute; wrk or autocannon)
 import { execFileSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { get } from './lib/http.mjs';
+import { get, headersToReplay } from './lib/http.mjs';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
-import { freePort, runLoad, signalAndRead, startBff, startServerProcess, stopChild, TICK_PROBE_ARGS } from './lib/processes.mjs';
-import { API_KEY, benchDir, env, HOST, settings } from './lib/settings.mjs';
+import { runLoad, signalAndRead, startBff, stopChild } from './lib/processes.mjs';
+import { startBaseline } from './scenarios/cached.mjs';
+import { API_KEY, env, settings } from './lib/settings.mjs';
 
 const DURATION = Number(env.BENCH_DURATION || 5);
-// bench/lib/tick-probe.cjs makes the spell on SIGUSR2 (startBff loads it; the baseline gets it here).
+// bench/lib/tick-probe.cjs, which startBff and startBaseline load, makes the spell on SIGUSR2.
 const SPELL_ENV = { BENCH_IDLE_SPELL: '1' };
 
 const NEXT_TICK_ALONE = `
@@ -65,25 +63,8 @@ async function main() {
     await get(agent, ours.url + path);
     const hit = await get(agent, ours.url + path);
     if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT') throw new Error(`${path} answered ${hit.status} and is not a cached hit (X-Cache: ${hit.headers['x-cache']})`);
-    const headers = {};
-    for (const [name, value] of Object.entries(hit.headers)) {
-      if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)) headers[name] = value;
-    }
-    const file = join(tmpdir(), `newsletter-bff-idle-spell-${process.pid}.json`);
-    let baseline;
-    try {
-      writeFileSync(file, JSON.stringify({ [path]: { body: hit.body, contentType: hit.headers['content-type'], headers } }));
-      baseline = await startServerProcess({
-        name: 'baseline-same-headers-idle',
-        nodeArgs: [...TICK_PROBE_ARGS, '--expose-gc'],
-        script: join(benchDir, 'baseline-server.mjs'),
-        scriptArgs: [file],
-        env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(await freePort()), HOST, ...SPELL_ENV },
-      });
-    } finally {
-      rmSync(file, { force: true });
-    }
-    servers.push(baseline);
+    const constants = { [path]: { body: hit.body, contentType: hit.headers['content-type'], headers: headersToReplay(hit.headers) } };
+    const baseline = await startBaseline(servers, 'baseline-same-headers-idle', constants, { nodeArgs: ['--expose-gc'], extraEnv: SPELL_ENV });
 
     const cpu = async (server, warmupSec) => {
       const run = await runLoad({ tool: settings.tool, url: server.url + path, connections: 17, durationSec: DURATION, warmupSec, serverPid: server.pid, expectStatus: 200 });

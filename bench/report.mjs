@@ -259,7 +259,7 @@ export function report(results) {
     say('process.nextTick, ns a call in each server (bench/lib/tick-probe.cjs):');
     say(`  after the warm-up: ${row(start)}`);
     for (const [id, ns] of Object.entries(after)) say(`  after ${id}: ${row(ns)}`);
-    // A process times 60–200 ns on its fast path and 350–750 ns off it, so a figure that more than
+    // A process times 60–260 ns on its fast path and 350–820 ns off it, so a figure that more than
     // doubled says the process left the fast path before that probe.
     const left = Object.keys(names).flatMap((side) => {
       const id = Object.keys(after).find((scenario) => after[scenario][side] > 2 * start[side]);

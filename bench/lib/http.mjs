@@ -19,3 +19,11 @@ export function get(agent, url, { method = 'GET', headers = {}, body } = {}) {
   });
 }
 
+
+/** Headers Node writes by itself: left out when a reference is to send what ours sent. */
+const NODE_WRITTEN_HEADERS = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'];
+
+/** The headers of `answer` a reference server should send as constants, without Node's own and `leaveOut`. */
+export function headersToReplay(headers, leaveOut = []) {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => !NODE_WRITTEN_HEADERS.includes(name) && !leaveOut.includes(name)));
+}

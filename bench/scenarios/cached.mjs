@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { get } from '../lib/http.mjs';
+import { get, headersToReplay } from '../lib/http.mjs';
 import { freePort, probeTicks, profArgs, runLoad, startNginx, startServerProcess, TICK_PROBE_ARGS } from '../lib/processes.mjs';
 import { benchDir, env, HOST, nginxPath, settings } from '../lib/settings.mjs';
 import { median, progress, stripHistogram, summarizeSide } from '../lib/stats.mjs';
@@ -64,10 +64,7 @@ async function warmOurs(agent, ours, scenarios) {
     scenario.bodyBytes = Buffer.byteLength(second.body);
     scenario.etag = second.headers.etag;
     scenario.oursHeaderCount = Object.keys(second.headers).length;
-    const allHeaders = {};
-    for (const [name, value] of Object.entries(second.headers)) {
-      if (!['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'].includes(name)) allHeaders[name] = value;
-    }
+    const allHeaders = headersToReplay(second.headers);
     const etag = responses[scenario.path]?.etag || scenario.revalidate ? { etag: second.headers.etag } : {};
     responses[scenario.path] = { body: second.body, contentType: second.headers['content-type'], ...etag };
     responsesWithHeaders[scenario.path] = { ...responses[scenario.path], headers: allHeaders };
@@ -79,20 +76,26 @@ async function warmOurs(agent, ours, scenarios) {
   return { responses, responsesWithHeaders };
 }
 
-/** A bare-Hono baseline (bench/baseline-server.mjs) answering `constants`, one body per path. */
-async function startBaseline(servers, name, constants) {
+/**
+ * A bare-Hono baseline (bench/baseline-server.mjs) answering `constants`, one body per path, with
+ * bench/lib/tick-probe.cjs loaded; `nodeArgs` and `extraEnv` are added to its own.
+ */
+export async function startBaseline(servers, name, constants, { nodeArgs = [], extraEnv = {} } = {}) {
   const file = join(tmpdir(), `newsletter-bff-bench-${name}-${process.pid}.json`);
-  writeFileSync(file, JSON.stringify(constants));
-  const port = await freePort();
-  const server = await startServerProcess({
-    name,
-    nodeArgs: [...TICK_PROBE_ARGS, ...profArgs(name)],
-    script: join(benchDir, 'baseline-server.mjs'),
-    scriptArgs: [file],
-    env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(port), HOST },
-  });
+  let server;
+  try {
+    writeFileSync(file, JSON.stringify(constants));
+    server = await startServerProcess({
+      name,
+      nodeArgs: [...TICK_PROBE_ARGS, ...profArgs(name), ...nodeArgs],
+      script: join(benchDir, 'baseline-server.mjs'),
+      scriptArgs: [file],
+      env: { PATH: env.PATH ?? '', NODE_ENV: 'production', PORT: String(await freePort()), HOST, ...extraEnv },
+    });
+  } finally {
+    rmSync(file, { force: true });
+  }
   servers.push(server);
-  rmSync(file, { force: true });
   return server;
 }
 
