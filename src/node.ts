@@ -32,7 +32,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl] });
+  const log = createLogger({ write: writer.write, defer: writer.defer, redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl] });
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;

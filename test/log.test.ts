@@ -192,6 +192,32 @@ describe('createLogger access line', () => {
   });
 });
 
+describe('createLogger with a deferring writer', () => {
+  it('writes what the immediate logger writes, each request at its own time, in order with the other lines', () => {
+    const steps = (log: ReturnType<typeof createLogger>, clock: ReturnType<typeof createFakeClock>) => {
+      const line = log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' });
+      line(0.4, 'a');
+      clock.advance(1_001);
+      log.log('warn', 'upstream_slow', { ms: 900 });
+      line(12.3, undefined);
+      clock.advance(5);
+      line(1.5, 'sk_live_0123456789');
+      clock.advance(60_000);
+    };
+    const immediate = capture({ redact: ['sk_live_0123456789'] });
+    steps(immediate.log, immediate.clock);
+
+    const clock = createFakeClock(Date.UTC(2026, 10, 22, 9, 30, 0, 250));
+    const chunks: string[] = [];
+    const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000 });
+    const log = createLogger({ write: writer.write, defer: writer.defer, now: clock.now, redact: ['sk_live_0123456789'] });
+    steps(log, clock);
+    writer.stop();
+    expect(chunks.join('')).toBe(immediate.lines.map((text) => `${text}\n`).join(''));
+    expect(chunks.join('')).not.toContain('sk_live_0123456789');
+  });
+});
+
 describe('createBufferedWriter', () => {
   function collect(options: { maxBufferedBytes?: number } = {}) {
     const chunks: string[] = [];
@@ -266,6 +292,36 @@ describe('createBufferedWriter', () => {
     writer.flush();
     expect(chunks).toEqual([lines.map((line) => `${line}\n`).join('')]);
     writer.stop();
+  });
+
+  it('formats a deferred line only when a line is written after it, at the flush, or once maxDeferredLines wait', () => {
+    const { writer, chunks } = collect();
+    const formatted: string[] = [];
+    const format = (time: number, ms: number, requestId: string | undefined) => {
+      const line = `${time} ${ms} ${requestId}`;
+      formatted.push(line);
+      return line;
+    };
+    writer.defer(format, 1, 0.5, 'a');
+    writer.defer(format, 2, 1.5, undefined);
+    expect(formatted).toEqual([]);
+    writer.write('plain');
+    expect(formatted).toEqual(['1 0.5 a', '2 1.5 undefined']);
+    writer.defer(format, 3, 2, 'c');
+    writer.flush();
+    expect(chunks).toEqual(['1 0.5 a\n2 1.5 undefined\nplain\n3 2 c\n']);
+    writer.stop();
+
+    const capped = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000, maxDeferredLines: 3 });
+    formatted.length = 0;
+    capped.defer(format, 4, 0, 'd');
+    capped.defer(format, 5, 0, 'e');
+    expect(formatted).toHaveLength(0);
+    capped.defer(format, 6, 0, 'f');
+    expect(formatted).toEqual(['4 0 d', '5 0 e', '6 0 f']);
+    capped.defer(format, 7, 0, 'g');
+    capped.stop();
+    expect(chunks.slice(1)).toEqual(['4 0 d\n5 0 e\n6 0 f\n7 0 g\n']);
   });
 
   it('hands the sink a batch it does not write into again', () => {
