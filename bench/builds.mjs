@@ -11,7 +11,9 @@
 //   npm run build:bench && BENCH_BUILDS='/tmp/before/dist/cli.js dist/cli.js' node bench/builds.mjs
 //
 // Environment (defaults in brackets): BENCH_BUILDS the entries to compare, space-separated; BENCH_BUILD_ROUNDS [3], BENCH_BUILD_RUNS [5] paired runs per
-// process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues].
+// process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues],
+// BENCH_ACCEPT_ENCODING [unset] sent to ours with every request, so it answers a compressed copy
+// (the references answer the text, as bench/instructions.mjs's do).
 import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { get, headersToReplay } from './lib/http.mjs';
@@ -24,6 +26,7 @@ import { API_KEY, env, settings } from './lib/settings.mjs';
 const ROUNDS = Number(env.BENCH_BUILD_ROUNDS || 3);
 const RUNS = Number(env.BENCH_BUILD_RUNS || 5);
 const PATH = env.BENCH_PATH || '/api/issues';
+const OURS_HEADERS = env.BENCH_ACCEPT_ENCODING ? { 'Accept-Encoding': env.BENCH_ACCEPT_ENCODING } : {};
 /** A tick above this many ns: the process is off V8's fast path for ticks (60–260 ns normally). */
 const SLOW_TICK_NS = 350;
 
@@ -36,13 +39,19 @@ async function measureBuild(entry, sim, agent) {
     await get(agent, ours.url + PATH);
     const hit = await get(agent, ours.url + PATH);
     if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT') throw new Error(`${entry}: ${PATH} answered ${hit.status}, X-Cache ${hit.headers['x-cache']}`);
+    if (env.BENCH_ACCEPT_ENCODING) {
+      const coded = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
+      if (!coded.headers['content-encoding']) throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
+    }
     const answer = { body: hit.body, contentType: hit.headers['content-type'] };
     const base = await startBaseline(servers, 'baseline-builds', { [PATH]: answer });
     const same = await startBaseline(servers, 'baseline-same-headers-builds', { [PATH]: { ...answer, headers: headersToReplay(hit.headers) } });
     const third = { tool: settings.tool, connections: Math.max(1, Math.round(settings.connections / 3)), durationSec: settings.durationSec, warmupSec: 0, expectStatus: 200 };
     const ratios = { base: [], same: [] };
     for (let run = 0; run <= RUNS; run += 1) {
-      const [o, b, s] = await Promise.all([ours, base, same].map((server) => runLoad({ ...third, url: server.url + PATH, serverPid: server.pid })));
+      const [o, b, s] = await Promise.all(
+        [ours, base, same].map((server) => runLoad({ ...third, url: server.url + PATH, serverPid: server.pid, headers: server === ours ? OURS_HEADERS : {} })),
+      );
       for (const r of [o, b, s]) if (r.errors || r.unexpected || !r.serverCpuUsPerRequest) throw new Error(`${entry}: a run had errors or unexpected answers`);
       // The first run of fresh processes is their warm-up.
       if (run === 0) continue;

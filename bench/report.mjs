@@ -253,16 +253,18 @@ export function report(results) {
 
   if (meta.tickNs) {
     const { start, after } = meta.tickNs;
+    // In the order the scenarios ran: an object lists a key like `304` before the others.
+    const order = results.cached.map((scenario) => scenario.id).filter((id) => after[id] !== undefined);
     const names = { ours: 'ours', baseline: 'base', sameHeaders: 'same-hdr' };
     const row = (ns) => Object.entries(names).map(([side, name]) => `${name} ${ns[side]}`).join(', ');
     say('');
     say('process.nextTick, ns a call in each server (bench/lib/tick-probe.cjs):');
     say(`  after the warm-up: ${row(start)}`);
-    for (const [id, ns] of Object.entries(after)) say(`  after ${id}: ${row(ns)}`);
+    for (const id of order) say(`  after ${id}: ${row(after[id])}`);
     // A process times 60–260 ns on its fast path and 350–820 ns off it, so a figure that more than
     // doubled says the process left the fast path before that probe.
     const left = Object.keys(names).flatMap((side) => {
-      const id = Object.keys(after).find((scenario) => after[scenario][side] > 2 * start[side]);
+      const id = order.find((scenario) => after[scenario][side] > 2 * start[side]);
       return id === undefined ? [] : [`${names[side]} (by the end of ${id})`];
     });
     if (left.length) {
