@@ -1,4 +1,4 @@
-// Two or more builds of the service, compared on a cached GET by the bench's paired CPU runs
+// One or more builds of the service, compared on a cached GET by the bench's paired CPU runs
 // (docs/performance.md "Method"): in each round, each build in turn is started against the bench's
 // upstream simulator and loaded at the same time as two bare Hono apps (base: Content-Type only;
 // same-hdr: every header that build sends), a third of the connections each, on the server core.
@@ -18,7 +18,7 @@ import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { get, headersToReplay } from './lib/http.mjs';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
-import { bffEnv, freePort, killAll, probeTicks, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS } from './lib/processes.mjs';
+import { bffEnv, freePort, killAll, probeTicks, profArgs, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS } from './lib/processes.mjs';
 import { startBaseline } from './scenarios/cached.mjs';
 import { median } from './lib/stats.mjs';
 import { API_KEY, env, settings } from './lib/settings.mjs';
@@ -34,7 +34,7 @@ async function measureBuild(entry, sim, agent) {
   const servers = [];
   try {
     const port = await freePort();
-    const ours = await startServerProcess({ name: 'bff-build', nodeArgs: [...TICK_PROBE_ARGS, ...settings.nodeArgs], script: entry, env: bffEnv(sim.baseUrl, port), port, stdoutMode: settings.serverStdout });
+    const ours = await startServerProcess({ name: 'bff-build', nodeArgs: [...TICK_PROBE_ARGS, ...profArgs('bff-build'), ...settings.nodeArgs], script: entry, env: bffEnv(sim.baseUrl, port), port, stdoutMode: settings.serverStdout });
     servers.push(ours);
     await get(agent, ours.url + PATH);
     const hit = await get(agent, ours.url + PATH);
@@ -70,15 +70,16 @@ async function main() {
   if (entries.length === 0) throw new Error("name the builds to compare: BENCH_BUILDS='/tmp/before/dist/cli.js dist/cli.js' node bench/builds.mjs");
   const agent = new Agent({ keepAlive: true });
   const sim = await startUpstreamSim({ latencyMs: settings.upstreamLatencyMs, apiKey: API_KEY });
-  const figures = new Map(entries.map((entry) => [entry, []]));
+  // By position, so one build named twice (a check of the method) is measured as two.
+  const builds = entries.map((entry, index) => ({ entry, label: `#${index + 1} ${entry}`, figures: [] }));
   try {
     for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const entry of round % 2 === 1 ? entries : [...entries].reverse()) {
-        const figure = await measureBuild(entry, sim, agent);
-        figures.get(entry).push(figure);
+      for (const build of round % 2 === 1 ? builds : [...builds].reverse()) {
+        const figure = await measureBuild(build.entry, sim, agent);
+        build.figures.push(figure);
         const slow = Object.entries(figure.ticks).filter(([, ns]) => ns > SLOW_TICK_NS).map(([name]) => name);
         console.log(
-          `round ${round} ${entry}: vs base ${figure.base.toFixed(3)} (runs ${figure.runs.map((r) => r.toFixed(2)).join(' ')}), vs same-hdr ${figure.same.toFixed(3)}; ` +
+          `round ${round} ${build.label}: vs base ${figure.base.toFixed(3)} (runs ${figure.runs.map((r) => r.toFixed(2)).join(' ')}), vs same-hdr ${figure.same.toFixed(3)}; ` +
             `tick ns ours ${figure.ticks.ours}, base ${figure.ticks.base}, same-hdr ${figure.ticks.same}${slow.length ? `  OFF THE FAST PATH: ${slow.join(', ')}` : ''}`,
         );
       }
@@ -88,10 +89,10 @@ async function main() {
     await sim.close();
   }
   console.log(`\n${PATH}, CPU per request vs bare Hono, median of each round's figure (rounds whose processes all kept the fast path):`);
-  for (const [entry, list] of figures) {
+  for (const { label, figures: list } of builds) {
     const clean = list.filter((figure) => Object.values(figure.ticks).every((ns) => ns <= SLOW_TICK_NS));
     const show = (key) => (clean.length ? median(clean.map((figure) => figure[key])).toFixed(3) : '-');
-    console.log(`  ${entry}: vs base ${show('base')}, vs same-hdr ${show('same')} (${clean.length} of ${list.length} rounds)`);
+    console.log(`  ${label}: vs base ${show('base')}, vs same-hdr ${show('same')} (${clean.length} of ${list.length} rounds)`);
   }
 }
 

@@ -1,4 +1,4 @@
-import { describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it, vi } from 'vitest';
 import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, type LogFields } from '../src/log.js';
 import { createFakeClock } from './helpers.js';
 
@@ -193,6 +193,23 @@ describe('createLogger access line', () => {
 });
 
 describe('createLogger with a deferring writer', () => {
+  it('hands an access line to defer as its values, time read at the call, and writes nothing itself', () => {
+    const clock = createFakeClock(Date.UTC(2026, 10, 22, 9, 30, 0, 250));
+    const written: string[] = [];
+    const deferred: { format: (time: number, ms: number, requestId: string | undefined) => string; time: number; ms: number; requestId: string | undefined }[] = [];
+    const log = createLogger({ write: (line) => written.push(line), defer: (format, time, ms, requestId) => deferred.push({ format, time, ms, requestId }), now: clock.now });
+    log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' })(0.4, 'a');
+    expect(written).toEqual([]);
+    expect(deferred).toHaveLength(1);
+    const [{ format, time, ms, requestId }] = deferred as [(typeof deferred)[number]];
+    expect({ time, ms, requestId }).toEqual({ time: clock.now(), ms: 0.4, requestId: 'a' });
+    clock.advance(60_000);
+    expect(JSON.parse(format(time, ms, requestId))).toMatchObject({ time: '2026-11-22T09:30:00.250Z', event: 'request', ms: 0.4, requestId: 'a' });
+    log.log('info', 'other');
+    expect(written).toHaveLength(1);
+  });
+
+
   it('writes what the immediate logger writes, each request at its own time, in order with the other lines', () => {
     const steps = (log: ReturnType<typeof createLogger>, clock: ReturnType<typeof createFakeClock>) => {
       const line = log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' });
@@ -312,7 +329,8 @@ describe('createBufferedWriter', () => {
     expect(chunks).toEqual(['1 0.5 a\n2 1.5 undefined\nplain\n3 2 c\n']);
     writer.stop();
 
-    const capped = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000, maxDeferredLines: 3 });
+    const cappedChunks: string[] = [];
+    const capped = createBufferedWriter((chunk) => cappedChunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000, maxDeferredLines: 3 });
     formatted.length = 0;
     capped.defer(format, 4, 0, 'd');
     capped.defer(format, 5, 0, 'e');
@@ -321,7 +339,47 @@ describe('createBufferedWriter', () => {
     expect(formatted).toEqual(['4 0 d', '5 0 e', '6 0 f']);
     capped.defer(format, 7, 0, 'g');
     capped.stop();
-    expect(chunks.slice(1)).toEqual(['4 0 d\n5 0 e\n6 0 f\n7 0 g\n']);
+    expect(cappedChunks).toEqual(['4 0 d\n5 0 e\n6 0 f\n7 0 g\n']);
+  });
+
+  it('writes deferred lines at the interval, with no other line to bring them out', () => {
+    vi.useFakeTimers();
+    try {
+      const chunks: string[] = [];
+      const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 250 });
+      writer.defer((time, ms, requestId) => `${time} ${ms} ${requestId}`, 1, 2, 'a');
+      vi.advanceTimersByTime(249);
+      expect(chunks).toEqual([]);
+      vi.advanceTimersByTime(1);
+      expect(chunks).toEqual(['1 2 a\n']);
+      writer.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('keeps the lines after one that fails to format, in order, for the next flush', () => {
+    const { writer, chunks } = collect();
+    const format = (time: number) => {
+      if (time === 2) throw new RangeError('Invalid time value');
+      return `line ${time}`;
+    };
+    for (const time of [1, 2, 3, 4]) writer.defer(format, time, 0, undefined);
+    expect(() => writer.flush()).toThrow(RangeError);
+    writer.defer(format, 5, 0, undefined);
+    writer.flush();
+    expect(chunks).toEqual(['line 1\nline 3\nline 4\nline 5\n']);
+    writer.stop();
+  });
+
+  it('carries deferred lines across full batches and a line longer than a batch, in order', () => {
+    const { writer, chunks } = collect({ maxBufferedBytes: 32 });
+    const format = (time: number) => (time === 3 ? 'x'.repeat(40) : `line ${time}`);
+    for (const time of [1, 2, 3, 4, 5, 6]) writer.defer(format, time, 0, undefined);
+    writer.write('plain');
+    writer.stop();
+    expect(chunks.join('')).toBe(`line 1\nline 2\n${'x'.repeat(40)}\nline 4\nline 5\nline 6\nplain\n`);
+    expect(chunks).toContain(`${'x'.repeat(40)}\n`);
   });
 
   it('hands the sink a batch it does not write into again', () => {
