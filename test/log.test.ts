@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, type LogFields } from '../src/log.js';
+import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, type LogFields, type RequestLineFormat } from '../src/log.js';
 import { createFakeClock } from './helpers.js';
 
 function capture(options: { redact?: string[] } = {}) {
@@ -196,7 +196,7 @@ describe('createLogger with a deferring writer', () => {
   it('hands an access line to defer as its values, time read at the call, and writes nothing itself', () => {
     const clock = createFakeClock(Date.UTC(2026, 10, 22, 9, 30, 0, 250));
     const written: string[] = [];
-    const deferred: { format: (time: number, ms: number, requestId: string | undefined) => string; time: number; ms: number; requestId: string | undefined }[] = [];
+    const deferred: { format: RequestLineFormat; time: number; ms: number; requestId: string | undefined }[] = [];
     const log = createLogger({ write: (line) => written.push(line), defer: (format, time, ms, requestId) => deferred.push({ format, time, ms, requestId }), now: clock.now });
     log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' })(0.4, 'a');
     expect(written).toEqual([]);
@@ -208,7 +208,6 @@ describe('createLogger with a deferring writer', () => {
     log.log('info', 'other');
     expect(written).toHaveLength(1);
   });
-
 
   it('writes what the immediate logger writes, each request at its own time, in order with the other lines', () => {
     const steps = (log: ReturnType<typeof createLogger>, clock: ReturnType<typeof createFakeClock>) => {
