@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { OriginPolicy } from './origins.js';
+import { createRequestIds } from './request-ids.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -58,7 +59,7 @@ export interface ResponseHeadersOptions {
   siteSecurityHeaders?: Readonly<Record<string, string>>;
   /** Path prefixes of the site whose files pages on other origins may embed (`Cross-Origin-Resource-Policy: cross-origin`). */
   siteEmbeddablePaths?: readonly string[];
-  /** New request ids (default `crypto.randomUUID()`, as Hono's `requestId()`: unguessable, and telling nothing of traffic). */
+  /** New request ids (default `createRequestIds()`: 128 random bits as hex, unguessable and telling nothing of traffic). */
   generateId?: () => string;
 }
 
@@ -87,7 +88,7 @@ export interface HeaderRules {
 }
 
 export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules {
-  const { allowedOrigins, origins, siteSecurityHeaders, siteEmbeddablePaths = [], generateId = () => crypto.randomUUID() } = options;
+  const { allowedOrigins, origins, siteSecurityHeaders, siteEmbeddablePaths = [], generateId = createRequestIds() } = options;
   const embeddableHeaders = siteSecurityHeaders && { ...siteSecurityHeaders, 'Cross-Origin-Resource-Policy': 'cross-origin' };
   // The answer depends on the Origin unless every origin gets the same grant.
   const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };

@@ -3,6 +3,7 @@ import { parseConfig } from './config.js';
 import { createLogger, type Logger } from './log.js';
 import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
 import { createBindingRateLimiter, type RateLimitBinding } from './rate-limit.js';
+import { createRequestIds } from './request-ids.js';
 import { API_SECURITY_HEADERS } from './response-headers.js';
 import { createAppForConfig } from './app-for-config.js';
 import { createWorkersSharedCache } from './reads/shared-tier.js';
@@ -33,6 +34,8 @@ export function createWorker(options: WorkerOptions = {}) {
   // Built on the first request: bindings cannot change within an isolate (a deploy starts new
   // ones), and the in-memory cache lives as long as the app.
   let built: Built | undefined;
+  // Ids of the answers a misconfigured isolate gives (a configured one's come from its header rules).
+  const newRequestId = createRequestIds();
 
   function build(env: Env): Built {
     if (built) return built;
@@ -81,7 +84,7 @@ export function createWorker(options: WorkerOptions = {}) {
       const { app, log } = build(env);
       if (!app) {
         // Still one access line and a request id, so a visitor's report can be matched to the log.
-        const requestId = crypto.randomUUID();
+        const requestId = newRequestId();
         log.log('info', 'request', { method: request.method, path: new URL(request.url).pathname, status: 500, requestId });
         return new Response(GENERIC_ERROR, {
           status: 500,

@@ -199,6 +199,19 @@ describe('the Node hot path for fresh cached reads', () => {
     expect(actual[3]!.toString('latin1')).toMatch(/\r\nConnection: close\r\n/);
   });
 
+  it('gives each answer from one cached copy its own request id, the one its access line names', async () => {
+    const row: Row = { name: 'repeated', target: '/api/categories', hot: true };
+    await rawRequest(withHotPath.port, row);
+    const before = hotPath.served();
+    const logged = service.logs.lines.length;
+    const heads = Array.from({ length: 6 }, (_, i) => requestHead(row, i === 5 ? 'close' : 'keep-alive'));
+    const answers = splitAnswers(await rawExchange(withHotPath.port, heads));
+    expect(hotPath.served() - before).toBe(6);
+    const sent = answers.map((answer) => /\r\nX-Request-Id: ([0-9a-f]{32})\r\n/.exec(answer.toString('latin1'))?.[1]);
+    expect(new Set(sent).size).toBe(6);
+    expect(service.logs.entries().slice(logged).map((entry) => entry.requestId)).toEqual(sent);
+  });
+
   it('answers the allowed origin alike after many made-up origins, which share one header record', async () => {
     const junk: Row[] = Array.from({ length: 20 }, (_, i) => ({ name: `junk ${i}`, target: slugPath, headers: { Origin: `https://junk-${i}.example` }, hot: true }));
     const allowed: Row = { name: 'allowed', target: slugPath, headers: { Origin: ALLOWED }, hot: true };
