@@ -1,4 +1,5 @@
 import { validateHeaderName, validateHeaderValue, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import type { AccessLog } from './access-log.js';
 import type { FreshReply, FreshRequest } from './fresh-replies.js';
 import type { CacheState } from './reads/read-through-cache.js';
@@ -21,6 +22,9 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
   /** Each header record as `writeHead`'s flat array and the body's bytes (fresh-replies.ts keeps one record per cached copy, origin and status). */
   const preparedReplies = new WeakMap<Readonly<Record<string, string>>, PreparedReply>();
   const hostVerdicts = new Map<string, boolean>();
+  /** The last Host judged, and its verdict: most requests repeat it. */
+  let lastHost: string | undefined;
+  let lastVerdict = false;
 
   /**
    * Whether the URL standard reads `host` back as sent (lower case, no default port, no userinfo,
@@ -30,8 +34,13 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
    * MAX_HOST_VERDICTS, so a client making Hosts up cannot grow the map.
    */
   function isCanonicalHost(host: string): boolean {
+    if (host === lastHost) return lastVerdict;
     const keptVerdict = hostVerdicts.get(host);
-    if (keptVerdict !== undefined) return keptVerdict;
+    if (keptVerdict !== undefined) {
+      lastHost = host;
+      lastVerdict = keptVerdict;
+      return keptVerdict;
+    }
     let verdict: boolean;
     try {
       verdict = new URL(`http://${host}`).host === host;

@@ -30,17 +30,27 @@ export function createRenderedPages(maxBytes: number, encode?: BodyEncoder) {
     maxSize: maxBytes,
     sizeCalculation: (page) => renderedBytes(page.rendered),
   });
+  /**
+   * Each query's key, made once per query object: the routes' queries are remembered per query
+   * string (archive-query.ts), so a cached page is found without building a string.
+   */
+  const keys = new WeakMap<ArchiveQuery, string>();
+  const keyOf = (query: ArchiveQuery) => {
+    let key = keys.get(query);
+    if (key === undefined) keys.set(query, (key = archivePageKey(query)));
+    return key;
+  };
   return {
     /** A page of this index already rendered, or undefined. */
     get(index: ArchiveIndex, query: ArchiveQuery): RenderedJson | undefined {
-      const cached = pages.get(archivePageKey(query));
+      const cached = pages.get(keyOf(query));
       return cached?.index === index ? cached.rendered : undefined;
     },
     async render(index: ArchiveIndex, query: ArchiveQuery): Promise<RenderedJson> {
       const { issues, total } = archivePageOf(index, query);
       const envelope: ArchivePageBody = { ok: true, data: issues, meta: { total, limit: query.limit, offset: query.offset } };
       const rendered = await renderJson(envelope, encode);
-      pages.set(archivePageKey(query), { index, rendered });
+      pages.set(keyOf(query), { index, rendered });
       return rendered;
     },
     stats: () => ({ renderedPages: pages.size, renderedPageBytes: pages.calculatedSize }),
