@@ -22,7 +22,7 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
   /** Each header record as `writeHead`'s flat array and the body's bytes (fresh-replies.ts keeps one record per cached copy, origin and status). */
   const preparedReplies = new WeakMap<Readonly<Record<string, string>>, PreparedReply>();
   const hostVerdicts = new Map<string, boolean>();
-  /** The last Host judged, and its verdict: most requests repeat it. */
+  /** The last Host judged and its verdict: most requests repeat it. */
   let lastHost: string | undefined;
   let lastVerdict = false;
 
@@ -48,6 +48,8 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
       verdict = false;
     }
     if (hostVerdicts.size < MAX_HOST_VERDICTS) hostVerdicts.set(host, verdict);
+    lastHost = host;
+    lastVerdict = verdict;
     return verdict;
   }
 
@@ -85,10 +87,12 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
       preparedReplies.set(reply.headers, prepared);
     }
     // Per request only the id is new: it goes in its place in the copy's own array, which
-    // `writeHead` has read into the response head by the time it returns (no copy per request).
-    const { headerLines } = prepared;
-    headerLines[prepared.requestIdAt] = reply.requestId;
+    // `writeHead` has read into the response head by the time it returns (no copy per request),
+    // and taken out again after, so the array does not keep it (a new id is a slice of its batch).
+    const { headerLines, requestIdAt } = prepared;
+    headerLines[requestIdAt] = reply.requestId;
     res.writeHead(reply.status, headerLines);
+    headerLines[requestIdAt] = '';
     res.end(prepared.body);
     // The access line's shared part is worked out once per copy and path (a record answers one
     // status, this path only GETs, and the route follows from the path).
@@ -117,7 +121,7 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
 const MAX_HOST_VERDICTS = 32;
 
 interface PreparedReply {
-  /** `[name, value, name, value, …]` for `writeHead`, `Content-Length` last, the request id's value the last request's. */
+  /** `[name, value, name, value, …]` for `writeHead`, `Content-Length` last, the request id's value empty. */
   headerLines: string[];
   /** Where the request id's value goes in `headerLines`. */
   requestIdAt: number;

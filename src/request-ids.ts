@@ -10,13 +10,15 @@ const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
  * (docs/performance.md, "Request ids cut from a batch").
  */
 export function createRequestIds(batch = 128): () => string {
+  // getRandomValues fills at most 65,536 bytes at once.
+  if (!Number.isInteger(batch) || batch < 1 || batch > 4096) throw new RangeError(`a batch of request ids is 1 to 4096, not ${batch}`);
   const bytes = new Uint8Array(ID_BYTES * batch);
   const digits = new Uint8Array(2 * ID_BYTES * batch);
   const decoder = new TextDecoder();
   let hex = '';
   let at = 0;
   return function newRequestId() {
-    if (at === hex.length) {
+    if (at >= hex.length) {
       crypto.getRandomValues(bytes);
       for (let i = 0; i < bytes.length; i += 1) {
         digits[2 * i] = HEX_DIGITS[bytes[i]! >> 4]!;

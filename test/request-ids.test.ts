@@ -32,4 +32,9 @@ describe('createRequestIds', () => {
     expect(newRequestId()).toBe('000102030405060708090a0b0c0d0e0f');
     expect(newRequestId()).toBe('101112131415161718191a1b1c1d1e1f');
   });
+
+  it('refuses a batch it could not draw', () => {
+    for (const batch of [0, 1.5, Number.NaN, 4097]) expect(() => createRequestIds(batch)).toThrow(RangeError);
+    expect(createRequestIds(4096)()).toMatch(/^[0-9a-f]{32}$/);
+  });
 });

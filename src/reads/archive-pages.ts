@@ -32,7 +32,8 @@ export function createRenderedPages(maxBytes: number, encode?: BodyEncoder) {
   });
   /**
    * Each query's key, made once per query object: the routes' queries are remembered per query
-   * string (archive-query.ts), so a cached page is found without building a string.
+   * string (archive-query.ts), so a cached page is found without building a string. A query
+   * object is not changed once used (the routes' are frozen).
    */
   const keys = new WeakMap<ArchiveQuery, string>();
   const keyOf = (query: ArchiveQuery) => {

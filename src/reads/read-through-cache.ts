@@ -122,8 +122,6 @@ interface FetchContext<V> {
 }
 
 const TOMBSTONE_BYTES = 64;
-/** lru-cache's options for a read that takes only a fresh entry: one object, not one per read. */
-const FRESH_ONLY = { allowStale: false } as const;
 
 /**
  * After a refresh of a key fails, its stale copy is served at once for this long (while one
@@ -231,7 +229,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         // The load found nothing and was overtaken meanwhile: lru-cache rejects its readers with
         // the abort's reason whatever `ignoreFetchAbort` says. What the key holds now answers (a
         // copy seeded meanwhile), else the load's own answer: it does not exist.
-        entry = lru.get(key, FRESH_ONLY);
+        entry = lru.get(key, { allowStale: false });
         if (entry !== undefined && !isFresh(entry.staleAt, now())) entry = undefined;
       }
       let state: CacheState;
@@ -253,7 +251,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     readFresh(key, answer) {
       // allowStale: false answers only what `read` would answer as a hit (by lru-cache's clock,
       // without a load in flight); the entry's own staleAt must agree, as `read` judges it.
-      const entry = lru.get(key, FRESH_ONLY);
+      const entry = lru.get(key, { allowStale: false });
       if (entry?.value === undefined || !isFresh(entry.staleAt, now())) return undefined;
       const answered = answer(entry.value);
       if (answered !== undefined) {
