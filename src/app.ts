@@ -158,7 +158,14 @@ export function createApp(deps: AppDeps) {
   const feeds =
     config.siteIssueUrl === undefined
       ? undefined
-      : createArchiveFeeds({ reads, siteIssueUrl: config.siteIssueUrl, publicationName: config.publicationName, publicBaseUrl: config.publicBaseUrl, maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds });
+      : createArchiveFeeds({
+          reads,
+          siteIssueUrl: config.siteIssueUrl,
+          publicationName: config.publicationName,
+          publicBaseUrl: config.publicBaseUrl,
+          maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds,
+          encodeBody: deps.encodeBody,
+        });
 
   const api = new Hono()
     .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries, feeds, clientIp }))

@@ -1,7 +1,12 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { createDemoUpstream } from '../src/demo/demo-upstream.js';
 import { createNodeBodyEncoder } from '../src/node-compression.js';
-import { createTestApp } from './helpers.js';
+import type { BodyEncoder } from '../src/reads/rendered-json.js';
+import type { SharedEntry, SharedTier } from '../src/reads/shared-tier.js';
+import { TEST_API_KEY, createFakeClock, createScriptedFetch, createTestApp } from './helpers.js';
+import { createArchive } from './support/fake-upstream/archive.js';
+import { createFakeUpstream } from './support/fake-upstream/fake.js';
 
 const SLUG = 'meet-the-rooftop-beekeepers-of-eastside';
 const SLUG_PATH = `/api/issues/${SLUG}`;
@@ -84,5 +89,148 @@ describe('compressed copies of cached replies (Node)', () => {
     expect(answer.headers.get('content-encoding')).toBe('gzip');
     expect(answer.headers.get('vary')).toMatch(/^Origin, Accept, Accept-Encoding$|Accept, Accept-Encoding/);
     expect(JSON.parse(gunzipSync(Buffer.from(await answer.arrayBuffer())).toString())).toMatchObject({ ok: true });
+  });
+});
+
+describe('compressed copies of the archive feeds (Node)', () => {
+  const SITE_ISSUE_URL = 'https://news.example.com/issues/{slug}/';
+
+  it.each(['atom', 'rss'] as const)('keeps br and gzip copies of the %s feed, each with its own ETag, Vary and 304', async (format) => {
+    const { app } = createTestApp({ encodeBody: createNodeBodyEncoder(), env: { SITE_ISSUE_URL } });
+    const path = `/api/issues?format=${format}`;
+    const text = await (await app.request(path)).text();
+    const etags = new Set<string>();
+    for (const coding of ['br', 'gzip'] as const) {
+      const answer = await app.request(path, { headers: { 'Accept-Encoding': coding } });
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('content-encoding')).toBe(coding);
+      expect(answer.headers.get('content-type')).toMatch(format === 'atom' ? /^application\/atom\+xml/ : /^application\/rss\+xml/);
+      expect(answer.headers.get('vary')).toBe('Origin, Accept, Accept-Encoding');
+      const bytes = Buffer.from(await answer.arrayBuffer());
+      expect(bytes.length).toBeLessThan(Buffer.byteLength(text) * 0.9);
+      expect(decode[coding](bytes).toString()).toBe(text);
+      const etag = answer.headers.get('etag')!;
+      etags.add(etag);
+      const again = await app.request(path, { headers: { 'Accept-Encoding': coding, 'If-None-Match': etag } });
+      expect(again.status).toBe(304);
+      expect(again.headers.get('vary')).toBe('Origin, Accept, Accept-Encoding');
+    }
+    etags.add((await app.request(path)).headers.get('etag')!);
+    expect(etags.size).toBe(3);
+  });
+
+  it('sends the feed as text, with no Vary on Accept-Encoding, where nothing is compressed (the Worker)', async () => {
+    const { app } = createTestApp({ env: { SITE_ISSUE_URL } });
+    const answer = await app.request('/api/issues?format=atom', { headers: { 'Accept-Encoding': 'br, gzip' } });
+    expect(answer.headers.get('content-encoding')).toBeNull();
+    expect(answer.headers.get('vary')).toBe('Origin, Accept');
+  });
+});
+
+describe('compressed copies of a copy read back from the shared tier (Node with Redis)', () => {
+  /** A shared tier in a Map: what Redis holds between instances, the text only. */
+  function createMemoryTier() {
+    const entries = new Map<string, SharedEntry>();
+    const store: SharedTier = {
+      get: async (key) => entries.get(key),
+      put: async (key, entry) => void entries.set(key, entry),
+      delete: async (key) => void entries.delete(key),
+    };
+    return { store, entries };
+  }
+
+  /** Lets the shared copy written behind an answer land (bounded: 50 turns). */
+  async function written(entries: Map<string, SharedEntry>, key: string) {
+    for (let turn = 0; turn < 50 && !entries.has(key); turn += 1) await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(entries.has(key)).toBe(true);
+  }
+
+  it('answers Accept-Encoding with a copy compressed once on the instance that read it from the tier, with no upstream call', async () => {
+    const demo = createDemoUpstream({ apiKey: TEST_API_KEY });
+    const upstream = createScriptedFetch((call) => demo.fetch(call.url, { method: call.method, headers: call.headers }));
+    const { store, entries } = createMemoryTier();
+    const instance = () =>
+      createTestApp({ fetch: upstream.fetch, env: { NEWSLETTER_API_BASE_URL: demo.baseUrl }, encodeBody: createNodeBodyEncoder(), deps: { sharedCache: store } });
+    const a = instance();
+    const fromA = await a.app.request(SLUG_PATH, { headers: { 'Accept-Encoding': 'br' } });
+    expect(fromA.headers.get('content-encoding')).toBe('br');
+    await written(entries, `issue:${SLUG}`);
+    for (const entry of entries.values()) expect(entry.payload).not.toMatch(/"encoded"/);
+
+    const b = instance();
+    const callsBefore = upstream.calls.length;
+    const text = await (await a.app.request(SLUG_PATH)).text();
+    for (const coding of ['br', 'gzip'] as const) {
+      const fromB = await b.app.request(SLUG_PATH, { headers: { 'Accept-Encoding': coding } });
+      expect(fromB.status).toBe(200);
+      expect(fromB.headers.get('content-encoding')).toBe(coding);
+      expect(fromB.headers.get('vary')).toMatch(/\bAccept-Encoding\b/);
+      expect(decode[coding](Buffer.from(await fromB.arrayBuffer())).toString()).toBe(text);
+      const fromAAgain = await a.app.request(SLUG_PATH, { headers: { 'Accept-Encoding': coding } });
+      // The same representation on both instances: the same strong ETag.
+      expect(fromB.headers.get('etag')).toBe(fromAAgain.headers.get('etag'));
+    }
+    expect(upstream.calls.length).toBe(callsBefore);
+    // The copies count in B's cache bytes, as on A.
+    expect(b.stats().bytes).toBe(a.stats().bytes);
+  });
+});
+
+describe('letters an archive read brings along (Node)', () => {
+  it('answers the archive without waiting on compressing its letters, and compresses them behind it', async () => {
+    const clock = createFakeClock(Date.UTC(2026, 1, 1));
+    const fake = createFakeUpstream({
+      apiKey: TEST_API_KEY,
+      baseUrl: 'https://newsletter.test/v1',
+      publication: createArchive({ issues: 30, contentBytes: 20_000 }),
+      variant: {},
+      now: clock.now,
+    });
+    // Letters wait for the gate; the archive's own pages do not.
+    const encoder = createNodeBodyEncoder();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    let lettersWaiting = 0;
+    const encodeBody: BodyEncoder = async (body) => {
+      if (body.includes('"contentHtml"')) {
+        lettersWaiting += 1;
+        await gate;
+      }
+      return encoder(body);
+    };
+    const { app } = createTestApp({
+      fetch: (input, init) => fake.fetch(new Request(input, init)),
+      clock,
+      env: { NEWSLETTER_API_BASE_URL: fake.baseUrl },
+      encodeBody,
+    });
+
+    const list = await app.request('/api/issues?limit=3');
+    expect(list.status).toBe(200);
+    const slug = ((await list.json()) as { data: { slug: string }[] }).data[0]!.slug;
+    const path = `/api/issues/${slug}`;
+    // The letter is kept as text meanwhile: answered whole, from the read, uncompressed.
+    const text = await app.request(path, { headers: { 'Accept-Encoding': 'br' } });
+    expect(text.status).toBe(200);
+    expect(text.headers.get('content-encoding')).toBeNull();
+    expect(text.headers.get('vary') ?? '').not.toMatch(/Accept-Encoding/);
+    const body = await text.text();
+    expect(lettersWaiting).toBeGreaterThan(0);
+
+    open();
+    let compressed: Response | undefined;
+    for (let turn = 0; turn < 200; turn += 1) {
+      const answer = await app.request(path, { headers: { 'Accept-Encoding': 'br' } });
+      if (answer.headers.get('content-encoding') === 'br') {
+        compressed = answer;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(compressed?.headers.get('etag')).toBe(text.headers.get('etag')!.replace(/"$/, '-br"'));
+    expect(compressed?.headers.get('vary')).toMatch(/\bAccept-Encoding\b/);
+    expect(compressed?.headers.get('x-cache')).toBe('HIT');
+    expect(decode.br(Buffer.from(await compressed!.arrayBuffer())).toString()).toBe(body);
+    expect(fake.slugCalls(slug)).toBe(0);
   });
 });

@@ -5,11 +5,10 @@ import { latestSentAt, type FeedOptions } from '../feeds/options.js';
 import { renderRssFeed } from '../feeds/rss.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from './cached-value.js';
-import { stringBytes } from './memory-budget.js';
 import { archivePageKey, archivePageOf, type ArchiveQuery } from './archive-pages.js';
 import type { PublicRead, PublicReads } from './public-reads.js';
 import type { WaitUntil } from './read-through-cache.js';
-import { strongEtag, type RenderedJson } from './rendered-json.js';
+import { renderBody, renderedBytes, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 
 /** The feed representations of the archive route (docs/contract.md "GET /api/issues"). */
 export type FeedFormat = 'atom' | 'rss';
@@ -22,8 +21,10 @@ export interface ArchiveFeedsOptions {
   publicationName?: string | undefined;
   /** PUBLIC_BASE_URL: where this service answers, for the feeds' `self` link; none when unset. */
   publicBaseUrl?: string | undefined;
-  /** The rendered-feeds share of CACHE_MAX_BYTES (memory-budget.ts). */
+  /** The rendered-feeds share of CACHE_MAX_BYTES (memory-budget.ts), compressed copies included. */
   maxBytes: number;
+  /** Compressed copies of each feed, made once per rendering (Node's encoder); none where not given. */
+  encodeBody?: BodyEncoder | undefined;
 }
 
 export interface ArchiveFeeds {
@@ -43,8 +44,8 @@ const EPOCH = '1970-01-01T00:00:00.000Z';
 const ROUTE_PATH = '/api/issues';
 
 /**
- * Feeds of the archive, cut from the same cached index as the JSON pages and rendered once per
- * index and query: a feed reader's poll of an unchanged archive only copies bytes.
+ * Feeds of the archive, cut from the same cached index as the JSON pages and rendered (and
+ * compressed) once per index and query: a feed reader's poll of an unchanged archive only copies bytes.
  */
 export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
   const { reads, siteIssueUrl, publicBaseUrl } = options;
@@ -55,7 +56,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
   const siteName = options.publicationName ?? new URL(siteUrl).host;
   const rendered = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
     maxSize: Math.max(1, options.maxBytes),
-    sizeCalculation: (page) => stringBytes(page.rendered.body),
+    sizeCalculation: (page) => renderedBytes(page.rendered),
   });
 
   async function render(index: ArchiveIndex, query: ArchiveQuery, format: FeedFormat): Promise<RenderedJson> {
@@ -69,7 +70,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
       author: siteName,
       updated: latestSentAt(issues, EPOCH),
     });
-    return { body, etag: await strongEtag(body) };
+    return renderBody(body, options.encodeBody);
   }
 
   return {

@@ -39,9 +39,9 @@ import {
   type WaitUntil,
 } from './read-through-cache.js';
 import type { ReadBudget } from './read-budget.js';
-import { renderJson, type BodyEncoder, type RenderedJson } from './rendered-json.js';
+import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
-import { withSharedTier, type SharedTier } from './shared-tier.js';
+import { withSharedTier, type SharedEntry, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
 
 export type { RenderedJson } from './rendered-json.js';
@@ -164,7 +164,34 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
 
   const pages = createRenderedPages(budget.renderedPages, options.encodeBody);
 
-  /** On Workers, each loader asks the isolates' shared tier before the upstream. */
+  /**
+   * A copy read back from the shared tier, which stores the text only: compressed here once, as
+   * a copy read from the upstream is (a failed compression leaves it text, not a miss).
+   */
+  async function decodeSharedCopy(entry: SharedEntry): Promise<CachedValue | undefined> {
+    const value = decodeSharedEntry(entry);
+    if (value?.kind !== 'json' || options.encodeBody === undefined) return value;
+    const rendered = await withEncodedCopies(value.rendered, options.encodeBody).catch(() => value.rendered);
+    // Made again for its size: the copies count in the cache's bytes.
+    return jsonValue(rendered, value.fetchedAt, value.version);
+  }
+
+  /**
+   * Compressed copies made behind the answer, one body at a time (a whole read seeds a hundred
+   * letters; compressing them before it answered cost seconds): each replaces its text-only copy
+   * while that is still the fresh one kept.
+   */
+  let compressing: Promise<void> = Promise.resolve();
+  function compressBehind(key: string, value: CachedValue): void {
+    const encode = options.encodeBody;
+    if (encode === undefined || value.kind !== 'json') return;
+    compressing = compressing.then(async () => {
+      const rendered = await withEncodedCopies(value.rendered, encode).catch(() => value.rendered);
+      if (rendered !== value.rendered) cache.replace(key, value, jsonValue(rendered, value.fetchedAt, value.version));
+    });
+  }
+
+  /** On Workers, each loader asks the isolates' shared tier before the upstream (on Node, Redis). */
   const withSharedCopy = (load: Loader<CachedValue>): Loader<CachedValue> =>
     sharedCache
       ? withSharedTier(load, {
@@ -172,7 +199,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
           rules,
           now,
           encode: encodeSharedEntry,
-          decode: decodeSharedEntry,
+          decode: decodeSharedCopy,
           onRefreshError: options.onLoadError,
         })
       : load;
@@ -268,9 +295,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         }
         return { summary, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
       },
+      /** Kept as text at once, so the read's answer never waits on compressing its letters: they are compressed behind it. */
       async seed(fetchedAt: number): Promise<void> {
         for (const { detail, version } of details) {
-          cache.seed(ISSUE_KEY_PREFIX + detail.slug, jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody, options.encodeBody), fetchedAt, version));
+          const key = ISSUE_KEY_PREFIX + detail.slug;
+          const value = jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version);
+          cache.seed(key, value);
+          compressBehind(key, value);
         }
         details.length = 0;
       },
@@ -297,7 +328,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     (load: Loader<CachedValue>): Loader<CachedValue> =>
     async (key, waitUntil, client, previous) => {
       const entry = previous === undefined ? await sharedCache?.get(key).catch(() => undefined) : undefined;
-      const value = await load(key, waitUntil, client, previous ?? (entry && decodeSharedEntry(entry)));
+      const value = await load(key, waitUntil, client, previous ?? (entry && (await decodeSharedCopy(entry))));
       if (value !== undefined) await sharedCache?.put(key, encodeSharedEntry(value));
       return value;
     };

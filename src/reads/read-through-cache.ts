@@ -97,6 +97,11 @@ export interface ReadThroughCache<V> {
    * `fetchedAt`), unless it is larger than one entry may be: a copy another read brought along.
    */
   seed(key: string, value: V): void;
+  /**
+   * Seeds `next` for `key` only while `current` is still the fresh copy kept (a copy made again
+   * behind the answer, its compressed bodies added); whether it did. Neither counts as a use.
+   */
+  replace(key: string, current: V, next: V): boolean;
   /** The copy of `key` kept, fresh or stale, without loading or counting anything (it counts as used: the archive index must outlive the issues read from it). */
   peek(key: string): V | undefined;
   stats(): CacheStats;
@@ -163,7 +168,11 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     ignoreFetchAbort: true,
     dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
     fetchMethod: async (key, stale, { context, options: fetchOptions, signal }) => {
-      signal.addEventListener('abort', () => (signal.reason instanceof Object ? abortReasons.add(signal.reason) : undefined), { once: true });
+      // A block, not an expression: workerd warns of a listener that returns a value.
+      const noteAbort = () => {
+        if (signal.reason instanceof Object) abortReasons.add(signal.reason);
+      };
+      signal.addEventListener('abort', noteAbort, { once: true });
       const loading = context.load(key, context.waitUntil, context.client, stale?.value);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
@@ -271,6 +280,14 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       const ttl = ttlMs - (time - fetchedAt);
       if (ttl <= 0) return;
       lru.set(key, { value, fetchedAt, staleAt: fetchedAt + ttlMs, size }, { ttl });
+    },
+    replace(key, current, next) {
+      const entry = lru.peek(key, { allowStale: true });
+      if (entry?.value !== current || !isFresh(entry.staleAt, now())) return false;
+      const size = sizeOf(next);
+      if (size > maxEntryBytes) return false;
+      lru.set(key, { ...entry, value: next, size }, { ttl: entry.staleAt - now() });
+      return true;
     },
     peek(key) {
       return lru.get(key, { allowStale: true })?.value;

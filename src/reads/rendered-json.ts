@@ -25,12 +25,23 @@ export interface RenderedJson {
 export type BodyEncoder = (body: string) => Promise<{ coding: ContentCoding; body: Uint8Array<ArrayBuffer> }[]>;
 
 /** Serializes an envelope and computes its ETag (and its compressed copies), once per cached value, never per request. */
-export async function renderJson(envelope: unknown, encode?: BodyEncoder): Promise<RenderedJson> {
-  const body = JSON.stringify(envelope);
-  const etag = await strongEtag(body);
-  if (encode === undefined) return { body, etag };
-  const encoded = (await encode(body)).map((copy) => ({ ...copy, etag: codingEtag(etag, copy.coding) }));
-  return encoded.length === 0 ? { body, etag } : { body, etag, encoded };
+export function renderJson(envelope: unknown, encode?: BodyEncoder): Promise<RenderedJson> {
+  return renderBody(JSON.stringify(envelope), encode);
+}
+
+/** `renderJson` for a body already written (a feed's XML). */
+export async function renderBody(body: string, encode?: BodyEncoder): Promise<RenderedJson> {
+  return withEncodedCopies({ body, etag: await strongEtag(body) }, encode);
+}
+
+/**
+ * A rendered body with its compressed copies, made now where it has none and `encode` is given:
+ * a copy read back from a shared tier holds its text only, and is compressed once when read.
+ */
+export async function withEncodedCopies(rendered: RenderedJson, encode?: BodyEncoder): Promise<RenderedJson> {
+  if (encode === undefined || rendered.encoded !== undefined) return rendered;
+  const encoded = (await encode(rendered.body)).map((copy) => ({ ...copy, etag: codingEtag(rendered.etag, copy.coding) }));
+  return encoded.length === 0 ? rendered : { ...rendered, encoded };
 }
 
 /**

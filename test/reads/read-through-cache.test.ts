@@ -341,6 +341,23 @@ describe('read-through cache', () => {
     expect(loader.loads).toEqual(['a']);
   });
 
+  it('replaces a copy only while it is still the fresh one kept, keeping its freshness', async () => {
+    const { cache, clock, readThrough } = createCache();
+    await cache.read('a');
+    // Another value than the one kept: nothing changes.
+    expect(readThrough.replace('a', 'a@v0', 'a@other')).toBe(false);
+    clock.advance(TTL / 2);
+    expect(readThrough.replace('a', 'a@v1', 'a@v1+copies')).toBe(true);
+    expect(await cache.read('a')).toEqual({ value: 'a@v1+copies', state: 'HIT' });
+    // Stale from the first load's time, not from the replacement's.
+    clock.advance(TTL / 2 + 1);
+    expect(readThrough.replace('a', 'a@v1+copies', 'a@late')).toBe(false);
+    expect((await cache.read('a')).state).toBe('STALE');
+    // A key not kept is not made.
+    expect(readThrough.replace('b', 'b@v1', 'b@v2')).toBe(false);
+    expect(readThrough.has('b')).toBe(false);
+  });
+
   it.each([
     { key: 'a', answer: 'a@v1', what: 'what it loaded' },
     { key: 'missing-a', answer: undefined, what: '"does not exist" when it found nothing' },

@@ -35,12 +35,12 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
   });
 
   /** Three instances over an empty Redis and a fresh fake upstream. */
-  async function startThree(): Promise<[Instance, Instance, Instance]> {
+  async function startThree(options: { compress?: boolean } = {}): Promise<[Instance, Instance, Instance]> {
     // A fresh server per test would cost a process each; an empty namespace does the same.
     await server.stop();
     await server.start();
     fake = startUpstream();
-    instances = await Promise.all([0, 1, 2].map(() => startInstance(fake, server.url, { timeoutMs: PATIENT_TIMEOUT_MS })));
+    instances = await Promise.all([0, 1, 2].map(() => startInstance(fake, server.url, { timeoutMs: PATIENT_TIMEOUT_MS, ...options })));
     return instances as [Instance, Instance, Instance];
   }
   afterEach(async () => {
@@ -89,6 +89,21 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
     const fromC = await c.get(`/api/issues/${SLUG}`);
     expect([fromB.status, fromC.status]).toEqual([200, 200]);
     expect(await fromB.json()).toEqual(await (await a.get(`/api/issues/${SLUG}`)).json());
+    expect(upstreamCalls(fake)).toBe(afterA);
+  });
+
+  it('serves on B the compressed copy of an issue A read, the same bytes under the same ETag', async () => {
+    const [a, b] = await startThree({ compress: true });
+    const brotli = { headers: { 'Accept-Encoding': 'br' } };
+    const fromA = await a.get(`/api/issues/${SLUG}`, brotli);
+    expect(fromA.headers.get('content-encoding')).toBe('br');
+    await a.redis.ping(); // the shared copy is written behind the response
+    const afterA = upstreamCalls(fake);
+    const fromB = await b.get(`/api/issues/${SLUG}`, brotli);
+    expect(fromB.status).toBe(200);
+    expect(fromB.headers.get('content-encoding')).toBe('br');
+    expect(fromB.headers.get('etag')).toBe(fromA.headers.get('etag'));
+    expect(Buffer.from(await fromB.arrayBuffer())).toEqual(Buffer.from(await fromA.arrayBuffer()));
     expect(upstreamCalls(fake)).toBe(afterA);
   });
 

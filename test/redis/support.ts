@@ -4,6 +4,7 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 import { createApp } from '../../src/app.js';
 import { createFakeUpstream, type FakeUpstream } from '../support/fake-upstream/fake.js';
 import { createLogger } from '../../src/log.js';
+import { createNodeBodyEncoder } from '../../src/node-compression.js';
 import { STALE_IF_ERROR_SECONDS } from '../../src/reads/public-reads.js';
 import { connectRedis, type RedisServices } from '../../src/redis/services.js';
 import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
@@ -113,7 +114,14 @@ export const REDIS_TIMEOUT_MS = 100;
 export const PATIENT_TIMEOUT_MS = 2000;
 
 /** One app instance, as the Node entry builds it with REDIS_URL set, over the fake upstream. */
-export async function startInstance(fake: FakeUpstream, redisUrl: string, options: { timeoutMs?: number; recoveredAfterMs?: number; now?: () => number; env?: Record<string, string> } = {}) {
+export async function startInstance(fake: FakeUpstream, redisUrl: string, options: {
+    timeoutMs?: number;
+    recoveredAfterMs?: number;
+    now?: () => number;
+    env?: Record<string, string>;
+    /** Cached bodies kept compressed too, as the Node entry keeps them (off where timings are the point). */
+    compress?: boolean;
+  } = {}) {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>), redact: [REDIS_TEST_KEY] });
   const config = testConfig({ NEWSLETTER_API_KEY: REDIS_TEST_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl, REDIS_URL: redisUrl, ...options.env });
@@ -147,13 +155,14 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     repeatGuard: redis.repeatGuard,
     surgeCounter: redis.surgeCounter,
     sharedCache: redis.sharedCache,
+    ...(options.compress && { encodeBody: createNodeBodyEncoder() }),
   });
   return {
     redis,
     lines,
     /** Log lines of one event. */
     events: (event: string) => lines.filter((line) => line.event === event),
-    get: (path: string) => app.request(`http://bff.test${path}`),
+    get: (path: string, init?: RequestInit) => app.request(`http://bff.test${path}`, init),
     subscribe: (email: string, ip = '203.0.113.7') =>
       app.request('http://bff.test/api/subscribe', {
         method: 'POST',
