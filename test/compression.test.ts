@@ -1,10 +1,10 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createDemoUpstream } from '../src/demo/demo-upstream.js';
 import { createNodeBodyEncoder } from '../src/node-compression.js';
 import type { BodyEncoder } from '../src/reads/rendered-json.js';
-import type { SharedEntry, SharedTier } from '../src/reads/shared-tier.js';
-import { TEST_API_KEY, createFakeClock, createScriptedFetch, createTestApp } from './helpers.js';
+import type { SharedEntry } from '../src/reads/shared-tier.js';
+import { TEST_API_KEY, createFakeClock, createMemoryStore, createScriptedFetch, createTestApp } from './helpers.js';
 import { createArchive } from './support/fake-upstream/archive.js';
 import { createFakeUpstream } from './support/fake-upstream/fake.js';
 
@@ -128,17 +128,6 @@ describe('compressed copies of the archive feeds (Node)', () => {
 });
 
 describe('compressed copies of a copy read back from the shared tier (Node with Redis)', () => {
-  /** A shared tier in a Map: what Redis holds between instances, the text only. */
-  function createMemoryTier() {
-    const entries = new Map<string, SharedEntry>();
-    const store: SharedTier = {
-      get: async (key) => entries.get(key),
-      put: async (key, entry) => void entries.set(key, entry),
-      delete: async (key) => void entries.delete(key),
-    };
-    return { store, entries };
-  }
-
   /** Lets the shared copy written behind an answer land (bounded: 50 turns). */
   async function written(entries: Map<string, SharedEntry>, key: string) {
     for (let turn = 0; turn < 50 && !entries.has(key); turn += 1) await new Promise((resolve) => setTimeout(resolve, 0));
@@ -148,7 +137,7 @@ describe('compressed copies of a copy read back from the shared tier (Node with 
   it('answers Accept-Encoding with a copy compressed once on the instance that read it from the tier, with no upstream call', async () => {
     const demo = createDemoUpstream({ apiKey: TEST_API_KEY });
     const upstream = createScriptedFetch((call) => demo.fetch(call.url, { method: call.method, headers: call.headers }));
-    const { store, entries } = createMemoryTier();
+    const { store, entries } = createMemoryStore();
     const instance = () =>
       createTestApp({ fetch: upstream.fetch, env: { NEWSLETTER_API_BASE_URL: demo.baseUrl }, encodeBody: createNodeBodyEncoder(), deps: { sharedCache: store } });
     const a = instance();
@@ -177,7 +166,11 @@ describe('compressed copies of a copy read back from the shared tier (Node with 
 });
 
 describe('letters an archive read brings along (Node)', () => {
-  it('answers the archive without waiting on compressing its letters, and compresses them behind it', async () => {
+  /**
+   * The app over a publication whose list rows carry their letters, with an encoder that holds
+   * every letter (not the archive's own pages) until `open()`.
+   */
+  function gatedLetters() {
     const clock = createFakeClock(Date.UTC(2026, 1, 1));
     const fake = createFakeUpstream({
       apiKey: TEST_API_KEY,
@@ -186,7 +179,6 @@ describe('letters an archive read brings along (Node)', () => {
       variant: {},
       now: clock.now,
     });
-    // Letters wait for the gate; the archive's own pages do not.
     const encoder = createNodeBodyEncoder();
     let open!: () => void;
     const gate = new Promise<void>((resolve) => (open = resolve));
@@ -198,39 +190,59 @@ describe('letters an archive read brings along (Node)', () => {
       }
       return encoder(body);
     };
-    const { app } = createTestApp({
-      fetch: (input, init) => fake.fetch(new Request(input, init)),
-      clock,
-      env: { NEWSLETTER_API_BASE_URL: fake.baseUrl },
-      encodeBody,
-    });
+    const test = createTestApp({ fetch: (input, init) => fake.fetch(new Request(input, init)), clock, env: { NEWSLETTER_API_BASE_URL: fake.baseUrl }, encodeBody });
+    return { ...test, fake, open, lettersWaiting: () => lettersWaiting };
+  }
 
+  const brotli = { headers: { 'Accept-Encoding': 'br' } };
+
+  /** The first issue the archive lists, read as text before any letter is compressed. */
+  async function firstListed(app: ReturnType<typeof gatedLetters>['app']) {
     const list = await app.request('/api/issues?limit=3');
     expect(list.status).toBe(200);
     const slug = ((await list.json()) as { data: { slug: string }[] }).data[0]!.slug;
-    const path = `/api/issues/${slug}`;
-    // The letter is kept as text meanwhile: answered whole, from the read, uncompressed.
-    const text = await app.request(path, { headers: { 'Accept-Encoding': 'br' } });
+    const text = await app.request(`/api/issues/${slug}`, brotli);
     expect(text.status).toBe(200);
     expect(text.headers.get('content-encoding')).toBeNull();
     expect(text.headers.get('vary') ?? '').not.toMatch(/Accept-Encoding/);
-    const body = await text.text();
-    expect(lettersWaiting).toBeGreaterThan(0);
+    return { slug, path: `/api/issues/${slug}`, etag: text.headers.get('etag')!, body: await text.text() };
+  }
+
+  /** Reads `path` until it is answered in `br` (bounded by vi.waitFor's timeout). */
+  async function compressedAnswer(app: ReturnType<typeof gatedLetters>['app'], path: string) {
+    return vi.waitFor(
+      async () => {
+        const answer = await app.request(path, brotli);
+        expect(answer.headers.get('content-encoding')).toBe('br');
+        return answer;
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+  }
+
+  it('answers the archive without waiting on compressing its letters, and compresses them behind it', async () => {
+    const { app, fake, open, lettersWaiting } = gatedLetters();
+    // The archive answered while its letters wait: kept as text meanwhile, answered whole.
+    const letter = await firstListed(app);
+    expect(lettersWaiting()).toBeGreaterThan(0);
 
     open();
-    let compressed: Response | undefined;
-    for (let turn = 0; turn < 200; turn += 1) {
-      const answer = await app.request(path, { headers: { 'Accept-Encoding': 'br' } });
-      if (answer.headers.get('content-encoding') === 'br') {
-        compressed = answer;
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    expect(compressed?.headers.get('etag')).toBe(text.headers.get('etag')!.replace(/"$/, '-br"'));
-    expect(compressed?.headers.get('vary')).toMatch(/\bAccept-Encoding\b/);
-    expect(compressed?.headers.get('x-cache')).toBe('HIT');
-    expect(decode.br(Buffer.from(await compressed!.arrayBuffer())).toString()).toBe(body);
-    expect(fake.slugCalls(slug)).toBe(0);
+    const compressed = await compressedAnswer(app, letter.path);
+    expect(compressed.headers.get('etag')).toBe(letter.etag.replace(/"$/, '-br"'));
+    expect(compressed.headers.get('vary')).toMatch(/\bAccept-Encoding\b/);
+    expect(compressed.headers.get('x-cache')).toBe('HIT');
+    expect(decode.br(Buffer.from(await compressed.arrayBuffer())).toString()).toBe(letter.body);
+    expect(fake.slugCalls(letter.slug)).toBe(0);
+  });
+
+  it('gives a letter that went stale before its turn its copies at its next refresh, with no read by slug', async () => {
+    const { app, clock, fake, open } = gatedLetters();
+    const letter = await firstListed(app);
+    clock.advance(60_001); // past CACHE_TTL_SECONDS: the copy queued is no longer the fresh one
+    open();
+    const compressed = await compressedAnswer(app, letter.path);
+    expect(compressed.headers.get('etag')).toBe(letter.etag.replace(/"$/, '-br"'));
+    expect(decode.br(Buffer.from(await compressed.arrayBuffer())).toString()).toBe(letter.body);
+    expect(fake.slugCalls(letter.slug)).toBe(0);
   });
 });

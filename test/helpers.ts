@@ -4,6 +4,7 @@ import { parseConfig, type Config } from '../src/config.js';
 import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
 import { createLogger, type Logger } from '../src/log.js';
 import type { Metrics } from '../src/metrics.js';
+import type { SharedEntry, SharedTier } from '../src/reads/shared-tier.js';
 import { createUpstreamClient, type UpstreamClientOptions } from '../src/upstream/newsletter-api.js';
 import { observeResponses } from './contract/response-observer.js';
 
@@ -21,6 +22,21 @@ export function testConfig(env: Record<string, string> = {}): Config {
   });
   if (!result.ok) throw new Error(`test config is invalid: ${result.problems.join('; ')}`);
   return result.config;
+}
+
+/** A shared tier in a Map, as the isolates of one location (or instances sharing Redis) see it; `fail` makes reads throw. */
+export function createMemoryStore() {
+  const entries = new Map<string, SharedEntry>();
+  let failing = false;
+  const store: SharedTier = {
+    get: async (key) => {
+      if (failing) throw new Error('store unavailable');
+      return entries.get(key);
+    },
+    put: async (key, entry) => void entries.set(key, entry),
+    delete: async (key) => void entries.delete(key),
+  };
+  return { store, entries, fail: () => (failing = true) };
 }
 
 /** A clock that moves only when told to. Starts well above 0 (lru-cache treats 0 as "no time"). */

@@ -41,7 +41,7 @@ import {
 import type { ReadBudget } from './read-budget.js';
 import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
-import { withSharedTier, type SharedEntry, type SharedTier } from './shared-tier.js';
+import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
 
 export type { RenderedJson } from './rendered-json.js';
@@ -165,44 +165,55 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   const pages = createRenderedPages(budget.renderedPages, options.encodeBody);
 
   /**
-   * A copy read back from the shared tier, which stores the text only: compressed here once, as
-   * a copy read from the upstream is (a failed compression leaves it text, not a miss).
+   * `value` with its compressed copies, made now where it has none yet: a copy read back from the
+   * shared tier (which stores the text only), or a letter kept before its copies were made. The
+   * same value where there is nothing to add; a failed compression leaves it text.
    */
-  async function decodeSharedCopy(entry: SharedEntry): Promise<CachedValue | undefined> {
-    const value = decodeSharedEntry(entry);
-    if (value?.kind !== 'json' || options.encodeBody === undefined) return value;
+  async function withCopies(value: CachedValue): Promise<CachedValue> {
+    if (value.kind !== 'json' || options.encodeBody === undefined) return value;
     const rendered = await withEncodedCopies(value.rendered, options.encodeBody).catch(() => value.rendered);
     // Made again for its size: the copies count in the cache's bytes.
-    return jsonValue(rendered, value.fetchedAt, value.version);
+    return rendered === value.rendered ? value : jsonValue(rendered, value.fetchedAt, value.version);
   }
 
   /**
    * Compressed copies made behind the answer, one body at a time (a whole read seeds a hundred
    * letters; compressing them before it answered cost seconds): each replaces its text-only copy
-   * while that is still the fresh one kept.
+   * while that is still the fresh one kept. A letter that went stale first gets its copies at its
+   * next refresh (loadIssue). A queued letter's text is held until its turn: at most what one
+   * archive read keeps (the cache's entry bound).
    */
   let compressing: Promise<void> = Promise.resolve();
   function compressBehind(key: string, value: CachedValue): void {
-    const encode = options.encodeBody;
-    if (encode === undefined || value.kind !== 'json') return;
-    compressing = compressing.then(async () => {
-      const rendered = await withEncodedCopies(value.rendered, encode).catch(() => value.rendered);
-      if (rendered !== value.rendered) cache.replace(key, value, jsonValue(rendered, value.fetchedAt, value.version));
-    });
+    if (options.encodeBody === undefined || value.kind !== 'json') return;
+    compressing = compressing
+      .then(async () => {
+        if (!cache.holds(key, value)) return;
+        const next = await withCopies(value);
+        if (next !== value) cache.replace(key, value, next);
+      })
+      .catch((error: unknown) => options.onLoadError?.(key, error));
   }
 
-  /** On Workers, each loader asks the isolates' shared tier before the upstream (on Node, Redis). */
-  const withSharedCopy = (load: Loader<CachedValue>): Loader<CachedValue> =>
-    sharedCache
-      ? withSharedTier(load, {
-          store: sharedCache,
-          rules,
-          now,
-          encode: encodeSharedEntry,
-          decode: decodeSharedCopy,
-          onRefreshError: options.onLoadError,
-        })
-      : load;
+  /**
+   * On Workers, each loader asks the isolates' shared tier before the upstream (on Node, Redis);
+   * what it answers is given its compressed copies where it has none.
+   */
+  const withSharedCopy = (load: Loader<CachedValue>): Loader<CachedValue> => {
+    if (!sharedCache) return load;
+    const loadThroughTier = withSharedTier(load, {
+      store: sharedCache,
+      rules,
+      now,
+      encode: encodeSharedEntry,
+      decode: decodeSharedEntry,
+      onRefreshError: options.onLoadError,
+    });
+    return async (...args) => {
+      const value = await loadThroughTier(...args);
+      return value && withCopies(value);
+    };
+  };
 
   /**
    * Reads the archive index, whole or (when the last whole read proved the upstream lists newest
@@ -328,7 +339,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     (load: Loader<CachedValue>): Loader<CachedValue> =>
     async (key, waitUntil, client, previous) => {
       const entry = previous === undefined ? await sharedCache?.get(key).catch(() => undefined) : undefined;
-      const value = await load(key, waitUntil, client, previous ?? (entry && (await decodeSharedCopy(entry))));
+      const value = await load(key, waitUntil, client, previous ?? (entry && decodeSharedEntry(entry)));
       if (value !== undefined) await sharedCache?.put(key, encodeSharedEntry(value));
       return value;
     };
@@ -351,7 +362,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const listed = index?.index.slugs.has(slug) === true;
     const version = index?.index.sources.get(slug)?.updatedAt;
     if (index && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
-      return { ...previous, fetchedAt: Math.max(previous.fetchedAt, index.fetchedAt) };
+      const kept = await withCopies(previous);
+      return { ...kept, fetchedAt: Math.max(previous.fetchedAt, index.fetchedAt) };
     }
     // A copy gone from a complete index read after it was made: unpublished (or renamed). A slug
     // without a copy was looked up before this load (slug-lookup.ts): it is read by slug.

@@ -97,9 +97,14 @@ export interface ReadThroughCache<V> {
    * `fetchedAt`), unless it is larger than one entry may be: a copy another read brought along.
    */
   seed(key: string, value: V): void;
+  /** Whether `value` is the fresh copy of `key` kept; not counted as a use. */
+  holds(key: string, value: V): boolean;
   /**
-   * Seeds `next` for `key` only while `current` is still the fresh copy kept (a copy made again
-   * behind the answer, its compressed bodies added); whether it did. Neither counts as a use.
+   * Puts `next` in the place of `current` while that is still the fresh copy of `key` kept (a copy
+   * made again behind the answer, its compressed bodies added), fresh as long as `current` was;
+   * whether it did. Counted as no hit. A key with a load in flight is not one to replace: lru-cache
+   * drops that load's answer (loads run on stale copies, and only the archive and the categories
+   * are refreshed while fresh).
    */
   replace(key: string, current: V, next: V): boolean;
   /** The copy of `key` kept, fresh or stale, without loading or counting anything (it counts as used: the archive index must outlive the issues read from it). */
@@ -281,12 +286,17 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       if (ttl <= 0) return;
       lru.set(key, { value, fetchedAt, staleAt: fetchedAt + ttlMs, size }, { ttl });
     },
+    holds(key, value) {
+      const entry = lru.peek(key, { allowStale: true });
+      return entry !== undefined && entry.value === value && isFresh(entry.staleAt, now());
+    },
     replace(key, current, next) {
       const entry = lru.peek(key, { allowStale: true });
-      if (entry?.value !== current || !isFresh(entry.staleAt, now())) return false;
+      if (entry === undefined || entry.value !== current || !isFresh(entry.staleAt, now())) return false;
       const size = sizeOf(next);
       if (size > maxEntryBytes) return false;
-      lru.set(key, { ...entry, value: next, size }, { ttl: entry.staleAt - now() });
+      // The entry's own TTL goes on: lru-cache judges freshness by it.
+      lru.set(key, { ...entry, value: next, size }, { noUpdateTTL: true });
       return true;
     },
     peek(key) {

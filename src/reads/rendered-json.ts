@@ -35,13 +35,21 @@ export async function renderBody(body: string, encode?: BodyEncoder): Promise<Re
 }
 
 /**
- * A rendered body with its compressed copies, made now where it has none and `encode` is given:
- * a copy read back from a shared tier holds its text only, and is compressed once when read.
+ * Bodies the encoder has been given: one it kept no copy of (too small, or not shrinking enough)
+ * is not given to it again.
+ */
+const encodedOnce = new WeakSet<RenderedJson>();
+
+/**
+ * A rendered body with its compressed copies, made now where it has none and `encode` is given
+ * (a copy read back from a shared tier holds its text only).
  */
 export async function withEncodedCopies(rendered: RenderedJson, encode?: BodyEncoder): Promise<RenderedJson> {
-  if (encode === undefined || rendered.encoded !== undefined) return rendered;
+  if (encode === undefined || rendered.encoded !== undefined || encodedOnce.has(rendered)) return rendered;
   const encoded = (await encode(rendered.body)).map((copy) => ({ ...copy, etag: codingEtag(rendered.etag, copy.coding) }));
-  return encoded.length === 0 ? rendered : { ...rendered, encoded };
+  const withCopies = encoded.length === 0 ? rendered : { ...rendered, encoded };
+  encodedOnce.add(withCopies);
+  return withCopies;
 }
 
 /**

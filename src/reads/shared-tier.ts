@@ -37,7 +37,7 @@ export interface SharedTierOptions<V> {
   now: () => number;
   /** A value as the tier stores it, and back: an entry that does not decode is a miss. */
   encode: (value: V) => SharedEntry;
-  decode: (entry: SharedEntry) => V | undefined | Promise<V | undefined>;
+  decode: (entry: SharedEntry) => V | undefined;
   /** A refresh behind the response failed (no request waits on it to see the error). */
   onRefreshError?: (key: string, error: unknown) => void;
 }
@@ -89,7 +89,7 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
 
   return async function loadThroughSharedTier(key, waitUntil, client, previous) {
     const entry = await store.get(key).catch(() => undefined);
-    const stored = entry === undefined ? undefined : await decode(entry);
+    const stored = entry === undefined ? undefined : decode(entry);
     const staleAt = entry === undefined ? 0 : entry.fetchedAt + rules.ttlMs;
     const time = now();
     if (stored !== undefined && isFresh(staleAt, time)) return stored;

@@ -358,6 +358,21 @@ describe('read-through cache', () => {
     expect(readThrough.has('b')).toBe(false);
   });
 
+  it('keeps a replaced copy on its own TTL to the millisecond: stale then, and refreshed', async () => {
+    const { cache, clock, loader, readThrough } = createCache();
+    await cache.read('a');
+    clock.advance(TTL);
+    expect(readThrough.holds('a', 'a@v1')).toBe(true);
+    expect(readThrough.replace('a', 'a@v1', 'a@v1+copies')).toBe(true);
+    clock.advance(1);
+    expect(readThrough.holds('a', 'a@v1+copies')).toBe(false);
+    loader.bump();
+    expect(await cache.read('a')).toEqual({ value: 'a@v1+copies', state: 'STALE' });
+    await settle();
+    expect(await cache.read('a')).toEqual({ value: 'a@v2', state: 'HIT' });
+    expect(loader.loads).toEqual(['a', 'a']);
+  });
+
   it.each([
     { key: 'a', answer: 'a@v1', what: 'what it loaded' },
     { key: 'missing-a', answer: undefined, what: '"does not exist" when it found nothing' },

@@ -1,27 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Loader, WaitUntil } from '../../src/reads/read-through-cache.js';
-import { withSharedTier, type SharedEntry, type SharedTier } from '../../src/reads/shared-tier.js';
-import { createFakeClock } from '../helpers.js';
+import { withSharedTier } from '../../src/reads/shared-tier.js';
+import { createFakeClock, createMemoryStore } from '../helpers.js';
 
 const TTL = 60_000;
 const SWR = 300_000;
 const SIE = 86_400_000;
 const RULES = { ttlMs: TTL, staleWhileRevalidateMs: SWR, staleIfErrorMs: SIE };
-
-/** A shared store in a Map, as the isolates of one location would see it. */
-function createMemoryStore() {
-  const entries = new Map<string, SharedEntry>();
-  let failing = false;
-  const store: SharedTier = {
-    get: async (key) => {
-      if (failing) throw new Error('store unavailable');
-      return entries.get(key);
-    },
-    put: async (key, entry) => void entries.set(key, entry),
-    delete: async (key) => void entries.delete(key),
-  };
-  return { store, entries, fail: () => (failing = true) };
-}
 
 /** Values are `text@fetchedAt`; an entry whose payload does not start with "ok:" does not decode. */
 function createTier() {
