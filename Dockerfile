@@ -23,8 +23,9 @@ ENV NODE_ENV=production \
 WORKDIR /app
 COPY package.json package-lock.json ./
 # The four core packages and the optional extras for ADMIN_PORT (prom-client, which HEALTHCHECK
-# needs) and REDIS_URL (@redis/client); add --omit=optional for the core alone
-# (docs/dependencies.md). The site builder's sanitize-html is not needed here.
+# needs), REDIS_URL (@redis/client) and SUBSCRIBE_BLOCK_DISPOSABLE (mailchecker); add
+# --omit=optional for the core alone (docs/dependencies.md). The site builder's sanitize-html is
+# not needed here.
 RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 COPY --from=build /app/dist ./dist
 # The example site, served only in demo mode (NODE_ENV other than production, no key).

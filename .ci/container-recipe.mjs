@@ -113,9 +113,11 @@ try {
   const modules = readdirSync(join(image.dir, 'node_modules'));
   const { dependencies, optionalDependencies, peerDependencies, devDependencies } = JSON.parse(readFileSync(join(image.dir, 'package.json'), 'utf8'));
   check('the image has the production dependencies', Object.keys(dependencies).every((name) => existsSync(join(image.dir, 'node_modules', name))));
-  // Redis and Prometheus are optional dependencies: `npm ci --omit=dev` installs them, so the
-  // image can serve ADMIN_PORT (its HEALTHCHECK) and REDIS_URL.
-  check('the image has the optional extras (@redis/client, prom-client)', Object.keys(optionalDependencies).every((name) => existsSync(join(image.dir, 'node_modules', name))));
+  // Redis, Prometheus and the throwaway-domain list are optional dependencies: `npm ci --omit=dev`
+  // installs them, so the image can serve ADMIN_PORT (its HEALTHCHECK), REDIS_URL and
+  // SUBSCRIBE_BLOCK_DISPOSABLE.
+  const extras = Object.keys(optionalDependencies);
+  check(`the image has the optional extras (${extras.join(', ')})`, extras.every((name) => existsSync(join(image.dir, 'node_modules', name))));
   // sanitize-html is for `npm run site:build` only, an optional peer the image leaves out.
   check('the image has no optional peer (sanitize-html)', !Object.keys(peerDependencies).some((name) => existsSync(join(image.dir, 'node_modules', name))));
   // The lock file marks what only development needs (`dev: true`); a dev dependency that a
@@ -146,6 +148,7 @@ try {
     NEWSLETTER_API_KEY: 'fake-container-key-0c4e9a71',
     NEWSLETTER_API_BASE_URL: `http://127.0.0.1:${upstreamPort}/v1`,
     ...(redisPort !== undefined && { REDIS_URL: `redis://127.0.0.1:${redisPort}` }),
+    SUBSCRIBE_BLOCK_DISPOSABLE: 'true',
   };
   // As an unprivileged user when this runs as root (`nobody` stands in for the image's `node`);
   // setpriv execs in place, so SIGTERM reaches node itself.
@@ -169,6 +172,12 @@ try {
   }
   const categories = await fetch(`http://127.0.0.1:${env.PORT}/api/categories`).catch(() => undefined);
   check('GET /api/categories → 200 from the stub upstream', categories?.status === 200 && (await categories.json()).data?.[0]?.slug === 'essays');
+  const throwaway = await fetch(`http://127.0.0.1:${env.PORT}/api/subscribe`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: 'someone@mailinator.com', optInAttestation: true }),
+  }).catch(() => undefined);
+  check('SUBSCRIBE_BLOCK_DISPOSABLE refuses a throwaway address with the image\'s mailchecker (422)', throwaway?.status === 422);
   const health = spawnSync(image.healthcheck[0], image.healthcheck.slice(1), { cwd: image.dir, env, timeout: 10_000 });
   if (readdirSync(join(image.dir, 'dist'), { recursive: true }).some((file) => String(file).endsWith('.js') && readFileSync(join(image.dir, 'dist', String(file)), 'utf8').includes('ADMIN_PORT'))) {
     check('HEALTHCHECK passes against the admin listener', health.status === 0);

@@ -213,6 +213,25 @@ describe('the npm package', () => {
     }
   });
 
+  it('refuses a throwaway address with SUBSCRIBE_BLOCK_DISPOSABLE, with mailchecker, an optional dependency npm installs by default', async () => {
+    const port = await freeLoopbackPort();
+    const server = startInstalled(consumer, { PORT: String(port), SUBSCRIBE_BLOCK_DISPOSABLE: 'true' });
+    try {
+      await waitForOutput(server, 'listening on', 20_000);
+      const refused = await fetch(`http://127.0.0.1:${port}/api/subscribe`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ email: 'someone@mailinator.com', optInAttestation: true }),
+      });
+      expect(refused.status).toBe(422);
+      expect(((await refused.json()) as { error: { details: unknown } }).error.details).toEqual([
+        { path: 'email', message: 'must not be a disposable (throwaway) address' },
+      ]);
+    } finally {
+      stopInstalled(server);
+    }
+  });
+
   it('installed with --omit=optional holds only the core, starts, and names prom-client when ADMIN_PORT asks for it', async () => {
     const core = join(scratch, 'consumer-core');
     mkdirSync(core);

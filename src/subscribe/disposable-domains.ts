@@ -16,9 +16,7 @@ interface DisposableList {
  * that the list names. Without the package it throws MissingPackageError, naming it. `load` is a
  * seam for tests; it defaults to the package's import.
  */
-export async function loadDisposableDomains(
-  load: () => Promise<DisposableList> = async () => (await import('mailchecker')) as DisposableList,
-): Promise<(domain: string) => boolean> {
+export async function loadDisposableDomains(load: () => Promise<DisposableList> = importMailchecker): Promise<(domain: string) => boolean> {
   const domains = (await importOptional('mailchecker', 'SUBSCRIBE_BLOCK_DISPOSABLE=true', load)).blacklist();
   return function isDisposableDomain(domain: string): boolean {
     let rest = domain.toLowerCase();
@@ -29,4 +27,14 @@ export async function loadDisposableDomains(
       rest = rest.slice(dot + 1);
     }
   };
+}
+
+/**
+ * The package is CommonJS: Node's `import()` names only what its exports object literal shows
+ * a static reader (`isValid`, not `blacklist`), so the list is read from `default`, the
+ * exports object itself, which bundlers and vitest give as the module too.
+ */
+async function importMailchecker(): Promise<DisposableList> {
+  const module = (await import('mailchecker')) as Partial<DisposableList> & { default?: DisposableList };
+  return module.default ?? (module as DisposableList);
 }
