@@ -160,6 +160,14 @@ describe('the built command with only the core packages installed', () => {
     );
   });
 
+  it('exits 1 with one line naming mailchecker when SUBSCRIBE_BLOCK_DISPOSABLE is on without it', async () => {
+    const server = run('cli.js', ['start'], { PORT: String(await freeLoopbackPort()), SUBSCRIBE_BLOCK_DISPOSABLE: 'true' });
+    expect(await server.exited).toBe(1);
+    expect(server.stderr()).toBe(
+      'newsletter-bff did not start: SUBSCRIBE_BLOCK_DISPOSABLE=true needs the package mailchecker, which is not installed: run `npm install mailchecker`\n',
+    );
+  });
+
   it('fails the site build with one line naming sanitize-html, before reading anything', async () => {
     const build = run('site/cli.js', ['--api', 'http://127.0.0.1:1', '--site-url', 'https://news.example.com/', '--out', join(scratch, 'site')], {});
     expect(await build.exited).toBe(1);
