@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderJson, strongEtag } from '../../src/reads/rendered-json.js';
+import { renderBody, renderJson, strongEtag, withEncodedCopies, type BodyEncoder } from '../../src/reads/rendered-json.js';
 
 describe('strongEtag', () => {
   it('is a quoted strong validator that is stable for a body and differs between bodies', async () => {
@@ -15,5 +15,29 @@ describe('renderJson', () => {
     const rendered = await renderJson({ ok: true, data: [{ name: 'News', slug: 'news' }] });
     expect(rendered.body).toBe('{"ok":true,"data":[{"name":"News","slug":"news"}]}');
     expect(rendered.etag).toBe(await strongEtag(rendered.body));
+  });
+});
+
+describe('withEncodedCopies', () => {
+  it('gives a body to the encoder once: one it kept no copy of is not encoded again', async () => {
+    const bodies: string[] = [];
+    const keepsNothing: BodyEncoder = async (body) => {
+      bodies.push(body);
+      return [];
+    };
+    const rendered = await renderBody('short', keepsNothing);
+    expect(rendered.encoded).toBeUndefined();
+    expect(await withEncodedCopies(rendered, keepsNothing)).toBe(rendered);
+    expect(bodies).toEqual(['short']);
+  });
+
+  it('adds the copies to a body rendered without them, each with the ETag of its coding', async () => {
+    const gzip: BodyEncoder = async () => [{ coding: 'gzip', body: new Uint8Array([1, 2, 3]) }];
+    const text = await renderBody('long enough');
+    const copied = await withEncodedCopies(text, gzip);
+    expect(copied.body).toBe(text.body);
+    expect(copied.encoded).toEqual([{ coding: 'gzip', body: new Uint8Array([1, 2, 3]), etag: `${text.etag.slice(0, -1)}-gzip"` }]);
+    // Made once: asked again, the same object.
+    expect(await withEncodedCopies(copied, gzip)).toBe(copied);
   });
 });
