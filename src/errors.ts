@@ -63,7 +63,16 @@ export class ApiError extends Error {
   readonly allow: readonly string[] | undefined;
 
   constructor(code: ErrorCode, options: ApiErrorOptions = {}) {
-    super(options.message ?? DEFAULT_MESSAGES[code], { cause: options.cause });
+    // A client error (4xx) is an answer, not a fault: no one reads its stack, and capturing one
+    // cost about a sixth of a 404 of an unknown slug (docs/performance.md "A 404 without a
+    // stack"). A server error keeps its stack.
+    const stackTraceLimit = Error.stackTraceLimit;
+    if (ERROR_STATUS[code] < 500) Error.stackTraceLimit = 0;
+    try {
+      super(options.message ?? DEFAULT_MESSAGES[code], { cause: options.cause });
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
     this.name = 'ApiError';
     this.code = code;
     this.status = ERROR_STATUS[code];
