@@ -75,6 +75,8 @@ export function readReply(read: PublicRead, rules: ReadReplyRules, ifNoneMatch: 
 /** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */
 export function ifNoneMatchMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
+  // The usual revalidation sends back the one ETag it was given, as it was.
+  if (header === etag) return true;
   if (header.trim() === '*') return true;
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
