@@ -13,7 +13,8 @@
 // Environment (defaults in brackets): BENCH_BUILDS the entries to compare, space-separated; BENCH_BUILD_ROUNDS [3], BENCH_BUILD_RUNS [5] paired runs per
 // process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues],
 // BENCH_ACCEPT_ENCODING [unset] sent to ours with every request, so it answers a compressed copy
-// (the references answer the text, as bench/instructions.mjs's do).
+// (the references answer the text, as bench/instructions.mjs's do), BENCH_REVALIDATE [unset] 1 to
+// measure the 304: every side is sent `If-None-Match` with ours' ETag (the references answer 304).
 import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { get, headersToReplay } from './lib/http.mjs';
@@ -27,6 +28,7 @@ const ROUNDS = Number(env.BENCH_BUILD_ROUNDS || 3);
 const RUNS = Number(env.BENCH_BUILD_RUNS || 5);
 const PATH = env.BENCH_PATH || '/api/issues';
 const OURS_HEADERS = env.BENCH_ACCEPT_ENCODING ? { 'Accept-Encoding': env.BENCH_ACCEPT_ENCODING } : {};
+const REVALIDATE = env.BENCH_REVALIDATE === '1';
 /** A tick above this many ns: the process is off V8's fast path for ticks (60–260 ns normally). */
 const SLOW_TICK_NS = 350;
 
@@ -43,14 +45,15 @@ async function measureBuild(entry, sim, agent) {
       const coded = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
       if (!coded.headers['content-encoding']) throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
     }
-    const answer = { body: hit.body, contentType: hit.headers['content-type'] };
+    const answer = { body: hit.body, contentType: hit.headers['content-type'], ...(REVALIDATE && { etag: hit.headers.etag }) };
+    const revalidation = REVALIDATE ? { 'If-None-Match': hit.headers.etag } : {};
     const base = await startBaseline(servers, 'baseline-builds', { [PATH]: answer });
     const same = await startBaseline(servers, 'baseline-same-headers-builds', { [PATH]: { ...answer, headers: headersToReplay(hit.headers) } });
-    const third = { tool: settings.tool, connections: Math.max(1, Math.round(settings.connections / 3)), durationSec: settings.durationSec, warmupSec: 0, expectStatus: 200 };
+    const third = { tool: settings.tool, connections: Math.max(1, Math.round(settings.connections / 3)), durationSec: settings.durationSec, warmupSec: 0, expectStatus: REVALIDATE ? 304 : 200 };
     const ratios = { base: [], same: [] };
     for (let run = 0; run <= RUNS; run += 1) {
       const [o, b, s] = await Promise.all(
-        [ours, base, same].map((server) => runLoad({ ...third, url: server.url + PATH, serverPid: server.pid, headers: server === ours ? OURS_HEADERS : {} })),
+        [ours, base, same].map((server) => runLoad({ ...third, url: server.url + PATH, serverPid: server.pid, headers: { ...(server === ours ? OURS_HEADERS : {}), ...revalidation } })),
       );
       for (const r of [o, b, s]) if (r.errors || r.unexpected || !r.serverCpuUsPerRequest) throw new Error(`${entry}: a run had errors or unexpected answers`);
       // The first run of fresh processes is their warm-up.

@@ -106,7 +106,8 @@ export function report(results) {
     say('req/s: median of rounds; p50/p99 (ms): pooled over rounds; ratio: median of per-round ours/reference req/s;');
     const sideNames = meta.nginx ? 'base/same-hdr/nginx/ours' : 'base/same-hdr/ours';
     say(`µs CPU/req: server CPU time per answered request (/proc utime+stime), ${sideNames}; CPU vs: median of per-round ours/reference µs CPU/req;`);
-    say('paired CPU vs base, vs same-hdr: median (min–max) of ours/reference µs CPU/req, ours, base and same-hdr loaded at the same time on the server core with a third of the connections each;');
+    say('paired CPU vs base, vs same-hdr: median (min–max) of ours/reference µs CPU/req, ours, base and same-hdr loaded at the same time on the server core with a third of the connections each,');
+    say('  all scenarios\' paired runs back to back before any round (no server idles before them);');
     say('srv CPU: % of one core during the run');
     const sidesOf = (c) => [c.baseline, c.sameHeaders, ...(c.nginx ? [c.nginx] : []), c.ours];
     const rows = results.cached.map((c) => [
@@ -252,20 +253,24 @@ export function report(results) {
   }
 
   if (meta.tickNs) {
-    const { start, after } = meta.tickNs;
+    const { start, afterPaired = {}, after } = meta.tickNs;
     // In the order the scenarios ran: an object lists a key like `304` before the others.
-    const order = results.cached.map((scenario) => scenario.id).filter((id) => after[id] !== undefined);
+    const ids = results.cached.map((scenario) => scenario.id);
+    const probes = [
+      ...ids.filter((id) => afterPaired[id] !== undefined).map((id) => ({ when: `${id}'s paired runs`, ns: afterPaired[id] })),
+      ...ids.filter((id) => after[id] !== undefined).map((id) => ({ when: `${id}'s rounds`, ns: after[id] })),
+    ];
     const names = { ours: 'ours', baseline: 'base', sameHeaders: 'same-hdr' };
     const row = (ns) => Object.entries(names).map(([side, name]) => `${name} ${ns[side]}`).join(', ');
     say('');
     say('process.nextTick, ns a call in each server (bench/lib/tick-probe.cjs):');
     say(`  after the warm-up: ${row(start)}`);
-    for (const id of order) say(`  after ${id}: ${row(after[id])}`);
+    for (const probe of probes) say(`  after ${probe.when}: ${row(probe.ns)}`);
     // A process times 60–260 ns on its fast path and 350–820 ns off it, so a figure that more than
     // doubled says the process left the fast path before that probe.
     const left = Object.keys(names).flatMap((side) => {
-      const id = order.find((scenario) => after[scenario][side] > 2 * start[side]);
-      return id === undefined ? [] : [`${names[side]} (by the end of ${id})`];
+      const probe = probes.find((p) => p.ns[side] > 2 * start[side]);
+      return probe === undefined ? [] : [`${names[side]} (by the end of ${probe.when})`];
     });
     if (left.length) {
       say(
