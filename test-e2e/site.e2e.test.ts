@@ -413,7 +413,7 @@ describe('the example site, in Chromium against the demo server', () => {
 
     const response = await responseSeen;
     expect(response.status()).toBe(303);
-    // The site's own page, kept by its <meta name="referrer"> although the service sends no-referrer.
+    // The site's own page, kept by its <meta name="referrer"> whatever Referrer-Policy its host sends.
     expect((await response.request().allHeaders())['referer']).toBe(`${server.origin}/`);
     expect(response.headers()['location']).toBe(`${server.origin}/?subscribed=1#subscribed`);
     await page.waitForURL(`${server.origin}/?subscribed=1#subscribed`);
