@@ -11,7 +11,7 @@
 //   npm run build:bench && BENCH_BUILDS='/tmp/before/dist/cli.js dist/cli.js' node bench/builds.mjs
 //
 // Environment (defaults in brackets): BENCH_BUILDS the entries to compare, space-separated; BENCH_BUILD_ROUNDS [3], BENCH_BUILD_RUNS [5] paired runs per
-// process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues],
+// process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues] (`:slug` stands for the newest issue's),
 // BENCH_ACCEPT_ENCODING [unset] sent to ours with every request, so it answers a compressed copy
 // (the references answer the text, as bench/instructions.mjs's do), BENCH_REVALIDATE [unset] 1 to
 // measure the 304: every side is sent `If-None-Match` with ours' ETag (the references answer 304).
@@ -26,7 +26,8 @@ import { API_KEY, env, settings } from './lib/settings.mjs';
 
 const ROUNDS = Number(env.BENCH_BUILD_ROUNDS || 3);
 const RUNS = Number(env.BENCH_BUILD_RUNS || 5);
-const PATH = env.BENCH_PATH || '/api/issues';
+const PATH_TEMPLATE = env.BENCH_PATH || '/api/issues';
+let PATH = PATH_TEMPLATE;
 const OURS_HEADERS = env.BENCH_ACCEPT_ENCODING ? { 'Accept-Encoding': env.BENCH_ACCEPT_ENCODING } : {};
 const REVALIDATE = env.BENCH_REVALIDATE === '1';
 /** A tick above this many ns: the process is off V8's fast path for ticks (60–260 ns normally). */
@@ -73,6 +74,7 @@ async function main() {
   if (entries.length === 0) throw new Error("name the builds to compare: BENCH_BUILDS='/tmp/before/dist/cli.js dist/cli.js' node bench/builds.mjs");
   const agent = new Agent({ keepAlive: true });
   const sim = await startUpstreamSim({ latencyMs: settings.upstreamLatencyMs, apiKey: API_KEY });
+  PATH = PATH_TEMPLATE.replace(':slug', sim.archive.issues[0].slug);
   // By position, so one build named twice (a check of the method) is measured as two.
   const builds = entries.map((entry, index) => ({ entry, label: `#${index + 1} ${entry}`, figures: [] }));
   try {
