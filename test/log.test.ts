@@ -179,6 +179,32 @@ describe('createLogger access line', () => {
     expect(cases).toBe(PATHS.length * NUMBERS.length);
   });
 
+  it('writes the same bytes from a deferring writer (the batch written as bytes where the id allows), for every path, number, cache state, id and time', () => {
+    const clock = createFakeClock(Date.UTC(2026, 10, 22, 9, 30, 0, 5));
+    const chunks: string[] = [];
+    // A small batch, so lines also meet its end.
+    const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000, maxBufferedBytes: 1024 });
+    const log = createLogger({ write: writer.write, defer: writer.defer, now: clock.now, redact: [KEY] });
+    const plainLines: string[] = [];
+    const plain = createLogger({ write: (line) => plainLines.push(line), now: clock.now, redact: [KEY] });
+    const IDS = [undefined, '0123456789abcdef0123456789abcdef', 'A-b_c=9', '', 'id"with\\escapes', 'caf\u00e9', KEY, `x${KEY}x`, 'x'.repeat(255)];
+    for (const [p, path] of PATHS.entries()) {
+      for (const [index, ms] of NUMBERS.entries()) {
+        const cache = [undefined, 'HIT', 'MISS', 'STALE', `x"${KEY}`][index % 5];
+        const requestId = IDS[(p + index) % IDS.length];
+        const method = ['GET', 'POST', 'M"\\'][index % 3]!;
+        const status = [200, 304, 404, 499][index % 4]!;
+        log.requestLine!({ method, path, status, cache })(ms, requestId);
+        plain.log('info', 'request', { method, path, status, ms, cache, requestId });
+        clock.advance([1, 999, 1_000, 37][index % 4]!);
+      }
+    }
+    writer.stop();
+    const written = chunks.join('');
+    expect(written).toBe(plainLines.map((line) => `${line}\n`).join(''));
+    expect(written).not.toContain(KEY);
+  });
+
   it('writes each request of a shared line with its own time, ms and request id', () => {
     const { log, lines, clock } = capture({ redact: [KEY] });
     const line = log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' });
