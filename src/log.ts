@@ -64,8 +64,9 @@ export interface LoggerOptions {
  * in docs/node-http.md). With `defer`, a request keeps only the line's values, and the line is
  * formatted with others in a batch: formatted inside each request, it cost about 4% of a cached
  * hit more (docs/performance.md). A deferring writer writes the line's bytes straight into its
- * batch (`writeLine`) where the request id needs no escape, as nearly all do: about 1.5% of a
- * cached hit less than the text (docs/performance.md, "The access line as bytes").
+ * batch (`writeLine`) where the request id needs no escape, as nearly all do: about 1% of a
+ * cached hit less than the text (docs/performance.md, "OWASP's REST set and the access line as
+ * bytes").
  */
 export function createLogger(options: LoggerOptions): Logger {
   const { write, defer, now = Date.now } = options;
