@@ -2,7 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_STATUS } from '../../src/errors.js';
-import { CORS_POLICY } from '../../src/response-headers.js';
+import { API_SECURITY_HEADERS, CORS_POLICY } from '../../src/response-headers.js';
 import { createTestApp } from '../helpers.js';
 import { createOpenApiValidator, type Exchange } from './openapi-validator.js';
 
@@ -32,6 +32,12 @@ describe('openapi.json', () => {
 
   it('names exactly the error codes the service renders', () => {
     expect(schemas.ErrorBody!.properties.error!.properties.code).toEqual({ enum: Object.keys(ERROR_STATUS) });
+  });
+
+  it('names exactly the security headers every JSON answer carries', () => {
+    const description = (document.info as { description: string }).description;
+    const named = /security headers ((?:`[\w-]+`(?:, | and )?)+)/.exec(description)?.[1]?.match(/(?<=`)[\w-]+(?=`)/g);
+    expect(named).toEqual(Object.keys(API_SECURITY_HEADERS).sort());
   });
 
   it('names exactly the headers the CORS grant exposes', () => {
