@@ -102,11 +102,14 @@ const encoder = new TextEncoder();
 const PLAIN_ID = /^[\w=-]*$/;
 /** The most bytes of `{"time":"` and an ISO time up to its second (`+275760-09-13T00:00:00.`, the widest year). */
 const TIME_HEAD_LENGTH = 9 + 24;
+/** The longest number JSON writes (`-0.0000012345678901234567`). */
+const MAX_NUMBER_LENGTH = 25;
 
 /**
  * `writeLine` of an access line whose fixed parts are `middle` (after the time, up to `ms`'s
  * value) and `beforeId` (after `ms`, up to the id's value): the bytes of what the template writes,
- * the fixed parts encoded once and the time's head once a second.
+ * the fixed parts encoded once and the time's head once a second (as createIsoTime keeps its
+ * text: going through that text and copying it cost 100 ns a line, a third of what bytes save).
  */
 function lineWriter(middle: string, beforeId: string, redact: (value: string) => string): Required<Pick<RequestLineFormat, 'writeLine' | 'maxBytes'>> {
   const middleBytes = encoder.encode(middle);
@@ -121,18 +124,17 @@ function lineWriter(middle: string, beforeId: string, redact: (value: string) =>
     return at + text.length;
   };
   return {
-    // The time's head, three digits of milliseconds and Z, a number (at most 24 characters), the id's quotes and brace, the newline.
-    maxBytes: TIME_HEAD_LENGTH + 4 + middleBytes.length + 24 + beforeIdBytes.length + tail.length,
+    // The time's head, three digits of milliseconds and Z, a number, the id's quotes and brace, the newline.
+    maxBytes: TIME_HEAD_LENGTH + 4 + middleBytes.length + MAX_NUMBER_LENGTH + beforeIdBytes.length + tail.length,
     writeLine(into, at, time, ms, requestId) {
       if (!PLAIN_ID.test(requestId) || redact(requestId) !== requestId) return -1;
       const atSecond = Math.floor(time / 1000);
       if (atSecond !== second) {
-        // As createIsoTime: throws as toISOString does for a time out of range.
-        timeHead = encoder.encode(`{"time":"${new Date(atSecond * 1000).toISOString().slice(0, -4)}`);
+        timeHead = encoder.encode(`{"time":"${isoUpToSecond(atSecond)}`);
         second = atSecond;
       }
       into.set(timeHead, at);
-      at = writeAscii(into, at + timeHead.length, `${String(Math.floor(time) - atSecond * 1000).padStart(3, '0')}Z`);
+      at = writeAscii(into, at + timeHead.length, isoMilliseconds(time, atSecond));
       into.set(middleBytes, at);
       at = writeAscii(into, at + middleBytes.length, jsonNumber(ms));
       into.set(beforeIdBytes, at);
@@ -167,12 +169,21 @@ export function createIsoTime(): (time: number) => string {
   return (time) => {
     const at = Math.floor(time / 1000);
     if (at !== second) {
-      // `…T21:30:05.000Z` without its `000Z`; throws as toISOString does for a time out of range.
-      upToSecond = new Date(at * 1000).toISOString().slice(0, -4);
+      upToSecond = isoUpToSecond(at);
       second = at;
     }
-    return `${upToSecond}${String(Math.floor(time) - at * 1000).padStart(3, '0')}Z`;
+    return `${upToSecond}${isoMilliseconds(time, at)}`;
   };
+}
+
+/** `…T21:30:05.000Z` of the second `at` without its `000Z`; throws as toISOString does for a time out of range. */
+function isoUpToSecond(at: number): string {
+  return new Date(at * 1000).toISOString().slice(0, -4);
+}
+
+/** The milliseconds of `time` past its second `at`, and the Z, as toISOString ends. */
+function isoMilliseconds(time: number, at: number): string {
+  return `${String(Math.floor(time) - at * 1000).padStart(3, '0')}Z`;
 }
 
 /** A logger that drops everything (the default where none is given). */

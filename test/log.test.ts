@@ -157,7 +157,7 @@ describe('createLogger access line', () => {
     '/api/issues/%22%5C%00',
     '/api/issues/</script>',
   ];
-  const NUMBERS = [0, 0.1, 12.3, 1234.5, 1e21, Number.NaN, Number.POSITIVE_INFINITY, -0];
+  const NUMBERS = [0, 0.1, 12.3, 1234.5, 1e21, Number.NaN, Number.POSITIVE_INFINITY, -0, -0.0000012345678901234567];
 
   it('writes exactly what log("info", "request", …) writes, for every path, number, cache state and request id', () => {
     const { log, lines } = capture({ redact: [KEY] });
