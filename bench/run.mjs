@@ -33,6 +33,7 @@
 //   BENCH_NO_PIN [unset] 1 to skip taskset pinning
 //   BENCH_ENTRY [dist/cli.js] the server entry to measure (e.g. a patched copy, for before/after)
 //   BENCH_CACHE_TTL_SECONDS [unset: the service's default] CACHE_TTL_SECONDS of the BFF processes
+//   BENCH_ACCESS_LOG [unset: the service's default, summary] ACCESS_LOG of the BFF processes (all: a line per hit)
 //   BENCH_NODE_ARGS [unset] extra node flags for every BFF process, space-separated (e.g. --trace-deopt)
 //   BENCH_NGINX [1 when nginx is installed] 0 to leave out the nginx proxy_cache reference
 //

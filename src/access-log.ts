@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
-import { maskEmailsInPath, type Logger, type RepeatedRequestFields } from './log.js';
-import type { Metrics } from './metrics.js';
+import { maskEmailsInPath, type Logger } from './log.js';
+import { noopMetrics, type Metrics } from './metrics.js';
 import type { CacheState } from './reads/read-through-cache.js';
 
 const MAX_LOGGED_PATH = 200;
@@ -20,37 +20,105 @@ export interface AccessEntry {
 }
 
 /** What answers from one cached copy share of their access entry (all but the time and id). */
-export type RepeatedAccessEntry = Omit<AccessEntry, 'startedAt' | 'requestId'>;
+export type FreshHitEntry = Omit<AccessEntry, 'startedAt' | 'requestId'>;
 
 /**
- * The one access log: one structured line per request (method, path, status, ms, cache state,
- * request id) and its request metric, for the general pipeline's middleware and Node's
- * fresh-read path alike, so every answered request is logged and counted the same way.
+ * ACCESS_LOG: `all` writes a `request` line for every request; `summary` writes one for every
+ * request but the fresh cached hits Node's fast path answers, which are counted instead and
+ * written as `cache_hits` lines, one per route and status, by `writeHitSummary`
+ * (docs/configuration.md "Logs" says why that is the default).
+ */
+export type AccessLogMode = 'all' | 'summary';
+
+/**
+ * The one access log: a structured `request` line per request (method, path, status, ms, cache
+ * state, request id) and its request metric, for the general pipeline's middleware and Node's
+ * fresh-read path alike, so every answered request is logged and counted the same way; with
+ * ACCESS_LOG=summary, the fast path's fresh hits are counted into `cache_hits` lines instead
+ * (each still in the metric).
  */
 export interface AccessLog {
   (entry: AccessEntry): void;
-  /** The same for answers alike but for their time and id, the shared part worked out once (node-hot-path.ts keeps one per cached copy). */
-  repeated(entry: RepeatedAccessEntry): (startedAt: number, requestId: string | undefined) => void;
+  /**
+   * The log of fresh hits answered alike but for their time and id (node-hot-path.ts keeps one
+   * per cached copy): a line each, or a count in the summary.
+   */
+  freshHit(entry: FreshHitEntry): (startedAt: number, requestId: string | undefined) => void;
+  /** Whether `freshHit`'s logs read `startedAt`: a line or a metric times the request; a count alone does not. */
+  readonly freshHitsTimed: boolean;
+  /** Writes the `cache_hits` lines of what was counted since the last call, and starts counting afresh. */
+  writeHitSummary(): void;
 }
 
-/** @param routes the route templates a metric may name; any other request counts as `other`. */
-export function createAccessLog(log: Logger, metrics: Metrics, routes: readonly string[]): AccessLog {
-  const known = new Set(routes);
-  function repeated(entry: RepeatedAccessEntry) {
-    // A route template or `other`: never the raw path, so the label stays a closed set.
-    const route = entry.route !== undefined && known.has(entry.route) ? entry.route : 'other';
+export interface AccessLogOptions {
+  /** The route templates a metric or summary may name; any other request counts as `other`. */
+  routes: readonly string[];
+  mode?: AccessLogMode;
+  now?: () => number;
+}
+
+/** Fresh hits of one method, route and status, counted since the last summary. */
+interface HitCount {
+  method: string;
+  route: string;
+  status: number;
+  requests: number;
+}
+
+export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLogOptions): AccessLog {
+  const { mode = 'all', now = Date.now } = options;
+  const known = new Set(options.routes);
+  // A route template or `other`: never the raw path, so a label or a summary stays a closed set.
+  const routeOf = (route: string | undefined) => (route !== undefined && known.has(route) ? route : 'other');
+
+  function lineFor(entry: FreshHitEntry) {
+    const route = routeOf(entry.route);
     const { method, status, cache } = entry;
-    const fields: RepeatedRequestFields = { method, path: maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH)), status, cache };
-    const writeLine =
-      log.requestLine?.(fields) ??
-      ((ms: number, requestId: string | undefined) => log.log('info', 'request', { method, path: fields.path, status, ms, cache, requestId }));
+    const path = maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH));
     return (startedAt: number, requestId: string | undefined) => {
       const ms = performance.now() - startedAt;
       metrics.request(route, method, status, ms / 1000);
-      writeLine(Math.round(ms * 10) / 10, requestId);
+      log.log('info', 'request', { method, path, status, ms: Math.round(ms * 10) / 10, cache, requestId });
     };
   }
-  return Object.assign((entry: AccessEntry) => repeated(entry)(entry.startedAt, entry.requestId), { repeated });
+
+  const counts = new Map<string, HitCount>();
+  let countingSince = now();
+  const measured = metrics !== noopMetrics;
+
+  function countFor(entry: FreshHitEntry) {
+    const route = routeOf(entry.route);
+    const { method, status } = entry;
+    const key = `${method} ${route} ${status}`;
+    let count = counts.get(key);
+    if (count === undefined) counts.set(key, (count = { method, route, status, requests: 0 }));
+    const counted = count;
+    if (!measured) {
+      return () => {
+        counted.requests += 1;
+      };
+    }
+    return (startedAt: number) => {
+      counted.requests += 1;
+      metrics.request(route, method, status, (performance.now() - startedAt) / 1000);
+    };
+  }
+
+  return Object.assign((entry: AccessEntry) => lineFor(entry)(entry.startedAt, entry.requestId), {
+    freshHit: mode === 'summary' ? countFor : lineFor,
+    freshHitsTimed: mode === 'all' || measured,
+    writeHitSummary() {
+      const at = now();
+      const seconds = Math.round((at - countingSince) / 1000);
+      countingSince = at;
+      for (const count of counts.values()) {
+        if (count.requests === 0) continue;
+        const { method, route, status, requests } = count;
+        log.log('info', 'cache_hits', { method, route, status, cache: 'HIT', requests, seconds });
+        count.requests = 0;
+      }
+    },
+  });
 }
 
 /** The general pipeline's access log: the request as Hono routed it, logged once answered. */

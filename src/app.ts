@@ -138,7 +138,7 @@ export function createApp(deps: AppDeps) {
     // another origin (one built with `npm run site:build`) must be able to show them.
     siteEmbeddablePaths: ['/thumbnails/'],
   });
-  const logAccess = createAccessLog(log, metrics, Object.keys(PUBLIC_PATHS));
+  const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
   const surge =
     config.subscribeSurgePerMinute === 0

@@ -1,3 +1,4 @@
+import type { AccessLogMode } from './access-log.js';
 import * as z from './zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from './upstream/schemas.js';
 import type { ListPaging } from './upstream/archive.js';
@@ -85,6 +86,8 @@ export interface Config {
   adminHost: string;
   /** /readyz answers 503 once every upstream call has failed for this long. */
   adminUnreadyAfterSeconds: number;
+  /** Node only: a `request` line for every request (`all`), or the fast path's fresh hits counted into a summary (access-log.ts). */
+  accessLog: AccessLogMode;
 }
 
 export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
@@ -254,6 +257,7 @@ const ConfigSchema = z.object({
     ),
   ),
   ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
+  ACCESS_LOG: preprocess(blankToUndefined, z._default(z.enum(['summary', 'all'], { error: 'must be summary or all' }), 'summary')),
 });
 
 /** Every variable the configuration reads (docs/configuration.md has a row for each). */
@@ -352,6 +356,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
       adminHost: env.ADMIN_HOST,
       adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
+      accessLog: env.ACCESS_LOG,
     },
   };
 }

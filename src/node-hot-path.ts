@@ -12,12 +12,14 @@ export interface NodeHotPathOptions {
 /**
  * Node's hot path for fresh cached reads: a `node:http` request listener in front of
  * @hono/node-server's that answers a GET from a fresh cached copy with `writeHead` and `end`
- * (`freshReply`, the same rules as the general pipeline) and logs it with the same access-log
- * function; every other request goes on to `general` untouched. Why a second path rather than
+ * (`freshReply`, the same rules as the general pipeline) and hands it to the same access log
+ * (a line, or a count with ACCESS_LOG=summary); every other request goes on to `general` untouched. Why a second path rather than
  * one pipeline, by measurement: docs/node-http.md.
  */
 export function createNodeHotPath(options: NodeHotPathOptions) {
   const { freshReply, logAccess } = options;
+  // A fresh hit only counted in ACCESS_LOG's summary, with no metric, needs no clock.
+  const timed = logAccess.freshHitsTimed;
   let served = 0;
   /** Each header record as `writeHead`'s flat array and the body's bytes (fresh-replies.ts keeps one record per cached copy, origin and status). */
   const preparedReplies = new WeakMap<Readonly<Record<string, string>>, PreparedReply>();
@@ -54,7 +56,7 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
   }
 
   function serveFresh(req: IncomingMessage, res: ServerResponse): boolean {
-    const startedAt = performance.now();
+    const startedAt = timed ? performance.now() : 0;
     const { method, url, headers } = req;
     const host = headers.host;
     if (
@@ -94,12 +96,12 @@ export function createNodeHotPath(options: NodeHotPathOptions) {
     res.writeHead(reply.status, headerLines);
     headerLines[requestIdAt] = '';
     res.end(prepared.body);
-    // The access line's shared part is worked out once per copy and path (a record answers one
+    // The access log's shared part is worked out once per copy and path (a record answers one
     // status, this path only GETs, and the route follows from the path).
     let access = prepared.access;
     if (access === undefined || access.path !== reply.path || access.cache !== reply.cache) {
       const { path, route, status, cache } = reply;
-      access = { path, cache, log: logAccess.repeated({ method, path, route, status, cache }) };
+      access = { path, cache, log: logAccess.freshHit({ method, path, route, status, cache }) };
       prepared.access = access;
     }
     access.log(startedAt, reply.requestId);

@@ -17,6 +17,8 @@ import { createAppForConfig, linkOriginOf } from './app-for-config.js';
 
 /** How often a surge looks at the rate without an attempt: well inside any hold it may have. */
 const SURGE_CHECK_INTERVAL_MS = 5000;
+/** How often ACCESS_LOG=summary writes its `cache_hits` lines. */
+const HIT_SUMMARY_INTERVAL_MS = 60_000;
 
 /**
  * Runs the service on Node (the CLI's `start`): config from `env`, demo or real upstream,
@@ -32,7 +34,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const log = createLogger({ write: writer.write, defer: writer.defer, redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl] });
+  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl] });
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;
@@ -71,6 +73,12 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   });
   // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
   if (surge) setInterval(() => void surge.check((promise) => void promise), SURGE_CHECK_INTERVAL_MS).unref();
+  if (config.accessLog === 'summary') setInterval(() => logAccess.writeHitSummary(), HIT_SUMMARY_INTERVAL_MS).unref();
+  /** The last words: what the summary counted since it last wrote, and every line still buffered. */
+  const stopLogging = () => {
+    logAccess.writeHitSummary();
+    writer.stop();
+  };
 
   // Fresh cached reads are answered in front of @hono/node-server's listener (node-hot-path.ts).
   const hotPath = createNodeHotPath({ freshReply, logAccess });
@@ -132,7 +140,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     server.close(() => {
       log.log('info', 'cache_stats', { ...stats() });
       void redis?.close();
-      writer.stop();
+      stopLogging();
       process.exit(0);
     });
     if ('closeIdleConnections' in server) {
@@ -141,7 +149,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       setInterval(() => server.closeIdleConnections(), 50).unref();
     }
     setTimeout(() => {
-      writer.stop();
+      stopLogging();
       process.exit(0);
     }, 10_000).unref();
   };

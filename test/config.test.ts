@@ -73,6 +73,7 @@ describe('parseConfig defaults', () => {
       adminPort: undefined,
       adminHost: '127.0.0.1',
       adminUnreadyAfterSeconds: 60,
+      accessLog: 'summary',
     } satisfies Config);
   });
 
@@ -117,6 +118,7 @@ describe('parseConfig defaults', () => {
         ADMIN_PORT: '9464',
         ADMIN_HOST: '::1',
         ADMIN_UNREADY_AFTER_SECONDS: '30',
+        ACCESS_LOG: 'all',
       }),
     ).toEqual({
       mode: 'upstream',
@@ -163,6 +165,7 @@ describe('parseConfig defaults', () => {
       adminPort: 9464,
       adminHost: '::1',
       adminUnreadyAfterSeconds: 30,
+      accessLog: 'all',
     } satisfies Config);
   });
 
@@ -198,6 +201,7 @@ describe('parseConfig defaults', () => {
       'ADMIN_PORT',
       'ADMIN_HOST',
       'ADMIN_UNREADY_AFTER_SECONDS',
+      'ACCESS_LOG',
     ];
     const env = Object.fromEntries(blanks.map((name, index) => [name, index % 2 === 0 ? '' : '  \t ']));
     expect(configWith(env)).toEqual(configWith());
@@ -630,6 +634,15 @@ describe('parseConfig REDIS_URL', () => {
   ])('refuses %s without echoing the URL, which may carry a password', (_label, url) => {
     const problems = problemsWith({ REDIS_URL: url.replace('cache', 'PASSWORDLIKE') });
     expect(problems).toEqual(['REDIS_URL must be a redis:// or rediss:// URL with a host']);
+  });
+});
+
+describe('parseConfig ACCESS_LOG', () => {
+  it('counts fresh cached hits into a summary by default, lines every request with all, and refuses anything else', () => {
+    expect(configWith().accessLog).toBe('summary');
+    expect(configWith({ ACCESS_LOG: 'all' }).accessLog).toBe('all');
+    expect(configWith({ ACCESS_LOG: 'summary' }).accessLog).toBe('summary');
+    expect(problemsWith({ ACCESS_LOG: 'every' })).toEqual(['ACCESS_LOG must be summary or all']);
   });
 });
 

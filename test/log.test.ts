@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, type LogFields, type RequestLineFormat } from '../src/log.js';
+import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, type LogFields } from '../src/log.js';
 import { createFakeClock } from './helpers.js';
 
 function capture(options: { redact?: string[] } = {}) {
@@ -112,7 +112,7 @@ describe('createLogger line format', () => {
       createLogger({ write: (line) => lines.push(line), now: () => time }).log('info', 'tick');
       expect(JSON.parse(lines[0]!).time, String(time)).toBe(new Date(time).toISOString());
     }
-    // One logger through them all, forth and back: the second it formatted last is not reused for another.
+    // One logger through them all, forth and back.
     let time = 0;
     const lines: string[] = [];
     const logger = createLogger({ write: (line) => lines.push(line), now: () => time });
@@ -134,129 +134,6 @@ describe('createLogger line format', () => {
     expectTypeOf<{ level: string }>().not.toMatchTypeOf<LogFields>();
     expectTypeOf<{ event: string }>().not.toMatchTypeOf<LogFields>();
     expectTypeOf<{ path: string; status: number; cache: undefined }>().toMatchTypeOf<LogFields>();
-  });
-});
-
-describe('createLogger access line', () => {
-  const KEY = 'sk_test_fake_key_0123456789';
-  /** Paths a client can send (after the access log's cut and masking), each of JSON's escapes among them. */
-  const PATHS = [
-    '/api/issues',
-    '/api/issues/spring-planting',
-    '/',
-    '',
-    '/api/issues/"quoted"',
-    '/api/issues/back\\slash',
-    '/api/issues/\u0000\u0001\u001f\t\n\r\b\f',
-    '/api/issues/\u007f\u0080\u00e9\u2028\u2029',
-    '/api/issues/\ud83c\udf31',
-    '/api/issues/\ud800alone',
-    '/api/issues/alone\udfff',
-    `/api/issues/${KEY}`,
-    `/api/issues/${KEY}/${KEY}"`,
-    '/api/issues/%22%5C%00',
-    '/api/issues/</script>',
-  ];
-  const NUMBERS = [0, 0.1, 12.3, 1234.5, 1e21, Number.NaN, Number.POSITIVE_INFINITY, -0, -0.0000012345678901234567];
-
-  it('writes exactly what log("info", "request", …) writes, for every path, number, cache state and request id', () => {
-    const { log, lines } = capture({ redact: [KEY] });
-    let cases = 0;
-    for (const path of PATHS) {
-      for (const [index, ms] of NUMBERS.entries()) {
-        const cache = [undefined, 'HIT', 'MISS', 'STALE', `x"${KEY}`][index % 5];
-        const requestId = [undefined, '6f5a4e32-baf5-4631-9e63-29de015a336b', 'id"with\\escapes', KEY][index % 4];
-        const method = ['GET', 'POST', 'M"\\'][index % 3]!;
-        const fields = { method, path, status: [200, 304, 404, 499][index % 4]!, ms, cache, requestId };
-        log.requestLine!({ method, path, status: fields.status, cache })(ms, requestId);
-        log.log('info', 'request', { ...fields });
-        const [fast, plain] = lines.splice(0, 2);
-        expect(fast, JSON.stringify(fields)).toBe(plain);
-        expect(fast).not.toContain(KEY);
-        cases += 1;
-      }
-    }
-    expect(cases).toBe(PATHS.length * NUMBERS.length);
-  });
-
-  it('writes the same bytes from a deferring writer (the batch written as bytes where the id allows), for every path, number, cache state, id and time', () => {
-    const clock = createFakeClock(Date.UTC(2026, 10, 22, 9, 30, 0, 5));
-    const chunks: string[] = [];
-    // A small batch, so lines also meet its end.
-    const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000, maxBufferedBytes: 1024 });
-    const log = createLogger({ write: writer.write, defer: writer.defer, now: clock.now, redact: [KEY] });
-    const plainLines: string[] = [];
-    const plain = createLogger({ write: (line) => plainLines.push(line), now: clock.now, redact: [KEY] });
-    const IDS = [undefined, '0123456789abcdef0123456789abcdef', 'A-b_c=9', '', 'id"with\\escapes', 'caf\u00e9', KEY, `x${KEY}x`, 'x'.repeat(255)];
-    for (const [p, path] of PATHS.entries()) {
-      for (const [index, ms] of NUMBERS.entries()) {
-        const cache = [undefined, 'HIT', 'MISS', 'STALE', `x"${KEY}`][index % 5];
-        const requestId = IDS[(p + index) % IDS.length];
-        const method = ['GET', 'POST', 'M"\\'][index % 3]!;
-        const status = [200, 304, 404, 499][index % 4]!;
-        log.requestLine!({ method, path, status, cache })(ms, requestId);
-        plain.log('info', 'request', { method, path, status, ms, cache, requestId });
-        clock.advance([1, 999, 1_000, 37][index % 4]!);
-      }
-    }
-    writer.stop();
-    const written = chunks.join('');
-    expect(written).toBe(plainLines.map((line) => `${line}\n`).join(''));
-    expect(written).not.toContain(KEY);
-  });
-
-  it('writes each request of a shared line with its own time, ms and request id', () => {
-    const { log, lines, clock } = capture({ redact: [KEY] });
-    const line = log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' });
-    line(0.4, 'a');
-    clock.advance(1_001);
-    line(12.3, undefined);
-    expect(lines.map((text) => JSON.parse(text))).toEqual([
-      { time: '2026-11-22T09:30:00.250Z', level: 'info', event: 'request', method: 'GET', path: '/api/issues', status: 200, ms: 0.4, cache: 'HIT', requestId: 'a' },
-      { time: '2026-11-22T09:30:01.251Z', level: 'info', event: 'request', method: 'GET', path: '/api/issues', status: 200, ms: 12.3, cache: 'HIT' },
-    ]);
-  });
-});
-
-describe('createLogger with a deferring writer', () => {
-  it('hands an access line to defer as its values, time read at the call, and writes nothing itself', () => {
-    const clock = createFakeClock(Date.UTC(2026, 10, 22, 9, 30, 0, 250));
-    const written: string[] = [];
-    const deferred: { format: RequestLineFormat; time: number; ms: number; requestId: string | undefined }[] = [];
-    const log = createLogger({ write: (line) => written.push(line), defer: (format, time, ms, requestId) => deferred.push({ format, time, ms, requestId }), now: clock.now });
-    log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' })(0.4, 'a');
-    expect(written).toEqual([]);
-    expect(deferred).toHaveLength(1);
-    const [{ format, time, ms, requestId }] = deferred as [(typeof deferred)[number]];
-    expect({ time, ms, requestId }).toEqual({ time: clock.now(), ms: 0.4, requestId: 'a' });
-    clock.advance(60_000);
-    expect(JSON.parse(format(time, ms, requestId))).toMatchObject({ time: '2026-11-22T09:30:00.250Z', event: 'request', ms: 0.4, requestId: 'a' });
-    log.log('info', 'other');
-    expect(written).toHaveLength(1);
-  });
-
-  it('writes what the immediate logger writes, each request at its own time, in order with the other lines', () => {
-    const steps = (log: ReturnType<typeof createLogger>, clock: ReturnType<typeof createFakeClock>) => {
-      const line = log.requestLine!({ method: 'GET', path: '/api/issues', status: 200, cache: 'HIT' });
-      line(0.4, 'a');
-      clock.advance(1_001);
-      log.log('warn', 'upstream_slow', { ms: 900 });
-      line(12.3, undefined);
-      clock.advance(5);
-      line(1.5, 'sk_live_0123456789');
-      clock.advance(60_000);
-    };
-    const immediate = capture({ redact: ['sk_live_0123456789'] });
-    steps(immediate.log, immediate.clock);
-
-    const clock = createFakeClock(Date.UTC(2026, 10, 22, 9, 30, 0, 250));
-    const chunks: string[] = [];
-    const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000 });
-    const log = createLogger({ write: writer.write, defer: writer.defer, now: clock.now, redact: ['sk_live_0123456789'] });
-    steps(log, clock);
-    writer.stop();
-    expect(chunks.join('')).toBe(immediate.lines.map((text) => `${text}\n`).join(''));
-    expect(chunks.join('')).not.toContain('sk_live_0123456789');
   });
 });
 
@@ -336,75 +213,20 @@ describe('createBufferedWriter', () => {
     writer.stop();
   });
 
-  it('formats a deferred line only when a line is written after it, at the flush, or once maxDeferredLines wait', () => {
-    const { writer, chunks } = collect();
-    const formatted: string[] = [];
-    const format = (time: number, ms: number, requestId: string | undefined) => {
-      const line = `${time} ${ms} ${requestId}`;
-      formatted.push(line);
-      return line;
-    };
-    writer.defer(format, 1, 0.5, 'a');
-    writer.defer(format, 2, 1.5, undefined);
-    expect(formatted).toEqual([]);
-    writer.write('plain');
-    expect(formatted).toEqual(['1 0.5 a', '2 1.5 undefined']);
-    writer.defer(format, 3, 2, 'c');
-    writer.flush();
-    expect(chunks).toEqual(['1 0.5 a\n2 1.5 undefined\nplain\n3 2 c\n']);
-    writer.stop();
-
-    const cappedChunks: string[] = [];
-    const capped = createBufferedWriter((chunk) => cappedChunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000, maxDeferredLines: 3 });
-    formatted.length = 0;
-    capped.defer(format, 4, 0, 'd');
-    capped.defer(format, 5, 0, 'e');
-    expect(formatted).toHaveLength(0);
-    capped.defer(format, 6, 0, 'f');
-    expect(formatted).toEqual(['4 0 d', '5 0 e', '6 0 f']);
-    capped.defer(format, 7, 0, 'g');
-    capped.stop();
-    expect(cappedChunks).toEqual(['4 0 d\n5 0 e\n6 0 f\n7 0 g\n']);
-  });
-
-  it('writes deferred lines at the interval, with no other line to bring them out', () => {
+  it('writes waiting lines at the interval, with no other line to bring them out', () => {
     vi.useFakeTimers();
     try {
       const chunks: string[] = [];
       const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 250 });
-      writer.defer((time, ms, requestId) => `${time} ${ms} ${requestId}`, 1, 2, 'a');
+      writer.write('a');
       vi.advanceTimersByTime(249);
       expect(chunks).toEqual([]);
       vi.advanceTimersByTime(1);
-      expect(chunks).toEqual(['1 2 a\n']);
+      expect(chunks).toEqual(['a\n']);
       writer.stop();
     } finally {
       vi.useRealTimers();
     }
-  });
-
-  it('keeps the lines after one that fails to format, in order, for the next flush', () => {
-    const { writer, chunks } = collect();
-    const format = (time: number) => {
-      if (time === 2) throw new RangeError('Invalid time value');
-      return `line ${time}`;
-    };
-    for (const time of [1, 2, 3, 4]) writer.defer(format, time, 0, undefined);
-    expect(() => writer.flush()).toThrow(RangeError);
-    writer.defer(format, 5, 0, undefined);
-    writer.flush();
-    expect(chunks).toEqual(['line 1\nline 3\nline 4\nline 5\n']);
-    writer.stop();
-  });
-
-  it('carries deferred lines across full batches and a line longer than a batch, in order', () => {
-    const { writer, chunks } = collect({ maxBufferedBytes: 32 });
-    const format = (time: number) => (time === 3 ? 'x'.repeat(40) : `line ${time}`);
-    for (const time of [1, 2, 3, 4, 5, 6]) writer.defer(format, time, 0, undefined);
-    writer.write('plain');
-    writer.stop();
-    expect(chunks.join('')).toBe(`line 1\nline 2\n${'x'.repeat(40)}\nline 4\nline 5\nline 6\nplain\n`);
-    expect(chunks).toContain(`${'x'.repeat(40)}\n`);
   });
 
   it('hands the sink a batch it does not write into again', () => {

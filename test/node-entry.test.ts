@@ -74,9 +74,30 @@ describe('Node entry', () => {
     expect(body.data).toHaveLength(3);
     expect(body.meta.total).toBeGreaterThanOrEqual(40);
 
+    // Two fresh hits: with the default ACCESS_LOG=summary, no line each, counted in the summary written on the way out.
+    for (let i = 0; i < 2; i += 1) expect((await fetch(`http://127.0.0.1:${port}/api/issues?limit=3`)).headers.get('x-cache')).toBe('HIT');
+
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
+    const lines = run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.filter((line) => line.event === 'request').map(({ path, cache }) => ({ path, cache }))).toEqual([{ path: '/api/issues', cache: 'MISS' }]);
+    expect(lines.filter((line) => line.event === 'cache_hits')).toEqual([
+      expect.objectContaining({ level: 'info', method: 'GET', route: '/api/issues', status: 200, cache: 'HIT', requests: 2 }),
+    ]);
+    expect(lines.at(-1)?.event).toBe('cache_hits');
     expect(run.output().stdout).toContain('"event":"cache_stats"');
+  });
+
+  it('writes a request line for every request with ACCESS_LOG=all', async () => {
+    const port = await freePort();
+    const run = start({ PORT: String(port), HOST: '127.0.0.1', ACCESS_LOG: 'all' });
+    await run.waitFor('listening on');
+    for (let i = 0; i < 3; i += 1) expect((await fetch(`http://127.0.0.1:${port}/api/categories`)).status).toBe(200);
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    const lines = run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.filter((line) => line.event === 'request').map((line) => line.cache)).toEqual(['MISS', 'HIT', 'HIT']);
+    expect(lines.filter((line) => line.event === 'cache_hits')).toEqual([]);
   });
 
   it('serves /healthz, /readyz and /metrics on ADMIN_PORT only, none of them on PORT, and stops on SIGTERM', async () => {

@@ -84,7 +84,8 @@ function listen(listener: RequestListener): Promise<{ server: Server; port: numb
 
 describe('the Node hot path for fresh cached reads', () => {
   const recorder = createMetricsRecorder();
-  const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED }, metrics: recorder.metrics, encodeBody: createNodeBodyEncoder() });
+  // ACCESS_LOG=all: a line for every request on both paths, so their lines can be compared.
+  const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED, ACCESS_LOG: 'all' }, metrics: recorder.metrics, encodeBody: createNodeBodyEncoder() });
   const hotPath = createNodeHotPath(service.served);
   // The app's own fetch, as the Node entry serves it (the tests' response observer rebuilds answers).
   const general = getRequestListener(service.served.fetch);
@@ -229,6 +230,76 @@ describe('the Node hot path for fresh cached reads', () => {
     const answer = (await rawRequest(withHotPath.port, { name: 'stale', target: '/api/categories', hot: false })).toString();
     expect(answer).toMatch(/\r\nX-Cache: STALE\r\n/i);
     expect(hotPath.served()).toBe(before);
+  });
+});
+
+describe('the Node hot path with ACCESS_LOG=summary (the default)', () => {
+  const slugPath = `/api/issues/${KNOWN_SLUG}`;
+
+  async function served(service: ReturnType<typeof createTestApp>, rows: Row[]) {
+    const hotPath = createNodeHotPath(service.served);
+    const withHotPath = await listen(hotPath.inFrontOf(getRequestListener(service.served.fetch)));
+    try {
+      for (const row of rows) await rawRequest(withHotPath.port, row);
+    } finally {
+      await new Promise((resolve) => withHotPath.server.close(resolve));
+    }
+    return hotPath.served();
+  }
+
+  it('writes no line for a fresh hit, counts it, and writes one cache_hits line per route and status when asked', async () => {
+    const service = createTestApp();
+    expect(service.config.accessLog).toBe('summary');
+    expect(service.served.logAccess.freshHitsTimed).toBe(false);
+    // Warm: the archive's first read is a miss the general pipeline answers and lines.
+    await served(service, [{ name: 'miss', target: '/api/issues', hot: false }, { name: 'warm', target: slugPath, hot: true }]);
+    expect(service.logs.entries().filter((entry) => entry.event === 'request').map(({ path, cache }) => ({ path, cache }))).toEqual([
+      { path: '/api/issues', cache: 'MISS' },
+    ]);
+    const etag = (await service.app.request(slugPath)).headers.get('etag')!;
+    service.served.logAccess.writeHitSummary();
+    const logged = service.logs.lines.length;
+    const hits: Row[] = [
+      ...Array.from({ length: 3 }, (): Row => ({ name: 'hit', target: '/api/issues', hot: true })),
+      ...Array.from({ length: 2 }, (): Row => ({ name: 'hit', target: slugPath, hot: true })),
+      { name: 'revalidation', target: slugPath, headers: { 'If-None-Match': etag }, hot: true },
+      { name: 'HEAD', method: 'HEAD', target: slugPath, hot: false },
+    ];
+    expect(await served(service, hits)).toBe(6);
+    // Only the HEAD, which the general pipeline answers, has its own line.
+    expect(service.logs.entries().slice(logged).map(({ event, method, status, cache }) => ({ event, method, status, cache }))).toEqual([
+      { event: 'request', method: 'HEAD', status: 200, cache: 'HIT' },
+    ]);
+    service.clock.advance(60_000);
+    const before = service.logs.lines.length;
+    service.served.logAccess.writeHitSummary();
+    // In the order each was first counted (the slug's when warming).
+    expect(service.logs.entries().slice(before).map(({ time, ...rest }) => rest)).toEqual([
+      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 200, cache: 'HIT', requests: 2, seconds: 60 },
+      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues', status: 200, cache: 'HIT', requests: 3, seconds: 60 },
+      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 304, cache: 'HIT', requests: 1, seconds: 60 },
+    ]);
+    // Counted afresh: a summary with nothing counted writes nothing, the next one only what came since.
+    service.served.logAccess.writeHitSummary();
+    expect(service.logs.lines.length).toBe(before + 3);
+    await served(service, [{ name: 'hit', target: '/api/issues', hot: true }]);
+    service.clock.advance(30_000);
+    service.served.logAccess.writeHitSummary();
+    expect(service.logs.entries().slice(before + 3).map(({ route, status, requests, seconds }) => ({ route, status, requests, seconds }))).toEqual([
+      { route: '/api/issues', status: 200, requests: 1, seconds: 30 },
+    ]);
+  });
+
+  it('still times and counts every fresh hit in the request metric', async () => {
+    const recorder = createMetricsRecorder();
+    const service = createTestApp({ metrics: recorder.metrics });
+    expect(service.served.logAccess.freshHitsTimed).toBe(true);
+    await served(service, [{ name: 'miss', target: '/api/categories', hot: false }]);
+    const counted = recorder.events.length;
+    expect(await served(service, Array.from({ length: 4 }, (): Row => ({ name: 'hit', target: '/api/categories', hot: true })))).toBe(4);
+    const requests = recorder.events.slice(counted).filter((event) => event[0] === 'request');
+    expect(requests.map((event) => event.slice(0, 4))).toEqual(Array.from({ length: 4 }, () => ['request', '/api/categories', 'GET', 200]));
+    for (const event of requests) expect(event[4]).toBeGreaterThan(0);
   });
 });
 

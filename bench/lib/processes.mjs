@@ -181,6 +181,7 @@ export function bffEnv(upstreamUrl, port, extra = {}) {
     // measure. Detection stays on (its cost is measured) but never trips; the bombing scenario sets its own.
     SUBSCRIBE_SURGE_PER_MINUTE: '100000',
     ...(settings.cacheTtlSeconds ? { CACHE_TTL_SECONDS: settings.cacheTtlSeconds } : {}),
+    ...(settings.accessLog ? { ACCESS_LOG: settings.accessLog } : {}),
     ...extra,
   };
 }

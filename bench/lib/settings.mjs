@@ -57,6 +57,7 @@ export const settings = {
   entry: env.BENCH_ENTRY || 'dist/cli.js',
   nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
   cacheTtlSeconds: env.BENCH_CACHE_TTL_SECONDS,
+  accessLog: env.BENCH_ACCESS_LOG,
 };
 for (const s of settings.scenarios) if (!ALL_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; use ${ALL_SCENARIOS}`);
 export const wants = (name) => settings.scenarios.includes(name);
