@@ -25,7 +25,7 @@ export type FreshHitEntry = Omit<AccessEntry, 'startedAt' | 'requestId'>;
 /**
  * ACCESS_LOG: `all` writes a `request` line for every request; `summary` writes one for every
  * request but the fresh cached hits Node's fast path answers, which are counted instead and
- * written as `cache_hits` lines, one per route and status, by `writeHitSummary`
+ * written as `cache_hits` lines, one per route and status (a closed set), by `writeHitSummary`
  * (docs/configuration.md "Logs" says why that is the default).
  */
 export type AccessLogMode = 'all' | 'summary';
@@ -57,11 +57,12 @@ export interface AccessLogOptions {
   now?: () => number;
 }
 
-/** Fresh hits of one method, route and status, counted since the last summary. */
+/** Fresh hits of one method, route, status and cache state, counted since the last summary. */
 interface HitCount {
   method: string;
   route: string;
   status: number;
+  cache: CacheState | undefined;
   requests: number;
 }
 
@@ -88,10 +89,10 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
 
   function countFor(entry: FreshHitEntry) {
     const route = routeOf(entry.route);
-    const { method, status } = entry;
-    const key = `${method} ${route} ${status}`;
+    const { method, status, cache } = entry;
+    const key = `${method} ${route} ${status} ${cache}`;
     let count = counts.get(key);
-    if (count === undefined) counts.set(key, (count = { method, route, status, requests: 0 }));
+    if (count === undefined) counts.set(key, (count = { method, route, status, cache, requests: 0 }));
     const counted = count;
     if (!measured) {
       return () => {
@@ -109,12 +110,13 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
     freshHitsTimed: mode === 'all' || measured,
     writeHitSummary() {
       const at = now();
-      const seconds = Math.round((at - countingSince) / 1000);
+      // Tenths: a summary at shutdown may follow the last one by less than a second.
+      const seconds = Math.max(0, Math.round((at - countingSince) / 100) / 10);
       countingSince = at;
       for (const count of counts.values()) {
         if (count.requests === 0) continue;
-        const { method, route, status, requests } = count;
-        log.log('info', 'cache_hits', { method, route, status, cache: 'HIT', requests, seconds });
+        const { method, route, status, cache, requests } = count;
+        log.log('info', 'cache_hits', { method, route, status, cache, requests, seconds });
         count.requests = 0;
       }
     },

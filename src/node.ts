@@ -108,7 +108,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   server.on('error', (error: NodeJS.ErrnoException) => {
     const reason = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
     process.stderr.write(`newsletter-bff could not listen on ${config.host} port ${config.port}: ${reason}\n`);
-    writer.stop();
+    stopLogging();
     process.exit(1);
   });
 
@@ -124,7 +124,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       onListening: (url) => process.stdout.write(`newsletter-bff admin (/healthz, /readyz, /metrics) on ${url}\n`),
       onFatal: (line) => {
         process.stderr.write(`${line}\n`);
-        writer.stop();
+        stopLogging();
         process.exit(1);
       },
     });

@@ -270,19 +270,20 @@ describe('the Node hot path with ACCESS_LOG=summary (the default)', () => {
     expect(service.logs.entries().slice(logged).map(({ event, method, status, cache }) => ({ event, method, status, cache }))).toEqual([
       { event: 'request', method: 'HEAD', status: 200, cache: 'HIT' },
     ]);
-    service.clock.advance(60_000);
+    service.clock.advance(59_500);
     const before = service.logs.lines.length;
     service.served.logAccess.writeHitSummary();
     // In the order each was first counted (the slug's when warming).
     expect(service.logs.entries().slice(before).map(({ time, ...rest }) => rest)).toEqual([
-      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 200, cache: 'HIT', requests: 2, seconds: 60 },
-      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues', status: 200, cache: 'HIT', requests: 3, seconds: 60 },
-      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 304, cache: 'HIT', requests: 1, seconds: 60 },
+      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 200, cache: 'HIT', requests: 2, seconds: 59.5 },
+      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues', status: 200, cache: 'HIT', requests: 3, seconds: 59.5 },
+      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 304, cache: 'HIT', requests: 1, seconds: 59.5 },
     ]);
     // Counted afresh: a summary with nothing counted writes nothing, the next one only what came since.
     service.served.logAccess.writeHitSummary();
     expect(service.logs.lines.length).toBe(before + 3);
-    await served(service, [{ name: 'hit', target: '/api/issues', hot: true }]);
+    // Still fresh (the TTL is 60 s): a hit on the fast path.
+    expect(await served(service, [{ name: 'hit', target: '/api/issues', hot: true }])).toBe(1);
     service.clock.advance(30_000);
     service.served.logAccess.writeHitSummary();
     expect(service.logs.entries().slice(before + 3).map(({ route, status, requests, seconds }) => ({ route, status, requests, seconds }))).toEqual([
@@ -296,10 +297,17 @@ describe('the Node hot path with ACCESS_LOG=summary (the default)', () => {
     expect(service.served.logAccess.freshHitsTimed).toBe(true);
     await served(service, [{ name: 'miss', target: '/api/categories', hot: false }]);
     const counted = recorder.events.length;
+    const sentFrom = performance.now();
     expect(await served(service, Array.from({ length: 4 }, (): Row => ({ name: 'hit', target: '/api/categories', hot: true })))).toBe(4);
+    const elapsedSeconds = (performance.now() - sentFrom) / 1000;
     const requests = recorder.events.slice(counted).filter((event) => event[0] === 'request');
     expect(requests.map((event) => event.slice(0, 4))).toEqual(Array.from({ length: 4 }, () => ['request', '/api/categories', 'GET', 200]));
-    for (const event of requests) expect(event[4]).toBeGreaterThan(0);
+    // Timed from each request's arrival: within the time they were sent in (a missing start
+    // time would give the seconds since the clock's origin).
+    for (const event of requests) {
+      expect(event[4]).toBeGreaterThan(0);
+      expect(event[4]).toBeLessThanOrEqual(elapsedSeconds);
+    }
   });
 });
 

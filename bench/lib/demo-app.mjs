@@ -9,7 +9,13 @@ import { createUpstreamClient } from '../../dist/upstream/newsletter-api.js';
 
 export async function createDemoService(allowedOrigin) {
   const demo = createDemoUpstream({});
-  const parsed = parseConfig({ NEWSLETTER_API_KEY: demo.apiKey, NEWSLETTER_API_BASE_URL: demo.baseUrl, ALLOWED_ORIGINS: allowedOrigin });
+  const parsed = parseConfig({
+    NEWSLETTER_API_KEY: demo.apiKey,
+    NEWSLETTER_API_BASE_URL: demo.baseUrl,
+    ALLOWED_ORIGINS: allowedOrigin,
+    // On Node, BENCH_ACCESS_LOG=all measures a line per hit; workerd has no process.env here.
+    ...(globalThis.process?.env?.BENCH_ACCESS_LOG && { ACCESS_LOG: globalThis.process.env.BENCH_ACCESS_LOG }),
+  });
   if (!parsed.ok) throw new Error(parsed.problems.join('; '));
   const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: demo.apiKey, timeoutMs: 5_000, fetch: demo.fetch });
   let logged = 0;
