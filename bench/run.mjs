@@ -116,7 +116,12 @@ async function main() {
     // Stampede and slug scan share a fresh BFF with the heap probe preloaded.
     if (wants('stampede') || wants('scan')) {
       const probeArgs = ['--expose-gc', '--import', join(benchDir, 'heap-probe.mjs')];
-      const fresh = await startBff('bff-fresh', sim.baseUrl, { nodeArgs: probeArgs, ipc: true });
+      // The stampede's requests stand for many visitors but all come from this one address: the
+      // per-client connection cap (64 by default, measured by `npm run bench:flood`) would close
+      // all but 64 of its connections, so this BFF allows them all.
+      const connections = String(Math.max(1024, settings.stampedeRequests + 64));
+      const extraEnv = { MAX_CONNECTIONS: connections, MAX_CONNECTIONS_PER_CLIENT: connections };
+      const fresh = await startBff('bff-fresh', sim.baseUrl, { nodeArgs: probeArgs, ipc: true, extraEnv });
       servers.push(fresh);
       if (wants('stampede')) results.stampede = await runStampede(run, fresh);
       if (wants('scan')) results.slugScan = await runSlugScan(run, fresh);
