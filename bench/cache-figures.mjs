@@ -1,9 +1,9 @@
 // Cache figures (issue: caching): upstream calls for a stampede, heap growth under a slug scan,
 // and the time to serve a stale hit while the upstream is slow. In process, over the compiled
 // app (dist/), with a simulated upstream that answers after a real delay. Run: npm run bench:cache
-import { createApp } from '../dist/app.js';
-import { parseConfig } from '../dist/config.js';
-import { createUpstreamClient } from '../dist/upstream/newsletter-api.js';
+import { createApp } from '../dist/core/app.js';
+import { parseConfig } from '../dist/core/config/config.js';
+import { createUpstreamClient } from '../dist/core/upstream/newsletter-api.js';
 
 const BASE_URL = 'http://127.0.0.1:9/v1';
 const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -4,7 +4,7 @@
 //   cached hit on Workers, where Node's hot path does not apply (plus workerd's own request and
 //   response handling);
 // - hot path: what Node's hot path computes for the same request (`freshReply`) and what it
-//   hands the access log (`logAccess.freshHit`, kept per path as node-hot-path.ts keeps one per
+//   hands the access log (`logAccess.freshHit`, kept per path as node/hot-path.ts keeps one per
 //   copy: a count with the default ACCESS_LOG=summary, a line with BENCH_ACCESS_LOG=all), i.e.
 //   everything it adds to writing the bytes.
 // The app is the real one (dist/) over the demo upstream, access log on (written to memory).

@@ -1,5 +1,5 @@
 // What Hono's `secureHeaders()`, `requestId()` and `cors()` each add to a cached hit, next to an
-// empty async middleware and to the one middleware that replaces them (src/response-headers.ts,
+// empty async middleware and to the one middleware that replaces them (src/core/http/response-headers.ts,
 // from dist/), in one process:
 //   npm run build && node bench/middleware-cost.mjs
 // Every app answers the same 6 KB body from a constant, the way the BFF answers a cached read, and
@@ -17,8 +17,8 @@ import { cors } from 'hono/cors';
 import { requestId } from 'hono/request-id';
 import { secureHeaders } from 'hono/secure-headers';
 import { Agent, request } from 'node:http';
-import { createOriginPolicy } from '../dist/origins.js';
-import { CORS_POLICY, createHeaderRules, createResponseHeaders, respond } from '../dist/response-headers.js';
+import { createOriginPolicy } from '../dist/core/http/origins.js';
+import { CORS_POLICY, createHeaderRules, createResponseHeaders, respond } from '../dist/core/http/response-headers.js';
 import { median, table } from './lib/stats.mjs';
 
 const ROUNDS = 5;

@@ -62,7 +62,7 @@ const CAUSES = [
   ['socket write (writev/write of the response)', (k, depth) => depth === 0 && /^(writev|writeBuffer|writeUtf8String|writeLatin1String) \[native\]/.test(k)],
   ['garbage collector', (k) => k.startsWith('(garbage collector)')],
   ['waitUntilOf → c.executionCtx throws on Node (Error + stack)', (k) => k.startsWith('get executionCtx ') || k.startsWith('waitUntilOf ')],
-  ['access log line (log.js, logAccess)', (k) => k.includes('[bff] dist/log.js') || k.startsWith('logAccess ')],
+  ['access log line (log.js, logAccess)', (k) => k.includes('[bff] dist/core/log.js') || k.startsWith('logAccess ')],
   ['a real undici Response is built (lightweight Response materialized)', (k) => /^_Response  node:internal\/deps\/undici/.test(k)],
   ['Hono `set res` merge (c.res existed before the handler)', (k) => k.startsWith('set res ')],
   ['c.header() after the response exists (cors Vary)', (k) => k.startsWith('header  hono: dist/context.js')],

@@ -4,12 +4,12 @@
 // Usage: npm run build && node bench/redis-tier.mjs [N]
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { createApp } from '../dist/app.js';
-import { parseConfig } from '../dist/config.js';
+import { createApp } from '../dist/core/app.js';
+import { parseConfig } from '../dist/core/config/config.js';
 import { createFakeUpstream } from '../build/test/support/fake-upstream/fake.js';
-import { silentLogger } from '../dist/log.js';
-import { connectRedis } from '../dist/redis/services.js';
-import { createUpstreamClient } from '../dist/upstream/newsletter-api.js';
+import { silentLogger } from '../dist/core/log.js';
+import { connectRedis } from '../dist/node/redis/services.js';
+import { createUpstreamClient } from '../dist/core/upstream/newsletter-api.js';
 
 // Fresh instances are slow to build: keep N × their cost within the cache TTL (60 s).
 const N = Number(process.argv[2] ?? 1000);

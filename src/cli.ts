@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { runCli, type CliCommand } from './cli/run-cli.js';
-import { main as runCheck } from './check.js';
+import { runCli, type CliCommand } from './tools/commands.js';
+import { main as runCheck } from './tools/check.js';
 import { startNode } from './node.js';
 
 /** The `newsletter-bff` command (package.json `bin`, `npm start`): the entry that touches the process. */

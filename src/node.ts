@@ -1,19 +1,19 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { createServer } from 'node:http';
-import { createNodeClientIp } from './client-ip.js';
-import { parseConfig } from './config.js';
-import { createDemoSite } from './demo-site.js';
-import { createBufferedWriter, createLogger } from './log.js';
-import { createNodeBodyEncoder } from './node-compression.js';
-import { createNodeHotPath } from './node-hot-path.js';
-import { limitsOf, serveWithLimits } from './node-server-limits.js';
-import type { Config } from './config.js';
-import type { Logger } from './log.js';
-import { importOptional, MissingPackageError } from './optional-package.js';
-import { STALE_IF_ERROR_SECONDS } from './reads/public-reads.js';
-import type { RedisServices } from './redis/services.js';
-import type { Admin } from './admin/admin.js';
-import { createAppForConfig, linkOriginOf } from './app-for-config.js';
+import { createNodeClientIp } from './core/http/client-ip.js';
+import { parseConfig } from './core/config/config.js';
+import { createDemoSite } from './demo/site.js';
+import { createBufferedWriter, createLogger } from './core/log.js';
+import { createNodeBodyEncoder } from './node/compression.js';
+import { createNodeHotPath } from './node/hot-path.js';
+import { limitsOf, serveWithLimits } from './node/listener.js';
+import type { Config } from './core/config/config.js';
+import type { Logger } from './core/log.js';
+import { importOptional, MissingPackageError } from './node/optional-package.js';
+import { STALE_IF_ERROR_SECONDS } from './core/reads/public-reads.js';
+import type { RedisServices } from './node/redis/services.js';
+import type { Admin } from './node/admin/admin.js';
+import { createAppForConfig, linkOriginOf } from './core/service.js';
 
 /** How often a surge looks at the rate without an attempt: well inside any hold it may have. */
 const SURGE_CHECK_INTERVAL_MS = 5000;
@@ -42,7 +42,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     admin = config.adminPort === undefined ? undefined : await startAdmin(config);
     redis = config.redisUrl ? await startRedis(config, config.redisUrl, log) : undefined;
     if (config.subscribeBlockDisposable) {
-      const { loadDisposableDomains } = await import('./subscribe/disposable-domains.js');
+      const { loadDisposableDomains } = await import('./core/subscribe/disposable-domains.js');
       isDisposableDomain = await loadDisposableDomains();
     }
   } catch (error) {
@@ -80,7 +80,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     writer.stop();
   };
 
-  // Fresh cached reads are answered in front of @hono/node-server's listener (node-hot-path.ts).
+  // Fresh cached reads are answered in front of @hono/node-server's listener (node/hot-path.ts).
   const hotPath = createNodeHotPath({ freshReply, logAccess });
   const createHotServer = (options: object, listener: Parameters<typeof hotPath.inFrontOf>[0]) =>
     createServer(options, hotPath.inFrontOf(listener));
@@ -162,7 +162,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
  * and only here, so that without ADMIN_PORT neither is loaded.
  */
 async function startAdmin(config: Config): Promise<Admin> {
-  const { createAdmin } = await importOptional('prom-client', 'ADMIN_PORT (the admin listener\'s /metrics)', () => import('./admin/admin.js'));
+  const { createAdmin } = await importOptional('prom-client', 'ADMIN_PORT (the admin listener\'s /metrics)', () => import('./node/admin/admin.js'));
   return createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
 }
 
@@ -171,7 +171,7 @@ async function startAdmin(config: Config): Promise<Admin> {
  * optional package, is imported here, and only here, so that without REDIS_URL it is never loaded.
  */
 async function startRedis(config: Config, url: string, log: Logger): Promise<RedisServices> {
-  const { connectRedis } = await importOptional('@redis/client', 'REDIS_URL (state shared by several instances)', () => import('./redis/services.js'));
+  const { connectRedis } = await importOptional('@redis/client', 'REDIS_URL (state shared by several instances)', () => import('./node/redis/services.js'));
   return connectRedis({
     url,
     timeoutMs: config.redisTimeoutMs,

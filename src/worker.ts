@@ -1,4 +1,4 @@
-import { createWorker } from './worker-handler.js';
+import { createWorker } from './workers/handler.js';
 
 /**
  * Workers entry: `export default { fetch, scheduled }` with env bindings and `waitUntil`. Nothing else is

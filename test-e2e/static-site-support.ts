@@ -38,7 +38,7 @@ export async function startFolderHost(host: string, dir: string): Promise<Static
 
 /** `npm run site:build` as a site owner runs it (dist/ must be built); returns its summary line. */
 export async function runSiteBuild(apiUrl: string, siteUrl: string, out: string): Promise<string> {
-  const { stdout } = await run(process.execPath, ['dist/site/cli.js', '--api', apiUrl, '--site-url', siteUrl, '--out', out], {
+  const { stdout } = await run(process.execPath, ['dist/tools/site/main.js', '--api', apiUrl, '--site-url', siteUrl, '--out', out], {
     cwd: ROOT,
     // No --title: the site takes its name from PUBLICATION_NAME, as the service's feeds do.
     env: { ...process.env, PUBLICATION_NAME: 'The Field Notes' },

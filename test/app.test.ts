@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createApp } from '../src/app.js';
-import { createDemoUpstream } from '../src/demo/demo-upstream.js';
-import { createUpstreamClient } from '../src/upstream/newsletter-api.js';
+import { createApp } from '../src/core/app.js';
+import { createDemoUpstream } from '../src/demo/upstream.js';
+import { createUpstreamClient } from '../src/core/upstream/newsletter-api.js';
 import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse, testConfig } from './helpers.js';
 
 interface ErrorBody {

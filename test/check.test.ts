@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { main } from '../src/check.js';
+import { main } from '../src/tools/check.js';
 import { createArchive } from './support/fake-upstream/archive.js';
 import { createFakeUpstream } from './support/fake-upstream/fake.js';
 import { createFakeClock } from './helpers.js';

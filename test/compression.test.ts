@@ -1,9 +1,9 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { describe, expect, it, vi } from 'vitest';
-import { createDemoUpstream } from '../src/demo/demo-upstream.js';
-import { createNodeBodyEncoder } from '../src/node-compression.js';
-import type { BodyEncoder } from '../src/reads/rendered-json.js';
-import type { SharedEntry } from '../src/reads/shared-tier.js';
+import { createDemoUpstream } from '../src/demo/upstream.js';
+import { createNodeBodyEncoder } from '../src/node/compression.js';
+import type { BodyEncoder } from '../src/core/reads/rendered-json.js';
+import type { SharedEntry } from '../src/core/reads/shared-tier.js';
 import { TEST_API_KEY, createFakeClock, createMemoryStore, createScriptedFetch, createTestApp } from './helpers.js';
 import { createArchive } from './support/fake-upstream/archive.js';
 import { createFakeUpstream } from './support/fake-upstream/fake.js';

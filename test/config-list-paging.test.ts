@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig, type Config } from '../src/config.js';
+import { parseConfig, type Config } from '../src/core/config/config.js';
 
 const KEY = 'k'.repeat(20);
 const BASE_URL = 'https://api.example.com/v1';

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { parseConfig, type Config } from '../src/config.js';
-import { SUBSCRIBER_SOURCE_TYPES } from '../src/upstream/schemas.js';
+import { parseConfig, type Config } from '../src/core/config/config.js';
+import { SUBSCRIBER_SOURCE_TYPES } from '../src/core/upstream/schemas.js';
 
 /** A fake key distinctive enough that any echo of it in a problem line is unmistakable. */
 const KEY = 'sk_live_ZEBRA-quokka-4471-not-real';

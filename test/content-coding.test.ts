@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { chooseCopy } from '../src/content-coding.js';
-import type { EncodedCopy } from '../src/reads/rendered-json.js';
+import { chooseCopy } from '../src/core/http/content-coding.js';
+import type { EncodedCopy } from '../src/core/reads/rendered-json.js';
 
 const br: EncodedCopy = { coding: 'br', body: new Uint8Array([1]), etag: '"x-br"' };
 const gzip: EncodedCopy = { coding: 'gzip', body: new Uint8Array([2]), etag: '"x-gzip"' };

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { createDemoSite } from '../src/demo-site.js';
+import { createDemoSite } from '../src/demo/site.js';
 import { createTestApp } from './helpers.js';
 
 const CONFIG_ON_DISK = readFileSync(new URL('../examples/site/config.js', import.meta.url), 'utf8');

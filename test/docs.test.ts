@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_VARIABLES } from '../src/config.js';
+import { CONFIG_VARIABLES } from '../src/core/config/config.js';
 
 /** The owner-facing documents: every relative link resolves, and every setting is documented. */
 const root = fileURLToPath(new URL('..', import.meta.url));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../src/errors.js';
+import { ApiError } from '../src/core/http/errors.js';
 
 describe('ApiError', () => {
   it('captures no stack for a client error, and keeps one for a server error', () => {

@@ -1,11 +1,11 @@
 import type { Server } from 'node:http';
-import { createApp, type AppDeps } from '../src/app.js';
-import { parseConfig, type Config } from '../src/config.js';
-import { createDemoUpstream, type DemoUpstream } from '../src/demo/demo-upstream.js';
-import { createLogger, type Logger } from '../src/log.js';
-import type { Metrics } from '../src/metrics.js';
-import type { SharedEntry, SharedTier } from '../src/reads/shared-tier.js';
-import { createUpstreamClient, type UpstreamClientOptions } from '../src/upstream/newsletter-api.js';
+import { createApp, type AppDeps } from '../src/core/app.js';
+import { parseConfig, type Config } from '../src/core/config/config.js';
+import { createDemoUpstream, type DemoUpstream } from '../src/demo/upstream.js';
+import { createLogger, type Logger } from '../src/core/log.js';
+import type { Metrics } from '../src/core/metrics.js';
+import type { SharedEntry, SharedTier } from '../src/core/reads/shared-tier.js';
+import { createUpstreamClient, type UpstreamClientOptions } from '../src/core/upstream/newsletter-api.js';
 import { observeResponses } from './contract/response-observer.js';
 
 /** A fake key: tests assert it never appears in a response or a log line. */

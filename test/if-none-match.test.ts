@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ifNoneMatchMatches } from '../src/cached-reply.js';
+import { ifNoneMatchMatches } from '../src/core/http/read-reply.js';
 
 const ETAG = '"2mvBE6cUpU1hhtdFk7Oftb6m"';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseIp, rateLimitKeyOf } from '../src/ip-address.js';
+import { parseIp, rateLimitKeyOf } from '../src/core/http/ip-address.js';
 
 describe('parseIp', () => {
   it.each([

@@ -1,5 +1,5 @@
 import { describe, expect, expectTypeOf, it, vi } from 'vitest';
-import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, type LogFields } from '../src/log.js';
+import { createBufferedWriter, createLogger, maskEmail, maskEmailsInPath, type LogFields } from '../src/core/log.js';
 import { createFakeClock } from './helpers.js';
 
 function capture(options: { redact?: string[] } = {}) {

@@ -1,4 +1,4 @@
-import type { Metrics } from '../src/metrics.js';
+import type { Metrics } from '../src/core/metrics.js';
 
 /** A `Metrics` that writes each call down as `method(args…)`, for asserting what a hook reported. */
 export function createMetricsRecorder() {

@@ -2,8 +2,8 @@ import { getRequestListener } from '@hono/node-server';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNodeBodyEncoder } from '../src/node-compression.js';
-import { createNodeHotPath } from '../src/node-hot-path.js';
+import { createNodeBodyEncoder } from '../src/node/compression.js';
+import { createNodeHotPath } from '../src/node/hot-path.js';
 import { createTestApp } from './helpers.js';
 import { createMetricsRecorder } from './metrics-recorder.js';
 

@@ -2,8 +2,8 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rateLimitKeyOf } from '../src/ip-address.js';
-import { serveWithLimits, type ServerLimits } from '../src/node-server-limits.js';
+import { rateLimitKeyOf } from '../src/core/http/ip-address.js';
+import { serveWithLimits, type ServerLimits } from '../src/node/listener.js';
 import { closeServer, createTestApp } from './helpers.js';
 
 // Real sockets on 127.0.0.1 with small limits, so each rule is seen as a client sees it.
@@ -171,7 +171,7 @@ describe('the per-client connection cap', () => {
   });
 
   it('counts IPv6 addresses by their prefix, as the rate limits do', async () => {
-    const { limitsOf } = await import('../src/node-server-limits.js');
+    const { limitsOf } = await import('../src/node/listener.js');
     const limits = limitsOf({ maxConnections: 100, maxConnectionsPerClient: 10, headersTimeoutMs: 1000, requestTimeoutMs: 1000, trustProxyHops: 0, trustedProxies: undefined, rateLimitIpv6Prefix: 64 });
     expect(limits.clientKeyOf!('2001:db8:1:2:aaaa::1')).toBe(limits.clientKeyOf!('2001:db8:1:2:bbbb::2'));
     expect(limits.clientKeyOf!('2001:db8:1:3::1')).not.toBe(limits.clientKeyOf!('2001:db8:1:2::1'));
@@ -181,8 +181,8 @@ describe('the per-client connection cap', () => {
   });
 
   it('with TRUSTED_PROXIES, leaves a listed proxy uncapped and counts every other peer as its own client', async () => {
-    const { limitsOf } = await import('../src/node-server-limits.js');
-    const { parseAddressList } = await import('../src/ip-address.js');
+    const { limitsOf } = await import('../src/node/listener.js');
+    const { parseAddressList } = await import('../src/core/http/ip-address.js');
     const { list } = parseAddressList('10.0.0.0/8, loopback');
     const limits = limitsOf({ maxConnections: 100, maxConnectionsPerClient: 10, headersTimeoutMs: 1000, requestTimeoutMs: 1000, trustProxyHops: 0, trustedProxies: list, rateLimitIpv6Prefix: 64 });
     expect(limits.clientKeyOf!('10.1.2.3')).toBeUndefined();

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importOptional, MissingPackageError } from '../src/optional-package.js';
+import { importOptional, MissingPackageError } from '../src/node/optional-package.js';
 import { freeLoopbackPort, waitForOutput } from './spawned.js';
 
 /**
@@ -49,22 +49,22 @@ describe('the core graph', () => {
     expect(Object.keys({ ...packageJson.optionalDependencies, ...packageJson.peerDependencies }).sort()).toEqual(OPTIONAL);
   });
 
-  it.each(['cli.js', 'app.js', 'worker.js', 'node.js'])('reaches no optional package through static imports from dist/%s', (entry) => {
+  it.each(['cli.js', 'core/app.js', 'worker.js', 'node.js'])('reaches no optional package through static imports from dist/%s', (entry) => {
     const graph = staticGraph(join(dist, entry));
     expect(graph.packages.filter((name) => !CORE.includes(name))).toEqual([]);
     expect(graph.files.filter((file) => /^(admin|redis|site)\//.test(file))).toEqual([]);
   });
 
   it('does see an optional package where a feature imports it statically (the walk finds what it looks for)', () => {
-    expect(staticGraph(join(dist, 'admin/admin.js')).packages).toContain('prom-client');
-    expect(staticGraph(join(dist, 'redis/services.js')).packages).toContain('@redis/client');
-    expect(staticGraph(join(dist, 'site/build.js')).packages).toContain('sanitize-html');
+    expect(staticGraph(join(dist, 'node/admin/admin.js')).packages).toContain('prom-client');
+    expect(staticGraph(join(dist, 'node/redis/services.js')).packages).toContain('@redis/client');
+    expect(staticGraph(join(dist, 'tools/site/build.js')).packages).toContain('sanitize-html');
   });
 });
 
 describe('importOptional', () => {
   const notFound = (name: string) =>
-    Object.assign(new Error(`Cannot find package '${name}' imported from /app/dist/admin/prometheus.js`), { code: 'ERR_MODULE_NOT_FOUND' });
+    Object.assign(new Error(`Cannot find package '${name}' imported from /app/dist/node/admin/prometheus.js`), { code: 'ERR_MODULE_NOT_FOUND' });
 
   it('returns what the import gives', async () => {
     await expect(importOptional('prom-client', 'ADMIN_PORT', async () => ({ ok: 1 }))).resolves.toEqual({ ok: 1 });
@@ -169,7 +169,7 @@ describe('the built command with only the core packages installed', () => {
   });
 
   it('fails the site build with one line naming sanitize-html, before reading anything', async () => {
-    const build = run('site/cli.js', ['--api', 'http://127.0.0.1:1', '--site-url', 'https://news.example.com/', '--out', join(scratch, 'site')], {});
+    const build = run('tools/site/main.js', ['--api', 'http://127.0.0.1:1', '--site-url', 'https://news.example.com/', '--out', join(scratch, 'site')], {});
     expect(await build.exited).toBe(1);
     expect(build.stderr()).toBe(
       'site build failed: npm run site:build (it sanitises each letter) needs the package sanitize-html, which is not installed: run `npm install sanitize-html`\n',

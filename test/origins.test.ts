@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { createOriginPolicy, listenOrigins } from '../src/origins.js';
-import { corsGrant } from '../src/response-headers.js';
+import { createOriginPolicy, listenOrigins } from '../src/core/http/origins.js';
+import { corsGrant } from '../src/core/http/response-headers.js';
 import { createScriptedFetch, createTestApp } from './helpers.js';
 import { BROWSER_ACCEPT, EMAIL, subscriberCreated } from './subscribe/support.js';
 

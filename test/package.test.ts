@@ -125,7 +125,7 @@ describe('the npm package', () => {
   it('holds compiled JavaScript, declarations, the demo site and the OpenAPI document, and no sources or maps', () => {
     const paths = packed.files.map((file) => file.path);
     for (const path of paths) expect(path).toMatch(/^(dist\/.+\.(js|d\.ts)|examples\/site\/.+|openapi\.json|LICENSE|README\.md|package\.json)$/);
-    expect(paths).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/client.js', 'dist/client.d.ts', 'dist/app.d.ts', 'openapi.json', 'LICENSE']));
+    expect(paths).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/client.js', 'dist/client.d.ts', 'dist/core/app.d.ts', 'openapi.json', 'LICENSE']));
     expect(paths).toEqual(expect.arrayContaining(['examples/site/index.html']));
   });
 

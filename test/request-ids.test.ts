@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createRequestIds } from '../src/request-ids.js';
+import { createRequestIds } from '../src/core/http/request-ids.js';
 
 describe('createRequestIds', () => {
   afterEach(() => vi.restoreAllMocks());

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { SLUG_PATTERN, SLUG_RULE } from '../src/slug.js';
+import { SLUG_PATTERN, SLUG_RULE } from '../src/core/slug.js';
 
 describe('the public slug rule', () => {
   it.each(['a', '7', 'what-to-sow_in-March', `a${'b'.repeat(198)}c`])('accepts %s', (slug) => {

@@ -1,9 +1,9 @@
 import { hc, type InferRequestType, type InferResponseType } from 'hono/client';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import type { AppType } from '../src/app.js';
-import type { errorEnvelope } from '../src/errors.js';
-import type { IssueDetail, IssueSummary, PublicCategory } from '../src/public-shapes.js';
+import type { AppType } from '../src/core/app.js';
+import type { errorEnvelope } from '../src/core/http/errors.js';
+import type { IssueDetail, IssueSummary, PublicCategory } from '../src/core/public-shapes.js';
 import { createTestApp } from './helpers.js';
 
 /**

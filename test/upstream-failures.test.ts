@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { UpstreamError, type UpstreamErrorKind } from '../src/upstream/transport.js';
-import { UPSTREAM_HINTS, answerUpstreamFailure, logReadFailure, readErrorFromUpstream } from '../src/upstream-failures.js';
+import { UpstreamError, type UpstreamErrorKind } from '../src/core/upstream/transport.js';
+import { UPSTREAM_HINTS, answerUpstreamFailure, logReadFailure, readErrorFromUpstream } from '../src/core/upstream/failure-policy.js';
 import { createFakeClock, createLogCapture } from './helpers.js';
 
 // docs/contract.md "Errors we return": which upstream failure becomes which answer.

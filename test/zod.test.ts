@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import * as z from '../src/zod.js';
+import * as z from '../src/core/zod.js';
 
 describe('the configured zod/mini', () => {
   it('describes a value of the wrong type in English words, not just "Invalid input"', () => {

@@ -1,11 +1,11 @@
 // The app of the in-process measures (bench/in-process.mjs on Node, bench/workerd/ inside
 // workerd): the real one from dist/ over the demo upstream, access log on (written to memory),
 // one allowed origin. Resolves with the service, its newest slug and the bytes logged so far.
-import { createApp } from '../../dist/app.js';
-import { parseConfig } from '../../dist/config.js';
-import { createDemoUpstream } from '../../dist/demo/demo-upstream.js';
-import { createLogger } from '../../dist/log.js';
-import { createUpstreamClient } from '../../dist/upstream/newsletter-api.js';
+import { createApp } from '../../dist/core/app.js';
+import { parseConfig } from '../../dist/core/config/config.js';
+import { createDemoUpstream } from '../../dist/demo/upstream.js';
+import { createLogger } from '../../dist/core/log.js';
+import { createUpstreamClient } from '../../dist/core/upstream/newsletter-api.js';
 
 export async function createDemoService(allowedOrigin) {
   const demo = createDemoUpstream({});

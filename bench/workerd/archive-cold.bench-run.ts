@@ -10,7 +10,7 @@ import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test'
 import { it } from 'vitest';
 import { createArchive } from '../../test/support/fake-upstream/archive.js';
 import { createFakeUpstream } from '../../test/support/fake-upstream/fake.js';
-import { createWorker } from '../../src/worker-handler.js';
+import { createWorker } from '../../src/workers/handler.js';
 
 const API_KEY = 'bench-workerd-key-not-real';
 const BASE_URL = 'https://upstream.bench/v1';

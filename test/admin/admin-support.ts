@@ -2,10 +2,10 @@ import { serve } from '@hono/node-server';
 import { spawnSync } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createAdmin } from '../../src/admin/admin.js';
+import { createAdmin } from '../../src/node/admin/admin.js';
 import { startFakeUpstreamServer } from '../support/fake-upstream/server.js';
-import { silentLogger } from '../../src/log.js';
-import { createAppForConfig } from '../../src/app-for-config.js';
+import { silentLogger } from '../../src/core/log.js';
+import { createAppForConfig } from '../../src/core/service.js';
 import { createFakeClock, TEST_API_KEY, testConfig } from '../helpers.js';
 
 function listening(server: Server): Promise<number> {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createPrometheusMetrics, subscribeOutcome } from '../../src/admin/prometheus.js';
-import { UpstreamError } from '../../src/upstream/transport.js';
+import { createPrometheusMetrics, subscribeOutcome } from '../../src/node/admin/prometheus.js';
+import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { sampleOf } from './admin-support.js';
 
 describe('Prometheus metrics', () => {

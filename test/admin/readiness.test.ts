@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createReadiness, upstreamOutcome } from '../../src/admin/readiness.js';
-import { UpstreamError } from '../../src/upstream/transport.js';
+import { createReadiness, upstreamOutcome } from '../../src/node/admin/readiness.js';
+import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { createFakeClock } from '../helpers.js';
 
 function setup() {

@@ -1,8 +1,8 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERROR_STATUS } from '../../src/errors.js';
-import { API_SECURITY_HEADERS, CORS_POLICY } from '../../src/response-headers.js';
+import { ERROR_STATUS } from '../../src/core/http/errors.js';
+import { API_SECURITY_HEADERS, CORS_POLICY } from '../../src/core/http/response-headers.js';
 import { createTestApp } from '../helpers.js';
 import { createOpenApiValidator, type Exchange } from './openapi-validator.js';
 

@@ -5,11 +5,11 @@ import {
   DEMO_BASE_URL,
   DEMO_BLOCKED_EMAIL,
   type DemoUpstream,
-} from '../../src/demo/demo-upstream.js';
+} from '../../src/demo/upstream.js';
 import { createSamplePublication, type DemoCategory, type DemoIssue } from '../../src/demo/sample-publication.js';
-import { SLUG_PATTERN } from '../../src/slug.js';
-import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
-import { UpstreamCategorySchema, UpstreamIssueSchema } from '../../src/upstream/schemas.js';
+import { SLUG_PATTERN } from '../../src/core/slug.js';
+import { createUpstreamClient } from '../../src/core/upstream/newsletter-api.js';
+import { UpstreamCategorySchema, UpstreamIssueSchema } from '../../src/core/upstream/schemas.js';
 import { createFakeClock } from '../helpers.js';
 
 interface Envelope<T = unknown> {

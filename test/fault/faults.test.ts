@@ -3,9 +3,9 @@ import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:c
 import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { createLogger } from '../../src/log.js';
-import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
+import { createApp } from '../../src/core/app.js';
+import { createLogger } from '../../src/core/log.js';
+import { createUpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { createFakeClock, testConfig } from '../helpers.js';
 import type { DemoIssue } from '../../src/demo/sample-publication.js';
 import type { FaultMode } from '../support/fake-upstream/faults.js';
@@ -691,7 +691,7 @@ describe('leak scan', () => {
       const failure = await fetch(`${upstream.baseUrl}/newsletter/categories`, { headers });
       expect(findLeaks(await failure.text())).toContain('upstream error text');
       expect(findLeaks(`Authorization: Bearer ${LEAK_API_KEY}`)).toContain('API key');
-      expect(findLeaks('Error: boom\n    at handle (file:///srv/dist/app.js:12:7)')).toContain('stack trace');
+      expect(findLeaks('Error: boom\n    at handle (file:///srv/dist/core/app.js:12:7)')).toContain('stack trace');
     } finally {
       await upstream.stop();
     }

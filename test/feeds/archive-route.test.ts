@@ -1,10 +1,10 @@
 import { parseFeed } from '@rowanmanning/feed-parser';
 import { XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import { createDemoUpstream } from '../../src/demo/demo-upstream.js';
-import { silentLogger } from '../../src/log.js';
-import { createAppForConfig, linkOriginOf } from '../../src/app-for-config.js';
+import { parseConfig } from '../../src/core/config/config.js';
+import { createDemoUpstream } from '../../src/demo/upstream.js';
+import { silentLogger } from '../../src/core/log.js';
+import { createAppForConfig, linkOriginOf } from '../../src/core/service.js';
 import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
 
 /*

@@ -1,10 +1,10 @@
 import { parseFeed } from '@rowanmanning/feed-parser';
 import { XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import { renderAtomFeed } from '../../src/feeds/atom.js';
-import { latestSentAt, type FeedOptions } from '../../src/feeds/options.js';
-import { renderRssFeed } from '../../src/feeds/rss.js';
-import type { IssueSummary } from '../../src/public-shapes.js';
+import { renderAtomFeed } from '../../src/core/feeds/atom.js';
+import { latestSentAt, type FeedOptions } from '../../src/core/feeds/options.js';
+import { renderRssFeed } from '../../src/core/feeds/rss.js';
+import type { IssueSummary } from '../../src/core/public-shapes.js';
 
 /*
  * Read back with @rowanmanning/feed-parser: typed, tested against a corpus of real-world feeds,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_STATUS } from '../../src/errors.js';
+import { ERROR_STATUS } from '../../src/core/http/errors.js';
 import { createFakeUpstream } from '../support/fake-upstream/fake.js';
 import { createLeakScanner, LEAK_API_KEY, UPSTREAM_HEADERS } from '../fault/leak-scan.js';
 import { createScriptedFetch, createTestApp, TEST_BASE_URL, type RecordedCall } from '../helpers.js';

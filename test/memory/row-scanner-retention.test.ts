@@ -4,7 +4,7 @@ import { describe, it, expect } from 'vitest';
 
 // Node only: measured in a process of its own started with --expose-gc, on the built module
 // (test/build-dist.ts builds dist/ before the suites), so nothing of the runner holds the text.
-const SCANNER = new URL('../../dist/upstream/row-scanner.js', import.meta.url).href;
+const SCANNER = new URL('../../dist/core/upstream/row-scanner.js', import.meta.url).href;
 const MIB = 1024 * 1024;
 
 /** ~20 MB of page text of 200 rows, of which ~10 KB is kept; prints the heap each way of reading leaves. */

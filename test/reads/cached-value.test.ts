@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue } from '../../src/reads/cached-value.js';
-import type { IssueSummary } from '../../src/public-shapes.js';
+import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue } from '../../src/core/reads/cached-value.js';
+import type { IssueSummary } from '../../src/core/public-shapes.js';
 
 const FETCHED_AT = 1_700_000_000_000;
 

@@ -1,4 +1,4 @@
-import type { UpstreamIssue } from '../../src/upstream/schemas.js';
+import type { UpstreamIssue } from '../../src/core/upstream/schemas.js';
 
 /** A public, sent issue as the upstream client hands it over, under `slug`. */
 export function publicIssue(slug: string, extra: Partial<UpstreamIssue> = {}): UpstreamIssue {

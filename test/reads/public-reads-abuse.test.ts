@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { createReadBudget } from '../../src/reads/read-budget.js';
-import { createPublicReads } from '../../src/reads/public-reads.js';
-import type { UpstreamClient } from '../../src/upstream/newsletter-api.js';
-import { UpstreamError } from '../../src/upstream/transport.js';
+import { createReadBudget } from '../../src/core/reads/read-budget.js';
+import { createPublicReads } from '../../src/core/reads/public-reads.js';
+import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
+import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { createFakeClock } from '../helpers.js';
 import { publicIssue as issue } from './fixtures.js';
 

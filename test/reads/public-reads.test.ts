@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { createPublicReads } from '../../src/reads/public-reads.js';
-import type { UpstreamClient } from '../../src/upstream/newsletter-api.js';
-import { UpstreamError } from '../../src/upstream/transport.js';
+import { createPublicReads } from '../../src/core/reads/public-reads.js';
+import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
+import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { createExecutionContext, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
 import { publicIssue as issue } from './fixtures.js';
 

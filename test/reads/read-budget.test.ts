@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createReadBudget, ReadBudgetExceeded } from '../../src/reads/read-budget.js';
+import { createReadBudget, ReadBudgetExceeded } from '../../src/core/reads/read-budget.js';
 import { createFakeClock } from '../helpers.js';
 
 function setup(totalPerMinute = 120, perClientPerMinute = 20) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createReadThroughCache } from '../../src/reads/read-through-cache.js';
+import { createReadThroughCache } from '../../src/core/reads/read-through-cache.js';
 import { createFakeClock } from '../helpers.js';
 import { createMetricsRecorder } from '../metrics-recorder.js';
 

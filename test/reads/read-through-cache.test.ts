@@ -8,7 +8,7 @@ import {
   type Loader,
   type ReadThroughCacheOptions,
   type WaitUntil,
-} from '../../src/reads/read-through-cache.js';
+} from '../../src/core/reads/read-through-cache.js';
 import { createFakeClock } from '../helpers.js';
 
 type FakeClock = ReturnType<typeof createFakeClock>;

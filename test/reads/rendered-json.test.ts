@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderBody, renderJson, strongEtag, withEncodedCopies, type BodyEncoder } from '../../src/reads/rendered-json.js';
+import { renderBody, renderJson, strongEtag, withEncodedCopies, type BodyEncoder } from '../../src/core/reads/rendered-json.js';
 
 describe('strongEtag', () => {
   it('is a quoted strong validator that is stable for a body and differs between bodies', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Loader, WaitUntil } from '../../src/reads/read-through-cache.js';
-import { withSharedTier } from '../../src/reads/shared-tier.js';
+import type { Loader, WaitUntil } from '../../src/core/reads/read-through-cache.js';
+import { withSharedTier } from '../../src/core/reads/shared-tier.js';
 import { createFakeClock, createMemoryStore } from '../helpers.js';
 
 const TTL = 60_000;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { archiveValue, type ArchiveIndex } from '../../src/reads/cached-value.js';
-import { createSlugLookup, type IndexCopy } from '../../src/reads/slug-lookup.js';
-import type { IssueSummary } from '../../src/public-shapes.js';
+import { archiveValue, type ArchiveIndex } from '../../src/core/reads/cached-value.js';
+import { createSlugLookup, type IndexCopy } from '../../src/core/reads/slug-lookup.js';
+import type { IssueSummary } from '../../src/core/public-shapes.js';
 import { createFakeClock } from '../helpers.js';
 
 const summary = (slug: string): IssueSummary => ({ slug, subject: slug, previewText: null, thumbnailUrl: null, sentAt: null, category: null });

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { createLogger } from '../../src/log.js';
-import { createRedisLink, RedisUnavailable } from '../../src/redis/link.js';
+import { createLogger } from '../../src/core/log.js';
+import { createRedisLink, RedisUnavailable } from '../../src/node/redis/link.js';
 
 /**
  * A Redis stand-in whose answers the test decides: `up`, `down` (refuses), `silent` (never

@@ -118,8 +118,8 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
 
     // The same three reads without the shared tier: every instance reads the archive itself.
     const alone = startUpstream();
-    const { createApp } = await import('../../src/app.js');
-    const { createUpstreamClient } = await import('../../src/upstream/newsletter-api.js');
+    const { createApp } = await import('../../src/core/app.js');
+    const { createUpstreamClient } = await import('../../src/core/upstream/newsletter-api.js');
     const { testConfig } = await import('../helpers.js');
     for (let index = 0; index < 3; index += 1) {
       const config = testConfig({ NEWSLETTER_API_KEY: alone.apiKey, NEWSLETTER_API_BASE_URL: alone.baseUrl });

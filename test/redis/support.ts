@@ -1,13 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
-import { createApp } from '../../src/app.js';
+import { createApp } from '../../src/core/app.js';
 import { createFakeUpstream, type FakeUpstream } from '../support/fake-upstream/fake.js';
-import { createLogger } from '../../src/log.js';
-import { createNodeBodyEncoder } from '../../src/node-compression.js';
-import { STALE_IF_ERROR_SECONDS } from '../../src/reads/public-reads.js';
-import { connectRedis, type RedisServices } from '../../src/redis/services.js';
-import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
+import { createLogger } from '../../src/core/log.js';
+import { createNodeBodyEncoder } from '../../src/node/compression.js';
+import { STALE_IF_ERROR_SECONDS } from '../../src/core/reads/public-reads.js';
+import { connectRedis, type RedisServices } from '../../src/node/redis/services.js';
+import { createUpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { testConfig } from '../helpers.js';
 import { freePort } from '../free-port.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createDemoUpstream } from '../../src/demo/demo-upstream.js';
+import { createDemoUpstream } from '../../src/demo/upstream.js';
 import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID } from '../../src/demo/sample-publication.js';
 import { TEST_API_KEY, TEST_BASE_URL, createScriptedFetch, createTestApp, jsonResponse, type FetchHandler } from '../helpers.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID } from '../../src/demo/sample-publication.js';
-import { createDemoUpstream } from '../../src/demo/demo-upstream.js';
-import { SLUG_PATTERN } from '../../src/slug.js';
+import { createDemoUpstream } from '../../src/demo/upstream.js';
+import { SLUG_PATTERN } from '../../src/core/slug.js';
 import { TEST_API_KEY, TEST_BASE_URL, createScriptedFetch, createTestApp, jsonResponse, type FetchHandler } from '../helpers.js';
 
 interface PublicCategory {

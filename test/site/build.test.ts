@@ -2,8 +2,8 @@ import { parseFeed } from '@rowanmanning/feed-parser';
 import { textContent } from 'domutils';
 import { XMLValidator } from 'fast-xml-parser';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { IssueDetail } from '../../src/public-shapes.js';
-import { buildSite, type SiteOptions } from '../../src/site/build.js';
+import type { IssueDetail } from '../../src/core/public-shapes.js';
+import { buildSite, type SiteOptions } from '../../src/tools/site/build.js';
 import { all, API_URL, attr, buildDemoSite, fileForHref, parseHtml, SITE_URL, siteAssets, siteOptions } from './site-support.js';
 
 let assets: SiteOptions['assets'];

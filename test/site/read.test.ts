@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readPublication, SiteReadError } from '../../src/site/read.js';
+import { readPublication, SiteReadError } from '../../src/tools/site/read.js';
 import { API_URL, createDefaultService, createDemoService } from './site-support.js';
 
 const busy = (status: number, headers: Record<string, string> = {}) =>

@@ -6,9 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createArchive } from '../support/fake-upstream/archive.js';
 import { createFakeUpstream } from '../support/fake-upstream/fake.js';
 import { startFakeUpstreamServer, type FakeUpstreamServer } from '../support/fake-upstream/server.js';
-import { buildSite, type SiteOptions } from '../../src/site/build.js';
-import { createInProcessService } from '../../src/site/in-process.js';
-import { readPublication } from '../../src/site/read.js';
+import { buildSite, type SiteOptions } from '../../src/tools/site/build.js';
+import { createInProcessService } from '../../src/tools/site/in-process.js';
+import { readPublication } from '../../src/tools/site/read.js';
 import { API_URL, createDefaultService, siteAssets, siteOptions } from './site-support.js';
 
 const API_KEY = 'fake-site-build-key-0d5e8a71-not-real';
@@ -81,7 +81,7 @@ describe('npm run site:build -- --read-upstream (the built command)', () => {
   it('writes the site from the upstream with the key from the environment; the key is in no file and no output', async () => {
     const child = spawn(
       process.execPath,
-      ['dist/site/cli.js', '--read-upstream', '--api', 'https://news-api.example.com', '--site-url', 'https://news.example.com/', '--out', out],
+      ['dist/tools/site/main.js', '--read-upstream', '--api', 'https://news-api.example.com', '--site-url', 'https://news.example.com/', '--out', out],
       { env: { PATH: process.env.PATH, NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: upstream.baseUrl, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let output = '';

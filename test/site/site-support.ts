@@ -2,11 +2,11 @@ import { readFile } from 'node:fs/promises';
 import { parseDocument } from 'htmlparser2';
 import { selectAll, selectOne } from 'css-select';
 import type { Document, Element } from 'domhandler';
-import { parseConfig } from '../../src/config.js';
-import { silentLogger } from '../../src/log.js';
-import { createAppForConfig } from '../../src/app-for-config.js';
-import { buildSite, type SiteOptions } from '../../src/site/build.js';
-import { readPublication } from '../../src/site/read.js';
+import { parseConfig } from '../../src/core/config/config.js';
+import { silentLogger } from '../../src/core/log.js';
+import { createAppForConfig } from '../../src/core/service.js';
+import { buildSite, type SiteOptions } from '../../src/tools/site/build.js';
+import { readPublication } from '../../src/tools/site/read.js';
 
 export const SITE_URL = 'https://news.example.com/letters/';
 export const API_URL = 'https://bff.example.com';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEMO_BLOCKED_EMAIL, createDemoUpstream } from '../../src/demo/demo-upstream.js';
+import { DEMO_BLOCKED_EMAIL, createDemoUpstream } from '../../src/demo/upstream.js';
 import { TEST_API_KEY, createFakeClock, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
 import {
   SUCCESS_BODY,

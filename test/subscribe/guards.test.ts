@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REPEAT_WINDOW_MS, createRepeatGuard, rateLimitError, isHoneypotFilled } from '../../src/subscribe/guards.js';
+import { REPEAT_WINDOW_MS, createRepeatGuard, rateLimitError, isHoneypotFilled } from '../../src/core/subscribe/guards.js';
 import { createFakeClock } from '../helpers.js';
 import {
   EMAIL,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createSubscribeInputSchema } from '../../src/subscribe/input.js';
-import { parseOrThrow } from '../../src/validation.js';
+import { createSubscribeInputSchema } from '../../src/core/subscribe/input.js';
+import { parseOrThrow } from '../../src/core/validation.js';
 import { TEST_BASE_URL } from '../helpers.js';
 import {
   PATH,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
-import { ApiError } from '../../src/errors.js';
-import { createOriginPolicy } from '../../src/origins.js';
-import { redirectTarget, reply } from '../../src/subscribe/reply.js';
+import { ApiError } from '../../src/core/http/errors.js';
+import { createOriginPolicy } from '../../src/core/http/origins.js';
+import { redirectTarget, reply } from '../../src/core/subscribe/reply.js';
 import {
   PATH,
   EMAIL,

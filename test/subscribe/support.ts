@@ -1,8 +1,8 @@
 /** Shared by the POST /api/subscribe suites: the app over a scripted upstream, posts, and expectations. */
 import { expect } from 'vitest';
-import { createApp } from '../../src/app.js';
-import { createNodeClientIp } from '../../src/client-ip.js';
-import { createUpstreamClient } from '../../src/upstream/newsletter-api.js';
+import { createApp } from '../../src/core/app.js';
+import { createNodeClientIp } from '../../src/core/http/client-ip.js';
+import { createUpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import {
   TEST_API_KEY,
   TEST_BASE_URL,

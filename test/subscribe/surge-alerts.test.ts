@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createPrometheusMetrics } from '../../src/admin/prometheus.js';
+import { createPrometheusMetrics } from '../../src/node/admin/prometheus.js';
 import { closeServer, TEST_API_KEY } from '../helpers.js';
 import { createSubscribeApp, postJson } from './support.js';
 

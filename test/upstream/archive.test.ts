@@ -1,8 +1,8 @@
 import { describe, it, expect } from 'vitest';
-import { readWholeArchive } from '../../src/upstream/archive.js';
-import { DEFAULT_LIST_PAGING } from '../../src/upstream/assumptions.js';
-import type { PagePosition } from '../../src/upstream/archive.js';
-import type { UpstreamIssue } from '../../src/upstream/schemas.js';
+import { readWholeArchive } from '../../src/core/upstream/archive.js';
+import { DEFAULT_LIST_PAGING } from '../../src/core/upstream/assumptions.js';
+import type { PagePosition } from '../../src/core/upstream/archive.js';
+import type { UpstreamIssue } from '../../src/core/upstream/schemas.js';
 import { createLogCapture, jsonResponse, TEST_BASE_URL, type FetchHandler } from '../helpers.js';
 import { errorBody, failureOf, setupClient, upstreamIssue } from './fixtures.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
-import { createUpstreamClient, type UpstreamClientOptions } from '../../src/upstream/newsletter-api.js';
-import type { CreateSubscriberBody } from '../../src/upstream/schemas.js';
-import { UpstreamError } from '../../src/upstream/transport.js';
+import { createUpstreamClient, type UpstreamClientOptions } from '../../src/core/upstream/newsletter-api.js';
+import type { CreateSubscriberBody } from '../../src/core/upstream/schemas.js';
+import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY, TEST_BASE_URL, type FetchHandler } from '../helpers.js';
 
 /* Upstream answers and failures shared by the upstream client's suites. */

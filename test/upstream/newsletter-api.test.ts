@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { createUpstreamUrlBuilder } from '../../src/upstream/newsletter-api.js';
-import { UpstreamError } from '../../src/upstream/transport.js';
+import { createUpstreamUrlBuilder } from '../../src/core/upstream/newsletter-api.js';
+import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { jsonResponse, TEST_API_KEY, TEST_BASE_URL } from '../helpers.js';
 import {
   categoriesOk,

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { parseRowList, skipValue } from '../../src/upstream/row-scanner.js';
+import { parseRowList, skipValue } from '../../src/core/upstream/row-scanner.js';
 import { jsonResponse } from '../helpers.js';
 import { setupClient, upstreamIssue } from './fixtures.js';
 

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { IssueEnvelope, UpstreamCategorySchema } from '../../src/upstream/schemas.js';
+import { IssueEnvelope, UpstreamCategorySchema } from '../../src/core/upstream/schemas.js';
 
 describe('upstream schemas', () => {
   it('describe a body of the wrong shape in English words without any other module loaded', () => {

@@ -1,5 +1,5 @@
-import { createTransport, type TransportOptions } from '../../src/upstream/transport.js';
-import * as z from '../../src/zod.js';
+import { createTransport, type TransportOptions } from '../../src/core/upstream/transport.js';
+import * as z from '../../src/core/zod.js';
 import { jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
 import { createTestSeams } from './fixtures.js';
 

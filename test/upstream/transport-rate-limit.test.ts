@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { createMemoryHoldOff, type HoldOffStart } from '../../src/upstream/hold-off.js';
-import { parseRetryAfter } from '../../src/upstream/transport.js';
+import { createMemoryHoldOff, type HoldOffStart } from '../../src/core/upstream/hold-off.js';
+import { parseRetryAfter } from '../../src/core/upstream/transport.js';
 import { createFakeClock, jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
 import { errorBody, failureOf, UPSTREAM_SENTENCE } from './fixtures.js';
 import { setupTransport as setup, THING, THING_URL, thingsOk } from './transport-fixtures.js';

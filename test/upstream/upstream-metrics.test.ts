@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { UpstreamError } from '../../src/upstream/transport.js';
+import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { jsonResponse } from '../helpers.js';
 import { createMetricsRecorder } from '../metrics-recorder.js';
 import { categoriesOk, errorBody, failureOf, setupClient, SUBSCRIBER_BODY } from './fixtures.js';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { runCheck } from '../../src/check.js';
+import { runCheck } from '../../src/tools/check.js';
 import { createArchive } from '../support/fake-upstream/archive.js';
 import { createFakeUpstream } from '../support/fake-upstream/fake.js';
 import type { UpstreamVariant } from '../support/fake-upstream/variant.js';
-import { createAppForConfig } from '../../src/app-for-config.js';
+import { createAppForConfig } from '../../src/core/service.js';
 import { createFakeClock, createLogCapture, testConfig } from '../helpers.js';
 
 const KEY = 'fake-key-for-variants-not-real';

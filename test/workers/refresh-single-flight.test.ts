@@ -1,6 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { createWorker } from '../../src/worker-handler.js';
+import { createWorker } from '../../src/workers/handler.js';
 import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY } from '../helpers.js';
 
 const ISSUES = [

@@ -1,7 +1,7 @@
 import { createExecutionContext, env as poolEnv, waitOnExecutionContext } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
-import { createWorkersSharedCache } from '../../src/reads/shared-tier.js';
-import { createWorker } from '../../src/worker-handler.js';
+import { createWorkersSharedCache } from '../../src/core/reads/shared-tier.js';
+import { createWorker } from '../../src/workers/handler.js';
 import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
 
 const ISSUES = [

@@ -3,7 +3,7 @@ import type { DemoIssue } from '../../../src/demo/sample-publication.js';
 import { createArchive } from './archive.js';
 import { createFakeUpstream, type FakeUpstreamOptions } from './fake.js';
 import { ConnectionBroken, FAKE_UPSTREAM_ERROR_TEXT, type Delay } from './faults.js';
-import { LIST_ISSUES_DEFAULT_ROWS, UPSTREAM_PATHS } from '../../../src/upstream/assumptions.js';
+import { LIST_ISSUES_DEFAULT_ROWS, UPSTREAM_PATHS } from '../../../src/core/upstream/assumptions.js';
 import { createFakeClock } from '../../helpers.js';
 
 const KEY = 'fake-key-not-real';

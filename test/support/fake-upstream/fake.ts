@@ -1,6 +1,6 @@
-import { createDemoUpstream, DEMO_API_KEY, DEMO_BASE_URL, type DemoUpstream } from '../../../src/demo/demo-upstream.js';
+import { createDemoUpstream, DEMO_API_KEY, DEMO_BASE_URL, type DemoUpstream } from '../../../src/demo/upstream.js';
 import type { DemoCategory, DemoIssue } from '../../../src/demo/sample-publication.js';
-import { UPSTREAM_PATHS } from '../../../src/upstream/assumptions.js';
+import { UPSTREAM_PATHS } from '../../../src/core/upstream/assumptions.js';
 import { errorEnvelope, faultyAnswer, json, realDelay, type Delay, type FaultMode } from './faults.js';
 import { pathOf, rewriteBody, rewritesBodies, translateListQuery, type UpstreamVariant } from './variant.js';
 

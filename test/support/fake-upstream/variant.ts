@@ -3,7 +3,7 @@ import {
   LIST_ISSUES_LIMIT_PARAM,
   LIST_ISSUES_OFFSET_PARAM,
   UPSTREAM_PATHS,
-} from '../../../src/upstream/assumptions.js';
+} from '../../../src/core/upstream/assumptions.js';
 
 /**
  * How this upstream differs from what docs/upstream.md "Assumptions" guesses. Each knob makes

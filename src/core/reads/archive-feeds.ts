@@ -1,0 +1,104 @@
+import { LRUCache } from 'lru-cache';
+import { SLUG_PLACEHOLDER } from '../config/config.js';
+import { renderAtomFeed } from '../feeds/atom.js';
+import { latestSentAt, type FeedOptions } from '../feeds/options.js';
+import { renderRssFeed } from '../feeds/rss.js';
+import type { IssueSummary } from '../public-shapes.js';
+import type { ArchiveIndex } from './cached-value.js';
+import { archivePageKey, archivePageOf, type ArchiveQuery } from './archive-pages.js';
+import type { PublicRead, PublicReads } from './public-reads.js';
+import type { WaitUntil } from './read-through-cache.js';
+import { renderBody, renderedBytes, type BodyEncoder, type RenderedJson } from './rendered-json.js';
+
+/** The feed representations of the archive route (docs/contract.md "GET /api/issues"). */
+export type FeedFormat = 'atom' | 'rss';
+
+export interface ArchiveFeedsOptions {
+  reads: Pick<PublicReads, 'archiveIndex'>;
+  /** SITE_ISSUE_URL: an issue's public page, with `{slug}` where its slug goes. */
+  siteIssueUrl: string;
+  /** PUBLICATION_NAME: the feeds' title and author; the site's host when unset. */
+  publicationName?: string | undefined;
+  /** PUBLIC_BASE_URL: where this service answers, for the feeds' `self` link; none when unset. */
+  publicBaseUrl?: string | undefined;
+  /** The rendered-feeds share of CACHE_MAX_BYTES (memory-budget.ts), compressed copies included. */
+  maxBytes: number;
+  /** Compressed copies of each feed, made once per rendering (Node's encoder); none where not given. */
+  encodeBody?: BodyEncoder | undefined;
+}
+
+export interface ArchiveFeeds {
+  feed(query: ArchiveQuery, format: FeedFormat, waitUntil?: WaitUntil): Promise<PublicRead>;
+  stats(): { renderedFeeds: number; renderedFeedBytes: number };
+}
+
+const RENDERERS: Readonly<Record<FeedFormat, (issues: readonly IssueSummary[], options: FeedOptions) => string>> = {
+  atom: renderAtomFeed,
+  rss: renderRssFeed,
+};
+/** The route's default page size: a feed's `self` link names `limit` only when it differs. */
+const DEFAULT_LIMIT = 20;
+/** An empty feed is dated by a fixed instant rather than the clock: the same index, the same bytes. */
+const EPOCH = '1970-01-01T00:00:00.000Z';
+/** Where the route answers under PUBLIC_BASE_URL (see `selfLink`). */
+const ROUTE_PATH = '/api/issues';
+
+/**
+ * Feeds of the archive, cut from the same cached index as the JSON pages and rendered (and
+ * compressed) once per index and query: a feed reader's poll of an unchanged archive only copies bytes.
+ */
+export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
+  const { reads, siteIssueUrl, publicBaseUrl } = options;
+  // Slugs are URL-safe by the route's rule; encoded all the same, so a template's query stays one.
+  const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
+  // The site's home: all that SITE_ISSUE_URL says of it is its origin.
+  const siteUrl = new URL('/', issueUrl('slug')).href;
+  const siteName = options.publicationName ?? new URL(siteUrl).host;
+  const rendered = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
+    maxSize: Math.max(1, options.maxBytes),
+    sizeCalculation: (page) => renderedBytes(page.rendered),
+  });
+
+  async function render(index: ArchiveIndex, query: ArchiveQuery, format: FeedFormat): Promise<RenderedJson> {
+    const { issues } = archivePageOf(index, query);
+    const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
+    const body = RENDERERS[format](issues, {
+      issueUrl,
+      ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
+      siteUrl,
+      title: categoryName === undefined ? siteName : `${siteName}: ${categoryName}`,
+      author: siteName,
+      updated: latestSentAt(issues, EPOCH),
+    });
+    return renderBody(body, options.encodeBody);
+  }
+
+  return {
+    async feed(query, format, waitUntil) {
+      const { index, state, ageSeconds } = await reads.archiveIndex(waitUntil);
+      const key = `${format}:${archivePageKey(query)}`;
+      const cached = rendered.get(key);
+      if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds };
+      const page = await render(index, query, format);
+      rendered.set(key, { index, rendered: page });
+      return { rendered: page, state, ageSeconds };
+    },
+
+    stats() {
+      return { renderedFeeds: rendered.size, renderedFeedBytes: rendered.calculatedSize };
+    },
+  };
+}
+
+/**
+ * The feed's own address: the public base URL the service is told, and a query built from the
+ * validated query alone. Never built from the `Host` header, which the client writes; a feed
+ * without PUBLIC_BASE_URL has no `self` link rather than a relative one.
+ */
+function selfLink(publicBaseUrl: string, query: ArchiveQuery, format: FeedFormat): string {
+  const params = new URLSearchParams({ format });
+  if (query.category !== undefined) params.set('category', query.category);
+  if (query.limit !== DEFAULT_LIMIT) params.set('limit', String(query.limit));
+  if (query.offset > 0) params.set('offset', String(query.offset));
+  return `${publicBaseUrl}${ROUTE_PATH}?${params}`;
+}

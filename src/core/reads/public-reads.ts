@@ -1,0 +1,501 @@
+import { LRUCache } from 'lru-cache';
+import { ApiError } from '../http/errors.js';
+import type { Metrics } from '../metrics.js';
+import {
+  compareByName,
+  compareNewestFirst,
+  isPublicIssue,
+  toIssueDetail,
+  toIssueSummary,
+  toPublicCategory,
+  type ArchivePageBody,
+  type CategoriesBody,
+  type IssueBody,
+  type IssueDetail,
+  type IssueSummary,
+  type PublicCategory,
+} from '../public-shapes.js';
+import type { UpstreamClient } from '../upstream/newsletter-api.js';
+import { UpstreamError } from '../upstream/transport.js';
+import {
+  archiveValue,
+  decodeSharedEntry,
+  encodeSharedEntry,
+  jsonValue,
+  sizeOfCachedValue,
+  type ArchiveIndex,
+  type ArchiveSync,
+  type CachedValue,
+  type IssueSource,
+} from './cached-value.js';
+import type { UpstreamIssue } from '../upstream/schemas.js';
+import { splitMemoryBudget, stringBytes } from './memory-budget.js';
+import {
+  createReadThroughCache,
+  type CacheState,
+  type CacheStats,
+  type FreshnessRules,
+  type Loader,
+  type WaitUntil,
+} from './read-through-cache.js';
+import type { ReadBudget } from './read-budget.js';
+import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
+import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
+import { withSharedTier, type SharedTier } from './shared-tier.js';
+import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
+
+export type { RenderedJson } from './rendered-json.js';
+export type { ArchiveQuery } from './archive-pages.js';
+
+/** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
+export interface PublicRead<T = unknown> {
+  rendered: RenderedJson;
+  state: CacheState;
+  /** Seconds since the upstream answered; set on STALE reads only (sent as `Age`). */
+  ageSeconds?: number;
+  readonly envelope?: T;
+}
+
+export interface PublicReadsOptions {
+  upstream: UpstreamClient;
+  now: () => number;
+  ttlSeconds: number;
+  /** CACHE_MAX_BYTES: split between the caches below by memory-budget.ts. */
+  maxBytes: number;
+  notFoundTtlSeconds: number;
+  archiveMaxIssues: number;
+  /** ARCHIVE_RESYNC_SECONDS: how often the archive is read whole when refreshes read only its head (default 600). */
+  archiveResyncSeconds?: number;
+  onLoadError?: (key: string, error: unknown) => void;
+  /** A value too large to keep within `maxBytes` (see ReadThroughCacheOptions.onTooLarge). */
+  onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
+  /** A tier shared between isolates (Workers' Cache API); none on Node. */
+  sharedCache?: SharedTier;
+  /** Charged once per by-slug read the archive index cannot justify (see loadIssue); none: not limited. */
+  readBudget?: ReadBudget;
+  /** Shortest time between two archive index refreshes an unlisted slug may cause (default 5 s). */
+  indexRefreshMinIntervalMs?: number;
+  /** Told of the upstream-data cache's reads and evictions (see ReadThroughCacheOptions.metrics). */
+  metrics?: Metrics;
+  /** Compresses each JSON copy once as it is made (Node); none: copies are kept as text only. */
+  encodeBody?: BodyEncoder;
+}
+
+/** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
+export interface ArchiveIndexRead {
+  index: ArchiveIndex;
+  state: CacheState;
+  ageSeconds?: number | undefined;
+}
+
+/** `client` is the visitor's IP: the upstream loads its read causes are charged to it. */
+export interface PublicReads {
+  archiveIndex(waitUntil?: WaitUntil, client?: string): Promise<ArchiveIndexRead>;
+  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<ArchivePageBody>>;
+  issue(slug: string, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<IssueBody>>;
+  categories(waitUntil?: WaitUntil, client?: string): Promise<PublicRead<CategoriesBody>>;
+  /**
+   * Reads the archive and the categories from the upstream now, whatever their copies' age, into
+   * this cache and the shared tier (a Workers Cron Trigger: visitors then find a copy). Charged
+   * to no visitor (the total read budget only).
+   */
+  refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }>;
+  /**
+   * The same three reads when each can be answered at once from a fresh cached copy (a HIT),
+   * synchronously; `undefined` when it would need a load, a render or an error.
+   */
+  fresh: {
+    archivePage(query: ArchiveQuery): PublicRead<ArchivePageBody> | undefined;
+    issue(slug: string): PublicRead<IssueBody> | undefined;
+    categories(): PublicRead<CategoriesBody> | undefined;
+  };
+  stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
+}
+
+/** Staleness limits of docs/contract.md "Caching", also sent in `Cache-Control`. */
+export const STALE_WHILE_REVALIDATE_SECONDS = 300;
+export const STALE_IF_ERROR_SECONDS = 86_400;
+const NOT_FOUND_MAX_ENTRIES = 20_000;
+/** ARCHIVE_RESYNC_SECONDS's default (docs/upstream.md "How the archive is read" says why). */
+export const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
+const ARCHIVE_KEY = 'archive';
+const CATEGORIES_KEY = 'categories';
+const ISSUE_KEY_PREFIX = 'issue:';
+
+const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+
+/** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
+export function createPublicReads(options: PublicReadsOptions): PublicReads {
+  const { upstream, now, sharedCache, readBudget } = options;
+  /** A read the index cannot justify is paid for first; over budget, it is refused unmade. */
+  const chargeUnlistedRead = (client: string | undefined) => readBudget?.take(client);
+  const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
+  const budget = splitMemoryBudget(options.maxBytes);
+  const rules: FreshnessRules = {
+    ttlMs: options.ttlSeconds * 1000,
+    staleWhileRevalidateMs: STALE_WHILE_REVALIDATE_SECONDS * 1000,
+    staleIfErrorMs: STALE_IF_ERROR_SECONDS * 1000,
+  };
+
+  // Unknown slugs live apart from the main cache, so a slug-scanning bot can neither reach
+  // the upstream twice for one slug nor evict the good entries (docs/contract.md "Caching").
+  const notFound = new LRUCache<string, true>({
+    max: NOT_FOUND_MAX_ENTRIES,
+    maxSize: budget.notFound,
+    sizeCalculation: (_value, slug) => stringBytes(slug),
+    ttl: options.notFoundTtlSeconds * 1000,
+    perf: { now },
+    // Staleness is checked against the injected clock on every read (no cached "now" timer).
+    ttlResolution: 0,
+  });
+
+  const cache = createReadThroughCache<CachedValue>({
+    ...rules,
+    maxBytes: budget.upstreamData,
+    maxEntryBytes: budget.upstreamDataEntry,
+    notFoundTtlMs: options.notFoundTtlSeconds * 1000,
+    now,
+    sizeOf: sizeOfCachedValue,
+    fetchedAtOf: (value) => value.fetchedAt,
+    onLoadError: options.onLoadError,
+    onTooLarge: options.onTooLarge,
+    metrics: options.metrics,
+  });
+
+  const pages = createRenderedPages(budget.renderedPages, options.encodeBody);
+
+  /**
+   * `value` with its compressed copies, made now where it has none yet: a copy read back from the
+   * shared tier (which stores the text only), or a letter kept before its copies were made. The
+   * same value where there is nothing to add; a failed compression leaves it text.
+   */
+  async function withCopies(value: CachedValue): Promise<CachedValue> {
+    if (value.kind !== 'json' || options.encodeBody === undefined) return value;
+    const rendered = await withEncodedCopies(value.rendered, options.encodeBody).catch(() => value.rendered);
+    // Made again for its size: the copies count in the cache's bytes.
+    return rendered === value.rendered ? value : jsonValue(rendered, value.fetchedAt, value.version);
+  }
+
+  /**
+   * Compressed copies made behind the answer, one body at a time (a whole read seeds a hundred
+   * letters; compressing them before it answered cost seconds): each replaces its text-only copy
+   * while that is still the fresh one kept. A letter that went stale first gets its copies at its
+   * next refresh (loadIssue). A queued letter's text is held until its turn: at most what one
+   * archive read keeps (the cache's entry bound).
+   */
+  let compressing: Promise<void> = Promise.resolve();
+  function compressBehind(key: string, value: CachedValue): void {
+    if (options.encodeBody === undefined || value.kind !== 'json') return;
+    compressing = compressing
+      .then(async () => {
+        if (!cache.holds(key, value)) return;
+        const next = await withCopies(value);
+        if (next !== value) cache.replace(key, value, next);
+      })
+      .catch((error: unknown) => options.onLoadError?.(key, error));
+  }
+
+  /**
+   * On Workers, each loader asks the isolates' shared tier before the upstream (on Node, Redis);
+   * what it answers is given its compressed copies where it has none.
+   */
+  const withSharedCopy = (load: Loader<CachedValue>): Loader<CachedValue> => {
+    if (!sharedCache) return load;
+    const loadThroughTier = withSharedTier(load, {
+      store: sharedCache,
+      rules,
+      now,
+      encode: encodeSharedEntry,
+      decode: decodeSharedEntry,
+      onRefreshError: options.onLoadError,
+    });
+    return async (...args) => {
+      const value = await loadThroughTier(...args);
+      return value && withCopies(value);
+    };
+  };
+
+  /**
+   * Reads the archive index, whole or (when the last whole read proved the upstream lists newest
+   * `sentAt` first, and a whole read is not yet due) only its head down to a row it knows
+   * (docs/upstream.md "How the archive is read"). Letters the rows carry are kept as issue
+   * copies while they fit the cache, so a listed issue opens without a second call.
+   */
+  async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
+    const prior = previous?.kind === 'archive' ? previous.index : undefined;
+    const time = now();
+    const contents = createContentKeeper();
+    if (prior && upstream.readPublicArchiveHead && prior.sync.newestSentFirst && time - prior.sync.fullReadAt < resyncMs) {
+      const head = await upstream.readPublicArchiveHead({
+        isKnownId: (id) => prior.sync.ids.has(id),
+        reduceRow: contents.reduceRow,
+        validators: prior.sync.head,
+      });
+      // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
+      if (head.unchanged) return { kind: 'archive' as const, index: prior, fetchedAt: now() };
+      if (head.reachedKnown && head.newestSentFirst && head.dropped.count === 0) {
+        const replaced = new Set(head.issues.map((row) => row.source.id));
+        const kept = [...head.issues, ...indexedRows(prior).filter((row) => !replaced.has(row.source.id))];
+        const ids = new Set(prior.sync.ids);
+        for (const id of replaced) ids.add(id);
+        const answeredAt = now();
+        await contents.seed(answeredAt);
+        return indexValue(kept, answeredAt, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators });
+      }
+    }
+    // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
+    if (upstream.readPublicArchive) {
+      const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow: contents.reduceRow, expectedRows: prior?.sync.ids.size });
+      const clean = read.dropped.count === 0 && read.findings.length === 0;
+      const ids = new Set(read.issues.map((row) => row.source.id));
+      const answeredAt = now();
+      await contents.seed(answeredAt);
+      const sync = { newestSentFirst: clean && read.newestSentFirst, fullReadAt: time, ids };
+      return indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync);
+    }
+    const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
+    const answeredAt = now();
+    await contents.seed(answeredAt);
+    return indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { newestSentFirst: false, fullReadAt: time, ids: new Set() });
+  }
+
+  /** What the index keeps of one listed row: a summary when it is public, and where it came from. */
+  interface KeptRow {
+    summary: IssueSummary | undefined;
+    source: IssueSource;
+  }
+
+  /** The rows of an index, back in the form a refresh merges. */
+  function indexedRows(index: ArchiveIndex): KeptRow[] {
+    return index.all.map((summary) => ({ summary, source: index.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null } }));
+  }
+
+  /** The cached index of `rows` (newest first, one per slug, public ones only). */
+  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync): CachedValue {
+    const bySlug = new Map<string, IssueSummary>();
+    const sources = new Map<string, IssueSource>();
+    for (const { summary, source } of rows) {
+      if (summary === undefined || bySlug.has(summary.slug)) continue;
+      bySlug.set(summary.slug, summary);
+      sources.set(summary.slug, source);
+    }
+    return archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync });
+  }
+
+  /**
+   * Keeps the letters list rows carry, within what the cache can hold of them (so a read of
+   * thousands of fat rows holds no more than that), and seeds them as issue copies once the read
+   * is done. A copy already kept for the same `updatedAt` is left as it is.
+   */
+  function createContentKeeper() {
+    const details: { detail: IssueDetail; version: string | undefined }[] = [];
+    let bytes = 0;
+    return {
+      reduceRow(row: UpstreamIssue): KeptRow {
+        // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
+        if (!isPublicIssue(row)) return { summary: undefined, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
+        const summary = toIssueSummary(row);
+        const version = row.updatedAt ?? undefined;
+        if (typeof row.contentHtml === 'string' && bytes < budget.upstreamDataEntry) {
+          const copy = cache.peek(ISSUE_KEY_PREFIX + row.slug);
+          const same = copy?.kind === 'json' && version !== undefined && copy.version === version;
+          if (!same) {
+            bytes += stringBytes(row.contentHtml);
+            details.push({ detail: { ...summary, contentHtml: row.contentHtml }, version });
+          }
+        }
+        return { summary, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
+      },
+      /** Kept as text at once, so the read's answer never waits on compressing its letters: they are compressed behind it. */
+      async seed(fetchedAt: number): Promise<void> {
+        for (const { detail, version } of details) {
+          const key = ISSUE_KEY_PREFIX + detail.slug;
+          const value = jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version);
+          cache.seed(key, value);
+          compressBehind(key, value);
+        }
+        details.length = 0;
+      },
+    };
+  }
+  const loadArchive = withSharedCopy(loadArchiveFromUpstream);
+
+  async function loadCategoriesFromUpstream() {
+    const bySlug = new Map<string, PublicCategory>();
+    for (const category of await upstream.listCategories()) {
+      if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
+    }
+    const envelope: CategoriesBody = { ok: true, data: [...bySlug.values()].sort(compareByName) };
+    return jsonValue(await renderJson(envelope, options.encodeBody), now());
+  }
+  const loadCategories = withSharedCopy(loadCategoriesFromUpstream);
+
+  /**
+   * A loader that reads the upstream whatever the shared copy's age, and stores what it read
+   * there. It refreshes from the copy this instance holds or, in a new one, the shared copy, so
+   * a scheduled refresh of an archive known to be newest first reads only its head.
+   */
+  const publishing =
+    (load: Loader<CachedValue>): Loader<CachedValue> =>
+    async (key, waitUntil, client, previous) => {
+      const entry = previous === undefined ? await sharedCache?.get(key).catch(() => undefined) : undefined;
+      const value = await load(key, waitUntil, client, previous ?? (entry && decodeSharedEntry(entry)));
+      if (value !== undefined) await sharedCache?.put(key, encodeSharedEntry(value));
+      return value;
+    };
+
+  /**
+   * An issue the upstream does not have, or must not show, is remembered as a 404. A copy whose
+   * row the index still lists with the same `updatedAt` is still right: it is kept without a
+   * call. A slug the index lists is read by slug without the read budget: only reads the index
+   * cannot justify (no index, or one cut off at ARCHIVE_MAX_ISSUES) are charged to it.
+   */
+  const loadIssue = withSharedCopy(async function loadIssue(key, waitUntil, client, previous) {
+    const slug = key.slice(ISSUE_KEY_PREFIX.length);
+    let archive = cache.peek(ARCHIVE_KEY);
+    // A copy is checked against an index at least as fresh as itself would be: a stale index is
+    // refreshed first (joining a refresh under way; on failure the kept one answers).
+    if (previous?.kind === 'json' && archive !== undefined && now() > archive.fetchedAt + rules.ttlMs) {
+      archive = (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client, forceRefresh: true })).value;
+    }
+    const index = archive?.kind === 'archive' ? archive : undefined;
+    const listed = index?.index.slugs.has(slug) === true;
+    const version = index?.index.sources.get(slug)?.updatedAt;
+    if (index && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
+      const kept = await withCopies(previous);
+      return { ...kept, fetchedAt: Math.max(previous.fetchedAt, index.fetchedAt) };
+    }
+    // A copy gone from a complete index read after it was made: unpublished (or renamed). A slug
+    // without a copy was looked up before this load (slug-lookup.ts): it is read by slug.
+    if (previous && index && !listed && index.index.complete && index.fetchedAt >= previous.fetchedAt) {
+      notFound.set(slug, true);
+      return undefined;
+    }
+    if (!listed) chargeUnlistedRead(client);
+    let issue;
+    try {
+      issue = await upstream.getIssueBySlug(slug);
+    } catch (error) {
+      if (error instanceof UpstreamError && error.kind === 'not_found') {
+        notFound.set(slug, true);
+        return undefined;
+      }
+      throw error;
+    }
+    // A draft, private or renamed issue is a 404 even when the upstream returned it.
+    if (!isPublicIssue(issue) || issue.slug !== slug) {
+      notFound.set(slug, true);
+      return undefined;
+    }
+    const envelope: IssueBody = { ok: true, data: toIssueDetail(issue) };
+    return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined);
+  });
+
+  /**
+   * A stale copy says how old it is, so a browser or CDN does not count its `max-age` afresh
+   * (RFC 9111 §5.1); a fresh one is within `max-age` and needs no `Age`.
+   */
+  function ageOf(state: CacheState, value: CachedValue): number | undefined {
+    return state === 'STALE' ? Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)) : undefined;
+  }
+
+  async function readJson<T>(
+    key: string,
+    load: Loader<CachedValue>,
+    waitUntil: WaitUntil | undefined,
+    client: string | undefined,
+  ): Promise<PublicRead<T> | undefined> {
+    const { value, state } = await cache.read(key, load, waitUntil, { client });
+    if (value?.kind !== 'json') return undefined;
+    return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
+  }
+
+  function freshJson<T>(key: string): PublicRead<T> | undefined {
+    return cache.readFresh(key, (value): PublicRead<T> | undefined =>
+      value.kind === 'json' ? { rendered: value.rendered, state: 'HIT' } : undefined,
+    );
+  }
+
+  const lookUpSlug = createIndexedSlugLookup({
+    cache,
+    key: ARCHIVE_KEY,
+    load: loadArchive,
+    loadFromUpstream: loadArchiveFromUpstream,
+    now,
+    minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
+  });
+
+  /** The issue's copy was made before a complete index that no longer lists it: it was unpublished. */
+  function droppedFromIndex(key: string, slug: string): boolean {
+    const archive = cache.peek(ARCHIVE_KEY);
+    if (archive?.kind !== 'archive' || !archive.index.complete || archive.index.slugs.has(slug)) return false;
+    const copy = cache.peek(key);
+    return copy !== undefined && archive.fetchedAt >= copy.fetchedAt;
+  }
+
+  async function archiveIndex(waitUntil: WaitUntil | undefined, client?: string): Promise<ArchiveIndexRead> {
+    const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
+    if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
+    return { index: value.index, state, ageSeconds: ageOf(state, value) };
+  }
+
+  return {
+    archiveIndex,
+
+    async archivePage(query, waitUntil, client) {
+      const { index, state, ageSeconds } = await archiveIndex(waitUntil, client);
+      const rendered = pages.get(index, query) ?? (await pages.render(index, query));
+      return { rendered, state, ageSeconds };
+    },
+
+    async issue(slug, waitUntil, client) {
+      const key = ISSUE_KEY_PREFIX + slug;
+      if (notFound.has(slug)) throw noSuchIssue();
+      // A copy of an issue the index no longer lists (unpublished) is not served; any other slug
+      // is looked up in the archive index first, so an unknown slug never reaches the upstream.
+      if (cache.has(key) ? droppedFromIndex(key, slug) : (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
+      const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client);
+      if (!read) throw noSuchIssue();
+      return read;
+    },
+
+    async refreshFromUpstream(waitUntil) {
+      // Joins a load under way; a failure leaves the copies as they were (stale-if-error), and
+      // a copy handed back stale says the refresh failed.
+      const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
+      const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
+      if (archive.state === 'STALE' || categories.state === 'STALE') throw new Error('the upstream refresh failed; the copies stay as they were');
+      if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
+      return { issues: archive.value.index.all.length };
+    },
+
+    async categories(waitUntil, client) {
+      const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client);
+      if (!read) throw new Error('categories loader returned nothing');
+      return read;
+    },
+
+    fresh: {
+      archivePage(query) {
+        return cache.readFresh(ARCHIVE_KEY, (value): PublicRead<ArchivePageBody> | undefined => {
+          const rendered = value.kind === 'archive' ? pages.get(value.index, query) : undefined;
+          return rendered && { rendered, state: 'HIT' };
+        });
+      },
+      issue(slug) {
+        const key = ISSUE_KEY_PREFIX + slug;
+        return notFound.has(slug) || droppedFromIndex(key, slug) ? undefined : freshJson(key);
+      },
+      categories: () => freshJson(CATEGORIES_KEY),
+    },
+
+    stats() {
+      return {
+        ...cache.stats(),
+        notFoundEntries: notFound.size,
+        notFoundBytes: notFound.calculatedSize,
+        ...pages.stats(),
+      };
+    },
+  };
+}

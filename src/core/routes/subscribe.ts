@@ -1,0 +1,133 @@
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Config } from '../config/config.js';
+import { ApiError } from '../http/errors.js';
+import { waitUntilOf } from '../http/read-reply.js';
+import { rateLimitKeyOf } from '../http/ip-address.js';
+import { maskEmail, type Logger } from '../log.js';
+import { noopMetrics, type Metrics } from '../metrics.js';
+import type { OriginPolicy } from '../http/origins.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import type { SubscribeChallenge } from '../subscribe/challenge.js';
+import { forwardSubscription } from '../subscribe/forward.js';
+import { createRepeatGuard, isForbiddenOrigin, isHoneypotFilled, rateLimitError, type RepeatGuard } from '../subscribe/guards.js';
+import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type SubscribeJsonInput } from '../subscribe/input.js';
+import { SubscribeFailure, type RecordOutcome } from '../subscribe/outcome.js';
+import { redirectTarget, reply } from '../subscribe/reply.js';
+import type { SurgeWatch } from '../subscribe/surge.js';
+import type { UpstreamClient } from '../upstream/newsletter-api.js';
+
+export interface SubscribeRoutesOptions {
+  upstream: UpstreamClient;
+  config: Pick<
+    Config,
+    'subscribeSourceType' | 'subscribeDefaultSource' | 'subscribeRedirectUrl' | 'honeypotField' | 'rateLimitIpv6Prefix' | 'turnstileMode'
+  >;
+  origins: OriginPolicy;
+  rateLimiter: RateLimiter;
+  /** Shared between instances (src/redis/) when configured; this process's memory otherwise. */
+  repeatGuard?: RepeatGuard;
+  clientIp: (c: Context) => string | undefined;
+  now: () => number;
+  log: Logger;
+  /** Turnstile's check (TURNSTILE_SECRET_KEY); none when no challenge is configured. */
+  challenge?: SubscribeChallenge | undefined;
+  /** Surge detection (SUBSCRIBE_SURGE_PER_MINUTE); none when turned off. */
+  surge?: SurgeWatch | undefined;
+  /** SUBSCRIBE_BLOCK_DISPOSABLE's list (disposable-domains.ts); none when the setting is off. */
+  isDisposableDomain?: ((domain: string) => boolean) | undefined;
+  metrics?: Pick<Metrics, 'subscribe'>;
+}
+
+// Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
+const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: SubscribeJsonInput }; out: {} }> = async function declareJsonInput(_c, next) {
+  await next();
+};
+
+const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
+  details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }],
+});
+
+/**
+ * POST /api/subscribe (docs/contract.md "POST /api/subscribe", docs/subscribe.md). The checks run
+ * in this order: origin and rate limit (before a byte of the body is read, whatever its transfer
+ * coding), body size, then in the handler media type, parsing, honeypot, validation, throwaway
+ * domains, the surge count, the challenge (Turnstile: always, or during a surge), the repeat
+ * guard, the surge's pause (no Turnstile) and the upstream. A honeypot hit and a repeat get the
+ * same reply as a success. Every refusal is thrown; the route's one error handler logs it once
+ * and answers with a 303 to a form's page or the JSON envelope.
+ */
+export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
+  const { upstream, config, origins, rateLimiter, clientIp, now, log, challenge, surge, isDisposableDomain, metrics = noopMetrics } = options;
+  const repeats = options.repeatGuard ?? createRepeatGuard(now);
+
+  const recorder =
+    (c: Context): RecordOutcome =>
+    (outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') => {
+      metrics.subscribe(outcome, fields.reason);
+      log.log(level, 'subscribe', { outcome, requestId: c.get('requestId'), ...fields });
+    };
+  const targetOf = (c: Context) => redirectTarget(c, config.subscribeRedirectUrl, origins);
+  const rateLimitKey = (c: Context) => {
+    const ip = clientIp(c);
+    return ip === undefined ? undefined : rateLimitKeyOf(ip, config.rateLimitIpv6Prefix);
+  };
+
+  return new Hono()
+    .post(
+      '/subscribe',
+      declareJsonInput,
+      async function guardBeforeTheBody(c, next) {
+        if (isForbiddenOrigin(c, origins)) throw new ApiError('FORBIDDEN_ORIGIN');
+        const limited = await rateLimitError(rateLimiter, rateLimitKey(c));
+        if (limited) throw limited;
+        await next();
+      },
+      bodyLimit({
+        maxSize: SUBSCRIBE_MAX_BODY_BYTES,
+        onError: () => {
+          throw new ApiError('PAYLOAD_TOO_LARGE');
+        },
+      }),
+      async function subscribe(c) {
+        const record = recorder(c);
+        const input = await readSubscribeBody(c);
+        if (isHoneypotFilled(input, config.honeypotField)) {
+          // Answered exactly like a success, so a bot learns nothing; nothing goes upstream.
+          record('honeypot');
+          return reply(c, targetOf(c));
+        }
+        const fields = parseSubscribeFields(c, input);
+        if (isDisposableDomain?.(fields.domain)) throw DISPOSABLE_REFUSAL;
+        const surging = surge ? await surge.attempt({ ip: rateLimitKey(c), domain: fields.domain, mailbox: fields.normalized }, waitUntilOf(c)) : false;
+        // After validation, so a typo does not spend the visitor's one-use token.
+        if (challenge && (config.turnstileMode === 'always' || surging)) {
+          if (surging) surge?.challenged();
+          await challenge(c, input);
+        }
+        if (await repeats.isRepeat(fields.normalized)) {
+          record('deduped', { email: maskEmail(fields.email) });
+          return reply(c, targetOf(c));
+        }
+        if (surging && !challenge) {
+          // No challenge to tell people from bots: a paused form costs less than a suspended list.
+          surge?.paused();
+          throw new SubscribeFailure(
+            'UPSTREAM_UNAVAILABLE',
+            { outcome: 'paused', fields: { reason: 'SURGE' } },
+            { message: 'Subscriptions are paused for a few minutes. Try again later.', retryAfter: surge?.retryAfterSeconds() },
+          );
+        }
+        await forwardSubscription(upstream, config, fields, record, repeats.remember);
+        return reply(c, targetOf(c));
+      },
+    )
+    .onError(function answerRefusal(error, c) {
+      // Not ours to answer (an unknown error): the app's handler logs it and answers 500.
+      if (!(error instanceof ApiError)) throw error;
+      if (error instanceof SubscribeFailure) recorder(c)(error.outcome, { reason: error.code, ...error.logFields }, error.level);
+      else recorder(c)('rejected', { reason: error.code });
+      // A forbidden origin is never redirected: its Referer is not ours to send anyone back to.
+      return reply(c, error.code === 'FORBIDDEN_ORIGIN' ? undefined : targetOf(c), error);
+    });
+}

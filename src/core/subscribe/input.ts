@@ -1,0 +1,125 @@
+import type { Context } from 'hono';
+import * as z from '../zod.js';
+import { ApiError } from '../http/errors.js';
+import { domainOf, mailboxKeyOf } from './mailbox.js';
+import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
+import { blankToUndefined, parseOrThrow, preprocess } from '../validation.js';
+
+/** "A few KB" (docs/contract.md): an email, a source label and a checkbox fit many times over. */
+export const SUBSCRIBE_MAX_BODY_BYTES = 8 * 1024;
+
+const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data']);
+const ACCEPTED_TYPES = new Set(['application/json', ...FORM_TYPES]);
+const SUBSCRIBE_FIELDS = ['email', 'optInAttestation', 'source', 'sourcePlatform'] as const;
+// `\p{Cc}`: C0/C1 control characters (CR, LF, NUL, …) never belong in these fields.
+const NO_CONTROL_CHARACTERS = /^\P{Cc}*$/u;
+
+const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : value);
+
+/**
+ * The subscribe schema, one for JSON and form input. Only the attestation differs by source:
+ * JSON must send `true`; a form checkbox sends `on` (or its value attribute) when ticked.
+ * (zod's `stringbool` does not fit: it does not trim, it turns `off`/`no` into `false`, and an
+ * unknown word fails with zod's own wording instead of ours.)
+ */
+export function createSubscribeInputSchema(checkedValues: readonly string[]) {
+  return z.object({
+    email: preprocess(
+      trimmed,
+      z.pipe(
+        z
+          .string({ error: 'is required' })
+          .check(
+            z.minLength(1, { error: 'is required' }),
+            z.maxLength(254, { error: 'must be at most 254 characters' }),
+            z.regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' }),
+          ),
+        z.email({ error: 'must be a valid email address' }),
+      ),
+    ),
+    optInAttestation: preprocess(
+      (value) => (typeof value === 'string' && checkedValues.includes(value.trim().toLowerCase()) ? true : value),
+      z.literal(true, { error: 'must be true: the subscriber must confirm they opted in' }),
+    ),
+    source: preprocess(
+      blankToUndefined,
+      z.optional(
+        z
+          .string({ error: 'must be text' })
+          .check(
+            z.maxLength(160, { error: 'must be at most 160 characters' }),
+            z.regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' }),
+          ),
+      ),
+    ),
+    sourcePlatform: preprocess(
+      blankToUndefined,
+      z.optional(z.enum(SOURCE_PLATFORMS, { error: `must be one of ${SOURCE_PLATFORMS.join(', ')}` })),
+    ),
+  });
+}
+
+const JsonInputSchema = createSubscribeInputSchema([]);
+const FormInputSchema = createSubscribeInputSchema(['true', 'on', '1', 'yes']);
+
+/** The JSON body `hc<AppType>` sends (HTML forms post the same fields as text). */
+export interface SubscribeJsonInput {
+  email: string;
+  optInAttestation: true;
+  source?: string;
+  sourcePlatform?: (typeof SOURCE_PLATFORMS)[number];
+}
+
+/**
+ * The four fields, validated; `normalized` is the mailbox the address reaches (mailbox.ts), as
+ * the repeat guard and the surge count compare it, and `domain` its domain.
+ */
+export type SubscribeFields = z.output<typeof JsonInputSchema> & { normalized: string; domain: string };
+
+/** The media type without parameters, lower-cased; undefined when there is none. */
+export function mediaTypeOf(c: Context): string | undefined {
+  return c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase() || undefined;
+}
+
+/** An HTML form post: the kind of request that can get a 303 instead of JSON. */
+export function isFormPost(c: Context): boolean {
+  const mediaType = mediaTypeOf(c);
+  return mediaType !== undefined && FORM_TYPES.has(mediaType);
+}
+
+/** The body as an object of raw fields: JSON, a urlencoded form or a multipart form; anything else is a 415. */
+export async function readSubscribeBody(c: Context): Promise<Record<string, unknown>> {
+  const mediaType = mediaTypeOf(c);
+  if (!mediaType || !ACCEPTED_TYPES.has(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
+  return mediaType === 'application/json' ? readJsonObject(c) : readForm(c);
+}
+
+/** Validates the four known fields of a body read by `readSubscribeBody`; throws VALIDATION_ERROR. */
+export function parseSubscribeFields(c: Context, input: Record<string, unknown>): SubscribeFields {
+  // Own properties of the four known fields only: `__proto__` and unknown fields are dropped.
+  const picked: Record<string, unknown> = Object.create(null);
+  for (const field of SUBSCRIBE_FIELDS) if (Object.hasOwn(input, field)) picked[field] = input[field];
+  const fields = parseOrThrow(isFormPost(c) ? FormInputSchema : JsonInputSchema, picked);
+  return { ...fields, normalized: mailboxKeyOf(fields.email), domain: domainOf(fields.email) };
+}
+
+async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await c.req.text());
+  } catch {
+    throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message: 'must be valid JSON' }] });
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message: 'must be a JSON object' }] });
+  }
+  return parsed as Record<string, unknown>;
+}
+
+async function readForm(c: Context): Promise<Record<string, unknown>> {
+  try {
+    return await c.req.parseBody();
+  } catch {
+    throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message: 'must be a valid form submission' }] });
+  }
+}

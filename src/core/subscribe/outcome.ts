@@ -1,0 +1,31 @@
+import { ApiError, type ApiErrorOptions, type ErrorCode } from '../http/errors.js';
+import type { LogLevel } from '../log.js';
+
+/** How a subscribe attempt ended, as its log line names it. */
+export type SubscribeOutcome = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'rejected' | 'paused' | 'failed';
+
+/** Writes the one `subscribe` log line of an attempt. */
+export type RecordOutcome = (outcome: SubscribeOutcome, fields?: Record<string, string | undefined>, level?: LogLevel) => void;
+
+/**
+ * A subscribe attempt that ends in an error, with what its log line says beyond the code (the
+ * upstream's status, why the challenge failed). Thrown like any ApiError; the subscribe route's
+ * one error handler writes the line and answers (routes/subscribe.ts).
+ */
+export class SubscribeFailure extends ApiError {
+  readonly outcome: Exclude<SubscribeOutcome, 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream'>;
+  readonly logFields: Record<string, string | undefined>;
+  readonly level: LogLevel | undefined;
+
+  constructor(
+    code: ErrorCode,
+    log: { outcome: SubscribeFailure['outcome']; fields?: Record<string, string | undefined>; level?: LogLevel },
+    options: ApiErrorOptions = {},
+  ) {
+    super(code, options);
+    this.name = 'SubscribeFailure';
+    this.outcome = log.outcome;
+    this.logFields = log.fields ?? {};
+    this.level = log.level;
+  }
+}

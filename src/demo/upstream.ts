@@ -1,0 +1,187 @@
+import { Hono, type Context } from 'hono';
+import {
+  LIST_ISSUES_DEFAULT_ROWS,
+  LIST_ISSUES_LIMIT_PARAM,
+  LIST_ISSUES_MAX_ROWS,
+  LIST_ISSUES_OFFSET_PARAM,
+  NOT_FOUND_STATUS,
+  SUBSCRIBER_REFUSED,
+  UPSTREAM_PATHS,
+} from '../core/upstream/assumptions.js';
+import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../core/upstream/schemas.js';
+import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication, type DemoCategory, type DemoIssue } from './sample-publication.js';
+
+/** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */
+export const DEMO_BASE_URL = 'https://demo.newsletter.invalid/v1';
+/** Not a secret: the demo upstream accepts only this key, so the client's auth path is exercised. */
+export const DEMO_API_KEY = 'demo-key-not-a-secret';
+/** Subscribing this address gets the upstream's "refused" answer (a blocked subscriber). */
+export const DEMO_BLOCKED_EMAIL = 'blocked@example.com';
+
+const path = (segments: readonly string[]) => `/${segments.join('/')}`;
+
+export interface DemoSubscriber {
+  id: string;
+  emailNormalized: string;
+  emailOriginal: string;
+  status: 'subscribed' | 'blocked';
+  sourceType: string;
+  source: string | undefined;
+  sourcePlatform: string | undefined;
+}
+
+export interface DemoUpstream {
+  /** A `fetch` that answers the four upstream operations in process. */
+  fetch: typeof globalThis.fetch;
+  baseUrl: string;
+  apiKey: string;
+  /** The demo's subscriber list, by normalized email (readable by tests). */
+  subscribers: Map<string, DemoSubscriber>;
+  /** The publication it serves; a test may add to it. */
+  issues: DemoIssue[];
+  categories: DemoCategory[];
+}
+
+export interface DemoUpstreamOptions {
+  apiKey?: string;
+  now?: () => number;
+  publication?: { categories: DemoCategory[]; issues: DemoIssue[] };
+  /**
+   * The demo service's public origin, where the sample publication's thumbnails are served
+   * (DEFAULT_DEMO_ORIGIN unless given). Ignored when `publication` is given.
+   */
+  siteOrigin?: string;
+  /** The order List Issues answers in (newest `createdAt` first by default). */
+  order?: 'created' | 'newest-sent' | 'oldest-sent';
+}
+
+/** Sorts List Issues' rows as `order` says; ties by id, so pages never overlap. */
+function listOrder(order: DemoUpstreamOptions['order']): (a: DemoIssue, b: DemoIssue) => number {
+  const sent = (issue: DemoIssue) => issue.sentAt ?? '';
+  if (order === 'newest-sent') return (a, b) => sent(b).localeCompare(sent(a)) || a.id.localeCompare(b.id);
+  if (order === 'oldest-sent') return (a, b) => sent(a).localeCompare(sent(b)) || a.id.localeCompare(b.id);
+  return (a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id);
+}
+
+function fail(c: Context, status: number, code: string, message: string, details?: unknown) {
+  return c.json({ ok: false, error: { code, message, ...(details === undefined ? {} : { details }) } }, status as 401);
+}
+
+/**
+ * An in-process implementation of the upstream operations we use (docs/upstream.md), over a
+ * sample publication. It plugs in as the injected `fetch`, so demo mode and the tests run the
+ * real upstream client, its auth header, URL building and zod parsing included.
+ */
+export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstream {
+  const apiKey = options.apiKey ?? DEMO_API_KEY;
+  const now = options.now ?? Date.now;
+  const { categories, issues } = options.publication ?? createSamplePublication(options.siteOrigin);
+  const subscribers = new Map<string, DemoSubscriber>();
+  subscribers.set(DEMO_BLOCKED_EMAIL, {
+    id: 'sub_blocked',
+    emailNormalized: DEMO_BLOCKED_EMAIL,
+    emailOriginal: DEMO_BLOCKED_EMAIL,
+    status: 'blocked',
+    sourceType: 'import',
+    source: undefined,
+    sourcePlatform: undefined,
+  });
+  const base = new URL(DEMO_BASE_URL);
+
+  const app = new Hono().basePath(base.pathname);
+  app.use(async (c, next) => {
+    if (c.req.header('authorization') !== `Bearer ${apiKey}`) {
+      return fail(c, 401, 'UNAUTHORIZED', 'API key missing or invalid');
+    }
+    return next();
+  });
+
+  app.get(path(UPSTREAM_PATHS.listIssues), (c) => {
+    const { status, isPublic, [LIST_ISSUES_LIMIT_PARAM]: limit, [LIST_ISSUES_OFFSET_PARAM]: offset } = c.req.query();
+    const problems: { path: string; message: string }[] = [];
+    const rows = limit === undefined ? LIST_ISSUES_DEFAULT_ROWS : Number(limit);
+    const skip = offset === undefined ? 0 : Number(offset);
+    if (!Number.isInteger(rows) || rows < 1 || rows > LIST_ISSUES_MAX_ROWS) {
+      problems.push({ path: LIST_ISSUES_LIMIT_PARAM, message: `must be 1 to ${LIST_ISSUES_MAX_ROWS}` });
+    }
+    if (!Number.isInteger(skip) || skip < 0) problems.push({ path: LIST_ISSUES_OFFSET_PARAM, message: 'must be 0 or more' });
+    if (status !== undefined && !['draft', 'sending', 'sent', 'failed'].includes(status)) {
+      problems.push({ path: 'status', message: 'unknown status' });
+    }
+    if (isPublic !== undefined && isPublic !== 'true' && isPublic !== 'false') {
+      problems.push({ path: 'isPublic', message: 'must be a boolean' });
+    }
+    if (problems.length > 0) return fail(c, 422, 'VALIDATION_ERROR', 'Invalid query', problems);
+    const matching = issues
+      .filter((issue) => status === undefined || issue.status === status)
+      .filter((issue) => isPublic === undefined || issue.isPublic === (isPublic === 'true'))
+      .sort(listOrder(options.order));
+    return c.json({ ok: true, data: matching.slice(skip, skip + rows) });
+  });
+
+  app.get(`${path(UPSTREAM_PATHS.issueBySlug)}/:slug`, (c) => {
+    const slug = c.req.param('slug');
+    const issue = issues.find((candidate) => candidate.slug === slug && candidate.status === 'sent' && candidate.isPublic);
+    if (!issue) return fail(c, NOT_FOUND_STATUS, 'NOT_FOUND', 'Issue not found');
+    return c.json({ ok: true, data: issue });
+  });
+
+  app.get(path(UPSTREAM_PATHS.listCategories), (c) => c.json({ ok: true, data: categories }));
+
+  app.post(path(UPSTREAM_PATHS.createSubscriber), async (c) => {
+    const body: unknown = await c.req.json().catch(() => undefined);
+    const input = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+    const problems: { path: string; message: string }[] = [];
+    const email = typeof input.email === 'string' ? input.email.trim() : '';
+    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) problems.push({ path: 'email', message: 'Invalid email' });
+    if (input.optInAttestation !== true) problems.push({ path: 'optInAttestation', message: 'Must be true' });
+    if (!SUBSCRIBER_SOURCE_TYPES.includes(input.sourceType as never)) problems.push({ path: 'sourceType', message: 'Invalid' });
+    if (input.source !== undefined && (typeof input.source !== 'string' || input.source.length > 160)) {
+      problems.push({ path: 'source', message: 'At most 160 characters' });
+    }
+    if (input.sourcePlatform !== undefined && !SOURCE_PLATFORMS.includes(input.sourcePlatform as never)) {
+      problems.push({ path: 'sourcePlatform', message: 'Invalid' });
+    }
+    if (problems.length > 0) return fail(c, 422, 'VALIDATION_ERROR', 'Invalid subscriber', problems);
+
+    const normalized = email.toLowerCase();
+    const existing = subscribers.get(normalized);
+    if (existing?.status === 'blocked') {
+      return fail(c, SUBSCRIBER_REFUSED.status, SUBSCRIBER_REFUSED.code, `Subscriber ${normalized} is blocked`);
+    }
+    const timestamp = new Date(now()).toISOString();
+    const subscriber: DemoSubscriber = existing ?? {
+      id: `sub_${String(subscribers.size + 1).padStart(4, '0')}`,
+      emailNormalized: normalized,
+      emailOriginal: email,
+      status: 'subscribed',
+      sourceType: String(input.sourceType),
+      source: typeof input.source === 'string' ? input.source : undefined,
+      sourcePlatform: typeof input.sourcePlatform === 'string' ? input.sourcePlatform : undefined,
+    };
+    subscribers.set(normalized, subscriber);
+    return c.json({
+      ok: true,
+      data: {
+        ...subscriber,
+        workspaceId: DEMO_WORKSPACE_ID,
+        accountSetId: DEMO_ACCOUNT_SET_ID,
+        subscribedAt: timestamp,
+        createdAt: timestamp,
+        updatedAt: timestamp,
+      },
+    });
+  });
+
+  app.notFound((c) => fail(c, NOT_FOUND_STATUS, 'NOT_FOUND', 'No such operation in the demo upstream'));
+
+  const demoFetch: typeof globalThis.fetch = async (input, init) => {
+    const request = new Request(input, init);
+    if (new URL(request.url).origin !== base.origin) {
+      throw new TypeError('fetch failed: the demo upstream answers only its own host');
+    }
+    return app.fetch(request);
+  };
+
+  return { fetch: demoFetch, baseUrl: DEMO_BASE_URL, apiKey, subscribers, issues, categories };
+}

@@ -1,0 +1,221 @@
+import type { Server } from 'node:net';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Metrics } from '../../core/metrics.js';
+import { upstreamOutcome } from './readiness.js';
+
+/** The byte and entry counts of the in-memory caches, as `createApp`'s `stats()` gives them. */
+export interface CacheFigures {
+  entries: number;
+  bytes: number;
+  notFoundEntries: number;
+  notFoundBytes: number;
+  renderedPages: number;
+  renderedPageBytes: number;
+}
+
+const PREFIX = 'newsletter_bff_';
+const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS']);
+/** Every subscribe outcome, counted from zero so a rate can be taken before the first one happens. */
+export const SUBSCRIBE_OUTCOMES = [
+  'forwarded',
+  'deduped',
+  'honeypot',
+  'rate_limited',
+  'refused',
+  'captcha_required',
+  'captcha_failed',
+  'paused',
+  'rejected',
+  'failed',
+] as const;
+const EVICTION_REASONS = { evict: 'size', expire: 'ttl' } as const;
+/**
+ * prom-client's default gauges that end in `_total`, which Prometheus keeps for counters
+ * (`promtool check metrics` refuses them); the same counts are left out rather than renamed.
+ */
+const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+export interface PrometheusMetrics {
+  registry: Registry;
+  metrics: Metrics;
+  /** Reports the caches' sizes at each scrape. */
+  watchCaches(stats: () => CacheFigures): void;
+  /** Counts the open connections of the public listener. */
+  trackConnections(server: Pick<Server, 'on'>): void;
+  /** Reports, at each scrape, whether the Redis shared by instances answers (REDIS_URL only). */
+  watchRedis(healthy: () => boolean): void;
+}
+
+/**
+ * The Prometheus side of `Metrics` (Node only: the Worker never imports this file). Names
+ * follow Prometheus conventions: `_total` counters, `_seconds` histograms, base units, and
+ * labels from closed sets. Process and Node runtime metrics come from prom-client's defaults.
+ */
+export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = {}): PrometheusMetrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry });
+    for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
+  }
+
+  const requests = new Counter({
+    name: `${PREFIX}http_requests_total`,
+    help: 'Requests answered by the public listener, by route template, method and status.',
+    labelNames: ['route', 'method', 'status'],
+    registers,
+  });
+  const requestSeconds = new Histogram({
+    name: `${PREFIX}http_request_duration_seconds`,
+    help: 'Time from a request reaching the app to its response, by route template and method.',
+    labelNames: ['route', 'method'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const cacheReads = new Counter({
+    name: `${PREFIX}cache_reads_total`,
+    help: 'Reads of the upstream-data cache, by result: hit (fresh), miss (loaded), stale (served past its TTL).',
+    labelNames: ['result'],
+    registers,
+  });
+  const evictions = new Counter({
+    name: `${PREFIX}cache_evictions_total`,
+    help: 'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES) or ttl (expired).',
+    labelNames: ['reason'],
+    registers,
+  });
+  const upstreamCalls = new Counter({
+    name: `${PREFIX}upstream_calls_total`,
+    help: 'Calls of the upstream API (retries included), by operation and outcome.',
+    labelNames: ['operation', 'outcome'],
+    registers,
+  });
+  const upstreamSeconds = new Histogram({
+    name: `${PREFIX}upstream_call_duration_seconds`,
+    help: 'Time an upstream call took, retries included, by operation and outcome.',
+    labelNames: ['operation', 'outcome'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers,
+  });
+  const retries = new Counter({
+    name: `${PREFIX}upstream_retries_total`,
+    help: 'Upstream attempts that failed and were retried.',
+    registers,
+  });
+  const holdOff = new Counter({
+    name: `${PREFIX}upstream_hold_off_seconds_total`,
+    help: 'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.',
+    registers,
+  });
+  const subscribes = new Counter({
+    name: `${PREFIX}subscribe_attempts_total`,
+    help: 'Subscribe attempts, by outcome.',
+    labelNames: ['outcome'],
+    registers,
+  });
+  const surge = new Gauge({
+    name: `${PREFIX}subscribe_surge`,
+    help: 'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused (docs/subscribe.md).',
+    registers,
+  });
+  const surges = new Counter({
+    name: `${PREFIX}subscribe_surges_total`,
+    help: 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.',
+    registers,
+  });
+  surge.set(0);
+  const connections = new Gauge({
+    name: `${PREFIX}open_connections`,
+    help: 'Open connections to the public listener.',
+    registers,
+  });
+  let cacheStats: (() => CacheFigures) | undefined;
+  /** A gauge per cache, read from `stats()` at each scrape. */
+  const cacheGauge = (name: string, help: string, pick: (stats: CacheFigures) => [number, number, number]) =>
+    new Gauge({
+      name: `${PREFIX}${name}`,
+      help,
+      labelNames: ['cache'],
+      registers,
+      collect() {
+        const stats = cacheStats?.();
+        if (!stats) return;
+        const [upstreamData, renderedPages, notFound] = pick(stats);
+        this.set({ cache: 'upstream_data' }, upstreamData);
+        this.set({ cache: 'rendered_pages' }, renderedPages);
+        this.set({ cache: 'not_found' }, notFound);
+      },
+    });
+  cacheGauge('cache_bytes', 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).', (stats) => [
+    stats.bytes,
+    stats.renderedPageBytes,
+    stats.notFoundBytes,
+  ]);
+  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', (stats) => [stats.entries, stats.renderedPages, stats.notFoundEntries]);
+
+  // Counted from zero: a series that appears only with its first event breaks rate() and alerts.
+  for (const result of ['hit', 'miss', 'stale']) cacheReads.inc({ result }, 0);
+  for (const reason of Object.values(EVICTION_REASONS)) evictions.inc({ reason }, 0);
+  for (const outcome of SUBSCRIBE_OUTCOMES) subscribes.inc({ outcome }, 0);
+
+  const metrics: Metrics = {
+    request(route, method, status, seconds) {
+      const methodLabel = METHODS.has(method) ? method : 'other';
+      requests.inc({ route, method: methodLabel, status: String(status) });
+      requestSeconds.observe({ route, method: methodLabel }, seconds);
+    },
+    cacheRead: (state) => cacheReads.inc({ result: state.toLowerCase() }),
+    cacheEviction: (reason) => evictions.inc({ reason: EVICTION_REASONS[reason] }),
+    upstreamCall(operation, seconds, error) {
+      const outcome = upstreamOutcome(error);
+      upstreamCalls.inc({ operation, outcome });
+      // A held-off call never went out: its time says nothing about the upstream.
+      if (outcome !== 'held_off') upstreamSeconds.observe({ operation, outcome }, seconds);
+    },
+    upstreamRetry: () => retries.inc(),
+    upstreamHoldOff: (seconds) => holdOff.inc(seconds),
+    subscribe: (outcome, reason) => subscribes.inc({ outcome: subscribeOutcome(outcome, reason) }),
+    subscribeSurge(active) {
+      surge.set(active ? 1 : 0);
+      if (active) surges.inc();
+    },
+  };
+
+  return {
+    registry,
+    metrics,
+    watchCaches(stats) {
+      cacheStats = stats;
+    },
+    watchRedis(healthy) {
+      new Gauge({
+        name: `${PREFIX}redis_up`,
+        help: 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.',
+        registers,
+        collect() {
+          this.set(healthy() ? 1 : 0);
+        },
+      });
+    },
+    trackConnections(server) {
+      server.on('connection', (socket: { once(event: 'close', listener: () => void): unknown }) => {
+        connections.inc();
+        socket.once('close', () => connections.dec());
+      });
+    },
+  };
+}
+
+/**
+ * The metric's outcome for a `subscribe` log line's outcome and reason: the rate limit and a
+ * failed captcha are rejections worth telling apart; an address the upstream refused (answered
+ * like a success) is `refused`.
+ */
+export function subscribeOutcome(outcome: string, reason: string | undefined): string {
+  if (outcome === 'rejected' && reason === 'RATE_LIMITED') return 'rate_limited';
+  // Only a refused or missing token: a verifier that could not answer (CAPTCHA_UNAVAILABLE) is `failed`.
+  if (outcome === 'rejected' && reason === 'CAPTCHA_FAILED') return 'captcha_failed';
+  if (outcome === 'rejected' && reason === 'CAPTCHA_REQUIRED') return 'captcha_required';
+  if (outcome === 'refused_by_upstream') return 'refused';
+  return (SUBSCRIBE_OUTCOMES as readonly string[]).includes(outcome) ? outcome : 'other';
+}

@@ -1,0 +1,189 @@
+import { parseConfig, type Config, type ConfigSource } from '../core/config/config.js';
+import type { Logger } from '../core/log.js';
+import { isPublicIssue } from '../core/public-shapes.js';
+import type { ArchiveRead } from '../core/upstream/archive.js';
+import { createUpstreamForConfig } from '../core/upstream/configured-client.js';
+import type { NewsletterApiClient } from '../core/upstream/newsletter-api.js';
+import { UpstreamError } from '../core/upstream/transport.js';
+import { UPSTREAM_HINTS } from '../core/upstream/failure-policy.js';
+
+/**
+ * `npm run check`: asks the configured upstream, with read-only calls only, whether what the
+ * site needs works, and says what to set where it does not. It never creates a subscriber.
+ */
+
+/** `fail`: the site would break or be cut short; `note`: worth knowing, nothing breaks. */
+export interface CheckFinding {
+  status: 'ok' | 'fail' | 'note';
+  message: string;
+}
+
+export interface CheckResult {
+  findings: CheckFinding[];
+  /** 0: everything the site needs works; 1: something would break or truncate it; 2: invalid configuration. */
+  exitCode: 0 | 1 | 2;
+}
+
+export interface CheckDeps {
+  fetch?: typeof globalThis.fetch | undefined;
+  now?: (() => number) | undefined;
+}
+
+const ok = (message: string): CheckFinding => ({ status: 'ok', message });
+const fail = (message: string): CheckFinding => ({ status: 'fail', message });
+const note = (message: string): CheckFinding => ({ status: 'note', message });
+
+/** A failed call in words, naming the variable to check where the failure points at one. */
+function failureMessage(call: string, error: unknown): string {
+  if (!(error instanceof UpstreamError)) return `${call} failed unexpectedly`;
+  if (error.kind === 'auth') return `${call}: ${UPSTREAM_HINTS.rejectedKey} (401)`;
+  if (error.kind === 'not_found') return `${call} answered ${error.status ?? 'not found'}: ${UPSTREAM_HINTS.readPathMissing}`;
+  return `${call} failed: ${error.message}`;
+}
+
+/** Runs `call`, timing it with the injected clock. */
+async function timed<T>(now: () => number, call: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = now();
+  const value = await call();
+  return { value, ms: Math.round(now() - started) };
+}
+
+/** Whether the row limit and paging work, asked one row at a time (pages of 1 row, 2 rows at most). */
+function judgeProbe(probe: ArchiveRead, config: Config): CheckFinding[] {
+  const { limitParam, pagingParam, style } = config.listPaging;
+  const [first = 0, second] = probe.pageRows;
+  if (first === 0) return [note('the archive is empty, so the row limit and paging cannot be checked yet')];
+  const findings: CheckFinding[] = [];
+  if (first > 1) {
+    findings.push(
+      fail(`List Issues ignored ${limitParam}=1 and answered ${first} rows: set UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter`),
+    );
+    return findings;
+  }
+  findings.push(ok(`the row-limit parameter ${limitParam} is honoured (asked 1 row, got 1)`));
+  if (probe.findings.some((finding) => finding.problem === 'repeated_page')) {
+    findings.push(
+      fail(`paging by ${style} under ${pagingParam} does not work: the second row came back as the first. Set UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM`),
+    );
+  } else if (second === undefined || second === 0) {
+    findings.push(note('the archive has one row, so paging cannot be checked yet'));
+  } else {
+    findings.push(ok(`paging by ${style} under ${pagingParam} works (the next position answered the next row)`));
+  }
+  return findings;
+}
+
+/** What the whole archive read found: its size, its pages, and what would cut it short. */
+function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFinding[] {
+  const publicIssues = read.issues.filter(isPublicIssue).length;
+  const asked = config.listPaging.pageSize;
+  const pages = read.pageRows.join(', ');
+  const findings = [
+    ok(`the archive: ${publicIssues} public sent issues in ${read.pageRows.length} calls, ${ms} ms (rows per page: ${pages}; ${asked} asked)`),
+    ...read.findings.map((finding) => fail(`${finding.seen}: set ${finding.set}`)),
+  ];
+  if (read.dropped.count > 0) {
+    const ids = read.dropped.ids.slice(0, 10).join(', ');
+    const rows = read.dropped.count === 1 ? 'row' : 'rows';
+    findings.push(fail(`${read.dropped.count} malformed issue ${rows} dropped, not served${ids ? ` (ids ${ids})` : ''}`));
+  } else {
+    findings.push(ok('no malformed issue rows dropped'));
+  }
+  if (publicIssues < read.issues.length) {
+    findings.push(note(`${read.issues.length - publicIssues} rows are not served: not sent, not public, or without a usable slug`));
+  }
+  return findings;
+}
+
+/** Probes an upstream the configuration points at; `config` is valid (see `checkEnvironment`). */
+export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<CheckResult> {
+  const now = deps.now ?? Date.now;
+  const findings: CheckFinding[] = [];
+  const told: { level: string; event: string; operation?: unknown; count?: unknown; ids?: unknown; resource?: unknown; status?: unknown }[] = [];
+  // What the client would log in the service (dropped categories, new states) becomes findings.
+  const log: Logger = { log: (level, event, fields) => told.push({ level, event, ...fields }) };
+  const client = createUpstreamForConfig(config, { fetch: deps.fetch, now, log });
+  const probeClient = createUpstreamForConfig({ ...config, listPaging: { ...config.listPaging, pageSize: 1 } }, { fetch: deps.fetch, now });
+  if (config.mode === 'demo') {
+    findings.push(note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the embedded demo upstream, not a real one'));
+  }
+
+  try {
+    const categories = await timed(now, () => client.listCategories());
+    findings.push(ok(`the key is accepted (List Categories answered in ${categories.ms} ms)`));
+    findings.push(ok(`categories: ${categories.value.length}`));
+  } catch (error) {
+    findings.push(fail(failureMessage('List Categories', error)));
+    // A rejected key or a wrong base URL fails every other call the same way.
+    if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return finish(findings);
+  }
+  findings.push(...(await archiveFindings(client, probeClient, config, now)));
+  for (const entry of told) {
+    if (entry.event === 'upstream_rows_dropped' && entry.operation === 'listCategories') {
+      findings.push(fail(`${String(entry.count)} malformed category rows dropped, not served${entry.ids ? ` (ids ${String(entry.ids)})` : ''}`));
+    }
+    if (entry.event === 'upstream_unknown_status') {
+      findings.push(note(`the upstream answered a ${String(entry.resource)} state it does not document: ${String(entry.status)} (accepted)`));
+    }
+  }
+  return finish(findings);
+}
+
+async function archiveFindings(client: NewsletterApiClient, probeClient: NewsletterApiClient, config: Config, now: () => number): Promise<CheckFinding[]> {
+  const findings: CheckFinding[] = [];
+  try {
+    const probe = await timed(now, () => probeClient.readArchive(2));
+    findings.push(...judgeProbe(probe.value, config).map((finding) => ({ ...finding, message: `${finding.message} (${probe.ms} ms)` })));
+    const archive = await timed(now, () => client.readArchive(config.archiveMaxIssues));
+    findings.push(...judgeArchive(archive.value, archive.ms, config));
+    const first = archive.value.issues.find(isPublicIssue);
+    if (first) {
+      const issue = await timed(now, () => client.getIssueBySlug(first.slug));
+      findings.push(ok(`Get Issue By Slug answered ${first.slug} in ${issue.ms} ms`));
+    }
+  } catch (error) {
+    findings.push(fail(failureMessage('List Issues or Get Issue By Slug', error)));
+  }
+  return findings;
+}
+
+function finish(findings: CheckFinding[]): CheckResult {
+  return { findings, exitCode: findings.some((finding) => finding.status === 'fail') ? 1 : 0 };
+}
+
+/** Parses the environment as `npm start` does: an invalid one is exit 2, one finding per problem. */
+export async function checkEnvironment(env: ConfigSource, deps: CheckDeps = {}): Promise<CheckResult> {
+  const parsed = parseConfig(env);
+  if (!parsed.ok) return { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
+  return runCheck(parsed.config, deps);
+}
+
+const LABELS = { ok: 'ok  ', fail: 'FAIL', note: 'note' } as const;
+const SUMMARIES = {
+  0: 'everything the site needs works',
+  1: 'something above would break or cut short the site',
+  2: 'the configuration is invalid; nothing was checked (see README.md "Configuration")',
+} as const;
+
+/** One line per finding, then the summary. */
+export function formatCheck(result: CheckResult): string[] {
+  const failures = result.findings.filter((finding) => finding.status === 'fail').length;
+  return [
+    ...result.findings.map((finding) => `${LABELS[finding.status]}  ${finding.message}`),
+    `check: ${SUMMARIES[result.exitCode]} (${failures} failing, exit ${result.exitCode})`,
+  ];
+}
+
+export interface CheckMainOptions extends CheckDeps {
+  env: ConfigSource;
+  write: (line: string) => void;
+}
+
+/** The whole command: checks, writes every line, and returns the exit code. */
+export async function main(options: CheckMainOptions): Promise<number> {
+  const result = await checkEnvironment(options.env, options);
+  const key = typeof options.env.NEWSLETTER_API_KEY === 'string' ? options.env.NEWSLETTER_API_KEY.trim() : '';
+  // No finding holds the key; this is the last line of defence, as in the logger.
+  for (const line of formatCheck(result)) options.write(key.length >= 8 ? line.replaceAll(key, '[redacted]') : line);
+  return result.exitCode;
+}

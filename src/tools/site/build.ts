@@ -1,0 +1,114 @@
+import { renderAtomFeed } from '../../core/feeds/atom.js';
+import { latestSentAt } from '../../core/feeds/options.js';
+import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
+import { FEED_PATH, subscribeFormFrom, type SiteIdentity } from './layout.js';
+import { LETTER_CSS } from './letter-style.js';
+import { renderArchivePage, renderIssuePage, renderNotFoundPage } from './pages.js';
+import { archivePath, createSitePaths, fileOf, isSafeSegment, issuePath } from './paths.js';
+import { renderRobots, renderSitemap, type SitemapEntry } from './sitemap.js';
+
+/** Everything the site is built from: read through the four routes (see read.ts). */
+export interface Publication {
+  /** Newest first, as the archive route lists them. */
+  issues: readonly IssueDetail[];
+  categories: readonly PublicCategory[];
+}
+
+export interface SiteOptions {
+  /** Where the site will be served, absolute (canonical URLs, sitemap, feed). */
+  siteUrl: string;
+  /** The service's origin; the subscribe form posts to its /api/subscribe. */
+  apiUrl: string;
+  title: string;
+  description: string;
+  /** The kit's assets: examples/site's `style.css`, `subscribe.js` and `favicon.svg` (copied in), examples/subscribe-form.html (on every page). */
+  assets: { styleCss: string; subscribeJs: string; faviconSvg: string; subscribeFormSnippet: string };
+  pageSize?: number;
+}
+
+// As the example site's archive.js pages.
+const DEFAULT_PAGE_SIZE = 10;
+// The newest entries, as a feed reader expects (and as the service's feed route defaults to).
+const FEED_ENTRIES = 20;
+// When the archive is empty, dates fall back to a fixed instant rather than the clock: same input, same bytes.
+const EPOCH = '1970-01-01T00:00:00.000Z';
+
+/**
+ * The whole static site as path → content, built from data only (no clock, no randomness),
+ * so the same publication always gives the same bytes. Pure: writing is the caller's job.
+ */
+export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
+  const paths = createSitePaths(options.siteUrl);
+  const site: SiteIdentity = {
+    title: options.title,
+    description: options.description,
+    subscribeForm: subscribeFormFrom(options.assets.subscribeFormSnippet, options.apiUrl, options.title),
+    paths,
+  };
+  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  const issues = publication.issues.filter((issue) => isSafeSegment(issue.slug));
+  const categories = withIssueCategories(publication.categories, issues).filter((category) => isSafeSegment(category.slug));
+  const files = new Map<string, string>();
+  const sitemap: SitemapEntry[] = [];
+
+  const listings = [
+    { category: undefined, issues },
+    ...categories.map((category) => ({ category, issues: issues.filter((issue) => issue.category?.slug === category.slug) })),
+  ];
+  for (const listing of listings) {
+    const pages = Math.max(1, Math.ceil(listing.issues.length / pageSize));
+    // A listing changes whenever one of its issues is added, so its newest issue dates every page of it.
+    const lastmod = latestSentAt(listing.issues, EPOCH);
+    for (let page = 1; page <= pages; page++) {
+      const path = archivePath(page, listing.category?.slug);
+      const view = {
+        issues: listing.issues.slice((page - 1) * pageSize, page * pageSize),
+        page,
+        pages,
+        total: listing.issues.length,
+        categories,
+        ...(listing.category ? { category: listing.category } : {}),
+      };
+      files.set(fileOf(path), renderArchivePage(site, view));
+      sitemap.push({ loc: paths.absolute(path), lastmod });
+    }
+  }
+
+  for (const issue of issues) {
+    const path = issuePath(issue.slug);
+    files.set(fileOf(path), renderIssuePage(site, issue));
+    sitemap.push({ loc: paths.absolute(path), lastmod: issue.sentAt });
+  }
+
+  files.set(
+    FEED_PATH,
+    renderAtomFeed(issues.slice(0, FEED_ENTRIES), {
+      issueUrl: (slug) => paths.absolute(issuePath(slug)),
+      feedUrl: paths.absolute(FEED_PATH),
+      siteUrl: paths.absolute(''),
+      title: options.title,
+      description: options.description,
+      updated: latestSentAt(issues, EPOCH),
+    }),
+  );
+  files.set('sitemap.xml', renderSitemap(sitemap));
+  files.set('robots.txt', renderRobots(paths.absolute('sitemap.xml')));
+  files.set('404.html', renderNotFoundPage(site));
+  files.set('style.css', options.assets.styleCss + LETTER_CSS);
+  files.set('favicon.svg', options.assets.faviconSvg);
+  files.set('subscribe.js', options.assets.subscribeJs);
+  return files;
+}
+
+/**
+ * The categories route's list, plus any category an issue names that it lacks (each gets its
+ * page, so a category link never leads nowhere), in the route's order with additions by name.
+ */
+function withIssueCategories(listed: readonly PublicCategory[], issues: readonly IssueDetail[]): PublicCategory[] {
+  const bySlug = new Map(listed.map((category) => [category.slug, category]));
+  const added = new Map<string, PublicCategory>();
+  for (const { category } of issues) {
+    if (category && !bySlug.has(category.slug) && !added.has(category.slug)) added.set(category.slug, category);
+  }
+  return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
+}

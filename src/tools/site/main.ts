@@ -1,0 +1,92 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { createInProcessService } from './in-process.js';
+import { importOptional } from '../../node/optional-package.js';
+import { createSitePaths } from './paths.js';
+import { readPublication } from './read.js';
+import { siteDigest, writeSite } from './write.js';
+
+const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [--read-upstream] [--title <name>] [--description <text>]
+
+  --api            the newsletter-bff service, e.g. https://news-api.example.com (the subscribe form posts there)
+  --site-url       where the built site will be served, e.g. https://news.example.com/
+  --out            the folder to write (empty, missing, or a previous build, which is replaced)
+  --read-upstream  read the newsletter service directly, with NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL
+                   from the environment (a server-side build), instead of the service at --api
+  --title          the publication's name (default: PUBLICATION_NAME, else the --site-url's host)
+  --description    one sentence about it (default: "The archive of <title>.")
+
+A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
+`;
+
+/** `npm run site:build`: reads the four routes, writes the static site, prints its digest. Exit 1 on any failure. */
+async function main(): Promise<void> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        api: { type: 'string' },
+        'site-url': { type: 'string' },
+        out: { type: 'string' },
+        'read-upstream': { type: 'boolean', default: false },
+        title: { type: 'string' },
+        description: { type: 'string' },
+        help: { type: 'boolean', default: false },
+      },
+    }));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
+    process.exitCode = 1;
+    return;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (!values.api || !values['site-url'] || !values.out) {
+    process.stderr.write(USAGE);
+    process.exitCode = 1;
+    return;
+  }
+  // A bad --site-url fails before anything is read.
+  createSitePaths(values['site-url']);
+  // The builder sanitises each letter with sanitize-html, an optional package: loaded here, before any read.
+  const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
+  // The name the service's feeds carry (PUBLICATION_NAME) names the site too, unless --title says otherwise.
+  const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
+  const description = values.description ?? `The archive of ${title}.`;
+  const started = performance.now();
+  const examples = new URL('../../../examples/', import.meta.url);
+  const [styleCss, subscribeJs, faviconSvg, subscribeFormSnippet, publication] = await Promise.all([
+    readFile(new URL('site/style.css', examples), 'utf8'),
+    readFile(new URL('site/subscribe.js', examples), 'utf8'),
+    readFile(new URL('site/favicon.svg', examples), 'utf8'),
+    readFile(new URL('subscribe-form.html', examples), 'utf8'),
+    readPublication({
+      apiUrl: values.api,
+      // In this process, with the key from the environment; its log lines go to stderr, redacted.
+      fetch: values['read-upstream'] ? createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) }) : undefined,
+      onWait: ({ path, status, ms, attempt }) =>
+        process.stderr.write(`${path} answered ${status}: waiting ${Math.ceil(ms / 1000)} s before retry ${attempt}\n`),
+    }),
+  ]);
+  const files = buildSite(publication, {
+    siteUrl: values['site-url'],
+    apiUrl: values.api,
+    title,
+    description,
+    assets: { styleCss, subscribeJs, faviconSvg, subscribeFormSnippet },
+  });
+  await writeSite(values.out, files);
+  const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+  const pages = [...files.keys()].filter((path) => path.endsWith('.html')).length;
+  process.stdout.write(
+    `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out} in ${Math.round(performance.now() - started)} ms\n` +
+      `site digest: ${siteDigest(files)}\n`,
+  );
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`site build failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});
