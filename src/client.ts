@@ -3,12 +3,8 @@
  * builds `hc<AppType>()` from `hono/client` with them and compiles against our declarations
  * (dist/*.d.ts) under its own compiler settings.
  */
-import type { errorEnvelope } from './core/http/errors.js';
-
 export type { AppType } from './core/app.js';
-export type { ErrorCode, ValidationIssue } from './core/http/errors.js';
+/** ErrorBody: the body of every error answer (docs/contract.md "Errors we return"). */
+export type { ErrorBody, ErrorCode, ValidationIssue } from './core/http/errors.js';
 export type { SubscribeJsonInput } from './core/subscribe/input.js';
 export type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from './core/public-shapes.js';
-
-/** The body of every error answer (docs/contract.md "Errors we return"). */
-export type ErrorBody = ReturnType<typeof errorEnvelope>;

@@ -1,104 +1,59 @@
-import { parseHttpUrl } from './http/origins.js';
+import { PAGE_SIZE } from './routes/archive-query.js';
 import { SLUG_PATTERN } from './slug.js';
-import type { UpstreamCategory, UpstreamIssue } from './upstream/schemas.js';
+// The configured `z` (see core/zod.ts).
+import * as z from './zod.js';
 
 /**
- * The public shapes of docs/contract.md, built field by field from parsed upstream records
- * (an allow-list): stats, audience, createdBy, workspace and account-set ids, contentJson,
- * scheduledFor and upstream ids can never reach a response, whatever the upstream adds.
+ * The public shapes of docs/contract.md, as zod schemas: the one place a field is written. The
+ * types below are inferred from them, `npm run openapi` writes openapi.json from them, and the
+ * tests check docs/contract.md and every real answer against them. Strict objects: an answer
+ * holds these fields and no other.
+ *
+ * They describe; the service never parses its own answers with them. The answers are built field
+ * by field from parsed upstream records by reads/allow-list.ts, and the service imports only the
+ * types from here (`import type`), so neither these schemas nor what zod needs for them reach the
+ * Worker bundle.
  */
 
-export interface PublicCategory {
-  name: string;
-  slug: string;
-}
+/** A slug that keeps the slug rule (core/slug.ts): an issue's, a category's. */
+export const SlugSchema = z.string().check(z.regex(SLUG_PATTERN));
 
-export interface IssueSummary {
-  slug: string;
-  subject: string;
-  previewText: string | null;
-  thumbnailUrl: string | null;
-  sentAt: string | null;
-  category: PublicCategory | null;
-}
+export const PublicCategorySchema = z.strictObject({
+  name: z.string(),
+  slug: SlugSchema,
+});
 
-export interface IssueDetail extends IssueSummary {
-  contentHtml: string | null;
-}
+export const IssueSummarySchema = z.strictObject({
+  slug: SlugSchema,
+  subject: z.string(),
+  previewText: z.nullable(z.string()),
+  thumbnailUrl: z.nullable(z.url({ protocol: /^https?$/ })).check(z.meta({ description: 'Only http(s) URLs, so a site can put it in `<img src>`.' })),
+  sentAt: z.nullable(z.iso.datetime()),
+  category: z.nullable(PublicCategorySchema),
+});
 
-/** The 200 bodies of the four routes (docs/contract.md "The four public routes"), for typed clients. */
-export interface ArchivePageBody {
-  ok: true;
-  data: IssueSummary[];
-  meta: { total: number; limit: number; offset: number };
-}
-export interface IssueBody {
-  ok: true;
-  data: IssueDetail;
-}
-export interface CategoriesBody {
-  ok: true;
-  data: PublicCategory[];
-}
-export interface SubscribeBody {
-  ok: true;
-  data: { accepted: true };
-}
+export const IssueDetailSchema = z.extend(IssueSummarySchema, {
+  contentHtml: z.nullable(z.string()).check(z.meta({ description: "The issue's HTML, to be shown sandboxed." })),
+});
 
-/** A public page shows only sent, website-visible issues with a usable slug, whatever the upstream sent us. */
-export function isPublicIssue(issue: UpstreamIssue): issue is UpstreamIssue & { slug: string } {
-  return issue.status === 'sent' && issue.isPublic === true && typeof issue.slug === 'string' && SLUG_PATTERN.test(issue.slug);
-}
+/** The 200 bodies of the four routes (docs/contract.md "The four public routes"). */
+export const ArchivePageBodySchema = z.strictObject({
+  ok: z.literal(true),
+  data: z.array(IssueSummarySchema),
+  meta: z.strictObject({
+    total: z.int().check(z.gte(0)),
+    limit: z.int().check(z.gte(PAGE_SIZE.min), z.lte(PAGE_SIZE.max)),
+    offset: z.int().check(z.gte(0)),
+  }),
+});
+export const IssueBodySchema = z.strictObject({ ok: z.literal(true), data: IssueDetailSchema });
+export const CategoriesBodySchema = z.strictObject({ ok: z.literal(true), data: z.array(PublicCategorySchema) });
+export const SubscribeBodySchema = z.strictObject({ ok: z.literal(true), data: z.strictObject({ accepted: z.literal(true) }) });
 
-export function toPublicCategory(category: UpstreamCategory): PublicCategory {
-  return { name: category.name, slug: category.slug };
-}
-
-/**
- * An issue's category is shown only when its slug keeps the slug rule: the categories route
- * drops any other, so a link to it (`?category=`, a site's category page) could never resolve.
- * Such an issue is still listed, with `category: null`.
- */
-function linkableCategory(issue: UpstreamIssue): PublicCategory | null {
-  const category = issue.category ?? issue.categories?.[0] ?? null;
-  return category && SLUG_PATTERN.test(category.slug) ? toPublicCategory(category) : null;
-}
-
-export function toIssueSummary(issue: UpstreamIssue & { slug: string }): IssueSummary {
-  return {
-    slug: issue.slug,
-    subject: issue.subject,
-    previewText: issue.previewText ?? null,
-    thumbnailUrl: httpUrlOrNull(issue.thumbnailUrl),
-    sentAt: isoDateOrNull(issue.sentAt),
-    category: linkableCategory(issue),
-  };
-}
-
-export function toIssueDetail(issue: UpstreamIssue & { slug: string }): IssueDetail {
-  return { ...toIssueSummary(issue), contentHtml: issue.contentHtml ?? null };
-}
-
-/** Newest `sentAt` first; ties (and issues without a date, last) by slug, so paging is stable. */
-export function compareNewestFirst(a: IssueSummary, b: IssueSummary): number {
-  const timeA = a.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(a.sentAt);
-  const timeB = b.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(b.sentAt);
-  if (timeA !== timeB) return timeB - timeA;
-  return a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0;
-}
-
-/** Categories sorted by name for navigation (case-insensitive, then by slug). */
-export function compareByName(a: PublicCategory, b: PublicCategory): number {
-  return a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
-}
-
-// A site puts this in <img src>: only http(s) URLs pass, so `javascript:` or `data:` cannot.
-function httpUrlOrNull(value: string | null | undefined): string | null {
-  return parseHttpUrl(value)?.href ?? null;
-}
-
-function isoDateOrNull(value: string | null | undefined): string | null {
-  if (!value) return null;
-  const time = Date.parse(value);
-  return Number.isNaN(time) ? null : new Date(time).toISOString();
-}
+export type PublicCategory = z.infer<typeof PublicCategorySchema>;
+export type IssueSummary = z.infer<typeof IssueSummarySchema>;
+export type IssueDetail = z.infer<typeof IssueDetailSchema>;
+export type ArchivePageBody = z.infer<typeof ArchivePageBodySchema>;
+export type IssueBody = z.infer<typeof IssueBodySchema>;
+export type CategoriesBody = z.infer<typeof CategoriesBodySchema>;
+export type SubscribeBody = z.infer<typeof SubscribeBodySchema>;

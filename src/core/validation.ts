@@ -3,6 +3,13 @@ import * as z from './zod.js';
 import { ApiError, type ValidationIssue } from './http/errors.js';
 
 /**
+ * JSON Schema keywords that openapi.json lays over what zod says of a request parameter or field
+ * (`npm run openapi`): its wording, and what a pipeline through text hides from zod's output (a
+ * whole number, an email address).
+ */
+export type JsonSchemaWords = Pick<z.core.JSONSchema.BaseSchema, 'description' | 'type' | 'format'>;
+
+/**
  * `z.preprocess` of the classic build, which zod/mini lacks: `fn` runs on the raw input and
  * `schema` parses its result. Built exactly as the classic one is, a transform piped into the schema.
  */

@@ -1,6 +1,6 @@
 import { parseConfig, type Config, type ConfigSource } from '../core/config/config.js';
 import type { Logger } from '../core/log.js';
-import { isPublicIssue } from '../core/public-shapes.js';
+import { isPublicIssue } from '../core/reads/allow-list.js';
 import type { ArchiveRead } from '../core/upstream/archive.js';
 import { createUpstreamForConfig } from '../core/upstream/configured-client.js';
 import type { NewsletterApiClient } from '../core/upstream/newsletter-api.js';

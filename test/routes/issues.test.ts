@@ -1,41 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID } from '../../src/demo/sample-publication.js';
 import { createDemoUpstream } from '../../src/demo/upstream.js';
+import type { ErrorBody } from '../../src/core/http/errors.js';
+import { IssueDetailSchema, IssueSummarySchema, type ArchivePageBody, type IssueBody } from '../../src/core/public-shapes.js';
 import { SLUG_PATTERN } from '../../src/core/slug.js';
 import { TEST_API_KEY, TEST_BASE_URL, createScriptedFetch, createTestApp, jsonResponse, type FetchHandler } from '../helpers.js';
 
-interface PublicCategory {
-  name: string;
-  slug: string;
-}
-
-interface Summary {
-  slug: string;
-  subject: string;
-  previewText: string | null;
-  thumbnailUrl: string | null;
-  sentAt: string | null;
-  category: PublicCategory | null;
-}
-
-interface ListBody {
-  ok: true;
-  data: Summary[];
-  meta: { total: number; limit: number; offset: number };
-}
-
-interface DetailBody {
-  ok: true;
-  data: Summary & { contentHtml: string | null };
-}
-
-interface ErrorBody {
-  ok: false;
-  error: { code: string; message: string; details?: { path: string; message: string }[] };
-}
-
-const SUMMARY_KEYS = ['category', 'previewText', 'sentAt', 'slug', 'subject', 'thumbnailUrl'];
-const DETAIL_KEYS = [...SUMMARY_KEYS, 'contentHtml'].sort();
+// The keys come from the schemas (src/core/public-shapes.ts): a field added there is expected here.
+const SUMMARY_KEYS = Object.keys(IssueSummarySchema.shape).sort();
+const DETAIL_KEYS = Object.keys(IssueDetailSchema.shape).sort();
 const INTERNAL_KEYS = [
   'stats',
   'audience',
@@ -157,9 +130,9 @@ function scrambled(count: number): number[] {
   return Array.from({ length: count }, (_, i) => (i * 97) % count);
 }
 
-async function getList(app: ReturnType<typeof createTestApp>['app'], path: string): Promise<{ res: Response; body: ListBody }> {
+async function getList(app: ReturnType<typeof createTestApp>['app'], path: string): Promise<{ res: Response; body: ArchivePageBody }> {
   const res = await app.request(path);
-  return { res, body: (await res.json()) as ListBody };
+  return { res, body: (await res.json()) as ArchivePageBody };
 }
 
 describe('GET /api/issues over the demo upstream', () => {
@@ -399,7 +372,7 @@ describe('GET /api/issues over a leaky upstream', () => {
     const res = await app.request('/api/issues?limit=100');
     expect(res.status).toBe(200);
     const text = await res.text();
-    const body = JSON.parse(text) as ListBody;
+    const body = JSON.parse(text) as ArchivePageBody;
     expect(body.data.map((issue) => issue.slug)).toEqual(['good-newest', 'good-older']);
     expect(body.meta.total).toBe(2);
     for (const hidden of ['draft-issue', 'private-issue', 'visibility-', 'failed-issue', 'sending-issue', 'archived-issue', '../admin', 'has space', 'dotted.slug', 'Issue 10', 'Issue 11']) {
@@ -423,7 +396,7 @@ describe('GET /api/issues/:slug', () => {
     const res = await app.request('/api/issues/the-winter-seed-swap-at-hollis-library');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-    const body = (await res.json()) as DetailBody;
+    const body = (await res.json()) as IssueBody;
     const source = demo.issues.find((issue) => issue.slug === 'the-winter-seed-swap-at-hollis-library')!;
     expect(body).toEqual({
       ok: true,
@@ -548,7 +521,7 @@ describe('shape allow-listing', () => {
     const { app } = createDemoApp();
     const res = await app.request('/api/issues?limit=100');
     const text = await res.text();
-    const body = JSON.parse(text) as ListBody;
+    const body = JSON.parse(text) as ArchivePageBody;
     expect(Object.keys(body).sort()).toEqual(['data', 'meta', 'ok']);
     expect(Object.keys(body.meta).sort()).toEqual(['limit', 'offset', 'total']);
     expect(body.data.some((issue) => issue.category === null)).toBe(true);
@@ -566,7 +539,7 @@ describe('shape allow-listing', () => {
     const res = await app.request('/api/issues/meet-the-rooftop-beekeepers-of-eastside');
     expect(res.status).toBe(200);
     const text = await res.text();
-    const body = JSON.parse(text) as DetailBody;
+    const body = JSON.parse(text) as IssueBody;
     expect(Object.keys(body).sort()).toEqual(['data', 'ok']);
     expect(Object.keys(body.data).sort()).toEqual(DETAIL_KEYS);
     expect(body.data.category).toEqual({ name: 'Interviews', slug: 'interviews' });
@@ -627,7 +600,7 @@ describe('an issue whose category slug breaks the slug rule', () => {
     ]);
     const detail = await app.request('/api/issues/with-bad-category');
     expect(detail.status).toBe(200);
-    expect(((await detail.json()) as DetailBody).data.category).toBeNull();
+    expect(((await detail.json()) as IssueBody).data.category).toBeNull();
     expect((await app.request('/api/issues?category=c%26d')).status).toBe(422);
   });
 });

@@ -4,6 +4,7 @@ import { SUBSCRIBER_SOURCE_TYPES } from '../upstream/schemas.js';
 import type { ListPaging } from '../upstream/archive.js';
 import { DEFAULT_LIST_PAGING, LIST_ISSUES_PAGE_PARAM } from '../upstream/assumptions.js';
 import { parseHttpUrl } from '../http/origins.js';
+import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
 import {
   ARCHIVE_READ_VARIABLES,
   CHALLENGE_VARIABLES,
@@ -98,7 +99,6 @@ export type ConfigSource = Readonly<Record<string, unknown>>;
 const MIB = 1024 * 1024;
 /** Where SITE_ISSUE_URL takes the issue's slug. */
 export const SLUG_PLACEHOLDER = '{slug}';
-const FIELD_NAMES_OF_THE_FORM = new Set(['email', 'optInAttestation', 'source', 'sourcePlatform']);
 const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL']);
 
 const ConfigSchema = z.object({
@@ -201,7 +201,7 @@ const ConfigSchema = z.object({
         .string()
         .check(
           z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
-          z.refine((value) => !FIELD_NAMES_OF_THE_FORM.has(value), { error: 'must not be one of the real form fields' }),
+          z.refine((value) => !SUBSCRIBE_FIELDS.includes(value), { error: 'must not be one of the real form fields' }),
         ),
       'website',
     ),

@@ -1,5 +1,7 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+// The configured `z` (see core/zod.ts).
+import * as z from '../zod.js';
 
 /** The error codes of docs/contract.md ("Errors we return"), with their HTTP status. */
 export const ERROR_STATUS = {
@@ -20,13 +22,56 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 
-/** One entry of a VALIDATION_ERROR's (or CAPTCHA_REQUIRED's) `details`. */
-export interface ValidationIssue {
-  path: string;
-  message: string;
-  /** CAPTCHA_REQUIRED only: the Turnstile site key the form renders its widget with. */
-  siteKey?: string;
+/**
+ * The errors each public route can answer with, besides the 405 of a method it does not take
+ * (openapi.json lists them per operation from here).
+ */
+export const ROUTE_ERRORS = {
+  '/api/issues': ['NOT_FOUND', 'VALIDATION_ERROR', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'],
+  '/api/issues/:slug': ['NOT_FOUND', 'VALIDATION_ERROR', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'],
+  '/api/categories': ['INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'],
+  '/api/subscribe': [
+    'FORBIDDEN_ORIGIN',
+    'CAPTCHA_FAILED',
+    'CAPTCHA_REQUIRED',
+    'PAYLOAD_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+    'VALIDATION_ERROR',
+    'RATE_LIMITED',
+    'INTERNAL_ERROR',
+    'UPSTREAM_ERROR',
+    'UPSTREAM_UNAVAILABLE',
+  ],
+} as const satisfies Record<string, readonly ErrorCode[]>;
+
+/**
+ * The error envelope's schema: the source of ErrorBody and ValidationIssue, and of openapi.json's
+ * ErrorBody (`npm run openapi`). A factory, not a constant: the service builds its envelope
+ * itself (errorEnvelope) and never parses one, so the schema is made only where it is read (the
+ * generator, the tests) and stays out of the Worker bundle.
+ */
+export function createErrorBodySchemas() {
+  /** One entry of a VALIDATION_ERROR's (or CAPTCHA_REQUIRED's) `details`. */
+  const ValidationIssue = z.strictObject({
+    path: z.string(),
+    message: z.string(),
+    siteKey: z.optional(z.string()).check(z.meta({ description: '`CAPTCHA_REQUIRED` only: the Turnstile site key to render the widget with.' })),
+  });
+  const ErrorBody = z.strictObject({
+    ok: z.literal(false),
+    error: z.strictObject({
+      code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
+      message: z.string().check(z.meta({ description: "Our own words; never the upstream's text." })),
+      details: z.optional(z.array(ValidationIssue)),
+    }),
+  });
+  return { ErrorBody, ValidationIssue };
 }
+
+type ErrorBodySchemas = ReturnType<typeof createErrorBodySchemas>;
+/** The body of every error answer (docs/contract.md "Errors we return"). */
+export type ErrorBody = z.infer<ErrorBodySchemas['ErrorBody']>;
+export type ValidationIssue = z.infer<ErrorBodySchemas['ValidationIssue']>;
 
 /** Our own wording for each code: clients never see upstream text. */
 const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
@@ -83,14 +128,8 @@ export class ApiError extends Error {
 }
 
 /** The body of an error response, exactly as docs/contract.md shapes it. */
-export function errorEnvelope(error: ApiError): {
-  ok: false;
-  error: { code: ErrorCode; message: string; details?: ValidationIssue[] };
-} {
-  const body: { code: ErrorCode; message: string; details?: ValidationIssue[] } = {
-    code: error.code,
-    message: error.message,
-  };
+export function errorEnvelope(error: ApiError): ErrorBody {
+  const body: ErrorBody['error'] = { code: error.code, message: error.message };
   if (error.details) body.details = error.details;
   return { ok: false, error: body };
 }

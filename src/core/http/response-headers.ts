@@ -51,7 +51,7 @@ export const CORS_POLICY = {
 
 const EXPOSE_HEADERS = CORS_POLICY.exposeHeaders.join(',');
 /** An incoming `X-Request-Id` is kept when it is this safe (as Hono's `requestId()` does). */
-const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
+export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
 export interface ResponseHeadersOptions {
   allowedOrigins: '*' | readonly string[];

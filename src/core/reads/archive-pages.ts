@@ -1,14 +1,14 @@
 import { LRUCache } from 'lru-cache';
 import type { ArchivePageBody, IssueSummary } from '../public-shapes.js';
+import type { ArchiveRequest } from '../routes/archive-query.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { renderJson, renderedBytes, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 
-/** The validated archive query: every JSON page and feed is cut from the one index by it. */
-export interface ArchiveQuery {
-  limit: number;
-  offset: number;
-  category?: string | undefined;
-}
+/**
+ * The validated archive query (its parameters are written in routes/archive-query.ts), the
+ * representation aside: every JSON page and feed is cut from the one index by it.
+ */
+export type ArchiveQuery = Omit<ArchiveRequest, 'format'>;
 
 /** The key of one archive page among the rendered pages: validated parameters only. */
 export function archivePageKey(query: ArchiveQuery): string {

@@ -84,15 +84,19 @@ function buildArchiveIndex(all: IssueSummary[], complete: boolean, sources: Read
   return { all, byCategory, slugs, complete, size, sources, sync };
 }
 
-// Typed against the shapes they rebuild: a field added to IssueSummary fails to compile here.
-const PublicCategorySchema: z.ZodMiniType<PublicCategory> = z.object({ name: z.string(), slug: z.string() });
-const IssueSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
+/*
+ * Stored summaries, checked on the way back from the shared tier. A lighter copy of the public
+ * shapes' schemas (core/public-shapes.ts), which the Worker never loads; typed against the shapes,
+ * so a field added there fails to compile here until it is added.
+ */
+const StoredCategorySchema: z.ZodMiniType<PublicCategory> = z.object({ name: z.string(), slug: z.string() });
+const StoredSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
   slug: z.string(),
   subject: z.string(),
   previewText: z.nullable(z.string()),
   thumbnailUrl: z.nullable(z.string()),
   sentAt: z.nullable(z.string()),
-  category: z.nullable(PublicCategorySchema),
+  category: z.nullable(StoredCategorySchema),
 });
 
 /**
@@ -106,7 +110,7 @@ const SharedPayloadSchema = z.union([
   // `complete` is optional: an entry stored before it existed reads as incomplete (per-slug reads).
   z.object({
     kind: z.literal('archive'),
-    all: z.array(IssueSummarySchema),
+    all: z.array(StoredSummarySchema),
     complete: z.optional(z.boolean()),
     // Optional, as `complete`: an older entry reads as one with nothing to refresh from (a whole read next).
     sources: z.optional(z.array(z.tuple([z.string(), z.string(), z.nullable(z.string())]))),

@@ -1,20 +1,8 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics.js';
-import {
-  compareByName,
-  compareNewestFirst,
-  isPublicIssue,
-  toIssueDetail,
-  toIssueSummary,
-  toPublicCategory,
-  type ArchivePageBody,
-  type CategoriesBody,
-  type IssueBody,
-  type IssueDetail,
-  type IssueSummary,
-  type PublicCategory,
-} from '../public-shapes.js';
+import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
+import { compareByName, compareNewestFirst, isPublicIssue, toIssueDetail, toIssueSummary, toPublicCategory } from './allow-list.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import { UpstreamError } from '../upstream/transport.js';
 import {

@@ -2,7 +2,8 @@ import { LRUCache } from 'lru-cache';
 import { noopMetrics, type Metrics } from '../metrics.js';
 
 /** How a read was answered, sent as `X-Cache`. */
-export type CacheState = 'HIT' | 'MISS' | 'STALE';
+export const CACHE_STATES = ['HIT', 'MISS', 'STALE'] as const;
+export type CacheState = (typeof CACHE_STATES)[number];
 
 /** Schedules work that must outlive the response (Workers' `waitUntil`; on Node it simply runs). */
 export type WaitUntil = (promise: Promise<unknown>) => void;

@@ -1,29 +1,54 @@
 import { LRUCache } from 'lru-cache';
 import * as z from '../zod.js';
-import type { ArchiveQuery } from '../reads/public-reads.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
-import { FORMATS, type Format } from './archive-format.js';
-import { firstValue, parseOrThrow, preprocess, wholeNumber } from '../validation.js';
-
-/** The validated archive query, with the representation asked for by name, if any. */
-export type ArchiveRequest = ArchiveQuery & { format?: Format | undefined };
+import { FORMATS } from './archive-format.js';
+import { firstValue, parseOrThrow, preprocess, wholeNumber, type JsonSchemaWords } from '../validation.js';
 
 /** The archive's answer differs by Accept, so caches must keep the representations apart (RFC 9110 §12.5.5). */
 export const ARCHIVE_VARY = 'Accept';
+
+/** A page of the archive holds 1 to 100 issues, 20 unless asked (`?limit=`). */
+export const PAGE_SIZE = { min: 1, max: 100, fallback: 20 } as const;
 
 /** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
 const QUERY_MEMO_MAX_ENTRIES = 1024;
 const QUERY_MEMO_MAX_BYTES = 1024 * 1024;
 
-function createArchiveQuerySchema(maxOffset: number) {
-  // Only these three are read: unknown parameters are dropped and never reach a cache key.
+/**
+ * The query parameters of GET /api/issues and their rules: the one place a parameter is written.
+ * The route validates with it; its types (ArchiveRequest, the typed client's query) are inferred
+ * from it and `npm run openapi` documents each key as a parameter. Only these keys are read:
+ * unknown parameters are dropped and never reach a cache key.
+ *
+ * @param maxOffset the largest useful offset: the archive never holds more issues than this.
+ */
+export function createArchiveQuerySchema(maxOffset: number) {
   return z.object({
-    limit: wholeNumber(1, 100, 20, firstValue),
+    limit: wholeNumber(PAGE_SIZE.min, PAGE_SIZE.max, PAGE_SIZE.fallback, firstValue),
     offset: wholeNumber(0, maxOffset, 0, firstValue),
     category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
     format: preprocess(firstValue, z.optional(z.enum(FORMATS, { error: `format must be one of ${FORMATS.join(', ')}` }))),
   });
 }
+
+/** The validated archive query, with the representation asked for by name, if any. */
+export type ArchiveRequest = z.output<ReturnType<typeof createArchiveQuerySchema>>;
+
+/**
+ * openapi.json's words for the parameters, JSON Schema keywords laid over what zod says of each
+ * (`npm run openapi`). Plain data rather than zod metadata: the service never reads it, so it
+ * stays out of the Worker bundle, and zod's registry with it.
+ */
+export const ARCHIVE_QUERY_DOCS: { [Parameter in keyof ArchiveRequest]?: JsonSchemaWords } = {
+  limit: { type: 'integer', description: 'Issues per page.' },
+  offset: { type: 'integer', description: 'Issues to skip: at most `ARCHIVE_MAX_ISSUES` (the maximum shown is its default).' },
+  category: { description: 'Only issues of this category (its slug).' },
+  format: {
+    description:
+      'The representation: `json` (the default), `atom` (Atom 1.0) or `rss` (RSS 2.0). Wins over `Accept`. Anything else is a 422. ' +
+      'Feeds need `SITE_ISSUE_URL`; without it a feed request is a 404.',
+  },
+};
 
 /**
  * The archive query of GET /api/issues, validated once per distinct query string: the result

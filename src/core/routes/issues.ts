@@ -18,13 +18,14 @@ export interface IssuesRoutesOptions {
   clientIp?: (c: Context) => string | undefined;
 }
 
-type ArchiveQueryValidator = MiddlewareHandler<
-  {},
-  '/issues',
-  // Typed for `hc` as the client sends it: every parameter optional (limit 20, offset 0). `format`
-  // is left out: the typed client reads JSON, and a feed is not what its `json()` would promise.
-  { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveRequest } }
->;
+/**
+ * The archive query as `hc` sends it: each parameter of the schema (archive-query.ts) as optional
+ * text (limit 20, offset 0 when absent). `format` is left out: the typed client reads JSON, and a
+ * feed is not what its `json()` would promise.
+ */
+type ArchiveQueryInput = { [Parameter in Exclude<keyof ArchiveRequest, 'format'>]?: string };
+
+type ArchiveQueryValidator = MiddlewareHandler<{}, '/issues', { in: { query: ArchiveQueryInput }; out: { query: ArchiveRequest } }>;
 
 /** Hono's `validator('query')` copies the parsed query before the memo could be asked. */
 function createArchiveQueryValidator(queries: ArchiveQueries): ArchiveQueryValidator {

@@ -3,22 +3,26 @@ import * as z from '../zod.js';
 import { ApiError } from '../http/errors.js';
 import { domainOf, mailboxKeyOf } from './mailbox.js';
 import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
-import { blankToUndefined, parseOrThrow, preprocess } from '../validation.js';
+import { blankToUndefined, parseOrThrow, preprocess, type JsonSchemaWords } from '../validation.js';
 
 /** "A few KB" (docs/contract.md): an email, a source label and a checkbox fit many times over. */
 export const SUBSCRIBE_MAX_BODY_BYTES = 8 * 1024;
 
 const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data']);
 const ACCEPTED_TYPES = new Set(['application/json', ...FORM_TYPES]);
-const SUBSCRIBE_FIELDS = ['email', 'optInAttestation', 'source', 'sourcePlatform'] as const;
 // `\p{Cc}`: C0/C1 control characters (CR, LF, NUL, …) never belong in these fields.
 const NO_CONTROL_CHARACTERS = /^\P{Cc}*$/u;
 
 const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : value);
 
+/** What a ticked form checkbox may send for `optInAttestation` (trimmed, any case). */
+export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
+
 /**
- * The subscribe schema, one for JSON and form input. Only the attestation differs by source:
- * JSON must send `true`; a form checkbox sends `on` (or its value attribute) when ticked.
+ * The subscribe schema, one for JSON and form input: the one place a body field is written (the
+ * route validates with it, SubscribeJsonInput is inferred from it, `npm run openapi` documents
+ * it). Only the attestation differs by source: JSON must send `true`; a form checkbox sends `on`
+ * (or its value attribute) when ticked.
  * (zod's `stringbool` does not fit: it does not trim, it turns `off`/`no` into `false`, and an
  * unknown word fails with zod's own wording instead of ours.)
  */
@@ -59,22 +63,27 @@ export function createSubscribeInputSchema(checkedValues: readonly string[]) {
   });
 }
 
-const JsonInputSchema = createSubscribeInputSchema([]);
-const FormInputSchema = createSubscribeInputSchema(['true', 'on', '1', 'yes']);
+export const SubscribeJsonInputSchema = createSubscribeInputSchema([]);
+export const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES);
 
-/** The JSON body `hc<AppType>` sends (HTML forms post the same fields as text). */
-export interface SubscribeJsonInput {
-  email: string;
-  optInAttestation: true;
-  source?: string;
-  sourcePlatform?: (typeof SOURCE_PLATFORMS)[number];
-}
+/** openapi.json's words for the body's fields (see ARCHIVE_QUERY_DOCS in routes/archive-query.ts). */
+export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonSchemaWords } = {
+  email: { format: 'email', description: 'Trimmed before it is checked.' },
+  optInAttestation: { description: 'The subscriber confirmed they opted in; anything else is a 422 and nothing goes upstream.' },
+  source: { description: 'A label; `SUBSCRIBE_DEFAULT_SOURCE` when absent.' },
+};
+
+/** The fields of a subscribe body; any other is dropped (the honeypot aside, read before). */
+export const SUBSCRIBE_FIELDS: readonly string[] = Object.keys(SubscribeJsonInputSchema.shape);
+
+/** The JSON body `hc<AppType>` sends (HTML forms post the same fields as text): the fields as validated. */
+export type SubscribeJsonInput = z.output<typeof SubscribeJsonInputSchema>;
 
 /**
  * The four fields, validated; `normalized` is the mailbox the address reaches (mailbox.ts), as
  * the repeat guard and the surge count compare it, and `domain` its domain.
  */
-export type SubscribeFields = z.output<typeof JsonInputSchema> & { normalized: string; domain: string };
+export type SubscribeFields = SubscribeJsonInput & { normalized: string; domain: string };
 
 /** The media type without parameters, lower-cased; undefined when there is none. */
 export function mediaTypeOf(c: Context): string | undefined {
@@ -99,7 +108,7 @@ export function parseSubscribeFields(c: Context, input: Record<string, unknown>)
   // Own properties of the four known fields only: `__proto__` and unknown fields are dropped.
   const picked: Record<string, unknown> = Object.create(null);
   for (const field of SUBSCRIBE_FIELDS) if (Object.hasOwn(input, field)) picked[field] = input[field];
-  const fields = parseOrThrow(isFormPost(c) ? FormInputSchema : JsonInputSchema, picked);
+  const fields = parseOrThrow(isFormPost(c) ? SubscribeFormInputSchema : SubscribeJsonInputSchema, picked);
   return { ...fields, normalized: mailboxKeyOf(fields.email), domain: domainOf(fields.email) };
 }
 
