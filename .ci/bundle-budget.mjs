@@ -33,6 +33,12 @@ try {
     console.error('worker bundle contains the Redis client (an import of src/redis/ reached the Worker entry)');
     process.exitCode = 1;
   }
+  // openapi.json is generated at build time (src/tools/openapi/): neither the generator nor zod's
+  // JSON Schema output, which names its draft, belongs in the Worker.
+  if (bundle.includes('draft-2020-12')) {
+    console.error('worker bundle contains zod\'s JSON Schema output (src/tools/openapi/ or z.toJSONSchema reached the Worker entry)');
+    process.exitCode = 1;
+  }
   if (gzip > BUDGET_GZIP_BYTES) {
     console.error('worker bundle is over its gzip budget');
     process.exitCode = 1;

@@ -17,6 +17,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
 const CORE = ['@hono/node-server', 'hono', 'lru-cache', 'zod'];
 const OPTIONAL = ['@redis/client', 'mailchecker', 'prom-client', 'sanitize-html'];
+/** The folders of the features that load only when configured or used. */
+const OPTIONAL_FOLDERS = /^(node\/admin|node\/redis|tools\/site)\//;
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
 
 /** The package a bare specifier names (`@hono/node-server/conninfo` → `@hono/node-server`). */
@@ -52,13 +54,23 @@ describe('the core graph', () => {
   it.each(['cli.js', 'core/app.js', 'worker.js', 'node.js'])('reaches no optional package through static imports from dist/%s', (entry) => {
     const graph = staticGraph(join(dist, entry));
     expect(graph.packages.filter((name) => !CORE.includes(name))).toEqual([]);
-    expect(graph.files.filter((file) => /^(admin|redis|site)\//.test(file))).toEqual([]);
+    expect(graph.files.filter((file) => OPTIONAL_FOLDERS.test(file))).toEqual([]);
+  });
+
+  it.each(['cli.js', 'core/app.js', 'worker.js', 'node.js'])('reaches neither the openapi.json generator nor the public shapes\' schemas from dist/%s', (entry) => {
+    // The service imports only the shapes' types: the schemas, and what zod needs for them, stay out of the Worker.
+    expect(staticGraph(join(dist, entry)).files.filter((file) => file.startsWith('tools/openapi/') || file === 'core/public-shapes.js')).toEqual([]);
   });
 
   it('does see an optional package where a feature imports it statically (the walk finds what it looks for)', () => {
     expect(staticGraph(join(dist, 'node/admin/admin.js')).packages).toContain('prom-client');
     expect(staticGraph(join(dist, 'node/redis/services.js')).packages).toContain('@redis/client');
     expect(staticGraph(join(dist, 'tools/site/build.js')).packages).toContain('sanitize-html');
+    // The folders' names are the tree's (a file moved out of them would no longer be looked for).
+    for (const feature of ['node/admin/admin.js', 'node/redis/services.js', 'tools/site/build.js']) {
+      expect(staticGraph(join(dist, feature)).files.filter((file) => OPTIONAL_FOLDERS.test(file)), feature).toContain(feature);
+    }
+    expect(staticGraph(join(dist, 'tools/openapi/main.js')).files).toContain('core/public-shapes.js');
   });
 });
 

@@ -31,7 +31,7 @@ describe('openapi.json', () => {
   });
 
   it('names exactly the error codes the service renders', () => {
-    expect(schemas.ErrorBody!.properties.error!.properties.code).toEqual({ enum: Object.keys(ERROR_STATUS) });
+    expect(schemas.ErrorBody!.properties.error!.properties.code).toEqual({ type: 'string', enum: Object.keys(ERROR_STATUS) });
   });
 
   it('names exactly the security headers every JSON answer carries', () => {

@@ -1,0 +1,506 @@
+import { parseConfig } from '../../core/config/config.js';
+import { ERROR_STATUS, ROUTE_ERRORS, createErrorBodySchemas, type ErrorCode } from '../../core/http/errors.js';
+import { API_SECURITY_HEADERS, CORS_POLICY, INCOMING_REQUEST_ID } from '../../core/http/response-headers.js';
+import {
+  ArchivePageBodySchema,
+  CategoriesBodySchema,
+  IssueBodySchema,
+  IssueDetailSchema,
+  IssueSummarySchema,
+  PublicCategorySchema,
+  SlugSchema,
+  SubscribeBodySchema,
+} from '../../core/public-shapes.js';
+import { CACHE_STATES } from '../../core/reads/read-through-cache.js';
+import { MEDIA_TYPES } from '../../core/routes/archive-format.js';
+import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/archive-query.js';
+import { FORM_CHECKED_VALUES, SUBSCRIBE_FIELD_DOCS, SUBSCRIBE_MAX_BODY_BYTES, SubscribeJsonInputSchema } from '../../core/subscribe/input.js';
+import * as z from '../../core/zod.js';
+
+/**
+ * openapi.json, written by `npm run openapi` (main.ts) and held to the code by a test
+ * (test/contract/openapi-generated.test.ts). Every shape, parameter and rule comes from the
+ * code: the zod schemas of the public shapes, the error envelope, the archive query and the
+ * subscribe body (through zod's own JSON Schema output), the error codes and the routes' errors
+ * (core/http/errors.ts), the security and CORS headers (core/http/response-headers.ts), and the
+ * defaults of the configuration. What is written here is what only the document says: the
+ * routes' summaries, the HTTP headers' wording and which answer carries which header.
+ */
+
+type Json = Record<string, unknown>;
+
+const SCHEMAS = '#/components/schemas/';
+const ref = (to: string): Json => ({ $ref: to });
+const schemaRef = (name: string) => ref(`${SCHEMAS}${name}`);
+const code = (text: string) => `\`${text}\``;
+
+/** "`a`, `b` and `c`" (or "or") */
+function listInWords(items: readonly string[], last: 'and' | 'or' = 'and'): string {
+  const coded = items.map(code);
+  return coded.length < 2 ? coded.join('') : `${coded.slice(0, -1).join(', ')} ${last} ${coded.at(-1)}`;
+}
+
+/**
+ * What zod's JSON Schema says beside the point, tidied once for every schema: the regex of a
+ * format it also names (`date-time`, `email`: the format says it), the bounds of a safe integer
+ * nobody set, and the protocol rule of a URL schema, which zod leaves out (`^https?:`).
+ */
+function tidy({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodTypes; jsonSchema: z.core.JSONSchema.BaseSchema }): void {
+  const def = zodSchema._zod.def as { check?: string; pattern?: RegExp; protocol?: RegExp };
+  if (def.check === 'string_format' && jsonSchema.format !== undefined && jsonSchema.pattern === def.pattern?.source) delete jsonSchema.pattern;
+  if (def.protocol) jsonSchema.pattern = `^${def.protocol.source.replace(/^\^|\$$/g, '')}:`;
+  if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
+  if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+}
+
+/** A schema as a part of openapi.json: no `$schema` or `$id` of its own. */
+function embedded(jsonSchema: z.core.JSONSchema.BaseSchema): Json {
+  const { $schema: _schema, $id: _id, ...rest } = jsonSchema;
+  return rest;
+}
+
+/** The public shapes and the error envelope, as components (each refers to the others by name). */
+function componentSchemas(): Record<string, Json> {
+  const errors = createErrorBodySchemas();
+  const named = {
+    Slug: SlugSchema,
+    PublicCategory: PublicCategorySchema,
+    IssueSummary: IssueSummarySchema,
+    IssueDetail: IssueDetailSchema,
+    ArchivePageBody: ArchivePageBodySchema,
+    IssueBody: IssueBodySchema,
+    CategoriesBody: CategoriesBodySchema,
+    SubscribeBody: SubscribeBodySchema,
+    ErrorBody: errors.ErrorBody,
+    ValidationIssue: errors.ValidationIssue,
+  };
+  const components = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(named)) components.add(schema, { id });
+  const { schemas } = z.toJSONSchema(components, { uri: (id) => `${SCHEMAS}${id}`, override: tidy });
+  return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, embedded(schema)]));
+}
+
+/** JSON Schema properties with openapi.json's words laid over each (the `*_DOCS` beside the schemas). */
+function worded(properties: Record<string, Json>, words: Record<string, object | undefined>): Record<string, Json> {
+  return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, { ...property, ...words[name] }]));
+}
+
+/** The subscribe body as a JSON client sends it, and as an HTML form posts it (every field as text). */
+function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
+  const sent = embedded(z.toJSONSchema(SubscribeJsonInputSchema, { io: 'input', override: tidy }));
+  const fields = worded(sent.properties as Record<string, Json>, SUBSCRIBE_FIELD_DOCS);
+  const json: Json = { ...sent, properties: fields, description: 'Other fields are ignored (the honeypot field aside).' };
+  const { description: _description, ...email } = fields.email!;
+  const sourcePlatform = fields.sourcePlatform!;
+  const form: Json = {
+    type: 'object',
+    required: sent.required,
+    properties: {
+      ...fields,
+      email,
+      optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(FORM_CHECKED_VALUES, 'or')} (any case).` },
+      // A form's empty field counts as not sent.
+      sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
+      [honeypotField]: { type: 'string', maxLength: 0, description: 'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people.' },
+    },
+  };
+  return { json, form };
+}
+
+/** The archive query's parameters, one per key of its schema (output: the values as the route reads them). */
+function archiveQueryParameters(maxOffset: number): Record<string, Json> {
+  const schema = createArchiveQuerySchema(maxOffset);
+  const read = z.toJSONSchema(schema, { io: 'output', override: tidy });
+  const sent = z.toJSONSchema(schema, { io: 'input', override: tidy });
+  const required = new Set(sent.required ?? []);
+  return Object.fromEntries(
+    Object.entries(worded(read.properties as Record<string, Json>, ARCHIVE_QUERY_DOCS)).map(([name, property]) => {
+      const { description, ...rules } = property;
+      return [name, { name, in: 'query', ...(required.has(name) && { required: true }), description, schema: rules }];
+    }),
+  );
+}
+
+const HEADER_PARAMETERS: Record<string, Json> = {
+  'If-None-Match': {
+    name: 'If-None-Match',
+    in: 'header',
+    description: 'An `ETag` from an earlier answer: a 304 when it is still current.',
+    schema: { type: 'string' },
+  },
+  Origin: {
+    name: 'Origin',
+    in: 'header',
+    description: "A browser's origin; one not in `ALLOWED_ORIGINS` gets no CORS grant (and a 403 on subscribe).",
+    schema: { type: 'string' },
+  },
+  'Access-Control-Request-Method': { name: 'Access-Control-Request-Method', in: 'header', schema: { type: 'string' } },
+  Accept: {
+    name: 'Accept',
+    in: 'header',
+    description:
+      'Without `format`, an `Accept` that prefers `application/atom+xml` or `application/rss+xml` (q-values honoured) asks for that feed; anything else gets JSON.',
+    schema: { type: 'string' },
+  },
+};
+
+function responseHeaders(cacheStates: readonly string[]): Record<string, Json> {
+  const security: Record<string, Json> = Object.fromEntries(
+    Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, { required: true, schema: { const: value } }]),
+  );
+  // Outside /api/, demo mode's example site answers (its JSON 404s too) with a policy of its own
+  // for its pages; both forbid framing.
+  const policy = API_SECURITY_HEADERS['Content-Security-Policy'];
+  if (policy !== undefined) {
+    security['Content-Security-Policy'] = {
+      description: `${code(policy)} on the API's answers; the demo's example site has its own policy for the paths it serves.`,
+      required: true,
+      schema: { type: 'string', pattern: "frame-ancestors 'none'" },
+    };
+  }
+  return {
+    'X-Request-Id': {
+      description: "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).",
+      required: true,
+      schema: { type: 'string', pattern: INCOMING_REQUEST_ID.source },
+    },
+    ...security,
+    'Access-Control-Allow-Origin': {
+      description: "The request's allowed `Origin`, or `*` when every origin is allowed.",
+      schema: { type: 'string' },
+    },
+    'Access-Control-Expose-Headers': { schema: { const: CORS_POLICY.exposeHeaders.join(',') } },
+    'Access-Control-Allow-Methods': { schema: { const: CORS_POLICY.allowMethods.join(',') } },
+    'Access-Control-Allow-Headers': { schema: { const: CORS_POLICY.allowHeaders.join(',') } },
+    'Access-Control-Max-Age': { schema: { type: 'integer', const: CORS_POLICY.maxAge } },
+    Vary: {
+      description: '`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).',
+      schema: { type: 'string' },
+    },
+    'Cache-Control-Public': {
+      description: 'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.',
+      required: true,
+      schema: { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' },
+    },
+    'Cache-Control-No-Store': {
+      description: 'Subscribe answers and errors are never cached.',
+      required: true,
+      schema: { const: 'no-store' },
+    },
+    ETag: {
+      description: 'A strong validator of the representation sent: each content coding has its own.',
+      required: true,
+      schema: { type: 'string', pattern: '^"[^"]+"$' },
+    },
+    'Content-Encoding': {
+      description: '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).',
+      schema: { type: 'string', enum: ['br', 'gzip'] },
+    },
+    'X-Cache': { description: "How this service's cache answered.", required: true, schema: { enum: [...cacheStates] } },
+    Age: { description: 'Seconds since a STALE copy was fetched.', schema: { type: 'integer', minimum: 0 } },
+    'Retry-After': { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'integer', minimum: 1 } },
+    Allow: { description: 'The methods this path answers.', required: true, schema: { type: 'string' } },
+    Location: { description: 'The page to go back to.', required: true, schema: { type: 'string', format: 'uri' } },
+  };
+}
+
+/** The headers an answer carries: `Cache-Control` names the component that describes it there. */
+function headersOf(names: readonly string[]): Record<string, Json> {
+  const headers: Record<string, Json> = {};
+  for (const name of [...COMMON_HEADERS, ...names]) {
+    const [header, component] = name.startsWith('Cache-Control') ? ['Cache-Control', name] : [name, name];
+    headers[header] = ref(`#/components/headers/${component}`);
+  }
+  return headers;
+}
+
+/** Every answer, of every route and status, carries these. */
+const COMMON_HEADERS = ['X-Request-Id', ...Object.keys(API_SECURITY_HEADERS), 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers', 'Vary'];
+const READ_HEADERS = ['Cache-Control-Public', 'ETag', 'Content-Encoding', 'X-Cache', 'Age'];
+
+interface ErrorWording {
+  /** When it is answered, in the document's words. */
+  when: string;
+  /** Headers of its own (`Retry-After`, `Allow`). */
+  headers?: readonly string[];
+  /** `details` is always there. */
+  details?: true;
+}
+
+/** What each error code means to a client; a new code in ERROR_STATUS does not compile until it is worded here. */
+function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
+  return {
+    VALIDATION_ERROR: {
+      when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
+      details: true,
+    },
+    NOT_FOUND: { when: 'No such issue, or no such route.' },
+    METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
+    FORBIDDEN_ORIGIN: { when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included).' },
+    CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
+    CAPTCHA_REQUIRED: {
+      when:
+        'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
+        '`details[0].siteKey` is the site key to render the widget with.',
+    },
+    PAYLOAD_TOO_LARGE: { when: `The body is over ${maxBodyBytes / 1024} KiB.` },
+    UNSUPPORTED_MEDIA_TYPE: { when: 'The body is not JSON, URL-encoded or multipart form data.' },
+    RATE_LIMITED: {
+      when: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
+      headers: ['Retry-After'],
+    },
+    UPSTREAM_ERROR: { when: 'The newsletter service failed, rejected our key, or answered with something malformed.' },
+    UPSTREAM_UNAVAILABLE: {
+      when: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
+      headers: ['Retry-After'],
+    },
+    INTERNAL_ERROR: { when: 'An unexpected failure; it is logged with the request id.' },
+  };
+}
+
+/** The response component of each error status: VALIDATION_ERROR's is `ValidationError` (the first code of a status names it). */
+function errorResponses(wording: Record<ErrorCode, ErrorWording>): Map<number, { name: string; response: Json; head: Json }> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][]) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  const responses = new Map<number, { name: string; response: Json; head: Json }>();
+  for (const [status, codes] of byStatus) {
+    const name = codes[0]!
+      .toLowerCase()
+      .replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+    const description = codes.map((one) => `${status} ${code(one)}: ${wording[one].when}`).join(' ');
+    const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => wording[one].headers ?? []))]);
+    const details = codes.every((one) => wording[one].details);
+    const error: Json = { type: 'object', properties: { code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } };
+    if (details) {
+      (error.properties as Json).details = { type: 'array', items: schemaRef('ValidationIssue') };
+      error.required = ['details'];
+    }
+    const schema = { allOf: [schemaRef('ErrorBody'), { type: 'object', properties: { error } }] };
+    responses.set(status, {
+      name,
+      response: { description, headers, content: { 'application/json': { schema } } },
+      head: { description: `${description} (HEAD: no body)`, headers },
+    });
+  }
+  return responses;
+}
+
+/** One path's operations, described once: HEAD is derived from GET, and every path answers its preflight and a 405. */
+interface PathSpec {
+  path: string;
+  /** The route as core/http/errors.ts ROUTE_ERRORS names it. */
+  route: keyof typeof ROUTE_ERRORS;
+  pathParameters?: readonly Json[];
+  get?: { operationId: string; summary: string; description: string; parameters: readonly Json[]; ok: Json };
+  post?: { operationId: string; summary: string; description: string; parameters: readonly Json[]; requestBody: Json; answers: Record<string, Json> };
+}
+
+function createPaths(specs: readonly PathSpec[], errors: ReturnType<typeof errorResponses>, used: Set<string>): Json {
+  const responseRef = (name: string) => {
+    used.add(name);
+    return ref(`#/components/responses/${name}`);
+  };
+  const errorAnswers = (route: PathSpec['route'], head: boolean) => {
+    const statuses = [...new Set(ROUTE_ERRORS[route].map((one) => ERROR_STATUS[one]))].sort((a, b) => a - b);
+    return Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errors.get(status)!.name}${head ? 'Head' : ''}`)]));
+  };
+  const paths: Json = {};
+  for (const spec of specs) {
+    const item: Json = {};
+    const { get, post } = spec;
+    if (get) {
+      item.get = {
+        operationId: get.operationId,
+        summary: get.summary,
+        description: get.description,
+        tags: ['reads'],
+        parameters: [...(spec.pathParameters ?? []), ...get.parameters],
+        responses: { '200': get.ok, '304': responseRef('NotModified'), ...errorAnswers(spec.route, false) },
+      };
+      const { content: _content, ...okHeaders } = get.ok;
+      item.head = {
+        operationId: `${get.operationId}Head`,
+        summary: `${get.summary} (headers only)`,
+        description: `The headers \`GET ${spec.path}\` would send, with the same validation and caching; no body.`,
+        tags: ['reads'],
+        parameters: [...(spec.pathParameters ?? []), ...get.parameters],
+        responses: { '200': { ...okHeaders, description: 'As GET, without the body.' }, '304': responseRef('NotModifiedHead'), ...errorAnswers(spec.route, true) },
+      };
+    }
+    if (post) {
+      item.post = {
+        operationId: post.operationId,
+        summary: post.summary,
+        description: post.description,
+        tags: ['subscribe'],
+        parameters: post.parameters,
+        requestBody: post.requestBody,
+        responses: { ...post.answers, ...errorAnswers(spec.route, false) },
+      };
+    }
+    const operationId = get?.operationId ?? post!.operationId;
+    item.options = {
+      operationId: `${operationId}Preflight`,
+      summary: 'CORS preflight',
+      description:
+        'Answered for any origin with 204; `Access-Control-Allow-*` is granted only to an `Origin` in `ALLOWED_ORIGINS` (or any, with `*`), never with credentials.',
+      tags: ['cors'],
+      parameters: [...(spec.pathParameters ?? []), ref('#/components/parameters/Origin'), ref('#/components/parameters/Access-Control-Request-Method')],
+      responses: { '204': responseRef('Preflight') },
+    };
+    item['x-other-methods'] = responseRef('MethodNotAllowed');
+    paths[spec.path] = item;
+  }
+  return paths;
+}
+
+/** The whole document for this version of the package. Pure: the same code gives the same bytes. */
+export function createOpenApiDocument(version: string): Json {
+  const defaults = parseConfig({});
+  if (!defaults.ok) throw new Error(`the default configuration does not parse: ${defaults.problems.join('; ')}`);
+  const { config } = defaults;
+
+  const queryParameters = archiveQueryParameters(config.archiveMaxIssues);
+  const inputs = subscribeInputs(config.honeypotField);
+  const errors = errorResponses(errorWording(SUBSCRIBE_MAX_BODY_BYTES));
+  const parameter = (name: string) => ref(`#/components/parameters/${name}`);
+  const categoryFields = Object.keys(PublicCategorySchema.shape).join(', ');
+  const feed = {
+    schema: {
+      type: 'string',
+      description:
+        "An Atom 1.0 or RSS 2.0 document of the same page of the archive: each entry has the title, the issue's page on the site (from `SITE_ISSUE_URL`), a stable id, dates, the preview text and the category.",
+    },
+  };
+  const readAnswer = (description: string, content: Json): Json => ({ description, headers: headersOf(READ_HEADERS), content });
+
+  const used = new Set<string>();
+  const paths = createPaths(
+    [
+      {
+        path: '/api/issues',
+        route: '/api/issues',
+        get: {
+          operationId: 'listIssues',
+          summary: 'A page of the public archive, newest first',
+          description: 'Sent, website-visible issues, newest `sentAt` first (undated last, ties by slug). Unknown query parameters are ignored.',
+          parameters: [...Object.keys(queryParameters).map(parameter), parameter('If-None-Match'), parameter('Accept')],
+          ok: readAnswer(
+            'The data, from the cache or the upstream: JSON, or a feed when `format` or `Accept` asks for one. Every answer of this route carries `Vary: Accept` (with `Origin` unless every origin is allowed).',
+            { [MEDIA_TYPES.json]: { schema: schemaRef('ArchivePageBody') }, [MEDIA_TYPES.atom]: feed, [MEDIA_TYPES.rss]: feed },
+          ),
+        },
+      },
+      {
+        path: '/api/issues/{slug}',
+        route: '/api/issues/:slug',
+        pathParameters: [parameter('slug')],
+        get: {
+          operationId: 'getIssue',
+          summary: 'One public issue with its HTML',
+          description: 'A slug that does not match the pattern is a 422 without an upstream call; an unknown, unsent or private issue a 404.',
+          parameters: [parameter('If-None-Match')],
+          ok: readAnswer('The data, from the cache or the upstream.', { [MEDIA_TYPES.json]: { schema: schemaRef('IssueBody') } }),
+        },
+      },
+      {
+        path: '/api/categories',
+        route: '/api/categories',
+        get: {
+          operationId: 'listCategories',
+          summary: 'Categories for archive navigation, sorted by name',
+          description: `Every category of the publication as \`{ ${categoryFields} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
+          parameters: [parameter('If-None-Match')],
+          ok: readAnswer('The data, from the cache or the upstream.', { [MEDIA_TYPES.json]: { schema: schemaRef('CategoriesBody') } }),
+        },
+      },
+      {
+        path: '/api/subscribe',
+        route: '/api/subscribe',
+        post: {
+          operationId: 'subscribe',
+          summary: 'Subscribe one email address',
+          description:
+            'The reply never reveals whether the address was new, already subscribed or refused by the upstream for its status. The rate limit and the origin check run before the body is read. ' +
+            'A form post (not JSON, no `Accept: application/json`) gets a 303 to the configured success URL or the allowed page it came from, with `?subscribed=1` or `?subscribe_error=<CODE>` (and `#subscribed` / `#subscribe-error`), for errors too. ' +
+            `A filled honeypot field (${code(config.honeypotField)} by default) is answered as a success.`,
+          parameters: [parameter('Origin')],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': { schema: schemaRef('SubscribeJsonInput') },
+              'application/x-www-form-urlencoded': { schema: schemaRef('SubscribeFormInput') },
+              'multipart/form-data': { schema: schemaRef('SubscribeFormInput') },
+            },
+          },
+          answers: {
+            '200': {
+              description: 'Accepted (a JSON caller).',
+              headers: headersOf(['Cache-Control-No-Store']),
+              content: { 'application/json': { schema: schemaRef('SubscribeBody') } },
+            },
+            '303': {
+              description: 'A form post: back to a page, success or failure in its query and fragment.',
+              headers: headersOf(['Cache-Control-No-Store', 'Location']),
+            },
+          },
+        },
+      },
+    ],
+    errors,
+    used,
+  );
+
+  const responses: Record<string, Json> = {
+    NotModified: { description: 'The `If-None-Match` names the current `ETag`: no body.', headers: headersOf(['Cache-Control-Public', 'ETag', 'X-Cache', 'Age']) },
+    Preflight: {
+      description: 'A CORS preflight (`Access-Control-Allow-*` only for an allowed origin); no body.',
+      headers: headersOf(['Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age']),
+    },
+  };
+  responses.NotModifiedHead = { ...responses.NotModified, description: 'The `If-None-Match` names the current `ETag`: no body. (HEAD: no body)' };
+  for (const { name, response, head } of [...errors.values()]) {
+    responses[name] = response;
+    responses[`${name}Head`] = head;
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'newsletter-bff',
+      version,
+      summary: 'The four public routes of a newsletter backend-for-frontend.',
+      description:
+        "A public newsletter archive and subscribe form, served without exposing the newsletter service's API key. " +
+        'Every body is JSON in one envelope: `{ "ok": true, "data": … }` or `{ "ok": false, "error": { "code", "message", "details"? } }`. ' +
+        'Any other path is a JSON 404 (`NOT_FOUND`); any other method on these paths a JSON 405 (`METHOD_NOT_ALLOWED`) with `Allow`. ' +
+        `Every answer also carries the security headers ${listInWords(Object.keys(API_SECURITY_HEADERS).sort())} (OWASP's set for REST answers). ` +
+        'CORS: an `Origin` listed in `ALLOWED_ORIGINS` (or any, with `*`) is granted `Access-Control-Allow-Origin`, never credentials.',
+      license: { name: 'MIT', identifier: 'MIT' },
+    },
+    servers: [{ url: `http://${config.host}:${config.port}`, description: 'npm start (demo mode without NEWSLETTER_API_KEY)' }],
+    security: [],
+    tags: [
+      { name: 'reads', description: 'Cached public reads: `ETag`, 304, `Cache-Control`, `X-Cache`' },
+      { name: 'subscribe', description: 'The subscribe endpoint, for a JSON client or a plain HTML form' },
+      { name: 'cors', description: 'CORS preflights, answered for every route' },
+    ],
+    paths,
+    components: {
+      parameters: {
+        ...queryParameters,
+        slug: { name: 'slug', in: 'path', required: true, schema: schemaRef('Slug') },
+        ...HEADER_PARAMETERS,
+      },
+      headers: responseHeaders(CACHE_STATES),
+      // Only the answers some operation names: an unused component is a lint warning.
+      responses: Object.fromEntries(Object.entries(responses).filter(([name]) => used.has(name))),
+      schemas: { ...componentSchemas(), SubscribeJsonInput: inputs.json, SubscribeFormInput: inputs.form },
+    },
+  };
+}
+
+/** The document as the file holds it. */
+export function serializeOpenApiDocument(document: Json): string {
+  return `${JSON.stringify(document, null, 2)}\n`;
+}
