@@ -1,4 +1,4 @@
-import type { Context } from 'hono';
+import type { Context, TypedResponse } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
 /** The error codes of docs/contract.md ("Errors we return"), with their HTTP status. */
@@ -19,6 +19,22 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
+
+/**
+ * The error statuses each public route answers (docs/contract.md "Errors we return", and each
+ * route's responses in openapi.json), rendered by the app's one error handler. They are typed
+ * into the routes' answers (`ErrorAnswer`), so a typed client can test `res.status === 404` and
+ * read the error envelope; test/typed-client.test.ts holds the table to openapi.json. A 405 is
+ * left out: a typed client always sends the route's own method.
+ */
+export const ROUTE_ERROR_STATUSES = {
+  '/api/issues': [404, 422, 500, 502, 503],
+  '/api/issues/:slug': [404, 422, 500, 502, 503],
+  '/api/categories': [500, 502, 503],
+  '/api/subscribe': [403, 413, 415, 422, 429, 500, 502, 503],
+} as const satisfies Record<string, readonly ErrorStatus[]>;
+
+export type RouteErrorStatus<Route extends keyof typeof ROUTE_ERROR_STATUSES> = (typeof ROUTE_ERROR_STATUSES)[Route][number];
 
 /** One entry of a VALIDATION_ERROR's (or CAPTCHA_REQUIRED's) `details`. */
 export interface ValidationIssue {
@@ -82,11 +98,24 @@ export class ApiError extends Error {
   }
 }
 
-/** The body of an error response, exactly as docs/contract.md shapes it. */
-export function errorEnvelope(error: ApiError): {
+/** The codes answered with `Status` (403 is FORBIDDEN_ORIGIN, CAPTCHA_FAILED or CAPTCHA_REQUIRED). */
+export type ErrorCodeOf<Status extends ErrorStatus> = { [Code in ErrorCode]: (typeof ERROR_STATUS)[Code] extends Status ? Code : never }[ErrorCode];
+
+/** The body of an error answer with `Status` (any error by default), as docs/contract.md shapes it. */
+export interface ErrorBody<Status extends ErrorStatus = ErrorStatus> {
   ok: false;
-  error: { code: ErrorCode; message: string; details?: ValidationIssue[] };
-} {
+  error: { code: ErrorCodeOf<Status>; message: string; details?: ValidationIssue[] };
+}
+
+/**
+ * The error answers with these statuses, one typed response per status, so that `hc<AppType>`'s
+ * `if (res.status === 404)` narrows the body to the NOT_FOUND envelope. Only a type: a handler
+ * throws and the app's onError renders (renderError).
+ */
+export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'> : never;
+
+/** The body of an error response, exactly as docs/contract.md shapes it. */
+export function errorEnvelope(error: ApiError): ErrorBody {
   const body: { code: ErrorCode; message: string; details?: ValidationIssue[] } = {
     code: error.code,
     message: error.message,
