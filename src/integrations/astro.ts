@@ -87,8 +87,12 @@ export interface NewsletterLoaderOptions {
 export interface NewsletterLoader {
   name: string;
   load(context: NewsletterLoaderContext): Promise<void>;
-  /** The entries' data, for Astro to validate and type them (zod 3: `zod/v3`). */
-  schema: () => Promise<z.ZodType<NewsletterIssueData>>;
+  /**
+   * The entries' data as a zod schema (zod's version 3 API, `zod/v3`), for Astro to validate and
+   * type them. Declared loosely on purpose: each Astro version compares it with its own zod's
+   * declarations, which no one type of ours can match (`NewsletterIssueData` is its type).
+   */
+  schema: () => Promise<any>;
 }
 
 /** The meta key of the sync state, and the shape it is kept in (JSON). */
