@@ -24,6 +24,11 @@ interface Kept {
   freshUntil: number;
 }
 
+/** A read that failed, or an answer a page cannot show: the static build stops; the server build answers 503 (src/middleware.ts). */
+export class ServiceError extends Error {
+  override name = 'ServiceError';
+}
+
 const kept = new Map<string, Kept>();
 const inFlight = new Map<string, Promise<Kept>>();
 const waiting: (() => void)[] = [];
@@ -55,7 +60,9 @@ async function read(url: string): Promise<Kept> {
   const request = slot(async () => {
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (held?.etag) headers['If-None-Match'] = held.etag;
-    const response = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) });
+    const response = await fetch(url, { headers, signal: AbortSignal.timeout(10_000) }).catch((error: Error) => {
+      throw new ServiceError(`could not read ${new URL(url).pathname}: ${error.message}`, { cause: error });
+    });
     const freshUntil = Date.now() + maxAgeMs(response.headers.get('cache-control'));
     if (response.status === 304 && held) return { ...held, freshUntil };
     const answer = { status: response.status, body: await response.text(), etag: response.headers.get('etag'), freshUntil };
@@ -76,11 +83,6 @@ const client = hc<AppType>(SERVICE_URL, {
     return new Response(answer.status === 304 ? null : answer.body, { status: answer.status, headers: { 'Content-Type': 'application/json' } });
   },
 });
-
-/** Thrown for an answer the page cannot show: the build stops, or the server answers 502. */
-export class ServiceError extends Error {
-  override name = 'ServiceError';
-}
 
 export interface ArchivePage {
   issues: IssueSummary[];
