@@ -117,16 +117,83 @@ beforeAll(async () => {
   if (init.code !== 0) throw new Error(`tsc --init failed: ${init.stdout}`);
 }, 90_000);
 
+// Two installed projects: removing them took over 10 s on a loaded 2-core machine.
 afterAll(() => {
   if (scratch) rmSync(scratch, { recursive: true, force: true });
-});
+}, 60_000);
 
 describe('the npm package', () => {
-  it('holds compiled JavaScript, declarations, the demo site and the OpenAPI document, and no sources or maps', () => {
+  it('holds compiled JavaScript, declarations, the demo site, the form snippet, the Astro component and the OpenAPI document, and no sources or maps', () => {
     const paths = packed.files.map((file) => file.path);
-    for (const path of paths) expect(path).toMatch(/^(dist\/.+\.(js|d\.ts)|examples\/site\/.+|openapi\.json|LICENSE|README\.md|package\.json)$/);
+    for (const path of paths) {
+      expect(path).toMatch(
+        /^(dist\/.+\.(js|d\.ts)|examples\/site\/.+|examples\/subscribe-form\.html|examples\/astro\/src\/components\/SubscribeForm\.astro|openapi\.json|LICENSE|README\.md|package\.json)$/,
+      );
+    }
     expect(paths).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/client.js', 'dist/client.d.ts', 'dist/core/app.d.ts', 'openapi.json', 'LICENSE']));
-    expect(paths).toEqual(expect.arrayContaining(['examples/site/index.html']));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'examples/site/index.html',
+        'examples/subscribe-form.html',
+        'examples/astro/src/components/SubscribeForm.astro',
+        'dist/integrations/astro.js',
+        'dist/integrations/astro.d.ts',
+        'dist/tools/site/sanitize.js',
+      ]),
+    );
+  });
+
+  it('exports the form snippet, the Astro component and the form script under their own names', async () => {
+    const names = ['newsletter-bff/subscribe-form.html', 'newsletter-bff/astro/SubscribeForm.astro', 'newsletter-bff/subscribe.js'];
+    const script = `for (const name of ${JSON.stringify(names)}) console.log(import.meta.resolve(name));`;
+    const resolved = await exec(process.execPath, ['--input-type=module', '-e', script], consumer);
+    expect(resolved.stderr).toBe('');
+    expect(resolved.stdout.trim().split('\n').map((url) => url.slice(url.indexOf('/node_modules/')))).toEqual([
+      '/node_modules/newsletter-bff/examples/subscribe-form.html',
+      '/node_modules/newsletter-bff/examples/astro/src/components/SubscribeForm.astro',
+      '/node_modules/newsletter-bff/examples/site/subscribe.js',
+    ]);
+  });
+
+  it('loads newsletter-bff/astro in plain Node, with Astro not installed, and newsletter-bff/sanitize names sanitize-html when it is missing', async () => {
+    const script = [
+      "const { newsletterLoader } = await import('newsletter-bff/astro');",
+      "const loader = newsletterLoader({ url: 'https://news-api.example.com' });",
+      'console.log(loader.name, typeof loader.load);',
+      "await import('newsletter-bff/sanitize').catch((error) => console.log(error.code, error.message.includes(\"'sanitize-html'\")));",
+    ].join('\n');
+    const run = await exec(process.execPath, ['--input-type=module', '-e', script], consumer);
+    expect(readdirSync(join(consumer, 'node_modules'))).not.toContain('astro');
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('newsletter-bff function\nERR_MODULE_NOT_FOUND true\n');
+  });
+
+  it('typechecks a site’s own code there: the Astro loader, the sanitiser and a typed error status', async () => {
+    const lines = [
+      "import { hc } from 'hono/client';",
+      "import type { AppType } from 'newsletter-bff/client';",
+      "import { newsletterLoader, type NewsletterIssueData } from 'newsletter-bff/astro';",
+      "import { sanitizeLetter, withoutLeadingTitle } from 'newsletter-bff/sanitize';",
+      'export const loader = newsletterLoader({',
+      "  url: 'https://news-api.example.com',",
+      '  sanitize: (html: string, issue: NewsletterIssueData) => withoutLeadingTitle(sanitizeLetter(html), issue.subject),',
+      '});',
+      "const bff = hc<AppType>('https://news-api.example.com');",
+      "const res = await bff.api.issues[':slug'].$get({ param: { slug: 'planning-next-years-plot' } });",
+      'if (res.status === 404) {',
+      "  const code: 'NOT_FOUND' = (await res.json()).error.code;",
+      '  void code;',
+      '} else if (res.status === 200) {',
+      '  const html: string | null = (await res.json()).data.contentHtml;',
+      '  void html;',
+      '}',
+    ];
+    const check = await typecheckWith('site.ts', lines);
+    expect(check.stdout + check.stderr).toBe('');
+    expect(check.code).toBe(0);
+    // A status the route never answers does not compile: the types say which errors exist.
+    const wrong = await typecheckWith('wrong-status.ts', [...lines.slice(0, 3).filter((line) => !line.includes('newsletter-bff/astro')), ...lines.slice(8, 10), 'if (res.status === 429) console.log(res);']);
+    expect(wrong.stdout).toMatch(/^wrong-status\.ts\(\d+,\d+\): error TS2367: /m);
   });
 
   it('typechecks the typed-client snippet of docs/architecture.md in a `tsc --init` project, against the package’s declarations', async () => {

@@ -48,6 +48,33 @@ describe('typed client (hono/client hc<AppType>)', () => {
     expectTypeOf<InferResponseType<Client['api']['subscribe']['$post'], 200>>().toEqualTypeOf<z.infer<typeof SubscribeBody>>();
   });
 
+  it('types every route’s error answers beside its successes, as ROUTE_ERRORS lists them', () => {
+    type StatusOf<Endpoint extends (...args: never[]) => Promise<{ status: number }>> = Awaited<ReturnType<Endpoint>>['status'];
+    expectTypeOf<StatusOf<Client['api']['issues']['$get']>>().toEqualTypeOf<200 | 304 | 404 | 422 | 500 | 502 | 503>();
+    expectTypeOf<StatusOf<Client['api']['issues'][':slug']['$get']>>().toEqualTypeOf<200 | 304 | 404 | 422 | 500 | 502 | 503>();
+    expectTypeOf<StatusOf<Client['api']['categories']['$get']>>().toEqualTypeOf<200 | 304 | 500 | 502 | 503>();
+    expectTypeOf<StatusOf<Client['api']['subscribe']['$post']>>().toEqualTypeOf<200 | 303 | 403 | 413 | 415 | 422 | 429 | 500 | 502 | 503>();
+    // Each error status carries the envelope of its own codes.
+    expectTypeOf<InferResponseType<Client['api']['issues'][':slug']['$get'], 404>>().toEqualTypeOf<{
+      ok: false;
+      error: { code: 'NOT_FOUND'; message: string; details?: { path: string; message: string; siteKey?: string }[] };
+    }>();
+    expectTypeOf<InferResponseType<Client['api']['subscribe']['$post'], 403>['error']['code']>().toEqualTypeOf<
+      'FORBIDDEN_ORIGIN' | 'CAPTCHA_FAILED' | 'CAPTCHA_REQUIRED'
+    >();
+    expectTypeOf<InferResponseType<Client['api']['subscribe']['$post'], 429>['error']['code']>().toEqualTypeOf<'RATE_LIMITED'>();
+  });
+
+  it('narrows an answer to the error envelope by its status, so a site can tell a missing issue from a failure', async () => {
+    const client = createTypedClient();
+    const response = await client.api.issues[':slug'].$get({ param: { slug: 'no-such-issue' } });
+    expect(response.status).toBe(404);
+    if (response.status !== 404) return;
+    const body = await response.json();
+    expectTypeOf(body.error.code).toEqualTypeOf<'NOT_FOUND'>();
+    expect(ErrorBody.parse(body).error.code).toBe('NOT_FOUND');
+  });
+
   it('lists a page of the archive with a typed query, in the documented shape', async () => {
     const client = createTypedClient();
     const response = await client.api.issues.$get({ query: { limit: '2', offset: '1', category: 'interviews' } });

@@ -26,14 +26,14 @@ export const PublicCategorySchema = z.strictObject({
 export const IssueSummarySchema = z.strictObject({
   slug: SlugSchema,
   subject: z.string(),
-  previewText: z.nullable(z.string()),
-  thumbnailUrl: z.nullable(z.url({ protocol: /^https?$/ })).check(z.meta({ description: 'Only http(s) URLs, so a site can put it in `<img src>`.' })),
-  sentAt: z.nullable(z.iso.datetime()),
-  category: z.nullable(PublicCategorySchema),
+  previewText: z.nullable(z.string()).check(z.meta({ description: "The letter's preview line; null when the letter has none." })),
+  thumbnailUrl: z.nullable(z.url({ protocol: /^https?$/ })).check(z.meta({ description: 'Only http(s) URLs, so a site can put it in `<img src>`; null when the letter has no picture, or its address is not http(s).' })),
+  sentAt: z.nullable(z.iso.datetime()).check(z.meta({ description: "When the letter was sent; null when the upstream gives no valid date (such issues are listed last)." })),
+  category: z.nullable(PublicCategorySchema).check(z.meta({ description: "The issue's category; null when it has none, or when its slug could not be linked (it breaks the slug rule)." })),
 });
 
 export const IssueDetailSchema = z.extend(IssueSummarySchema, {
-  contentHtml: z.nullable(z.string()).check(z.meta({ description: "The issue's HTML, to be shown sandboxed." })),
+  contentHtml: z.nullable(z.string()).check(z.meta({ description: "The issue's HTML, as the upstream holds it (sanitise it before putting it in a page of your own origin); null when the upstream has no HTML for it." })),
 });
 
 /** The 200 bodies of the four routes (docs/contract.md "The four public routes"). */

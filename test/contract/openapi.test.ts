@@ -1,7 +1,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ERROR_STATUS } from '../../src/core/http/errors.js';
+import { ERROR_STATUS, ROUTE_ERRORS } from '../../src/core/http/errors.js';
 import { API_SECURITY_HEADERS, CORS_POLICY } from '../../src/core/http/response-headers.js';
 import { createTestApp } from '../helpers.js';
 import { createOpenApiValidator, type Exchange } from './openapi-validator.js';
@@ -32,6 +32,20 @@ describe('openapi.json', () => {
 
   it('names exactly the error codes the service renders', () => {
     expect(schemas.ErrorBody!.properties.error!.properties.code).toEqual({ type: 'string', enum: Object.keys(ERROR_STATUS) });
+  });
+
+  it('documents for each route exactly the error statuses its typed answers list (ROUTE_ERRORS)', () => {
+    const statusesOf = (route: keyof typeof ROUTE_ERRORS) => [...new Set(ROUTE_ERRORS[route].map((code) => ERROR_STATUS[code]))].sort((a, b) => a - b);
+    const paths = document.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>;
+    const errorStatuses = new Set<number>(Object.values(ERROR_STATUS));
+    const documented = (path: string, method: string) =>
+      Object.keys(paths[path]![method]!.responses)
+        .map(Number)
+        .filter((status) => errorStatuses.has(status));
+    expect(documented('/api/issues', 'get')).toEqual(statusesOf('/api/issues'));
+    expect(documented('/api/issues/{slug}', 'get')).toEqual(statusesOf('/api/issues/:slug'));
+    expect(documented('/api/categories', 'get')).toEqual(statusesOf('/api/categories'));
+    expect(documented('/api/subscribe', 'post')).toEqual(statusesOf('/api/subscribe'));
   });
 
   it('names exactly the security headers every JSON answer carries', () => {

@@ -202,15 +202,42 @@ describe('POST /api/subscribe', () => {
       expect(calls).toHaveLength(0);
     });
 
-    it('returns 403 FORBIDDEN_ORIGIN and makes no upstream call for an urlencoded form post from a foreign Origin', async () => {
+    it('answers a post without JavaScript from a foreign Origin with a 403 page in plain words, not JSON, and makes no upstream call', async () => {
+      const { app, calls } = createSubscribeApp({ env });
+      const headers = { Origin: 'https://evil.example', Referer: 'https://evil.example/form', Accept: BROWSER_ACCEPT };
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://evil.example/x' }, headers);
+      expect(response.status).toBe(403);
+      expect(response.headers.get('content-type')).toBe('text/html; charset=UTF-8');
+      expect(response.headers.get('cache-control')).toBe('no-store');
+      // Never sent back to the page it came from: that page is not ours to send anyone to.
+      expect(response.headers.get('location')).toBeNull();
+      const page = await response.text();
+      expect(page).toMatch(/^<!doctype html>/);
+      expect(page).toContain('<h1>Subscription not sent</h1>');
+      expect(page).not.toContain('evil.example');
+      expect(calls).toHaveLength(0);
+    });
+
+    it('sends a post without JavaScript from a foreign Origin to SUBSCRIBE_REDIRECT_URL with ?subscribe_error=FORBIDDEN_ORIGIN', async () => {
       const { app, calls } = createSubscribeApp({ env: { ...env, SUBSCRIBE_REDIRECT_URL: REDIRECT_URL } });
-      const response = await postForm(
-        app,
-        { email: EMAIL, optInAttestation: 'on' },
-        { Origin: 'https://evil.example', Accept: BROWSER_ACCEPT },
-      );
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Origin: 'https://evil.example', Accept: BROWSER_ACCEPT });
+      expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribe_error=FORBIDDEN_ORIGIN#subscribe-error`);
+      expect(calls).toHaveLength(0);
+    });
+
+    it('answers a form post from a foreign Origin that asks for JSON with the JSON envelope', async () => {
+      const { app, calls } = createSubscribeApp({ env: { ...env, SUBSCRIBE_REDIRECT_URL: REDIRECT_URL } });
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Origin: 'https://evil.example', Accept: 'application/json' });
       await expectErrorCode(response, 403, 'FORBIDDEN_ORIGIN');
       expect(calls).toHaveLength(0);
+    });
+
+    it('sends the same post without JavaScript from the allowed Origin back to its page', async () => {
+      const { app, calls } = createSubscribeApp({ env });
+      const headers = { Origin: 'https://site.example', Referer: 'https://site.example/form', Accept: BROWSER_ACCEPT };
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, headers);
+      expect(expectRedirect(response).href).toBe('https://site.example/form?subscribed=1#subscribed');
+      expect(calls).toHaveLength(1);
     });
 
     it('returns 403 for the opaque Origin "null" (sandboxed frames, file: pages)', async () => {

@@ -17,6 +17,7 @@ import {
   postChunked,
   expectAccepted,
   expectRedirect,
+  forwardedBody,
   type TestApp,
 } from './support.js';
 
@@ -117,6 +118,91 @@ describe('POST /api/subscribe', () => {
         { Accept: BROWSER_ACCEPT, Referer: 'https://site.example/newsletter?ref=home' },
       );
       expect(expectRedirect(response).href).toBe('https://site.example/newsletter?ref=home&subscribed=1#subscribed');
+    });
+
+    describe('the returnTo field (the page to come back to, as a site that knows it fills it in)', () => {
+      const fromSite = { Accept: BROWSER_ACCEPT, Origin: 'https://site.example', Referer: 'https://site.example/' };
+
+      it('sends a form post back to the page its returnTo field names, on the site the post came from', async () => {
+        const { app, calls } = createSubscribeApp();
+        const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://site.example/page/2/' }, fromSite);
+        expect(expectRedirect(response).href).toBe('https://site.example/page/2/?subscribed=1#subscribed');
+        expect(calls).toHaveLength(1);
+        // The field is ours: only the four known fields go upstream.
+        expect(Object.keys(forwardedBody(calls[0]) as object)).not.toContain('returnTo');
+      });
+
+      it('sends a refused form post back to that page too, with the error, and makes no upstream call', async () => {
+        const { app, calls } = createSubscribeApp();
+        const response = await postForm(app, { email: EMAIL, returnTo: 'https://site.example/issues/a-year/' }, fromSite);
+        expect(expectRedirect(response).href).toBe('https://site.example/issues/a-year/?subscribe_error=VALIDATION_ERROR#subscribe-error');
+        expect(calls).toHaveLength(0);
+      });
+
+      it('takes the post’s origin from the Referer when the browser sends no Origin', async () => {
+        const { app } = createSubscribeApp();
+        const headers = { Accept: BROWSER_ACCEPT, Referer: 'https://site.example/' };
+        const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://site.example/about/' }, headers);
+        expect(expectRedirect(response).href).toBe('https://site.example/about/?subscribed=1#subscribed');
+      });
+
+      it('drops the page’s fragment and its old subscribed or subscribe_error, so the outcome’s own mark shows', async () => {
+        const { app } = createSubscribeApp();
+        const returnTo = 'https://site.example/page/2/?subscribe_error=RATE_LIMITED&tag=x#subscribe';
+        const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo }, fromSite);
+        expect(expectRedirect(response).href).toBe('https://site.example/page/2/?tag=x&subscribed=1#subscribed');
+      });
+
+      it('ignores a returnTo on another host, and falls back to the Referer', async () => {
+        const { app } = createSubscribeApp();
+        const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://evil.example/phish' }, fromSite);
+        expect(expectRedirect(response).href).toBe('https://site.example/?subscribed=1#subscribed');
+      });
+
+      it('ignores a returnTo on an allowed origin other than the one the post came from', async () => {
+        const { app } = createSubscribeApp({ env: { ALLOWED_ORIGINS: 'https://site.example,https://shop.example' } });
+        const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://shop.example/cart' }, fromSite);
+        expect(expectRedirect(response).href).toBe('https://site.example/?subscribed=1#subscribed');
+      });
+
+      it.each([
+        ['a relative path', '/page/2/'],
+        ['a scheme-relative URL', '//evil.example/page/2/'],
+        ['a javascript: URL', 'javascript:alert(1)'],
+        ['credentials in the URL', 'https://user:pass@site.example/page/2/'],
+        ['an address longer than any page has', `https://site.example/${'a'.repeat(2100)}`],
+      ])('ignores %s', async (_label, returnTo) => {
+        const { app } = createSubscribeApp();
+        const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo }, fromSite);
+        expect(expectRedirect(response).href).toBe('https://site.example/?subscribed=1#subscribed');
+      });
+
+      it('with ALLOWED_ORIGINS=*, sends a post back to a page of its own site', async () => {
+        const { app } = createSubscribeApp({ env: { ALLOWED_ORIGINS: '*' } });
+        const headers = { Accept: BROWSER_ACCEPT, Origin: 'https://blog.example', Referer: 'https://blog.example/' };
+        const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://blog.example/posts/1' }, headers);
+        expect(expectRedirect(response).href).toBe('https://blog.example/posts/1?subscribed=1#subscribed');
+      });
+
+      it('with ALLOWED_ORIGINS=*, ignores a returnTo on another site, or from a post that names no site', async () => {
+        const { app } = createSubscribeApp({ env: { ALLOWED_ORIGINS: '*' } });
+        const headers = { Accept: BROWSER_ACCEPT, Origin: 'https://blog.example', Referer: 'https://blog.example/' };
+        const elsewhere = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://evil.example/phish' }, headers);
+        expect(expectRedirect(elsewhere).href).toBe('https://blog.example/?subscribed=1#subscribed');
+        const anonymous = await postForm(app, { email: 'b@example.com', optInAttestation: 'on', returnTo: 'https://evil.example/phish' }, { Accept: BROWSER_ACCEPT });
+        await expectAccepted(anonymous);
+      });
+
+      it('leaves SUBSCRIBE_REDIRECT_URL first when one is configured', async () => {
+        const { app } = createSubscribeApp({ env: redirectEnv });
+        const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://site.example/page/2/' }, fromSite);
+        expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribed=1#subscribed`);
+      });
+
+      it('is not read from a JSON post, which gets JSON', async () => {
+        const { app } = createSubscribeApp();
+        await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true, returnTo: 'https://site.example/page/2/' }, { Origin: 'https://site.example' }));
+      });
     });
 
     it('does not redirect to a Referer whose origin is foreign, and answers JSON instead', async () => {

@@ -1,4 +1,4 @@
-import type { Context } from 'hono';
+import type { Context, TypedResponse } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 // The configured `z` (see core/zod.ts).
 import * as z from '../zod.js';
@@ -68,9 +68,14 @@ export function createErrorBodySchemas() {
   return { ErrorBody, ValidationIssue };
 }
 
+/**
+ * The error statuses a route answers, from ROUTE_ERRORS. They are typed into the routes' answers
+ * (`ErrorAnswer`), so a typed client can test `res.status === 404` and read the error envelope.
+ * A 405 is left out: a typed client always sends the route's own method.
+ */
+export type RouteErrorStatus<Route extends keyof typeof ROUTE_ERRORS> = (typeof ERROR_STATUS)[(typeof ROUTE_ERRORS)[Route][number]];
+
 type ErrorBodySchemas = ReturnType<typeof createErrorBodySchemas>;
-/** The body of every error answer (docs/contract.md "Errors we return"). */
-export type ErrorBody = z.infer<ErrorBodySchemas['ErrorBody']>;
 export type ValidationIssue = z.infer<ErrorBodySchemas['ValidationIssue']>;
 
 /** Our own wording for each code: clients never see upstream text. */
@@ -127,9 +132,27 @@ export class ApiError extends Error {
   }
 }
 
+/** The codes answered with `Status` (403 is FORBIDDEN_ORIGIN, CAPTCHA_FAILED or CAPTCHA_REQUIRED). */
+export type ErrorCodeOf<Status extends ErrorStatus> = { [Code in ErrorCode]: (typeof ERROR_STATUS)[Code] extends Status ? Code : never }[ErrorCode];
+
+/** The body of an error answer with `Status` (any error by default), as docs/contract.md shapes it. */
+type SchemaErrorBody = z.infer<ErrorBodySchemas['ErrorBody']>;
+type Flat<T> = { [Key in keyof T]: T[Key] } & {};
+export type ErrorBody<Status extends ErrorStatus = ErrorStatus> = Flat<Omit<SchemaErrorBody, 'error'> & { error: Flat<Omit<SchemaErrorBody['error'], 'code'> & { code: ErrorCodeOf<Status> }> }>;
+
+/**
+ * The error answers with these statuses, one typed response per status, so that `hc<AppType>`'s
+ * `if (res.status === 404)` narrows the body to the NOT_FOUND envelope. Only a type: a handler
+ * throws and the app's onError renders (renderError).
+ */
+export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'> : never;
+
 /** The body of an error response, exactly as docs/contract.md shapes it. */
 export function errorEnvelope(error: ApiError): ErrorBody {
-  const body: ErrorBody['error'] = { code: error.code, message: error.message };
+  const body: { code: ErrorCode; message: string; details?: ValidationIssue[] } = {
+    code: error.code,
+    message: error.message,
+  };
   if (error.details) body.details = error.details;
   return { ok: false, error: body };
 }

@@ -14,10 +14,12 @@ declare module 'hono' {
 /** A pre-serialized JSON response typed as the envelope `T` it holds, so `hc<AppType>` infers it. */
 export type JsonResponse<T> = Response & TypedResponse<T, 200, 'json'>;
 type NotModified = Response & TypedResponse<null, 304, 'body'>;
+/** What a cached read of envelope `T` answers: the 200, or a 304 for a matching `If-None-Match`. */
+export type ReadAnswer<T> = JsonResponse<T> | NotModified;
 
 /** Sends a cached read (see `readReply`) with this request's headers. */
-export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string, vary?: string): JsonResponse<T> | NotModified {
-  return sendRendered(c, read, 'application/json', cacheControl, vary) as JsonResponse<T> | NotModified;
+export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string, vary?: string): ReadAnswer<T> {
+  return sendRendered(c, read, 'application/json', cacheControl, vary) as ReadAnswer<T>;
 }
 
 /** `sendRead` for any rendered body of the given `Content-Type` (a feed's XML). */

@@ -1,5 +1,7 @@
 import { Hono, type Context } from 'hono';
-import { sendRead, waitUntilOf } from '../http/read-reply.js';
+import type { ErrorAnswer, RouteErrorStatus } from '../http/errors.js';
+import { sendRead, waitUntilOf, type ReadAnswer } from '../http/read-reply.js';
+import type { CategoriesBody } from '../public-shapes.js';
 import type { PublicReads } from '../reads/public-reads.js';
 
 /** GET /api/categories: `[{ name, slug }]` sorted by name. */
@@ -10,7 +12,8 @@ export function createCategoriesRoutes(options: {
   clientIp?: (c: Context) => string | undefined;
 }) {
   const { reads, cacheControl, clientIp = () => undefined } = options;
-  return new Hono().get('/categories', async function listCategories(c) {
+  // The error answers are typed for `hc` (ROUTE_ERRORS); the app's onError renders them.
+  return new Hono().get('/categories', async function listCategories(c): Promise<ReadAnswer<CategoriesBody> | ErrorAnswer<RouteErrorStatus<'/api/categories'>>> {
     return sendRead(c, await reads.categories(waitUntilOf(c), clientIp(c)), cacheControl);
   });
 }

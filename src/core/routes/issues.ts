@@ -1,6 +1,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { ApiError } from '../http/errors.js';
-import { sendRead, sendRendered, waitUntilOf } from '../http/read-reply.js';
+import { ApiError, type ErrorAnswer, type RouteErrorStatus } from '../http/errors.js';
+import { sendRead, sendRendered, waitUntilOf, type ReadAnswer } from '../http/read-reply.js';
+import type { ArchivePageBody, IssueBody } from '../public-shapes.js';
 import type { ArchiveFeeds, FeedFormat } from '../reads/archive-feeds.js';
 import type { PublicReads } from '../reads/public-reads.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
@@ -65,12 +66,13 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
       '/issues',
       createArchiveQueryValidator(options.archiveQueries),
       createFeedNegotiation(options.feeds, cacheControl),
-      async function listIssues(c) {
+      // The error answers are typed for `hc` (ROUTE_ERRORS); the app's onError renders them.
+      async function listIssues(c): Promise<ReadAnswer<ArchivePageBody> | ErrorAnswer<RouteErrorStatus<'/api/issues'>>> {
         const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c), clientIp(c));
         return sendRead(c, read, cacheControl, ARCHIVE_VARY);
       },
     )
-    .get('/issues/:slug', async function getIssue(c) {
+    .get('/issues/:slug', async function getIssue(c): Promise<ReadAnswer<IssueBody> | ErrorAnswer<RouteErrorStatus<'/api/issues/:slug'>>> {
       // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
       // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
       const slug = c.req.param('slug');

@@ -1,7 +1,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config/config.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, type ErrorAnswer, type RouteErrorStatus } from '../http/errors.js';
 import { waitUntilOf } from '../http/read-reply.js';
 import { rateLimitKeyOf } from '../http/ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
@@ -13,7 +13,7 @@ import { forwardSubscription } from '../subscribe/forward.js';
 import { createRepeatGuard, isForbiddenOrigin, isHoneypotFilled, rateLimitError, type RepeatGuard } from '../subscribe/guards.js';
 import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type SubscribeJsonInput } from '../subscribe/input.js';
 import { SubscribeFailure, type RecordOutcome } from '../subscribe/outcome.js';
-import { redirectTarget, reply } from '../subscribe/reply.js';
+import { redirectTarget, refusedOriginReply, reply, returnToPage, type SubscribeReply } from '../subscribe/reply.js';
 import type { SurgeWatch } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
@@ -55,7 +55,9 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
  * domains, the surge count, the challenge (Turnstile: always, or during a surge), the repeat
  * guard, the surge's pause (no Turnstile) and the upstream. A honeypot hit and a repeat get the
  * same reply as a success. Every refusal is thrown; the route's one error handler logs it once
- * and answers with a 303 to a form's page or the JSON envelope.
+ * and answers with a 303 to a form's page (the `returnTo` field's, the Referer's or the
+ * configured one), the JSON envelope, or, for a post without JavaScript refused for its origin,
+ * a short HTML page.
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
   const { upstream, config, origins, rateLimiter, clientIp, now, log, challenge, surge, isDisposableDomain, metrics = noopMetrics } = options;
@@ -67,7 +69,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       metrics.subscribe(outcome, fields.reason);
       log.log(level, 'subscribe', { outcome, requestId: c.get('requestId'), ...fields });
     };
-  const targetOf = (c: Context) => redirectTarget(c, config.subscribeRedirectUrl, origins);
+  const targetOf = (c: Context) => redirectTarget(c, config.subscribeRedirectUrl, origins, c.get('subscribeReturnTo'));
   const rateLimitKey = (c: Context) => {
     const ip = clientIp(c);
     return ip === undefined ? undefined : rateLimitKeyOf(ip, config.rateLimitIpv6Prefix);
@@ -89,9 +91,11 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
           throw new ApiError('PAYLOAD_TOO_LARGE');
         },
       }),
-      async function subscribe(c) {
+      // The error answers are typed for `hc` (ROUTE_ERRORS); the route's onError renders them.
+      async function subscribe(c): Promise<SubscribeReply | ErrorAnswer<RouteErrorStatus<'/api/subscribe'>>> {
         const record = recorder(c);
         const input = await readSubscribeBody(c);
+        c.set('subscribeReturnTo', returnToPage(c, input, origins));
         if (isHoneypotFilled(input, config.honeypotField)) {
           // Answered exactly like a success, so a bot learns nothing; nothing goes upstream.
           record('honeypot');
@@ -127,7 +131,8 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       if (!(error instanceof ApiError)) throw error;
       if (error instanceof SubscribeFailure) recorder(c)(error.outcome, { reason: error.code, ...error.logFields }, error.level);
       else recorder(c)('rejected', { reason: error.code });
-      // A forbidden origin is never redirected: its Referer is not ours to send anyone back to.
-      return reply(c, error.code === 'FORBIDDEN_ORIGIN' ? undefined : targetOf(c), error);
+      // A forbidden origin is never sent back: its pages are not ours to send anyone to.
+      if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
+      return reply(c, targetOf(c), error);
     });
 }

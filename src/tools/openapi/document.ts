@@ -236,7 +236,7 @@ function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
     },
     NOT_FOUND: { when: 'No such issue, or no such route.' },
     METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
-    FORBIDDEN_ORIGIN: { when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included).' },
+    FORBIDDEN_ORIGIN: { when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).' },
     CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
     CAPTCHA_REQUIRED: {
       when:
@@ -422,7 +422,7 @@ export function createOpenApiDocument(version: string): Json {
           summary: 'Subscribe one email address',
           description:
             'The reply never reveals whether the address was new, already subscribed or refused by the upstream for its status. The rate limit and the origin check run before the body is read. ' +
-            'A form post (not JSON, no `Accept: application/json`) gets a 303 to the configured success URL or the allowed page it came from, with `?subscribed=1` or `?subscribe_error=<CODE>` (and `#subscribed` / `#subscribe-error`), for errors too. ' +
+            'A form post (not JSON, no `Accept: application/json`) gets a 303 to the configured success URL, or to the page its `returnTo` field names (an absolute URL on the allowed origin the post came from; never forwarded upstream), or to the allowed page it came from (its `Referer`), with `?subscribed=1` or `?subscribe_error=<CODE>` (and `#subscribed` / `#subscribe-error`), for errors too. ' +
             `A filled honeypot field (${code(config.honeypotField)} by default) is answered as a success.`,
           parameters: [parameter('Origin')],
           requestBody: {

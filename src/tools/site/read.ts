@@ -22,7 +22,7 @@ export interface ReadOptions {
 const PAGE_LIMIT = 100;
 // The service's own archive cap is 5000 issues by default; a bound for the loop all the same.
 const MAX_PAGES = 1000;
-const DEFAULT_CONCURRENCY = 4;
+export const DEFAULT_CONCURRENCY = 4;
 const TIMEOUT_MS = 30_000;
 /**
  * A read refused as busy (429, or 503 with the service's `Retry-After`) is tried again after
@@ -41,10 +41,11 @@ export class SiteReadError extends Error {
 }
 
 /**
- * Reads the whole public archive through the typed client (`hc<AppType>`): every archive
- * page, the categories, and each issue by slug. The same four routes a browser uses.
+ * The typed client (`hc<AppType>`) a build reads the service with: each call times out, and a
+ * read refused as busy (429, or 503 with `Retry-After`) is tried again after the wait it names
+ * (`retryWaitMs`). Shared by the site builder and the Astro loader (src/integrations/astro.ts).
  */
-export async function readPublication(options: ReadOptions): Promise<Publication> {
+export function createReadClient(options: Pick<ReadOptions, 'apiUrl' | 'fetch' | 'sleep' | 'now' | 'onWait'>) {
   const fetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const now = options.now ?? Date.now;
@@ -52,7 +53,7 @@ export async function readPublication(options: ReadOptions): Promise<Publication
     fetch(input, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) }).catch((error: unknown) => {
       throw new SiteReadError(`could not read ${path} from ${options.apiUrl}: ${(error as Error).message}`, { cause: error });
     });
-  const client = hc<AppType>(options.apiUrl.replace(/\/+$/, ''), {
+  return hc<AppType>(options.apiUrl.replace(/\/+$/, ''), {
     async fetch(input: RequestInfo | URL, init?: RequestInit) {
       const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
       for (let attempt = 1; ; attempt++) {
@@ -66,7 +67,10 @@ export async function readPublication(options: ReadOptions): Promise<Publication
     },
     headers: { Accept: 'application/json' },
   });
+}
 
+/** Every issue summary of the archive, newest first, read page by page (the route's largest page). */
+export async function readArchive(client: ReturnType<typeof createReadClient>): Promise<IssueSummary[]> {
   const summaries: IssueSummary[] = [];
   for (let page = 0; page < MAX_PAGES; page++) {
     const response = await client.api.issues.$get({ query: { limit: String(PAGE_LIMIT), offset: String(page * PAGE_LIMIT) } });
@@ -75,6 +79,16 @@ export async function readPublication(options: ReadOptions): Promise<Publication
     summaries.push(...body.data);
     if (body.data.length < PAGE_LIMIT || summaries.length >= body.meta.total) break;
   }
+  return summaries;
+}
+
+/**
+ * Reads the whole public archive through the typed client (`hc<AppType>`): every archive
+ * page, the categories, and each issue by slug. The same four routes a browser uses.
+ */
+export async function readPublication(options: ReadOptions): Promise<Publication> {
+  const client = createReadClient(options);
+  const summaries = await readArchive(client);
 
   const categoriesResponse = await client.api.categories.$get();
   if (categoriesResponse.status !== 200) throw new SiteReadError(`GET /api/categories answered ${categoriesResponse.status}`);
@@ -89,13 +103,13 @@ export async function readPublication(options: ReadOptions): Promise<Publication
 }
 
 /** `map` with at most `limit` calls in flight; results keep the input's order. */
-async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, map: (item: T) => Promise<R>): Promise<R[]> {
+export async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, map: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
     while (next < items.length) {
       const index = next++;
-      results[index] = await map(items[index]!);
+      results[index] = await map(items[index]!, index);
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
