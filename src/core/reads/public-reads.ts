@@ -104,11 +104,11 @@ export interface PublicReads {
   refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }>;
   /**
    * The archive index no older than its TTL, for the archive watch (DEPLOY_HOOK_URL): the copy
-   * kept while it is fresh, else (with `load`, the default) one loaded now through the shared
-   * tier and waited for. `undefined` when no fresh copy could be had (a load that failed).
-   * Charged to no visitor.
+   * kept while it is fresh; else, with `load` (the default), the shared tier's when it is fresh,
+   * else (with `upstream`, the default) one read from the upstream now, waited for and stored in
+   * the shared tier. `undefined` when no fresh copy could be had. Charged to no visitor.
    */
-  freshArchiveIndex(options?: { load?: boolean }): Promise<IndexCopy | undefined>;
+  freshArchiveIndex(options?: { load?: boolean; upstream?: boolean }): Promise<IndexCopy | undefined>;
   /**
    * The same three reads when each can be answered at once from a fresh cached copy (a HIT),
    * synchronously; `undefined` when it would need a load, a render or an error.
@@ -515,13 +515,22 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return { issues: archive.value.index.all.length };
     },
 
-    async freshArchiveIndex({ load = true } = {}) {
+    async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}) {
       const fresh = (value: CachedValue | undefined) =>
         value?.kind === 'archive' && isFresh(value.fetchedAt + rules.ttlMs, now()) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
       const kept = fresh(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
+      if (sharedCache) {
+        // The shared copy when it is fresh (another instance read it); asked first, so that a
+        // stale one does not start a refresh behind the answer (withSharedTier) besides this one.
+        const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
+        if (entry !== undefined && isFresh(entry.fetchedAt + rules.ttlMs, now())) {
+          return fresh((await cache.read(ARCHIVE_KEY, loadArchive, undefined, { forceRefresh: true })).value);
+        }
+        if (!mayReadUpstream) return undefined;
+      }
       // A failed load hands back the copy it had, stale: no answer then.
-      return fresh((await cache.read(ARCHIVE_KEY, loadArchive, undefined, { forceRefresh: true })).value);
+      return fresh((await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), undefined, { forceRefresh: true })).value);
     },
 
     async categories(waitUntil, client) {
