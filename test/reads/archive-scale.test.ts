@@ -302,6 +302,16 @@ describe('keeping the archive fresh', () => {
     expect(site.fake.callsFor(BY_SLUG)).toBe(0);
   });
 
+  it('refreshes an archive cut off at ARCHIVE_MAX_ISSUES from its head window too', async () => {
+    const site = archiveSite({ env: { ARCHIVE_MAX_ISSUES: '200' } });
+    expect(await site.total()).toBe(200);
+    site.fake.publish('fresh-off-the-press');
+    const before = site.queries.length;
+    await site.refresh();
+    expect(site.queries.slice(before)).toEqual([HEAD]);
+    expect((await site.slugs(1))[0]!.slug).toBe('fresh-off-the-press');
+  });
+
   it('reads the whole archive on every refresh of an upstream listing oldest sentAt first (its head holds no new issue), and finds a new issue', async () => {
     const site = archiveSite({ variant: { order: 'oldest-sent' } });
     expect(await site.total()).toBe(450);

@@ -246,7 +246,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const answeredAt = now();
       await contents.seed(answeredAt);
       // Paging that did not work as configured leaves the listing unsure: no head refreshes then.
-      const sync = { order: read.findings.length === 0 ? read.order : undefined, fullReadAt: time, listing: read.issues.map((row) => row.source.id) };
+      // An archive cut off at ARCHIVE_MAX_ISSUES is listed as well as any: its newest rows are read.
+      const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
+      const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: read.issues.map((row) => row.source.id) };
       return indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync);
     }
     const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
