@@ -35,7 +35,7 @@ export function deployHookBody(changes: readonly ArchiveChange[]): DeployHookBod
 
 /**
  * The hook's address as a log line may show it: its origin only. A build hook's path (or query)
- * is its token, and anyone holding it can start builds (docs/security.md "Secrets").
+ * is its token, and anyone holding it can start builds (docs/security.md "What the service guarantees").
  */
 export function describeHookUrl(url: string): string {
   try {
