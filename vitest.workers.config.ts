@@ -14,6 +14,7 @@ export const RUNTIME_NEUTRAL_SUITES = [
   'test/typed-client.test.ts',
   'test/upstream/**/*.test.ts',
   'test/upstream-failures.test.ts',
+  'test/watch/archive-changes.test.ts',
   'test/zod.test.ts',
 ];
 
@@ -25,6 +26,8 @@ export default defineProject({
         compatibilityDate: '2026-05-01',
         // A Rate Limiting binding as wrangler.toml would declare it (test/workers uses it).
         ratelimits: { SUBSCRIBE_RATE_LIMITER: { simple: { limit: 3, period: 60 } } },
+        // The build hook watch's state, as wrangler.toml's optional KV namespace (test/workers/scheduled.test.ts).
+        kvNamespaces: ['DEPLOY_HOOK_STATE'],
       },
     }),
   ],

@@ -19,6 +19,11 @@ import { createAppForConfig, linkOriginOf } from './core/service.js';
 const SURGE_CHECK_INTERVAL_MS = 5000;
 /** How often ACCESS_LOG=summary writes its `cache_hits` lines. */
 const HIT_SUMMARY_INTERVAL_MS = 60_000;
+/**
+ * How often the archive watch (DEPLOY_HOOK_URL) ticks: it reads the upstream only once its copy
+ * is past its TTL, so a tick is cheap; a second bounds how late a change or a retry goes out.
+ */
+const WATCH_TICK_MS = 1000;
 
 /**
  * Runs the service on Node (the CLI's `start`): config from `env`, demo or real upstream,
@@ -34,7 +39,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl] });
+  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl] });
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;
@@ -54,7 +59,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     process.exitCode = 1;
     return;
   }
-  const { app, stats, upstream, freshReply, logAccess, surge } = createAppForConfig(config, {
+  const { app, stats, upstream, freshReply, logAccess, surge, archiveWatch } = createAppForConfig(config, {
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
     log,
@@ -70,10 +75,18 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
     ...(isDisposableDomain && { isDisposableDomain }),
+    // With Redis, one instance watches; the others' copies of the archive come from Redis within a
+    // TTL (and a tick) of the change, so the hook waits that long for all of them to serve it.
+    ...(redis && { archiveWatch: { store: redis.watchStore, lease: redis.watchLease, settleMs: config.cacheTtlSeconds * 1000 + 2 * WATCH_TICK_MS } }),
   });
   // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
   if (surge) setInterval(() => void surge.check((promise) => void promise), SURGE_CHECK_INTERVAL_MS).unref();
   if (config.accessLog === 'summary') setInterval(() => logAccess.writeHitSummary(), HIT_SUMMARY_INTERVAL_MS).unref();
+  // DEPLOY_HOOK_URL: the archive is watched without visitors, from the start (the first look is not a change).
+  if (archiveWatch) {
+    void archiveWatch.tick();
+    setInterval(() => void archiveWatch.tick(), WATCH_TICK_MS).unref();
+  }
   /** The last words: what the summary counted since it last wrote, and every line still buffered. */
   const stopLogging = () => {
     logAccess.writeHitSummary();

@@ -64,6 +64,7 @@ describe('parseConfig defaults', () => {
       readBudgetPerClientPerMinute: 30,
       indexRefreshMinSeconds: 5,
       archiveResyncSeconds: 600,
+      deployHookUrl: undefined,
       redisUrl: undefined,
       redisTimeoutMs: 100,
       siteIssueUrl: undefined,
@@ -111,6 +112,7 @@ describe('parseConfig defaults', () => {
         READ_BUDGET_PER_CLIENT_PER_MINUTE: '60',
         INDEX_REFRESH_MIN_SECONDS: '0',
         ARCHIVE_RESYNC_SECONDS: '120',
+        DEPLOY_HOOK_URL: 'https://api.netlify.com/build_hooks/fake-hook-id',
         SITE_ISSUE_URL: 'https://site.example/issues/{slug}/',
         PUBLICATION_NAME: 'Les Carnets du jardin',
         PUBLIC_BASE_URL: 'https://site.example/news-api/',
@@ -156,6 +158,7 @@ describe('parseConfig defaults', () => {
       readBudgetPerClientPerMinute: 60,
       indexRefreshMinSeconds: 0,
       archiveResyncSeconds: 120,
+      deployHookUrl: 'https://api.netlify.com/build_hooks/fake-hook-id',
       redisUrl: undefined,
       redisTimeoutMs: 100,
       siteIssueUrl: 'https://site.example/issues/{slug}/',
@@ -668,6 +671,18 @@ describe('parseConfig subscribe abuse settings (docs/subscribe.md)', () => {
     const problems = problemsWith({ ALERT_WEBHOOK_URL: 'http://hooks.example/T000/B000/secret-part' });
     expect(problems).toEqual([expect.stringMatching(/^ALERT_WEBHOOK_URL must be an https URL/)]);
     expect(problems.join('\n')).not.toContain('secret-part');
+  });
+
+  it('refuses a DEPLOY_HOOK_URL that is not https, or that carries a user and password, without echoing it', () => {
+    for (const url of ['http://api.netlify.com/build_hooks/secret-hook-id', 'https://user:secret-hook-id@hooks.example/build', 'not a url secret-hook-id']) {
+      const problems = problemsWith({ DEPLOY_HOOK_URL: url });
+      expect(problems).toEqual([expect.stringMatching(/^DEPLOY_HOOK_URL must be an https URL .*without a user or password/)]);
+      expect(problems.join('\n')).not.toContain('secret-hook-id');
+    }
+  });
+
+  it('takes a DEPLOY_HOOK_URL on a loopback host over plain http (a local receiver)', () => {
+    expect(configWith({ DEPLOY_HOOK_URL: 'http://127.0.0.1:8080/hooks/build' }).deployHookUrl).toBe('http://127.0.0.1:8080/hooks/build');
   });
 
   it('reads TRUSTED_PROXIES as addresses, networks and names, and names the entries it cannot read', () => {

@@ -5,6 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { redisServerAvailable, startRedisServer } from './redis/support.js';
 import { freePort } from './free-port.js';
+import { createArchive } from './support/fake-upstream/archive.js';
+import { startFakeUpstreamServer } from './support/fake-upstream/server.js';
+import { startHookReceiver } from './support/hook-receiver.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 // The entry runs as `npm start` runs it: compiled into dist/ (by test/build-dist.ts), started by the CLI.
@@ -115,6 +118,38 @@ describe('Node entry', () => {
     run.child.kill('SIGTERM');
     await run.waitFor('"event":"shutting_down"');
     expect(await run.exited).toBe(0);
+  });
+
+  it('watches the archive on its own with DEPLOY_HOOK_URL: a new issue reaches the build hook with no visitor request', async () => {
+    const key = 'node-entry-watch-key-not-real';
+    const upstream = await startFakeUpstreamServer({ apiKey: key, publication: createArchive({ issues: 20, contentBytes: 500 }) });
+    const receiver = await startHookReceiver();
+    try {
+      const port = await freePort();
+      const run = start({
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        NEWSLETTER_API_KEY: key,
+        NEWSLETTER_API_BASE_URL: upstream.baseUrl,
+        CACHE_TTL_SECONDS: '1',
+        DEPLOY_HOOK_URL: receiver.url,
+      });
+      await run.waitFor('"event":"archive_watch_started"');
+      upstream.publish('sent-while-nobody-reads');
+      // Real time is the point: the timer's ticks. A TTL of 1 s, a tick a second: bounded at 10 s.
+      for (let waited = 0; waited < 10_000 && receiver.calls.length === 0; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(receiver.calls.map((call) => call.body?.changes)).toEqual([[{ slug: 'sent-while-nobody-reads', kind: 'new' }]]);
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toBe(0);
+      const { stdout, stderr } = run.output();
+      expect(stdout).toContain('"event":"deploy_hook_called"');
+      expect(stdout + stderr).not.toContain(receiver.token);
+      expect(stdout + stderr).not.toContain(key);
+      expect(stdout).not.toContain('"event":"request"');
+    } finally {
+      await receiver.stop();
+      await upstream.stop();
+    }
   });
 
   it('exits 1 with one line when its port is already taken', async () => {

@@ -27,6 +27,8 @@ import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '.
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
 import { logReadFailure, readErrorFromUpstream } from './upstream/failure-policy.js';
+import { createArchiveWatch, type WatchLease, type WatchStore } from './watch/archive-watch.js';
+import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
 
 export interface AppDeps {
   config: Config;
@@ -54,10 +56,28 @@ export interface AppDeps {
   isDisposableDomain?: (domain: string) => boolean;
   /** Test seam of the ALERT_WEBHOOK_URL sender: its fetch and timeout. */
   alertWebhook?: { fetch?: typeof globalThis.fetch; timeoutMs?: number };
+  /** How DEPLOY_HOOK_URL's watch runs where it runs (src/core/watch/archive-watch.ts); this process alone by default. */
+  archiveWatch?: ArchiveWatchDeps;
   /** Told of requests, cache reads and subscribe outcomes (Prometheus on Node; nothing by default). */
   metrics?: Metrics;
   /** Compresses each cached JSON copy once (Node: node/compression.ts); none on Workers, whose edge compresses. */
   encodeBody?: BodyEncoder;
+}
+
+/** What the entry that runs the archive watch decides: where its state lives, who watches, and the hook's test seams. */
+export interface ArchiveWatchDeps {
+  /** Redis (several Node instances) or a KV namespace (Workers); this process's memory by default. */
+  store?: WatchStore;
+  /** Read the store again at every tick (Workers: another isolate may have run the last one). */
+  reloadEachTick?: boolean;
+  /** One watcher among instances (Redis); none: this instance always watches. */
+  lease?: WatchLease;
+  /** How long a change found waits before the call (see ArchiveWatchOptions.settleMs); 0 by default. */
+  settleMs?: number;
+  /** false: each tick takes the index only when a fresh copy is held (the Cron Trigger refreshed it just before). */
+  loadIndex?: boolean;
+  fetch?: typeof globalThis.fetch;
+  timeoutMs?: number;
 }
 
 /** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
@@ -154,6 +174,23 @@ export function createApp(deps: AppDeps) {
           alert: config.alertWebhookUrl ? createAlertWebhook({ url: config.alertWebhookUrl, log, ...deps.alertWebhook }) : undefined,
         });
 
+  // The archive is watched without visitors only for a build hook to tell (the entry runs its ticks).
+  const watchDeps = deps.archiveWatch ?? {};
+  const archiveWatch =
+    config.deployHookUrl === undefined
+      ? undefined
+      : createArchiveWatch({
+          readIndex: (watching) => reads.freshArchiveIndex({ load: watchDeps.loadIndex ?? true, upstream: watching }),
+          callHook: createDeployHook({ url: config.deployHookUrl, fetch: watchDeps.fetch, timeoutMs: watchDeps.timeoutMs }),
+          hookLabel: describeHookUrl(config.deployHookUrl),
+          store: watchDeps.store,
+          reloadEachTick: watchDeps.reloadEachTick,
+          lease: watchDeps.lease,
+          settleMs: watchDeps.settleMs,
+          now,
+          log,
+        });
+
   // Feeds are a representation of the archive route, on only when issues have a page to link to.
   const feeds =
     config.siteIssueUrl === undefined
@@ -244,6 +281,8 @@ export function createApp(deps: AppDeps) {
     refreshFromUpstream: reads.refreshFromUpstream,
     /** Surge detection, for the Node entry's timer that ends a surge when the flood stops. */
     surge,
+    /** DEPLOY_HOOK_URL's watch, for the entry's ticks (Node: a timer; Workers: the Cron Trigger); none without it. */
+    archiveWatch,
   };
 }
 

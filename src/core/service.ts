@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { createApp } from './app.js';
+import { createApp, type ArchiveWatchDeps } from './app.js';
 import type { Config } from './config/config.js';
 import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from '../demo/sample-publication.js';
 import type { Logger } from './log.js';
@@ -34,6 +34,8 @@ export interface RuntimeDeps {
   metrics?: Metrics;
   /** Node's compressed copies of cached bodies (node/compression.ts); none on Workers. */
   encodeBody?: BodyEncoder;
+  /** How DEPLOY_HOOK_URL's watch runs here: Redis on Node with REDIS_URL, a KV namespace on Workers. */
+  archiveWatch?: ArchiveWatchDeps;
   /**
    * Demo mode's public origin, where it serves the example site: the sample thumbnails and the
    * feeds' issue links point there. Known to the entry (Node: HOST and PORT), never taken from

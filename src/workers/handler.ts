@@ -7,6 +7,7 @@ import { createRequestIds } from '../core/http/request-ids.js';
 import { API_SECURITY_HEADERS } from '../core/http/response-headers.js';
 import { createAppForConfig } from '../core/service.js';
 import { createWorkersSharedCache } from '../core/reads/shared-tier.js';
+import type { ArchiveWatch, WatchStore } from '../core/watch/archive-watch.js';
 
 type Env = Record<string, unknown>;
 
@@ -39,7 +40,12 @@ export function createWorker(options: WorkerOptions = {}) {
 
   function build(env: Env): Built {
     if (built) return built;
-    const secrets = [stringOrUndefined(env.NEWSLETTER_API_KEY), stringOrUndefined(env.TURNSTILE_SECRET_KEY), stringOrUndefined(env.ALERT_WEBHOOK_URL)];
+    const secrets = [
+      stringOrUndefined(env.NEWSLETTER_API_KEY),
+      stringOrUndefined(env.TURNSTILE_SECRET_KEY),
+      stringOrUndefined(env.ALERT_WEBHOOK_URL),
+      stringOrUndefined(env.DEPLOY_HOOK_URL),
+    ];
     const log = createLogger({ write, now: options.now, redact: secrets });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
@@ -61,7 +67,13 @@ export function createWorker(options: WorkerOptions = {}) {
     }
     const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);
     const store = options.sharedCache === undefined ? defaultSharedCache() : options.sharedCache;
-    const { app, refreshFromUpstream } = createAppForConfig(config, {
+    const watchState = kvBindingOf(env[WATCH_STATE_BINDING]);
+    if (config.deployHookUrl && !watchState) {
+      log.log('warn', 'deploy_hook_state_in_memory', {
+        hint: `bind a KV namespace as ${WATCH_STATE_BINDING} (wrangler.toml): without it the watch remembers what it saw in this isolate only, and a Cron Trigger run in a new isolate takes its first look again, announcing nothing`,
+      });
+    }
+    const { app, refreshFromUpstream, archiveWatch } = createAppForConfig(config, {
       log,
       fetch: options.fetch,
       now: options.now,
@@ -74,8 +86,11 @@ export function createWorker(options: WorkerOptions = {}) {
             maxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
           })
         : undefined,
+      // The Cron Trigger refreshes the index just before each look; its runs may land in any
+      // isolate, so the state is read from the KV namespace at every one.
+      archiveWatch: { store: watchState && createKvWatchStore(watchState), reloadEachTick: true, loadIndex: false, fetch: options.fetch },
     });
-    built = { app: app as unknown as Hono, log, refreshFromUpstream };
+    built = { app: app as unknown as Hono, log, refreshFromUpstream, archiveWatch };
     return built;
   }
 
@@ -105,12 +120,14 @@ export function createWorker(options: WorkerOptions = {}) {
      * for a cold archive load (docs/deployment-workers.md). One log line each run.
      */
     async scheduled(controller: { cron: string; scheduledTime: number }, env: Env, ctx: ExecutionContext): Promise<void> {
-      const { refreshFromUpstream, log } = build(env);
+      const { refreshFromUpstream, archiveWatch, log } = build(env);
       if (!refreshFromUpstream) return;
       const clock = options.now ?? Date.now;
       const started = clock();
+      let refreshed = false;
       try {
         const { issues } = await refreshFromUpstream((promise) => ctx.waitUntil(promise));
+        refreshed = true;
         log.log('info', 'scheduled_refresh', { cron: controller.cron, issues, ms: clock() - started });
       } catch (error) {
         // The copies stay as they were (stale-if-error); the next run or a visitor tries again.
@@ -120,6 +137,9 @@ export function createWorker(options: WorkerOptions = {}) {
           ms: clock() - started,
         });
       }
+      // DEPLOY_HOOK_URL: the index just refreshed is compared with the last look (a failed refresh
+      // has nothing new to compare, but a call still due is made).
+      await archiveWatch?.tick({ check: refreshed });
     },
   };
 }
@@ -128,6 +148,37 @@ interface Built {
   app: Hono | undefined;
   log: Logger;
   refreshFromUpstream?: (waitUntil: (promise: Promise<unknown>) => void) => Promise<{ issues: number }>;
+  archiveWatch?: ArchiveWatch | undefined;
+}
+
+/** The binding name of the optional KV namespace where the archive watch keeps its state (see wrangler.toml). */
+export const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
+/** The one key the watch uses in it. */
+const WATCH_STATE_KEY = 'archive-watch';
+
+/** The part of a Workers KV binding the watch uses. */
+interface KvBinding {
+  get(key: string): Promise<string | null>;
+  put(key: string, value: string): Promise<void>;
+}
+
+function kvBindingOf(value: unknown): KvBinding | undefined {
+  return typeof value === 'object' && value !== null && typeof (value as KvBinding).get === 'function' && typeof (value as KvBinding).put === 'function'
+    ? (value as KvBinding)
+    : undefined;
+}
+
+/**
+ * The watch's state in a KV namespace, readable by every isolate and location a Cron Trigger
+ * runs in. KV is eventually consistent (a write may take up to a minute to show elsewhere), so a
+ * run right after one in another location may read the state before it: docs/deployment-workers.md
+ * "Build hooks" says what that costs.
+ */
+function createKvWatchStore(kv: KvBinding): WatchStore {
+  return {
+    load: async () => (await kv.get(WATCH_STATE_KEY)) ?? undefined,
+    save: (state) => kv.put(WATCH_STATE_KEY, state),
+  };
 }
 
 function stringOrUndefined(value: unknown): string | undefined {

@@ -121,6 +121,8 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     env?: Record<string, string>;
     /** Cached bodies kept compressed too, as the Node entry keeps them (off where timings are the point). */
     compress?: boolean;
+    /** The archive watcher's lease (with DEPLOY_HOOK_URL in `env`): short, so a hand-over is seen within a test. */
+    watchLeaseMs?: number;
   } = {}) {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>), redact: [REDIS_TEST_KEY] });
@@ -136,6 +138,7 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     connectWaitMs: 1000,
     probeIntervalMs: 50,
     recoveredAfterMs: options.recoveredAfterMs ?? 300,
+    ...(options.watchLeaseMs !== undefined && { watchLeaseMs: options.watchLeaseMs }),
   });
   const upstream = createUpstreamClient({
     baseUrl: fake.baseUrl,
@@ -145,11 +148,13 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     holdOff: redis.holdOff,
     ...(options.now && { now: options.now }),
   });
-  const { app } = createApp({
+  const { app, archiveWatch } = createApp({
     config,
     upstream,
     ...(options.now && { now: options.now }),
     log,
+    // As the Node entry runs the watch with REDIS_URL (src/node.ts).
+    archiveWatch: { store: redis.watchStore, lease: redis.watchLease, settleMs: config.cacheTtlSeconds * 1000 + 2000 },
     clientIp: (c) => c.req.header('x-test-client-ip'),
     rateLimiter: redis.rateLimiter,
     repeatGuard: redis.repeatGuard,
@@ -160,6 +165,8 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
   return {
     redis,
     lines,
+    /** DEPLOY_HOOK_URL's watch, ticked by hand as the Node entry's timer ticks it (none without the variable). */
+    archiveWatch,
     /** Log lines of one event. */
     events: (event: string) => lines.filter((line) => line.event === event),
     get: (path: string, init?: RequestInit) => app.request(`http://bff.test${path}`, init),

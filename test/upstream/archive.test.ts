@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { readWholeArchive } from '../../src/core/upstream/archive.js';
+import { placeHead, readArchiveHead, readWholeArchive, type ListPage } from '../../src/core/upstream/archive.js';
 import { DEFAULT_LIST_PAGING } from '../../src/core/upstream/assumptions.js';
 import type { PagePosition } from '../../src/core/upstream/archive.js';
 import type { UpstreamIssue } from '../../src/core/upstream/schemas.js';
@@ -176,3 +176,89 @@ describe('what the archive read says when paging does not work as configured', (
 
 /** The same page whatever is asked: an upstream that ignores the paging parameter. */
 const pagedOnce: FetchHandler = () => jsonResponse({ ok: true, data: [upstreamIssue(1), upstreamIssue(2)] });
+
+/** A List Issues of `rows` (in the order given), paged by limit and offset, read row by row. */
+function listOf(rows: UpstreamIssue[]): ListPage & { asked: number[] } {
+  const asked: number[] = [];
+  const listPage = async ({ limit, offset }: PagePosition) => {
+    asked.push(offset);
+    return { rows: rows.slice(offset, offset + limit), droppedIds: [] };
+  };
+  return Object.assign(listPage, { asked });
+}
+
+/** A sent row `id`, sent and created on the given days of January 2026 (day 0: no readable date). */
+function row(id: string, sentDay: number, createdDay: number): UpstreamIssue {
+  const day = (n: number) => (n === 0 ? null : new Date(Date.UTC(2026, 0, n, 9)).toISOString());
+  return { id, slug: id, subject: id, status: 'sent', isPublic: true, sentAt: day(sentDay), createdAt: day(createdDay) };
+}
+
+describe('the order a whole read finds', () => {
+  const orderOf = async (rows: UpstreamIssue[]) => (await readWholeArchive(listOf(rows), DEFAULT_LIST_PAGING, 5000)).order;
+
+  it('finds newest sentAt first when creation and sending agree, as for letters drafted the day before they are sent', async () => {
+    expect(await orderOf([row('c', 9, 8), row('b', 7, 6), row('a', 5, 4)])).toBe('sent');
+  });
+
+  it('finds newest sentAt first when an old draft sent today breaks the order of creation', async () => {
+    expect(await orderOf([row('old-draft', 9, 1), row('b', 7, 6), row('a', 5, 4)])).toBe('sent');
+  });
+
+  it('finds newest createdAt first when an old draft sent today lands deep', async () => {
+    expect(await orderOf([row('b', 7, 6), row('a', 5, 4), row('old-draft', 9, 1)])).toBe('created');
+  });
+
+  it('finds no order for oldest first, or for rows without the dates that would show one', async () => {
+    expect(await orderOf([row('a', 5, 4), row('b', 7, 6), row('c', 9, 8)])).toBeUndefined();
+    expect(await orderOf([row('b', 7, 0), row('a', 5, 0), row('late', 9, 0)])).toBeUndefined();
+  });
+});
+
+describe('reading the head of the archive', () => {
+  const known = (...ids: string[]) => (id: string) => ids.includes(id);
+  const keep = (issue: UpstreamIssue) => issue.id;
+
+  it('reads one page of 10 rows when it holds a known row', async () => {
+    const rows = Array.from({ length: 30 }, (_, index) => row(`r${30 - index}`, 31 - index, 30 - index));
+    const list = listOf(rows);
+    const head = await readArchiveHead(list, { isKnownId: known('r25'), reduceRow: keep, pageSize: 200, order: 'sent' });
+    expect(list.asked).toEqual([0]);
+    expect(head).toMatchObject({ unchanged: false, anchored: true, inOrder: true, pageRows: [10] });
+    expect(head.ids).toHaveLength(10);
+  });
+
+  it('reads on while pages hold only new rows, at most five, and says when none held a known row', async () => {
+    // 80 rows sent a minute apart, newest first, none of them known.
+    const list = listOf(Array.from({ length: 80 }, (_, index) => ({ ...row(`r${index}`, 31, 1), sentAt: new Date(Date.UTC(2026, 0, 31) - index * 60_000).toISOString() })));
+    const head = await readArchiveHead(list, { isKnownId: known(), reduceRow: keep, pageSize: 200, order: 'sent' });
+    expect(list.asked).toEqual([0, 10, 20, 30, 40]);
+    expect(head.anchored).toBe(false);
+  });
+
+  it('stops and says so when the head breaks the order the whole read found', async () => {
+    const list = listOf([row('b', 7, 6), row('a', 5, 4), row('new', 9, 8)]);
+    const head = await readArchiveHead(list, { isKnownId: known('a'), reduceRow: keep, pageSize: 200, order: 'sent' });
+    expect(head.inOrder).toBe(false);
+  });
+});
+
+describe('placing a head read in the listing', () => {
+  const listing = ['e', 'd', 'c', 'b', 'a'];
+
+  it('puts new rows on top and keeps the rows below the deepest known one as they were', () => {
+    expect(placeHead(listing, ['g', 'f', 'e', 'd'])).toEqual({ listing: ['g', 'f', 'e', 'd', 'c', 'b', 'a'], gone: [] });
+  });
+
+  it('takes a row above the deepest known one that the head no longer holds as gone', () => {
+    expect(placeHead(listing, ['f', 'e', 'c'])).toEqual({ listing: ['f', 'e', 'c', 'b', 'a'], gone: ['d'] });
+  });
+
+  it('never takes a row the head held but could not read as gone', () => {
+    expect(placeHead(listing, ['e', 'c'], ['d'])).toEqual({ listing: ['e', 'c', 'd', 'b', 'a'], gone: [] });
+  });
+
+  it('cannot place a head without a known row, or whose known rows changed their order', () => {
+    expect(placeHead(listing, ['x', 'y'])).toBeUndefined();
+    expect(placeHead(listing, ['d', 'e'])).toBeUndefined();
+  });
+});

@@ -1,4 +1,4 @@
-import { createExecutionContext, waitOnExecutionContext } from 'cloudflare:test';
+import { createExecutionContext, env as bindings, waitOnExecutionContext } from 'cloudflare:test';
 import { describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/workers/handler.js';
 import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY } from '../helpers.js';
@@ -103,5 +103,101 @@ describe('the Cron Trigger refresh (scheduled)', () => {
     expect(upstream.calls).toHaveLength(0);
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.every((line) => line.includes('"config_error"'))).toBe(true);
+  });
+});
+
+/** A KV namespace as wrangler.toml binds it (miniflare's, real in workerd). */
+interface KvNamespace {
+  get(key: string): Promise<string | null>;
+  put(key: string, value: string): Promise<void>;
+  delete(key: string): Promise<void>;
+}
+
+/** An upstream whose issues a test can add to and edit, a build hook receiver on the same fetch, and isolates sharing one KV namespace. */
+async function hookSetup() {
+  hostCounter += 1;
+  const kv = bindings.DEPLOY_HOOK_STATE as KvNamespace;
+  // One namespace for the suite's files: each test starts from no state.
+  await kv.delete('archive-watch');
+  const clock = createFakeClock();
+  const issue = (slug: string, subject: string, day: number) => ({
+    id: `id-${slug}`,
+    slug,
+    subject,
+    status: 'sent',
+    isPublic: true,
+    sentAt: `2026-01-${String(day).padStart(2, '0')}T09:00:00.000Z`,
+    createdAt: `2026-01-${String(day - 1).padStart(2, '0')}T09:00:00.000Z`,
+    updatedAt: `2026-01-${String(day).padStart(2, '0')}T09:00:00.000Z`,
+  });
+  const state = { issues: [issue('second-issue', 'Second', 3), issue('first-issue', 'First', 2)], hookStatuses: [] as number[], down: false };
+  const hookCalls: { status: number; body: { changes: { slug: string; kind: string }[] } }[] = [];
+  const upstream = createScriptedFetch(async (call) => {
+    if (call.url.hostname === 'hooks.example') {
+      const status = state.hookStatuses.shift() ?? 200;
+      hookCalls.push({ status, body: JSON.parse(call.body ?? '{}') as { changes: { slug: string; kind: string }[] } });
+      return new Response('{}', { status });
+    }
+    if (state.down) return new Response('unavailable', { status: 503 });
+    if (call.url.pathname.endsWith('/newsletter/categories')) return jsonResponse({ ok: true, data: [] });
+    const offset = Number(call.url.searchParams.get('offset'));
+    const limit = Number(call.url.searchParams.get('limit'));
+    return jsonResponse({ ok: true, data: state.issues.slice(offset, offset + limit) });
+  });
+  const env = {
+    NEWSLETTER_API_KEY: TEST_API_KEY,
+    NEWSLETTER_API_BASE_URL: `https://scheduled-${hostCounter}.test/v1`,
+    NODE_ENV: 'production',
+    CACHE_TTL_SECONDS: '60',
+    DEPLOY_HOOK_URL: 'https://hooks.example/build_hooks/workers-hook-token-not-real',
+    DEPLOY_HOOK_STATE: kv,
+  };
+  const lines: string[] = [];
+  const isolate = () => createWorker({ fetch: upstream.fetch, now: clock.now, write: (line) => lines.push(line), sharedCache: caches.default });
+  /** A run a minute and a second after the last: the copies are past their TTL of 60 s. */
+  async function run(worker: ReturnType<typeof createWorker>) {
+    clock.advance(61_000);
+    const ctx = createExecutionContext();
+    await worker.scheduled({ ...CRON, scheduledTime: clock.now() }, env, ctx);
+    await waitOnExecutionContext(ctx);
+  }
+  return { clock, state, issue, hookCalls, upstream, lines, isolate, run, kv };
+}
+
+describe('the build hook from the Cron Trigger (DEPLOY_HOOK_URL)', () => {
+  it('makes no call on its first run, and one per change after, wherever the run lands, its state in the KV namespace', async () => {
+    const { state, issue, hookCalls, lines, isolate, run, kv } = await hookSetup();
+    await run(isolate());
+    expect(hookCalls).toEqual([]);
+    expect(await kv.get('archive-watch')).toContain('second-issue');
+    // The next runs land in new isolates, which know nothing but the KV namespace.
+    state.issues.unshift(issue('third-issue', 'Third', 4));
+    await run(isolate());
+    expect(hookCalls.map((call) => call.body.changes)).toEqual([[{ slug: 'third-issue', kind: 'new' }]]);
+    const later = isolate();
+    await run(later);
+    await run(later);
+    expect(hookCalls).toHaveLength(1);
+    state.issues[1] = { ...state.issues[1]!, subject: 'Second, corrected', updatedAt: '2026-01-05T09:00:00.000Z' };
+    await run(isolate());
+    expect(hookCalls.map((call) => call.body.changes)).toEqual([[{ slug: 'third-issue', kind: 'new' }], [{ slug: 'second-issue', kind: 'edited' }]]);
+    expect(lines.join('\n')).not.toContain('workers-hook-token-not-real');
+    expect(lines.join('\n')).not.toContain(TEST_API_KEY);
+  });
+
+  it('retries a failed call at a later run, also one whose refresh failed', async () => {
+    const { state, issue, hookCalls, lines, isolate, run } = await hookSetup();
+    const worker = isolate();
+    await run(worker);
+    state.issues.unshift(issue('third-issue', 'Third', 4));
+    state.hookStatuses.push(500);
+    await run(worker);
+    expect(hookCalls.map((call) => call.status)).toEqual([500]);
+    // The upstream down at the next run: nothing to compare, but the call due is made.
+    state.down = true;
+    await run(worker);
+    expect(lines.filter((line) => line.includes('"scheduled_refresh_failed"'))).toHaveLength(1);
+    expect(hookCalls.map((call) => call.status)).toEqual([500, 200]);
+    expect(hookCalls[1]!.body.changes).toEqual([{ slug: 'third-issue', kind: 'new' }]);
   });
 });

@@ -9,6 +9,7 @@ import {
   ARCHIVE_READ_VARIABLES,
   CHALLENGE_VARIABLES,
   CLIENT_ADDRESS_VARIABLES,
+  DEPLOY_HOOK_VARIABLES,
   NODE_LISTENER_VARIABLES,
   SHARED_STATE_VARIABLES,
   SUBSCRIBE_SURGE_VARIABLES,
@@ -70,6 +71,8 @@ export interface Config {
   indexRefreshMinSeconds: number;
   /** How often the archive is read whole when refreshes read only its head (catches edits and unpublished issues). */
   archiveResyncSeconds: number;
+  /** A build hook POSTed once per change of the archive, which is then watched without visitors; none when unset. */
+  deployHookUrl: string | undefined;
   /** Redis shared by several Node instances (limits, guards, a cache tier); none when unset. */
   redisUrl: string | undefined;
   /** Every Redis command's timeout: slower counts as an outage, and memory takes over. */
@@ -99,7 +102,7 @@ export type ConfigSource = Readonly<Record<string, unknown>>;
 const MIB = 1024 * 1024;
 /** Where SITE_ISSUE_URL takes the issue's slug. */
 export const SLUG_PLACEHOLDER = '{slug}';
-const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL']);
+const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL']);
 
 const ConfigSchema = z.object({
   // Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
@@ -211,6 +214,7 @@ const ConfigSchema = z.object({
   ...CHALLENGE_VARIABLES,
   ...SUBSCRIBE_SURGE_VARIABLES,
   ...ARCHIVE_READ_VARIABLES,
+  ...DEPLOY_HOOK_VARIABLES,
   ...SHARED_STATE_VARIABLES,
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
@@ -342,6 +346,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
       indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,
       archiveResyncSeconds: env.ARCHIVE_RESYNC_SECONDS,
+      deployHookUrl: env.DEPLOY_HOOK_URL,
       redisUrl: env.REDIS_URL,
       redisTimeoutMs: env.REDIS_TIMEOUT_MS,
       siteIssueUrl: env.SITE_ISSUE_URL,

@@ -151,6 +151,25 @@ export const ARCHIVE_READ_VARIABLES = {
   READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
 };
 
+/** https, or http to a loopback host, and no user or password: fetch refuses a URL that carries them. */
+function isHookUrl(value: string): boolean {
+  const url = parseHttpUrl(value);
+  return isHttpsOrLoopback(url) && url?.username === '' && url.password === '';
+}
+
+/** The build hook called when the archive changes (docs/deployment.md "Build hooks"). */
+export const DEPLOY_HOOK_VARIABLES = {
+  // Never echoed: a build hook's URL is its credential.
+  DEPLOY_HOOK_URL: preprocess(
+    blankToUndefined,
+    z.optional(
+      z
+        .string({ error: `${HTTPS_ONLY}, without a user or password` })
+        .check(z.refine(isHookUrl, { error: `${HTTPS_ONLY}, without a user or password` })),
+    ),
+  ),
+};
+
 /** Redis, for state shared by several Node instances (docs/deployment.md "Several instances"). */
 export const SHARED_STATE_VARIABLES = {
   // Validated for shape only, and never echoed: the URL may carry a password.

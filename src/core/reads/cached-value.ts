@@ -2,6 +2,7 @@ import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../public-shapes.js';
 import { stringBytes } from './memory-budget.js';
 import { renderedBytes, type RenderedJson } from './rendered-json.js';
+import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
 
@@ -28,12 +29,15 @@ export interface IssueSource {
 
 /** What a refresh needs of the reads that made an index. */
 export interface ArchiveSync {
-  /** The last whole read found the upstream listing newest `sentAt` first (else every refresh reads it all). */
-  newestSentFirst: boolean;
+  /**
+   * The order the last whole read found the upstream listing in, newest first by sending or by
+   * creation: refreshes read only its head. `undefined` for neither: every refresh reads it all.
+   */
+  order: ListOrder | undefined;
   /** When the archive was last read whole (ms): a whole read is due again ARCHIVE_RESYNC_SECONDS later. */
   fullReadAt: number;
-  /** Ids of every row the upstream listed: a refresh reads down to the first it knows. */
-  ids: ReadonlySet<string>;
+  /** Ids of every row the upstream listed, in the order listed: where a head read is placed (`placeHead`). */
+  listing: readonly string[];
   /** Validators of the head page, for a conditional refresh. */
   head?: Validators | undefined;
 }
@@ -45,7 +49,7 @@ export type CachedValue =
   | { kind: 'json'; rendered: RenderedJson; size: number; fetchedAt: number; version?: string | undefined };
 
 /** An index that knows no rows behind it: nothing to refresh from (a test's or an old shared copy). */
-const NO_SYNC: ArchiveSync = { newestSentFirst: false, fullReadAt: Number.NEGATIVE_INFINITY, ids: new Set() };
+const NO_SYNC: ArchiveSync = { order: undefined, fullReadAt: Number.NEGATIVE_INFINITY, listing: [] };
 
 /** `complete: false` (the default) for an index cut off at ARCHIVE_MAX_ISSUES, or of unknown completeness. */
 export function archiveValue(
@@ -80,7 +84,7 @@ function buildArchiveIndex(all: IssueSummary[], complete: boolean, sources: Read
     byCategory.set(summary.category.slug, list);
   }
   // An id and a date per row, and an id per listed row (public or not).
-  size += sources.size * 120 + sync.ids.size * 64;
+  size += sources.size * 120 + sync.listing.length * 64;
   return { all, byCategory, slugs, complete, size, sources, sync };
 }
 
@@ -114,9 +118,10 @@ const SharedPayloadSchema = z.union([
     complete: z.optional(z.boolean()),
     // Optional, as `complete`: an older entry reads as one with nothing to refresh from (a whole read next).
     sources: z.optional(z.array(z.tuple([z.string(), z.string(), z.nullable(z.string())]))),
+    // An entry written before `order` existed reads as one of no known order: a whole read next.
     sync: z.optional(
       z.object({
-        newestSentFirst: z.boolean(),
+        order: z.optional(z.enum(['sent', 'created'])),
         fullReadAt: z.number(),
         ids: z.array(z.string()),
         head: z.optional(z.object({ etag: z.optional(z.string()), lastModified: z.optional(z.string()) })),
@@ -134,10 +139,14 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
           all: value.index.all,
           complete: value.index.complete,
           sources: [...value.index.sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
-          sync: Number.isFinite(value.index.sync.fullReadAt) ? { ...value.index.sync, ids: [...value.index.sync.ids] } : undefined,
+          sync: Number.isFinite(value.index.sync.fullReadAt) ? encodeSync(value.index.sync) : undefined,
         })
       : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag, version: value.version });
   return { payload, fetchedAt: value.fetchedAt };
+}
+
+function encodeSync(sync: ArchiveSync) {
+  return { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head };
 }
 
 /** The value a shared entry holds, or `undefined` (a miss) for one that does not parse. */
@@ -153,6 +162,6 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const payload = parsed.data;
   if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
-  const sync = payload.sync && { ...payload.sync, ids: new Set(payload.sync.ids) };
+  const sync = payload.sync && { order: payload.sync.order, fullReadAt: payload.sync.fullReadAt, listing: payload.sync.ids, head: payload.sync.head };
   return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }) });
 }

@@ -17,9 +17,11 @@ import {
   type IssueSource,
 } from './cached-value.js';
 import type { UpstreamIssue } from '../upstream/schemas.js';
+import { placeHead, type ListOrder } from '../upstream/archive.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import {
   createReadThroughCache,
+  isFresh,
   type CacheState,
   type CacheStats,
   type FreshnessRules,
@@ -30,7 +32,7 @@ import type { ReadBudget } from './read-budget.js';
 import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
-import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
+import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
 
 export type { RenderedJson } from './rendered-json.js';
 export type { ArchiveQuery } from './archive-pages.js';
@@ -88,6 +90,13 @@ export interface PublicReads {
    * to no visitor (the total read budget only).
    */
   refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }>;
+  /**
+   * The archive index no older than its TTL, for the archive watch (DEPLOY_HOOK_URL): the copy
+   * kept while it is fresh; else, with `load` (the default), the shared tier's when it is fresh,
+   * else (with `upstream`, the default) one read from the upstream now, waited for and stored in
+   * the shared tier. `undefined` when no fresh copy could be had. Charged to no visitor.
+   */
+  freshArchiveIndex(options?: { load?: boolean; upstream?: boolean }): Promise<IndexCopy | undefined>;
   /**
    * The same three reads when each can be answered at once from a fresh cached copy (a HIT),
    * synchronously; `undefined` when it would need a load, a render or an error.
@@ -204,47 +213,58 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   };
 
   /**
-   * Reads the archive index, whole or (when the last whole read proved the upstream lists newest
-   * `sentAt` first, and a whole read is not yet due) only its head down to a row it knows
-   * (docs/upstream.md "How the archive is read"). Letters the rows carry are kept as issue
-   * copies while they fit the cache, so a listed issue opens without a second call.
+   * Reads the archive index, whole or (when the last whole read found the upstream listing newest
+   * first, by sending or by creation, and a whole read is not yet due) only its newest rows,
+   * merged into the index: new rows, rows whose `updatedAt` moved, rows that left the head
+   * (docs/upstream.md "How the archive is read and kept fresh"). Letters the rows carry are kept
+   * as issue copies while they fit the cache, so a listed issue opens without a second call.
    */
   async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
     const prior = previous?.kind === 'archive' ? previous.index : undefined;
     const time = now();
-    const contents = createContentKeeper();
-    if (prior && upstream.readPublicArchiveHead && prior.sync.newestSentFirst && time - prior.sync.fullReadAt < resyncMs) {
-      const head = await upstream.readPublicArchiveHead({
-        isKnownId: (id) => prior.sync.ids.has(id),
-        reduceRow: contents.reduceRow,
-        validators: prior.sync.head,
-      });
-      // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
-      if (head.unchanged) return { kind: 'archive' as const, index: prior, fetchedAt: now() };
-      if (head.reachedKnown && head.newestSentFirst && head.dropped.count === 0) {
-        const replaced = new Set(head.issues.map((row) => row.source.id));
-        const kept = [...head.issues, ...indexedRows(prior).filter((row) => !replaced.has(row.source.id))];
-        const ids = new Set(prior.sync.ids);
-        for (const id of replaced) ids.add(id);
-        const answeredAt = now();
-        await contents.seed(answeredAt);
-        return indexValue(kept, answeredAt, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators });
-      }
+    if (prior && upstream.readPublicArchiveHead && prior.sync.order !== undefined && time - prior.sync.fullReadAt < resyncMs) {
+      const merged = await refreshHead(prior, prior.sync.order);
+      if (merged) return merged;
     }
+    const contents = createContentKeeper();
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
     if (upstream.readPublicArchive) {
-      const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow: contents.reduceRow, expectedRows: prior?.sync.ids.size });
+      const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow: contents.reduceRow, expectedRows: prior?.sync.listing.length });
       const clean = read.dropped.count === 0 && read.findings.length === 0;
-      const ids = new Set(read.issues.map((row) => row.source.id));
       const answeredAt = now();
       await contents.seed(answeredAt);
-      const sync = { newestSentFirst: clean && read.newestSentFirst, fullReadAt: time, ids };
+      // Paging that did not work as configured leaves the listing unsure: no head refreshes then.
+      // An archive cut off at ARCHIVE_MAX_ISSUES is listed as well as any: its newest rows are read.
+      const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
+      const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: read.issues.map((row) => row.source.id) };
       return indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync);
     }
     const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
     const answeredAt = now();
     await contents.seed(answeredAt);
-    return indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { newestSentFirst: false, fullReadAt: time, ids: new Set() });
+    return indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, listing: [] });
+  }
+
+  /**
+   * The index refreshed from the upstream's newest rows: what the head holds replaces the index
+   * down to its deepest known row (`placeHead`). `undefined` when the head cannot be placed (no
+   * known row within a few pages, or the order changed): the caller reads the whole archive.
+   */
+  async function refreshHead(prior: ArchiveIndex, order: ListOrder): Promise<CachedValue | undefined> {
+    const contents = createContentKeeper();
+    const known = new Set(prior.sync.listing);
+    const head = await upstream.readPublicArchiveHead!({ isKnownId: (id) => known.has(id), reduceRow: contents.reduceRow, validators: prior.sync.head, order });
+    // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
+    if (head.unchanged) return { kind: 'archive', index: prior, fetchedAt: now() };
+    const placed = head.anchored && head.inOrder ? placeHead(prior.sync.listing, head.ids, head.dropped.ids) : undefined;
+    if (placed === undefined) return undefined;
+    const replaced = new Set([...head.ids, ...placed.gone]);
+    const kept = [...head.issues, ...indexedRows(prior).filter((row) => !replaced.has(row.source.id))];
+    const answeredAt = now();
+    await contents.seed(answeredAt);
+    // A row the head could not read is an issue the index cannot show: by slug until the next whole read.
+    const complete = prior.complete && head.dropped.count === 0 && kept.length < options.archiveMaxIssues;
+    return indexValue(kept, answeredAt, complete, { ...prior.sync, listing: placed.listing, head: head.validators });
   }
 
   /** What the index keeps of one listed row: a summary when it is public, and where it came from. */
@@ -338,20 +358,22 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * call. A slug the index lists is read by slug without the read budget: only reads the index
    * cannot justify (no index, or one cut off at ARCHIVE_MAX_ISSUES) are charged to it.
    */
-  const loadIssue = withSharedCopy(async function loadIssue(key, waitUntil, client, previous) {
+  async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
     let archive = cache.peek(ARCHIVE_KEY);
-    // A copy is checked against an index at least as fresh as itself would be: a stale index is
-    // refreshed first (joining a refresh under way; on failure the kept one answers).
+    // A copy is checked against an index at least as fresh as itself: a stale index is refreshed
+    // first (joining a refresh under way). One that could not be refreshed is stale still: the
+    // copy is read again rather than kept on its word.
     if (previous?.kind === 'json' && archive !== undefined && now() > archive.fetchedAt + rules.ttlMs) {
       archive = (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client, forceRefresh: true })).value;
     }
     const index = archive?.kind === 'archive' ? archive : undefined;
     const listed = index?.index.slugs.has(slug) === true;
     const version = index?.index.sources.get(slug)?.updatedAt;
-    if (index && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
+    const trusted = index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && isFresh(index.fetchedAt + rules.ttlMs, now());
+    if (trusted && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
       const kept = await withCopies(previous);
-      return { ...kept, fetchedAt: Math.max(previous.fetchedAt, index.fetchedAt) };
+      return { ...kept, fetchedAt: index.fetchedAt };
     }
     // A copy gone from a complete index read after it was made: unpublished (or renamed). A slug
     // without a copy was looked up before this load (slug-lookup.ts): it is read by slug.
@@ -377,7 +399,31 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     const envelope: IssueBody = { ok: true, data: toIssueDetail(issue) };
     return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined);
-  });
+  }
+
+  /**
+   * The copy of an issue is older than the index says its row is: the index, read no earlier than
+   * the copy, shows another `updatedAt` (an edit a refresh of the archive saw). It is not served.
+   */
+  function outdatedByIndex(slug: string, copy: CachedValue | undefined): boolean {
+    const archive = cache.peek(ARCHIVE_KEY);
+    if (archive?.kind !== 'archive' || copy?.kind !== 'json' || copy.version === undefined || archive.fetchedAt < copy.fetchedAt) return false;
+    const version = archive.index.sources.get(slug)?.updatedAt;
+    return version !== undefined && version !== null && version !== copy.version;
+  }
+
+  /**
+   * Issues are loaded through the shared tier, whose copy another isolate or instance stored; one
+   * older than the index (an edit seen since) is read again from the upstream and replaces it.
+   */
+  const loadIssueThroughTier = withSharedCopy(loadIssueFromUpstream);
+  const loadIssue: Loader<CachedValue> = async (key, waitUntil, client, previous) => {
+    const value = await loadIssueThroughTier(key, waitUntil, client, previous);
+    if (sharedCache === undefined || !outdatedByIndex(key.slice(ISSUE_KEY_PREFIX.length), value)) return value;
+    const fresh = await loadIssueFromUpstream(key, waitUntil, client, value);
+    await (fresh === undefined ? sharedCache.delete(key) : sharedCache.put(key, encodeSharedEntry(fresh))).catch(() => undefined);
+    return fresh && withCopies(fresh);
+  };
 
   /**
    * A stale copy says how old it is, so a browser or CDN does not count its `max-age` afresh
@@ -392,8 +438,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     load: Loader<CachedValue>,
     waitUntil: WaitUntil | undefined,
     client: string | undefined,
+    forceRefresh = false,
   ): Promise<PublicRead<T> | undefined> {
-    const { value, state } = await cache.read(key, load, waitUntil, { client });
+    const { value, state } = await cache.read(key, load, waitUntil, { client, forceRefresh });
     if (value?.kind !== 'json') return undefined;
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
@@ -442,7 +489,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       // A copy of an issue the index no longer lists (unpublished) is not served; any other slug
       // is looked up in the archive index first, so an unknown slug never reaches the upstream.
       if (cache.has(key) ? droppedFromIndex(key, slug) : (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
-      const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client);
+      // A copy the index shows edited since is read again now, not served while it refreshes.
+      const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client, outdatedByIndex(slug, cache.peek(key)));
       if (!read) throw noSuchIssue();
       return read;
     },
@@ -455,6 +503,24 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       if (archive.state === 'STALE' || categories.state === 'STALE') throw new Error('the upstream refresh failed; the copies stay as they were');
       if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
       return { issues: archive.value.index.all.length };
+    },
+
+    async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}) {
+      const fresh = (value: CachedValue | undefined) =>
+        value?.kind === 'archive' && isFresh(value.fetchedAt + rules.ttlMs, now()) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
+      const kept = fresh(cache.peek(ARCHIVE_KEY));
+      if (kept || !load) return kept;
+      if (sharedCache) {
+        // The shared copy when it is fresh (another instance read it); asked first, so that a
+        // stale one does not start a refresh behind the answer (withSharedTier) besides this one.
+        const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
+        if (entry !== undefined && isFresh(entry.fetchedAt + rules.ttlMs, now())) {
+          return fresh((await cache.read(ARCHIVE_KEY, loadArchive, undefined, { forceRefresh: true })).value);
+        }
+        if (!mayReadUpstream) return undefined;
+      }
+      // A failed load hands back the copy it had, stale: no answer then.
+      return fresh((await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), undefined, { forceRefresh: true })).value);
     },
 
     async categories(waitUntil, client) {
@@ -472,7 +538,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       },
       issue(slug) {
         const key = ISSUE_KEY_PREFIX + slug;
-        return notFound.has(slug) || droppedFromIndex(key, slug) ? undefined : freshJson(key);
+        return notFound.has(slug) || droppedFromIndex(key, slug) || outdatedByIndex(slug, cache.peek(key)) ? undefined : freshJson(key);
       },
       categories: () => freshJson(CATEGORIES_KEY),
     },

@@ -54,8 +54,8 @@ export interface ArchiveRead<K = UpstreamIssue> {
   pageRows: number[];
   dropped: { count: number; ids: string[] };
   findings: PagingFinding[];
-  /** Every sent row came newest `sentAt` first, in the order received (checked on each read, never assumed). */
-  newestSentFirst: boolean;
+  /** The order every row came in, newest first by sending or by creation; `undefined` for neither (checked on each read, never assumed). */
+  order: ListOrder | undefined;
   /** Rows per page that fit the body cap: the page size asked, or less (remember it for the next read). */
   pageSize: number;
 }
@@ -121,11 +121,14 @@ function lighterPageSize(limit: number, bytes: number): number {
  */
 const MAX_SHRINKS = 3;
 
+/** How an upstream lists, as a whole read found it: newest `sentAt` first, or newest `createdAt` first. */
+export type ListOrder = 'sent' | 'created';
+
 /**
- * Watches the order rows arrive in: newest `sentAt` first (a sent row without a readable date
- * breaks it), and whether they came newest `createdAt` first as well. When both hold, the order
- * cannot tell a list by sending from one by creation, which would hide a letter drafted long ago
- * and sent today deep in the list: only rows whose two orders disagree prove the first.
+ * Watches the order rows arrive in: newest `sentAt` first, and newest `createdAt` first. A sent
+ * row without a readable date breaks the order of that date: nothing is assumed of a row that
+ * cannot show it. Most publications draft and send in order, so both hold at once; an old draft
+ * sent today breaks one of them.
  */
 function createOrderWatch() {
   let lastSent = Number.POSITIVE_INFINITY;
@@ -139,14 +142,13 @@ function createOrderWatch() {
       if (!(sent <= lastSent)) bySent = false;
       else lastSent = sent;
       const created = Date.parse(row.createdAt ?? '');
-      if (Number.isNaN(created)) return;
-      if (created > lastCreated) byCreated = false;
+      if (!(created <= lastCreated)) byCreated = false;
       else lastCreated = created;
     },
-    /** Newest `sentAt` first, and not merely in creation order as well. */
-    newestSentFirst: () => bySent && !byCreated,
-    /** Newest `sentAt` first so far (a head read: its few rows cannot prove more). */
-    sentOrderHolds: () => bySent,
+    /** The order every row so far came in (by sending when both hold), or `undefined` for neither: newest first by no date. */
+    order: (): ListOrder | undefined => (bySent ? 'sent' : byCreated ? 'created' : undefined),
+    /** Whether every row so far kept `order`. */
+    holds: (order: ListOrder): boolean => (order === 'sent' ? bySent : byCreated),
   };
 }
 
@@ -292,54 +294,68 @@ export async function readWholeArchive<K = UpstreamIssue>(
     pageRows,
     dropped: { count: droppedCount, ids: dropped },
     findings,
-    newestSentFirst: order.newestSentFirst(),
+    order: order.order(),
     pageSize: limit,
   };
 }
 
-/** What a refresh read at the head of an archive listed newest `sentAt` first. */
+/** What a refresh read at the head of an archive found. */
 export interface HeadRead<K> {
-  /** The first page answered 304: nothing new at the head. */
+  /** The first page answered 304: nothing changed at the head. */
   unchanged: boolean;
-  /** Rows from the top down to the first one already known (included), in the order received. */
+  /** The rows read, reduced, in the order received. */
   issues: K[];
-  /** A known row was met (or the archive ended): the rows below it are known. */
-  reachedKnown: boolean;
-  /** The head still came newest `sentAt` first. */
-  newestSentFirst: boolean;
+  /** The ids of those rows, in the order received. */
+  ids: string[];
+  /** A row already known was met: the head can be placed in the listing (see `placeHead`). */
+  anchored: boolean;
+  /** The rows kept the order the last whole read found. */
+  inOrder: boolean;
   /** The first page's validators, for the next refresh. */
   validators?: Validators | undefined;
   pageRows: number[];
   dropped: { count: number; ids: string[] };
 }
 
-/** Rows per head page: a refresh with nothing new reads this many rows (or none, after a 304). */
+/**
+ * Rows per head page: a refresh with nothing new reads this many rows (or none, after a 304).
+ * Small, because a row may carry a whole letter: ten rows of a fat archive are 1.5 MB.
+ */
 export const HEAD_PAGE_ROWS = 10;
-/** Head pages read at most before a refresh gives up and reads the whole archive. */
+/** Head pages read at most, while none holds a known row, before a refresh gives up and reads the whole archive. */
 export const HEAD_MAX_PAGES = 5;
 
 /**
- * Reads the top of an archive the upstream lists newest `sentAt` first, a small page at a time,
- * until it meets a row it already knows: everything below that row is known. Sends the first
- * page's validators, and a 304 means nothing new. Gives up (`reachedKnown: false`) after a few
- * pages, or says when the head is not in order: the caller then reads the whole archive.
+ * Reads the newest rows of an archive the last whole read found listed newest first (by sending
+ * or by creation: `order`), a small page at a time, until a page holds a row it already knows.
+ * Sends the first page's validators, and a 304 means nothing changed there. Says when no known
+ * row came within a few pages, or when the rows broke the order: the caller then reads the
+ * whole archive.
  */
 export async function readArchiveHead<K>(
   listPage: ListPage,
-  options: { isKnownId: (id: string) => boolean; reduceRow: (row: UpstreamIssue) => K; validators?: Validators | undefined; pageSize: number },
+  options: {
+    isKnownId: (id: string) => boolean;
+    reduceRow: (row: UpstreamIssue) => K;
+    validators?: Validators | undefined;
+    pageSize: number;
+    order: ListOrder;
+  },
 ): Promise<HeadRead<K>> {
   const limit = Math.min(HEAD_PAGE_ROWS, options.pageSize);
   const issues: K[] = [];
+  const ids: string[] = [];
   const pageRows: number[] = [];
   const dropped: string[] = [];
   let droppedCount = 0;
-  const order = createOrderWatch();
+  const watch = createOrderWatch();
   let validators: Validators | undefined;
+  let anchored = false;
   let offset = 0;
   for (let page = 1; page <= HEAD_MAX_PAGES; page += 1) {
     const listed = await listPage({ limit, offset, page, conditional: page === 1 ? options.validators : undefined });
     if (listed.notModified) {
-      return { unchanged: true, issues, reachedKnown: true, newestSentFirst: true, validators: options.validators, pageRows, dropped: { count: 0, ids: [] } };
+      return { unchanged: true, issues, ids, anchored: true, inOrder: true, validators: options.validators, pageRows, dropped: { count: 0, ids: [] } };
     }
     if (page === 1) validators = listed.validators;
     const received = listed.rows.length + listed.droppedIds.length;
@@ -348,18 +364,48 @@ export async function readArchiveHead<K>(
       droppedCount += 1;
       if (id !== undefined) dropped.push(id);
     }
-    let reachedKnown = received < limit;
     for (const row of listed.rows) {
-      order.see(row);
+      watch.see(row);
       issues.push(options.reduceRow(row));
-      if (options.isKnownId(row.id)) reachedKnown = true;
+      ids.push(row.id);
+      if (options.isKnownId(row.id)) anchored = true;
     }
-    if (reachedKnown || !order.sentOrderHolds()) {
-      return { unchanged: false, issues, reachedKnown, newestSentFirst: order.sentOrderHolds(), validators, pageRows, dropped: { count: droppedCount, ids: dropped } };
-    }
+    // A short page is the end of the list (or a capped page): nothing more to meet below it.
+    if (anchored || !watch.holds(options.order) || received < limit) break;
     offset += received;
   }
-  return { unchanged: false, issues, reachedKnown: false, newestSentFirst: order.sentOrderHolds(), validators, pageRows, dropped: { count: droppedCount, ids: dropped } };
+  return { unchanged: false, issues, ids, anchored, inOrder: watch.holds(options.order), validators, pageRows, dropped: { count: droppedCount, ids: dropped } };
+}
+
+/**
+ * Where a head read sits in the listing an index was made from (`listing`: every id, in the
+ * order listed). The head replaces the listing down to its deepest known row: rows above that
+ * row which the head no longer holds have left the list (unpublished, or no longer public), and
+ * rows below it are as they were. `present` are ids the head held but could not read (dropped
+ * rows): never taken as gone. `undefined` when the head holds no known row, or its known rows
+ * came in another order than before (the upstream's order changed: only a whole read can tell).
+ */
+export function placeHead(
+  listing: readonly string[],
+  head: readonly string[],
+  present: readonly string[] = [],
+): { listing: string[]; gone: string[] } | undefined {
+  const position = new Map<string, number>();
+  for (const [index, id] of listing.entries()) if (!position.has(id)) position.set(id, index);
+  let deepest = -1;
+  for (const id of head) {
+    const at = position.get(id);
+    if (at === undefined) continue;
+    if (at <= deepest) return undefined;
+    deepest = at;
+  }
+  if (deepest < 0) return undefined;
+  const inHead = new Set(head);
+  const unread = [...new Set(present)].filter((id) => !inHead.has(id));
+  const held = new Set([...inHead, ...unread]);
+  const gone = listing.slice(0, deepest + 1).filter((id) => !held.has(id));
+  const below = listing.slice(deepest + 1).filter((id) => !held.has(id));
+  return { listing: [...head, ...unread, ...below], gone };
 }
 
 function judgePaging(

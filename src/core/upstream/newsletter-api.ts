@@ -7,6 +7,7 @@ import {
   type ArchiveReadOptions,
   type HeadRead,
   type ListedPage,
+  type ListOrder,
   type ListPaging,
   type PagePosition,
 } from './archive.js';
@@ -53,10 +54,10 @@ export interface UpstreamClient {
   listAllPublicIssues(maxIssues: number): Promise<UpstreamIssue[]>;
   /**
    * The same read and logs, with what it found: whether the index it makes can be complete, and
-   * whether the upstream lists newest `sentAt` first. `reduceRow` says what is kept of each row.
+   * the order the upstream lists in. `reduceRow` says what is kept of each row.
    */
   readPublicArchive?<K>(maxIssues: number, options: ArchiveReadOptions<K>): Promise<ArchiveRead<K>>;
-  /** The top of the archive, down to a known row (see `readArchiveHead`), for a refresh. */
+  /** The newest rows of the archive, down to a page holding a known row (see `readArchiveHead`), for a refresh. */
   readPublicArchiveHead?<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>>;
   getIssueBySlug(slug: string): Promise<UpstreamIssue>;
   listCategories(): Promise<UpstreamCategory[]>;
@@ -68,6 +69,8 @@ export interface HeadReadOptions<K> {
   reduceRow: (row: UpstreamIssue) => K;
   /** The head page's validators from the last refresh. */
   validators?: Validators | undefined;
+  /** The order the last whole read found: the head must keep it. */
+  order: ListOrder;
 }
 
 /** The real client also answers what `check` asks: the archive read with what it found. */

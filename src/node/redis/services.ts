@@ -5,6 +5,8 @@ import type { SharedTier } from '../../core/reads/shared-tier.js';
 import { createRepeatGuard, REPEAT_WINDOW_MS, type RepeatGuard } from '../../core/subscribe/guards.js';
 import { createMemoryHoldOff, type HoldOff } from '../../core/upstream/hold-off.js';
 import { createRedisSharedTier } from './cache-tier.js';
+import { createRedisWatchLease, createRedisWatchStore } from './archive-watch.js';
+import type { WatchLease, WatchStore } from '../../core/watch/archive-watch.js';
 import { createRedisHoldOff } from './hold-off.js';
 import { createRedisKeys } from './keys.js';
 import { createRedisLink, type RedisLink } from './link.js';
@@ -21,6 +23,9 @@ export interface RedisServices {
   surgeCounter: SurgeCounter;
   sharedCache: SharedTier;
   holdOff: HoldOff;
+  /** DEPLOY_HOOK_URL's watch: one watcher among the instances, and the state it goes on from. */
+  watchLease: WatchLease;
+  watchStore: WatchStore;
   /** False during an outage (readiness and metrics read it; requests never wait on it). */
   healthy(): boolean;
   /**
@@ -48,6 +53,8 @@ export interface RedisServicesOptions {
   probeIntervalMs?: number;
   /** How long Redis must answer without a failure before an outage counts as over (the link's default: 30 s). */
   recoveredAfterMs?: number;
+  /** How long the archive watcher's lease lasts without a renewal (WATCH_LEASE_MS by default). */
+  watchLeaseMs?: number;
 }
 
 /** Reconnecting backs off to this; the link's probe notices the return within a second more. */
@@ -103,6 +110,8 @@ export async function connectRedis(options: RedisServicesOptions): Promise<Redis
     surgeCounter: createRedisSurgeCounter(link, keys, createMemorySurgeCounter()),
     sharedCache: createRedisSharedTier(link, keys, { maxAgeSeconds: options.cacheMaxAgeSeconds }),
     holdOff: createRedisHoldOff(link, keys, { local: createMemoryHoldOff(), now }),
+    watchLease: createRedisWatchLease(link, keys, { leaseMs: options.watchLeaseMs }),
+    watchStore: createRedisWatchStore(link, keys),
     healthy: link.healthy,
     ping: () => link.send(['PING']).then(
       () => true,

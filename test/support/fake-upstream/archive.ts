@@ -55,15 +55,16 @@ export interface ArchiveOptions {
   jsonBytes?: number;
   /**
    * Drafts created 0–10 days before they were sent, varying by issue, so the order of creation
-   * differs from the order of sending (as in a real publication); off: created when sent.
+   * differs from the order of sending for many letters; off (the default): each letter created
+   * the day before it is sent, as most publications draft and send in order, so the two orders agree.
    */
   draftLeads?: boolean;
 }
 
 /**
- * `issues` sent public issues (newest first) over `categories` categories, ~`contentBytes` of
- * HTML each, with every internal field the service sends, so the BFF's allow-list and schema
- * work on realistic rows. Every fifth issue has no category.
+ * `issues` sent public issues (newest first), one a day, over `categories` categories,
+ * ~`contentBytes` of HTML each, with every internal field the service sends, so the BFF's
+ * allow-list and schema work on realistic rows. Every fifth issue has no category.
  */
 export function createArchive({ issues = 300, categories = 4, contentBytes = 5 * 1024, jsonBytes = 0, draftLeads = false }: ArchiveOptions = {}): Archive {
   const time = Date.UTC(2026, 0, 1, 9, 0, 0);
@@ -81,7 +82,7 @@ export function createArchive({ issues = 300, categories = 4, contentBytes = 5 *
     const n = issues - i;
     const category = i % 5 === 4 ? null : (cats[i % cats.length] ?? null);
     const sentAt = new Date(time - i * DAY_MS).toISOString();
-    const createdAt = draftLeads ? new Date(time - i * DAY_MS - ((n * 7) % 11) * DAY_MS).toISOString() : sentAt;
+    const createdAt = new Date(time - i * DAY_MS - (draftLeads ? (n * 7) % 11 : 1) * DAY_MS).toISOString();
     rows.push({
       id: `iss_${String(n).padStart(6, '0')}`,
       slug: `issue-${n}-weekly-notes`,

@@ -25,6 +25,9 @@ export interface FakeUpstreamOptions {
 
 type Operation = keyof typeof UPSTREAM_PATHS;
 
+/** A letter published by `publish` was drafted this long before it was sent (a day, as createArchive's). */
+const DRAFTED_BEFORE_SENDING_MS = 86_400_000;
+
 /** The counter key per operation, e.g. `GET /newsletter/issues/by-slug/:slug`. */
 const COUNTER_KEYS: Record<Operation, string> = {
   listIssues: `GET ${pathOf(UPSTREAM_PATHS.listIssues)}`,
@@ -198,8 +201,9 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
     },
     /**
      * Publishes a copy of the newest public issue under `slug` (a fresh slug per test keeps a
-     * cache from answering for the upstream), sent now; `createdAt` long ago makes it an old
-     * draft sent today, which an order by creation lists deep.
+     * cache from answering for the upstream), sent now and drafted the day before, as most
+     * letters are; `createdAt` long ago makes it an old draft sent today, which an order by
+     * creation lists deep.
      */
     publish(slug: string, dates: { createdAt?: string } = {}): DemoIssue {
       const template = demo.issues.find((issue) => issue.status === 'sent' && issue.isPublic && issue.slug);
@@ -211,7 +215,7 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
         slug,
         subject: `${template.subject} (${slug})`,
         sentAt: time,
-        createdAt: dates.createdAt ?? time,
+        createdAt: dates.createdAt ?? new Date(now() - DRAFTED_BEFORE_SENDING_MS).toISOString(),
         updatedAt: time,
       };
       demo.issues.push(issue);

@@ -23,12 +23,15 @@ export interface UpstreamVariant {
   /** Create Subscriber answers 200 with a subscriber whose status is `pending`. */
   pendingSubscribers?: boolean;
   /**
-   * The order List Issues answers in: newest `createdAt` first (the default: an old draft sent
-   * today lands deep), newest `sentAt` first, or oldest `sentAt` first.
+   * The order List Issues answers in: newest `createdAt` first (the default: the newest first
+   * for letters drafted and sent in order, as most are, while an old draft sent today lands
+   * deep), newest `sentAt` first, or oldest `sentAt` first.
    */
   order?: ListOrder;
   /** List pages carry an ETag, a Last-Modified or both, and answer 304 when they still match. */
   validators?: 'etag' | 'last-modified' | 'both';
+  /** List rows carry no `contentHtml` (a list of summaries): every letter is read by slug. */
+  listWithoutLetters?: boolean;
 }
 
 export type ListOrder = 'created' | 'newest-sent' | 'oldest-sent';
@@ -60,7 +63,7 @@ export function translateListQuery(url: URL, basePath: string, variant: Upstream
 
 /** True when the variant changes a success body (so it must be parsed and rewritten). */
 export function rewritesBodies(variant: UpstreamVariant): boolean {
-  return variant.nullSubjectSlug !== undefined || variant.pendingSubscribers === true;
+  return variant.nullSubjectSlug !== undefined || variant.pendingSubscribers === true || variant.listWithoutLetters === true;
 }
 
 /** The variant's success body for `operation`, from the core's. */
@@ -71,8 +74,14 @@ export function rewriteBody(operation: string, body: unknown, variant: UpstreamV
     typeof issue === 'object' && issue !== null && (issue as { slug?: unknown }).slug === variant.nullSubjectSlug
       ? { ...issue, subject: null }
       : issue;
-  if (variant.nullSubjectSlug !== undefined && operation === 'listIssues' && Array.isArray(envelope.data)) {
-    return { ...envelope, data: envelope.data.map(nullSubject) };
+  const withoutLetter = (issue: unknown): unknown => {
+    if (typeof issue !== 'object' || issue === null) return issue;
+    const { contentHtml: _letter, ...rest } = issue as Record<string, unknown>;
+    return rest;
+  };
+  if (operation === 'listIssues' && Array.isArray(envelope.data) && (variant.nullSubjectSlug !== undefined || variant.listWithoutLetters)) {
+    const same = (issue: unknown): unknown => issue;
+    return { ...envelope, data: envelope.data.map(variant.nullSubjectSlug !== undefined ? nullSubject : same).map(variant.listWithoutLetters ? withoutLetter : same) };
   }
   if (variant.nullSubjectSlug !== undefined && operation === 'issueBySlug') return { ...envelope, data: nullSubject(envelope.data) };
   if (variant.pendingSubscribers && operation === 'createSubscriber' && typeof envelope.data === 'object') {
