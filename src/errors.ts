@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
 /** The error codes of docs/contract.md ("Errors we return"), with their HTTP status. */
 export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
   VALIDATION_ERROR: 422,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
@@ -30,6 +31,7 @@ export interface ValidationIssue {
 
 /** Our own wording for each code: clients never see upstream text. */
 const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
+  BAD_REQUEST: 'The request could not be read: check its Host header and path.',
   VALIDATION_ERROR: 'The request is not valid.',
   NOT_FOUND: 'Not found.',
   METHOD_NOT_ALLOWED: 'Method not allowed.',

@@ -54,7 +54,8 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     process.exitCode = 1;
     return;
   }
-  const { app, stats, upstream, freshReply, logAccess, surge } = createAppForConfig(config, {
+  for (const notice of parsed.notices) log.log('warn', 'config_notice', { notice });
+  const { app, refuse, stats, upstream, freshReply, logAccess, surge } = createAppForConfig(config, {
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
     log,
@@ -84,8 +85,16 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   const hotPath = createNodeHotPath({ freshReply, logAccess });
   const createHotServer = (options: object, listener: Parameters<typeof hotPath.inFrontOf>[0]) =>
     createServer(options, hotPath.inFrontOf(listener));
-  const { server, atConnectionCap } = serveWithLimits(
-    { fetch: app.fetch, hostname: config.host, port: config.port, createServer: createHotServer as typeof createServer },
+  const metrics = admin?.metrics;
+  const { server, shedding } = serveWithLimits(
+    {
+      fetch: app.fetch,
+      refuse,
+      hostname: config.host,
+      port: config.port,
+      createServer: createHotServer as typeof createServer,
+      ...(metrics && { onShed: (reason) => metrics.connectionShed(reason) }),
+    },
     limitsOf(config),
     (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
@@ -117,7 +126,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       host: config.adminHost,
       port: config.adminPort,
       publicServer: server,
-      atConnectionCap,
+      shedding,
       stats,
       probe: () => upstream.listCategories(),
       ...(redis && { redisHealthy: redis.healthy }),

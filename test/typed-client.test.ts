@@ -34,6 +34,7 @@ const ErrorBody = z.strictObject({
   ok: z.literal(false),
   error: z.strictObject({
     code: z.enum([
+      'BAD_REQUEST',
       'VALIDATION_ERROR',
       'NOT_FOUND',
       'METHOD_NOT_ALLOWED',
