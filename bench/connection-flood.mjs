@@ -109,17 +109,19 @@ function flood(port, size) {
   };
 }
 
-/** Outcomes of a set of requests: 200, another status, reset (or closed unanswered), hung. */
+/** Outcomes of a set of requests: 200, another status, reset (or closed unanswered; `how` names the error), hung. */
 function tally() {
-  const counts = { requests: 0, ok: 0, other: 0, reset: 0, hung: 0 };
+  const counts = { requests: 0, ok: 0, other: 0, reset: 0, hung: 0, errors: {} };
   return {
     counts,
-    add(outcome) {
+    add(outcome, how) {
       counts.requests += 1;
       if (outcome === 200) counts.ok += 1;
       else if (outcome === 'hung') counts.hung += 1;
-      else if (outcome === 'reset') counts.reset += 1;
-      else counts.other += 1;
+      else if (outcome === 'reset') {
+        counts.reset += 1;
+        if (how) counts.errors[how] = (counts.errors[how] ?? 0) + 1;
+      } else counts.other += 1;
     },
   };
 }
@@ -135,11 +137,11 @@ async function ssr(port, paths) {
           await response.arrayBuffer();
           return response.status;
         } catch (error) {
-          return error.name === 'TimeoutError' ? 'hung' : 'reset';
+          return error.name === 'TimeoutError' ? 'hung' : { how: error.cause?.code ?? error.cause?.message ?? error.message };
         }
       }),
     );
-    for (const outcome of outcomes) result.add(outcome);
+    for (const outcome of outcomes) typeof outcome === 'object' ? result.add('reset', outcome.how) : result.add(outcome);
     await sleep(300);
   }
   return result.counts;
@@ -162,7 +164,7 @@ function click(agent, port, path) {
       req.destroy();
       done('hung');
     });
-    req.on('error', () => done('reset'));
+    req.on('error', (error) => done({ how: error.code ?? error.message }));
     req.end();
   });
 }
@@ -176,7 +178,8 @@ async function nat(port, paths) {
       await sleep((reader * 7) % 1000);
       for (let index = 0; index < CLICKS; index += 1) {
         if (index > 0) await sleep(200 + ((reader * 131 + index * 977) % 1200));
-        result.add(await click(agent, port, paths[(reader + index) % paths.length]));
+        const outcome = await click(agent, port, paths[(reader + index) % paths.length]);
+        typeof outcome === 'object' ? result.add('reset', outcome.how) : result.add(outcome);
       }
       agent.destroy();
     }),
@@ -253,7 +256,7 @@ async function phase(name, server, paths, floodSize) {
     String(c.other),
     String(c.reset),
     String(c.hung),
-    extra,
+    [extra, ...Object.entries(c.errors ?? {}).map(([how, n]) => `${how} ×${n}`)].filter(Boolean).join('; '),
   ];
   return [
     row(`SSR, ${BURSTS} bursts of ${BURST} (${SSR})`, ssrCounts),
@@ -293,13 +296,18 @@ async function afterTooLarge(port, label, head, body) {
   const saidClose = /\r\nconnection: close\r\n/i.test(answer);
   await sleep(300);
   let next;
-  if (client.closed() || client.socket.destroyed) next = 'the connection was closed';
+  if (saidClose) {
+    // Told the connection closes: a client sends nothing more and closes its side.
+    client.socket.end();
+    await waitFor(() => client.closed(), 5000);
+    next = client.error() ? `the connection ended with ${client.error().code}` : 'the connection was closed cleanly, as it said';
+  } else if (client.closed() || client.socket.destroyed) next = 'the connection was closed under the client';
   else {
     const before = client.received().length;
     client.socket.write(`GET /api/categories HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`, () => {});
     await waitFor(() => client.received().length > before + 12 || client.closed(), 5000);
     const more = client.received().slice(before);
-    next = more.length >= 12 ? `answered ${more.slice(9, 12)}` : client.error() ? client.error().code : 'closed unanswered';
+    next = more.length >= 12 ? `the next request answered ${more.slice(9, 12)}` : client.error() ? `the next request: ${client.error().code}` : 'the next request: closed unanswered';
   }
   client.socket.destroy();
   return [label, answer.slice(9, 12), saidClose ? 'close' : 'keep-alive', next];

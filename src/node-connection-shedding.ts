@@ -4,19 +4,20 @@ import type { ConnectionShedReason } from './metrics.js';
 
 /**
  * Which connections make room when the Node listener is full (docs/node-http.md "A crowd at one
- * address"). While it holds MAX_CONNECTIONS or fewer nothing is shed, whoever opens how many.
+ * address"). While it holds MAX_CONNECTIONS or fewer nothing is closed, whoever opens how many.
  * Above it, connections that cost nobody an answer are closed, in this order:
  *
- * 1. `idle`: kept alive with no request in flight for `idleGraceMs` or longer (browsers and
- *    `fetch` open another for their next request; one that has just answered is likely to carry
- *    the next click, so it waits the grace);
- * 2. `slow_head`: no whole request head after `slowHeadGraceMs` (slowloris, or a silent socket);
- * 3. `over_share`: of the address holding the most connections that have sent no request yet,
+ * 1. `slow_head`: no whole request head after `slowHeadGraceMs` (slowloris, or a silent socket);
+ * 2. `over_share`: of the address holding the most connections that have sent no request yet,
  *    the oldest, once `overShareAfterMs` old (a younger one may have its head on the way), or at
  *    once when that address holds more than its share of the cap (the cap divided between the
- *    addresses holding connections): an attacker opening sockets faster than the graces run out.
+ *    addresses holding connections): an attacker opening sockets faster than the grace runs out;
+ * 3. `idle`: kept alive with no request in flight for `idleGraceMs` or longer. Last, not first:
+ *    a pool (an SSR server's fetch, a browser) may send its next request on it at any moment, and
+ *    closing it then fails that request (measured in docs/node-http.md), where a socket that has
+ *    not sent a head costs nobody anything.
  *
- * Within rules 1 and 2 the address holding the most connections goes first among the oldest. A
+ * Within rules 1 and 3 the address holding the most connections goes first among the oldest. A
  * connection with a request in flight is never closed here: when nothing else can go, the
  * listener holds more than MAX_CONNECTIONS (up to Node's own `maxConnections`, a hard ceiling
  * above it), looks again every `recheckMs`, and the Node entry closes those connections after
@@ -130,7 +131,7 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
 
   const heldBy = (held: Held) => held.client?.held ?? 0;
 
-  /** Of the oldest `WINDOW` in `set` past `graceMs`, the one whose client holds most. */
+  /** Of the oldest `WINDOW` in `set` past `graceMs`, the one whose client holds the most connections. */
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
     let best: Held | undefined;
     let weighed = 0;
@@ -173,12 +174,12 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
   /** Closes one connection by the rules; false when none may go. */
   function makeRoom(): boolean {
     const at = now();
-    const idleOne = pick(idle, idleGraceMs, at);
-    if (idleOne) return shed(idleOne, 'idle'), true;
     const slowOne = pick(fresh, slowHeadGraceMs, at);
     if (slowOne) return shed(slowOne, 'slow_head'), true;
     const overOne = overShare(at);
     if (overOne) return shed(overOne, 'over_share'), true;
+    const idleOne = pick(idle, idleGraceMs, at);
+    if (idleOne) return shed(idleOne, 'idle'), true;
     return false;
   }
 

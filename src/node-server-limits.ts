@@ -25,7 +25,7 @@ export interface ServerLimits {
   connectionsCheckingIntervalMs?: number;
   /** An idle keep-alive connection is closed after this long (Node's default, 5 s). */
   keepAliveTimeoutMs?: number;
-  /** Near the cap, a kept-alive connection idle this long may be closed to make room. */
+  /** Near the cap, a kept-alive connection idle this long may be closed to make room (the last resort). */
   idleGraceMs?: number;
   /** Near the cap, a connection without a whole request head after this long may be closed to make room. */
   slowHeadGraceMs?: number;
