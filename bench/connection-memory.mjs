@@ -29,6 +29,17 @@ if (process.argv[2] === '--serve') {
     process.send({ rss, heapUsed, external, arrayBuffers });
   });
 } else {
+  const rows = [];
+  // A fresh service for each kind: RSS a process has grown to is not given back, so a kind
+  // measured after another would reuse its pages.
+  for (const kind of ['nothing sent', 'kept alive after a GET', 'slowloris head', 'slowloris head of 15 KiB']) rows.push(await measure(kind));
+  process.stdout.write(
+    `Memory per open connection (${COUNT.toLocaleString('en')} at a time, a fresh service for each kind; Node ${process.version}; ${new Date().toISOString()})\n` +
+      `${table(['connection', 'count', 'seconds to open', 'RSS bytes each', 'V8 heap bytes each', 'external bytes each'], rows, [false, true, true, true, true, true])}\n`,
+  );
+}
+
+async function measure(kind) {
   const port = await freePort();
   const child = fork(fileURLToPath(import.meta.url), ['--serve'], {
     cwd: root,
@@ -44,26 +55,18 @@ if (process.argv[2] === '--serve') {
     });
   try {
     await waitUntilServing(port);
-    const rows = [];
-    for (const kind of ['nothing sent', 'kept alive after a GET', 'slowloris head', 'slowloris head of 15 KiB']) {
-      // A warm-up round of the same kind first: the first connections also compile code.
-      await closeAll(await openMany(port, kind, 200));
-      const before = await memory();
-      const startedAt = performance.now();
-      const sockets = await openMany(port, kind, COUNT);
-      const after = await memory();
-      // Node closes an idle kept-alive connection after 5 s, a head not ended after HEADERS_TIMEOUT_SECONDS.
-      const seconds = (performance.now() - startedAt) / 1000;
-      if (seconds > (kind === 'kept alive after a GET' ? 4.5 : 14)) throw new Error(`opening ${COUNT} took ${seconds.toFixed(1)} s: too long to measure them all open`);
-      await closeAll(sockets);
-      await sleep(500);
-      const per = (name) => Math.round((after[name] - before[name]) / COUNT);
-      rows.push([kind, COUNT.toLocaleString('en'), seconds.toFixed(1), per('rss').toLocaleString('en'), per('heapUsed').toLocaleString('en'), per('external').toLocaleString('en')]);
-    }
-    process.stdout.write(
-      `Memory per open connection (${COUNT.toLocaleString('en')} at a time; Node ${process.version}; ${new Date().toISOString()})\n` +
-        `${table(['connection', 'count', 'seconds to open', 'RSS bytes each', 'V8 heap bytes each', 'external bytes each'], rows, [false, true, true, true, true, true])}\n`,
-    );
+    // A warm-up round of the same kind first: the first connections also compile code.
+    await closeAll(await openMany(port, kind, 200));
+    const before = await memory();
+    const startedAt = performance.now();
+    const sockets = await openMany(port, kind, COUNT);
+    const after = await memory();
+    const seconds = (performance.now() - startedAt) / 1000;
+    // Node closes an idle kept-alive connection after 5 s, a head not ended after HEADERS_TIMEOUT_SECONDS.
+    if (seconds > (kind === 'kept alive after a GET' ? 4.5 : 14)) throw new Error(`opening ${COUNT} took ${seconds.toFixed(1)} s: too long to measure them all open`);
+    await closeAll(sockets);
+    const per = (name) => Math.round((after[name] - before[name]) / COUNT).toLocaleString('en');
+    return [kind, COUNT.toLocaleString('en'), seconds.toFixed(1), per('rss'), per('heapUsed'), per('external')];
   } finally {
     child.kill('SIGKILL');
   }
