@@ -235,6 +235,8 @@ async function answerThenClose(response: Response, incoming: IncomingMessage, ou
   // Not `outgoing.end()`: Node would destroy the socket once the answer is written.
   socket.end();
   incoming.resume();
+  // The adapter's own marker: it writes nothing more. (Made when its module loads, before
+  // getRequestListener replaces the global Response, as the adapter's check of it needs.)
   return RESPONSE_ALREADY_SENT;
 }
 
