@@ -59,7 +59,8 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     process.exitCode = 1;
     return;
   }
-  const { app, stats, upstream, freshReply, logAccess, surge, archiveWatch } = createAppForConfig(config, {
+  for (const notice of parsed.notices) log.log('warn', 'config_notice', { notice });
+  const { app, refuse, stats, upstream, freshReply, logAccess, surge, archiveWatch } = createAppForConfig(config, {
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
     log,
@@ -97,8 +98,16 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   const hotPath = createNodeHotPath({ freshReply, logAccess });
   const createHotServer = (options: object, listener: Parameters<typeof hotPath.inFrontOf>[0]) =>
     createServer(options, hotPath.inFrontOf(listener));
-  const { server, atConnectionCap } = serveWithLimits(
-    { fetch: app.fetch, hostname: config.host, port: config.port, createServer: createHotServer as typeof createServer },
+  const metrics = admin?.metrics;
+  const { server, shedding } = serveWithLimits(
+    {
+      fetch: app.fetch,
+      refuse,
+      hostname: config.host,
+      port: config.port,
+      createServer: createHotServer as typeof createServer,
+      ...(metrics && { onShed: (reason) => metrics.connectionShed(reason) }),
+    },
     limitsOf(config),
     (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
@@ -130,7 +139,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       host: config.adminHost,
       port: config.adminPort,
       publicServer: server,
-      atConnectionCap,
+      shedding,
       stats,
       probe: () => upstream.listCategories(),
       ...(redis && { redisHealthy: redis.healthy }),

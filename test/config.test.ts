@@ -46,8 +46,7 @@ describe('parseConfig defaults', () => {
       subscribeRedirectUrl: undefined,
       honeypotField: 'website',
       trustProxyHops: 0,
-      maxConnections: 1024,
-      maxConnectionsPerClient: 64,
+      maxConnections: 4096,
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       rateLimitIpv6Prefix: 64,
@@ -141,7 +140,6 @@ describe('parseConfig defaults', () => {
       honeypotField: 'company_url',
       trustProxyHops: 2,
       maxConnections: 200,
-      maxConnectionsPerClient: 20,
       headersTimeoutMs: 5000,
       requestTimeoutMs: 20_000,
       rateLimitIpv6Prefix: 56,
@@ -219,11 +217,14 @@ describe('parseConfig defaults', () => {
     expect(configWith({ PATH: '/usr/bin', HOME: '/root', npm_lifecycle_event: 'start' })).toEqual(configWith());
   });
 
-  it('caps connections per client at a quarter of MAX_CONNECTIONS, at most 64, unless set, and never above MAX_CONNECTIONS', () => {
-    expect(configWith()).toMatchObject({ maxConnections: 1024, maxConnectionsPerClient: 64 });
-    expect(configWith({ MAX_CONNECTIONS: '16' })).toMatchObject({ maxConnections: 16, maxConnectionsPerClient: 4 });
-    expect(configWith({ MAX_CONNECTIONS: '32', MAX_CONNECTIONS_PER_CLIENT: '100' })).toMatchObject({ maxConnections: 32, maxConnectionsPerClient: 32 });
-    expect(configWith({ MAX_CONNECTIONS_PER_CLIENT: '200' })).toMatchObject({ maxConnectionsPerClient: 200 });
+  it('still starts with MAX_CONNECTIONS_PER_CLIENT set, with one notice saying what the listener does now', () => {
+    const unset = parseConfig({ NEWSLETTER_API_KEY: KEY, NEWSLETTER_API_BASE_URL: BASE_URL });
+    expect(unset).toMatchObject({ ok: true, notices: [] });
+    const set = parseConfig({ NEWSLETTER_API_KEY: KEY, NEWSLETTER_API_BASE_URL: BASE_URL, MAX_CONNECTIONS_PER_CLIENT: '64' });
+    expect(set.ok).toBe(true);
+    if (!set.ok) return;
+    expect(set.config).toEqual(configWith());
+    expect(set.notices).toEqual([expect.stringMatching(/^MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS/)]);
   });
 
   it('accepts numbers given as Worker bindings of type number', () => {

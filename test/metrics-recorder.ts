@@ -17,6 +17,7 @@ export function createMetricsRecorder() {
     upstreamHoldOff: record('upstreamHoldOff'),
     subscribe: record('subscribe'),
     subscribeSurge: record('subscribeSurge'),
+    connectionShed: record('connectionShed'),
   };
   /** The calls of one method, without its name. */
   const of = (name: keyof Metrics) => events.filter((event) => event[0] === name).map((event) => event.slice(1));

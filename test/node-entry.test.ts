@@ -225,6 +225,41 @@ describe('Node entry', () => {
     expect(received).toMatch(/^HTTP\/1\.1 408 /);
   });
 
+  it('starts with MAX_CONNECTIONS_PER_CLIENT still set, and says once what the listener does now', async () => {
+    const port = await freePort();
+    const run = start({ PORT: String(port), HOST: '127.0.0.1', MAX_CONNECTIONS_PER_CLIENT: '64' });
+    await run.waitFor('listening on');
+    expect((await fetch(`http://127.0.0.1:${port}/api/categories`)).status).toBe(200);
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    const lines = run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.filter((line) => line.event === 'config_notice')).toEqual([
+      expect.objectContaining({ level: 'warn', notice: expect.stringMatching(/^MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections/) }),
+    ]);
+  });
+
+  it('answers a Host it cannot read in the JSON envelope, with the security headers and a request line, and counts shed connections from zero', async () => {
+    const [port, adminPort] = [await freePort(), await freePort()];
+    const run = start({ PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort) });
+    await run.waitFor('listening on');
+    await run.waitFor('admin (/healthz');
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write('GET /api/categories HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n');
+    await new Promise((resolve) => socket.once('close', resolve));
+    expect(received).toMatch(/^HTTP\/1\.1 400 /);
+    expect(received).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
+    expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))).toEqual({ ok: false, error: { code: 'BAD_REQUEST', message: expect.any(String) } });
+    const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    for (const reason of ['idle', 'slow_head', 'over_share']) expect(metrics).toContain(`newsletter_bff_connections_shed_total{reason="${reason}"} 0`);
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    const lines = run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toContainEqual(expect.objectContaining({ event: 'request', method: 'GET', path: '/api/categories', status: 400 }));
+  });
+
   describe('client IP for the subscribe rate limit (TRUST_PROXY_HOPS)', () => {
     /** Starts the demo with a limit of one subscribe a minute per client IP. */
     async function startLimited(trustProxyHops: string) {

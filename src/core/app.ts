@@ -271,8 +271,20 @@ export function createApp(deps: AppDeps) {
     return renderError(c, new ApiError('INTERNAL_ERROR'));
   });
 
+  // A request @hono/node-server cannot make a Request of (a Host or path it refuses) never
+  // reaches the routes; the Node listener hands a stand-in here, so its answer has the headers,
+  // access line and envelope of every other one (docs/node-http.md "Every answer in the envelope").
+  const refusals = new Hono();
+  refusals.use(createResponseHeaders(headerRules), accessLogMiddleware(logAccess));
+  refusals.all('*', () => {
+    throw new ApiError('BAD_REQUEST');
+  });
+  refusals.onError((error, c) => renderError(c, error instanceof ApiError ? error : new ApiError('INTERNAL_ERROR')));
+
   return {
     app: routes,
+    /** Answers 400 `BAD_REQUEST` to a stand-in for a request the Node adapter could not read. */
+    refuse: (request: Request) => refusals.fetch(request),
     stats: () => ({ ...reads.stats(), ...feeds?.stats() }),
     /** Node's fresh-read path (node/hot-path.ts): the same reads and rules, without the pipeline. */
     freshReply: createFreshReplies({ reads, archiveQueries, headerRules, cacheControl }),

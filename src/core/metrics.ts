@@ -25,7 +25,12 @@ export interface Metrics {
   subscribe(outcome: string, reason?: string): void;
   /** A subscribe surge started (true) or ended (false): docs/subscribe.md "Surges". */
   subscribeSurge(active: boolean): void;
+  /** Node's listener closed a connection to make room (docs/node-http.md "A crowd at one address"). */
+  connectionShed(reason: ConnectionShedReason): void;
 }
+
+/** Why a connection was closed to make room: idle kept-alive, a request head not sent in time, an address over its share. */
+export type ConnectionShedReason = 'idle' | 'slow_head' | 'over_share';
 
 /** The default: records nothing. */
 export const noopMetrics: Metrics = {
@@ -37,4 +42,5 @@ export const noopMetrics: Metrics = {
   upstreamHoldOff() {},
   subscribe() {},
   subscribeSurge() {},
+  connectionShed() {},
 };

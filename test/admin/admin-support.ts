@@ -1,4 +1,3 @@
-import { serve } from '@hono/node-server';
 import { spawnSync } from 'node:child_process';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -6,6 +5,7 @@ import { createAdmin } from '../../src/node/admin/admin.js';
 import { startFakeUpstreamServer } from '../support/fake-upstream/server.js';
 import { silentLogger } from '../../src/core/log.js';
 import { createAppForConfig } from '../../src/core/service.js';
+import { serveWithLimits, type ServerLimits } from '../../src/node/listener.js';
 import { createFakeClock, TEST_API_KEY, testConfig } from '../helpers.js';
 
 function listening(server: Server): Promise<number> {
@@ -21,20 +21,34 @@ function listening(server: Server): Promise<number> {
  * upstream (test/support/fake-upstream/) on one port, the public app on another, the admin routes on a
  * third. The clock drives readiness and the caches; sockets and the upstream are real.
  */
-export async function startServiceWithAdmin({ unreadyAfterSeconds = 60, atConnectionCap }: { unreadyAfterSeconds?: number; atConnectionCap?: () => boolean } = {}) {
+export async function startServiceWithAdmin({
+  unreadyAfterSeconds = 60,
+  shedding,
+  limits = {},
+}: {
+  unreadyAfterSeconds?: number;
+  /** Replaces the listener's own report (default: the real listener's). */
+  shedding?: () => boolean;
+  /** The public listener's limits over roomy defaults. */
+  limits?: Partial<ServerLimits>;
+} = {}) {
   const clock = createFakeClock();
   const upstream = await startFakeUpstreamServer({ apiKey: TEST_API_KEY });
   const config = testConfig({ NEWSLETTER_API_BASE_URL: upstream.baseUrl });
   const admin = createAdmin({ unreadyAfterSeconds, now: clock.now });
   const service = createAppForConfig(config, { log: silentLogger, clientIp: () => '127.0.0.1', now: clock.now, metrics: admin.metrics });
-  const publicServer = serve({ fetch: service.app.fetch, hostname: '127.0.0.1', port: 0 }) as Server;
+  const limited = serveWithLimits(
+    { fetch: service.app.fetch, refuse: service.refuse, hostname: '127.0.0.1', port: 0, onShed: (reason) => admin.metrics.connectionShed(reason) },
+    { maxConnections: 1024, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, clientKeyOf: (address) => address, ...limits },
+  );
+  const publicServer = limited.server;
   const publicPort = await listening(publicServer);
   const fatal: string[] = [];
   const adminServer = admin.listen({
     host: '127.0.0.1',
     port: 0,
     publicServer,
-    ...(atConnectionCap && { atConnectionCap }),
+    shedding: shedding ?? limited.shedding,
     stats: service.stats,
     probe: () => service.upstream.listCategories(),
     onListening: () => undefined,

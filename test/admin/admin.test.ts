@@ -28,18 +28,39 @@ describe('admin listener /healthz and the public port', () => {
 });
 
 describe('admin listener /readyz', () => {
-  it('is 503 while the public listener is at its connection cap, without an upstream call, and 200 once below', async () => {
-    let full = false;
-    const s = await start({ atConnectionCap: () => full });
+  it('is 503 while the public listener is shedding connections, without an upstream call, and 200 once it stops', async () => {
+    let shedding = false;
+    const s = await start({ shedding: () => shedding });
     expect((await s.adminGet('/readyz')).status).toBe(200);
-    full = true;
+    shedding = true;
     const calls = s.upstream.requests.length;
     const atCap = await s.adminGet('/readyz');
     expect(atCap.status).toBe(503);
-    expect(await atCap.text()).toBe('not ready: the public listener is at its connection cap (MAX_CONNECTIONS)\n');
+    expect(await atCap.text()).toBe('not ready: the public listener is shedding connections (MAX_CONNECTIONS)\n');
     expect(s.upstream.requests.length).toBe(calls);
-    full = false;
+    shedding = false;
     expect((await s.adminGet('/readyz')).status).toBe(200);
+  });
+
+  it('reports the real listener shedding a slowloris crowd, and counts the connections shed by reason', async () => {
+    const s = await start({ limits: { maxConnections: 16, overShareAfterMs: 50, slowHeadGraceMs: 5000, sheddingReportMs: 60_000 } });
+    expect((await s.adminGet('/readyz')).status).toBe(200);
+    const before = await s.scrape();
+    for (const reason of ['idle', 'slow_head', 'over_share']) expect(before).toContain(`newsletter_bff_connections_shed_total{reason="${reason}"} 0`);
+    const port = Number(new URL(s.publicUrl).port);
+    const crowd = [];
+    for (let index = 0; index < 40; index += 1) {
+      const socket = connect({ port, host: '127.0.0.1', localAddress: '127.0.0.2' });
+      socket.on('error', () => {});
+      crowd.push(socket);
+      await new Promise((resolve) => socket.once('connect', resolve).once('close', resolve));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const shedding = await s.adminGet('/readyz');
+    expect(shedding.status).toBe(503);
+    expect(await shedding.text()).toBe('not ready: the public listener is shedding connections (MAX_CONNECTIONS)\n');
+    expect(sampleOf(await s.scrape(), 'newsletter_bff_connections_shed_total{reason="over_share"}')).toBeGreaterThanOrEqual(40 - 16);
+    for (const socket of crowd) socket.destroy();
   });
 
   it('is 503 until the upstream answers once, then 200; one probe per check while not ready', async () => {

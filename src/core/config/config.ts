@@ -47,8 +47,6 @@ export interface Config {
   trustProxyHops: number;
   /** Node's listener limits, the IPv6 prefix counted as one visitor, Turnstile (off without a secret). */
   maxConnections: number;
-  /** Open connections from one client (the rate limits' key); not counted behind trusted proxies. */
-  maxConnectionsPerClient: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   rateLimitIpv6Prefix: number;
@@ -94,7 +92,11 @@ export interface Config {
   accessLog: AccessLogMode;
 }
 
-export type ConfigResult = { ok: true; config: Config } | { ok: false; problems: string[] };
+/**
+ * `notices`: lines for the log at start-up about a setting that is accepted but no longer does
+ * what its name says (the configuration still starts).
+ */
+export type ConfigResult = { ok: true; config: Config; notices: string[] } | { ok: false; problems: string[] };
 
 /** Environment variables arrive as strings (Node) or as Worker bindings of any type. */
 export type ConfigSource = Readonly<Record<string, unknown>>;
@@ -310,6 +312,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   const env = result.data;
   return {
     ok: true,
+    notices: noticesFor(env),
     config: {
       mode: env.NEWSLETTER_API_KEY ? 'upstream' : 'demo',
       apiKey: env.NEWSLETTER_API_KEY,
@@ -329,7 +332,6 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
       trustProxyHops: env.TRUST_PROXY_HOPS,
       maxConnections: env.MAX_CONNECTIONS,
-      maxConnectionsPerClient: connectionsPerClient(env.MAX_CONNECTIONS_PER_CLIENT, env.MAX_CONNECTIONS),
       headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
       requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
       rateLimitIpv6Prefix: env.RATE_LIMIT_IPV6_PREFIX,
@@ -372,12 +374,13 @@ function pagingParamOf(env: { UPSTREAM_LIST_PAGING: ListPaging['style']; UPSTREA
   return env.UPSTREAM_LIST_PAGING === 'page' ? LIST_ISSUES_PAGE_PARAM : DEFAULT_LIST_PAGING.pagingParam;
 }
 
-/**
- * MAX_CONNECTIONS_PER_CLIENT, never above MAX_CONNECTIONS (past it the cap would mean nothing).
- * Unset: a quarter of MAX_CONNECTIONS, at most 64: one client never holds more than a quarter of
- * the listener, and 64 leaves room for a NAT's worth of browsers (about six connections each).
- */
-function connectionsPerClient(given: number, maxConnections: number): number {
-  if (given === 0) return Math.min(64, Math.floor(maxConnections / 4));
-  return Math.min(given, maxConnections);
+/** What a setting that no longer does what its name says does now (docs/configuration.md). */
+function noticesFor(env: { MAX_CONNECTIONS_PER_CLIENT: number }): string[] {
+  const notices: string[] = [];
+  if (env.MAX_CONNECTIONS_PER_CLIENT !== 0) {
+    notices.push(
+      'MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS the listener closes idle kept-alive connections, then request heads not sent in time, from the address holding most (docs/node-http.md)',
+    );
+  }
+  return notices;
 }

@@ -90,10 +90,11 @@ function booleanVariable(fallback: boolean) {
   );
 }
 
-/** Node's listener: connection caps and timeouts (docs/node-http.md). */
+/** Node's listener: the connection cap and timeouts (docs/node-http.md). */
 export const NODE_LISTENER_VARIABLES = {
-  MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 1024),
-  // 0: unset, worked out from MAX_CONNECTIONS (core/config/config.ts).
+  // docs/node-http.md "What a connection costs": why 4096.
+  MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 4096),
+  // No longer used (0: unset); accepted, with a notice at start-up (config.ts `noticesFor`).
   MAX_CONNECTIONS_PER_CLIENT: wholeNumberVariable(1, 1_000_000, 0),
   HEADERS_TIMEOUT_SECONDS: wholeNumberVariable(1, 15, 10),
   REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),

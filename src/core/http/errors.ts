@@ -5,6 +5,7 @@ import * as z from '../zod.js';
 
 /** The error codes of docs/contract.md ("Errors we return"), with their HTTP status. */
 export const ERROR_STATUS = {
+  BAD_REQUEST: 400,
   VALIDATION_ERROR: 422,
   NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
@@ -80,6 +81,7 @@ export type ValidationIssue = z.infer<ErrorBodySchemas['ValidationIssue']>;
 
 /** Our own wording for each code: clients never see upstream text. */
 const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
+  BAD_REQUEST: 'The request could not be read: check its Host header and path.',
   VALIDATION_ERROR: 'The request is not valid.',
   NOT_FOUND: 'Not found.',
   METHOD_NOT_ALLOWED: 'Method not allowed.',

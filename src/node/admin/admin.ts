@@ -20,8 +20,8 @@ export interface ServiceView {
   probe: () => Promise<unknown>;
   /** With REDIS_URL: whether Redis answers. A metric only: an instance serves from memory without it. */
   redisHealthy?: () => boolean;
-  /** Whether the public listener is at MAX_CONNECTIONS (Node's entry: from serveWithLimits). */
-  atConnectionCap?: () => boolean;
+  /** Whether the public listener is shedding connections (Node's entry: from serveWithLimits). */
+  shedding?: () => boolean;
 }
 
 export interface ListenOptions extends ServiceView {
@@ -55,7 +55,7 @@ export function createAdmin(options: AdminOptions) {
     prometheus.watchCaches(service.stats);
     if (service.redisHealthy) prometheus.watchRedis(service.redisHealthy);
     const cacheWarm = () => service.stats().entries > 0;
-    return createAdminApp({ registry: prometheus.registry, readiness, cacheWarm, atConnectionCap: service.atConnectionCap, probe: service.probe });
+    return createAdminApp({ registry: prometheus.registry, readiness, cacheWarm, shedding: service.shedding, probe: service.probe });
   }
 
   return {

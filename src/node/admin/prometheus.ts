@@ -1,6 +1,6 @@
 import type { Server } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Metrics } from '../../core/metrics.js';
+import type { ConnectionShedReason, Metrics } from '../../core/metrics.js';
 import { upstreamOutcome } from './readiness.js';
 
 /** The byte and entry counts of the in-memory caches, as `createApp`'s `stats()` gives them. */
@@ -29,6 +29,7 @@ export const SUBSCRIBE_OUTCOMES = [
   'failed',
 ] as const;
 const EVICTION_REASONS = { evict: 'size', expire: 'ttl' } as const;
+const SHED_REASONS: readonly ConnectionShedReason[] = ['idle', 'slow_head', 'over_share'];
 /**
  * prom-client's default gauges that end in `_total`, which Prometheus keeps for counters
  * (`promtool check metrics` refuses them); the same counts are left out rather than renamed.
@@ -124,6 +125,12 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     registers,
   });
   surge.set(0);
+  const shed = new Counter({
+    name: `${PREFIX}connections_shed_total`,
+    help: 'Connections the public listener closed to make room near MAX_CONNECTIONS, by reason: idle (kept alive, no request in flight), slow_head (no whole request head within the grace), over_share (an address holding more than its share).',
+    labelNames: ['reason'],
+    registers,
+  });
   const connections = new Gauge({
     name: `${PREFIX}open_connections`,
     help: 'Open connections to the public listener.',
@@ -157,6 +164,7 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
   for (const result of ['hit', 'miss', 'stale']) cacheReads.inc({ result }, 0);
   for (const reason of Object.values(EVICTION_REASONS)) evictions.inc({ reason }, 0);
   for (const outcome of SUBSCRIBE_OUTCOMES) subscribes.inc({ outcome }, 0);
+  for (const reason of SHED_REASONS) shed.inc({ reason }, 0);
 
   const metrics: Metrics = {
     request(route, method, status, seconds) {
@@ -179,6 +187,7 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
       surge.set(active ? 1 : 0);
       if (active) surges.inc();
     },
+    connectionShed: (reason) => shed.inc({ reason }),
   };
 
   return {

@@ -27,10 +27,10 @@ export interface Readiness {
   observe(outcome: string): void;
   /**
    * Ready once the upstream has answered (or the cache holds something), unless it has been
-   * failing too long or the public listener holds all the connections it may (MAX_CONNECTIONS):
-   * then a load balancer should send new visitors elsewhere.
+   * failing too long or the public listener is shedding connections near MAX_CONNECTIONS: then
+   * a load balancer should send new visitors elsewhere.
    */
-  state(cacheWarm: boolean, atConnectionCap?: boolean): ReadinessState;
+  state(cacheWarm: boolean, shedding?: boolean): ReadinessState;
   /** From now on not ready: the process is shutting down. */
   drain(): void;
 }
@@ -61,9 +61,9 @@ export function createReadiness(options: ReadinessOptions): Readiness {
         failingSince ??= now();
       }
     },
-    state(cacheWarm, atConnectionCap = false) {
+    state(cacheWarm, shedding = false) {
       if (draining) return { ready: false, reason: 'shutting down' };
-      if (atConnectionCap) return { ready: false, reason: 'the public listener is at its connection cap (MAX_CONNECTIONS)' };
+      if (shedding) return { ready: false, reason: 'the public listener is shedding connections (MAX_CONNECTIONS)' };
       if (!answered && !cacheWarm) return { ready: false, reason: 'the upstream has not answered yet' };
       if (failingSince !== undefined && now() - failingSince >= unreadyAfterMs) {
         const seconds = Math.floor((now() - failingSince) / 1000);

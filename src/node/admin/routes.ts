@@ -7,8 +7,8 @@ export interface AdminAppOptions {
   readiness: Readiness;
   /** Whether the cache holds anything the service could serve. */
   cacheWarm: () => boolean;
-  /** Whether the public listener holds MAX_CONNECTIONS connections (default: never). */
-  atConnectionCap?: () => boolean;
+  /** Whether the public listener is shedding connections near MAX_CONNECTIONS (default: never). */
+  shedding?: () => boolean;
   /** One light upstream call, made when /readyz finds us not ready (see below). */
   probe: () => Promise<unknown>;
   /** How long /readyz waits for that probe before answering with what it knows. */
@@ -36,7 +36,7 @@ const defaultDelay = (ms: number, signal: AbortSignal) =>
  * would never see the upstream come back.
  */
 export function createAdminApp(options: AdminAppOptions) {
-  const { registry, readiness, cacheWarm, atConnectionCap = () => false, probe, probeWaitMs = PROBE_WAIT_MS, delay = defaultDelay } = options;
+  const { registry, readiness, cacheWarm, shedding = () => false, probe, probeWaitMs = PROBE_WAIT_MS, delay = defaultDelay } = options;
   let probing: Promise<unknown> | undefined;
   const probeOnce = () =>
     (probing ??= probe()
@@ -48,13 +48,13 @@ export function createAdminApp(options: AdminAppOptions) {
   return new Hono()
     .get('/healthz', (c) => c.text('ok\n', 200, NO_STORE))
     .get('/readyz', async function readyz(c) {
-      // A full listener is not the upstream's doing: no probe would change the answer.
-      if (!atConnectionCap() && !readiness.state(cacheWarm()).ready) {
+      // A shedding listener is not the upstream's doing: no probe would change the answer.
+      if (!shedding() && !readiness.state(cacheWarm()).ready) {
         const done = new AbortController();
         await Promise.race([probeOnce(), delay(probeWaitMs, done.signal)]);
         done.abort();
       }
-      const state = readiness.state(cacheWarm(), atConnectionCap());
+      const state = readiness.state(cacheWarm(), shedding());
       if (state.ready) return c.text('ready\n', 200, NO_STORE);
       return c.text(`not ready: ${state.reason}\n`, 503, NO_STORE);
     })

@@ -234,6 +234,7 @@ function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
       when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
       details: true,
     },
+    BAD_REQUEST: { when: 'Node only: the request\'s `Host` header or path cannot be read as a URL (answered before any route).' },
     NOT_FOUND: { when: 'No such issue, or no such route.' },
     METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
     FORBIDDEN_ORIGIN: { when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).' },
