@@ -34,6 +34,8 @@ export interface RuntimeDeps {
   metrics?: Metrics;
   /** Node's compressed copies of cached bodies (node-compression.ts); none on Workers. */
   encodeBody?: BodyEncoder;
+  /** Node: whether the listener's request timeout cut a request off (see AppDeps.requestTimedOut). */
+  requestTimedOut?: (c: Context) => boolean;
   /**
    * Demo mode's public origin, where it serves the example site: the sample thumbnails and the
    * feeds' issue links point there. Known to the entry (Node: HOST and PORT), never taken from

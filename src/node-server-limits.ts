@@ -1,4 +1,5 @@
 import { createAdaptorServer, type HttpBindings } from '@hono/node-server';
+import type { Context } from 'hono';
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from './config.js';
@@ -192,4 +193,15 @@ function drainRestOfBody(incoming: IncomingMessage, outgoing: ServerResponse, dr
   if (Number.isFinite(declared) && declared > drainMaxBytes) closeAfterAnswer();
   // A body a handler began to read and let go of is paused; resumed, its bytes are discarded.
   incoming.resume();
+}
+
+/**
+ * Whether the listener's REQUEST_TIMEOUT_SECONDS cut this request off. Node then answers 408
+ * itself and destroys the socket with ERR_HTTP_REQUEST_TIMEOUT; the body read reports only
+ * "aborted", as for a client that hung up. The socket's public `errored` tells the two apart, so
+ * the access log and the metrics say 408, not 499 (docs/node-http.md).
+ */
+export function timedOutByListener(c: Context): boolean {
+  const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
+  return (socket?.errored as NodeJS.ErrnoException | null | undefined)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
 }

@@ -6,7 +6,7 @@ import { createDemoSite } from './demo-site.js';
 import { createBufferedWriter, createLogger } from './log.js';
 import { createNodeBodyEncoder } from './node-compression.js';
 import { createNodeHotPath } from './node-hot-path.js';
-import { limitsOf, serveWithLimits } from './node-server-limits.js';
+import { limitsOf, serveWithLimits, timedOutByListener } from './node-server-limits.js';
 import type { Config } from './config.js';
 import type { Logger } from './log.js';
 import { importOptional, MissingPackageError } from './optional-package.js';
@@ -69,6 +69,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
+    requestTimedOut: timedOutByListener,
     ...(isDisposableDomain && { isDisposableDomain }),
   });
   // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
