@@ -187,8 +187,9 @@ export function createTransport(options: TransportOptions): Transport {
           const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
           await sleep(Math.round(random() * ceiling));
           held = await holdOff.state(call.operation);
-          // A 429 another instance met meanwhile holds this retry off too.
-          if (held.untilMs > now()) throw heldOff(held.untilMs, held.streak);
+          // A 429 another call met meanwhile holds this retry off too. A pause after failures
+          // does not: it holds off the calls that begin after it, and this one began before.
+          if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, held.streak);
         }
       }
     } finally {
