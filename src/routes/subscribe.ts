@@ -128,7 +128,8 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
     .onError(function answerRefusal(error, c) {
       // The body never arrived whole: the client hung up (499) or the listener timed it out (408,
       // which Node sent itself). Whatever reading it threw, that is what happened, not a refusal.
-      const cutOff = cutOffStatus(c, requestTimedOut);
+      // (A SubscribeFailure came after the body was read: the upstream's or the challenge's answer.)
+      const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
       if (cutOff !== undefined) {
         if (cutOff === REQUEST_TIMEOUT) recorder(c)('timed_out', { reason: 'REQUEST_TIMEOUT' });
         else recorder(c)('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });

@@ -397,7 +397,7 @@ const ANSWERED_KINDS: ReadonlySet<UpstreamError['kind']> = new Set(['not_found',
  * answer (a network error or a timeout), or our key refused. A 429 has its own hold-off; a body
  * of the wrong shape or size (a malformed issue, a page re-asked smaller) is that resource's.
  */
-export function isUpstreamFailing(error: unknown): boolean {
+function isUpstreamFailing(error: unknown): boolean {
   if (!(error instanceof UpstreamError) || error.heldOffBy !== undefined) return false;
   return error.kind === 'unavailable' || error.kind === 'timeout' || error.kind === 'auth' || (error.status ?? 0) >= 500;
 }
