@@ -6,7 +6,7 @@ import { createDemoSite } from './demo/site.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
 import { createNodeBodyEncoder } from './node/compression.js';
 import { createNodeHotPath } from './node/hot-path.js';
-import { limitsOf, serveWithLimits } from './node/listener.js';
+import { limitsOf, serveWithLimits, timedOutByListener } from './node/listener.js';
 import type { Config } from './core/config/config.js';
 import type { Logger } from './core/log.js';
 import { importOptional, MissingPackageError } from './node/optional-package.js';
@@ -75,6 +75,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
+    requestTimedOut: timedOutByListener,
     ...(isDisposableDomain && { isDisposableDomain }),
     // With Redis, one instance watches; the others' copies of the archive come from Redis within a
     // TTL (and a tick) of the change, so the hook waits that long for all of them to serve it.

@@ -66,6 +66,34 @@ describe('npm run check', () => {
     expect(output).toMatch(/FAIL {2}List Categories failed: upstream failed \(501\)/);
   });
 
+  it('backs off between its calls to a failing upstream: its next call waits out the pause and is made once, never in a burst', async () => {
+    const clock = createFakeClock();
+    const sleeps: number[] = [];
+    const fake = createFakeUpstream({ apiKey: KEY, publication: createArchive({ issues: 30, contentBytes: 100 }) });
+    fake.setMode({ kind: 'status-storm', statuses: [500] });
+    const lines: string[] = [];
+    const exitCode = await main({
+      env: { NEWSLETTER_API_KEY: KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl },
+      write: (line) => lines.push(line),
+      fetch: fake.fetch,
+      now: clock.now,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+        clock.advance(ms);
+      },
+    });
+    expect(exitCode).toBe(1);
+    expect(lines.filter((line) => line.startsWith('FAIL'))).toEqual([
+      'FAIL  List Categories failed: upstream failed (500)',
+      'FAIL  List Issues or Get Issue By Slug failed: upstream failed (500)',
+    ]);
+    // List Categories with its two retries; then, after the pause they began, List Issues once.
+    expect(fake.counts()).toMatchObject({ 'GET /newsletter/categories': 3, 'GET /newsletter/issues': 1 });
+    expect(sleeps).toHaveLength(3);
+    expect(sleeps[2]).toBeGreaterThanOrEqual(500);
+    expect(sleeps[2]).toBeLessThanOrEqual(1000);
+  });
+
   it('exits 2 on invalid configuration, one line per problem, and calls nothing', async () => {
     const { exitCode, lines, fake } = await check({ NEWSLETTER_API_BASE_URL: 'http://api.example.com/v2', UPSTREAM_LIST_PAGING: 'cursor' });
     expect(exitCode).toBe(2);

@@ -11,6 +11,7 @@ export function createMetricsRecorder() {
   const metrics: Metrics = {
     request: record('request'),
     cacheRead: record('cacheRead'),
+    staleAnswer: record('staleAnswer'),
     cacheEviction: record('cacheEviction'),
     upstreamCall: record('upstreamCall'),
     upstreamRetry: record('upstreamRetry'),

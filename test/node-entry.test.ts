@@ -260,6 +260,72 @@ describe('Node entry', () => {
     expect(lines).toContainEqual(expect.objectContaining({ event: 'request', method: 'GET', path: '/api/categories', status: 400 }));
   });
 
+  describe('a subscribe body that never arrives whole', () => {
+    /** The JSON lines the server wrote so far. */
+    const linesOf = (run: ReturnType<typeof start>) =>
+      run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    /** Sends the head and the first bytes of a body of 100; resolves once Node has handed the request to the app (its 100 Continue). */
+    async function startBody(port: number) {
+      const socket = connect(port, '127.0.0.1');
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+      socket.on('error', () => {});
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write(
+        'POST /api/subscribe HTTP/1.1\r\nHost: bff.test\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n{"email":"ja',
+      );
+      const continued = new Promise<void>((resolve) => socket.on('data', () => received.includes('100 Continue') && resolve()));
+      await continued;
+      return { socket, closed, received: () => received };
+    }
+
+    it('is logged and counted 499 when the client abandons it, and 408 when the listener times it out, never as a validation failure', async () => {
+      const [port, adminPort] = [await freePort(), await freePort()];
+      const run = start({ PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), HEADERS_TIMEOUT_SECONDS: '1', REQUEST_TIMEOUT_SECONDS: '1' });
+      await run.waitFor(`admin (/healthz, /readyz, /metrics) on http://127.0.0.1:${adminPort}`);
+      await run.waitFor('listening on');
+
+      const abandoned = await startBody(port);
+      abandoned.socket.destroy();
+      await run.waitFor('"status":499');
+
+      const timedOut = await startBody(port);
+      await timedOut.closed;
+      // Node answered the 408 itself; the log and the metrics say so too.
+      expect(timedOut.received()).toMatch(/\r\n\r\nHTTP\/1\.1 408 /);
+      await run.waitFor('"status":408');
+
+      const lines = linesOf(run);
+      expect(lines.filter((line) => line.event === 'request').map((line) => line.status)).toEqual([499, 408]);
+      expect(lines.filter((line) => line.event === 'subscribe')).toEqual([
+        expect.objectContaining({ level: 'info', outcome: 'abandoned', reason: 'CLIENT_CLOSED_REQUEST' }),
+        expect.objectContaining({ level: 'info', outcome: 'timed_out', reason: 'REQUEST_TIMEOUT' }),
+      ]);
+      const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+      expect(metrics).toContain('newsletter_bff_http_requests_total{route="/api/subscribe",method="POST",status="499"} 1');
+      expect(metrics).toContain('newsletter_bff_http_requests_total{route="/api/subscribe",method="POST",status="408"} 1');
+      expect(metrics).toContain('newsletter_bff_subscribe_attempts_total{outcome="abandoned"} 1');
+      expect(metrics).toContain('newsletter_bff_subscribe_attempts_total{outcome="timed_out"} 1');
+      expect(metrics).toContain('newsletter_bff_subscribe_attempts_total{outcome="rejected"} 0');
+      expect(metrics).not.toMatch(/status="422"/);
+    });
+
+    it('is answered as usual when the whole body arrives, however slowly (the honest client)', async () => {
+      const port = await freePort();
+      const run = start({ PORT: String(port), HOST: '127.0.0.1', HEADERS_TIMEOUT_SECONDS: '1', REQUEST_TIMEOUT_SECONDS: '5' });
+      await run.waitFor('listening on');
+      const body = JSON.stringify({ email: 'slow@example.com', optInAttestation: true }).padEnd(100, ' ');
+      const slow = await startBody(port);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      slow.socket.end(body.slice('{"email":"ja'.length));
+      await slow.closed;
+      expect(slow.received()).toMatch(/\r\n\r\nHTTP\/1\.1 200 /);
+      await run.waitFor('"event":"subscribe"');
+      expect(linesOf(run).filter((line) => line.event === 'subscribe')).toEqual([expect.objectContaining({ outcome: 'forwarded' })]);
+    });
+  });
+
   describe('client IP for the subscribe rate limit (TRUST_PROXY_HOPS)', () => {
     /** Starts the demo with a limit of one subscribe a minute per client IP. */
     async function startLimited(trustProxyHops: string) {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { UpstreamError, type UpstreamErrorKind } from '../src/core/upstream/transport.js';
-import { UPSTREAM_HINTS, answerUpstreamFailure, logReadFailure, readErrorFromUpstream } from '../src/core/upstream/failure-policy.js';
+import { UPSTREAM_HINTS, answerUpstreamFailure, readErrorFromUpstream, createFailureSpells, failureReasonOf } from '../src/core/upstream/failure-policy.js';
 import { createFakeClock, createLogCapture } from './helpers.js';
 
 // docs/contract.md "Errors we return": which upstream failure becomes which answer.
 
-function failure(kind: UpstreamErrorKind, status?: number, extra: { retryAfterSeconds?: number; upstreamCode?: string } = {}) {
+function failure(kind: UpstreamErrorKind, status?: number, extra: { retryAfterSeconds?: number; upstreamCode?: string; heldOffBy?: 'retry_after' | 'backoff' } = {}) {
   return new UpstreamError(kind, `upstream ${kind}`, { ...(status === undefined ? {} : { status }), ...extra });
 }
 
@@ -131,16 +131,53 @@ describe('the hints', () => {
   });
 });
 
-describe('logReadFailure', () => {
-  it('logs an upstream failure once with its kind, status, code, level and hint', () => {
-    const logs = createLogCapture(createFakeClock().now);
-    logReadFailure(logs.log, failure('auth', 401, { upstreamCode: 'UNAUTHORIZED' }), { key: 'issues', during: 'cache load' });
+describe('failure spells', () => {
+  function spells() {
+    const clock = createFakeClock();
+    const logs = createLogCapture(clock.now);
+    return { clock, logs, spells: createFailureSpells({ log: logs.log, now: clock.now }) };
+  }
+  const events = (logs: ReturnType<typeof createLogCapture>) => logs.entries().map((entry) => [entry.level, entry.event]);
+
+  it('logs a spell once when it starts and once when it ends, with its reads and length, however many loads and reads it affects', () => {
+    const { clock, logs, spells: tracker } = spells();
+    expect(tracker.affectedRead()).toBeUndefined();
+    const startedAt = clock.now();
+    tracker.loadFailed('archive', failure('unavailable', 500));
+    for (let read = 0; read < 400; read += 1) {
+      expect(tracker.affectedRead()).toBe('upstream_5xx');
+      tracker.loadFailed('archive', failure('unavailable', 503));
+      tracker.loadFailed('categories', failure('rate_limited', undefined, { retryAfterSeconds: 2, heldOffBy: 'backoff' }));
+    }
+    clock.advance(40_000);
+    // A copy the upstream gave before the spell began (a shared copy, say) does not end it.
+    tracker.loaded(startedAt - 1);
+    tracker.loaded(clock.now());
+    expect(tracker.affectedRead()).toBeUndefined();
+    expect(logs.entries()).toEqual([
+      expect.objectContaining({ level: 'warn', event: 'upstream_failure', reason: 'upstream_5xx', key: 'archive', status: 500 }),
+      {
+        time: expect.any(String),
+        level: 'info',
+        event: 'upstream_failure_ended',
+        reason: 'upstream_5xx',
+        endedBy: 'recovered',
+        seconds: 40,
+        readsAffected: 400,
+        failedLoads: 801,
+      },
+    ]);
+  });
+
+  it('logs a rejected key at error, with the hint naming the variable', () => {
+    const { logs, spells: tracker } = spells();
+    tracker.loadFailed('issues', failure('auth', 401, { upstreamCode: 'UNAUTHORIZED' }));
     expect(logs.entries()).toEqual([
       expect.objectContaining({
         level: 'error',
         event: 'upstream_failure',
         key: 'issues',
-        during: 'cache load',
+        reason: 'key_refused',
         kind: 'auth',
         status: 401,
         upstreamCode: 'UNAUTHORIZED',
@@ -149,10 +186,58 @@ describe('logReadFailure', () => {
     ]);
   });
 
-  it('logs anything else as an unexpected error without its message', () => {
-    const logs = createLogCapture(createFakeClock().now);
-    logReadFailure(logs.log, new Error('secret detail'), { key: 'categories' });
+  it('ends a spell when the failure changes, and starts the next one with its own line', () => {
+    const { logs, spells: tracker } = spells();
+    tracker.loadFailed('archive', failure('unavailable', 502));
+    tracker.loadFailed('archive', failure('timeout'));
+    tracker.loadFailed('archive', failure('timeout'));
+    expect(logs.entries()).toEqual([
+      expect.objectContaining({ event: 'upstream_failure', reason: 'upstream_5xx' }),
+      expect.objectContaining({ event: 'upstream_failure_ended', reason: 'upstream_5xx', endedBy: 'timeout', failedLoads: 1 }),
+      expect.objectContaining({ event: 'upstream_failure', reason: 'timeout' }),
+    ]);
+  });
+
+  it("starts a 429's spell without a line of its own (the transport's upstream_hold_off line is its start), and ends it with one", () => {
+    const { clock, logs, spells: tracker } = spells();
+    tracker.loadFailed('archive', failure('rate_limited', 429, { retryAfterSeconds: 30 }));
+    for (let read = 0; read < 500; read += 1) {
+      tracker.affectedRead();
+      tracker.loadFailed('archive', failure('rate_limited', undefined, { retryAfterSeconds: 30, heldOffBy: 'retry_after' }));
+    }
+    clock.advance(30_001);
+    tracker.loaded(clock.now());
+    expect(events(logs)).toEqual([['info', 'upstream_failure_ended']]);
+    expect(logs.entries()[0]).toMatchObject({ reason: 'rate_limited', readsAffected: 500, seconds: 30 });
+  });
+
+  it('starts a spell with a line when the first failure it sees is a pause another instance began', () => {
+    const { logs, spells: tracker } = spells();
+    tracker.loadFailed('categories', failure('rate_limited', undefined, { retryAfterSeconds: 4, heldOffBy: 'backoff' }));
+    expect(logs.entries()).toEqual([expect.objectContaining({ level: 'warn', event: 'upstream_failure', reason: 'backing_off' })]);
+  });
+
+  it('logs anything else as an unexpected error each time, without its message', () => {
+    const { logs, spells: tracker } = spells();
+    tracker.loadFailed('categories', new Error('secret detail'));
     expect(logs.entries()).toEqual([expect.objectContaining({ level: 'error', event: 'upstream_failure', kind: 'unexpected' })]);
     expect(JSON.stringify(logs.entries())).not.toContain('secret detail');
+    expect(tracker.affectedRead()).toBeUndefined();
+  });
+
+  it.each([
+    ['a 500', failure('unavailable', 500), 'upstream_5xx'],
+    ['a 501', failure('bad_response', 501), 'upstream_5xx'],
+    ['a network error', failure('unavailable'), 'unreachable'],
+    ['a timeout', failure('timeout'), 'timeout'],
+    ['a 429', failure('rate_limited', 429), 'rate_limited'],
+    ['a read held off after a 429', failure('rate_limited', undefined, { heldOffBy: 'retry_after' }), 'rate_limited'],
+    ['a read held off after failures', failure('rate_limited', undefined, { heldOffBy: 'backoff' }), 'backing_off'],
+    ['a refused key', failure('auth', 401), 'key_refused'],
+    ['a list path answering 404', failure('not_found', 404), 'path_missing'],
+    ['a malformed answer', failure('bad_response', 200), 'bad_response'],
+    ['a 409', failure('refused', 409), 'refused'],
+  ] as const)('names the reason of %s as %s', (_label, error, reason) => {
+    expect(failureReasonOf(error)).toBe(reason);
   });
 });

@@ -1,7 +1,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import type { Config } from './config/config.js';
-import { ApiError, renderError } from './http/errors.js';
+import { ApiError, renderError, cutOffStatus } from './http/errors.js';
 import { publicCacheControl } from './http/read-reply.js';
 import { accessLogMiddleware, createAccessLog } from './http/access-log.js';
 import { createFreshReplies } from '../node/fresh-replies.js';
@@ -26,7 +26,7 @@ import { createAlertWebhook } from './subscribe/alert-webhook.js';
 import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from './subscribe/surge.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
-import { logReadFailure, readErrorFromUpstream } from './upstream/failure-policy.js';
+import { readErrorFromUpstream, createFailureSpells } from './upstream/failure-policy.js';
 import { createArchiveWatch, type WatchLease, type WatchStore } from './watch/archive-watch.js';
 import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
 
@@ -62,6 +62,11 @@ export interface AppDeps {
   metrics?: Metrics;
   /** Compresses each cached JSON copy once (Node: node/compression.ts); none on Workers, whose edge compresses. */
   encodeBody?: BodyEncoder;
+  /**
+   * Whether the listener's REQUEST_TIMEOUT_SECONDS cut this request off (Node:
+   * node-server-limits.ts `timedOutByListener`), so it is logged 408, not 499; never on Workers.
+   */
+  requestTimedOut?: (c: Context) => boolean;
 }
 
 /** What the entry that runs the archive watch decides: where its state lives, who watches, and the hook's test seams. */
@@ -88,8 +93,6 @@ const PUBLIC_PATHS = {
   '/api/subscribe': ['POST', 'OPTIONS'],
 } as const;
 
-const CLIENT_CLOSED_REQUEST = 499;
-
 /**
  * The example site's pages (demo mode): scripts and styles from this origin only; issue
  * images may come from any https host; issue HTML is shown in a sandboxed iframe. With
@@ -114,9 +117,12 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
  */
 export function createApp(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
+  const requestTimedOut = deps.requestTimedOut ?? (() => false);
   // The service's own origin counts only where it serves pages posting to itself (demo mode).
   const origins = createOriginPolicy(config.allowedOrigins, deps.site ? listenOrigins(config.host, config.port) : []);
   const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
+  // A failing upstream is logged once per spell, not once per read it affects.
+  const spells = createFailureSpells({ log, now });
   const reads = createPublicReads({
     upstream,
     now,
@@ -135,8 +141,9 @@ export function createApp(deps: AppDeps) {
     indexRefreshMinIntervalMs: config.indexRefreshMinSeconds * 1000,
     // A read refused by the budget made no upstream call: read_budget_exhausted said so once.
     onLoadError: (key, error) => {
-      if (!(error instanceof ReadBudgetExceeded)) logReadFailure(log, error, { key, during: 'cache load' });
+      if (!(error instanceof ReadBudgetExceeded)) spells.loadFailed(key, error);
     },
+    spells,
     onTooLarge: (key, bytes, maxEntryBytes) =>
       log.log('warn', 'cache_entry_too_large', {
         key,
@@ -232,6 +239,7 @@ export function createApp(deps: AppDeps) {
         surge,
         isDisposableDomain: deps.isDisposableDomain,
         metrics,
+        requestTimedOut,
       }),
     );
 
@@ -257,9 +265,10 @@ export function createApp(deps: AppDeps) {
 
   app.notFound((c) => renderError(c, new ApiError('NOT_FOUND')));
   app.onError((error, c) => {
-    // The client hung up before its body arrived: nothing to answer and nothing of ours broke.
-    // Nginx's 499 ("client closed request"), logged once by the access log at info.
-    if (c.req.raw.signal?.aborted) return new Response(null, { status: CLIENT_CLOSED_REQUEST });
+    // The client hung up before its body arrived (499), or the listener timed it out (408):
+    // nothing to answer and nothing of ours broke; logged once by the access log at info.
+    const cutOff = cutOffStatus(c, requestTimedOut);
+    if (cutOff !== undefined) return new Response(null, { status: cutOff });
     if (error instanceof ApiError) return renderError(c, error);
     // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
     if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));

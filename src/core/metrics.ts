@@ -10,6 +10,11 @@ export interface Metrics {
   request(route: string, method: string, status: number, seconds: number): void;
   /** How a read of the upstream-data cache was answered. */
   cacheRead(state: 'HIT' | 'MISS' | 'STALE'): void;
+  /**
+   * A request answered with a stale copy, by route template and why: a refresh under way
+   * (`revalidating`) or the reason of the failure spell under way (src/upstream-failures.ts).
+   */
+  staleAnswer(route: string, reason: string): void;
   /** An entry the upstream-data cache dropped on its own: over its byte budget, or expired. */
   cacheEviction(reason: 'evict' | 'expire'): void;
   /**
@@ -36,6 +41,7 @@ export type ConnectionShedReason = 'idle' | 'slow_head' | 'over_share';
 export const noopMetrics: Metrics = {
   request() {},
   cacheRead() {},
+  staleAnswer() {},
   cacheEviction() {},
   upstreamCall() {},
   upstreamRetry() {},

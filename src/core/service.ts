@@ -36,6 +36,8 @@ export interface RuntimeDeps {
   encodeBody?: BodyEncoder;
   /** How DEPLOY_HOOK_URL's watch runs here: Redis on Node with REDIS_URL, a KV namespace on Workers. */
   archiveWatch?: ArchiveWatchDeps;
+  /** Node: whether the listener's request timeout cut a request off (see AppDeps.requestTimedOut). */
+  requestTimedOut?: (c: Context) => boolean;
   /**
    * Demo mode's public origin, where it serves the example site: the sample thumbnails and the
    * feeds' issue links point there. Known to the entry (Node: HOST and PORT), never taken from

@@ -1,4 +1,5 @@
 import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-server';
+import type { Context } from 'hono';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -279,4 +280,15 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
     // A method a Request cannot carry (CONNECT, TRACE): answered all the same.
     return new Request(url, { headers });
   }
+}
+
+/**
+ * Whether the listener's REQUEST_TIMEOUT_SECONDS cut this request off. Node then answers 408
+ * itself and destroys the socket with ERR_HTTP_REQUEST_TIMEOUT; the body read reports only
+ * "aborted", as for a client that hung up. The socket's public `errored` tells the two apart, so
+ * the access log and the metrics say 408, not 499 (docs/node-http.md).
+ */
+export function timedOutByListener(c: Context): boolean {
+  const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
+  return (socket?.errored as NodeJS.ErrnoException | null | undefined)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
 }

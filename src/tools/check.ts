@@ -6,6 +6,7 @@ import { createUpstreamForConfig } from '../core/upstream/configured-client.js';
 import type { NewsletterApiClient } from '../core/upstream/newsletter-api.js';
 import { UpstreamError } from '../core/upstream/transport.js';
 import { UPSTREAM_HINTS } from '../core/upstream/failure-policy.js';
+import { createMemoryHoldOff } from '../core/upstream/hold-off.js';
 
 /**
  * `npm run check`: asks the configured upstream, with read-only calls only, whether what the
@@ -27,7 +28,16 @@ export interface CheckResult {
 export interface CheckDeps {
   fetch?: typeof globalThis.fetch | undefined;
   now?: (() => number) | undefined;
+  /** How the pauses between calls to a failing upstream are waited (tests move a fake clock). */
+  sleep?: ((ms: number) => Promise<void>) | undefined;
 }
+
+/**
+ * The longest pause `check` waits out before its next call: the pauses after failed calls of
+ * its few calls stay under 4 s (docs/upstream.md "Backing off a failing upstream"); a longer
+ * hold-off, a 429's `Retry-After`, is reported rather than waited for.
+ */
+const CHECK_WAITS_OUT_MS = 10_000;
 
 const ok = (message: string): CheckFinding => ({ status: 'ok', message });
 const fail = (message: string): CheckFinding => ({ status: 'fail', message });
@@ -102,8 +112,11 @@ export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<Ch
   const told: { level: string; event: string; operation?: unknown; count?: unknown; ids?: unknown; resource?: unknown; status?: unknown }[] = [];
   // What the client would log in the service (dropped categories, new states) becomes findings.
   const log: Logger = { log: (level, event, fields) => told.push({ level, event, ...fields }) };
-  const client = createUpstreamForConfig(config, { fetch: deps.fetch, now, log });
-  const probeClient = createUpstreamForConfig({ ...config, listPaging: { ...config.listPaging, pageSize: 1 } }, { fetch: deps.fetch, now });
+  // One hold-off for both clients: a failing upstream is asked again after a growing pause,
+  // waited out here, never at once (a one-shot probe backs off as the service does).
+  const backOff = { holdOff: createMemoryHoldOff(now), waitWhenHeldOffMs: CHECK_WAITS_OUT_MS, sleep: deps.sleep };
+  const client = createUpstreamForConfig(config, { fetch: deps.fetch, now, log, ...backOff });
+  const probeClient = createUpstreamForConfig({ ...config, listPaging: { ...config.listPaging, pageSize: 1 } }, { fetch: deps.fetch, now, ...backOff });
   if (config.mode === 'demo') {
     findings.push(note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the embedded demo upstream, not a real one'));
   }

@@ -53,6 +53,27 @@ describe('Prometheus metrics', () => {
     for (const result of ['hit', 'miss', 'stale']) expect(text).toContain(`newsletter_bff_cache_reads_total{result="${result}"} 0`);
   });
 
+  it('counts stale answers by route and reason, each read route and reason from zero', async () => {
+    const { metrics, registry } = createPrometheusMetrics({ defaultMetrics: false });
+    expect(await registry.metrics()).toContain('newsletter_bff_stale_answers_total{route="/api/issues/:slug",reason="timeout"} 0');
+    metrics.staleAnswer('/api/issues', 'upstream_5xx');
+    metrics.staleAnswer('/api/issues', 'upstream_5xx');
+    metrics.staleAnswer('/api/categories', 'revalidating');
+    const text = await registry.metrics();
+    expect(sampleOf(text, 'newsletter_bff_stale_answers_total{route="/api/issues",reason="upstream_5xx"}')).toBe(2);
+    expect(sampleOf(text, 'newsletter_bff_stale_answers_total{route="/api/categories",reason="revalidating"}')).toBe(1);
+    expect(sampleOf(text, 'newsletter_bff_stale_answers_total{route="/api/categories",reason="backing_off"}')).toBe(0);
+  });
+
+  it('counts a subscribe body the client abandoned and one the listener timed out as outcomes of their own, from zero', async () => {
+    const { metrics, registry } = createPrometheusMetrics({ defaultMetrics: false });
+    expect(await registry.metrics()).toContain('newsletter_bff_subscribe_attempts_total{outcome="timed_out"} 0');
+    metrics.subscribe('abandoned', 'CLIENT_CLOSED_REQUEST');
+    const text = await registry.metrics();
+    expect(sampleOf(text, 'newsletter_bff_subscribe_attempts_total{outcome="abandoned"}')).toBe(1);
+    expect(sampleOf(text, 'newsletter_bff_subscribe_attempts_total{outcome="rejected"}')).toBe(0);
+  });
+
   it('reports whether Redis answers as redis_up, read at each scrape, and only when Redis is configured', async () => {
     const without = createPrometheusMetrics({ defaultMetrics: false });
     expect(await without.registry.metrics()).not.toContain('redis_up');

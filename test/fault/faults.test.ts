@@ -71,14 +71,21 @@ interface FaultCase {
   postAttempts: number;
   /** Subscribe succeeds: the success envelope came back, whatever the subscriber record holds. */
   subscribeSucceeds?: true;
+  /**
+   * The upstream is failing (no answer, a 5xx, the key refused): the failure pauses reads
+   * (docs/upstream.md "Backing off a failing upstream"), so an issue read whose index refresh
+   * failed first is held off rather than asked by slug.
+   */
+  failing?: true;
 }
 
 const FAULT_CASES: FaultCase[] = [
-  { when: 'never answers', mode: () => ({ kind: 'hang' }), status: 503, getAttempts: 1, postAttempts: 1 },
-  { when: 'answers only after 2 s', mode: () => ({ kind: 'latency', ms: 2_000 }), status: 503, getAttempts: 1, postAttempts: 1 },
+  { when: 'never answers', mode: () => ({ kind: 'hang' }), status: 503, getAttempts: 1, postAttempts: 1, failing: true },
+  { when: 'answers only after 2 s', mode: () => ({ kind: 'latency', ms: 2_000 }), status: 503, getAttempts: 1, postAttempts: 1, failing: true },
   {
     when: 'closes the connection before the headers',
     mode: () => ({ kind: 'reset-before-headers' }),
+    failing: true,
     status: 502,
     getAttempts: GET_ATTEMPTS,
     postAttempts: POST_ATTEMPTS,
@@ -86,6 +93,7 @@ const FAULT_CASES: FaultCase[] = [
   {
     when: 'resets the connection (TCP RST) before the headers',
     mode: () => ({ kind: 'reset-before-headers', rst: true }),
+    failing: true,
     status: 502,
     getAttempts: GET_ATTEMPTS,
     postAttempts: POST_ATTEMPTS,
@@ -93,6 +101,7 @@ const FAULT_CASES: FaultCase[] = [
   {
     when: 'resets the connection halfway through the body',
     mode: () => ({ kind: 'reset-mid-body' }),
+    failing: true,
     status: 502,
     getAttempts: GET_ATTEMPTS,
     postAttempts: POST_ATTEMPTS,
@@ -100,6 +109,7 @@ const FAULT_CASES: FaultCase[] = [
   {
     when: 'drips the body one byte every 100 ms',
     mode: () => ({ kind: 'slow-drip', intervalMs: 100 }),
+    failing: true,
     status: 503,
     getAttempts: 1,
     postAttempts: 1,
@@ -128,6 +138,7 @@ const FAULT_CASES: FaultCase[] = [
   {
     when: 'answers every call with a 500, 502, 503 or 504',
     mode: () => ({ kind: 'status-storm', statuses: [500, 502, 503, 504] }),
+    failing: true,
     status: 502,
     getAttempts: GET_ATTEMPTS,
     postAttempts: POST_ATTEMPTS,
@@ -135,6 +146,7 @@ const FAULT_CASES: FaultCase[] = [
   {
     when: 'answers 501, which no retry can fix',
     mode: () => ({ kind: 'status-storm', statuses: [501] }),
+    failing: true,
     status: 502,
     getAttempts: 1,
     postAttempts: 1,
@@ -142,6 +154,7 @@ const FAULT_CASES: FaultCase[] = [
   {
     when: 'rejects the key with a 401',
     mode: () => ({ kind: 'status-storm', statuses: [401] }),
+    failing: true,
     status: 502,
     getAttempts: 1,
     postAttempts: 1,
@@ -394,8 +407,21 @@ describe('the Node server (production entry) against a faulty upstream, over rea
     return { issue, results, attempts };
   }
 
+  /**
+   * After a failing case, reads are paused for up to a second: a read of an unknown slug is
+   * answered 503 with Retry-After until then, and waited out as a client would (bounded).
+   */
+  async function waitOutReadPause(): Promise<void> {
+    for (let round = 0; round < 5; round += 1) {
+      const probe = await exchange(origin, 'issue', `/api/issues/pause-probe-${sequence}-${round}`);
+      if (probe.status !== 503) return;
+      await new Promise((resolve) => setTimeout(resolve, Number(probe.headers.get('retry-after')) * 1000));
+    }
+  }
+
   async function expectStillServing(): Promise<void> {
     fault.setMode({ kind: 'ok' });
+    await waitOutReadPause();
     const { issue: published, results } = await hitRoutes(['issue', 'subscribe']);
     const [issue, subscribe] = results;
     expectGoodIssue(issue!, published);
@@ -406,12 +432,20 @@ describe('the Node server (production entry) against a faulty upstream, over rea
 
   it.each(FAULT_CASES)(
     'answers $status within the budget when the upstream $when, leaves no socket hanging and stays up',
-    async ({ mode, status: expected, orTimeout, getAttempts, archiveAttempts, postAttempts, subscribeSucceeds }) => {
+    async ({ mode, status: expected, orTimeout, getAttempts, archiveAttempts, postAttempts, subscribeSucceeds, failing }) => {
       fault.setMode(mode(trap.origin));
       const { results, attempts } = await hitRoutes(ALL_ROUTES);
       for (const result of results) {
         if (subscribeSucceeds && result.route === 'subscribe') {
           expect(result.json).toEqual({ ok: true, data: { accepted: true } });
+          continue;
+        }
+        if (failing && result.route === 'issue' && attempts('issue') === 0) {
+          // Its index refresh failed first (the archive's calls), and paused the by-slug read it would have made.
+          expect(attempts('archive')).toBeGreaterThan(0);
+          expectErrorEnvelope(result, 503, 'UPSTREAM_UNAVAILABLE');
+          expect(result.headers.get('retry-after')).toBe('1');
+          expectWithinBudget(result);
           continue;
         }
         const status = orTimeout && result.status === 503 ? 503 : expected;

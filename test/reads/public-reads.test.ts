@@ -274,7 +274,7 @@ describe('HTTP caching of the public GET routes', () => {
 
     it('answers every one 502 UPSTREAM_ERROR when the upstream fails with 500, from one upstream read, and caches nothing', async () => {
       const upstream = createGatedUpstream(() => jsonResponse({ ok: false, error: { code: 'INTERNAL' } }, 500));
-      const { app } = createTestApp({ fetch: upstream.fetch });
+      const { app, clock } = createTestApp({ fetch: upstream.fetch });
       const responses = await fiveAtOnce(app, upstream.release);
       for (const response of responses) {
         expect(response.status).toBe(502);
@@ -284,7 +284,13 @@ describe('HTTP caching of the public GET routes', () => {
       // One read of the upstream, retried twice on its 500: the five requests shared it.
       expect(upstream.calls).toHaveLength(3);
 
+      // The next read waits out the pause the failure began (docs/upstream.md "Backing off a failing upstream").
       upstream.recover();
+      const held = await app.request(path);
+      expect(held.status).toBe(503);
+      expect(held.headers.get('retry-after')).toBe('1');
+      expect(upstream.calls).toHaveLength(3);
+      clock.advance(1000);
       const next = await app.request(path);
       expect(next.status).toBe(200);
       expect(next.headers.get('x-cache')).toBe('MISS');
@@ -319,10 +325,11 @@ describe('HTTP caching of the public GET routes', () => {
     const { fetch, calls } = createScriptedFetch(() =>
       failing ? new Response('<html>Bad gateway</html>', { status: 502 }) : jsonResponse({ ok: true, data: [] }),
     );
-    const { app } = createTestApp({ fetch });
+    const { app, clock } = createTestApp({ fetch });
     const failed = await app.request('/api/categories');
     expect(failed.status).toBe(502);
     failing = false;
+    clock.advance(1000);
     const recovered = await app.request('/api/categories');
     expect(recovered.status).toBe(200);
     expect(recovered.headers.get('x-cache')).toBe('MISS');

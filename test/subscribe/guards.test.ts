@@ -61,11 +61,38 @@ describe('POST /api/subscribe', () => {
       expect(forwardedBody(calls[0])).not.toHaveProperty('website');
     });
 
-    it.each(['', '   '])('forwards the subscription when the honeypot is present but empty (%j)', async (value) => {
+    // Filled only by text that is not blank: every other value a client sends for an empty field is a person's subscription.
+    const JSON_HONEYPOTS: readonly [string, Record<string, unknown>, 'forwarded' | 'dropped'][] = [
+      ['absent', {}, 'forwarded'],
+      ['null', { website: null }, 'forwarded'],
+      ['""', { website: '' }, 'forwarded'],
+      ['whitespace', { website: ' \t\n ' }, 'forwarded'],
+      ['false', { website: false }, 'forwarded'],
+      ['0', { website: 0 }, 'forwarded'],
+      ['"spam"', { website: 'spam' }, 'dropped'],
+      ['" x " (text around spaces)', { website: ' x ' }, 'dropped'],
+    ];
+    it.each(JSON_HONEYPOTS)('in JSON, with the honeypot %s: the subscription is %s', async (_label, honeypot, fate) => {
+      const { app, calls, logs } = createSubscribeApp();
+      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true, ...honeypot }));
+      expect(calls).toHaveLength(fate === 'forwarded' ? 1 : 0);
+      if (fate === 'forwarded') expect(forwardedBody(calls[0])).not.toHaveProperty('website');
+      expect(logs.entries().filter((entry) => entry.event === 'subscribe')).toEqual([
+        expect.objectContaining({ outcome: fate === 'forwarded' ? 'forwarded' : 'honeypot' }),
+      ]);
+    });
+
+    const FORM_HONEYPOTS: readonly [string, Record<string, string>, 'forwarded' | 'dropped'][] = [
+      ['absent', {}, 'forwarded'],
+      ['""', { website: '' }, 'forwarded'],
+      ['whitespace', { website: '   ' }, 'forwarded'],
+      ['"spam"', { website: 'spam' }, 'dropped'],
+    ];
+    it.each(FORM_HONEYPOTS)('in a form post, with the honeypot %s: the subscription is %s', async (_label, honeypot, fate) => {
       const { app, calls } = createSubscribeApp();
-      await expectAccepted(await postForm(app, { email: EMAIL, optInAttestation: 'on', website: value }, { Accept: 'application/json' }));
-      expect(calls).toHaveLength(1);
-      expect(forwardedBody(calls[0])).not.toHaveProperty('website');
+      await expectAccepted(await postForm(app, { email: EMAIL, optInAttestation: 'on', ...honeypot }, { Accept: 'application/json' }));
+      expect(calls).toHaveLength(fate === 'forwarded' ? 1 : 0);
+      if (fate === 'forwarded') expect(forwardedBody(calls[0])).not.toHaveProperty('website');
     });
   });
 
@@ -268,11 +295,11 @@ describe('POST /api/subscribe', () => {
 });
 
 describe('the guards one by one', () => {
-  it('counts the honeypot as filled only when it holds something other than blank text', () => {
+  it('counts the honeypot as filled only when it holds text that is not blank', () => {
     expect(isHoneypotFilled({ email: EMAIL }, 'website')).toBe(false);
     expect(isHoneypotFilled({ website: '  ' }, 'website')).toBe(false);
     expect(isHoneypotFilled({ website: 'https://spam.example' }, 'website')).toBe(true);
-    expect(isHoneypotFilled({ website: 0 }, 'website')).toBe(true);
+    for (const empty of [null, false, 0, undefined]) expect(isHoneypotFilled({ website: empty }, 'website')).toBe(false);
     expect(isHoneypotFilled(JSON.parse('{"__proto__":{"website":"x"}}') as Record<string, unknown>, 'website')).toBe(false);
   });
 

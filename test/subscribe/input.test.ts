@@ -205,6 +205,48 @@ describe('POST /api/subscribe', () => {
       expect(forwardedBody(calls[0])).toMatchObject({ email });
     });
 
+    // RFC 5321 §4.5.3.1 (docs/subscribe.md "Which addresses are accepted"): refused here, never sent upstream.
+    it.each([
+      ['a local part of 65 characters', `${'a'.repeat(65)}@example.com`, 'before the @'],
+      ['a domain label of 64 characters', `jane@${'b'.repeat(64)}.example`, 'between the dots'],
+      ['a top-level label of 64 characters', `jane@example.${'c'.repeat(64)}`, 'between the dots'],
+      // 58 characters as typed, 64 as the A-label the upstream and DNS see.
+      ['a Unicode domain label whose A-label is over 63 characters', `jane@${'ü'.repeat(58)}.example`, 'between the dots'],
+    ])('returns 422 on email and makes no upstream call for %s', async (_label, email, rule) => {
+      const { app, calls } = createSubscribeApp();
+      const response = await postJson(app, { email, optInAttestation: true });
+      expect(response.status).toBe(422);
+      const body = (await response.json()) as { error: { details: { path: string; message: string }[] } };
+      expect(body.error.details).toEqual([{ path: 'email', message: expect.stringContaining(rule) }]);
+      expect(calls).toHaveLength(0);
+    });
+
+    it('accepts a local part of 64 characters and domain labels of 63, at the limits', async () => {
+      const { app, calls } = createSubscribeApp();
+      const email = `${'a'.repeat(64)}@${'b'.repeat(63)}.${'c'.repeat(63)}`;
+      await expectAccepted(await postJson(app, { email, optInAttestation: true }));
+      expect(forwardedBody(calls[0])).toMatchObject({ email });
+    });
+
+    it('accepts a domain written in Unicode and sends it upstream as its A-labels', async () => {
+      const { app, calls } = createSubscribeApp();
+      await expectAccepted(await postJson(app, { email: 'jane@Bücher.example', optInAttestation: true }));
+      expect(forwardedBody(calls[0])).toMatchObject({ email: 'jane@xn--bcher-kva.example' });
+    });
+
+    it('accepts A-labels as they are sent, an internationalised top-level domain too', async () => {
+      const { app, calls } = createSubscribeApp();
+      await expectAccepted(await postJson(app, { email: 'info@xn--e1afmkfd.xn--p1ai', optInAttestation: true }));
+      await expectAccepted(await postForm(app, { email: 'kontakt@пример.рф', optInAttestation: 'on' }, { Accept: 'application/json' }));
+      expect(calls.map((call) => (forwardedBody(call) as { email: string }).email)).toEqual(['info@xn--e1afmkfd.xn--p1ai', 'kontakt@xn--e1afmkfd.xn--p1ai']);
+    });
+
+    it('returns 422 for a local part in Unicode, which the upstream cannot be relied on to deliver', async () => {
+      const { app, calls } = createSubscribeApp();
+      await expectValidationError(await postJson(app, { email: 'jané@example.com', optInAttestation: true }), 'email');
+      expect(calls).toHaveLength(0);
+    });
+
     it('trims the email before forwarding it', async () => {
       const { app, calls } = createSubscribeApp();
       const response = await postJson(app, { email: `  ${EMAIL}\t `, optInAttestation: true });

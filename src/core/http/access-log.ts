@@ -17,10 +17,12 @@ export interface AccessEntry {
   startedAt: number;
   cache: CacheState | undefined;
   requestId: string | undefined;
+  /** Why a STALE answer was stale (counted in the metrics, not logged: the spell's lines say it once). */
+  staleReason?: string | undefined;
 }
 
 /** What answers from one cached copy share of their access entry (all but the time and id). */
-export type FreshHitEntry = Omit<AccessEntry, 'startedAt' | 'requestId'>;
+export type FreshHitEntry = Omit<AccessEntry, 'startedAt' | 'requestId' | 'staleReason'>;
 
 /**
  * ACCESS_LOG: `all` writes a `request` line for every request; `summary` writes one for every
@@ -105,7 +107,12 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
     };
   }
 
-  return Object.assign((entry: AccessEntry) => lineFor(entry)(entry.startedAt, entry.requestId), {
+  function logRequest(entry: AccessEntry): void {
+    if (entry.cache === 'STALE') metrics.staleAnswer(routeOf(entry.route), entry.staleReason ?? 'revalidating');
+    lineFor(entry)(entry.startedAt, entry.requestId);
+  }
+
+  return Object.assign(logRequest, {
     freshHit: mode === 'summary' ? countFor : lineFor,
     freshHitsTimed: mode === 'all' || measured,
     writeHitSummary() {
@@ -136,6 +143,7 @@ export function accessLogMiddleware(logAccess: AccessLog): MiddlewareHandler {
       startedAt,
       cache: c.get('cacheState'),
       requestId: c.get('requestId'),
+      staleReason: c.get('staleReason'),
     });
   };
 }

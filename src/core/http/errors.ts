@@ -167,5 +167,20 @@ export function renderError(c: Context, error: ApiError) {
   return c.json(errorEnvelope(error), error.status, headers);
 }
 
+/** Nginx's 499 "client closed request": the client hung up before its request was read whole. */
+export const CLIENT_CLOSED_REQUEST = 499;
+/** The listener's REQUEST_TIMEOUT_SECONDS cut the request off; Node answered the 408 itself. */
+export const REQUEST_TIMEOUT = 408;
+
+/**
+ * The true status of a request that is gone before it was read whole (its body abandoned or timed
+ * out), for the access log and the metrics: nothing is sent, the connection is closed. Undefined
+ * while the request is still there. `timedOut` tells the listener's timeout from the client's hang-up.
+ */
+export function cutOffStatus(c: Context, timedOut: (c: Context) => boolean): typeof CLIENT_CLOSED_REQUEST | typeof REQUEST_TIMEOUT | undefined {
+  if (!c.req.raw.signal?.aborted) return undefined;
+  return timedOut(c) ? REQUEST_TIMEOUT : CLIENT_CLOSED_REQUEST;
+}
+
 /** An error envelope response with its status, typed for `hc<AppType>`. */
 export type ErrorResponse = ReturnType<typeof renderError>;

@@ -1,6 +1,7 @@
 import type { Context, TypedResponse } from 'hono';
 import type { CacheState, WaitUntil } from '../reads/read-through-cache.js';
 import type { PublicRead } from '../reads/public-reads.js';
+import type { StaleReason } from '../upstream/failure-policy.js';
 import { chooseCopy } from './content-coding.js';
 import { respond } from './response-headers.js';
 
@@ -8,6 +9,8 @@ declare module 'hono' {
   interface ContextVariableMap {
     /** How a cached read was answered, for the access log. */
     cacheState: CacheState;
+    /** Why a STALE answer was stale, for the access log's metric. */
+    staleReason: StaleReason | undefined;
   }
 }
 
@@ -25,6 +28,7 @@ export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: strin
 /** `sendRead` for any rendered body of the given `Content-Type` (a feed's XML). */
 export function sendRendered(c: Context, read: PublicRead, contentType: string, cacheControl: string, vary?: string): Response {
   c.set('cacheState', read.state);
+  if (read.staleReason !== undefined) c.set('staleReason', read.staleReason);
   const reply = readReply(
     read,
     { contentType, cacheControl, vary, varyAlready: c.get('responseHeaders')?.Vary },

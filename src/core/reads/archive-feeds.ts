@@ -75,13 +75,13 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
 
   return {
     async feed(query, format, waitUntil) {
-      const { index, state, ageSeconds } = await reads.archiveIndex(waitUntil);
+      const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(waitUntil);
       const key = `${format}:${archivePageKey(query)}`;
       const cached = rendered.get(key);
-      if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds };
+      if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds, staleReason };
       const page = await render(index, query, format);
       rendered.set(key, { index, rendered: page });
-      return { rendered: page, state, ageSeconds };
+      return { rendered: page, state, ageSeconds, staleReason };
     },
 
     stats() {

@@ -28,7 +28,8 @@ import {
   type Loader,
   type WaitUntil,
 } from './read-through-cache.js';
-import type { ReadBudget } from './read-budget.js';
+import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
+import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
 import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
@@ -43,6 +44,8 @@ export interface PublicRead<T = unknown> {
   state: CacheState;
   /** Seconds since the upstream answered; set on STALE reads only (sent as `Age`). */
   ageSeconds?: number;
+  /** Why a STALE read was answered stale (for the metrics); set on STALE reads only. */
+  staleReason?: StaleReason | undefined;
   readonly envelope?: T;
 }
 
@@ -69,6 +72,8 @@ export interface PublicReadsOptions {
   metrics?: Metrics;
   /** Compresses each JSON copy once as it is made (Node); none: copies are kept as text only. */
   encodeBody?: BodyEncoder;
+  /** Told of loads that brought a copy, and of reads a failing upstream affected (src/upstream-failures.ts). */
+  spells?: Pick<FailureSpells, 'loaded' | 'affectedRead'>;
 }
 
 /** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
@@ -76,6 +81,7 @@ export interface ArchiveIndexRead {
   index: ArchiveIndex;
   state: CacheState;
   ageSeconds?: number | undefined;
+  staleReason?: StaleReason | undefined;
 }
 
 /** `client` is the visitor's IP: the upstream loads its read causes are charged to it. */
@@ -155,6 +161,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     sizeOf: sizeOfCachedValue,
     fetchedAtOf: (value) => value.fetchedAt,
     onLoadError: options.onLoadError,
+    onLoaded: (_key, value) => options.spells?.loaded(value.fetchedAt),
+    retryAtOf: (error) => (error instanceof UpstreamError ? error.heldUntilMs : undefined),
     onTooLarge: options.onTooLarge,
     metrics: options.metrics,
   });
@@ -433,6 +441,21 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return state === 'STALE' ? Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)) : undefined;
   }
 
+  /** A stale answer is the failing upstream's doing while a spell is under way (counted into it), else a refresh's. */
+  function staleReasonOf(state: CacheState): StaleReason | undefined {
+    return state === 'STALE' ? (options.spells?.affectedRead() ?? 'revalidating') : undefined;
+  }
+
+  /** `read`, with an upstream failure it answers with counted into the spell under way. */
+  async function counted<R>(read: Promise<R>): Promise<R> {
+    try {
+      return await read;
+    } catch (error) {
+      if (error instanceof UpstreamError && !(error instanceof ReadBudgetExceeded)) options.spells?.affectedRead();
+      throw error;
+    }
+  }
+
   async function readJson<T>(
     key: string,
     load: Loader<CachedValue>,
@@ -442,7 +465,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   ): Promise<PublicRead<T> | undefined> {
     const { value, state } = await cache.read(key, load, waitUntil, { client, forceRefresh });
     if (value?.kind !== 'json') return undefined;
-    return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
+    return { rendered: value.rendered, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
   }
 
   function freshJson<T>(key: string): PublicRead<T> | undefined {
@@ -471,29 +494,31 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   async function archiveIndex(waitUntil: WaitUntil | undefined, client?: string): Promise<ArchiveIndexRead> {
     const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
     if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
-    return { index: value.index, state, ageSeconds: ageOf(state, value) };
+    return { index: value.index, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
+  }
+
+  async function issue(slug: string, waitUntil: WaitUntil | undefined, client: string | undefined): Promise<PublicRead<IssueBody>> {
+    const key = ISSUE_KEY_PREFIX + slug;
+    if (notFound.has(slug)) throw noSuchIssue();
+    // A copy of an issue the index no longer lists (unpublished) is not served; any other slug
+    // is looked up in the archive index first, so an unknown slug never reaches the upstream.
+    if (cache.has(key) ? droppedFromIndex(key, slug) : (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
+    // A copy the index shows edited since is read again now, not served while it refreshes.
+    const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client, outdatedByIndex(slug, cache.peek(key)));
+    if (!read) throw noSuchIssue();
+    return read;
   }
 
   return {
-    archiveIndex,
+    archiveIndex: (waitUntil, client) => counted(archiveIndex(waitUntil, client)),
 
     async archivePage(query, waitUntil, client) {
-      const { index, state, ageSeconds } = await archiveIndex(waitUntil, client);
+      const { index, state, ageSeconds, staleReason } = await counted(archiveIndex(waitUntil, client));
       const rendered = pages.get(index, query) ?? (await pages.render(index, query));
-      return { rendered, state, ageSeconds };
+      return { rendered, state, ageSeconds, staleReason };
     },
 
-    async issue(slug, waitUntil, client) {
-      const key = ISSUE_KEY_PREFIX + slug;
-      if (notFound.has(slug)) throw noSuchIssue();
-      // A copy of an issue the index no longer lists (unpublished) is not served; any other slug
-      // is looked up in the archive index first, so an unknown slug never reaches the upstream.
-      if (cache.has(key) ? droppedFromIndex(key, slug) : (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
-      // A copy the index shows edited since is read again now, not served while it refreshes.
-      const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client, outdatedByIndex(slug, cache.peek(key)));
-      if (!read) throw noSuchIssue();
-      return read;
-    },
+    issue: (slug, waitUntil, client) => counted(issue(slug, waitUntil, client)),
 
     async refreshFromUpstream(waitUntil) {
       // Joins a load under way; a failure leaves the copies as they were (stale-if-error), and
@@ -524,7 +549,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     },
 
     async categories(waitUntil, client) {
-      const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client);
+      const read = await counted(readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client));
       if (!read) throw new Error('categories loader returned nothing');
       return read;
     },

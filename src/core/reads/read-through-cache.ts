@@ -68,6 +68,14 @@ export interface ReadThroughCacheOptions<V> extends FreshnessRules {
   notFoundTtlMs: number;
   now: () => number;
   onLoadError?: (key: string, error: unknown) => void;
+  /** A load brought a value (to end a failure spell: src/upstream-failures.ts). */
+  onLoaded?: (key: string, value: V) => void;
+  /**
+   * When a load that failed with `error` may be tried again (ms since the epoch): a hold-off's
+   * end. Until then its key's stale copy is served without a load (which could only be held off
+   * too); undefined: the next read may load it at once.
+   */
+  retryAtOf?: (error: unknown) => number | undefined;
   /** A loaded value over `maxEntryBytes`: served, but not kept, so every read loads it again. */
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   /** Told how each read was answered and of each entry lru-cache drops on its own. */
@@ -123,6 +131,8 @@ interface Entry<V> {
   size: number;
   /** When the last refresh of this (stale) entry failed; starts the refresh back-off. */
   refreshFailedAt?: number;
+  /** Before this, the stale entry is served without a load: the upstream calls it needs are held off. */
+  retryAt?: number;
 }
 
 /** What one read hands to lru-cache's `fetchMethod`: which loader, the request's `waitUntil` and client. */
@@ -149,7 +159,7 @@ export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
  * (docs/contract.md "Caching").
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
-  const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onTooLarge, fetchedAtOf, metrics = noopMetrics } = options;
+  const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onLoaded, onTooLarge, fetchedAtOf, retryAtOf, metrics = noopMetrics } = options;
   const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
   /** The reasons lru-cache gave when it aborted a load (key set, deleted or evicted meanwhile). */
@@ -187,8 +197,11 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         value = await loading;
       } catch (error) {
         counters.refreshFailures += 1;
-        // lru-cache keeps this very object as the stale value: the mark starts its back-off.
-        if (stale) stale.refreshFailedAt = now();
+        // lru-cache keeps this very object as the stale value: the marks start its back-off.
+        if (stale) {
+          stale.refreshFailedAt = now();
+          stale.retryAt = retryAtOf?.(error);
+        }
         onLoadError?.(key, error);
         throw error;
       }
@@ -207,6 +220,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       // A loader hands back a copy already past its TTL when its source serves it stale: while
       // refreshing it (the shared tier's stale-while-revalidate) or because refreshing it failed
       // (stale-if-error). Either way this key is not loaded again for the back-off's length.
+      onLoaded?.(key, value);
       const size = sizeOf(value);
       if (size > maxEntryBytes) onTooLarge?.(key, size, maxEntryBytes);
       return { value, fetchedAt, staleAt, size, refreshFailedAt: staleAt < time ? time : undefined };
@@ -225,8 +239,10 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
       const status: LRUCache.Status<string, Entry<V>, FetchContext<V>> = {};
       let entry: Entry<V> | undefined;
+      // Its upstream calls are held off until `retryAt`: the stale copy answers, and nothing loads.
+      const heldOff = current?.retryAt !== undefined && time < current.retryAt;
       try {
-        entry = await lru.fetch(key, {
+        entry = heldOff ? lru.get(key, { allowStale: true }) : await lru.fetch(key, {
           context: { load, waitUntil, client },
           forceRefresh,
           allowStale:

@@ -38,7 +38,7 @@ export interface SharedTierOptions<V> {
   /** A value as the tier stores it, and back: an entry that does not decode is a miss. */
   encode: (value: V) => SharedEntry;
   decode: (entry: SharedEntry) => V | undefined;
-  /** A refresh behind the response failed (no request waits on it to see the error). */
+  /** A refresh failed where no request sees the error: behind the response, or answered with the shared copy. */
   onRefreshError?: (key: string, error: unknown) => void;
 }
 
@@ -106,7 +106,11 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
     try {
       value = await load(key, waitUntil, client, base);
     } catch (error) {
-      if (stored !== undefined && isWithinStaleIfError(staleAt, time, rules)) return stored;
+      if (stored !== undefined && isWithinStaleIfError(staleAt, time, rules)) {
+        // Answered with the shared copy, so the caller never sees the failure: told here.
+        options.onRefreshError?.(key, error);
+        return stored;
+      }
       throw error;
     }
     if (value !== undefined) waitUntil?.(store.put(key, encode(value)).catch(() => undefined));

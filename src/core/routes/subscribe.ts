@@ -1,7 +1,7 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Config } from '../config/config.js';
-import { ApiError, type ErrorAnswer, type RouteErrorStatus } from '../http/errors.js';
+import { ApiError, type ErrorAnswer, type RouteErrorStatus, cutOffStatus, REQUEST_TIMEOUT } from '../http/errors.js';
 import { waitUntilOf } from '../http/read-reply.js';
 import { rateLimitKeyOf } from '../http/ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
@@ -37,6 +37,8 @@ export interface SubscribeRoutesOptions {
   /** SUBSCRIBE_BLOCK_DISPOSABLE's list (disposable-domains.ts); none when the setting is off. */
   isDisposableDomain?: ((domain: string) => boolean) | undefined;
   metrics?: Pick<Metrics, 'subscribe'>;
+  /** Whether the listener's REQUEST_TIMEOUT_SECONDS cut the request off (Node only; see AppDeps). */
+  requestTimedOut?: (c: Context) => boolean;
 }
 
 // Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
@@ -61,6 +63,7 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
   const { upstream, config, origins, rateLimiter, clientIp, now, log, challenge, surge, isDisposableDomain, metrics = noopMetrics } = options;
+  const requestTimedOut = options.requestTimedOut ?? (() => false);
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
 
   const recorder =
@@ -127,6 +130,15 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       },
     )
     .onError(function answerRefusal(error, c) {
+      // The body never arrived whole: the client hung up (499) or the listener timed it out (408,
+      // which Node sent itself). Whatever reading it threw, that is what happened, not a refusal.
+      // (A SubscribeFailure came after the body was read: the upstream's or the challenge's answer.)
+      const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
+      if (cutOff !== undefined) {
+        if (cutOff === REQUEST_TIMEOUT) recorder(c)('timed_out', { reason: 'REQUEST_TIMEOUT' });
+        else recorder(c)('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
+        return new Response(null, { status: cutOff });
+      }
       // Not ours to answer (an unknown error): the app's handler logs it and answers 500.
       if (!(error instanceof ApiError)) throw error;
       if (error instanceof SubscribeFailure) recorder(c)(error.outcome, { reason: error.code, ...error.logFields }, error.level);

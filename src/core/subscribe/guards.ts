@@ -23,10 +23,14 @@ export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string 
   return limit.allowed ? undefined : new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
 }
 
-/** A bot fills the hidden field; a person leaves it absent or blank. */
+/**
+ * A bot fills the hidden field with text; a person leaves it absent or blank. Only text that is
+ * not blank counts as filled: a client that sends an empty field as `null`, `false` or `0` (as
+ * serialisers of empty form state do) is a person, whose subscription must not be dropped.
+ */
 export function isHoneypotFilled(input: Record<string, unknown>, honeypotField: string): boolean {
   const honeypot = Object.hasOwn(input, honeypotField) ? input[honeypotField] : undefined;
-  return honeypot !== undefined && !(typeof honeypot === 'string' && honeypot.trim() === '');
+  return typeof honeypot === 'string' && honeypot.trim() !== '';
 }
 
 /** Remembers addresses the upstream settled, so a repeat is answered without calling it again. */

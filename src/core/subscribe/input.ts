@@ -19,6 +19,48 @@ const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : 
 export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
 
 /**
+ * zod's own `email` pattern, with a top-level domain that is an A-label (`xn--p1ai`, .рф) allowed
+ * too: the address is checked in the form it is sent upstream (see `toAsciiDomain`).
+ */
+const EMAIL_PATTERN = /^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
+/** RFC 5321 §4.5.3.1: a local part of at most 64 octets, a domain label of at most 63, a path of at most 256 (an address of 254). */
+const MAX_LOCAL_PART = 64;
+const MAX_DOMAIN_LABEL = 63;
+const MAX_ADDRESS = 254;
+/** A domain written with letters of any script (U-labels): what an IDN may hold before it is converted. */
+const UNICODE_DOMAIN = /^[\p{L}\p{M}\p{N}.\u3002\uFF0E\uFF61-]+$/u;
+
+/**
+ * The address with a domain written in Unicode (`jane@bücher.example`) as its A-labels
+ * (`jane@xn--bcher-kva.example`), by the URL parser's IDNA processing (UTS #46), which both
+ * runtimes have: the upstream's `email` is an ASCII address, and DNS limits the A-label's length.
+ * An ASCII address, or one that does not convert, is returned as it came (validation judges it).
+ */
+function toAsciiDomain(value: string): string {
+  if (/^[\x00-\x7F]*$/.test(value)) return value;
+  const at = value.lastIndexOf('@');
+  const domain = value.slice(at + 1);
+  if (at < 1 || !UNICODE_DOMAIN.test(domain)) return value;
+  try {
+    const ascii = new URL(`http://${domain}/`).hostname;
+    return /^[a-z0-9.-]+$/.test(ascii) ? `${value.slice(0, at)}@${ascii}` : value;
+  } catch {
+    return value;
+  }
+}
+
+/** What RFC 5321 allows of an address's lengths, each failure in our words on `email`; undefined when it fits. */
+function lengthProblem(email: string): string | undefined {
+  const at = email.lastIndexOf('@');
+  if (email.length > MAX_ADDRESS) return `must be at most ${MAX_ADDRESS} characters`;
+  if (at > MAX_LOCAL_PART) return `must have at most ${MAX_LOCAL_PART} characters before the @`;
+  if (email.slice(at + 1).split('.').some((label) => label.length > MAX_DOMAIN_LABEL)) {
+    return `must have at most ${MAX_DOMAIN_LABEL} characters between the dots of its domain`;
+  }
+  return undefined;
+}
+
+/**
  * The subscribe schema, one for JSON and form input: the one place a body field is written (the
  * route validates with it, SubscribeJsonInput is inferred from it, `npm run openapi` documents
  * it). Only the attestation differs by source: JSON must send `true`; a form checkbox sends `on`
@@ -35,10 +77,18 @@ export function createSubscribeInputSchema(checkedValues: readonly string[]) {
           .string({ error: 'is required' })
           .check(
             z.minLength(1, { error: 'is required' }),
-            z.maxLength(254, { error: 'must be at most 254 characters' }),
+            z.maxLength(MAX_ADDRESS, { error: `must be at most ${MAX_ADDRESS} characters` }),
             z.regex(NO_CONTROL_CHARACTERS, { error: 'must not contain control characters' }),
           ),
-        z.email({ error: 'must be a valid email address' }),
+        z.pipe(
+          z.transform((email: string) => toAsciiDomain(email)),
+          z.email({ pattern: EMAIL_PATTERN, error: 'must be a valid email address' }).check(
+            z.refine((email) => lengthProblem(email) === undefined, {
+              error: (issue) => lengthProblem(String(issue.input)) ?? 'must be a valid email address',
+              abort: true,
+            }),
+          ),
+        ),
       ),
     ),
     optInAttestation: preprocess(
@@ -68,7 +118,7 @@ export const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_
 
 /** openapi.json's words for the body's fields (see ARCHIVE_QUERY_DOCS in routes/archive-query.ts). */
 export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonSchemaWords } = {
-  email: { format: 'email', description: 'Trimmed before it is checked.' },
+  email: { format: 'email', description: 'Trimmed before it is checked. RFC 5321 lengths: a local part of at most 64 characters, domain labels of at most 63. A domain in Unicode is accepted and sent upstream as its A-labels, which are what is measured.' },
   optInAttestation: { description: 'The subscriber confirmed they opted in; anything else is a 422 and nothing goes upstream.' },
   source: { description: 'A label; `SUBSCRIBE_DEFAULT_SOURCE` when absent.' },
 };

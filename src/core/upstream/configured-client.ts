@@ -14,6 +14,10 @@ export interface UpstreamForConfigDeps {
   holdOff?: HoldOff | undefined;
   /** Demo mode's public origin, for the sample publication's thumbnail URLs. */
   demoOrigin?: string | undefined;
+  /** `check` waits out short hold-offs between its calls (see TransportOptions.waitWhenHeldOffMs); the service never does. */
+  waitWhenHeldOffMs?: number | undefined;
+  /** How a wait is waited (tests move a fake clock instead). */
+  sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
 /**
@@ -29,6 +33,8 @@ export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigD
     paging: config.listPaging,
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.holdOff ? { holdOff: deps.holdOff } : {}),
+    ...(deps.waitWhenHeldOffMs ? { waitWhenHeldOffMs: deps.waitWhenHeldOffMs } : {}),
+    ...(deps.sleep ? { sleep: deps.sleep } : {}),
     onHoldOff: (start: HoldOffStart) => logHoldOff(deps.log, start),
   };
   if (config.mode === 'demo') {

@@ -94,19 +94,123 @@ export function readErrorFromUpstream(failure: UpstreamError): ApiError {
   return answerReadFailure(failure).error;
 }
 
-/** Logs a failed read once, where the cache loaded it, with its level and hint. */
-export function logReadFailure(log: Logger, failure: unknown, fields: Record<string, string | undefined>): void {
-  if (!(failure instanceof UpstreamError)) {
-    log.log('error', 'upstream_failure', { ...fields, kind: 'unexpected' });
-    return;
+/**
+ * Why reads are failing, as a spell's log lines and the stale-answer metric name it: a closed
+ * set. `backing_off` is a pause this instance did not start (another instance's, through Redis).
+ */
+export const FAILURE_REASONS = [
+  'upstream_5xx',
+  'unreachable',
+  'timeout',
+  'rate_limited',
+  'key_refused',
+  'path_missing',
+  'bad_response',
+  'refused',
+  'backing_off',
+] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/** Why a read was answered with a stale copy: a refresh is under way (`revalidating`), or a spell's reason. */
+export type StaleReason = FailureReason | 'revalidating';
+export const STALE_REASONS: readonly StaleReason[] = ['revalidating', ...FAILURE_REASONS];
+
+/** The spell a failed load belongs to. */
+export function failureReasonOf(failure: UpstreamError): FailureReason {
+  if (failure.heldOffBy === 'backoff') return 'backing_off';
+  if ((failure.status ?? 0) >= 500) return 'upstream_5xx';
+  switch (failure.kind) {
+    case 'unavailable':
+      return 'unreachable';
+    case 'timeout':
+      return 'timeout';
+    case 'rate_limited':
+      return 'rate_limited';
+    case 'auth':
+      return 'key_refused';
+    case 'not_found':
+      return 'path_missing';
+    case 'bad_response':
+      return 'bad_response';
+    default:
+      return 'refused';
   }
-  const { level, hint } = answerReadFailure(failure);
-  log.log(level, 'upstream_failure', {
-    ...fields,
-    kind: failure.kind,
-    status: failure.status,
-    upstreamCode: failure.upstreamCode,
-    message: failure.message,
-    hint,
-  });
+}
+
+/**
+ * A failing upstream's reads, logged by the spell rather than by the request: one line when a
+ * spell starts (`upstream_failure`, at `warn`, or `error` with a hint when the configuration is
+ * to blame) and one when it ends (`upstream_failure_ended`, at `info`, with how long it lasted
+ * and how many reads it affected), whatever the traffic. Each read's detail goes to the metrics
+ * (`newsletter_bff_stale_answers_total{reason}`). docs/upstream.md "One line per spell".
+ */
+export interface FailureSpells {
+  /** A load failed: starts a spell, or counts into the one under way (a held-off call always does). */
+  loadFailed(key: string, failure: unknown): void;
+  /** A load brought a copy the upstream gave at `fetchedAt`: a spell begun before that is over. */
+  loaded(fetchedAt: number): void;
+  /** A read answered stale or with an error: counted into the spell under way, whose reason it returns. */
+  affectedRead(): FailureReason | undefined;
+}
+
+interface Spell {
+  reason: FailureReason;
+  startedAt: number;
+  reads: number;
+  failedLoads: number;
+}
+
+export function createFailureSpells(options: { log: Logger; now: () => number }): FailureSpells {
+  const { log, now } = options;
+  let spell: Spell | undefined;
+
+  function end(current: Spell, endedBy: FailureReason | 'recovered'): void {
+    spell = undefined;
+    log.log('info', 'upstream_failure_ended', {
+      reason: current.reason,
+      endedBy,
+      seconds: Math.max(0, Math.round((now() - current.startedAt) / 100) / 10),
+      readsAffected: current.reads,
+      failedLoads: current.failedLoads,
+    });
+  }
+
+  return {
+    loadFailed(key, failure) {
+      if (!(failure instanceof UpstreamError)) {
+        // Not the upstream: a fault of ours, logged each time (without its message, which may hold data).
+        log.log('error', 'upstream_failure', { key, during: 'cache load', kind: 'unexpected' });
+        return;
+      }
+      const reason = failureReasonOf(failure);
+      // A call held off is the spell's own doing: it never changes what the spell is about.
+      if (spell && (failure.heldOffBy !== undefined || reason === spell.reason)) {
+        spell.failedLoads += 1;
+        return;
+      }
+      if (spell) end(spell, reason);
+      spell = { reason, startedAt: now(), reads: 0, failedLoads: 1 };
+      // A 429's spell starts with the transport's one `upstream_hold_off` line, which says until when.
+      if (failure.kind === 'rate_limited' && failure.status !== undefined) return;
+      const { level, hint } = answerReadFailure(failure);
+      log.log(level, 'upstream_failure', {
+        key,
+        during: 'cache load',
+        reason,
+        kind: failure.kind,
+        status: failure.status,
+        upstreamCode: failure.upstreamCode,
+        message: failure.message,
+        hint,
+      });
+    },
+    loaded(fetchedAt) {
+      if (spell && fetchedAt >= spell.startedAt) end(spell, 'recovered');
+    },
+    affectedRead() {
+      if (!spell) return undefined;
+      spell.reads += 1;
+      return spell.reason;
+    },
+  };
 }

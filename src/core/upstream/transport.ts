@@ -8,14 +8,15 @@ import {
   NOT_FOUND_STATUS,
 } from './assumptions.js';
 import { UpstreamError } from './upstream-error.js';
-import { createMemoryHoldOff, type HoldOff, type HoldOffStart, type OperationClass } from './hold-off.js';
+import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type HoldState, type OperationClass } from './hold-off.js';
 
 /*
  * A small JSON-over-HTTP transport in the manner of unjs/ofetch's `$fetch` and `FetchError`:
  * `fetch` injected, `AbortSignal.timeout`, a commented set of retryable statuses, payload methods
  * not retried blindly, one error class that keeps `cause`. Written here rather than taken from
  * ofetch because we also need what it lacks: a capped body read, a hold-off after 429 per class
- * of call (hold-off.ts), and errors whose message never carries the upstream's text. It knows no paths;
+ * of call and a growing pause after failed reads (hold-off.ts), and errors whose message never
+ * carries the upstream's text. It knows no paths;
  * what the upstream leaves unshown about statuses and sizes it reads from assumptions.ts.
  */
 
@@ -64,8 +65,14 @@ export interface TransportOptions {
   errorCodeOf?: (body: unknown) => string | undefined;
   /** An error code that means "not found" at any 4xx status, for an API that says so by code. */
   notFoundCode?: string;
-  /** Where hold-offs after a 429 are kept (default: in this process's memory). */
+  /** Where hold-offs after a 429 and the pauses after failed reads are kept (default: in this process's memory). */
   holdOff?: HoldOff;
+  /**
+   * A call held off for at most this long waits for the hold-off to end, then goes out, instead
+   * of failing at once (default 0: a visitor is served a stale copy rather than kept waiting).
+   * `check`, a one-shot probe, waits out the short pauses between its calls.
+   */
+  waitWhenHeldOffMs?: number;
   /** A 429 started a hold-off (not called again while it lasts): for one log line per hold-off. */
   onHoldOff?: (start: HoldOffStart) => void;
   /** Told of each retry and of the hold-off a 429 adds (no-op by default). */
@@ -139,39 +146,97 @@ export function createTransport(options: TransportOptions): Transport {
     headers: fixedHeaders = {},
     errorCodeOf = () => undefined,
     notFoundCode,
-    holdOff = createMemoryHoldOff(),
+    holdOff = createMemoryHoldOff(now),
     onHoldOff,
     metrics = noopMetrics,
+    waitWhenHeldOffMs = 0,
   } = options;
+  /** The classes with a call out while their streak runs: while one finds out whether the upstream is back, the others wait. */
+  const probing = new Set<OperationClass>();
+  /** The latest hold-off reported per class: calls that went out together and all met the 429 report it once. */
+  const reported: Record<OperationClass, number> = { read: 0, write: 0 };
 
   return async function request<T>(options: TransportRequest<T>): Promise<T> {
     const { method, url, operation } = options;
-    const retries = method === 'GET' ? getRetries : postRetries;
     const call: Call = { method, url, operation: operation ?? (method === 'GET' ? 'read' : 'write') };
-    for (let attempt = 0; ; attempt += 1) {
-      try {
-        return await attemptOnce(call, options);
-      } catch (error) {
-        const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
-        if (!retryable) throw error;
-        metrics.upstreamRetry();
-        // Exponential backoff with full jitter (spreads retries of many instances apart).
-        const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
-        await sleep(Math.round(random() * ceiling));
+    // Only reads back off after failures: a subscribe is one person's attempt, answered as it goes.
+    const backsOff = call.operation === 'read';
+    let held = await admit(call);
+    const failing = backsOff && held.streak > 0;
+    if (failing) {
+      if (probing.has(call.operation)) throw heldOff(now(), held.streak);
+      probing.add(call.operation);
+    }
+    // While failures run, the pause between calls is the retry: one attempt each, never a burst.
+    const retries = failing ? 0 : method === 'GET' ? getRetries : postRetries;
+    const startedAt = now();
+    try {
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          const answer = await attemptOnce(call, options);
+          if (failing) await holdOff.answered(call.operation);
+          return answer;
+        } catch (error) {
+          const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
+          if (!retryable) {
+            if (backsOff) await settleStreak(call, error, startedAt, failing);
+            throw error;
+          }
+          metrics.upstreamRetry();
+          // Exponential backoff with full jitter (spreads retries of many instances apart).
+          const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
+          await sleep(Math.round(random() * ceiling));
+          held = await holdOff.state(call.operation);
+          // A 429 another call met meanwhile holds this retry off too. A pause after failures
+          // does not: it holds off the calls that begin after it, and this one began before.
+          if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, held.streak);
+        }
       }
+    } finally {
+      if (failing) probing.delete(call.operation);
     }
   };
+
+  /**
+   * The hold-off state a call goes out under; throws the held-off error while calls of its class
+   * are held off (after a 429: until Retry-After; after failures: until the pause ends), unless
+   * the pause is short enough to wait out (`waitWhenHeldOffMs`).
+   */
+  async function admit(call: Call): Promise<HoldState> {
+    const held = await holdOff.state(call.operation);
+    const waitMs = held.untilMs - now();
+    if (waitMs <= 0) return held;
+    if (waitMs > waitWhenHeldOffMs) throw heldOff(held.untilMs, held.streak);
+    await sleep(waitMs);
+    return held;
+  }
+
+  function heldOff(untilMs: number, streak: number): UpstreamError {
+    const retryAfterSeconds = Math.max(1, Math.ceil((untilMs - now()) / 1000));
+    const held = { retryAfterSeconds, heldUntilMs: untilMs };
+    return streak > 0
+      ? new UpstreamError('rate_limited', `backing off after ${streak} failed rounds of upstream calls`, { ...held, heldOffBy: 'backoff' })
+      : new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', { ...held, heldOffBy: 'retry_after' });
+  }
+
+  /**
+   * After a read's last attempt: a failure that says the upstream is failing (docs/upstream.md
+   * "Backing off a failing upstream") grows the streak and pauses this class of call; an answer
+   * that says it is there (a not-found, a refusal) ends the streak; anything else changes nothing.
+   */
+  async function settleStreak(call: Call, error: unknown, startedAt: number, failing: boolean): Promise<void> {
+    if (isUpstreamFailing(error)) {
+      const failedAt = now();
+      const streak = await holdOff.failed(call.operation, startedAt, failedAt);
+      await holdOff.hold(call.operation, failedAt + backoffPauseMs(streak, random));
+    } else if (failing && error instanceof UpstreamError && ANSWERED_KINDS.has(error.kind)) {
+      await holdOff.answered(call.operation);
+    }
+  }
 
   async function attemptOnce<T>(call: Call, options: TransportRequest<T>): Promise<T> {
     const { method, url } = call;
     const { schema, body, conditional, notModified } = options;
-    // After a 429 we hold off this class of call until Retry-After has passed: honoured, not hammered.
-    const waitMs = (await holdOff.until(call.operation)) - now();
-    if (waitMs > 0) {
-      throw new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', {
-        retryAfterSeconds: Math.ceil(waitMs / 1000),
-      });
-    }
     // Built from scratch on every call: no header of the visitor's request is ever passed on.
     const headers: Record<string, string> = { ...fixedHeaders, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -249,10 +314,12 @@ export function createTransport(options: TransportOptions): Transport {
   async function holdOffAfter429(call: Call, retryAfterSeconds: number): Promise<void> {
     const time = now();
     const untilMs = time + retryAfterSeconds * 1000;
-    const heldUntil = await holdOff.until(call.operation);
+    const startsHere = reported[call.operation] <= time;
+    reported[call.operation] = Math.max(reported[call.operation], untilMs);
+    const heldUntil = (await holdOff.state(call.operation)).untilMs;
     metrics.upstreamHoldOff(Math.max(0, untilMs - Math.max(heldUntil, time)) / 1000);
     await holdOff.hold(call.operation, untilMs);
-    if (heldUntil <= time) {
+    if (startsHere && heldUntil <= time) {
       onHoldOff?.({ operation: call.operation, call: `${call.method} ${call.url.pathname}`, untilMs, retryAfterSeconds });
     }
   }
@@ -320,6 +387,19 @@ export function createTransport(options: TransportOptions): Transport {
     }
     return new UpstreamError('unavailable', 'could not reach the upstream', { cause: error });
   }
+}
+
+/** Failures that leave no doubt the upstream answered: the call was wrong, not the upstream down. */
+const ANSWERED_KINDS: ReadonlySet<UpstreamError['kind']> = new Set(['not_found', 'validation', 'refused']);
+
+/**
+ * Whether `error` says the upstream is failing rather than that one answer was wrong: a 5xx, no
+ * answer (a network error or a timeout), or our key refused. A 429 has its own hold-off; a body
+ * of the wrong shape or size (a malformed issue, a page re-asked smaller) is that resource's.
+ */
+function isUpstreamFailing(error: unknown): boolean {
+  if (!(error instanceof UpstreamError) || error.heldOffBy !== undefined) return false;
+  return error.kind === 'unavailable' || error.kind === 'timeout' || error.kind === 'auth' || (error.status ?? 0) >= 500;
 }
 
 /** Seconds from a `Retry-After` header: delta-seconds or an HTTP date (RFC 9110 §10.2.3). */

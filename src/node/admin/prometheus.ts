@@ -1,6 +1,7 @@
 import type { Server } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ConnectionShedReason, Metrics } from '../../core/metrics.js';
+import { STALE_REASONS } from '../../core/upstream/failure-policy.js';
 import { upstreamOutcome } from './readiness.js';
 
 /** The byte and entry counts of the in-memory caches, as `createApp`'s `stats()` gives them. */
@@ -27,9 +28,13 @@ export const SUBSCRIBE_OUTCOMES = [
   'paused',
   'rejected',
   'failed',
+  'abandoned',
+  'timed_out',
 ] as const;
 const EVICTION_REASONS = { evict: 'size', expire: 'ttl' } as const;
 const SHED_REASONS: readonly ConnectionShedReason[] = ['idle', 'slow_head', 'over_share'];
+/** The routes that answer cached reads, whose stale answers are counted from zero. */
+const READ_ROUTES = ['/api/issues', '/api/issues/:slug', '/api/categories'] as const;
 /**
  * prom-client's default gauges that end in `_total`, which Prometheus keeps for counters
  * (`promtool check metrics` refuses them); the same counts are left out rather than renamed.
@@ -77,6 +82,12 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     name: `${PREFIX}cache_reads_total`,
     help: 'Reads of the upstream-data cache, by result: hit (fresh), miss (loaded), stale (served past its TTL).',
     labelNames: ['result'],
+    registers,
+  });
+  const staleAnswers = new Counter({
+    name: `${PREFIX}stale_answers_total`,
+    help: 'Requests answered with a stale copy, by route template and reason: revalidating (a refresh under way), or the failure spell under way (upstream_5xx, unreachable, timeout, rate_limited, key_refused, path_missing, bad_response, refused, backing_off).',
+    labelNames: ['route', 'reason'],
     registers,
   });
   const evictions = new Counter({
@@ -162,6 +173,7 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
 
   // Counted from zero: a series that appears only with its first event breaks rate() and alerts.
   for (const result of ['hit', 'miss', 'stale']) cacheReads.inc({ result }, 0);
+  for (const route of READ_ROUTES) for (const reason of STALE_REASONS) staleAnswers.inc({ route, reason }, 0);
   for (const reason of Object.values(EVICTION_REASONS)) evictions.inc({ reason }, 0);
   for (const outcome of SUBSCRIBE_OUTCOMES) subscribes.inc({ outcome }, 0);
   for (const reason of SHED_REASONS) shed.inc({ reason }, 0);
@@ -173,6 +185,7 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
       requestSeconds.observe({ route, method: methodLabel }, seconds);
     },
     cacheRead: (state) => cacheReads.inc({ result: state.toLowerCase() }),
+    staleAnswer: (route, reason) => staleAnswers.inc({ route, reason }),
     cacheEviction: (reason) => evictions.inc({ reason: EVICTION_REASONS[reason] }),
     upstreamCall(operation, seconds, error) {
       const outcome = upstreamOutcome(error);

@@ -109,7 +109,7 @@ export async function connectRedis(options: RedisServicesOptions): Promise<Redis
     repeatGuard: createRedisRepeatGuard(link, keys, { windowMs: REPEAT_WINDOW_MS, local: createRepeatGuard(now) }),
     surgeCounter: createRedisSurgeCounter(link, keys, createMemorySurgeCounter()),
     sharedCache: createRedisSharedTier(link, keys, { maxAgeSeconds: options.cacheMaxAgeSeconds }),
-    holdOff: createRedisHoldOff(link, keys, { local: createMemoryHoldOff(), now }),
+    holdOff: createRedisHoldOff(link, keys, { local: createMemoryHoldOff(now), now }),
     watchLease: createRedisWatchLease(link, keys, { leaseMs: options.watchLeaseMs }),
     watchStore: createRedisWatchStore(link, keys),
     healthy: link.healthy,

@@ -89,7 +89,7 @@ function worded(properties: Record<string, Json>, words: Record<string, object |
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, SUBSCRIBE_FIELD_DOCS);
-  const json: Json = { ...sent, properties: fields, description: 'Other fields are ignored (the honeypot field aside).' };
+  const json: Json = { ...sent, properties: fields, description: 'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).' };
   const { description: _description, ...email } = fields.email!;
   const sourcePlatform = fields.sourcePlatform!;
   const form: Json = {
@@ -101,7 +101,7 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
       optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(FORM_CHECKED_VALUES, 'or')} (any case).` },
       // A form's empty field counts as not sent.
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
-      [honeypotField]: { type: 'string', maxLength: 0, description: 'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people.' },
+      [honeypotField]: { type: 'string', maxLength: 0, description: 'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.' },
     },
   };
   return { json, form };
