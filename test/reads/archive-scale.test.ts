@@ -32,7 +32,8 @@ function archiveSite(
     if (url.pathname.endsWith('/newsletter/issues')) {
       const conditional = request.headers.has('if-none-match') || request.headers.has('if-modified-since');
       queries.push({ limit: Number(url.searchParams.get('limit')), offset: Number(url.searchParams.get('offset')), conditional });
-      if (lists.failing) return new Response('unavailable', { status: 503 });
+      // A malformed answer: the index cannot be refreshed, and (unlike a 5xx) no back-off pause begins.
+      if (lists.failing) return new Response('<html>unavailable</html>', { status: 200, headers: { 'content-type': 'text/html' } });
     }
     const answer = await fake.fetch(request);
     if (!options.declareLength || answer.status !== 200) return answer;
