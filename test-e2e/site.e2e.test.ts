@@ -529,7 +529,11 @@ describe('the example site, in Chromium against the demo server', () => {
     const refused = await refusedSeen;
     expect(refused.status()).toBe(403);
     expect((await refused.request().allHeaders())['origin']).toBe(unlistedSite.origin);
-    expect(await refused.json()).toMatchObject({ ok: false, error: { code: 'FORBIDDEN_ORIGIN' } });
+    // Raw JSON would mean nothing to a visitor without JavaScript: the service answers with a page in words.
+    expect(refused.headers()['content-type']).toBe('text/html; charset=UTF-8');
+    await page.waitForURL(`${server.origin}/api/subscribe`);
+    expect(await page.locator('h1').textContent()).toBe('Subscription not sent');
+    await screenshot(page, 'third-origin-nojs-refused-page');
     await expect.poll(() => subscribeLogs('rejected').some((l) => l.reason === 'FORBIDDEN_ORIGIN')).toBe(true);
   });
 });

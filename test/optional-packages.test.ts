@@ -16,7 +16,7 @@ import { freeLoopbackPort, waitForOutput } from './spawned.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const dist = join(root, 'dist');
 const CORE = ['@hono/node-server', 'hono', 'lru-cache', 'zod'];
-const OPTIONAL = ['@redis/client', 'mailchecker', 'prom-client', 'sanitize-html'];
+const OPTIONAL = ['@redis/client', 'astro', 'mailchecker', 'prom-client', 'sanitize-html'];
 /** The folders of the features that load only when configured or used. */
 const OPTIONAL_FOLDERS = /^(node\/admin|node\/redis|tools\/site)\//;
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
@@ -62,6 +62,12 @@ describe('the core graph', () => {
     expect(staticGraph(join(dist, entry)).files.filter((file) => file.startsWith('tools/openapi/') || file === 'core/public-shapes.js')).toEqual([]);
   });
 
+  it('reaches through static imports from dist/integrations/astro.js (newsletter-bff/astro) no package but the core: neither Astro nor the sanitiser', () => {
+    const graph = staticGraph(join(dist, 'integrations/astro.js'));
+    expect(graph.packages.filter((name) => !CORE.includes(name))).toEqual([]);
+    expect(graph.files.filter((file) => file.includes('sanitize'))).toEqual([]);
+  });
+
   it('does see an optional package where a feature imports it statically (the walk finds what it looks for)', () => {
     expect(staticGraph(join(dist, 'node/admin/admin.js')).packages).toContain('prom-client');
     expect(staticGraph(join(dist, 'node/redis/services.js')).packages).toContain('@redis/client');
@@ -103,7 +109,10 @@ describe('the built command with only the core packages installed', () => {
     // A copy, not a link: Node resolves packages from a file's real path, and ours sees every extra.
     scratch = mkdtempSync(join(tmpdir(), 'newsletter-bff-core-'));
     cpSync(dist, join(scratch, 'dist'), { recursive: true });
-    cpSync(join(root, 'examples'), join(scratch, 'examples'), { recursive: true });
+    // What the command reads of examples/ (the demo's site, the form snippet), as the package ships them:
+    // not examples/astro, whose own node_modules is no part of the package.
+    cpSync(join(root, 'examples', 'site'), join(scratch, 'examples', 'site'), { recursive: true });
+    cpSync(join(root, 'examples', 'subscribe-form.html'), join(scratch, 'examples', 'subscribe-form.html'));
     writeFileSync(join(scratch, 'package.json'), JSON.stringify({ name: 'core-only', version: '0.0.0', type: 'module' }));
     for (const name of CORE) {
       mkdirSync(dirname(join(scratch, 'node_modules', name)), { recursive: true });

@@ -66,7 +66,7 @@ export interface NewsletterLoaderContext {
 }
 
 export interface NewsletterLoaderOptions {
-  /** The service's origin, e.g. https://news-api.example.com (its /api/ routes are read). */
+  /** The service's address, e.g. https://news-api.example.com (its /api/ routes are read). */
   url: string;
   /**
    * Turns a letter's HTML into the entry's `rendered.html`. By default the site builder's
@@ -133,7 +133,8 @@ function issueSchema(): z.ZodType<NewsletterIssueData> {
  * 304 and no body; a new one is read whole; an issue that left the archive is removed.
  */
 export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLoader {
-  const url = new URL(options.url).origin;
+  // Its routes are under /api/ of this address (a service behind a path prefix keeps the prefix).
+  const url = new URL(options.url).href.replace(/\/+$/, '');
   return {
     name: 'newsletter-bff',
     schema: async () => issueSchema(),
