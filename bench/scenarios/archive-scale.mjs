@@ -227,7 +227,7 @@ export function reportArchiveScale(r) {
       `    a new issue listed after     ${seconds(run.newIssueSeconds)}  (goal ≤ TTL + 3 s: ${within(run.newIssueSeconds, quick)}); hook after ${seconds(h.newSeconds)}`,
       `    an edit (3rd newest) listed  ${seconds(run.editListedSeconds)}, on its page ${seconds(run.editPageSeconds)}  (goal ≤ TTL + 3 s: ${mark(run.editListedSeconds !== null && run.editPageSeconds !== null && Math.max(run.editListedSeconds, run.editPageSeconds) <= quick)}); hook after ${seconds(h.editSeconds)}`,
       `    unpublished, 2nd newest      gone after ${seconds(run.unpublishedHeadSeconds)}  (goal ≤ resync + TTL = ${gone} s: ${within(run.unpublishedHeadSeconds, gone)}); hook after ${seconds(h.unpublishedHeadSeconds)}`,
-      `    unpublished, ${`${Math.floor(r.issues / 2) + 1}th newest`.padEnd(16)}gone after ${seconds(run.unpublishedDeepSeconds)}  (goal ≤ resync + TTL = ${gone} s: ${within(run.unpublishedDeepSeconds, gone)}); hook after ${seconds(h.unpublishedDeepSeconds)}`,
+      `    unpublished, ${`#${Math.floor(r.issues / 2) + 1} newest`.padEnd(16)}gone after ${seconds(run.unpublishedDeepSeconds)}  (goal ≤ resync + TTL = ${gone} s: ${within(run.unpublishedDeepSeconds, gone)}); hook after ${seconds(h.unpublishedDeepSeconds)}`,
       `    hook calls                   ${h.whileNothingChanged} on start and while nothing changed (goal 0: ${mark(h.whileNothingChanged === 0)}), ${h.calls} in all for 4 changes (goal 4: ${mark(h.calls === 4)})`,
     );
   }

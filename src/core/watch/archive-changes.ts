@@ -1,3 +1,4 @@
+import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 
 /** What happened to one issue between two looks at the archive. */
@@ -16,12 +17,22 @@ export interface ArchiveChange {
  */
 export type ArchiveSnapshot = ReadonlyMap<string, string>;
 
-/** The snapshot of an index: every public slug it lists, with its fingerprint. */
-export function snapshotOf(index: ArchiveIndex): ArchiveSnapshot {
+/**
+ * The snapshot of an index: every public slug it lists, with its fingerprint. `memo` keeps each
+ * summary's fingerprint: a refresh from the head window builds the next index from the same
+ * summary objects, so only the rows it read are printed again (docs/performance.md "Archive at
+ * scale" has what that saves a Cron Trigger run).
+ */
+export function snapshotOf(index: ArchiveIndex, memo?: WeakMap<IssueSummary, string>): ArchiveSnapshot {
   const snapshot = new Map<string, string>();
   for (const summary of index.all) {
-    const updatedAt = index.sources.get(summary.slug)?.updatedAt ?? '';
-    snapshot.set(summary.slug, fingerprint(`${updatedAt}\n${JSON.stringify(summary)}`));
+    let print = memo?.get(summary);
+    if (print === undefined) {
+      const updatedAt = index.sources.get(summary.slug)?.updatedAt ?? '';
+      print = fingerprint(`${updatedAt}\n${JSON.stringify(summary)}`);
+      memo?.set(summary, print);
+    }
+    snapshot.set(summary.slug, print);
   }
   return snapshot;
 }

@@ -1,5 +1,6 @@
 import * as z from '../zod.js';
 import type { Logger } from '../log.js';
+import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 import type { IndexCopy } from '../reads/slug-lookup.js';
 import { changesBetween, mergeChanges, snapshotOf, type ArchiveChange, type ArchiveSnapshot, type ChangeKind } from './archive-changes.js';
@@ -133,6 +134,8 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   let holding = false;
   /** The index last compared: the same copy again (a 304, say) is not compared again. */
   let compared: ArchiveIndex | undefined;
+  /** Each summary's fingerprint, while the summary is in a kept index (archive-changes.ts `snapshotOf`). */
+  const prints = new WeakMap<IssueSummary, string>();
   let readPausedUntil = Number.NEGATIVE_INFINITY;
   let running: Promise<void> | undefined;
 
@@ -143,7 +146,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
 
   async function look(copy: IndexCopy): Promise<void> {
     compared = copy.index;
-    const snapshot = snapshotOf(copy.index);
+    const snapshot = snapshotOf(copy.index, prints);
     if (state === undefined) {
       await save({ seen: snapshot, pending: [], attempts: 0, dueAt: 0 });
       log.log('info', 'archive_watch_started', { issues: snapshot.size, hook: hookLabel });
