@@ -180,6 +180,11 @@ async function checkOne(target: FuzzTarget, spec: RequestSpec): Promise<void> {
     return;
   }
 
+  // A form post without JavaScript from a foreign origin gets a page in plain words (docs/subscribe.md).
+  if (status === 403 && /^text\/html\b/.test(response.headers.get('content-type') ?? '')) {
+    if (callsMade.length > 0) fail(`${callsMade.length} upstream call(s) for a refused origin`, spec, status, body);
+    return;
+  }
   if (!/^application\/json\b/.test(response.headers.get('content-type') ?? '')) {
     fail(`content-type ${response.headers.get('content-type')}`, spec, status, body);
   }

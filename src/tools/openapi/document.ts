@@ -225,6 +225,8 @@ interface ErrorWording {
   headers?: readonly string[];
   /** `details` is always there. */
   details?: true;
+  /** A form post without JavaScript may get a short HTML page instead: what it says. */
+  html?: string;
 }
 
 /** What each error code means to a client; a new code in ERROR_STATUS does not compile until it is worded here. */
@@ -237,7 +239,7 @@ function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
     BAD_REQUEST: { when: 'Node only: the request\'s `Host` header or path cannot be read as a URL (answered before any route).' },
     NOT_FOUND: { when: 'No such issue, or no such route.' },
     METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
-    FORBIDDEN_ORIGIN: { when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).' },
+    FORBIDDEN_ORIGIN: { when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).', html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.' },
     CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
     CAPTCHA_REQUIRED: {
       when:
@@ -257,6 +259,12 @@ function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
     },
     INTERNAL_ERROR: { when: 'An unexpected failure; it is logged with the request id.' },
   };
+}
+
+/** The `text/html` content of an error some form posts get as a page. */
+function htmlContent(pages: readonly (string | undefined)[]): Json {
+  const description = pages.find((page) => page !== undefined);
+  return description === undefined ? {} : { 'text/html': { schema: { type: 'string', description } } };
 }
 
 /** The response component of each error status: VALIDATION_ERROR's is `ValidationError` (the first code of a status names it). */
@@ -279,7 +287,7 @@ function errorResponses(wording: Record<ErrorCode, ErrorWording>): Map<number, {
     const schema = { allOf: [schemaRef('ErrorBody'), { type: 'object', properties: { error } }] };
     responses.set(status, {
       name,
-      response: { description, headers, content: { 'application/json': { schema } } },
+      response: { description, headers, content: { 'application/json': { schema }, ...htmlContent(codes.map((one) => wording[one].html)) } },
       head: { description: `${description} (HEAD: no body)`, headers },
     });
   }
