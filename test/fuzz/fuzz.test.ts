@@ -180,8 +180,13 @@ async function checkOne(target: FuzzTarget, spec: RequestSpec): Promise<void> {
     return;
   }
 
-  // A form post without JavaScript from a foreign origin gets a page in plain words (docs/subscribe.md).
+  // A post without JavaScript refused for its origin gets the one page in words, not JSON (docs/contract.md "POST /api/subscribe").
   if (status === 403 && /^text\/html\b/.test(response.headers.get('content-type') ?? '')) {
+    if (!/^(application\/x-www-form-urlencoded|multipart\/form-data)\b/i.test(request.headers.get('content-type')?.trim() ?? '')) {
+      fail('an HTML answer to a request that is not a form post', spec, status, body);
+    }
+    if (!body.includes('<h1>Subscription not sent</h1>')) fail('a 403 page other than the refused-origin one', spec, status, body);
+    if (response.headers.get('cache-control') !== 'no-store') fail('a refusal without Cache-Control: no-store', spec, status, body);
     if (callsMade.length > 0) fail(`${callsMade.length} upstream call(s) for a refused origin`, spec, status, body);
     return;
   }
