@@ -41,15 +41,15 @@ describe.runIf(redisServerAvailable())('Redis failing under several instances', 
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
-  async function setUp(options: { proxied?: boolean } = {}) {
+  async function setUp(options: { proxied?: boolean; timeoutMs?: number } = {}) {
     const server = await startRedisServer();
     cleanups.push(server.stop);
     const proxy = options.proxied ? await startDelayProxy(server.port) : undefined;
     if (proxy) cleanups.push(proxy.stop);
     const fake: FakeUpstream = startUpstream();
     const url = proxy?.url ?? server.url;
-    const a = await startInstance(fake, url);
-    const b = await startInstance(fake, url);
+    const a = await startInstance(fake, url, { timeoutMs: options.timeoutMs });
+    const b = await startInstance(fake, url, { timeoutMs: options.timeoutMs });
     cleanups.push(() => a.redis.close(), () => b.redis.close());
     return { server, proxy, fake, a, b };
   }
@@ -76,17 +76,20 @@ describe.runIf(redisServerAvailable())('Redis failing under several instances', 
   });
 
   it('treats a Redis that answers slowly as down: one timeout, then answers from memory at once, until it is quick again', async () => {
-    const { proxy, a, b } = await setUp({ proxied: true });
+    // A long timeout here: what is checked is that no request after the first waits for one, and
+    // on a loaded machine a request that waits for nothing can still take a few hundred ms.
+    const timeoutMs = 1000;
+    const { proxy, a, b } = await setUp({ proxied: true, timeoutMs });
     expect((await a.get(`/api/issues/${SLUG}`)).status).toBe(200);
-    proxy!.setDelay(10 * REDIS_TIMEOUT_MS);
+    proxy!.setDelay(2 * timeoutMs);
 
     const first = await round(a, 'slow1');
     const later = [...(await round(a, 'slow2')), ...(await round(b, 'slow3'))];
     expect([...first, ...later].map((result) => result.status)).toEqual(Array(12).fill(200));
-    expect(Math.max(...first.map((result) => result.ms))).toBeLessThan(REQUEST_BUDGET_MS);
+    expect(Math.max(...first.map((result) => result.ms))).toBeLessThan(3 * timeoutMs + 150);
     // Once an instance knows of the outage, none of its requests waits on Redis (B learns with its first).
     const afterFirst = later.filter((_result, index) => index !== 4);
-    expect(Math.max(...afterFirst.map((result) => result.ms))).toBeLessThan(REDIS_TIMEOUT_MS);
+    expect(Math.max(...afterFirst.map((result) => result.ms))).toBeLessThan(timeoutMs);
     expect(a.events('redis_unavailable')).toHaveLength(1);
     expect(b.events('redis_unavailable')).toHaveLength(1);
 
