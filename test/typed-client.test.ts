@@ -3,7 +3,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import type { AppType } from '../src/core/app.js';
 import type { errorEnvelope } from '../src/core/http/errors.js';
-import type { IssueDetail, IssueSummary, PublicCategory } from '../src/core/public-shapes.js';
+import type { CategoryListing, IssueDetail, IssueNeighbour, IssueSummary, PublicCategory } from '../src/core/public-shapes.js';
 import { createTestApp } from './helpers.js';
 
 /**
@@ -13,22 +13,37 @@ import { createTestApp } from './helpers.js';
  * either side fails here.
  */
 const Category = z.strictObject({ name: z.string(), slug: z.string() });
+const Listing = Category.extend({ count: z.number() });
 const Summary = z.strictObject({
   slug: z.string(),
   subject: z.string(),
   previewText: z.string().nullable(),
   thumbnailUrl: z.string().nullable(),
   sentAt: z.string().nullable(),
+  updatedAt: z.string().nullable(),
   category: Category.nullable(),
+  readingMinutes: z.number().nullable(),
 });
-const Detail = Summary.extend({ contentHtml: z.string().nullable() });
+const Neighbour = z.strictObject({ slug: z.string(), subject: z.string(), sentAt: z.string().nullable() });
+const Detail = Summary.extend({
+  readingMinutes: z.number(),
+  contentHtml: z.string().nullable(),
+  newer: Neighbour.nullable(),
+  older: Neighbour.nullable(),
+});
 const ArchiveBody = z.strictObject({
   ok: z.literal(true),
   data: z.array(Summary),
-  meta: z.strictObject({ total: z.number(), limit: z.number(), offset: z.number() }),
+  meta: z.strictObject({
+    total: z.number(),
+    limit: z.number(),
+    offset: z.number(),
+    nextOffset: z.number().nullable(),
+    previousOffset: z.number().nullable(),
+  }),
 });
 const IssueBody = z.strictObject({ ok: z.literal(true), data: Detail });
-const CategoriesBody = z.strictObject({ ok: z.literal(true), data: z.array(Category) });
+const CategoriesBody = z.strictObject({ ok: z.literal(true), data: z.array(Listing) });
 const SubscribeBody = z.strictObject({ ok: z.literal(true), data: z.strictObject({ accepted: z.literal(true) }) });
 const ErrorBody = z.strictObject({
   ok: z.literal(false),
@@ -64,7 +79,7 @@ describe('typed client (hono/client hc<AppType>)', () => {
   it('types the requests: paths, the archive query and the slug parameter', () => {
     expectTypeOf<InferRequestType<Client['api']['issues'][':slug']['$get']>>().toEqualTypeOf<{ param: { slug: string } }>();
     expectTypeOf<InferRequestType<Client['api']['issues']['$get']>>().toEqualTypeOf<{
-      query: { limit?: string; offset?: string; category?: string };
+      query: { limit?: string; offset?: string; category?: string; q?: string };
     }>();
     expectTypeOf<InferRequestType<Client['api']['subscribe']['$post']>>().toEqualTypeOf<{
       json: { email: string; optInAttestation: true; source?: string; sourcePlatform?: 'x' | 'linkedin' };
@@ -75,6 +90,8 @@ describe('typed client (hono/client hc<AppType>)', () => {
 
   it('keeps the service’s exported shapes equal to the documented ones', () => {
     expectTypeOf<PublicCategory>().toEqualTypeOf<z.infer<typeof Category>>();
+    expectTypeOf<CategoryListing>().toEqualTypeOf<z.infer<typeof Listing>>();
+    expectTypeOf<IssueNeighbour>().toEqualTypeOf<z.infer<typeof Neighbour>>();
     expectTypeOf<IssueSummary>().toEqualTypeOf<z.infer<typeof Summary>>();
     expectTypeOf<IssueDetail>().toEqualTypeOf<z.infer<typeof Detail>>();
     expectTypeOf<ReturnType<typeof errorEnvelope>>().toEqualTypeOf<z.infer<typeof ErrorBody>>();
@@ -94,7 +111,7 @@ describe('typed client (hono/client hc<AppType>)', () => {
     expect(response.status).toBe(200);
     const body = ArchiveBody.parse(await response.json());
     expect(body.data).toHaveLength(2);
-    expect(body.meta).toEqual({ total: expect.any(Number), limit: 2, offset: 1 });
+    expect(body.meta).toEqual({ total: expect.any(Number), limit: 2, offset: 1, nextOffset: 3, previousOffset: 0 });
     expect(body.data.every((issue) => issue.category?.slug === 'interviews')).toBe(true);
   });
 
@@ -107,6 +124,19 @@ describe('typed client (hono/client hc<AppType>)', () => {
     const body = IssueBody.parse(await response.json());
     expect(body.data.slug).toBe(slug);
     expect(body.data.contentHtml).toContain('<h1>');
+    // The newest issue: nothing newer, and the second one older.
+    expect(body.data.newer).toBeNull();
+    expect(body.data.older?.slug).toBe(ArchiveBody.parse(await (await client.api.issues.$get({ query: { limit: '2' } })).json()).data[1]!.slug);
+  });
+
+  it('searches with the typed q parameter, every word matching', async () => {
+    const client = createTypedClient();
+    const response = await client.api.issues.$get({ query: { q: 'beekeepers rooftop', limit: '5' } });
+    expect(response.status).toBe(200);
+    const body = ArchiveBody.parse(await response.json());
+    expect(body.meta.total).toBeGreaterThan(0);
+    expect(body.data[0]!.subject).toMatch(/Rooftop Beekeepers/);
+    expectTypeOf(body.data[0]!.readingMinutes).toEqualTypeOf<number | null>();
   });
 
   it('reads the categories in the documented shape', async () => {
@@ -115,7 +145,7 @@ describe('typed client (hono/client hc<AppType>)', () => {
     expect(response.status).toBe(200);
     if (response.status !== 200) return;
     const typed = await response.json();
-    expectTypeOf(typed.data).toEqualTypeOf<PublicCategory[]>();
+    expectTypeOf(typed.data).toEqualTypeOf<CategoryListing[]>();
     const body = CategoriesBody.parse(typed);
     expect(body.data.map((category) => category.name)).toEqual([...body.data.map((category) => category.name)].sort());
   });

@@ -13,24 +13,54 @@ export interface PublicCategory {
   slug: string;
 }
 
+/** A category as GET /api/categories lists it: with the number of public issues in it. */
+export interface CategoryListing extends PublicCategory {
+  count: number;
+}
+
 export interface IssueSummary {
   slug: string;
   subject: string;
   previewText: string | null;
   thumbnailUrl: string | null;
   sentAt: string | null;
+  /** When the upstream last changed the issue (ISO 8601), or null when it does not say. */
+  updatedAt: string | null;
   category: PublicCategory | null;
+  /** Minutes to read the letter (about 230 words a minute, at least 1); null where the letter is not known. */
+  readingMinutes: number | null;
+}
+
+/** A neighbouring public issue in archive order (newest `sentAt` first). */
+export interface IssueNeighbour {
+  slug: string;
+  subject: string;
+  sentAt: string | null;
 }
 
 export interface IssueDetail extends IssueSummary {
+  /** Always known on an issue page: the letter's words (none when it has no HTML) at about 230 a minute, at least 1. */
+  readingMinutes: number;
   contentHtml: string | null;
+  /** The next issue sent after this one; null for the newest. */
+  newer: IssueNeighbour | null;
+  /** The issue sent before this one; null for the oldest. */
+  older: IssueNeighbour | null;
 }
 
 /** The 200 bodies of the four routes (docs/contract.md "The four public routes"), for typed clients. */
 export interface ArchivePageBody {
   ok: true;
   data: IssueSummary[];
-  meta: { total: number; limit: number; offset: number };
+  meta: {
+    total: number;
+    limit: number;
+    offset: number;
+    /** The offset of the next page, or null on the last one. */
+    nextOffset: number | null;
+    /** The offset of the page before, or null on the first one. */
+    previousOffset: number | null;
+  };
 }
 export interface IssueBody {
   ok: true;
@@ -38,7 +68,7 @@ export interface IssueBody {
 }
 export interface CategoriesBody {
   ok: true;
-  data: PublicCategory[];
+  data: CategoryListing[];
 }
 export interface SubscribeBody {
   ok: true;
@@ -64,19 +94,32 @@ function linkableCategory(issue: UpstreamIssue): PublicCategory | null {
   return category && SLUG_PATTERN.test(category.slug) ? toPublicCategory(category) : null;
 }
 
-export function toIssueSummary(issue: UpstreamIssue & { slug: string }): IssueSummary {
+/** `readingMinutes`: from the letter's words when the caller read them (letter-text.ts), else null. */
+export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingMinutes: number | null = null): IssueSummary {
   return {
     slug: issue.slug,
     subject: issue.subject,
     previewText: issue.previewText ?? null,
     thumbnailUrl: httpUrlOrNull(issue.thumbnailUrl),
     sentAt: isoDateOrNull(issue.sentAt),
+    updatedAt: isoDateOrNull(issue.updatedAt),
     category: linkableCategory(issue),
+    readingMinutes,
   };
 }
 
-export function toIssueDetail(issue: UpstreamIssue & { slug: string }): IssueDetail {
-  return { ...toIssueSummary(issue), contentHtml: issue.contentHtml ?? null };
+/** An issue page: the summary with its letter, its reading time and its neighbours in the archive. */
+export function toIssueDetail(
+  summary: IssueSummary,
+  letter: { contentHtml: string | null; readingMinutes: number },
+  neighbours: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
+): IssueDetail {
+  return { ...summary, readingMinutes: letter.readingMinutes, contentHtml: letter.contentHtml, newer: neighbours.newer, older: neighbours.older };
+}
+
+/** What an issue page shows of a neighbouring issue. */
+export function toIssueNeighbour(summary: IssueSummary): IssueNeighbour {
+  return { slug: summary.slug, subject: summary.subject, sentAt: summary.sentAt };
 }
 
 /** Newest `sentAt` first; ties (and issues without a date, last) by slug, so paging is stable. */

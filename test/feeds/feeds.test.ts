@@ -29,7 +29,9 @@ function issue(n: number, overrides: Partial<IssueSummary> = {}): IssueSummary {
     previewText: `Preview of issue ${n}.`,
     thumbnailUrl: null,
     sentAt: new Date(Date.UTC(2026, 10, 15 - n, 9)).toISOString(),
+    updatedAt: null,
     category: { name: 'Guides & Tools', slug: 'guides' },
+    readingMinutes: null,
     ...overrides,
   };
 }

@@ -15,18 +15,26 @@ interface Summary {
   previewText: string | null;
   thumbnailUrl: string | null;
   sentAt: string | null;
+  updatedAt: string | null;
   category: PublicCategory | null;
+  readingMinutes: number | null;
 }
 
 interface ListBody {
   ok: true;
   data: Summary[];
-  meta: { total: number; limit: number; offset: number };
+  meta: { total: number; limit: number; offset: number; nextOffset: number | null; previousOffset: number | null };
+}
+
+interface Neighbour {
+  slug: string;
+  subject: string;
+  sentAt: string | null;
 }
 
 interface DetailBody {
   ok: true;
-  data: Summary & { contentHtml: string | null };
+  data: Summary & { readingMinutes: number; contentHtml: string | null; newer: Neighbour | null; older: Neighbour | null };
 }
 
 interface ErrorBody {
@@ -34,8 +42,8 @@ interface ErrorBody {
   error: { code: string; message: string; details?: { path: string; message: string }[] };
 }
 
-const SUMMARY_KEYS = ['category', 'previewText', 'sentAt', 'slug', 'subject', 'thumbnailUrl'];
-const DETAIL_KEYS = [...SUMMARY_KEYS, 'contentHtml'].sort();
+const SUMMARY_KEYS = ['category', 'previewText', 'readingMinutes', 'sentAt', 'slug', 'subject', 'thumbnailUrl', 'updatedAt'];
+const DETAIL_KEYS = [...SUMMARY_KEYS, 'contentHtml', 'newer', 'older'].sort();
 const INTERNAL_KEYS = [
   'stats',
   'audience',
@@ -49,7 +57,6 @@ const INTERNAL_KEYS = [
   'isPublic',
   'categories',
   'createdAt',
-  'updatedAt',
 ];
 
 /** The real app over the demo upstream, with the demo's traffic recorded in a call log. */
@@ -169,7 +176,7 @@ describe('GET /api/issues over the demo upstream', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(body.ok).toBe(true);
-    expect(body.meta).toEqual({ total: 48, limit: 20, offset: 0 });
+    expect(body.meta).toEqual({ total: 48, limit: 20, offset: 0, nextOffset: 20, previousOffset: null });
     expect(expectedDemoSlugs(demo)).toHaveLength(48);
     expect(body.data.map((issue) => issue.slug)).toEqual(expectedDemoSlugs(demo).slice(0, 20));
   });
@@ -200,7 +207,7 @@ describe('GET /api/issues over the demo upstream', () => {
     for (let offset = 0; offset < 48; offset += 7) {
       const { res, body } = await getList(app, `/api/issues?limit=7&offset=${offset}`);
       expect(res.status).toBe(200);
-      expect(body.meta).toEqual({ total: 48, limit: 7, offset });
+      expect(body.meta).toEqual({ total: 48, limit: 7, offset, nextOffset: offset + 7 < 48 ? offset + 7 : null, previousOffset: offset === 0 ? null : offset - 7 });
       expect(body.data.length).toBe(Math.min(7, 48 - offset));
       paged.push(...body.data.map((issue) => issue.slug));
     }
@@ -213,7 +220,7 @@ describe('GET /api/issues over the demo upstream', () => {
     const { res, body } = await getList(app, '/api/issues?offset=48');
     expect(res.status).toBe(200);
     expect(body.data).toEqual([]);
-    expect(body.meta).toEqual({ total: 48, limit: 20, offset: 48 });
+    expect(body.meta).toEqual({ total: 48, limit: 20, offset: 48, nextOffset: null, previousOffset: 28 });
   });
 
   it('filters by category and counts only that category in meta.total', async () => {
@@ -221,14 +228,14 @@ describe('GET /api/issues over the demo upstream', () => {
     const { body: whole } = await getList(app, '/api/issues?limit=100');
     const { res, body } = await getList(app, '/api/issues?category=interviews&limit=100');
     expect(res.status).toBe(200);
-    expect(body.meta).toEqual({ total: 9, limit: 100, offset: 0 });
+    expect(body.meta).toEqual({ total: 9, limit: 100, offset: 0, nextOffset: null, previousOffset: null });
     expect(body.data.every((issue) => issue.category?.slug === 'interviews')).toBe(true);
     expect(body.data.map((issue) => issue.slug)).toEqual(
       whole.data.filter((issue) => issue.category?.slug === 'interviews').map((issue) => issue.slug),
     );
 
     const { body: page } = await getList(app, '/api/issues?category=interviews&limit=4&offset=4');
-    expect(page.meta).toEqual({ total: 9, limit: 4, offset: 4 });
+    expect(page.meta).toEqual({ total: 9, limit: 4, offset: 4, nextOffset: 8, previousOffset: 0 });
     expect(page.data.map((issue) => issue.slug)).toEqual(body.data.slice(4, 8).map((issue) => issue.slug));
   });
 
@@ -236,7 +243,7 @@ describe('GET /api/issues over the demo upstream', () => {
     const { app } = createDemoApp();
     const { res, body } = await getList(app, '/api/issues?category=no-such-category');
     expect(res.status).toBe(200);
-    expect(body).toEqual({ ok: true, data: [], meta: { total: 0, limit: 20, offset: 0 } });
+    expect(body).toEqual({ ok: true, data: [], meta: { total: 0, limit: 20, offset: 0, nextOffset: null, previousOffset: null } });
   });
 
   it('ignores unknown query parameters: same body and same ETag as without them', async () => {
@@ -260,7 +267,8 @@ describe('GET /api/issues over the demo upstream', () => {
     expect(hundred.body.meta.limit).toBe(100);
     const farOffset = await getList(app, '/api/issues?offset=5000');
     expect(farOffset.res.status).toBe(200);
-    expect(farOffset.body.meta).toEqual({ total: 48, limit: 20, offset: 5000 });
+    // Past the end, the page before is the last one that holds issues.
+    expect(farOffset.body.meta).toEqual({ total: 48, limit: 20, offset: 5000, nextOffset: null, previousOffset: 28 });
   });
 });
 
@@ -333,7 +341,7 @@ describe('GET /api/issues over an archive larger than one upstream page', () => 
 
     const { res, body } = await getList(app, '/api/issues?offset=210');
     expect(res.status).toBe(200);
-    expect(body.meta).toEqual({ total: TOTAL, limit: 20, offset: 210 });
+    expect(body.meta).toEqual({ total: TOTAL, limit: 20, offset: 210, nextOffset: null, previousOffset: 190 });
     expect(body.data.map((issue) => issue.slug)).toEqual(expectedSlugs.slice(210, 230));
 
     expect(calls).toHaveLength(3);
@@ -358,7 +366,10 @@ describe('GET /api/issues over an archive larger than one upstream page', () => 
       const page = await getList(app, path);
       const list = category === undefined ? expectedSlugs : (expectedByCategory[category] ?? []);
       expect(page.res.status).toBe(200);
-      expect(page.body.meta).toEqual({ total: list.length, limit, offset });
+      expect(page.body.meta).toMatchObject({ total: list.length, limit, offset });
+      // The next page starts right after this one while issues remain; the one before ends where this one starts (or the list ends).
+      expect(page.body.meta.nextOffset).toBe(offset + limit < list.length ? offset + limit : null);
+      expect(page.body.meta.previousOffset).toBe(offset === 0 ? null : Math.max(0, Math.min(offset, list.length) - limit));
       expect(page.body.data.map((issue) => issue.slug)).toEqual(list.slice(offset, offset + limit));
     }
     expect(paths.size).toBe(101);
@@ -418,13 +429,16 @@ describe('GET /api/issues over a leaky upstream', () => {
 });
 
 describe('GET /api/issues/:slug', () => {
-  it('returns a known issue with its contentHtml after one upstream call by slug', async () => {
+  it('returns a known issue with its contentHtml after one upstream call by slug, and reads the archive once for its neighbours', async () => {
     const { app, calls, demo } = createDemoApp();
     const res = await app.request('/api/issues/the-winter-seed-swap-at-hollis-library');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const body = (await res.json()) as DetailBody;
     const source = demo.issues.find((issue) => issue.slug === 'the-winter-seed-swap-at-hollis-library')!;
+    const { body: archive } = await getList(app, '/api/issues?limit=100');
+    const at = archive.data.findIndex((issue) => issue.slug === source.slug);
+    const neighbour = (issue: Summary | undefined) => issue && { slug: issue.slug, subject: issue.subject, sentAt: issue.sentAt };
     expect(body).toEqual({
       ok: true,
       data: {
@@ -433,15 +447,22 @@ describe('GET /api/issues/:slug', () => {
         previewText: 'Bring an envelope, leave with a summer.',
         thumbnailUrl: 'http://127.0.0.1:8787/thumbnails/the-winter-seed-swap-at-hollis-library.svg',
         sentAt: '2026-01-25T09:00:00.000Z',
+        updatedAt: new Date(source.updatedAt).toISOString(),
         category: { name: 'Community', slug: 'community' },
+        readingMinutes: expect.any(Number),
         contentHtml: source.contentHtml,
+        newer: neighbour(archive.data[at - 1]),
+        older: neighbour(archive.data[at + 1]),
       },
     });
+    expect(at).toBeGreaterThan(0);
+    expect(body.data.readingMinutes).toBeGreaterThanOrEqual(1);
     expect(body.data.contentHtml).toMatch(/^<h1>/);
-    expect(calls).toHaveLength(1);
     expect(calls[0]!.method).toBe('GET');
     expect(calls[0]!.url.pathname).toBe('/v1/newsletter/issues/by-slug/the-winter-seed-swap-at-hollis-library');
     expect(calls[0]!.headers.get('authorization')).toBe(`Bearer ${TEST_API_KEY}`);
+    // Then the archive, once (its page and the empty page after it), which the list above was served from.
+    expect(calls.slice(1).map((call) => call.url.pathname)).toEqual(['/v1/newsletter/issues', '/v1/newsletter/issues']);
   });
 
   it('returns 404 NOT_FOUND for an unknown slug', async () => {
@@ -550,7 +571,7 @@ describe('shape allow-listing', () => {
     const text = await res.text();
     const body = JSON.parse(text) as ListBody;
     expect(Object.keys(body).sort()).toEqual(['data', 'meta', 'ok']);
-    expect(Object.keys(body.meta).sort()).toEqual(['limit', 'offset', 'total']);
+    expect(Object.keys(body.meta).sort()).toEqual(['limit', 'nextOffset', 'offset', 'previousOffset', 'total']);
     expect(body.data.some((issue) => issue.category === null)).toBe(true);
     for (const issue of body.data) {
       expect(Object.keys(issue).sort()).toEqual(SUMMARY_KEYS);
@@ -561,7 +582,7 @@ describe('shape allow-listing', () => {
     for (const value of internalValues) expect(text).not.toContain(value);
   });
 
-  it('returns an issue with exactly the summary fields plus contentHtml', async () => {
+  it('returns an issue with exactly the summary fields plus contentHtml, newer and older', async () => {
     const { app } = createDemoApp();
     const res = await app.request('/api/issues/meet-the-rooftop-beekeepers-of-eastside');
     expect(res.status).toBe(200);

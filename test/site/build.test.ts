@@ -140,8 +140,12 @@ describe('a letter with hostile HTML', () => {
     previewText: null,
     thumbnailUrl: null,
     sentAt: '2026-01-01T09:00:00.000Z',
+    updatedAt: null,
     category: null,
+    readingMinutes: 1,
     contentHtml: HOSTILE_HTML,
+    newer: null,
+    older: null,
   };
 
   it('keeps no script, event handler, javascript: URL, form, base, frame, meta refresh or style of it', () => {
@@ -196,7 +200,19 @@ describe('a letter with hostile HTML', () => {
 
 /** A one-paragraph letter in `category`. */
 function letterIn(slug: string, category: IssueDetail['category']): IssueDetail {
-  return { slug, subject: slug, previewText: 'p', thumbnailUrl: null, sentAt: '2026-01-01T09:00:00.000Z', category, contentHtml: '<p>Hi</p>' };
+  return {
+    slug,
+    subject: slug,
+    previewText: 'p',
+    thumbnailUrl: null,
+    sentAt: '2026-01-01T09:00:00.000Z',
+    updatedAt: null,
+    category,
+    readingMinutes: 1,
+    contentHtml: '<p>Hi</p>',
+    newer: null,
+    older: null,
+  };
 }
 
 describe('a publication whose issues name a category the categories route does not list', () => {

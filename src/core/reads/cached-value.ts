@@ -4,6 +4,7 @@ import { stringBytes } from './memory-budget.js';
 import { renderedBytes, type RenderedJson } from './rendered-json.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
+import { createDictionary, textIndexBytes, type TextIndex, type TextRecord } from './text-index.js';
 
 /** The archive as one cached index; every limit/offset/category is served from it. */
 export interface ArchiveIndex {
@@ -18,6 +19,8 @@ export interface ArchiveIndex {
   sources: ReadonlyMap<string, IssueSource>;
   /** How the index was read, for the next refresh (docs/upstream.md "How the archive is read"). */
   sync: ArchiveSync;
+  /** The words search reads (text-index.ts); made from the summaries when a search first needs it if absent. */
+  text?: TextIndex | undefined;
 }
 
 /** The upstream row behind a summary. */
@@ -42,7 +45,15 @@ export interface ArchiveSync {
 export type CachedValue =
   | { kind: 'archive'; index: ArchiveIndex; fetchedAt: number }
   /** `version`: the `updatedAt` of the upstream row it was made from, when known. */
-  | { kind: 'json'; rendered: RenderedJson; size: number; fetchedAt: number; version?: string | undefined };
+  | {
+      kind: 'json';
+      rendered: RenderedJson;
+      size: number;
+      fetchedAt: number;
+      version?: string | undefined;
+      /** An issue page's neighbours as rendered in it (see public-reads.ts `neighboursKey`). */
+      neighbours?: string | undefined;
+    };
 
 /** An index that knows no rows behind it: nothing to refresh from (a test's or an old shared copy). */
 const NO_SYNC: ArchiveSync = { newestSentFirst: false, fullReadAt: Number.NEGATIVE_INFINITY, ids: new Set() };
@@ -52,13 +63,20 @@ export function archiveValue(
   all: IssueSummary[],
   fetchedAt: number,
   complete = false,
-  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync } = {},
+  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync; text?: TextIndex | undefined } = {},
 ): CachedValue {
-  return { kind: 'archive', index: buildArchiveIndex(all, complete, rows.sources ?? new Map(), rows.sync ?? NO_SYNC), fetchedAt };
+  return { kind: 'archive', index: buildArchiveIndex(all, complete, rows.sources ?? new Map(), rows.sync ?? NO_SYNC, rows.text), fetchedAt };
 }
 
-export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string): CachedValue {
-  return { kind: 'json', rendered, size: renderedBytes(rendered), fetchedAt, ...(version === undefined ? {} : { version }) };
+export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string, neighbours?: string): CachedValue {
+  return {
+    kind: 'json',
+    rendered,
+    size: renderedBytes(rendered),
+    fetchedAt,
+    ...(version === undefined ? {} : { version }),
+    ...(neighbours === undefined ? {} : { neighbours }),
+  };
 }
 
 /** Approximate bytes a value holds in memory (its share of the upstream-data budget). */
@@ -66,7 +84,13 @@ export function sizeOfCachedValue(value: CachedValue): number {
   return value.kind === 'archive' ? value.index.size : value.size;
 }
 
-function buildArchiveIndex(all: IssueSummary[], complete: boolean, sources: ReadonlyMap<string, IssueSource>, sync: ArchiveSync): ArchiveIndex {
+function buildArchiveIndex(
+  all: IssueSummary[],
+  complete: boolean,
+  sources: ReadonlyMap<string, IssueSource>,
+  sync: ArchiveSync,
+  text: TextIndex | undefined,
+): ArchiveIndex {
   const byCategory = new Map<string, IssueSummary[]>();
   const slugs = new Set<string>();
   let size = 256;
@@ -81,7 +105,8 @@ function buildArchiveIndex(all: IssueSummary[], complete: boolean, sources: Read
   }
   // An id and a date per row, and an id per listed row (public or not).
   size += sources.size * 120 + sync.ids.size * 64;
-  return { all, byCategory, slugs, complete, size, sources, sync };
+  if (text !== undefined) size += textIndexBytes(text);
+  return { all, byCategory, slugs, complete, size, sources, sync, ...(text === undefined ? {} : { text }) };
 }
 
 // Typed against the shapes they rebuild: a field added to IssueSummary fails to compile here.
@@ -92,7 +117,9 @@ const IssueSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
   previewText: z.nullable(z.string()),
   thumbnailUrl: z.nullable(z.string()),
   sentAt: z.nullable(z.string()),
+  updatedAt: z.nullable(z.string()),
   category: z.nullable(PublicCategorySchema),
+  readingMinutes: z.nullable(z.number()),
 });
 
 /**
@@ -118,8 +145,21 @@ const SharedPayloadSchema = z.union([
         head: z.optional(z.object({ etag: z.optional(z.string()), lastModified: z.optional(z.string()) })),
       }),
     ),
+    // The text index (see encodeTextIndex); without it, an index searches its summaries only.
+    text: z.optional(
+      z.object({
+        words: z.string(),
+        records: z.array(z.tuple([z.string(), z.nullable(z.string()), z.string(), z.string(), z.nullable(z.number())])),
+      }),
+    ),
   }),
-  z.object({ kind: z.literal('json'), body: z.string(), etag: z.string(), version: z.optional(z.string()) }),
+  z.object({
+    kind: z.literal('json'),
+    body: z.string(),
+    etag: z.string(),
+    version: z.optional(z.string()),
+    neighbours: z.optional(z.string()),
+  }),
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
@@ -131,8 +171,9 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
           complete: value.index.complete,
           sources: [...value.index.sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
           sync: Number.isFinite(value.index.sync.fullReadAt) ? { ...value.index.sync, ids: [...value.index.sync.ids] } : undefined,
+          text: value.index.text && encodeTextIndex(value.index.text),
         })
-      : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag, version: value.version });
+      : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag, version: value.version, neighbours: value.neighbours });
   return { payload, fetchedAt: value.fetchedAt };
 }
 
@@ -147,8 +188,85 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const parsed = SharedPayloadSchema.safeParse(json);
   if (!parsed.success) return undefined;
   const payload = parsed.data;
-  if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version);
+  if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
   const sync = payload.sync && { ...payload.sync, ids: new Set(payload.sync.ids) };
-  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }) });
+  const text = payload.text && decodeTextIndex(payload.text);
+  if (payload.text && !text) return undefined;
+  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }), ...(text && { text }) });
+}
+
+type EncodedTextIndex = { words: string; records: [string, string | null, string, string, number | null][] };
+
+/**
+ * A text index for the shared tier, so an instance that takes the archive from it searches the
+ * letters too: the dictionary's words on lines (a word holds no line break), and per record its
+ * ascending word numbers as gaps in variable-length bytes, base64 (about a byte per word).
+ */
+function encodeTextIndex(text: TextIndex): EncodedTextIndex {
+  const words = Array.from({ length: text.dictionary.size }, (_, number) => text.dictionary.wordOf(number)).join('\n');
+  const records = [...text.records].map(
+    ([slug, record]): EncodedTextIndex['records'][number] => [slug, record.version, packNumbers(record.subject), packNumbers(record.words), record.letterWords],
+  );
+  return { words, records };
+}
+
+/** The text index of a shared entry, or undefined when its numbers do not fit its dictionary (a damaged entry). */
+function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefined {
+  const dictionary = createDictionary();
+  const words = encoded.words === '' ? [] : encoded.words.split('\n');
+  // Numbered in the same order, so the records' numbers stay as they were.
+  dictionary.numbersOf(words);
+  if (dictionary.size !== words.length) return undefined;
+  const records = new Map<string, TextRecord>();
+  for (const [slug, version, subject, all, letterWords] of encoded.records) {
+    const record = { version, subject: unpackNumbers(subject), words: unpackNumbers(all), letterWords };
+    if (!record.subject || !record.words || record.words.some((number) => number >= words.length)) return undefined;
+    records.set(slug, record as TextRecord);
+  }
+  return { dictionary, records };
+}
+
+function packNumbers(numbers: Uint32Array): string {
+  const bytes: number[] = [];
+  let previous = 0;
+  for (const number of numbers) {
+    let gap = number - previous;
+    previous = number;
+    while (gap >= 0x80) {
+      bytes.push((gap & 0x7f) | 0x80);
+      gap >>>= 7;
+    }
+    bytes.push(gap);
+  }
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 4096) binary += String.fromCharCode(...bytes.slice(i, i + 4096));
+  return btoa(binary);
+}
+
+function unpackNumbers(packed: string): Uint32Array | undefined {
+  let binary: string;
+  try {
+    binary = atob(packed);
+  } catch {
+    return undefined;
+  }
+  const numbers: number[] = [];
+  let previous = 0;
+  let gap = 0;
+  let shift = 0;
+  for (let i = 0; i < binary.length; i += 1) {
+    const byte = binary.charCodeAt(i);
+    gap += (byte & 0x7f) * 2 ** shift;
+    if (byte & 0x80) {
+      shift += 7;
+      if (shift > 28) return undefined;
+      continue;
+    }
+    previous += gap;
+    numbers.push(previous);
+    gap = 0;
+    shift = 0;
+  }
+  return shift === 0 ? Uint32Array.from(numbers) : undefined;
 }

@@ -6,12 +6,14 @@ import {
   compareNewestFirst,
   isPublicIssue,
   toIssueDetail,
+  toIssueNeighbour,
   toIssueSummary,
   toPublicCategory,
   type ArchivePageBody,
   type CategoriesBody,
+  type CategoryListing,
   type IssueBody,
-  type IssueDetail,
+  type IssueNeighbour,
   type IssueSummary,
   type PublicCategory,
 } from '../public-shapes.js';
@@ -43,6 +45,17 @@ import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } fr
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
+import { letterWords, readingMinutesOf } from './letter-text.js';
+import {
+  compacted,
+  createDictionary,
+  createTextRecord,
+  summaryRecord,
+  wordsInUse,
+  type Dictionary,
+  type TextIndex,
+  type TextRecord,
+} from './text-index.js';
 
 export type { RenderedJson } from './rendered-json.js';
 export type { ArchiveQuery } from './archive-pages.js';
@@ -123,6 +136,21 @@ const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
 
 const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+
+/** An issue page's neighbours in archive order. */
+interface Neighbours {
+  newer: IssueNeighbour | null;
+  older: IssueNeighbour | null;
+}
+const NO_NEIGHBOURS: Neighbours = { newer: null, older: null };
+/** What a copy's neighbours are compared by: a copy rendered with other ones is rendered again. */
+const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
+/**
+ * A whole read makes the dictionary anew (dropping words no letter uses any more) once it holds
+ * this many times the words in use, plus a margin: edits and unpublished letters leave words behind.
+ */
+const DICTIONARY_SLACK_FACTOR = 2;
+const DICTIONARY_SLACK_WORDS = 4096;
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
@@ -224,7 +252,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
     const prior = previous?.kind === 'archive' ? previous.index : undefined;
     const time = now();
-    const contents = createContentKeeper();
+    const contents = createContentKeeper(prior);
     if (prior && upstream.readPublicArchiveHead && prior.sync.newestSentFirst && time - prior.sync.fullReadAt < resyncMs) {
       const head = await upstream.readPublicArchiveHead({
         isKnownId: (id) => prior.sync.ids.has(id),
@@ -239,8 +267,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         const ids = new Set(prior.sync.ids);
         for (const id of replaced) ids.add(id);
         const answeredAt = now();
-        await contents.seed(answeredAt);
-        return indexValue(kept, answeredAt, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators });
+        const value = indexValue(kept, answeredAt, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators }, contents.dictionary);
+        await contents.seed(answeredAt, value);
+        return value;
       }
     }
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
@@ -249,37 +278,78 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const clean = read.dropped.count === 0 && read.findings.length === 0;
       const ids = new Set(read.issues.map((row) => row.source.id));
       const answeredAt = now();
-      await contents.seed(answeredAt);
       const sync = { newestSentFirst: clean && read.newestSentFirst, fullReadAt: time, ids };
-      return indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync);
+      const value = indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync, contents.dictionary, true);
+      await contents.seed(answeredAt, value);
+      return value;
     }
     const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
     const answeredAt = now();
-    await contents.seed(answeredAt);
-    return indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { newestSentFirst: false, fullReadAt: time, ids: new Set() });
+    const sync = { newestSentFirst: false, fullReadAt: time, ids: new Set<string>() };
+    const value = indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, sync, contents.dictionary, true);
+    await contents.seed(answeredAt, value);
+    return value;
   }
 
-  /** What the index keeps of one listed row: a summary when it is public, and where it came from. */
+  /** What the index keeps of one listed row: a summary when it is public, where it came from, and its words. */
   interface KeptRow {
     summary: IssueSummary | undefined;
     source: IssueSource;
+    text?: TextRecord | undefined;
   }
 
   /** The rows of an index, back in the form a refresh merges. */
   function indexedRows(index: ArchiveIndex): KeptRow[] {
-    return index.all.map((summary) => ({ summary, source: index.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null } }));
+    return index.all.map((summary) => ({
+      summary,
+      source: index.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null },
+      text: index.text?.records.get(summary.slug),
+    }));
   }
 
-  /** The cached index of `rows` (newest first, one per slug, public ones only). */
-  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync): CachedValue {
+  /**
+   * The cached index of `rows` (newest first, one per slug, public ones only), with its text
+   * index over `dictionary`; after a whole read (`whole`), over a dictionary made anew when the
+   * one it had holds many more words than the letters now use.
+   */
+  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync, dictionary: Dictionary, whole = false): CachedValue {
     const bySlug = new Map<string, IssueSummary>();
     const sources = new Map<string, IssueSource>();
-    for (const { summary, source } of rows) {
+    const records = new Map<string, TextRecord>();
+    for (const { summary, source, text } of rows) {
       if (summary === undefined || bySlug.has(summary.slug)) continue;
       bySlug.set(summary.slug, summary);
       sources.set(summary.slug, source);
+      records.set(summary.slug, text ?? summaryRecord(dictionary, summary, source.updatedAt));
     }
-    return archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync });
+    let text: TextIndex = { dictionary, records };
+    if (whole && dictionary.size > DICTIONARY_SLACK_FACTOR * wordsInUse(text) + DICTIONARY_SLACK_WORDS) text = compacted(text);
+    return archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync, text });
+  }
+
+  /** Each index's positions by slug, made when an issue page first asks for its neighbours. */
+  const positions = new WeakMap<ArchiveIndex, Map<string, number>>();
+
+  /** The issues before and after `slug` in the index's order; none for a slug it does not list. */
+  function neighboursIn(index: ArchiveIndex | undefined, slug: string): Neighbours {
+    if (index === undefined) return NO_NEIGHBOURS;
+    let bySlug = positions.get(index);
+    if (bySlug === undefined) {
+      bySlug = new Map(index.all.map((summary, at) => [summary.slug, at]));
+      positions.set(index, bySlug);
+    }
+    const at = bySlug.get(slug);
+    if (at === undefined) return NO_NEIGHBOURS;
+    const newer = index.all[at - 1];
+    const older = index.all[at + 1];
+    return { newer: newer ? toIssueNeighbour(newer) : null, older: older ? toIssueNeighbour(older) : null };
+  }
+
+  /** An issue page's copy with other neighbours: the letter is the same, so no upstream call. */
+  async function withNeighbours(copy: CachedValue & { kind: 'json' }, neighbours: Neighbours): Promise<CachedValue> {
+    const envelope = JSON.parse(copy.rendered.body) as IssueBody;
+    const next: IssueBody = { ok: true, data: { ...envelope.data, newer: neighbours.newer, older: neighbours.older } };
+    return jsonValue(await renderJson(next, options.encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
   }
 
   /**
@@ -287,45 +357,78 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * thousands of fat rows holds no more than that), and seeds them as issue copies once the read
    * is done. A copy already kept for the same `updatedAt` is left as it is.
    */
-  function createContentKeeper() {
-    const details: { detail: IssueDetail; version: string | undefined }[] = [];
+  function createContentKeeper(prior: ArchiveIndex | undefined) {
+    const letters: { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined }[] = [];
     let bytes = 0;
+    // The prior index's dictionary, so its records are kept as they are for rows that did not change.
+    const dictionary = prior?.text?.dictionary ?? createDictionary();
     return {
+      dictionary,
       reduceRow(row: UpstreamIssue): KeptRow {
+        const source = { id: row.id, updatedAt: row.updatedAt ?? null };
         // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
-        if (!isPublicIssue(row)) return { summary: undefined, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
-        const summary = toIssueSummary(row);
+        if (!isPublicIssue(row)) return { summary: undefined, source };
+        const listed = toIssueSummary(row);
         const version = row.updatedAt ?? undefined;
+        // The same row as the prior index's (same `updatedAt`): its words are known already.
+        const known = prior?.text?.records.get(row.slug);
+        const unchanged = known !== undefined && version !== undefined && known.version === version ? known : undefined;
+        let text: TextRecord;
+        if (typeof row.contentHtml === 'string' && unchanged?.letterWords == null) {
+          const letter = letterWords(row.contentHtml);
+          text = createTextRecord(dictionary, source.updatedAt, { subject: listed.subject, previewText: listed.previewText, categoryName: listed.category?.name, letter: letter.words });
+        } else {
+          text = unchanged ?? summaryRecord(dictionary, listed, source.updatedAt);
+        }
+        const readingMinutes = text.letterWords === null ? null : readingMinutesOf(text.letterWords);
+        const summary = readingMinutes === null ? listed : { ...listed, readingMinutes };
         if (typeof row.contentHtml === 'string' && bytes < budget.upstreamDataEntry) {
           const copy = cache.peek(ISSUE_KEY_PREFIX + row.slug);
           const same = copy?.kind === 'json' && version !== undefined && copy.version === version;
           if (!same) {
             bytes += stringBytes(row.contentHtml);
-            details.push({ detail: { ...summary, contentHtml: row.contentHtml }, version });
+            letters.push({ summary, contentHtml: row.contentHtml, readingMinutes: readingMinutes ?? 1, version });
           }
         }
-        return { summary, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
+        return { summary, source, text };
       },
-      /** Kept as text at once, so the read's answer never waits on compressing its letters: they are compressed behind it. */
-      async seed(fetchedAt: number): Promise<void> {
-        for (const { detail, version } of details) {
-          const key = ISSUE_KEY_PREFIX + detail.slug;
-          const value = jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version);
-          cache.seed(key, value);
-          compressBehind(key, value);
+      /**
+       * Kept as text at once, so the read's answer never waits on compressing its letters: they are
+       * compressed behind it. Each with its neighbours in the index the read made.
+       */
+      async seed(fetchedAt: number, value: CachedValue): Promise<void> {
+        const index = value.kind === 'archive' ? value.index : undefined;
+        for (const { summary, contentHtml, readingMinutes, version } of letters) {
+          const key = ISSUE_KEY_PREFIX + summary.slug;
+          const neighbours = neighboursIn(index, summary.slug);
+          const detail = toIssueDetail(summary, { contentHtml, readingMinutes }, neighbours);
+          const copy = jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version, neighboursKey(neighbours));
+          cache.seed(key, copy);
+          compressBehind(key, copy);
         }
-        details.length = 0;
+        letters.length = 0;
       },
     };
   }
   const loadArchive = withSharedCopy(loadArchiveFromUpstream);
 
-  async function loadCategoriesFromUpstream() {
+  /**
+   * The categories with the number of public issues in each, counted in the archive index read
+   * beside them (the cached one while fresh): the two are cached apart, so a count follows the
+   * archive within a TTL (docs/contract.md "GET /api/categories").
+   */
+  async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
+    const [listed, archive] = await Promise.all([upstream.listCategories(), cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client })]);
+    if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
+    const { byCategory } = archive.value.index;
     const bySlug = new Map<string, PublicCategory>();
-    for (const category of await upstream.listCategories()) {
+    for (const category of listed) {
       if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
     }
-    const envelope: CategoriesBody = { ok: true, data: [...bySlug.values()].sort(compareByName) };
+    const data = [...bySlug.values()]
+      .sort(compareByName)
+      .map((category): CategoryListing => ({ ...category, count: byCategory.get(category.slug)?.length ?? 0 }));
+    const envelope: CategoriesBody = { ok: true, data };
     return jsonValue(await renderJson(envelope, options.encodeBody), now());
   }
   const loadCategories = withSharedCopy(loadCategoriesFromUpstream);
@@ -362,7 +465,10 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const listed = index?.index.slugs.has(slug) === true;
     const version = index?.index.sources.get(slug)?.updatedAt;
     if (index && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
-      const kept = await withCopies(previous);
+      // The same letter; its neighbours may have changed (an issue published or unpublished beside it).
+      const neighbours = neighboursIn(index.index, slug);
+      const current = previous.neighbours === neighboursKey(neighbours) ? previous : await withNeighbours(previous, neighbours);
+      const kept = await withCopies(current);
       return { ...kept, fetchedAt: Math.max(previous.fetchedAt, index.fetchedAt) };
     }
     // A copy gone from a complete index read after it was made: unpublished (or renamed). A slug
@@ -387,9 +493,30 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       notFound.set(slug, true);
       return undefined;
     }
-    const envelope: IssueBody = { ok: true, data: toIssueDetail(issue) };
-    return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined);
+    const letter = typeof issue.contentHtml === 'string' ? letterWords(issue.contentHtml) : undefined;
+    // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
+    const neighbourIndex = index?.index ?? (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }).then(archiveOf, () => undefined));
+    if (letter && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter.words);
+    const neighbours = neighboursIn(neighbourIndex, slug);
+    const summary = toIssueSummary(issue, letter?.minutes ?? null);
+    const detail = toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: letter?.minutes ?? readingMinutesOf(0) }, neighbours);
+    const envelope: IssueBody = { ok: true, data: detail };
+    return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined, neighboursKey(neighbours));
   });
+
+  const archiveOf = (read: { value: CachedValue | undefined }) => (read.value?.kind === 'archive' ? read.value.index : undefined);
+
+  /**
+   * A letter read by slug joins the search of the index that lists its row with the same
+   * `updatedAt` when that row did not carry it (the index's next build keeps it, and its reading time).
+   */
+  function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, words: readonly string[]): void {
+    const text = index.text;
+    const record = text?.records.get(issue.slug);
+    if (!text || !record || record.letterWords !== null || record.version !== (issue.updatedAt ?? null)) return;
+    const summary = index.all.find((candidate) => candidate.slug === issue.slug);
+    if (summary) text.records.set(issue.slug, summaryRecord(text.dictionary, summary, record.version, words));
+  }
 
   /**
    * A stale copy says how old it is, so a browser or CDN does not count its `max-age` afresh

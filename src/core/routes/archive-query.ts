@@ -3,6 +3,7 @@ import * as z from '../zod.js';
 import type { ArchiveQuery } from '../reads/public-reads.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { FORMATS, type Format } from './archive-format.js';
+import { searchWords } from '../reads/letter-text.js';
 import { firstValue, parseOrThrow, preprocess, wholeNumber } from '../validation.js';
 
 /** The validated archive query, with the representation asked for by name, if any. */
@@ -14,6 +15,21 @@ export const ARCHIVE_VARY = 'Accept';
 /** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
 const QUERY_MEMO_MAX_ENTRIES = 1024;
 const QUERY_MEMO_MAX_BYTES = 1024 * 1024;
+/** The longest search, in characters (docs/contract.md "GET /api/issues"). */
+export const MAX_SEARCH_CHARACTERS = 200;
+const SEARCH_RULE = `q must be at most ${MAX_SEARCH_CHARACTERS} characters`;
+
+/** A code point is one or two UTF-16 units: only a text between the two bounds is counted. */
+function withinSearchLength(text: string): boolean {
+  return text.length <= MAX_SEARCH_CHARACTERS || (text.length <= 2 * MAX_SEARCH_CHARACTERS && [...text].length <= MAX_SEARCH_CHARACTERS);
+}
+
+/** `q` as the search words it holds, joined by one space (repeats dropped); undefined when it holds none. */
+function toSearch(q: string | undefined): string | undefined {
+  if (q === undefined) return undefined;
+  const words = [...new Set(searchWords(q))];
+  return words.length === 0 ? undefined : words.join(' ');
+}
 
 function createArchiveQuerySchema(maxOffset: number) {
   // Only these three are read: unknown parameters are dropped and never reach a cache key.
@@ -22,6 +38,14 @@ function createArchiveQuerySchema(maxOffset: number) {
     offset: wholeNumber(0, maxOffset, 0, firstValue),
     category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
     format: preprocess(firstValue, z.optional(z.enum(FORMATS, { error: `format must be one of ${FORMATS.join(', ')}` }))),
+    // Counted in characters (code points), as a reader types them; an empty one is the whole archive.
+    q: z.pipe(
+      preprocess(
+        firstValue,
+        z.optional(z.string({ error: SEARCH_RULE }).check(z.refine(withinSearchLength, { error: SEARCH_RULE }))),
+      ),
+      z.transform(toSearch),
+    ),
   });
 }
 

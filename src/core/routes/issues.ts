@@ -23,7 +23,7 @@ type ArchiveQueryValidator = MiddlewareHandler<
   '/issues',
   // Typed for `hc` as the client sends it: every parameter optional (limit 20, offset 0). `format`
   // is left out: the typed client reads JSON, and a feed is not what its `json()` would promise.
-  { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveRequest } }
+  { in: { query: { limit?: string; offset?: string; category?: string; q?: string } }; out: { query: ArchiveRequest } }
 >;
 
 /** Hono's `validator('query')` copies the parsed query before the memo could be asked. */
