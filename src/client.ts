@@ -8,7 +8,17 @@ import type { errorEnvelope } from './core/http/errors.js';
 export type { AppType } from './core/app.js';
 export type { ErrorCode, ValidationIssue } from './core/http/errors.js';
 export type { SubscribeJsonInput } from './core/subscribe/input.js';
-export type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from './core/public-shapes.js';
+export type {
+  ArchivePageBody,
+  CategoriesBody,
+  CategoryListing,
+  IssueBody,
+  IssueDetail,
+  IssueNeighbour,
+  IssueSummary,
+  PublicCategory,
+  SubscribeBody,
+} from './core/public-shapes.js';
 
 /** The body of every error answer (docs/contract.md "Errors we return"). */
 export type ErrorBody = ReturnType<typeof errorEnvelope>;

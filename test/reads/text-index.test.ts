@@ -41,7 +41,13 @@ describe('the words of a letter', () => {
 
   it('count about 230 a minute, rounded, at least one', () => {
     expect([0, 1, 344, 345, 690, 2300].map(readingMinutesOf)).toEqual([1, 1, 1, 2, 3, 10]);
-    expect(letterWords(`<p>${'word '.repeat(690)}</p>`).minutes).toBe(3);
+    expect(letterWords(`<p>${'word '.repeat(690)}</p>`)).toEqual({ words: ['word'], count: 690, minutes: 3 });
+  });
+
+  it('keep each word of a letter once, in the order first seen, however it was spelt', () => {
+    const letter = letterWords('<p>Garlic garlic GARLIC café cafe Cafe year’s years don\'t <b>Café</b></p>');
+    expect(letter.words).toEqual(['garlic', 'cafe', 'years', 'dont']);
+    expect(letter.count).toBe(10);
   });
 
   it('take time linear in the letter, even for markup made to be slow', () => {
@@ -56,7 +62,7 @@ describe('the words of a letter', () => {
 describe('the text index', () => {
   function indexOf(summaries: IssueSummary[], letters: Record<string, string> = {}): TextIndex {
     const dictionary = createDictionary();
-    const records = new Map(summaries.map((s) => [s.slug, summaryRecord(dictionary, s, null, letters[s.slug] ? letterWords(letters[s.slug]!).words : undefined)]));
+    const records = new Map(summaries.map((s) => [s.slug, summaryRecord(dictionary, s, null, letters[s.slug] ? letterWords(letters[s.slug]!) : undefined)]));
     return { dictionary, records };
   }
 

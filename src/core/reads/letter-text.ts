@@ -57,7 +57,8 @@ export function visibleText(html: string): string {
     at = close + 1;
     if (name === undefined) {
       // `<` that opens no tag (`a < b`) is text.
-      if (!/[/!?A-Za-z]/.test(html[open + 1] ?? '')) {
+      const next = html.charCodeAt(open + 1);
+      if (!(isAsciiLetter(next) || next === 0x2f || next === 0x21 || next === 0x3f)) {
         parts.push('<');
         at = open + 1;
       }
@@ -79,11 +80,19 @@ export function visibleText(html: string): string {
 
 /** The lower-case name of the tag whose `<` is just before `from`, or undefined for `<!doctype`, `<?` and text. */
 function tagName(html: string, from: number): string | undefined {
-  let at = html[from] === '/' ? from + 1 : from;
-  const start = at;
-  while (at < html.length && /[A-Za-z0-9]/.test(html[at]!)) at += 1;
-  if (at === start || !/[A-Za-z]/.test(html[start]!)) return undefined;
+  const start = html.charCodeAt(from) === 0x2f ? from + 1 : from;
+  if (!isAsciiLetter(html.charCodeAt(start))) return undefined;
+  let at = start + 1;
+  while (at < html.length && (isAsciiLetter(html.charCodeAt(at)) || isDigit(html.charCodeAt(at)))) at += 1;
   return html.slice(start, at).toLowerCase();
+}
+
+function isAsciiLetter(code: number): boolean {
+  return (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a);
+}
+
+function isDigit(code: number): boolean {
+  return code >= 0x30 && code <= 0x39;
 }
 
 function indexOfIgnoringCase(html: string, needle: string, from: number): number {
@@ -119,19 +128,101 @@ const WORD = /[\p{L}\p{N}]+/gu;
  * The words of a text as search compares them: compatibility-decomposed with the marks removed
  * (`Café` → `cafe`, `ﬁ` → `fi`), lower case, a few letters folded (`ß` → `ss`), split on
  * anything that is not a letter or a digit, each cut to MAX_WORD_LENGTH. In text order, repeats kept.
+ *
+ * ASCII words (most of a letter in a Latin script) are cut out with a character loop; only a
+ * run holding anything else goes through Unicode normalisation and the regular expressions, which
+ * over a whole letter took most of an archive read's time.
  */
 export function searchWords(text: string): string[] {
-  const folded = text
+  const words: string[] = [];
+  scanWords(text, {
+    ascii(start, end, upper, apostrophe) {
+      words.push(asciiWord(text, start, end, upper, apostrophe));
+    },
+    other: (word) => words.push(word),
+  });
+  return words;
+}
+
+/** Where `scanWords` puts each word: an ASCII run by its bounds (no string made yet), any other as a string. */
+interface WordSink {
+  ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void;
+  other(word: string): void;
+}
+
+function scanWords(text: string, sink: WordSink): void {
+  let start = -1;
+  /** The run holds capitals (ASCII ones: lower-cased as they are). */
+  let upper = false;
+  /** The run holds an apostrophe between two of its characters (dropped: `year's` → `years`). */
+  let apostrophe = false;
+  /** The run holds a character beyond ASCII: it takes the Unicode path. */
+  let foreign = false;
+  const length = text.length;
+  for (let at = 0; at <= length; at += 1) {
+    const code = at < length ? text.charCodeAt(at) : 0x20;
+    if ((code >= 0x61 && code <= 0x7a) || isDigit(code)) {
+      if (start < 0) start = at;
+      continue;
+    }
+    if (code >= 0x41 && code <= 0x5a) {
+      if (start < 0) start = at;
+      upper = true;
+      continue;
+    }
+    if (isApostrophe(code)) {
+      if (start >= 0 && at + 1 < length && isWordCode(text.charCodeAt(at + 1))) {
+        apostrophe = true;
+        continue;
+      }
+    } else if (code >= 0x80 && !isPunctuation(code)) {
+      if (start < 0) start = at;
+      foreign = true;
+      continue;
+    }
+    if (start < 0) continue;
+    if (foreign) foldedWords(text.slice(start, at), sink);
+    else sink.ascii(start, at, upper, apostrophe);
+    start = -1;
+    upper = false;
+    apostrophe = false;
+    foreign = false;
+  }
+}
+
+/** The word an ASCII run spells: lower case, without its apostrophes, cut to MAX_WORD_LENGTH. */
+function asciiWord(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
+  const run = text.slice(start, end);
+  const word = apostrophe ? run.replace(APOSTROPHES, '') : run;
+  const cut = word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word;
+  return upper ? cut.toLowerCase() : cut;
+}
+
+const APOSTROPHES = /['’ʼ]/g;
+
+function isApostrophe(code: number): boolean {
+  return code === 0x27 || code === 0x2019 || code === 0x2bc;
+}
+
+/** A character that may continue a word after an apostrophe: an ASCII letter or digit, or beyond ASCII. */
+function isWordCode(code: number): boolean {
+  return isAsciiLetter(code) || isDigit(code) || (code >= 0x80 && !isPunctuation(code) && !isApostrophe(code));
+}
+
+/** Spaces and punctuation beyond ASCII that letters use most (no-break space, guillemets, dashes, quotes, ellipsis). */
+function isPunctuation(code: number): boolean {
+  return code === 0xa0 || code === 0xab || code === 0xbb || code === 0xb7 || (code >= 0x2000 && code <= 0x206f) || code === 0x3000;
+}
+
+/** The words of a run that holds characters beyond ASCII, handed to `sink`. */
+function foldedWords(run: string, sink: WordSink): void {
+  const folded = run
     .normalize('NFKD')
     .replace(MARKS, '')
     .toLowerCase()
     .replace(FOLDABLE, (letter) => FOLDS[letter] ?? letter)
     .replace(INNER_APOSTROPHE, '');
-  const words = folded.match(WORD) ?? [];
-  for (let i = 0; i < words.length; i += 1) {
-    if (words[i]!.length > MAX_WORD_LENGTH) words[i] = words[i]!.slice(0, MAX_WORD_LENGTH);
-  }
-  return words;
+  for (const word of folded.match(WORD) ?? []) sink.other(word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word);
 }
 
 /** Minutes to read `words` words at WORDS_PER_MINUTE, rounded, at least 1. */
@@ -139,8 +230,65 @@ export function readingMinutesOf(words: number): number {
   return Math.max(1, Math.round(words / WORDS_PER_MINUTE));
 }
 
-/** A letter's words and reading time, from its HTML. */
-export function letterWords(html: string): { words: string[]; minutes: number } {
-  const words = searchWords(visibleText(html));
-  return { words, minutes: readingMinutesOf(words.length) };
+/** A letter's distinct words, how many words it has, and its reading time, from its HTML. */
+export interface LetterWords {
+  /** Each word once, in the order first seen. */
+  words: string[];
+  /** Words in all, repeats counted (the reading time's measure). */
+  count: number;
+  minutes: number;
+}
+
+/**
+ * A letter's words, each kept once. A letter repeats most of its words: an ASCII word already seen
+ * is recognised by a hash of its characters and compared in place, so no string is made for it.
+ */
+export function letterWords(html: string): LetterWords {
+  const text = visibleText(html);
+  const words: string[] = [];
+  /** Words seen, by hash; the rare collision is told apart by comparing characters. */
+  const seen = new Map<number, string | string[]>();
+  let count = 0;
+  const keep = (word: string, hash: number, known: string | string[] | undefined) => {
+    seen.set(hash, known === undefined ? word : typeof known === 'string' ? [known, word] : [...known, word]);
+    words.push(word);
+  };
+  const add = (word: string) => {
+    const hash = hashOf(word, 0, word.length);
+    const known = seen.get(hash);
+    if (known === undefined || (typeof known === 'string' ? known !== word : !known.includes(word))) keep(word, hash, known);
+  };
+  scanWords(text, {
+    ascii(start, end, upper, apostrophe) {
+      count += 1;
+      if (apostrophe || end - start > MAX_WORD_LENGTH) return add(asciiWord(text, start, end, upper, apostrophe));
+      const hash = hashOf(text, start, end);
+      const known = seen.get(hash);
+      if (known !== undefined && (typeof known === 'string' ? spells(known, text, start, end) : known.some((word) => spells(word, text, start, end)))) return;
+      keep(asciiWord(text, start, end, upper, false), hash, known);
+    },
+    other(word) {
+      count += 1;
+      add(word);
+    },
+  });
+  return { words, count, minutes: readingMinutesOf(count) };
+}
+
+/** A hash of text[start, end) in lower case (ASCII capitals folded, as asciiWord does). */
+function hashOf(text: string, start: number, end: number): number {
+  let hash = 0;
+  for (let at = start; at < end; at += 1) hash = (Math.imul(hash, 31) + lowerCode(text.charCodeAt(at))) | 0;
+  return hash;
+}
+
+function lowerCode(code: number): number {
+  return code >= 0x41 && code <= 0x5a ? code + 0x20 : code;
+}
+
+/** Whether `word` is what text[start, end) spells in lower case. */
+function spells(word: string, text: string, start: number, end: number): boolean {
+  if (word.length !== end - start) return false;
+  for (let i = 0; i < word.length; i += 1) if (word.charCodeAt(i) !== lowerCode(text.charCodeAt(start + i))) return false;
+  return true;
 }

@@ -45,7 +45,7 @@ import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } fr
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
-import { letterWords, readingMinutesOf } from './letter-text.js';
+import { letterWords, readingMinutesOf, type LetterWords } from './letter-text.js';
 import {
   compacted,
   createDictionary,
@@ -376,7 +376,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         let text: TextRecord;
         if (typeof row.contentHtml === 'string' && unchanged?.letterWords == null) {
           const letter = letterWords(row.contentHtml);
-          text = createTextRecord(dictionary, source.updatedAt, { subject: listed.subject, previewText: listed.previewText, categoryName: listed.category?.name, letter: letter.words });
+          text = createTextRecord(dictionary, source.updatedAt, { subject: listed.subject, previewText: listed.previewText, categoryName: listed.category?.name, letter });
         } else {
           text = unchanged ?? summaryRecord(dictionary, listed, source.updatedAt);
         }
@@ -399,6 +399,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       async seed(fetchedAt: number, value: CachedValue): Promise<void> {
         const index = value.kind === 'archive' ? value.index : undefined;
         for (const { summary, contentHtml, readingMinutes, version } of letters) {
+          // Its own load is under way (it read this index for its neighbours): setting the key
+          // would make lru-cache drop that load's copy for this one, still uncompressed.
+          if (issuesLoading.has(summary.slug)) continue;
           const key = ISSUE_KEY_PREFIX + summary.slug;
           const neighbours = neighboursIn(index, summary.slug);
           const detail = toIssueDetail(summary, { contentHtml, readingMinutes }, neighbours);
@@ -418,7 +421,15 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * archive within a TTL (docs/contract.md "GET /api/categories").
    */
   async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
-    const [listed, archive] = await Promise.all([upstream.listCategories(), cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client })]);
+    // Both settled before answering: a failure of one does not leave the other running unseen.
+    const [categoriesRead, archiveRead] = await Promise.allSettled([
+      upstream.listCategories(),
+      cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }),
+    ]);
+    if (categoriesRead.status === 'rejected') throw categoriesRead.reason;
+    if (archiveRead.status === 'rejected') throw archiveRead.reason;
+    const listed = categoriesRead.value;
+    const archive = archiveRead.value;
     if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
     const { byCategory } = archive.value.index;
     const bySlug = new Map<string, PublicCategory>();
@@ -453,8 +464,19 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * call. A slug the index lists is read by slug without the read budget: only reads the index
    * cannot justify (no index, or one cut off at ARCHIVE_MAX_ISSUES) are charged to it.
    */
+  /** Slugs whose issue copy is being loaded now (see `seed`). */
+  const issuesLoading = new Set<string>();
   const loadIssue = withSharedCopy(async function loadIssue(key, waitUntil, client, previous) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
+    issuesLoading.add(slug);
+    try {
+      return await loadIssueCopy(slug, waitUntil, client, previous);
+    } finally {
+      issuesLoading.delete(slug);
+    }
+  });
+
+  async function loadIssueCopy(slug: string, waitUntil: WaitUntil | undefined, client: string | undefined, previous: CachedValue | undefined) {
     let archive = cache.peek(ARCHIVE_KEY);
     // A copy is checked against an index at least as fresh as itself would be: a stale index is
     // refreshed first (joining a refresh under way; on failure the kept one answers).
@@ -496,13 +518,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const letter = typeof issue.contentHtml === 'string' ? letterWords(issue.contentHtml) : undefined;
     // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
     const neighbourIndex = index?.index ?? (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }).then(archiveOf, () => undefined));
-    if (letter && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter.words);
+    if (letter && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
     const neighbours = neighboursIn(neighbourIndex, slug);
     const summary = toIssueSummary(issue, letter?.minutes ?? null);
     const detail = toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: letter?.minutes ?? readingMinutesOf(0) }, neighbours);
     const envelope: IssueBody = { ok: true, data: detail };
     return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined, neighboursKey(neighbours));
-  });
+  }
 
   const archiveOf = (read: { value: CachedValue | undefined }) => (read.value?.kind === 'archive' ? read.value.index : undefined);
 
@@ -510,12 +532,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * A letter read by slug joins the search of the index that lists its row with the same
    * `updatedAt` when that row did not carry it (the index's next build keeps it, and its reading time).
    */
-  function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, words: readonly string[]): void {
+  function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, letter: LetterWords): void {
     const text = index.text;
     const record = text?.records.get(issue.slug);
     if (!text || !record || record.letterWords !== null || record.version !== (issue.updatedAt ?? null)) return;
     const summary = index.all.find((candidate) => candidate.slug === issue.slug);
-    if (summary) text.records.set(issue.slug, summaryRecord(text.dictionary, summary, record.version, words));
+    if (summary) text.records.set(issue.slug, summaryRecord(text.dictionary, summary, record.version, letter));
   }
 
   /**

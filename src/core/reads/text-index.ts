@@ -1,5 +1,5 @@
 import type { IssueSummary } from '../public-shapes.js';
-import { searchWords } from './letter-text.js';
+import { searchWords, type LetterWords } from './letter-text.js';
 
 /**
  * The archive's text index (docs/contract.md "Search"): per public issue, the distinct words of its
@@ -29,7 +29,7 @@ export interface SearchableFields {
   previewText: string | null;
   categoryName: string | undefined;
   /** The letter's words (letter-text.ts `letterWords`), when the letter is known. */
-  letter?: readonly string[] | undefined;
+  letter?: Pick<LetterWords, 'words' | 'count'> | undefined;
 }
 
 /**
@@ -135,17 +135,17 @@ export interface TextIndex {
 export function createTextRecord(dictionary: Dictionary, version: string | null, fields: SearchableFields): TextRecord {
   const subjectWords = searchWords(fields.subject);
   const other = [fields.previewText ?? '', fields.categoryName ?? ''].join(' ');
-  const all = [...subjectWords, ...searchWords(other), ...(fields.letter ?? [])];
+  const all = [...subjectWords, ...searchWords(other), ...(fields.letter?.words ?? [])];
   return {
     version,
     subject: dictionary.numbersOf(subjectWords),
     words: dictionary.numbersOf(all),
-    letterWords: fields.letter === undefined ? null : fields.letter.length,
+    letterWords: fields.letter === undefined ? null : fields.letter.count,
   };
 }
 
 /** A record of `summary` alone (no letter): for an issue whose row did not carry it. */
-export function summaryRecord(dictionary: Dictionary, summary: IssueSummary, version: string | null, letter?: readonly string[]): TextRecord {
+export function summaryRecord(dictionary: Dictionary, summary: IssueSummary, version: string | null, letter?: SearchableFields['letter']): TextRecord {
   return createTextRecord(dictionary, version, {
     subject: summary.subject,
     previewText: summary.previewText,
