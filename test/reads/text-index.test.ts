@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry } from '../../src/core/reads/cached-value.js';
-import { letterWords, readingMinutesOf, searchWords, visibleText } from '../../src/core/reads/letter-text.js';
+import { countWords, letterWords, readingMinutesOf, searchWords, visibleText } from '../../src/core/reads/letter-text.js';
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
-import { compacted, createDictionary, search, summaryRecord, textIndexBytes, wordsInUse, type TextIndex } from '../../src/core/reads/text-index.js';
+import { addSummary, compacted, createTextStore, documentOf, search, textIndexBytes, worthCompacting, type TextIndex } from '../../src/core/reads/text-index.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { createFakeClock } from '../helpers.js';
@@ -41,7 +41,8 @@ describe('the words of a letter', () => {
 
   it('count about 230 a minute, rounded, at least one', () => {
     expect([0, 1, 344, 345, 690, 2300].map(readingMinutesOf)).toEqual([1, 1, 1, 2, 3, 10]);
-    expect(letterWords(`<p>${'word '.repeat(690)}</p>`)).toEqual({ words: ['word'], count: 690, minutes: 3 });
+    expect(letterWords(`<p>${'word '.repeat(690)}</p>`)).toEqual({ words: ['word'], count: 690 });
+    expect(readingMinutesOf(countWords(`<h1>Title</h1><p>${'word '.repeat(689)}</p><script>${'x '.repeat(500)}</script>`))).toBe(3);
   });
 
   it('keep each word of a letter once, in the order first seen, however it was spelt', () => {
@@ -61,36 +62,70 @@ describe('the words of a letter', () => {
 
 describe('the text index', () => {
   function indexOf(summaries: IssueSummary[], letters: Record<string, string> = {}): TextIndex {
-    const dictionary = createDictionary();
-    const records = new Map(summaries.map((s) => [s.slug, summaryRecord(dictionary, s, null, letters[s.slug] ? letterWords(letters[s.slug]!) : undefined)]));
-    return { dictionary, records };
+    const store = createTextStore();
+    const slots = new Map(summaries.map((s) => [s.slug, addSummary(store, s, null, letters[s.slug])]));
+    return { store, slots };
   }
+  const slugsOf = (issues: IssueSummary[]) => issues.map((issue) => issue.slug);
 
   it('matches each query word at the start of a word, every word required, subject matches first, else in the order given', () => {
     const issues = [summary('c', 'Winter notes', 'garlic'), summary('b', 'Other'), summary('a', 'Garlic in winter')];
     const text = indexOf(issues, { b: '<p>Garlic, planted in winter.</p>' });
-    const slugs = (q: string) => search(text, issues, searchWords(q)).map((issue) => issue.slug);
+    const slugs = (q: string) => slugsOf(search(text, issues, searchWords(q)));
     expect(slugs('garlic winter')).toEqual(['a', 'c', 'b']);
     expect(slugs('gar')).toEqual(['a', 'c', 'b']);
     expect(slugs('planted')).toEqual(['b']);
     expect(slugs('arlic')).toEqual([]);
   });
 
-  it('compares more than 32 words a pass at a time', () => {
-    const words = Array.from({ length: 40 }, (_, i) => `w${i}`);
-    const issues = [summary('all', words.join(' ')), summary('some', words.slice(0, 35).join(' '))];
-    expect(search(indexOf(issues), issues, words).map((issue) => issue.slug)).toEqual(['all']);
+  it('matches a query word of one or two characters only as a whole word', () => {
+    const issues = [summary('a', 'A day at the allotment'), summary('b', 'Allotments at dusk'), summary('c', 'Go to the plot')];
+    const text = indexOf(issues);
+    expect(slugsOf(search(text, issues, ['a']))).toEqual(['a']);
+    expect(slugsOf(search(text, issues, ['at']))).toEqual(['a', 'b']);
+    expect(slugsOf(search(text, issues, ['all']))).toEqual(['a', 'b']);
+    expect(slugsOf(search(text, issues, ['g']))).toEqual([]);
   });
 
-  it('makes its dictionary anew with only the words in use, the records still finding the same issues', () => {
+  it('keeps each word of a letter once, even when the letter brings more new words than its scratch marks held', () => {
+    const letter = `<p>${Array.from({ length: 3000 }, (_, i) => `word${i} word${i}`).join(' ')}</p>`;
+    const text = indexOf([summary('a', 'Alpha')], { a: letter });
+    // The subject's word and the letter's 3,000, each once.
+    expect(text.store.recent[0]).toHaveLength(3001);
+    expect(documentOf(text, 'a')?.letterWords).toBe(6000);
+  });
+
+  it('compares more than 32 words, in passes', () => {
+    const words = Array.from({ length: 40 }, (_, i) => `w${i}`);
+    const issues = [summary('all', words.join(' ')), summary('some', words.slice(0, 35).join(' '))];
+    expect(slugsOf(search(indexOf(issues), issues, words))).toEqual(['all']);
+  });
+
+  it('finds the same issues through slots added later and after compaction, which drops the slots and words no index uses', () => {
     const issues = [summary('a', 'Alpha beta'), summary('b', 'Gamma delta')];
     const text = indexOf(issues);
-    text.dictionary.numbersOf(['unused', 'words', 'left', 'behind']);
-    expect(wordsInUse(text)).toBe(4);
+    // An edit: a new document for `b`, the old one left behind in the store.
+    text.slots.set('b', addSummary(text.store, summary('b', 'Gamma epsilon'), '2026-01-02'));
+    expect(slugsOf(search(text, issues, ['epsilon']))).toEqual(['b']);
+    expect(slugsOf(search(text, issues, ['delta']))).toEqual([]);
+    expect(worthCompacting(text)).toBe(true);
     const small = compacted(text);
-    expect(small.dictionary.size).toBe(4);
+    expect(worthCompacting(small)).toBe(false);
+    expect(small.store.docs).toHaveLength(2);
+    expect(small.store.dictionary.size).toBe(4);
     expect(textIndexBytes(small)).toBeLessThan(textIndexBytes(text));
-    expect(search(small, issues, ['delta']).map((issue) => issue.slug)).toEqual(['b']);
+    for (const q of ['epsilon', 'alpha', 'gam', 'delta']) expect(slugsOf(search(small, issues, [q]))).toEqual(slugsOf(search(text, issues, [q])));
+    expect(documentOf(small, 'b')?.version).toBe('2026-01-02');
+  });
+
+  it('keeps a word list ascending across hundreds of documents and word numbers past a byte', () => {
+    const issues = Array.from({ length: 600 }, (_, n) => summary(`s${n}`, `common w${n} w${n % 7}`));
+    const text = compacted(indexOf(issues));
+    expect(search(text, issues, ['common'])).toHaveLength(600);
+    expect(slugsOf(search(text, issues, ['w599']))).toEqual(['s599']);
+    const startingW30 = issues.filter((issue) => issue.subject.split(' ').some((word) => word.startsWith('w30')));
+    expect(slugsOf(search(text, issues, ['w30', 'common']))).toEqual(slugsOf(startingW30));
+    expect(startingW30.map((issue) => issue.slug)).toEqual(['s30', ...Array.from({ length: 10 }, (_, i) => `s30${i}`)]);
   });
 
   it('crosses the shared tier with its letters, so an instance taking the archive from it searches them too', () => {
@@ -98,16 +133,19 @@ describe('the text index', () => {
     const text = indexOf(issues, { b: `<p>${'zucchini '.repeat(3)} ${'x'.repeat(30)} 漢字 ✓ 🌱 émigré</p>` });
     const decoded = decodeSharedEntry(encodeSharedEntry(archiveValue(issues, 1_700_000_000_000, true, { text })));
     if (decoded?.kind !== 'archive' || !decoded.index.text) throw new Error('expected an archive with its text index');
-    for (const q of ['zucchini', 'emigre', '漢字', 'xxxx']) expect(search(decoded.index.text, issues, searchWords(q)).map((issue) => issue.slug)).toEqual(['b']);
-    expect(decoded.index.text.records.get('b')?.letterWords).toBe(text.records.get('b')?.letterWords);
+    for (const q of ['zucchini', 'emigre', '漢字', 'xxxx']) expect(slugsOf(search(decoded.index.text, issues, searchWords(q)))).toEqual(['b']);
+    expect(slugsOf(search(decoded.index.text, issues, ['beta']))).toEqual(['b']);
+    expect(documentOf(decoded.index.text, 'b')?.letterWords).toBe(documentOf(text, 'b')?.letterWords);
   });
 
   it('decodes a damaged text index as a miss, not as wrong answers', () => {
     const issues = [summary('a', 'Alpha')];
     const entry = encodeSharedEntry(archiveValue(issues, 1_700_000_000_000, true, { text: indexOf(issues) }));
-    const payload = JSON.parse(entry.payload) as { text: { words: string } };
-    payload.text.words = '';
-    expect(decodeSharedEntry({ ...entry, payload: JSON.stringify(payload) })).toBeUndefined();
+    for (const damage of [(t: { words: string }) => (t.words = ''), (t: { postings: string }) => (t.postings = 'AAAA'), (t: { offsets: string }) => (t.offsets = '!')]) {
+      const payload = JSON.parse(entry.payload) as { text: { words: string; postings: string; offsets: string } };
+      damage(payload.text);
+      expect(decodeSharedEntry({ ...entry, payload: JSON.stringify(payload) })).toBeUndefined();
+    }
   });
 });
 

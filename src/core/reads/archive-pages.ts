@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { ArchivePageBody, IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { renderJson, renderedBytes, type BodyEncoder, type RenderedJson } from './rendered-json.js';
-import { createDictionary, search, summaryRecord, type TextIndex, type TextRecord } from './text-index.js';
+import { addSummary, createTextStore, search, type TextIndex } from './text-index.js';
 
 /** The validated archive query: every JSON page and feed is cut from the one index by it. */
 export interface ArchiveQuery {
@@ -46,10 +46,10 @@ function textIndexOf(index: ArchiveIndex): TextIndex {
   if (index.text !== undefined) return index.text;
   let text = summaryTextIndexes.get(index);
   if (text === undefined) {
-    const dictionary = createDictionary();
-    const records = new Map<string, TextRecord>();
-    for (const summary of index.all) records.set(summary.slug, summaryRecord(dictionary, summary, index.sources.get(summary.slug)?.updatedAt ?? null));
-    text = { dictionary, records };
+    const store = createTextStore();
+    const slots = new Map<string, number>();
+    for (const summary of index.all) slots.set(summary.slug, addSummary(store, summary, index.sources.get(summary.slug)?.updatedAt ?? null));
+    text = { store, slots };
     summaryTextIndexes.set(index, text);
   }
   return text;

@@ -4,7 +4,7 @@ import { stringBytes } from './memory-budget.js';
 import { renderedBytes, type RenderedJson } from './rendered-json.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
-import { createDictionary, textIndexBytes, type TextIndex, type TextRecord } from './text-index.js';
+import { decodeTextIndex, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
 
 /** The archive as one cached index; every limit/offset/category is served from it. */
 export interface ArchiveIndex {
@@ -149,7 +149,9 @@ const SharedPayloadSchema = z.union([
     text: z.optional(
       z.object({
         words: z.string(),
-        records: z.array(z.tuple([z.string(), z.nullable(z.string()), z.string(), z.string(), z.nullable(z.number())])),
+        offsets: z.string(),
+        postings: z.string(),
+        docs: z.array(z.tuple([z.string(), z.nullable(z.string()), z.string(), z.nullable(z.number())])),
       }),
     ),
   }),
@@ -194,79 +196,4 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const text = payload.text && decodeTextIndex(payload.text);
   if (payload.text && !text) return undefined;
   return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }), ...(text && { text }) });
-}
-
-type EncodedTextIndex = { words: string; records: [string, string | null, string, string, number | null][] };
-
-/**
- * A text index for the shared tier, so an instance that takes the archive from it searches the
- * letters too: the dictionary's words on lines (a word holds no line break), and per record its
- * ascending word numbers as gaps in variable-length bytes, base64 (about a byte per word).
- */
-function encodeTextIndex(text: TextIndex): EncodedTextIndex {
-  const words = Array.from({ length: text.dictionary.size }, (_, number) => text.dictionary.wordOf(number)).join('\n');
-  const records = [...text.records].map(
-    ([slug, record]): EncodedTextIndex['records'][number] => [slug, record.version, packNumbers(record.subject), packNumbers(record.words), record.letterWords],
-  );
-  return { words, records };
-}
-
-/** The text index of a shared entry, or undefined when its numbers do not fit its dictionary (a damaged entry). */
-function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefined {
-  const dictionary = createDictionary();
-  const words = encoded.words === '' ? [] : encoded.words.split('\n');
-  // Numbered in the same order, so the records' numbers stay as they were.
-  dictionary.numbersOf(words);
-  if (dictionary.size !== words.length) return undefined;
-  const records = new Map<string, TextRecord>();
-  for (const [slug, version, subject, all, letterWords] of encoded.records) {
-    const record = { version, subject: unpackNumbers(subject), words: unpackNumbers(all), letterWords };
-    if (!record.subject || !record.words || record.words.some((number) => number >= words.length)) return undefined;
-    records.set(slug, record as TextRecord);
-  }
-  return { dictionary, records };
-}
-
-function packNumbers(numbers: Uint32Array): string {
-  const bytes: number[] = [];
-  let previous = 0;
-  for (const number of numbers) {
-    let gap = number - previous;
-    previous = number;
-    while (gap >= 0x80) {
-      bytes.push((gap & 0x7f) | 0x80);
-      gap >>>= 7;
-    }
-    bytes.push(gap);
-  }
-  let binary = '';
-  for (let i = 0; i < bytes.length; i += 4096) binary += String.fromCharCode(...bytes.slice(i, i + 4096));
-  return btoa(binary);
-}
-
-function unpackNumbers(packed: string): Uint32Array | undefined {
-  let binary: string;
-  try {
-    binary = atob(packed);
-  } catch {
-    return undefined;
-  }
-  const numbers: number[] = [];
-  let previous = 0;
-  let gap = 0;
-  let shift = 0;
-  for (let i = 0; i < binary.length; i += 1) {
-    const byte = binary.charCodeAt(i);
-    gap += (byte & 0x7f) * 2 ** shift;
-    if (byte & 0x80) {
-      shift += 7;
-      if (shift > 28) return undefined;
-      continue;
-    }
-    previous += gap;
-    numbers.push(previous);
-    gap = 0;
-    shift = 0;
-  }
-  return shift === 0 ? Uint32Array.from(numbers) : undefined;
 }

@@ -145,12 +145,13 @@ export function searchWords(text: string): string[] {
 }
 
 /** Where `scanWords` puts each word: an ASCII run by its bounds (no string made yet), any other as a string. */
-interface WordSink {
+export interface WordSink {
   ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void;
   other(word: string): void;
 }
 
-function scanWords(text: string, sink: WordSink): void {
+/** Hands each word of `text` to `sink`, in order (the words `searchWords` lists). */
+export function scanWords(text: string, sink: WordSink): void {
   let start = -1;
   /** The run holds capitals (ASCII ones: lower-cased as they are). */
   let upper = false;
@@ -191,7 +192,7 @@ function scanWords(text: string, sink: WordSink): void {
 }
 
 /** The word an ASCII run spells: lower case, without its apostrophes, cut to MAX_WORD_LENGTH. */
-function asciiWord(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
+export function asciiWord(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
   const run = text.slice(start, end);
   const word = apostrophe ? run.replace(APOSTROPHES, '') : run;
   const cut = word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word;
@@ -230,53 +231,30 @@ export function readingMinutesOf(words: number): number {
   return Math.max(1, Math.round(words / WORDS_PER_MINUTE));
 }
 
-/** A letter's distinct words, how many words it has, and its reading time, from its HTML. */
-export interface LetterWords {
-  /** Each word once, in the order first seen. */
-  words: string[];
-  /** Words in all, repeats counted (the reading time's measure). */
-  count: number;
-  minutes: number;
+/** How many words a letter's HTML holds (repeats counted): what its reading time is counted from. */
+export function countWords(html: string): number {
+  let count = 0;
+  const counted = () => {
+    count += 1;
+  };
+  scanWords(visibleText(html), { ascii: counted, other: counted });
+  return count;
 }
 
-/**
- * A letter's words, each kept once. A letter repeats most of its words: an ASCII word already seen
- * is recognised by a hash of its characters and compared in place, so no string is made for it.
- */
+/** A letter's words as search compares them (distinct, in the order first seen) and how many it holds in all. */
+export interface LetterWords {
+  words: string[];
+  count: number;
+}
+
+/** A letter's distinct words and word count, from its HTML (for a few letters; the text index reads letters with `scanWords`). */
 export function letterWords(html: string): LetterWords {
-  const text = visibleText(html);
-  const words: string[] = [];
-  /** Words seen, by hash; the rare collision is told apart by comparing characters. */
-  const seen = new Map<number, string | string[]>();
-  let count = 0;
-  const keep = (word: string, hash: number, known: string | string[] | undefined) => {
-    seen.set(hash, known === undefined ? word : typeof known === 'string' ? [known, word] : [...known, word]);
-    words.push(word);
-  };
-  const add = (word: string) => {
-    const hash = hashOf(word, 0, word.length);
-    const known = seen.get(hash);
-    if (known === undefined || (typeof known === 'string' ? known !== word : !known.includes(word))) keep(word, hash, known);
-  };
-  scanWords(text, {
-    ascii(start, end, upper, apostrophe) {
-      count += 1;
-      if (apostrophe || end - start > MAX_WORD_LENGTH) return add(asciiWord(text, start, end, upper, apostrophe));
-      const hash = hashOf(text, start, end);
-      const known = seen.get(hash);
-      if (known !== undefined && (typeof known === 'string' ? spells(known, text, start, end) : known.some((word) => spells(word, text, start, end)))) return;
-      keep(asciiWord(text, start, end, upper, false), hash, known);
-    },
-    other(word) {
-      count += 1;
-      add(word);
-    },
-  });
-  return { words, count, minutes: readingMinutesOf(count) };
+  const all = searchWords(visibleText(html));
+  return { words: [...new Set(all)], count: all.length };
 }
 
 /** A hash of text[start, end) in lower case (ASCII capitals folded, as asciiWord does). */
-function hashOf(text: string, start: number, end: number): number {
+export function hashOf(text: string, start: number, end: number): number {
   let hash = 0;
   for (let at = start; at < end; at += 1) hash = (Math.imul(hash, 31) + lowerCode(text.charCodeAt(at))) | 0;
   return hash;
@@ -287,7 +265,7 @@ function lowerCode(code: number): number {
 }
 
 /** Whether `word` is what text[start, end) spells in lower case. */
-function spells(word: string, text: string, start: number, end: number): boolean {
+export function spells(word: string, text: string, start: number, end: number): boolean {
   if (word.length !== end - start) return false;
   for (let i = 0; i < word.length; i += 1) if (word.charCodeAt(i) !== lowerCode(text.charCodeAt(start + i))) return false;
   return true;

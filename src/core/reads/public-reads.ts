@@ -45,16 +45,16 @@ import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } fr
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
-import { letterWords, readingMinutesOf, type LetterWords } from './letter-text.js';
+import { countWords, readingMinutesOf } from './letter-text.js';
 import {
+  addDocument,
+  addSummary,
   compacted,
-  createDictionary,
-  createTextRecord,
-  summaryRecord,
-  wordsInUse,
-  type Dictionary,
+  createTextStore,
+  documentOf,
+  worthCompacting,
   type TextIndex,
-  type TextRecord,
+  type TextStore,
 } from './text-index.js';
 
 export type { RenderedJson } from './rendered-json.js';
@@ -145,12 +145,6 @@ interface Neighbours {
 const NO_NEIGHBOURS: Neighbours = { newer: null, older: null };
 /** What a copy's neighbours are compared by: a copy rendered with other ones is rendered again. */
 const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
-/**
- * A whole read makes the dictionary anew (dropping words no letter uses any more) once it holds
- * this many times the words in use, plus a margin: edits and unpublished letters leave words behind.
- */
-const DICTIONARY_SLACK_FACTOR = 2;
-const DICTIONARY_SLACK_WORDS = 4096;
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
@@ -267,7 +261,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         const ids = new Set(prior.sync.ids);
         for (const id of replaced) ids.add(id);
         const answeredAt = now();
-        const value = indexValue(kept, answeredAt, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators }, contents.dictionary);
+        const value = indexValue(kept, answeredAt, prior.complete && kept.length < options.archiveMaxIssues, { ...prior.sync, ids, head: head.validators }, contents.store);
         await contents.seed(answeredAt, value);
         return value;
       }
@@ -279,14 +273,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const ids = new Set(read.issues.map((row) => row.source.id));
       const answeredAt = now();
       const sync = { newestSentFirst: clean && read.newestSentFirst, fullReadAt: time, ids };
-      const value = indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync, contents.dictionary, true);
+      const value = indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync, contents.store, true);
       await contents.seed(answeredAt, value);
       return value;
     }
     const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
     const answeredAt = now();
     const sync = { newestSentFirst: false, fullReadAt: time, ids: new Set<string>() };
-    const value = indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, sync, contents.dictionary, true);
+    const value = indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, sync, contents.store, true);
     await contents.seed(answeredAt, value);
     return value;
   }
@@ -295,7 +289,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   interface KeptRow {
     summary: IssueSummary | undefined;
     source: IssueSource;
-    text?: TextRecord | undefined;
+    /** Its slot in the text store the read adds to (text-index.ts). */
+    slot?: number | undefined;
   }
 
   /** The rows of an index, back in the form a refresh merges. */
@@ -303,27 +298,27 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return index.all.map((summary) => ({
       summary,
       source: index.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null },
-      text: index.text?.records.get(summary.slug),
+      slot: index.text?.slots.get(summary.slug),
     }));
   }
 
   /**
    * The cached index of `rows` (newest first, one per slug, public ones only), with its text
-   * index over `dictionary`; after a whole read (`whole`), over a dictionary made anew when the
-   * one it had holds many more words than the letters now use.
+   * index in `store`; after a whole read (`whole`), compacted into a store of its own documents
+   * (dropping what edits, unpublished letters and head refreshes left in the one it shared).
    */
-  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync, dictionary: Dictionary, whole = false): CachedValue {
+  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync, store: TextStore, whole = false): CachedValue {
     const bySlug = new Map<string, IssueSummary>();
     const sources = new Map<string, IssueSource>();
-    const records = new Map<string, TextRecord>();
-    for (const { summary, source, text } of rows) {
+    const slots = new Map<string, number>();
+    for (const { summary, source, slot } of rows) {
       if (summary === undefined || bySlug.has(summary.slug)) continue;
       bySlug.set(summary.slug, summary);
       sources.set(summary.slug, source);
-      records.set(summary.slug, text ?? summaryRecord(dictionary, summary, source.updatedAt));
+      slots.set(summary.slug, slot ?? addSummary(store, summary, source.updatedAt));
     }
-    let text: TextIndex = { dictionary, records };
-    if (whole && dictionary.size > DICTIONARY_SLACK_FACTOR * wordsInUse(text) + DICTIONARY_SLACK_WORDS) text = compacted(text);
+    let text: TextIndex = { store, slots };
+    if (whole && worthCompacting(text)) text = compacted(text);
     return archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync, text });
   }
 
@@ -360,10 +355,10 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   function createContentKeeper(prior: ArchiveIndex | undefined) {
     const letters: { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined }[] = [];
     let bytes = 0;
-    // The prior index's dictionary, so its records are kept as they are for rows that did not change.
-    const dictionary = prior?.text?.dictionary ?? createDictionary();
+    // The prior index's store, so the documents of rows that did not change are kept as they are.
+    const store = prior?.text?.store ?? createTextStore();
     return {
-      dictionary,
+      store,
       reduceRow(row: UpstreamIssue): KeptRow {
         const source = { id: row.id, updatedAt: row.updatedAt ?? null };
         // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
@@ -371,16 +366,17 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
         const listed = toIssueSummary(row);
         const version = row.updatedAt ?? undefined;
         // The same row as the prior index's (same `updatedAt`): its words are known already.
-        const known = prior?.text?.records.get(row.slug);
-        const unchanged = known !== undefined && version !== undefined && known.version === version ? known : undefined;
-        let text: TextRecord;
-        if (typeof row.contentHtml === 'string' && unchanged?.letterWords == null) {
-          const letter = letterWords(row.contentHtml);
-          text = createTextRecord(dictionary, source.updatedAt, { subject: listed.subject, previewText: listed.previewText, categoryName: listed.category?.name, letter });
+        const knownSlot = prior?.text?.slots.get(row.slug);
+        const known = knownSlot === undefined ? undefined : store.docs[knownSlot];
+        const unchanged = known !== undefined && version !== undefined && known.version === version;
+        let slot: number;
+        if (typeof row.contentHtml === 'string' && !(unchanged && known.letterWords !== null)) {
+          slot = addSummary(store, listed, source.updatedAt, row.contentHtml);
         } else {
-          text = unchanged ?? summaryRecord(dictionary, listed, source.updatedAt);
+          slot = unchanged ? knownSlot! : addSummary(store, listed, source.updatedAt);
         }
-        const readingMinutes = text.letterWords === null ? null : readingMinutesOf(text.letterWords);
+        const letterCount = store.docs[slot]!.letterWords;
+        const readingMinutes = letterCount === null ? null : readingMinutesOf(letterCount);
         const summary = readingMinutes === null ? listed : { ...listed, readingMinutes };
         if (typeof row.contentHtml === 'string' && bytes < budget.upstreamDataEntry) {
           const copy = cache.peek(ISSUE_KEY_PREFIX + row.slug);
@@ -390,7 +386,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
             letters.push({ summary, contentHtml: row.contentHtml, readingMinutes: readingMinutes ?? 1, version });
           }
         }
-        return { summary, source, text };
+        return { summary, source, slot };
       },
       /**
        * Kept as text at once, so the read's answer never waits on compressing its letters: they are
@@ -515,13 +511,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       notFound.set(slug, true);
       return undefined;
     }
-    const letter = typeof issue.contentHtml === 'string' ? letterWords(issue.contentHtml) : undefined;
+    const minutes = readingMinutesOf(typeof issue.contentHtml === 'string' ? countWords(issue.contentHtml) : 0);
     // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
     const neighbourIndex = index?.index ?? (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }).then(archiveOf, () => undefined));
-    if (letter && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
+    if (typeof issue.contentHtml === 'string' && neighbourIndex) addLetterToSearch(neighbourIndex, issue, issue.contentHtml);
     const neighbours = neighboursIn(neighbourIndex, slug);
-    const summary = toIssueSummary(issue, letter?.minutes ?? null);
-    const detail = toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: letter?.minutes ?? readingMinutesOf(0) }, neighbours);
+    const summary = toIssueSummary(issue, typeof issue.contentHtml === 'string' ? minutes : null);
+    const detail = toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: minutes }, neighbours);
     const envelope: IssueBody = { ok: true, data: detail };
     return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined, neighboursKey(neighbours));
   }
@@ -532,12 +528,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * A letter read by slug joins the search of the index that lists its row with the same
    * `updatedAt` when that row did not carry it (the index's next build keeps it, and its reading time).
    */
-  function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, letter: LetterWords): void {
+  function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, letterHtml: string): void {
     const text = index.text;
-    const record = text?.records.get(issue.slug);
-    if (!text || !record || record.letterWords !== null || record.version !== (issue.updatedAt ?? null)) return;
+    const doc = text && documentOf(text, issue.slug);
+    if (!text || !doc || doc.letterWords !== null || doc.version !== (issue.updatedAt ?? null)) return;
     const summary = index.all.find((candidate) => candidate.slug === issue.slug);
-    if (summary) text.records.set(issue.slug, summaryRecord(text.dictionary, summary, record.version, letter));
+    if (summary) text.slots.set(issue.slug, addSummary(text.store, summary, doc.version, letterHtml));
   }
 
   /**
