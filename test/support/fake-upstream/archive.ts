@@ -33,8 +33,8 @@ const SYLLABLES = ['ba', 'ko', 'ri', 'ne', 'su', 'ta', 'mi', 'lo', 'pe', 'du', '
 const VOCABULARY_SIZE = 20_000;
 let vocabulary: string[] | undefined;
 
-/** 20,000 made-up words of two to five syllables, the same on every run. */
-function vocabularyWords(): string[] {
+/** 20,000 made-up words of two to five syllables, the same on every run, most common first (the varied prose's words). */
+export function vocabularyWords(): string[] {
   if (vocabulary) return vocabulary;
   const random = seeded(20_260_101);
   const words = new Set<string>();
