@@ -112,7 +112,7 @@ describe('the demo site’s archive page with ?q= (search without JavaScript)', 
   /** The app with the demo site, whose search pages read the app's own routes. */
   function searchingSite() {
     let app: ReturnType<typeof createTestApp>['app'] | undefined;
-    const site = createDemoSite(undefined, { api: (path) => app!.request(path) });
+    const site = createDemoSite(undefined, { api: async (path) => app!.request(path) });
     const test = createTestApp({ site });
     app = test.app;
     return test;

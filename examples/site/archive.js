@@ -41,10 +41,10 @@ function parsePage(value) {
   return Math.min(Math.max(number, 1), MAX_PAGE);
 }
 
-/** This page's address for another page or category, or (`search`) of the search shown (relative, so the site works in a subfolder). */
-function viewHref(toPage, toCategory, search) {
+/** This page's address for another page or category, or (`words`) of the search shown (relative, so the site works in a subfolder). */
+function viewHref(toPage, toCategory, words) {
   const query = new URLSearchParams();
-  if (search) query.set('q', search);
+  if (words) query.set('q', words);
   else if (toCategory) query.set('category', toCategory);
   if (toPage > 1) query.set('page', String(toPage));
   const search = query.toString();

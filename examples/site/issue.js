@@ -74,18 +74,21 @@ function withoutRepeatedTitle(html, subject) {
 
 /** Links to the issues sent just after and just before this one, where there are such. */
 function renderNeighbours(issue) {
-  const link = (node, neighbour, label) => {
+  const link = (node, neighbour, rel, label) => {
     node.hidden = !neighbour;
     if (!neighbour) {
+      // HTML allows `rel` only on a link with an href.
       node.removeAttribute('href');
+      node.removeAttribute('rel');
       node.replaceChildren();
       return;
     }
     node.href = `issue.html?slug=${encodeURIComponent(neighbour.slug)}`;
+    node.rel = rel;
     node.replaceChildren(label(neighbour.subject));
   };
-  link(document.getElementById('issue-newer'), issue.newer, (subject) => `← Newer: ${subject}`);
-  link(document.getElementById('issue-older'), issue.older, (subject) => `Older: ${subject} →`);
+  link(document.getElementById('issue-newer'), issue.newer, 'prev', (subject) => `← Newer: ${subject}`);
+  link(document.getElementById('issue-older'), issue.older, 'next', (subject) => `Older: ${subject} →`);
   document.getElementById('issue-neighbours').hidden = !issue.newer && !issue.older;
 }
 
@@ -101,8 +104,10 @@ function render(issue) {
     if (meta.childNodes.length) meta.append(' · ');
     meta.append(el('a', { href: `./?category=${encodeURIComponent(issue.category.slug)}` }, issue.category.name));
   }
-  if (meta.childNodes.length) meta.append(' · ');
-  meta.append(`${issue.readingMinutes} min read`);
+  if (issue.readingMinutes) {
+    if (meta.childNodes.length) meta.append(' · ');
+    meta.append(`${issue.readingMinutes} min read`);
+  }
   renderNeighbours(issue);
   showState(states, 'content');
   const noContent = document.getElementById('issue-no-content');

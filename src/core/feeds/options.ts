@@ -18,16 +18,6 @@ export interface FeedOptions {
   updated: string;
 }
 
-/** The newest `sentAt` among the issues, or the given fallback when none has one. */
-export function latestSentAt(issues: readonly IssueSummary[], fallback: string): string {
-  let latest: number | undefined;
-  for (const issue of issues) {
-    const time = issue.sentAt === null ? Number.NaN : Date.parse(issue.sentAt);
-    if (!Number.isNaN(time) && (latest === undefined || time > latest)) latest = time;
-  }
-  return latest === undefined ? fallback : new Date(latest).toISOString();
-}
-
 /**
  * When an issue last changed: its `updatedAt`, or its `sentAt` when that is later or the only
  * date it has (an upstream that does not move `updatedAt` on sending); null without either.
