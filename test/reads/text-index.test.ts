@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry } from '../../src/core/reads/cached-value.js';
-import { countWords, letterWords, readingMinutesOf, searchWords, visibleText } from '../../src/core/reads/letter-text.js';
+import { countWords, readingMinutesOf, searchWords, visibleText } from '../../src/core/reads/letter-text.js';
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
-import { addSummary, compacted, createTextStore, documentOf, search, textIndexBytes, worthCompacting, type TextIndex } from '../../src/core/reads/text-index.js';
+import { addDocument, addSummary, compacted, createTextStore, documentOf, search, textIndexBytes, worthCompacting, type TextIndex } from '../../src/core/reads/text-index.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { createFakeClock } from '../helpers.js';
@@ -41,14 +41,20 @@ describe('the words of a letter', () => {
 
   it('count about 230 a minute, rounded, at least one', () => {
     expect([0, 1, 344, 345, 690, 2300].map(readingMinutesOf)).toEqual([1, 1, 1, 2, 3, 10]);
-    expect(letterWords(`<p>${'word '.repeat(690)}</p>`)).toEqual({ words: ['word'], count: 690 });
+    expect(countWords(`<p>${'word '.repeat(690)}</p>`)).toBe(690);
     expect(readingMinutesOf(countWords(`<h1>Title</h1><p>${'word '.repeat(689)}</p><script>${'x '.repeat(500)}</script>`))).toBe(3);
   });
 
-  it('keep each word of a letter once, in the order first seen, however it was spelt', () => {
-    const letter = letterWords('<p>Garlic garlic GARLIC café cafe Cafe year’s years don\'t <b>Café</b></p>');
-    expect(letter.words).toEqual(['garlic', 'cafe', 'years', 'dont']);
-    expect(letter.count).toBe(10);
+  it('keep each word of a letter once in its document, however it was spelt, and count them all', () => {
+    const store = createTextStore();
+    const slot = addDocument(store, null, {
+      subject: 'Notes',
+      previewText: null,
+      categoryName: undefined,
+      letterHtml: '<p>Garlic garlic GARLIC café cafe Cafe year’s years don\'t <b>Café</b></p>',
+    });
+    expect(Array.from(store.recent[slot]!, (word) => store.dictionary.wordOf(word))).toEqual(['notes', 'garlic', 'cafe', 'years', 'dont']);
+    expect(store.docs[slot]!.letterWords).toBe(10);
   });
 
   it('take time linear in the letter, even for markup made to be slow', () => {

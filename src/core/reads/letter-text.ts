@@ -241,18 +241,6 @@ export function countWords(html: string): number {
   return count;
 }
 
-/** A letter's words as search compares them (distinct, in the order first seen) and how many it holds in all. */
-export interface LetterWords {
-  words: string[];
-  count: number;
-}
-
-/** A letter's distinct words and word count, from its HTML (for a few letters; the text index reads letters with `scanWords`). */
-export function letterWords(html: string): LetterWords {
-  const all = searchWords(visibleText(html));
-  return { words: [...new Set(all)], count: all.length };
-}
-
 /** A hash of text[start, end) in lower case (ASCII capitals folded, as asciiWord does). */
 export function hashOf(text: string, start: number, end: number): number {
   let hash = 0;

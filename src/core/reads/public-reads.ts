@@ -47,7 +47,6 @@ import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
 import {
-  addDocument,
   addSummary,
   compacted,
   createTextStore,
