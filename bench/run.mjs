@@ -12,11 +12,13 @@
 //   BENCH_CPU_PAIRS [5] paired CPU runs per cached scenario (ours and both bare Hono apps loaded at once; 0: none)
 //   BENCH_CONNECTIONS [50]                          BENCH_WARMUP [1]       warm-up seconds (first pair only)
 //   BENCH_UPSTREAM_LATENCY_MS [50]                  BENCH_TOOL [wrk when installed, else autocannon] (cached scenarios)
-//   BENCH_SCENARIOS [all] comma list of: issues,deep,slug,categories,304,subscribe,stampede,scan,stale,archive-scale,bombing
+//   BENCH_SCENARIOS [all] comma list of: issues,deep,slug,categories,304,subscribe,stampede,scan,stale,archive-scale,search,bombing
 //                   (or name them after `npm run bench --`, e.g. `npm run bench -- archive-scale`)
 //   BENCH_ARCHIVE_ISSUES [1000]  BENCH_ARCHIVE_HTML_KIB [90]  BENCH_ARCHIVE_JSON_KIB [60] (contentHtml and
 //   contentJson per row)  BENCH_ARCHIVE_LATENCY_MS [100]  BENCH_ARCHIVE_RESYNC_SECONDS [60]: the archive-scale scenario
 //                   (`npm run bench:bombing` runs the bombing alone)
+//   BENCH_SEARCH_ISSUES [1000]  BENCH_SEARCH_HTML_KIB [90]  BENCH_SEARCH_JSON_KIB [60]  BENCH_SEARCH_QUERIES [2000]: the
+//                   search scenario (letters of varied prose; `npm run bench -- search` runs it alone)
 //   BENCH_SUBSCRIBE_CONNECTIONS [10]                BENCH_STAMPEDE_REQUESTS [1000]
 //   BENCH_STAMPEDE_LATENCY_MS [500]                 BENCH_SCAN_SLUGS [100000]   BENCH_SCAN_CONNECTIONS [50]
 //   BENCH_SCAN_LATENCY_MS [0]                       BENCH_SCAN_MAX_SECONDS [150] the scan stops there if not done
@@ -54,6 +56,7 @@ import { backgroundBusyPct, progress, say } from './lib/stats.mjs';
 import { evaluateTargets, report } from './report.mjs';
 import { cachedScenarioList, runCachedScenarios } from './scenarios/cached.mjs';
 import { reportArchiveScale, runArchiveScale } from './scenarios/archive-scale.mjs';
+import { reportSearch, runSearch } from './scenarios/search.mjs';
 import { runSlugScan } from './scenarios/scan.mjs';
 import { runStaleServe } from './scenarios/stale.mjs';
 import { runStampede } from './scenarios/stampede.mjs';
@@ -127,6 +130,7 @@ async function main() {
     }
     if (wants('stale')) results.stale = await runStaleServe(run);
     if (wants('archive-scale')) results.archiveScale = await runArchiveScale();
+    if (wants('search')) results.search = await runSearch();
     if (wants('bombing')) results.bombing = await runBombing(run);
   } finally {
     agent.destroy();
@@ -138,6 +142,7 @@ async function main() {
   results.targets = evaluateTargets(results);
   report(results);
   if (results.archiveScale) say(`\n${reportArchiveScale(results.archiveScale).join('\n')}`);
+  if (results.search) say(`\n${reportSearch(results.search).join('\n')}`);
   const outDir = join(benchDir, 'results');
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`);

@@ -7,4 +7,14 @@ export type { AppType } from './core/app.js';
 /** ErrorBody: the body of every error answer (docs/contract.md "Errors we return"). */
 export type { ErrorBody, ErrorCode, ValidationIssue } from './core/http/errors.js';
 export type { SubscribeJsonInput } from './core/subscribe/input.js';
-export type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from './core/public-shapes.js';
+export type {
+  ArchivePageBody,
+  CategoriesBody,
+  CategoryListing,
+  IssueBody,
+  IssueDetail,
+  IssueNeighbour,
+  IssueSummary,
+  PublicCategory,
+  SubscribeBody,
+} from './core/public-shapes.js';

@@ -60,6 +60,9 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     return;
   }
   for (const notice of parsed.notices) log.log('warn', 'config_notice', { notice });
+  // The demo site renders search results with the app's own routes: bound once the app exists.
+  let serveApi: ((path: string, env: unknown) => Promise<Response>) | undefined;
+  const api = (path: string, env: unknown) => (serveApi ? serveApi(path, env) : Promise.reject(new Error('the app is not ready')));
   const { app, refuse, stats, upstream, freshReply, logAccess, surge, archiveWatch } = createAppForConfig(config, {
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
@@ -72,7 +75,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       holdOff: redis.holdOff,
     }),
     // With TURNSTILE_MODE=surge the form shows no widget until the service asks (CAPTCHA_REQUIRED carries the key).
-    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined) : undefined,
+    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined, { api }) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
     requestTimedOut: timedOutByListener,
@@ -81,6 +84,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     // TTL (and a tick) of the change, so the hook waits that long for all of them to serve it.
     ...(redis && { archiveWatch: { store: redis.watchStore, lease: redis.watchLease, settleMs: config.cacheTtlSeconds * 1000 + 2 * WATCH_TICK_MS } }),
   });
+  serveApi = async (path, env) => app.request(path, undefined, env);
   // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
   if (surge) setInterval(() => void surge.check((promise) => void promise), SURGE_CHECK_INTERVAL_MS).unref();
   if (config.accessLog === 'summary') setInterval(() => logAccess.writeHitSummary(), HIT_SUMMARY_INTERVAL_MS).unref();

@@ -164,6 +164,73 @@ describe('the example site, in Chromium against the demo server', () => {
     expect(await error.isHidden()).toBe(true);
   });
 
+  it('searches the archive from the box: the matches, their count and reading time, kept across pages (JavaScript on)', async () => {
+    const expected = await api<Archive & { data: { readingMinutes: number | null }[] }>('/api/issues?q=garden&limit=10');
+    expect(expected.meta.total).toBeGreaterThan(10);
+    const page = await openPage();
+    await page.goto(`${server.origin}/`);
+    await page.locator('.issue-card').first().waitFor();
+    await page.getByLabel('Search the archive').fill('garden');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(`${server.origin}/?q=garden`);
+    await expect.poll(() => page.locator('.issue-card h2').allTextContents()).toEqual(expected.data.map((issue) => issue.subject));
+    const pages = Math.ceil(expected.meta.total / 10);
+    await expect.poll(() => page.locator('#archive-summary').textContent()).toBe(`${expected.meta.total} issues match “garden” · page 1 of ${pages}`);
+    expect(await page.locator('#search-q').inputValue()).toBe('garden');
+    expect(await page.title()).toBe('The Field Notes · Search: garden');
+    expect(await page.locator('.issue-card .meta').first().textContent()).toContain(`${expected.data[0]!.readingMinutes} min read`);
+    await screenshot(page, 'archive-search');
+    await page.locator('#pager-older').click();
+    await page.waitForURL(`${server.origin}/?q=garden&page=2`);
+    const second = await api<Archive>('/api/issues?q=garden&limit=10&offset=10');
+    await expect.poll(() => page.locator('.issue-card h2').allTextContents()).toEqual(second.data.map((issue) => issue.subject));
+
+    await page.getByLabel('Search the archive').fill('nothing-like-this');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.locator('#archive-empty').waitFor();
+    expect(await page.locator('#archive-empty-text').textContent()).toBe('No issues match “nothing-like-this”.');
+  });
+
+  it('searches without JavaScript: the form’s GET comes back with the matches already in the page', async () => {
+    const expected = await api<Archive>('/api/issues?q=compost&limit=10');
+    expect(expected.meta.total).toBeGreaterThan(0);
+    const page = await openPage({ javaScript: false });
+    await page.goto(`${server.origin}/`);
+    await page.getByLabel('Search the archive').fill('compost');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(`${server.origin}/?q=compost`);
+    expect(await page.locator('.issue-card h2').allTextContents()).toEqual(expected.data.map((issue) => issue.subject));
+    expect(await page.locator('#archive-summary').textContent()).toMatch(new RegExp(`^${expected.meta.total} issues? match(es)? “compost” · page 1 of 1$`));
+    expect(await page.getByText('The archive needs JavaScript').count()).toBe(0);
+    await page.locator('.issue-card h2 a').first().click();
+    await page.waitForURL(`${server.origin}/issue.html?slug=${expected.data[0]!.slug}`);
+    await screenshot(page, 'archive-search-nojs');
+  });
+
+  it('shows an issue’s reading time and links to the newer and older issue, none beyond the ends', async () => {
+    const { data } = await api<Archive>('/api/issues?limit=100');
+    const middle = data[3]!;
+    const page = await openPage();
+    await page.goto(`${server.origin}/issue.html?slug=${middle.slug}`);
+    await page.locator('#issue').waitFor();
+    const detail = await api<{ data: { readingMinutes: number } }>(`/api/issues/${middle.slug}`);
+    expect(await page.locator('#issue-meta').textContent()).toContain(`${detail.data.readingMinutes} min read`);
+    expect(await page.locator('#issue-newer').textContent()).toBe(`← Newer: ${data[2]!.subject}`);
+    expect(await page.locator('#issue-older').textContent()).toBe(`Older: ${data[4]!.subject} →`);
+    await screenshot(page, 'issue-neighbours');
+    await page.locator('#issue-older').click();
+    await page.waitForURL(`${server.origin}/issue.html?slug=${data[4]!.slug}`);
+    await expect.poll(() => page.locator('#issue-title').textContent()).toBe(data[4]!.subject);
+
+    await page.goto(`${server.origin}/issue.html?slug=${data[0]!.slug}`);
+    await expect.poll(() => page.locator('#issue-title').textContent()).toBe(data[0]!.subject);
+    expect(await page.locator('#issue-newer').isHidden()).toBe(true);
+    expect(await page.locator('#issue-older').isVisible()).toBe(true);
+    await page.goto(`${server.origin}/issue.html?slug=${data.at(-1)!.slug}`);
+    await expect.poll(() => page.locator('#issue-title').textContent()).toBe(data.at(-1)!.subject);
+    expect(await page.locator('#issue-older').isHidden()).toBe(true);
+  });
+
   it('links the Atom feed from its pages, and the feed’s entries open the issue pages it serves', async () => {
     const { data } = await api<Archive>('/api/issues?limit=1');
     const latest = data[0]!;

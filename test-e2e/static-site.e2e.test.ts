@@ -79,7 +79,7 @@ async function shot(page: Page, name: string): Promise<void> {
 
 describe('the static site built by npm run site:build, in Chromium', () => {
   it('builds from the demo service and says what it wrote', () => {
-    expect(buildSummary).toMatch(/^wrote \d+ files \(60 pages, \d+ bytes\) for 48 issues/);
+    expect(buildSummary).toMatch(/^wrote \d+ files \(61 pages, \d+ bytes\) for 48 issues/);
     expect(buildSummary).toMatch(/site digest: [0-9a-f]{64}/);
   });
 
@@ -123,6 +123,42 @@ describe('the static site built by npm run site:build, in Chromium', () => {
     // The letter's links open in a new tab that cannot reach back.
     expect(await page.locator('.letter a').first().getAttribute('rel')).toBe('noopener noreferrer');
     await shot(page, `static-issue-${javaScript ? 'js' : 'nojs'}`);
+  });
+
+  it('searches from the archive’s box: the search page shows the service’s matches, linked to the built pages', async () => {
+    const expected = (await (await fetch(`${server.origin}/api/issues?q=garden&limit=20`)).json()) as { data: { slug: string; subject: string }[]; meta: { total: number } };
+    expect(expected.meta.total).toBeGreaterThan(20);
+    const page = await openPage(true);
+    await page.goto(`${host.origin}/`);
+    await page.getByLabel('Search the archive').fill('garden');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.waitForURL(`${host.origin}/search/?q=garden`);
+    await expect.poll(() => page.locator('#search-results .issue-card h2').allTextContents()).toEqual(expected.data.map((issue) => issue.subject));
+    expect(await page.locator('#search-summary').textContent()).toBe(`${expected.meta.total} issues match “garden”`);
+    expect(await page.locator('#search-all').isHidden()).toBe(true);
+    await page.getByRole('button', { name: 'More results' }).click();
+    await expect.poll(() => page.locator('#search-results .issue-card').count()).toBe(Math.min(40, expected.meta.total));
+    await shot(page, 'static-search-js');
+    await page.locator('#search-results .issue-card h2 a').first().click();
+    await page.waitForURL(`${host.origin}/issues/${expected.data[0]!.slug}/`);
+  });
+
+  it('offers every issue on the search page without JavaScript, for the browser’s find', async () => {
+    const page = await openPage(false);
+    await page.goto(`${host.origin}/search/?q=garden`);
+    expect(await page.locator('#search-all .all-issues li').count()).toBe(48);
+    expect(await page.locator('#search-results').isHidden()).toBe(true);
+    await shot(page, 'static-search-nojs');
+  });
+
+  it('links an issue page to the newer and older issue, and shows its reading time (JavaScript off)', async () => {
+    const page = await openPage(false);
+    await page.goto(`${host.origin}/issues/${LATEST.slug}/`);
+    expect(await page.locator('.neighbours a').count()).toBe(1);
+    expect(await page.locator('.issue-header .meta').textContent()).toMatch(/\d+ min read$/);
+    await page.locator('.neighbours a[rel="next"]').click();
+    await page.waitForURL(/\/issues\/[^/]+\/$/);
+    expect(await page.locator('.neighbours a[rel="prev"]').textContent()).toBe(`← Newer: ${LATEST.subject}`);
   });
 
   it('answers a missing page with its 404 page', async () => {
@@ -218,10 +254,15 @@ describe('the demo pages and the static site under the Nu Html Checker', () => {
   it('have no error, as served', async () => {
     const demo = join(ROOT, 'test-output', 'demo-pages');
     await mkdir(demo, { recursive: true });
-    for (const path of ['index.html', 'issue.html']) {
+    // The pages as files, and the archive page with a search's matches in it.
+    for (const [path, file] of [
+      ['index.html', 'index.html'],
+      ['issue.html', 'issue.html'],
+      ['?q=garden', 'search.html'],
+    ] as const) {
       const response = await fetch(`${server.origin}/${path}`);
       expect(response.status).toBe(200);
-      await writeFile(join(demo, path), await response.text());
+      await writeFile(join(demo, file), await response.text());
     }
     const messages = await nuHtmlChecker([demo, OUT]);
     const errors = messages.filter((message) => message.type === 'error' || message.subType === 'fatal');

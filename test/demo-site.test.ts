@@ -107,3 +107,64 @@ describe('the demo site', () => {
     }
   });
 });
+
+describe('the demo site’s archive page with ?q= (search without JavaScript)', () => {
+  /** The app with the demo site, whose search pages read the app's own routes. */
+  function searchingSite() {
+    let app: ReturnType<typeof createTestApp>['app'] | undefined;
+    const site = createDemoSite(undefined, { api: async (path) => app!.request(path) });
+    const test = createTestApp({ site });
+    app = test.app;
+    return test;
+  }
+
+  it('comes with the matches in it: cards, a count, the query in the box, and no "needs JavaScript"', async () => {
+    const { app } = searchingSite();
+    const response = await app.request('/?q=rooftop+beekeepers');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const html = await response.text();
+    const api = (await (await app.request('/api/issues?q=rooftop+beekeepers&limit=10')).json()) as { data: { slug: string }[]; meta: { total: number } };
+    expect(api.meta.total).toBeGreaterThan(0);
+    for (const issue of api.data) expect(html).toContain(`href="issue.html?slug=${issue.slug}"`);
+    expect(html).toContain('<title>The Field Notes · Search: rooftop beekeepers</title>');
+    expect(html).toContain('<body data-rendered="search">');
+    expect(html).toContain('value="rooftop beekeepers"');
+    expect(html).toContain(`${api.meta.total} ${api.meta.total === 1 ? 'issue matches' : 'issues match'} “rooftop beekeepers” · page 1 of 1`);
+    expect(html).toMatch(/\d+ min read/);
+    expect(html).not.toContain('The archive needs JavaScript');
+    expect(html).not.toContain('<ol class="issue-list" id="issue-list" hidden>');
+  });
+
+  it('pages through the matches, keeping the query in the pager links', async () => {
+    const { app } = searchingSite();
+    const html = await (await app.request('/?q=the&page=2')).text();
+    const total = ((await (await app.request('/api/issues?q=the')).json()) as { meta: { total: number } }).meta.total;
+    expect(total).toBeGreaterThan(10);
+    expect(html).toContain(`page 2 of ${Math.ceil(total / 10)}`);
+    expect(html).toContain('href="?q=the" rel="prev"');
+  });
+
+  it('says so when nothing matches, and escapes the query wherever it is shown', async () => {
+    const { app } = searchingSite();
+    const html = await (await app.request(`/?q=${encodeURIComponent('<script>alert(1)</script> "x"')}`)).text();
+    expect(html).toContain('No issues match “&#60;script&#62;alert(1)&#60;/script&#62; &#34;x&#34;”.');
+    expect(html).not.toContain('<script>alert(1)');
+    expect(html).toContain('<div class="state" id="archive-empty">');
+  });
+
+  it('cuts a search longer than the service takes to its first 200 characters, as archive.js does', async () => {
+    const { app } = searchingSite();
+    const html = await (await app.request(`/?q=${'a'.repeat(300)}`)).text();
+    expect(html).toContain(`value="${'a'.repeat(200)}"`);
+    expect(html).not.toContain('could not be searched');
+  });
+
+  it('leaves the archive page without ?q= as the file it is', async () => {
+    const { app } = searchingSite();
+    const response = await app.request('/');
+    expect(response.headers.get('cache-control')).toBe('no-cache');
+    expect(await response.text()).toBe(readFileSync(new URL('../examples/site/index.html', import.meta.url), 'utf8'));
+  });
+});

@@ -171,6 +171,12 @@ describe('Node entry', () => {
     let upstreamCalled!: () => void;
     const called = new Promise<void>((resolve) => (upstreamCalled = resolve));
     const upstream = createHttpServer((req, res) => {
+      // The archive the categories are counted in answers at once (an empty one).
+      if (req.url?.startsWith('/v1/newsletter/issues')) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ ok: true, data: [] }));
+        return;
+      }
       held = res;
       upstreamCalled();
     });
@@ -198,7 +204,7 @@ describe('Node entry', () => {
       held!.end(JSON.stringify({ ok: true, data: [{ id: 'c1', name: 'Essays', slug: 'essays' }] }));
       const response = await inFlight;
       expect(response.status).toBe(200);
-      expect(await response.json()).toEqual({ ok: true, data: [{ name: 'Essays', slug: 'essays' }] });
+      expect(await response.json()).toEqual({ ok: true, data: [{ name: 'Essays', slug: 'essays', count: 0 }] });
       expect(await run.exited).toBe(0);
     } finally {
       upstream.closeAllConnections();

@@ -208,14 +208,16 @@ describe('the npm package', () => {
 
   it('exports the public shapes from newsletter-bff/client, as the service defines them', async () => {
     const check = await typecheckWith('shapes.ts', [
-      'import type { ArchivePageBody, CategoriesBody, ErrorBody, IssueBody, IssueDetail, IssueSummary, PublicCategory, SubscribeBody } from \'newsletter-bff/client\';',
+      "import type { ArchivePageBody, CategoriesBody, CategoryListing, ErrorBody, IssueBody, IssueDetail, IssueNeighbour, IssueSummary, PublicCategory, SubscribeBody } from 'newsletter-bff/client';",
       "const category: PublicCategory = { name: 'Essays', slug: 'essays' };",
-      "const summary: IssueSummary = { slug: 'a', subject: 'A', previewText: null, thumbnailUrl: null, sentAt: null, category };",
-      'const detail: IssueDetail = { ...summary, contentHtml: null };',
+      'const listing: CategoryListing = { ...category, count: 1 };',
+      "const summary: IssueSummary = { slug: 'a', subject: 'A', previewText: null, thumbnailUrl: null, sentAt: null, updatedAt: null, category, readingMinutes: null };",
+      "const older: IssueNeighbour = { slug: 'b', subject: 'B', sentAt: null };",
+      'const detail: IssueDetail = { ...summary, readingMinutes: 3, contentHtml: null, newer: null, older };',
       'export const bodies: [ArchivePageBody, IssueBody, CategoriesBody, SubscribeBody, ErrorBody] = [',
-      '  { ok: true, data: [summary], meta: { total: 1, limit: 20, offset: 0 } },',
+      '  { ok: true, data: [summary], meta: { total: 1, limit: 20, offset: 0, nextOffset: null, previousOffset: null } },',
       '  { ok: true, data: detail },',
-      '  { ok: true, data: [category] },',
+      '  { ok: true, data: [listing] },',
       '  { ok: true, data: { accepted: true } },',
       "  { ok: false, error: { code: 'NOT_FOUND', message: 'Not found.' } },",
       '];',

@@ -7,6 +7,7 @@ import {
   CategoriesBodySchema as CategoriesBody,
   IssueBodySchema as IssueBody,
   SubscribeBodySchema as SubscribeBody,
+  type CategoryListing,
   type PublicCategory,
 } from '../src/core/public-shapes.js';
 import type * as z from '../src/core/zod.js';
@@ -31,7 +32,7 @@ describe('typed client (hono/client hc<AppType>)', () => {
   it('types the requests: paths, the archive query and the slug parameter', () => {
     expectTypeOf<InferRequestType<Client['api']['issues'][':slug']['$get']>>().toEqualTypeOf<{ param: { slug: string } }>();
     expectTypeOf<InferRequestType<Client['api']['issues']['$get']>>().toEqualTypeOf<{
-      query: { limit?: string; offset?: string; category?: string };
+      query: { limit?: string; offset?: string; category?: string; q?: string };
     }>();
     expectTypeOf<InferRequestType<Client['api']['subscribe']['$post']>>().toEqualTypeOf<{
       json: { email: string; optInAttestation: true; source?: string; sourcePlatform?: 'x' | 'linkedin' };
@@ -81,7 +82,7 @@ describe('typed client (hono/client hc<AppType>)', () => {
     expect(response.status).toBe(200);
     const body = ArchiveBody.parse(await response.json());
     expect(body.data).toHaveLength(2);
-    expect(body.meta).toEqual({ total: expect.any(Number), limit: 2, offset: 1 });
+    expect(body.meta).toEqual({ total: expect.any(Number), limit: 2, offset: 1, nextOffset: 3, previousOffset: 0 });
     expect(body.data.every((issue) => issue.category?.slug === 'interviews')).toBe(true);
   });
 
@@ -94,6 +95,19 @@ describe('typed client (hono/client hc<AppType>)', () => {
     const body = IssueBody.parse(await response.json());
     expect(body.data.slug).toBe(slug);
     expect(body.data.contentHtml).toContain('<h1>');
+    // The newest issue: nothing newer, and the second one older.
+    expect(body.data.newer).toBeNull();
+    expect(body.data.older?.slug).toBe(ArchiveBody.parse(await (await client.api.issues.$get({ query: { limit: '2' } })).json()).data[1]!.slug);
+  });
+
+  it('searches with the typed q parameter, every word matching', async () => {
+    const client = createTypedClient();
+    const response = await client.api.issues.$get({ query: { q: 'beekeepers rooftop', limit: '5' } });
+    expect(response.status).toBe(200);
+    const body = ArchiveBody.parse(await response.json());
+    expect(body.meta.total).toBeGreaterThan(0);
+    expect(body.data[0]!.subject).toMatch(/Rooftop Beekeepers/);
+    expectTypeOf(body.data[0]!.readingMinutes).toEqualTypeOf<number | null>();
   });
 
   it('reads the categories in the documented shape', async () => {
@@ -102,7 +116,7 @@ describe('typed client (hono/client hc<AppType>)', () => {
     expect(response.status).toBe(200);
     if (response.status !== 200) return;
     const typed = await response.json();
-    expectTypeOf(typed.data).toEqualTypeOf<PublicCategory[]>();
+    expectTypeOf(typed.data).toEqualTypeOf<CategoryListing[]>();
     const body = CategoriesBody.parse(typed);
     expect(body.data.map((category) => category.name)).toEqual([...body.data.map((category) => category.name)].sort());
   });

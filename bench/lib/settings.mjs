@@ -19,7 +19,7 @@ const num = (name, fallback) => {
   return parsed;
 };
 
-export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale', 'archive-scale', 'bombing'];
+export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale', 'archive-scale', 'search', 'bombing'];
 // `npm run bench -- archive-scale stale` runs those only, as BENCH_SCENARIOS=archive-scale,stale does.
 const scenarioArgs = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
 export const settings = {
@@ -47,6 +47,12 @@ export const settings = {
     jsonKiB: num('BENCH_ARCHIVE_JSON_KIB', 60),
     latencyMs: num('BENCH_ARCHIVE_LATENCY_MS', 100),
     resyncSeconds: Math.round(num('BENCH_ARCHIVE_RESYNC_SECONDS', 60)),
+  },
+  search: {
+    issues: Math.round(num('BENCH_SEARCH_ISSUES', 1000)),
+    htmlKiB: num('BENCH_SEARCH_HTML_KIB', 90),
+    jsonKiB: num('BENCH_SEARCH_JSON_KIB', 60),
+    queries: Math.max(1, Math.round(num('BENCH_SEARCH_QUERIES', 2000))),
   },
   bombingAddresses: Math.max(1, Math.round(num('BENCH_BOMBING_ADDRESSES', 1000))),
   bombingIps: Math.max(1, Math.min(65_536, Math.round(num('BENCH_BOMBING_IPS', 250)))),

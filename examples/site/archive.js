@@ -1,15 +1,19 @@
-// The archive page: categories, one page of issues, paging. State lives in the URL
-// (?category=slug&page=N), so every view has an address and the back button works.
+// The archive page: categories, search, one page of issues, paging. State lives in the URL
+// (?category=slug&page=N, ?q=words&page=N), so every view has an address and the back button works.
 import { ApiFailure, el, getJson, safeImageUrl, showState, SLUG_PATTERN, timeElement } from './api.js';
 
 const PAGE_SIZE = 10;
 // The service refuses offsets beyond its archive cap (ARCHIVE_MAX_ISSUES, 5000 by default).
 const MAX_PAGE = 500;
+// The service refuses a longer search (a 422).
+const MAX_SEARCH = 200;
 
 const params = new URLSearchParams(window.location.search);
 const requestedCategory = params.get('category');
 const category = requestedCategory && SLUG_PATTERN.test(requestedCategory) ? requestedCategory : undefined;
 const page = parsePage(params.get('page'));
+/** What the search box asked for ('' for none): a search is across every category. */
+const q = [...(params.get('q') ?? '').trim()].slice(0, MAX_SEARCH).join('');
 /** The active category's name, once the categories have loaded. */
 let categoryName;
 
@@ -23,6 +27,7 @@ const nodes = {
   newer: document.getElementById('pager-newer'),
   older: document.getElementById('pager-older'),
   position: document.getElementById('pager-position'),
+  search: document.getElementById('search-q'),
 };
 const states = {
   loading: document.getElementById('archive-loading'),
@@ -36,10 +41,11 @@ function parsePage(value) {
   return Math.min(Math.max(number, 1), MAX_PAGE);
 }
 
-/** This page's address for another page or category (relative, so the site works in a subfolder). */
-function viewHref(toPage, toCategory) {
+/** This page's address for another page or category, or (`words`) of the search shown (relative, so the site works in a subfolder). */
+function viewHref(toPage, toCategory, words) {
   const query = new URLSearchParams();
-  if (toCategory) query.set('category', toCategory);
+  if (words) query.set('q', words);
+  else if (toCategory) query.set('category', toCategory);
   if (toPage > 1) query.set('page', String(toPage));
   const search = query.toString();
   return search ? `?${search}` : window.location.pathname;
@@ -53,7 +59,8 @@ async function loadCategories() {
     return; // The archive is still useful without its filter.
   }
   const item = (label, slug) => {
-    const link = el('a', { href: viewHref(1, slug), 'aria-current': slug === category ? 'page' : undefined }, label);
+    const current = !q && slug === category;
+    const link = el('a', { href: viewHref(1, slug), 'aria-current': current ? 'page' : undefined }, label);
     return el('li', {}, link);
   };
   nodes.categoryList.replaceChildren(item('All issues', undefined), ...categories.map((c) => item(c.name, c.slug)));
@@ -63,7 +70,8 @@ async function loadCategories() {
 }
 
 function updateTitle() {
-  document.title = ['The Field Notes', categoryName ?? 'Archive', page > 1 ? `page ${page}` : undefined].filter(Boolean).join(' · ');
+  const view = q ? `Search: ${q}` : (categoryName ?? 'Archive');
+  document.title = ['The Field Notes', view, page > 1 ? `page ${page}` : undefined].filter(Boolean).join(' · ');
 }
 
 function issueCard(issue) {
@@ -80,6 +88,10 @@ function issueCard(issue) {
   if (issue.category) {
     if (meta.childNodes.length) meta.append(' · ');
     meta.append(el('a', { href: viewHref(1, issue.category.slug), className: 'category' }, issue.category.name));
+  }
+  if (issue.readingMinutes) {
+    if (meta.childNodes.length) meta.append(' · ');
+    meta.append(`${issue.readingMinutes} min read`);
   }
   return el(
     'li',
@@ -98,8 +110,8 @@ function issueCard(issue) {
 function renderPager(total) {
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   nodes.position.textContent = `Page ${page} of ${pages}`;
-  setLink(nodes.newer, 'prev', page > 1 ? viewHref(Math.min(page - 1, pages), category) : undefined);
-  setLink(nodes.older, 'next', page < pages ? viewHref(page + 1, category) : undefined);
+  setLink(nodes.newer, 'prev', page > 1 ? viewHref(Math.min(page - 1, pages), category, q) : undefined);
+  setLink(nodes.older, 'next', page < pages ? viewHref(page + 1, category, q) : undefined);
   nodes.pager.hidden = pages === 1 && page === 1;
 }
 
@@ -118,16 +130,20 @@ function setLink(link, rel, href) {
 }
 
 async function loadArchive() {
-  showState(states, 'loading');
-  nodes.summary.textContent = '';
-  nodes.pager.hidden = true;
-  if (requestedCategory !== null && !category) {
+  // Search results the server already rendered (demo mode) stay in view while they are read again.
+  if (document.body.dataset.rendered !== 'search') {
+    showState(states, 'loading');
+    nodes.summary.textContent = '';
+    nodes.pager.hidden = true;
+  }
+  if (!q && requestedCategory !== null && !category) {
     nodes.emptyText.textContent = 'There is no such category.';
     showState(states, 'empty');
     return;
   }
   const query = new URLSearchParams({ limit: String(PAGE_SIZE), offset: String((page - 1) * PAGE_SIZE) });
-  if (category) query.set('category', category);
+  if (q) query.set('q', q);
+  else if (category) query.set('category', category);
   let body;
   try {
     body = await getJson(`/api/issues?${query}`);
@@ -143,14 +159,21 @@ async function loadArchive() {
   const { data: issues, meta } = body;
   if (issues.length === 0) {
     nodes.emptyText.textContent =
-      meta.total === 0 ? (category ? 'No issues in this category yet.' : 'No issues have been published yet.') : 'This page is empty.';
+      meta.total > 0
+        ? 'This page is empty.'
+        : q
+          ? `No issues match “${q}”.`
+          : category
+            ? 'No issues in this category yet.'
+            : 'No issues have been published yet.';
     showState(states, 'empty');
     if (meta.total > 0) renderPager(meta.total);
     return;
   }
   nodes.list.replaceChildren(...issues.map(issueCard));
   const pages = Math.max(1, Math.ceil(meta.total / PAGE_SIZE));
-  nodes.summary.textContent = `${meta.total} ${meta.total === 1 ? 'issue' : 'issues'} · page ${page} of ${pages}`;
+  const counted = q ? `${meta.total} ${meta.total === 1 ? 'issue matches' : 'issues match'} “${q}”` : `${meta.total} ${meta.total === 1 ? 'issue' : 'issues'}`;
+  nodes.summary.textContent = `${counted} · page ${page} of ${pages}`;
   showState(states, 'content');
   renderPager(meta.total);
 }
@@ -158,6 +181,7 @@ async function loadArchive() {
 document.getElementById('archive-retry').addEventListener('click', () => {
   loadArchive();
 });
+nodes.search.value = q;
 updateTitle();
 loadCategories();
 loadArchive();

@@ -72,6 +72,26 @@ function withoutRepeatedTitle(html, subject) {
   return html;
 }
 
+/** Links to the issues sent just after and just before this one, where there are such. */
+function renderNeighbours(issue) {
+  const link = (node, neighbour, rel, label) => {
+    node.hidden = !neighbour;
+    if (!neighbour) {
+      // HTML allows `rel` only on a link with an href.
+      node.removeAttribute('href');
+      node.removeAttribute('rel');
+      node.replaceChildren();
+      return;
+    }
+    node.href = `issue.html?slug=${encodeURIComponent(neighbour.slug)}`;
+    node.rel = rel;
+    node.replaceChildren(label(neighbour.subject));
+  };
+  link(document.getElementById('issue-newer'), issue.newer, 'prev', (subject) => `← Newer: ${subject}`);
+  link(document.getElementById('issue-older'), issue.older, 'next', (subject) => `Older: ${subject} →`);
+  document.getElementById('issue-neighbours').hidden = !issue.newer && !issue.older;
+}
+
 function render(issue) {
   updateHead(issue);
   document.getElementById('issue-title').textContent = issue.subject;
@@ -81,9 +101,14 @@ function render(issue) {
   const time = timeElement(issue.sentAt);
   if (time) meta.append(time);
   if (issue.category) {
-    if (time) meta.append(' · ');
+    if (meta.childNodes.length) meta.append(' · ');
     meta.append(el('a', { href: `./?category=${encodeURIComponent(issue.category.slug)}` }, issue.category.name));
   }
+  if (issue.readingMinutes) {
+    if (meta.childNodes.length) meta.append(' · ');
+    meta.append(`${issue.readingMinutes} min read`);
+  }
+  renderNeighbours(issue);
   showState(states, 'content');
   const noContent = document.getElementById('issue-no-content');
   if (!issue.contentHtml) {
@@ -113,6 +138,7 @@ async function load() {
     return;
   }
   showState(states, 'loading');
+  document.getElementById('issue-neighbours').hidden = true;
   try {
     const { data } = await getJson(`/api/issues/${encodeURIComponent(slug)}`);
     render(data);

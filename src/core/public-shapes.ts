@@ -23,17 +23,36 @@ export const PublicCategorySchema = z.strictObject({
   slug: SlugSchema,
 });
 
+/** A category as GET /api/categories lists it: with the number of public issues in it. */
+export const CategoryListingSchema = z.extend(PublicCategorySchema, {
+  count: z.int().check(z.gte(0), z.meta({ description: 'How many public issues the archive holds in this category.' })),
+});
+
+const isoOrNull = (description: string) => z.nullable(z.iso.datetime()).check(z.meta({ description }));
+
 export const IssueSummarySchema = z.strictObject({
   slug: SlugSchema,
   subject: z.string(),
   previewText: z.nullable(z.string()).check(z.meta({ description: "The letter's preview line; null when the letter has none." })),
   thumbnailUrl: z.nullable(z.url({ protocol: /^https?$/ })).check(z.meta({ description: 'Only http(s) URLs, so a site can put it in `<img src>`; null when the letter has no picture, or its address is not http(s).' })),
-  sentAt: z.nullable(z.iso.datetime()).check(z.meta({ description: "When the letter was sent; null when the upstream gives no valid date (such issues are listed last)." })),
+  sentAt: isoOrNull('When the letter was sent; null when the upstream gives no valid date (such issues are listed last).'),
+  updatedAt: isoOrNull('When the upstream last changed the issue; null when it does not say.'),
   category: z.nullable(PublicCategorySchema).check(z.meta({ description: "The issue's category; null when it has none, or when its slug could not be linked (it breaks the slug rule)." })),
+  readingMinutes: z.nullable(z.int().check(z.gte(1))).check(z.meta({ description: "Minutes to read the letter (its words at about 230 a minute, at least 1); null where the service does not hold the letter's text." })),
+});
+
+/** A neighbouring public issue in archive order (newest `sentAt` first). */
+export const IssueNeighbourSchema = z.strictObject({
+  slug: SlugSchema,
+  subject: z.string(),
+  sentAt: z.nullable(z.iso.datetime()),
 });
 
 export const IssueDetailSchema = z.extend(IssueSummarySchema, {
+  readingMinutes: z.int().check(z.gte(1), z.meta({ description: "Minutes to read the letter: its words (none when it has no HTML) at about 230 a minute, at least 1." })),
   contentHtml: z.nullable(z.string()).check(z.meta({ description: "The issue's HTML, as the upstream holds it (sanitise it before putting it in a page of your own origin); null when the upstream has no HTML for it." })),
+  newer: z.nullable(IssueNeighbourSchema).check(z.meta({ description: 'The next public issue sent after this one; null for the newest.' })),
+  older: z.nullable(IssueNeighbourSchema).check(z.meta({ description: 'The public issue sent before this one; null for the oldest.' })),
 });
 
 /** The 200 bodies of the four routes (docs/contract.md "The four public routes"). */
@@ -44,14 +63,18 @@ export const ArchivePageBodySchema = z.strictObject({
     total: z.int().check(z.gte(0)),
     limit: z.int().check(z.gte(PAGE_SIZE.min), z.lte(PAGE_SIZE.max)),
     offset: z.int().check(z.gte(0)),
+    nextOffset: z.nullable(z.int().check(z.gte(0))).check(z.meta({ description: 'The offset of the next page; null on the last one.' })),
+    previousOffset: z.nullable(z.int().check(z.gte(0))).check(z.meta({ description: 'The offset of the page before; null on the first one.' })),
   }),
 });
 export const IssueBodySchema = z.strictObject({ ok: z.literal(true), data: IssueDetailSchema });
-export const CategoriesBodySchema = z.strictObject({ ok: z.literal(true), data: z.array(PublicCategorySchema) });
+export const CategoriesBodySchema = z.strictObject({ ok: z.literal(true), data: z.array(CategoryListingSchema) });
 export const SubscribeBodySchema = z.strictObject({ ok: z.literal(true), data: z.strictObject({ accepted: z.literal(true) }) });
 
 export type PublicCategory = z.infer<typeof PublicCategorySchema>;
+export type CategoryListing = z.infer<typeof CategoryListingSchema>;
 export type IssueSummary = z.infer<typeof IssueSummarySchema>;
+export type IssueNeighbour = z.infer<typeof IssueNeighbourSchema>;
 export type IssueDetail = z.infer<typeof IssueDetailSchema>;
 export type ArchivePageBody = z.infer<typeof ArchivePageBodySchema>;
 export type IssueBody = z.infer<typeof IssueBodySchema>;

@@ -7,7 +7,7 @@ import { ApiError, type ValidationIssue } from './http/errors.js';
  * (`npm run openapi`): its wording, and what a pipeline through text hides from zod's output (a
  * whole number, an email address).
  */
-export type JsonSchemaWords = Pick<z.core.JSONSchema.BaseSchema, 'description' | 'type' | 'format'>;
+export type JsonSchemaWords = Pick<z.core.JSONSchema.BaseSchema, 'description' | 'type' | 'format' | 'maxLength'>;
 
 /**
  * `z.preprocess` of the classic build, which zod/mini lacks: `fn` runs on the raw input and

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import { ifNoneMatchMatches } from '../core/http/read-reply.js';
+import { renderSearchPage } from './search-page.js';
 
 const SITE_KEY_LINE = "window.NEWSLETTER_TURNSTILE_SITE_KEY = '';";
 
@@ -40,15 +41,24 @@ interface SiteFile {
   br?: Variant;
 }
 
+export interface DemoSiteOptions {
+  /**
+   * The service's own routes, in process (the app's `request`, with the visitor's request's
+   * bindings): search results are rendered with them for a page read without JavaScript.
+   */
+  api?: (path: string, env: unknown) => Promise<Response>;
+}
+
 /**
  * The example site (examples/site beside dist/) for demo mode, read once into memory: every file
  * with its type, `Cache-Control`, a strong `ETag` (a matching `If-None-Match` is a 304) and, for
  * text, gzip and Brotli forms chosen by `Accept-Encoding`. Paths map to the files read, so no
  * request reaches the file system. With TURNSTILE_SITE_KEY set, config.js is served with the key
  * filled in, so the subscribe form shows the widget; the file on disk stays the template a site
- * owner copies.
+ * owner copies. The archive page with `?q=` (the search box's GET form) comes with the matches
+ * already in it (search-page.ts), so search works without JavaScript.
  */
-export function createDemoSite(turnstileSiteKey: string | undefined): MiddlewareHandler {
+export function createDemoSite(turnstileSiteKey: string | undefined, options: DemoSiteOptions = {}): MiddlewareHandler {
   const root = fileURLToPath(new URL('../../examples/site', import.meta.url));
   let files: Promise<Map<string, SiteFile>> | undefined;
   return async function serveDemoSite(c, next) {
@@ -56,6 +66,14 @@ export function createDemoSite(turnstileSiteKey: string | undefined): Middleware
     const path = c.req.path === '/' ? '/index.html' : c.req.path;
     const file = (await files).get(path);
     if (!file) return next();
+    const q = c.req.query('q');
+    if (path === '/index.html' && q !== undefined && options.api) {
+      const api = options.api;
+      const html = await renderSearchPage(new TextDecoder().decode(file.identity.body), { q, page: c.req.query('page') }, (apiPath) => api(apiPath, c.env));
+      // Made for this query: not kept by a browser or a cache (the search is cheap, the queries many).
+      const headers = { 'Content-Type': file.type, 'Cache-Control': 'no-store' };
+      return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(html, 200, headers);
+    }
     const accepted = c.req.header('accept-encoding');
     const variant = (acceptsEncoding(accepted, 'br') && file.br) || (acceptsEncoding(accepted, 'gzip') && file.gzip) || file.identity;
     const headers: Record<string, string> = { 'Cache-Control': file.cacheControl, ETag: variant.etag };

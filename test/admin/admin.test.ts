@@ -88,9 +88,16 @@ describe('admin listener /readyz', () => {
     expect((await s.adminGet('/readyz')).status).toBe(200);
 
     s.upstream.setMode({ kind: 'html' });
-    expect((await s.get('/api/issues/first-missing-slug')).status).toBe(502);
+    // Subscribes: each goes upstream (the reads are answered from the copies the categories read kept).
+    const subscribe = (email: string) =>
+      s.get('/api/subscribe', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Origin: 'https://site.example' },
+        body: JSON.stringify({ email, optInAttestation: true }),
+      });
+    expect((await subscribe('first@example.com')).status).toBe(502);
     s.clock.advance(59_000);
-    expect((await s.get('/api/issues/second-missing-slug')).status).toBe(502);
+    expect((await subscribe('second@example.com')).status).toBe(502);
     // Failing for 59 s: the cache bridges a short outage, so still in rotation.
     expect((await s.adminGet('/readyz')).status).toBe(200);
 
@@ -138,15 +145,19 @@ describe('admin listener /metrics', () => {
       'newsletter_bff_http_requests_total{route="/api/issues/:slug",method="GET",status="200"}': 3,
       'newsletter_bff_http_requests_total{route="/api/issues/:slug",method="GET",status="404"}': 1,
       'newsletter_bff_http_request_duration_seconds_count{route="/api/issues/:slug",method="GET"}': 4,
+      // The issue and the archive index read for its neighbours; then the issue twice, and the
+      // index that settles the unknown slug without asking the upstream.
       'newsletter_bff_cache_reads_total{result="miss"}': 2,
-      'newsletter_bff_cache_reads_total{result="hit"}': 2,
+      'newsletter_bff_cache_reads_total{result="hit"}': 3,
       'newsletter_bff_upstream_calls_total{operation="get_issue_by_slug",outcome="ok"}': 1,
-      'newsletter_bff_upstream_calls_total{operation="get_issue_by_slug",outcome="not_found"}': 1,
+      'newsletter_bff_upstream_calls_total{operation="get_issue_by_slug",outcome="not_found"}': 0,
+      'newsletter_bff_upstream_calls_total{operation="list_issues",outcome="ok"}': 2,
       'newsletter_bff_upstream_calls_total{operation="create_subscriber",outcome="ok"}': 1,
       'newsletter_bff_subscribe_attempts_total{outcome="forwarded"}': 1,
       'newsletter_bff_subscribe_attempts_total{outcome="deduped"}': 1,
       'newsletter_bff_subscribe_attempts_total{outcome="honeypot"}': 1,
-      'newsletter_bff_cache_entries{cache="upstream_data"}': 1,
+      // The index, and the letter of each of the demo's 48 public issues its rows carried.
+      'newsletter_bff_cache_entries{cache="upstream_data"}': 1 + 48,
     };
     expect(Object.fromEntries(Object.keys(expected).map((series) => [series, sampleOf(after, series)]))).toEqual(expected);
     expect(sampleOf(after, 'newsletter_bff_cache_bytes{cache="upstream_data"}')).toBeGreaterThan(0);

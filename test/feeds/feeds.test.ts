@@ -2,7 +2,7 @@ import { parseFeed } from '@rowanmanning/feed-parser';
 import { XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { renderAtomFeed } from '../../src/core/feeds/atom.js';
-import { latestSentAt, type FeedOptions } from '../../src/core/feeds/options.js';
+import { issueUpdatedAt, latestUpdate, type FeedOptions } from '../../src/core/feeds/options.js';
 import { renderRssFeed } from '../../src/core/feeds/rss.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 
@@ -29,7 +29,9 @@ function issue(n: number, overrides: Partial<IssueSummary> = {}): IssueSummary {
     previewText: `Preview of issue ${n}.`,
     thumbnailUrl: null,
     sentAt: new Date(Date.UTC(2026, 10, 15 - n, 9)).toISOString(),
+    updatedAt: null,
     category: { name: 'Guides & Tools', slug: 'guides' },
+    readingMinutes: null,
     ...overrides,
   };
 }
@@ -122,9 +124,26 @@ describe.each(RENDERERS)('the $name feed', ({ name, render }) => {
   });
 });
 
-describe('latestSentAt', () => {
+describe('latestUpdate', () => {
   it('is the newest send date, or the fallback when no issue has one', () => {
-    expect(latestSentAt([issue(3), issue(1), issue(2)], 'x')).toBe('2026-11-14T09:00:00.000Z');
-    expect(latestSentAt([issue(1, { sentAt: null })], '2020-01-01T00:00:00.000Z')).toBe('2020-01-01T00:00:00.000Z');
+    expect(latestUpdate([issue(3), issue(1), issue(2)], 'x')).toBe('2026-11-14T09:00:00.000Z');
+    expect(latestUpdate([issue(1, { sentAt: null })], '2020-01-01T00:00:00.000Z')).toBe('2020-01-01T00:00:00.000Z');
+  });
+
+  it('counts an edit: an issue updated after it was sent dates the list by its updatedAt', () => {
+    const edited = issue(3, { updatedAt: '2026-11-20T10:00:00.000Z' });
+    expect(latestUpdate([issue(1), issue(2), edited], 'x')).toBe('2026-11-20T10:00:00.000Z');
+    expect(issueUpdatedAt(edited)).toBe('2026-11-20T10:00:00.000Z');
+    // An updatedAt before the send (an upstream that does not move it on sending): the send date.
+    expect(issueUpdatedAt(issue(1, { updatedAt: '2020-01-01T00:00:00.000Z' }))).toBe(issue(1).sentAt);
+    expect(issueUpdatedAt(issue(1, { sentAt: null, updatedAt: null }))).toBeNull();
+  });
+});
+
+describe('an Atom entry of an edited issue', () => {
+  it('is published at its send date and updated at its edit', () => {
+    const xml = renderAtomFeed([issue(1, { updatedAt: '2026-11-20T10:00:00.000Z' })], OPTIONS);
+    expect(xml).toContain('<published>2026-11-14T09:00:00.000Z</published>');
+    expect(xml).toContain('<updated>2026-11-20T10:00:00.000Z</updated>');
   });
 });

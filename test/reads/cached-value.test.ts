@@ -11,7 +11,9 @@ function summary(slug: string, category: string | null = null): IssueSummary {
     previewText: null,
     thumbnailUrl: 'https://images.example/a.png',
     sentAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-02T00:00:00.000Z',
     category: category ? { name: category, slug: category.toLowerCase() } : null,
+    readingMinutes: 3,
   };
 }
 

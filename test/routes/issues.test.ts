@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID } from '../../src/demo/sample-publication.js';
 import { createDemoUpstream } from '../../src/demo/upstream.js';
 import type { ErrorBody } from '../../src/core/http/errors.js';
-import { IssueDetailSchema, IssueSummarySchema, type ArchivePageBody, type IssueBody } from '../../src/core/public-shapes.js';
+import { IssueDetailSchema, IssueSummarySchema, type ArchivePageBody, type IssueBody, type IssueSummary } from '../../src/core/public-shapes.js';
 import { SLUG_PATTERN } from '../../src/core/slug.js';
 import { TEST_API_KEY, TEST_BASE_URL, createScriptedFetch, createTestApp, jsonResponse, type FetchHandler } from '../helpers.js';
 
@@ -22,7 +22,6 @@ const INTERNAL_KEYS = [
   'isPublic',
   'categories',
   'createdAt',
-  'updatedAt',
 ];
 
 /** The real app over the demo upstream, with the demo's traffic recorded in a call log. */
@@ -142,7 +141,7 @@ describe('GET /api/issues over the demo upstream', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     expect(body.ok).toBe(true);
-    expect(body.meta).toEqual({ total: 48, limit: 20, offset: 0 });
+    expect(body.meta).toEqual({ total: 48, limit: 20, offset: 0, nextOffset: 20, previousOffset: null });
     expect(expectedDemoSlugs(demo)).toHaveLength(48);
     expect(body.data.map((issue) => issue.slug)).toEqual(expectedDemoSlugs(demo).slice(0, 20));
   });
@@ -173,7 +172,7 @@ describe('GET /api/issues over the demo upstream', () => {
     for (let offset = 0; offset < 48; offset += 7) {
       const { res, body } = await getList(app, `/api/issues?limit=7&offset=${offset}`);
       expect(res.status).toBe(200);
-      expect(body.meta).toEqual({ total: 48, limit: 7, offset });
+      expect(body.meta).toEqual({ total: 48, limit: 7, offset, nextOffset: offset + 7 < 48 ? offset + 7 : null, previousOffset: offset === 0 ? null : offset - 7 });
       expect(body.data.length).toBe(Math.min(7, 48 - offset));
       paged.push(...body.data.map((issue) => issue.slug));
     }
@@ -186,7 +185,7 @@ describe('GET /api/issues over the demo upstream', () => {
     const { res, body } = await getList(app, '/api/issues?offset=48');
     expect(res.status).toBe(200);
     expect(body.data).toEqual([]);
-    expect(body.meta).toEqual({ total: 48, limit: 20, offset: 48 });
+    expect(body.meta).toEqual({ total: 48, limit: 20, offset: 48, nextOffset: null, previousOffset: 28 });
   });
 
   it('filters by category and counts only that category in meta.total', async () => {
@@ -194,14 +193,14 @@ describe('GET /api/issues over the demo upstream', () => {
     const { body: whole } = await getList(app, '/api/issues?limit=100');
     const { res, body } = await getList(app, '/api/issues?category=interviews&limit=100');
     expect(res.status).toBe(200);
-    expect(body.meta).toEqual({ total: 9, limit: 100, offset: 0 });
+    expect(body.meta).toEqual({ total: 9, limit: 100, offset: 0, nextOffset: null, previousOffset: null });
     expect(body.data.every((issue) => issue.category?.slug === 'interviews')).toBe(true);
     expect(body.data.map((issue) => issue.slug)).toEqual(
       whole.data.filter((issue) => issue.category?.slug === 'interviews').map((issue) => issue.slug),
     );
 
     const { body: page } = await getList(app, '/api/issues?category=interviews&limit=4&offset=4');
-    expect(page.meta).toEqual({ total: 9, limit: 4, offset: 4 });
+    expect(page.meta).toEqual({ total: 9, limit: 4, offset: 4, nextOffset: 8, previousOffset: 0 });
     expect(page.data.map((issue) => issue.slug)).toEqual(body.data.slice(4, 8).map((issue) => issue.slug));
   });
 
@@ -209,7 +208,7 @@ describe('GET /api/issues over the demo upstream', () => {
     const { app } = createDemoApp();
     const { res, body } = await getList(app, '/api/issues?category=no-such-category');
     expect(res.status).toBe(200);
-    expect(body).toEqual({ ok: true, data: [], meta: { total: 0, limit: 20, offset: 0 } });
+    expect(body).toEqual({ ok: true, data: [], meta: { total: 0, limit: 20, offset: 0, nextOffset: null, previousOffset: null } });
   });
 
   it('ignores unknown query parameters: same body and same ETag as without them', async () => {
@@ -233,7 +232,8 @@ describe('GET /api/issues over the demo upstream', () => {
     expect(hundred.body.meta.limit).toBe(100);
     const farOffset = await getList(app, '/api/issues?offset=5000');
     expect(farOffset.res.status).toBe(200);
-    expect(farOffset.body.meta).toEqual({ total: 48, limit: 20, offset: 5000 });
+    // Past the end, the page before is the last one that holds issues.
+    expect(farOffset.body.meta).toEqual({ total: 48, limit: 20, offset: 5000, nextOffset: null, previousOffset: 28 });
   });
 });
 
@@ -306,7 +306,7 @@ describe('GET /api/issues over an archive larger than one upstream page', () => 
 
     const { res, body } = await getList(app, '/api/issues?offset=210');
     expect(res.status).toBe(200);
-    expect(body.meta).toEqual({ total: TOTAL, limit: 20, offset: 210 });
+    expect(body.meta).toEqual({ total: TOTAL, limit: 20, offset: 210, nextOffset: null, previousOffset: 190 });
     expect(body.data.map((issue) => issue.slug)).toEqual(expectedSlugs.slice(210, 230));
 
     expect(calls).toHaveLength(3);
@@ -331,7 +331,10 @@ describe('GET /api/issues over an archive larger than one upstream page', () => 
       const page = await getList(app, path);
       const list = category === undefined ? expectedSlugs : (expectedByCategory[category] ?? []);
       expect(page.res.status).toBe(200);
-      expect(page.body.meta).toEqual({ total: list.length, limit, offset });
+      expect(page.body.meta).toMatchObject({ total: list.length, limit, offset });
+      // The next page starts right after this one while issues remain; the one before ends where this one starts (or the list ends).
+      expect(page.body.meta.nextOffset).toBe(offset + limit < list.length ? offset + limit : null);
+      expect(page.body.meta.previousOffset).toBe(offset === 0 ? null : Math.max(0, Math.min(offset, list.length) - limit));
       expect(page.body.data.map((issue) => issue.slug)).toEqual(list.slice(offset, offset + limit));
     }
     expect(paths.size).toBe(101);
@@ -391,13 +394,16 @@ describe('GET /api/issues over a leaky upstream', () => {
 });
 
 describe('GET /api/issues/:slug', () => {
-  it('returns a known issue with its contentHtml after one upstream call by slug', async () => {
+  it('returns a known issue with its contentHtml after one upstream call by slug, and reads the archive once for its neighbours', async () => {
     const { app, calls, demo } = createDemoApp();
     const res = await app.request('/api/issues/the-winter-seed-swap-at-hollis-library');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/json/);
     const body = (await res.json()) as IssueBody;
     const source = demo.issues.find((issue) => issue.slug === 'the-winter-seed-swap-at-hollis-library')!;
+    const { body: archive } = await getList(app, '/api/issues?limit=100');
+    const at = archive.data.findIndex((issue) => issue.slug === source.slug);
+    const neighbour = (issue: IssueSummary | undefined) => issue && { slug: issue.slug, subject: issue.subject, sentAt: issue.sentAt };
     expect(body).toEqual({
       ok: true,
       data: {
@@ -406,15 +412,22 @@ describe('GET /api/issues/:slug', () => {
         previewText: 'Bring an envelope, leave with a summer.',
         thumbnailUrl: 'http://127.0.0.1:8787/thumbnails/the-winter-seed-swap-at-hollis-library.svg',
         sentAt: '2026-01-25T09:00:00.000Z',
+        updatedAt: new Date(source.updatedAt).toISOString(),
         category: { name: 'Community', slug: 'community' },
+        readingMinutes: expect.any(Number),
         contentHtml: source.contentHtml,
+        newer: neighbour(archive.data[at - 1]),
+        older: neighbour(archive.data[at + 1]),
       },
     });
+    expect(at).toBeGreaterThan(0);
+    expect(body.data.readingMinutes).toBeGreaterThanOrEqual(1);
     expect(body.data.contentHtml).toMatch(/^<h1>/);
-    expect(calls).toHaveLength(1);
     expect(calls[0]!.method).toBe('GET');
     expect(calls[0]!.url.pathname).toBe('/v1/newsletter/issues/by-slug/the-winter-seed-swap-at-hollis-library');
     expect(calls[0]!.headers.get('authorization')).toBe(`Bearer ${TEST_API_KEY}`);
+    // Then the archive, once (its page and the empty page after it), which the list above was served from.
+    expect(calls.slice(1).map((call) => call.url.pathname)).toEqual(['/v1/newsletter/issues', '/v1/newsletter/issues']);
   });
 
   it('returns 404 NOT_FOUND for an unknown slug', async () => {
@@ -523,7 +536,7 @@ describe('shape allow-listing', () => {
     const text = await res.text();
     const body = JSON.parse(text) as ArchivePageBody;
     expect(Object.keys(body).sort()).toEqual(['data', 'meta', 'ok']);
-    expect(Object.keys(body.meta).sort()).toEqual(['limit', 'offset', 'total']);
+    expect(Object.keys(body.meta).sort()).toEqual(['limit', 'nextOffset', 'offset', 'previousOffset', 'total']);
     expect(body.data.some((issue) => issue.category === null)).toBe(true);
     for (const issue of body.data) {
       expect(Object.keys(issue).sort()).toEqual(SUMMARY_KEYS);
@@ -534,7 +547,7 @@ describe('shape allow-listing', () => {
     for (const value of internalValues) expect(text).not.toContain(value);
   });
 
-  it('returns an issue with exactly the summary fields plus contentHtml', async () => {
+  it('returns an issue with exactly the summary fields plus contentHtml, newer and older', async () => {
     const { app } = createDemoApp();
     const res = await app.request('/api/issues/meet-the-rooftop-beekeepers-of-eastside');
     expect(res.status).toBe(200);

@@ -113,9 +113,60 @@ describe('the static site built from the demo', () => {
     const sitemap = demo.files.get('sitemap.xml')!;
     expect(XMLValidator.validate(sitemap)).toBe(true);
     const locs = [...sitemap.matchAll(/<loc>([^<]+)<\/loc>\s*<lastmod>(\d{4}-\d{2}-\d{2})<\/lastmod>/g)].map((m) => m[1]);
-    const pages = htmlFiles().filter((path) => path !== '404.html').map((path) => new URL(path.replace(/index\.html$/, ''), SITE_URL).href);
+    // Every page but the 404 and the search page (a page of results for any query, noindex).
+    const pages = htmlFiles()
+      .filter((path) => path !== '404.html' && path !== 'search/index.html')
+      .map((path) => new URL(path.replace(/index\.html$/, ''), SITE_URL).href);
     expect(locs.sort()).toEqual(pages.sort());
     expect(demo.files.get('robots.txt')).toContain(`Sitemap: ${SITE_URL}sitemap.xml`);
+  });
+
+  it('dates each issue in the sitemap by its last change, and each listing by its latest', () => {
+    // An older issue edited after the newest was sent.
+    const issues = demo.publication.issues.map((issue, at) => (at === 3 ? { ...issue, updatedAt: '2027-03-04T05:06:07.000Z' } : issue));
+    const files = buildSite({ ...demo.publication, issues }, siteOptions(assets));
+    const lastmod = new Map([...files.get('sitemap.xml')!.matchAll(/<loc>([^<]+)<\/loc>\s*<lastmod>([^<]+)<\/lastmod>/g)].map((m) => [m[1], m[2]]));
+    const changed = (issue: IssueDetail) => [issue.updatedAt, issue.sentAt].filter((date): date is string => date !== null).sort().at(-1)!.slice(0, 10);
+    for (const issue of issues) expect(lastmod.get(`${SITE_URL}issues/${issue.slug}/`)).toBe(changed(issue));
+    expect(lastmod.get(`${SITE_URL}issues/${issues[3]!.slug}/`)).toBe('2027-03-04');
+    expect(lastmod.get(SITE_URL)).toBe('2027-03-04');
+    expect(lastmod.get(`${SITE_URL}page/2/`)).toBe('2027-03-04');
+    expect(files.get('feed.xml')).toContain('<updated>2027-03-04T05:06:07.000Z</updated>');
+  });
+
+  it('links each issue page to the newer and older issue, none at the ends, and shows its reading time', () => {
+    const issues = demo.publication.issues;
+    const links = (slug: string) => all(page(`issues/${slug}/index.html`), '.neighbours a').map((a) => [a.attribs.rel, a.attribs.href, textContent(a)]);
+    expect(links(issues[0]!.slug)).toEqual([['next', `/letters/issues/${issues[1]!.slug}/`, `Older: ${issues[1]!.subject} →`]]);
+    expect(links(issues[5]!.slug)).toEqual([
+      ['prev', `/letters/issues/${issues[4]!.slug}/`, `← Newer: ${issues[4]!.subject}`],
+      ['next', `/letters/issues/${issues[6]!.slug}/`, `Older: ${issues[6]!.subject} →`],
+    ]);
+    expect(links(issues.at(-1)!.slug)).toEqual([['prev', `/letters/issues/${issues.at(-2)!.slug}/`, `← Newer: ${issues.at(-2)!.subject}`]]);
+    expect(textContent(all(page(`issues/${issues[0]!.slug}/index.html`), '.issue-header .meta')[0]!)).toContain(`${issues[0]!.readingMinutes} min read`);
+    expect(textContent(all(page('index.html'), '.issue-card .meta')[0]!)).toContain(`${issues[0]!.readingMinutes} min read`);
+  });
+
+  it('has a search box on the archive pages, posting by GET to a search page that lists every issue with the words to filter it by', () => {
+    const form = all(page('index.html'), 'form#search')[0]!;
+    expect(form.attribs).toMatchObject({ method: 'get', action: '/letters/search/', role: 'search' });
+    expect(all(form, 'input[name="q"][type="search"][maxlength="200"]')).toHaveLength(1);
+    const search = page('search/index.html');
+    expect(all(search, 'meta[name="robots"]')[0]!.attribs.content).toBe('noindex');
+    const script = all(search, 'script[src="/letters/search.js"]')[0]!;
+    expect(script.attribs['data-root']).toBe('/letters/');
+    expect(script.attribs['data-api']).toBe(API_URL);
+    const items = all(search, '.all-issues li');
+    expect(items.map((item) => all(item, 'a')[0]!.attribs.href)).toEqual(demo.publication.issues.map((issue) => `/letters/issues/${issue.slug}/`));
+    expect(items[0]!.attribs['data-words']).toContain('planning');
+    expect(demo.files.get('search.js')).toContain('/api/issues?');
+  });
+
+  it('builds a search page that asks no service when none is named', () => {
+    const files = buildSite(demo.publication, { ...siteOptions(assets), searchApiUrl: undefined });
+    const script = all(parseHtml(files.get('search/index.html')!), 'script[src="/letters/search.js"]')[0]!;
+    expect(script.attribs['data-api']).toBeUndefined();
+    expect(textContent(parseHtml(files.get('search/index.html')!))).toContain('filters them by subject, preview and category');
   });
 
   it('is byte-identical when built again from a fresh service', async () => {
@@ -140,8 +191,12 @@ describe('a letter with hostile HTML', () => {
     previewText: null,
     thumbnailUrl: null,
     sentAt: '2026-01-01T09:00:00.000Z',
+    updatedAt: null,
     category: null,
+    readingMinutes: 1,
     contentHtml: HOSTILE_HTML,
+    newer: null,
+    older: null,
   };
 
   it('keeps no script, event handler, javascript: URL, form, base, frame, meta refresh or style of it', () => {
@@ -196,7 +251,19 @@ describe('a letter with hostile HTML', () => {
 
 /** A one-paragraph letter in `category`. */
 function letterIn(slug: string, category: IssueDetail['category']): IssueDetail {
-  return { slug, subject: slug, previewText: 'p', thumbnailUrl: null, sentAt: '2026-01-01T09:00:00.000Z', category, contentHtml: '<p>Hi</p>' };
+  return {
+    slug,
+    subject: slug,
+    previewText: 'p',
+    thumbnailUrl: null,
+    sentAt: '2026-01-01T09:00:00.000Z',
+    updatedAt: null,
+    category,
+    readingMinutes: 1,
+    contentHtml: '<p>Hi</p>',
+    newer: null,
+    older: null,
+  };
 }
 
 describe('a publication whose issues name a category the categories route does not list', () => {

@@ -20,7 +20,7 @@ export async function siteAssets(): Promise<SiteOptions['assets']> {
 }
 
 export function siteOptions(assets: SiteOptions['assets']): SiteOptions {
-  return { siteUrl: SITE_URL, apiUrl: API_URL, title: 'The Field Notes', description: 'A weekly letter.', assets };
+  return { siteUrl: SITE_URL, apiUrl: API_URL, searchApiUrl: API_URL, title: 'The Field Notes', description: 'A weekly letter.', assets };
 }
 
 /**

@@ -10,7 +10,9 @@ const summary = (slug: string, subject = `About ${slug}`): IssueSummary => ({
   previewText: null,
   thumbnailUrl: null,
   sentAt: '2026-01-01T09:00:00.000Z',
+  updatedAt: null,
   category: null,
+  readingMinutes: null,
 });
 
 /** An index of `rows` ([slug, updatedAt, subject?]) as the archive read makes it. */

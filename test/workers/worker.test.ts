@@ -173,7 +173,9 @@ describe('Worker entry (workerd)', () => {
     const fresh = await call(worker, env, '/api/issues/first-issue');
     expect(fresh.headers.get('x-cache')).toBe('HIT');
     expect(((await fresh.json()) as { data: { subject: string } }).data.subject).toBe('Revised');
-    expect(upstream.calls).toHaveLength(2);
+    // The issue and the archive index read for its neighbours (its page, and the page that adds
+    // nothing), then both again: the index the copy is checked against, and the issue by slug.
+    expect(upstream.calls.map((call) => call.url.pathname.split('/').at(-1))).toEqual(['first-issue', 'issues', 'issues', 'issues', 'issues', 'first-issue']);
   });
 });
 
@@ -193,7 +195,8 @@ describe('Cache API tier shared by isolates (workerd)', () => {
   }
 
   it('saves every cold upstream read after the first isolate (measured: 5 isolates × 3 routes)', async () => {
-    // Four upstream calls per isolate: the archive's page and the empty page after it, an issue, the categories.
+    // Four upstream calls per isolate: the archive's page and the page after it that adds nothing, an
+    // issue, the categories (counted in the archive already read).
     const without = await upstreamCallsFor(5, null);
     const withTier = await upstreamCallsFor(5, caches.default);
     expect(without).toBe(20);
@@ -246,16 +249,19 @@ describe('Cache API tier shared by isolates (workerd)', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('x-cache')).toBe('STALE');
     expect(((await response.json()) as { data: { subject: string } }).data.subject).toBe('Original');
-    expect(upstream.calls).toHaveLength(2);
+    // The first isolate's issue and archive (for the neighbours), then this refresh's read by slug, held.
+    expect(upstream.calls).toHaveLength(3 + 1);
     hold = false;
     release();
     await waitOnExecutionContext(ctx);
+    // Its neighbours come from the shared archive, stale too, so refreshed behind as well.
+    expect(upstream.calls).toHaveLength(3 + 1 + 2);
 
     // The refresh replaced the shared copy: the next isolate gets the new content, no call.
     const next = await call(isolate(), env, '/api/issues/first-issue');
     expect(next.headers.get('x-cache')).toBe('MISS');
     expect(((await next.json()) as { data: { subject: string } }).data.subject).toBe('Revised');
-    expect(upstream.calls).toHaveLength(2);
+    expect(upstream.calls).toHaveLength(3 + 1 + 2);
   });
 
   it('makes a new isolate wait for the upstream once the shared copy is past stale-while-revalidate, and serves the new content', async () => {
@@ -273,7 +279,8 @@ describe('Cache API tier shared by isolates (workerd)', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('x-cache')).toBe('MISS');
     expect(((await response.json()) as { data: { subject: string } }).data.subject).toBe('Revised');
-    expect(upstream.calls).toHaveLength(2);
+    // Each isolate: the issue, then the archive for its neighbours (its page and the page after).
+    expect(upstream.calls).toHaveLength(2 * 3);
   });
 
   it('drops the shared copy of an issue the refresh finds gone', async () => {
@@ -291,17 +298,21 @@ describe('Cache API tier shared by isolates (workerd)', () => {
     gone = true;
     clock.advance(61_000);
     expect((await call(isolate(), env, '/api/issues/first-issue')).headers.get('x-cache')).toBe('STALE');
-    expect(upstream.calls).toHaveLength(2);
+    // The first read (the issue and the archive for its neighbours), then the refresh by slug.
+    expect(upstream.calls).toHaveLength(3 + 1);
     expect((await call(isolate(), env, '/api/issues/first-issue')).status).toBe(404);
-    expect(upstream.calls).toHaveLength(3);
+    expect(upstream.calls).toHaveLength(3 + 2);
   });
 
   it('keeps apart the entries of two Workers with different keys on one base URL and one caches.default, and never puts a key in a cache URL', async () => {
     const clock = createFakeClock();
     const urls: string[] = [];
     const shared = createRecordingCache(caches.default, urls);
+    // The categories, and an empty archive to count their issues in.
     const categoriesOf = (name: string) =>
-      createScriptedFetch(() => jsonResponse({ ok: true, data: [{ id: name, name, slug: name.toLowerCase() }] }));
+      createScriptedFetch((entry) =>
+        jsonResponse({ ok: true, data: entry.url.pathname.endsWith('/categories') ? [{ id: name, name, slug: name.toLowerCase() }] : [] }),
+      );
     const upstreamA = categoriesOf('Alpha');
     const upstreamB = categoriesOf('Beta');
     const envA = bindings();
@@ -312,12 +323,14 @@ describe('Cache API tier shared by isolates (workerd)', () => {
 
     expect(await namesFrom(await call(isolate(upstreamA.fetch), envA, '/api/categories'))).toEqual(['Alpha']);
     expect(await namesFrom(await call(isolate(upstreamB.fetch), envB, '/api/categories'))).toEqual(['Beta']);
-    expect(upstreamB.calls).toHaveLength(1);
+    // Its categories and its archive, once each.
+    expect(upstreamB.calls).toHaveLength(2);
     // The same key on another isolate still shares: the tier works, it is only partitioned.
     expect(await namesFrom(await call(isolate(upstreamA.fetch), envA, '/api/categories'))).toEqual(['Alpha']);
-    expect(upstreamA.calls).toHaveLength(1);
+    expect(upstreamA.calls).toHaveLength(2);
 
-    expect(new Set(urls).size).toBe(2);
+    // The categories and the archive, for each key.
+    expect(new Set(urls).size).toBe(4);
     for (const url of urls) {
       for (const key of [TEST_API_KEY, OTHER_API_KEY]) {
         expect(url).not.toContain(key);
@@ -343,7 +356,8 @@ describe('Cache API tier shared by isolates (workerd)', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('x-cache')).toBe('MISS');
     expect(await response.json()).toEqual({ ok: true, data: [] });
-    expect(upstream.calls).toHaveLength(1);
+    // The categories, and the archive (its page and the page that adds nothing) to count in.
+    expect(upstream.calls.map((call) => call.url.pathname.split('/').at(-1)).sort()).toEqual(['categories', 'issues', 'issues']);
     expect(JSON.parse((await tier.get('categories'))?.payload ?? 'null')).toMatchObject({ kind: 'json', body: '{"ok":true,"data":[]}' });
   });
 

@@ -1,5 +1,5 @@
 import type { IssueSummary } from '../public-shapes.js';
-import type { FeedOptions } from './options.js';
+import { issueUpdatedAt, type FeedOptions } from './options.js';
 import { xmlElement, xmlText } from './xml.js';
 
 /**
@@ -27,8 +27,9 @@ export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOpt
 
 function atomEntry(issue: IssueSummary, options: FeedOptions): string {
   const url = options.issueUrl(issue.slug);
-  // An issue without a send date still needs <updated> (§4.1.2): the feed's own date stands in.
-  const date = issue.sentAt ?? options.updated;
+  // When it last changed (its `updatedAt`); an issue without any date still needs <updated>
+  // (§4.1.2): the feed's own date stands in.
+  const date = issueUpdatedAt(issue) ?? options.updated;
   const lines = [
     '  <entry>',
     `    ${xmlElement('title', issue.subject, { type: 'text' })}`,

@@ -14,16 +14,27 @@ export interface FeedOptions {
   author?: string;
   /** One line about the publication (RSS requires a channel description; Atom's subtitle). */
   description?: string;
-  /** When the feed last changed, ISO 8601: from the data (see `latestSentAt`), never the clock, so equal input gives equal bytes. */
+  /** When the feed last changed, ISO 8601: from the data (see `latestUpdate`), never the clock, so equal input gives equal bytes. */
   updated: string;
 }
 
-/** The newest `sentAt` among the issues, or the given fallback when none has one. */
-export function latestSentAt(issues: readonly IssueSummary[], fallback: string): string {
-  let latest: number | undefined;
+/**
+ * When an issue last changed: its `updatedAt`, or its `sentAt` when that is later or the only
+ * date it has (an upstream that does not move `updatedAt` on sending); null without either.
+ */
+export function issueUpdatedAt(issue: Pick<IssueSummary, 'sentAt' | 'updatedAt'>): string | null {
+  const updated = issue.updatedAt === null ? Number.NaN : Date.parse(issue.updatedAt);
+  const sent = issue.sentAt === null ? Number.NaN : Date.parse(issue.sentAt);
+  if (Number.isNaN(updated)) return Number.isNaN(sent) ? null : new Date(sent).toISOString();
+  return new Date(Number.isNaN(sent) ? updated : Math.max(updated, sent)).toISOString();
+}
+
+/** The latest change among the issues (see `issueUpdatedAt`), or the given fallback when none has a date. */
+export function latestUpdate(issues: readonly IssueSummary[], fallback: string): string {
+  let latest: string | undefined;
   for (const issue of issues) {
-    const time = issue.sentAt === null ? Number.NaN : Date.parse(issue.sentAt);
-    if (!Number.isNaN(time) && (latest === undefined || time > latest)) latest = time;
+    const updated = issueUpdatedAt(issue);
+    if (updated !== null && (latest === undefined || updated > latest)) latest = updated;
   }
-  return latest === undefined ? fallback : new Date(latest).toISOString();
+  return latest ?? fallback;
 }

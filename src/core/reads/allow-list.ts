@@ -1,5 +1,5 @@
 import { parseHttpUrl } from '../http/origins.js';
-import type { IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
+import type { IssueDetail, IssueNeighbour, IssueSummary, PublicCategory } from '../public-shapes.js';
 import { SLUG_PATTERN } from '../slug.js';
 import type { UpstreamCategory, UpstreamIssue } from '../upstream/schemas.js';
 
@@ -28,19 +28,32 @@ function linkableCategory(issue: UpstreamIssue): PublicCategory | null {
   return category && SLUG_PATTERN.test(category.slug) ? toPublicCategory(category) : null;
 }
 
-export function toIssueSummary(issue: UpstreamIssue & { slug: string }): IssueSummary {
+/** `readingMinutes`: from the letter's words when the caller read them (letter-text.ts), else null. */
+export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingMinutes: number | null = null): IssueSummary {
   return {
     slug: issue.slug,
     subject: issue.subject,
     previewText: issue.previewText ?? null,
     thumbnailUrl: httpUrlOrNull(issue.thumbnailUrl),
     sentAt: isoDateOrNull(issue.sentAt),
+    updatedAt: isoDateOrNull(issue.updatedAt),
     category: linkableCategory(issue),
+    readingMinutes,
   };
 }
 
-export function toIssueDetail(issue: UpstreamIssue & { slug: string }): IssueDetail {
-  return { ...toIssueSummary(issue), contentHtml: issue.contentHtml ?? null };
+/** An issue page: the summary with its letter, its reading time and its neighbours in the archive. */
+export function toIssueDetail(
+  summary: IssueSummary,
+  letter: { contentHtml: string | null; readingMinutes: number },
+  neighbours: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
+): IssueDetail {
+  return { ...summary, readingMinutes: letter.readingMinutes, contentHtml: letter.contentHtml, newer: neighbours.newer, older: neighbours.older };
+}
+
+/** What an issue page shows of a neighbouring issue. */
+export function toIssueNeighbour(summary: IssueSummary): IssueNeighbour {
+  return { slug: summary.slug, subject: summary.subject, sentAt: summary.sentAt };
 }
 
 /** Newest `sentAt` first; ties (and issues without a date, last) by slug, so paging is stable. */

@@ -1,7 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { SLUG_PLACEHOLDER } from '../config/config.js';
 import { renderAtomFeed } from '../feeds/atom.js';
-import { latestSentAt, type FeedOptions } from '../feeds/options.js';
+import { latestUpdate, type FeedOptions } from '../feeds/options.js';
 import { renderRssFeed } from '../feeds/rss.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from './cached-value.js';
@@ -66,9 +66,9 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
       issueUrl,
       ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
       siteUrl,
-      title: categoryName === undefined ? siteName : `${siteName}: ${categoryName}`,
+      title: [siteName, categoryName, query.q === undefined ? undefined : `search for “${query.q}”`].filter(Boolean).join(': '),
       author: siteName,
-      updated: latestSentAt(issues, EPOCH),
+      updated: latestUpdate(issues, EPOCH),
     });
     return renderBody(body, options.encodeBody);
   }
@@ -76,6 +76,8 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
   return {
     async feed(query, format, waitUntil) {
       const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(waitUntil);
+      // A search's feed is made for each request and not kept, as its JSON page (archive-pages.ts).
+      if (query.q !== undefined) return { rendered: await render(index, query, format), state, ageSeconds, staleReason };
       const key = `${format}:${archivePageKey(query)}`;
       const cached = rendered.get(key);
       if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds, staleReason };
@@ -98,6 +100,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
 function selfLink(publicBaseUrl: string, query: ArchiveQuery, format: FeedFormat): string {
   const params = new URLSearchParams({ format });
   if (query.category !== undefined) params.set('category', query.category);
+  if (query.q !== undefined) params.set('q', query.q);
   if (query.limit !== DEFAULT_LIMIT) params.set('limit', String(query.limit));
   if (query.offset > 0) params.set('offset', String(query.offset));
   return `${publicBaseUrl}${ROUTE_PATH}?${params}`;

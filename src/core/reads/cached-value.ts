@@ -5,6 +5,7 @@ import { renderedBytes, type RenderedJson } from './rendered-json.js';
 import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
+import { decodeTextIndex, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
 
 /** The archive as one cached index; every limit/offset/category is served from it. */
 export interface ArchiveIndex {
@@ -19,6 +20,8 @@ export interface ArchiveIndex {
   sources: ReadonlyMap<string, IssueSource>;
   /** How the index was read, for the next refresh (docs/upstream.md "How the archive is read"). */
   sync: ArchiveSync;
+  /** The words search reads (text-index.ts); made from the summaries when a search first needs it if absent. */
+  text?: TextIndex | undefined;
 }
 
 /** The upstream row behind a summary. */
@@ -46,7 +49,15 @@ export interface ArchiveSync {
 export type CachedValue =
   | { kind: 'archive'; index: ArchiveIndex; fetchedAt: number }
   /** `version`: the `updatedAt` of the upstream row it was made from, when known. */
-  | { kind: 'json'; rendered: RenderedJson; size: number; fetchedAt: number; version?: string | undefined };
+  | {
+      kind: 'json';
+      rendered: RenderedJson;
+      size: number;
+      fetchedAt: number;
+      version?: string | undefined;
+      /** An issue page's neighbours as rendered in it (see public-reads.ts `neighboursKey`). */
+      neighbours?: string | undefined;
+    };
 
 /** An index that knows no rows behind it: nothing to refresh from (a test's or an old shared copy). */
 const NO_SYNC: ArchiveSync = { order: undefined, fullReadAt: Number.NEGATIVE_INFINITY, listing: [] };
@@ -56,13 +67,20 @@ export function archiveValue(
   all: IssueSummary[],
   fetchedAt: number,
   complete = false,
-  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync } = {},
+  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync; text?: TextIndex | undefined } = {},
 ): CachedValue {
-  return { kind: 'archive', index: buildArchiveIndex(all, complete, rows.sources ?? new Map(), rows.sync ?? NO_SYNC), fetchedAt };
+  return { kind: 'archive', index: buildArchiveIndex(all, complete, rows.sources ?? new Map(), rows.sync ?? NO_SYNC, rows.text), fetchedAt };
 }
 
-export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string): CachedValue {
-  return { kind: 'json', rendered, size: renderedBytes(rendered), fetchedAt, ...(version === undefined ? {} : { version }) };
+export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string, neighbours?: string): CachedValue {
+  return {
+    kind: 'json',
+    rendered,
+    size: renderedBytes(rendered),
+    fetchedAt,
+    ...(version === undefined ? {} : { version }),
+    ...(neighbours === undefined ? {} : { neighbours }),
+  };
 }
 
 /** Approximate bytes a value holds in memory (its share of the upstream-data budget). */
@@ -70,7 +88,13 @@ export function sizeOfCachedValue(value: CachedValue): number {
   return value.kind === 'archive' ? value.index.size : value.size;
 }
 
-function buildArchiveIndex(all: IssueSummary[], complete: boolean, sources: ReadonlyMap<string, IssueSource>, sync: ArchiveSync): ArchiveIndex {
+function buildArchiveIndex(
+  all: IssueSummary[],
+  complete: boolean,
+  sources: ReadonlyMap<string, IssueSource>,
+  sync: ArchiveSync,
+  text: TextIndex | undefined,
+): ArchiveIndex {
   const byCategory = new Map<string, IssueSummary[]>();
   const slugs = new Set<string>();
   let size = 256;
@@ -85,7 +109,8 @@ function buildArchiveIndex(all: IssueSummary[], complete: boolean, sources: Read
   }
   // An id and a date per row, and an id per listed row (public or not).
   size += sources.size * 120 + sync.listing.length * 64;
-  return { all, byCategory, slugs, complete, size, sources, sync };
+  if (text !== undefined) size += textIndexBytes(text);
+  return { all, byCategory, slugs, complete, size, sources, sync, ...(text === undefined ? {} : { text }) };
 }
 
 /*
@@ -100,7 +125,9 @@ const StoredSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
   previewText: z.nullable(z.string()),
   thumbnailUrl: z.nullable(z.string()),
   sentAt: z.nullable(z.string()),
+  updatedAt: z.nullable(z.string()),
   category: z.nullable(StoredCategorySchema),
+  readingMinutes: z.nullable(z.number()),
 });
 
 /**
@@ -127,8 +154,23 @@ const SharedPayloadSchema = z.union([
         head: z.optional(z.object({ etag: z.optional(z.string()), lastModified: z.optional(z.string()) })),
       }),
     ),
+    // The text index (see encodeTextIndex); without it, an index searches its summaries only.
+    text: z.optional(
+      z.object({
+        words: z.string(),
+        offsets: z.string(),
+        postings: z.string(),
+        docs: z.array(z.tuple([z.string(), z.nullable(z.string()), z.string(), z.nullable(z.number())])),
+      }),
+    ),
   }),
-  z.object({ kind: z.literal('json'), body: z.string(), etag: z.string(), version: z.optional(z.string()) }),
+  z.object({
+    kind: z.literal('json'),
+    body: z.string(),
+    etag: z.string(),
+    version: z.optional(z.string()),
+    neighbours: z.optional(z.string()),
+  }),
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
@@ -140,8 +182,9 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
           complete: value.index.complete,
           sources: [...value.index.sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
           sync: Number.isFinite(value.index.sync.fullReadAt) ? encodeSync(value.index.sync) : undefined,
+          text: value.index.text && encodeTextIndex(value.index.text),
         })
-      : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag, version: value.version });
+      : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag, version: value.version, neighbours: value.neighbours });
   return { payload, fetchedAt: value.fetchedAt };
 }
 
@@ -160,8 +203,10 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const parsed = SharedPayloadSchema.safeParse(json);
   if (!parsed.success) return undefined;
   const payload = parsed.data;
-  if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version);
+  if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
   const sync = payload.sync && { order: payload.sync.order, fullReadAt: payload.sync.fullReadAt, listing: payload.sync.ids, head: payload.sync.head };
-  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }) });
+  const text = payload.text && decodeTextIndex(payload.text);
+  if (payload.text && !text) return undefined;
+  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }), ...(text && { text }) });
 }

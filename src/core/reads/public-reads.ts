@@ -1,8 +1,8 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics.js';
-import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
-import { compareByName, compareNewestFirst, isPublicIssue, toIssueDetail, toIssueSummary, toPublicCategory } from './allow-list.js';
+import type { ArchivePageBody, CategoriesBody, CategoryListing, IssueBody, IssueNeighbour, IssueSummary, PublicCategory } from '../public-shapes.js';
+import { compareByName, compareNewestFirst, isPublicIssue, toIssueDetail, toIssueNeighbour, toIssueSummary, toPublicCategory } from './allow-list.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import { UpstreamError } from '../upstream/transport.js';
 import {
@@ -34,6 +34,16 @@ import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } fr
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
+import { countWords, readingMinutesOf } from './letter-text.js';
+import {
+  addSummary,
+  compacted,
+  createTextStore,
+  documentOf,
+  worthCompacting,
+  type TextIndex,
+  type TextStore,
+} from './text-index.js';
 
 export type { RenderedJson } from './rendered-json.js';
 export type { ArchiveQuery } from './archive-pages.js';
@@ -126,6 +136,15 @@ const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
 
 const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+
+/** An issue page's neighbours in archive order. */
+interface Neighbours {
+  newer: IssueNeighbour | null;
+  older: IssueNeighbour | null;
+}
+const NO_NEIGHBOURS: Neighbours = { newer: null, older: null };
+/** What a copy's neighbours are compared by: a copy rendered with other ones is rendered again. */
+const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions): PublicReads {
@@ -234,23 +253,25 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const merged = await refreshHead(prior, prior.sync.order);
       if (merged) return merged;
     }
-    const contents = createContentKeeper();
+    const contents = createContentKeeper(prior);
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
     if (upstream.readPublicArchive) {
       const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow: contents.reduceRow, expectedRows: prior?.sync.listing.length });
       const clean = read.dropped.count === 0 && read.findings.length === 0;
       const answeredAt = now();
-      await contents.seed(answeredAt);
       // Paging that did not work as configured leaves the listing unsure: no head refreshes then.
       // An archive cut off at ARCHIVE_MAX_ISSUES is listed as well as any: its newest rows are read.
       const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
       const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: read.issues.map((row) => row.source.id) };
-      return indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync);
+      const value = indexValue(read.issues, answeredAt, clean && read.issues.length < options.archiveMaxIssues, sync, contents.store, true);
+      await contents.seed(answeredAt, value);
+      return value;
     }
     const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
     const answeredAt = now();
-    await contents.seed(answeredAt);
-    return indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, listing: [] });
+    const value = indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, listing: [] }, contents.store, true);
+    await contents.seed(answeredAt, value);
+    return value;
   }
 
   /**
@@ -259,7 +280,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * known row within a few pages, or the order changed): the caller reads the whole archive.
    */
   async function refreshHead(prior: ArchiveIndex, order: ListOrder): Promise<CachedValue | undefined> {
-    const contents = createContentKeeper();
+    const contents = createContentKeeper(prior);
     const known = new Set(prior.sync.listing);
     const head = await upstream.readPublicArchiveHead!({ isKnownId: (id) => known.has(id), reduceRow: contents.reduceRow, validators: prior.sync.head, order });
     // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
@@ -269,33 +290,73 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const replaced = new Set([...head.ids, ...placed.gone]);
     const kept = [...head.issues, ...indexedRows(prior).filter((row) => !replaced.has(row.source.id))];
     const answeredAt = now();
-    await contents.seed(answeredAt);
     // A row the head could not read is an issue the index cannot show: by slug until the next whole read.
     const complete = prior.complete && head.dropped.count === 0 && kept.length < options.archiveMaxIssues;
-    return indexValue(kept, answeredAt, complete, { ...prior.sync, listing: placed.listing, head: head.validators });
+    const value = indexValue(kept, answeredAt, complete, { ...prior.sync, listing: placed.listing, head: head.validators }, contents.store);
+    await contents.seed(answeredAt, value);
+    return value;
   }
 
-  /** What the index keeps of one listed row: a summary when it is public, and where it came from. */
+  /** What the index keeps of one listed row: a summary when it is public, where it came from, and its words. */
   interface KeptRow {
     summary: IssueSummary | undefined;
     source: IssueSource;
+    /** Its slot in the text store the read adds to (text-index.ts). */
+    slot?: number | undefined;
   }
 
   /** The rows of an index, back in the form a refresh merges. */
   function indexedRows(index: ArchiveIndex): KeptRow[] {
-    return index.all.map((summary) => ({ summary, source: index.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null } }));
+    return index.all.map((summary) => ({
+      summary,
+      source: index.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null },
+      slot: index.text?.slots.get(summary.slug),
+    }));
   }
 
-  /** The cached index of `rows` (newest first, one per slug, public ones only). */
-  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync): CachedValue {
+  /**
+   * The cached index of `rows` (newest first, one per slug, public ones only), with its text
+   * index in `store`; after a whole read (`whole`), compacted into a store of its own documents
+   * (dropping what edits, unpublished letters and head refreshes left in the one it shared).
+   */
+  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync, store: TextStore, whole = false): CachedValue {
     const bySlug = new Map<string, IssueSummary>();
     const sources = new Map<string, IssueSource>();
-    for (const { summary, source } of rows) {
+    const slots = new Map<string, number>();
+    for (const { summary, source, slot } of rows) {
       if (summary === undefined || bySlug.has(summary.slug)) continue;
       bySlug.set(summary.slug, summary);
       sources.set(summary.slug, source);
+      slots.set(summary.slug, slot ?? addSummary(store, summary, source.updatedAt));
     }
-    return archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync });
+    let text: TextIndex = { store, slots };
+    if (whole && worthCompacting(text)) text = compacted(text);
+    return archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync, text });
+  }
+
+  /** Each index's positions by slug, made when an issue page first asks for its neighbours. */
+  const positions = new WeakMap<ArchiveIndex, Map<string, number>>();
+
+  /** The issues before and after `slug` in the index's order; none for a slug it does not list. */
+  function neighboursIn(index: ArchiveIndex | undefined, slug: string): Neighbours {
+    if (index === undefined) return NO_NEIGHBOURS;
+    let bySlug = positions.get(index);
+    if (bySlug === undefined) {
+      bySlug = new Map(index.all.map((summary, at) => [summary.slug, at]));
+      positions.set(index, bySlug);
+    }
+    const at = bySlug.get(slug);
+    if (at === undefined) return NO_NEIGHBOURS;
+    const newer = index.all[at - 1];
+    const older = index.all[at + 1];
+    return { newer: newer ? toIssueNeighbour(newer) : null, older: older ? toIssueNeighbour(older) : null };
+  }
+
+  /** An issue page's copy with other neighbours: the letter is the same, so no upstream call. */
+  async function withNeighbours(copy: CachedValue & { kind: 'json' }, neighbours: Neighbours): Promise<CachedValue> {
+    const envelope = JSON.parse(copy.rendered.body) as IssueBody;
+    const next: IssueBody = { ok: true, data: { ...envelope.data, newer: neighbours.newer, older: neighbours.older } };
+    return jsonValue(await renderJson(next, options.encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
   }
 
   /**
@@ -303,45 +364,90 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * thousands of fat rows holds no more than that), and seeds them as issue copies once the read
    * is done. A copy already kept for the same `updatedAt` is left as it is.
    */
-  function createContentKeeper() {
-    const details: { detail: IssueDetail; version: string | undefined }[] = [];
+  function createContentKeeper(prior: ArchiveIndex | undefined) {
+    const letters: { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined }[] = [];
     let bytes = 0;
+    // The prior index's store, so the documents of rows that did not change are kept as they are.
+    const store = prior?.text?.store ?? createTextStore();
     return {
+      store,
       reduceRow(row: UpstreamIssue): KeptRow {
+        const source = { id: row.id, updatedAt: row.updatedAt ?? null };
         // Re-checked here, not only asked of the upstream: a leaky upstream must not leak through us.
-        if (!isPublicIssue(row)) return { summary: undefined, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
-        const summary = toIssueSummary(row);
+        if (!isPublicIssue(row)) return { summary: undefined, source };
+        const listed = toIssueSummary(row);
         const version = row.updatedAt ?? undefined;
+        // The same row as the prior index's (same `updatedAt`): its words are known already.
+        const knownSlot = prior?.text?.slots.get(row.slug);
+        const known = knownSlot === undefined ? undefined : store.docs[knownSlot];
+        const unchanged = known !== undefined && version !== undefined && known.version === version;
+        let slot: number;
+        if (typeof row.contentHtml === 'string' && !(unchanged && known.letterWords !== null)) {
+          slot = addSummary(store, listed, source.updatedAt, row.contentHtml);
+        } else {
+          slot = unchanged ? knownSlot! : addSummary(store, listed, source.updatedAt);
+        }
+        const letterCount = store.docs[slot]!.letterWords;
+        const readingMinutes = letterCount === null ? null : readingMinutesOf(letterCount);
+        const summary = readingMinutes === null ? listed : { ...listed, readingMinutes };
         if (typeof row.contentHtml === 'string' && bytes < budget.upstreamDataEntry) {
           const copy = cache.peek(ISSUE_KEY_PREFIX + row.slug);
           const same = copy?.kind === 'json' && version !== undefined && copy.version === version;
           if (!same) {
             bytes += stringBytes(row.contentHtml);
-            details.push({ detail: { ...summary, contentHtml: row.contentHtml }, version });
+            letters.push({ summary, contentHtml: row.contentHtml, readingMinutes: readingMinutes ?? 1, version });
           }
         }
-        return { summary, source: { id: row.id, updatedAt: row.updatedAt ?? null } };
+        return { summary, source, slot };
       },
-      /** Kept as text at once, so the read's answer never waits on compressing its letters: they are compressed behind it. */
-      async seed(fetchedAt: number): Promise<void> {
-        for (const { detail, version } of details) {
-          const key = ISSUE_KEY_PREFIX + detail.slug;
-          const value = jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version);
-          cache.seed(key, value);
-          compressBehind(key, value);
+      /**
+       * Kept as text at once, so the read's answer never waits on compressing its letters: they are
+       * compressed behind it. Each with its neighbours in the index the read made.
+       */
+      async seed(fetchedAt: number, value: CachedValue): Promise<void> {
+        const index = value.kind === 'archive' ? value.index : undefined;
+        for (const { summary, contentHtml, readingMinutes, version } of letters) {
+          // Its own load is under way (it read this index for its neighbours): setting the key
+          // would make lru-cache drop that load's copy for this one, still uncompressed.
+          if (issuesLoading.has(summary.slug)) continue;
+          const key = ISSUE_KEY_PREFIX + summary.slug;
+          const neighbours = neighboursIn(index, summary.slug);
+          const detail = toIssueDetail(summary, { contentHtml, readingMinutes }, neighbours);
+          const copy = jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version, neighboursKey(neighbours));
+          cache.seed(key, copy);
+          compressBehind(key, copy);
         }
-        details.length = 0;
+        letters.length = 0;
       },
     };
   }
   const loadArchive = withSharedCopy(loadArchiveFromUpstream);
 
-  async function loadCategoriesFromUpstream() {
+  /**
+   * The categories with the number of public issues in each, counted in the archive index read
+   * beside them (the cached one while fresh): the two are cached apart, so a count follows the
+   * archive within a TTL (docs/contract.md "GET /api/categories").
+   */
+  async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
+    // Both settled before answering: a failure of one does not leave the other running unseen.
+    const [categoriesRead, archiveRead] = await Promise.allSettled([
+      upstream.listCategories(),
+      cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }),
+    ]);
+    if (categoriesRead.status === 'rejected') throw categoriesRead.reason;
+    if (archiveRead.status === 'rejected') throw archiveRead.reason;
+    const listed = categoriesRead.value;
+    const archive = archiveRead.value;
+    if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
+    const { byCategory } = archive.value.index;
     const bySlug = new Map<string, PublicCategory>();
-    for (const category of await upstream.listCategories()) {
+    for (const category of listed) {
       if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
     }
-    const envelope: CategoriesBody = { ok: true, data: [...bySlug.values()].sort(compareByName) };
+    const data = [...bySlug.values()]
+      .sort(compareByName)
+      .map((category): CategoryListing => ({ ...category, count: byCategory.get(category.slug)?.length ?? 0 }));
+    const envelope: CategoriesBody = { ok: true, data };
     return jsonValue(await renderJson(envelope, options.encodeBody), now());
   }
   const loadCategories = withSharedCopy(loadCategoriesFromUpstream);
@@ -360,6 +466,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return value;
     };
 
+  /** Slugs whose issue copy is being loaded now (see `seed`). */
+  const issuesLoading = new Set<string>();
   /**
    * An issue the upstream does not have, or must not show, is remembered as a 404. A copy whose
    * row the index still lists with the same `updatedAt` is still right: it is kept without a
@@ -368,6 +476,15 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    */
   async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
+    issuesLoading.add(slug);
+    try {
+      return await loadIssueCopy(slug, waitUntil, client, previous);
+    } finally {
+      issuesLoading.delete(slug);
+    }
+  }
+
+  async function loadIssueCopy(slug: string, waitUntil: WaitUntil | undefined, client: string | undefined, previous: CachedValue | undefined) {
     let archive = cache.peek(ARCHIVE_KEY);
     // A copy is checked against an index at least as fresh as itself: a stale index is refreshed
     // first (joining a refresh under way). One that could not be refreshed is stale still: the
@@ -380,7 +497,10 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const version = index?.index.sources.get(slug)?.updatedAt;
     const trusted = index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && isFresh(index.fetchedAt + rules.ttlMs, now());
     if (trusted && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
-      const kept = await withCopies(previous);
+      // The same letter; its neighbours may have changed (an issue published or unpublished beside it).
+      const neighbours = neighboursIn(index.index, slug);
+      const current = previous.neighbours === neighboursKey(neighbours) ? previous : await withNeighbours(previous, neighbours);
+      const kept = await withCopies(current);
       return { ...kept, fetchedAt: index.fetchedAt };
     }
     // A copy gone from a complete index read after it was made: unpublished (or renamed). A slug
@@ -405,8 +525,29 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       notFound.set(slug, true);
       return undefined;
     }
-    const envelope: IssueBody = { ok: true, data: toIssueDetail(issue) };
-    return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined);
+    const minutes = readingMinutesOf(typeof issue.contentHtml === 'string' ? countWords(issue.contentHtml) : 0);
+    // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
+    const neighbourIndex = index?.index ?? (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }).then(archiveOf, () => undefined));
+    if (typeof issue.contentHtml === 'string' && neighbourIndex) addLetterToSearch(neighbourIndex, issue, issue.contentHtml);
+    const neighbours = neighboursIn(neighbourIndex, slug);
+    const summary = toIssueSummary(issue, typeof issue.contentHtml === 'string' ? minutes : null);
+    const detail = toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: minutes }, neighbours);
+    const envelope: IssueBody = { ok: true, data: detail };
+    return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined, neighboursKey(neighbours));
+  }
+
+  const archiveOf = (read: { value: CachedValue | undefined }) => (read.value?.kind === 'archive' ? read.value.index : undefined);
+
+  /**
+   * A letter read by slug joins the search of the index that lists its row with the same
+   * `updatedAt` when that row did not carry it (the index's next build keeps it, and its reading time).
+   */
+  function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, letterHtml: string): void {
+    const text = index.text;
+    const doc = text && documentOf(text, issue.slug);
+    if (!text || !doc || doc.letterWords !== null || doc.version !== (issue.updatedAt ?? null)) return;
+    const summary = index.all.find((candidate) => candidate.slug === issue.slug);
+    if (summary) text.slots.set(issue.slug, addSummary(text.store, summary, doc.version, letterHtml));
   }
 
   /**

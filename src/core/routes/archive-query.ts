@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import * as z from '../zod.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { FORMATS } from './archive-format.js';
+import { searchWords } from '../reads/letter-text.js';
 import { firstValue, parseOrThrow, preprocess, wholeNumber, type JsonSchemaWords } from '../validation.js';
 
 /** The archive's answer differs by Accept, so caches must keep the representations apart (RFC 9110 §12.5.5). */
@@ -13,6 +14,21 @@ export const PAGE_SIZE = { min: 1, max: 100, fallback: 20 } as const;
 /** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
 const QUERY_MEMO_MAX_ENTRIES = 1024;
 const QUERY_MEMO_MAX_BYTES = 1024 * 1024;
+/** The longest search, in characters (docs/contract.md "GET /api/issues"). */
+export const MAX_SEARCH_CHARACTERS = 200;
+const SEARCH_RULE = `q must be at most ${MAX_SEARCH_CHARACTERS} characters`;
+
+/** A code point is one or two UTF-16 units: only a text between the two bounds is counted. */
+function withinSearchLength(text: string): boolean {
+  return text.length <= MAX_SEARCH_CHARACTERS || (text.length <= 2 * MAX_SEARCH_CHARACTERS && [...text].length <= MAX_SEARCH_CHARACTERS);
+}
+
+/** `q` as the search words it holds, joined by one space (repeats dropped); undefined when it holds none. */
+function toSearch(q: string | undefined): string | undefined {
+  if (q === undefined) return undefined;
+  const words = [...new Set(searchWords(q))];
+  return words.length === 0 ? undefined : words.join(' ');
+}
 
 /**
  * The query parameters of GET /api/issues and their rules: the one place a parameter is written.
@@ -28,6 +44,13 @@ export function createArchiveQuerySchema(maxOffset: number) {
     offset: wholeNumber(0, maxOffset, 0, firstValue),
     category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
     format: preprocess(firstValue, z.optional(z.enum(FORMATS, { error: `format must be one of ${FORMATS.join(', ')}` }))),
+    // Counted in characters (code points), as a reader types them; an empty one is the whole archive.
+    q: z.optional(
+      z.pipe(
+        preprocess(firstValue, z.optional(z.string({ error: SEARCH_RULE }).check(z.refine(withinSearchLength, { error: SEARCH_RULE })))),
+        z.transform(toSearch),
+      ),
+    ),
   });
 }
 
@@ -43,6 +66,13 @@ export const ARCHIVE_QUERY_DOCS: { [Parameter in keyof ArchiveRequest]?: JsonSch
   limit: { type: 'integer', description: 'Issues per page.' },
   offset: { type: 'integer', description: 'Issues to skip: at most `ARCHIVE_MAX_ISSUES` (the maximum shown is its default).' },
   category: { description: 'Only issues of this category (its slug).' },
+  q: {
+    type: 'string',
+    maxLength: MAX_SEARCH_CHARACTERS,
+    description:
+      'Search: every word must match the subject, preview text, category name or letter text (case- and accent-insensitive). ' +
+      'Subject matches first, then newest first. At most 200 characters (longer is a 422); empty means the whole archive.',
+  },
   format: {
     description:
       'The representation: `json` (the default), `atom` (Atom 1.0) or `rss` (RSS 2.0). Wins over `Accept`. Anything else is a 422. ' +

@@ -110,7 +110,8 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
 /** The archive query's parameters, one per key of its schema (output: the values as the route reads them). */
 function archiveQueryParameters(maxOffset: number): Record<string, Json> {
   const schema = createArchiveQuerySchema(maxOffset);
-  const read = z.toJSONSchema(schema, { io: 'output', override: tidy });
+  // `q` ends in a transform (to its search words): its words come from ARCHIVE_QUERY_DOCS alone.
+  const read = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any', override: tidy });
   const sent = z.toJSONSchema(schema, { io: 'input', override: tidy });
   const required = new Set(sent.required ?? []);
   return Object.fromEntries(

@@ -1,10 +1,12 @@
 import { renderAtomFeed } from '../../core/feeds/atom.js';
-import { latestSentAt } from '../../core/feeds/options.js';
+import { issueUpdatedAt, latestUpdate } from '../../core/feeds/options.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
+import { toIssueNeighbour } from '../../core/reads/allow-list.js';
 import { FEED_PATH, subscribeFormFrom, type SiteIdentity } from './layout.js';
 import { LETTER_CSS } from './letter-style.js';
-import { renderArchivePage, renderIssuePage, renderNotFoundPage } from './pages.js';
-import { archivePath, createSitePaths, fileOf, isSafeSegment, issuePath } from './paths.js';
+import { renderArchivePage, renderIssuePage, renderNotFoundPage, renderSearchPage } from './pages.js';
+import { archivePath, createSitePaths, fileOf, isSafeSegment, issuePath, SEARCH_PATH } from './paths.js';
+import { SEARCH_JS } from './search-script.js';
 import { renderRobots, renderSitemap, type SitemapEntry } from './sitemap.js';
 
 /** Everything the site is built from: read through the four routes (see read.ts). */
@@ -19,6 +21,11 @@ export interface SiteOptions {
   siteUrl: string;
   /** The service's origin; the subscribe form posts to its /api/subscribe. */
   apiUrl: string;
+  /**
+   * The service the search page asks (`GET /api/issues?q=`) from the reader's browser; none: the
+   * page filters its list of every issue by subject, preview and category instead.
+   */
+  searchApiUrl?: string | undefined;
   title: string;
   description: string;
   /** The kit's assets: examples/site's `style.css`, `subscribe.js` and `favicon.svg` (copied in), examples/subscribe-form.html (on every page). */
@@ -57,8 +64,8 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   ];
   for (const listing of listings) {
     const pages = Math.max(1, Math.ceil(listing.issues.length / pageSize));
-    // A listing changes whenever one of its issues is added, so its newest issue dates every page of it.
-    const lastmod = latestSentAt(listing.issues, EPOCH);
+    // A listing changes whenever one of its issues is added or edited: its latest change dates every page of it.
+    const lastmod = latestUpdate(listing.issues, EPOCH);
     for (let page = 1; page <= pages; page++) {
       const path = archivePath(page, listing.category?.slug);
       const view = {
@@ -74,11 +81,16 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     }
   }
 
-  for (const issue of issues) {
+  // Neighbours from the pages this build writes (newest first), so each link has its page.
+  issues.forEach((issue, at) => {
     const path = issuePath(issue.slug);
-    files.set(fileOf(path), renderIssuePage(site, issue));
-    sitemap.push({ loc: paths.absolute(path), lastmod: issue.sentAt });
-  }
+    const newer = issues[at - 1];
+    const older = issues[at + 1];
+    files.set(fileOf(path), renderIssuePage(site, issue, { newer: newer ? toIssueNeighbour(newer) : null, older: older ? toIssueNeighbour(older) : null }));
+    sitemap.push({ loc: paths.absolute(path), lastmod: issueUpdatedAt(issue) });
+  });
+  files.set(fileOf(SEARCH_PATH), renderSearchPage(site, issues, options.searchApiUrl));
+  files.set('search.js', SEARCH_JS);
 
   files.set(
     FEED_PATH,
@@ -88,7 +100,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
       siteUrl: paths.absolute(''),
       title: options.title,
       description: options.description,
-      updated: latestSentAt(issues, EPOCH),
+      updated: latestUpdate(issues, EPOCH),
     }),
   );
   files.set('sitemap.xml', renderSitemap(sitemap));

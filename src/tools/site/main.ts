@@ -6,13 +6,16 @@ import { createSitePaths } from './paths.js';
 import { readPublication } from './read.js';
 import { siteDigest, writeSite } from './write.js';
 
-const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [--read-upstream] [--title <name>] [--description <text>]
+const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [--read-upstream] [--search-api <url>|none] [--title <name>] [--description <text>]
 
   --api            the newsletter-bff service, e.g. https://news-api.example.com (the subscribe form posts there)
   --site-url       where the built site will be served, e.g. https://news.example.com/
   --out            the folder to write (empty, missing, or a previous build, which is replaced)
   --read-upstream  read the newsletter service directly, with NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL
                    from the environment (a server-side build), instead of the service at --api
+  --search-api     the service the search page asks from the reader's browser (GET /api/issues?q=; default: --api;
+                   list the site's origin in its ALLOWED_ORIGINS); none: the search page filters its list of
+                   every issue by subject, preview and category, in the page
   --title          the publication's name (default: PUBLICATION_NAME, else the --site-url's host)
   --description    one sentence about it (default: "The archive of <title>.")
 
@@ -29,6 +32,7 @@ async function main(): Promise<void> {
         'site-url': { type: 'string' },
         out: { type: 'string' },
         'read-upstream': { type: 'boolean', default: false },
+        'search-api': { type: 'string' },
         title: { type: 'string' },
         description: { type: 'string' },
         help: { type: 'boolean', default: false },
@@ -48,8 +52,10 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  // A bad --site-url fails before anything is read.
+  // A bad --site-url or --search-api fails before anything is read.
   createSitePaths(values['site-url']);
+  const searchApi = values['search-api'] ?? values.api;
+  if (searchApi !== 'none' && !/^https?:$/.test(new URL(searchApi).protocol)) throw new Error('--search-api must be an http(s) URL or none');
   // The builder sanitises each letter with sanitize-html, an optional package: loaded here, before any read.
   const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
   // The name the service's feeds carry (PUBLICATION_NAME) names the site too, unless --title says otherwise.
@@ -73,6 +79,7 @@ async function main(): Promise<void> {
   const files = buildSite(publication, {
     siteUrl: values['site-url'],
     apiUrl: values.api,
+    searchApiUrl: searchApi === 'none' ? undefined : searchApi,
     title,
     description,
     assets: { styleCss, subscribeJs, faviconSvg, subscribeFormSnippet },

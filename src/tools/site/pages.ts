@@ -1,8 +1,9 @@
-import type { IssueDetail, IssueSummary, PublicCategory } from '../../core/public-shapes.js';
+import type { IssueDetail, IssueNeighbour, IssueSummary, PublicCategory } from '../../core/public-shapes.js';
+import { searchWords } from '../../core/reads/letter-text.js';
 import { articleExtras, renderHead } from './head.js';
 import { escapeHtml, timeHtml, truncate } from './html.js';
 import { renderPage, type SiteIdentity } from './layout.js';
-import { archivePath, isSafeSegment, issuePath } from './paths.js';
+import { archivePath, isSafeSegment, issuePath, SEARCH_PATH } from './paths.js';
 import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
 
 // Search engines show about this much of a description.
@@ -49,12 +50,21 @@ export function renderArchivePage(site: SiteIdentity, view: ArchivePage): string
       : '';
   const main = `<section class="archive" aria-labelledby="archive-title">
 <h1 id="archive-title">${escapeHtml(heading)}</h1>
+${searchForm(site)}
 ${nav}
 <p class="summary">${view.total} ${view.total === 1 ? 'issue' : 'issues'} · page ${view.page} of ${view.pages}</p>
 ${list}
 ${pagerNav}
 </section>`;
   return renderPage(site, { head, main, skipLinkLabel: 'Skip to the archive' });
+}
+
+/** The search box: a GET form to the search page (search.js reads its `q`). */
+function searchForm(site: SiteIdentity, value = ''): string {
+  return `<form class="search" id="search" role="search" method="get" action="${escapeHtml(site.paths.href(SEARCH_PATH))}">
+<label for="search-q">Search the archive</label>
+<div class="search-row"><input id="search-q" name="q" type="search" maxlength="200" autocomplete="off" spellcheck="false"${value ? ` value="${escapeHtml(value)}"` : ''}><button type="submit">Search</button></div>
+</form>`;
 }
 
 function issueCard(site: SiteIdentity, issue: IssueSummary): string {
@@ -81,11 +91,25 @@ function metaLine(site: SiteIdentity, issue: IssueSummary): string {
     // The build writes no page for a slug that cannot be a folder name: the name, unlinked.
     parts.push(`<span class="category">${escapeHtml(issue.category.name)}</span>`);
   }
+  if (issue.readingMinutes !== null) parts.push(`${issue.readingMinutes} min read`);
   return `<p class="meta">${parts.join(' · ')}</p>`;
 }
 
-/** One issue: its head tags, and the letter's sanitised HTML inline (indexable, readable without JavaScript). */
-export function renderIssuePage(site: SiteIdentity, issue: IssueDetail): string {
+/** The issues sent just after and just before one, in the archive's order (none at the ends). */
+export interface Neighbours {
+  newer: IssueNeighbour | null;
+  older: IssueNeighbour | null;
+}
+
+function neighboursNav(site: SiteIdentity, neighbours: Neighbours): string {
+  if (!neighbours.newer && !neighbours.older) return '';
+  const link = (issue: IssueNeighbour | null, rel: 'prev' | 'next', label: string) =>
+    issue ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}" rel="${rel}">${label}</a>` : '';
+  return `<nav class="neighbours" aria-label="Newer and older issues">${link(neighbours.newer, 'prev', `← Newer: ${escapeHtml(neighbours.newer?.subject ?? '')}`)}${link(neighbours.older, 'next', `Older: ${escapeHtml(neighbours.older?.subject ?? '')} →`)}</nav>`;
+}
+
+/** One issue: its head tags, the letter's sanitised HTML inline (indexable, readable without JavaScript), and links to its neighbours. */
+export function renderIssuePage(site: SiteIdentity, issue: IssueDetail, neighbours: Neighbours = { newer: issue.newer, older: issue.older }): string {
   const url = site.paths.absolute(issuePath(issue.slug));
   const letter = issue.contentHtml ? withoutLeadingTitle(sanitizeLetter(issue.contentHtml), issue.subject) : '';
   const description = truncate(issue.previewText || letterText(letter) || site.description, DESCRIPTION_MAX);
@@ -111,8 +135,42 @@ ${issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` 
 </header>
 ${letter ? `<div class="letter">\n${letter}\n</div>` : '<p class="state">This issue has no web version.</p>'}
 </article>
+${neighboursNav(site, neighbours)}
 </div>`;
   return renderPage(site, { head, main, skipLinkLabel: 'Skip to the issue' });
+}
+
+/**
+ * The search page: the box, and the list of every issue (subject, date, category), each with the
+ * words search.js filters it by when the build names no service. search.js shows the service's
+ * matches where there is one; without JavaScript the list is there for the browser's find.
+ */
+export function renderSearchPage(site: SiteIdentity, issues: readonly IssueSummary[], searchApiUrl: string | undefined): string {
+  const head = [
+    renderHead(site, { title: `Search · ${site.title}`, description: `Search the archive of ${site.title}.`, canonical: site.paths.absolute(SEARCH_PATH) }, 'website'),
+    // A page of results for any query: not one for an index.
+    '<meta name="robots" content="noindex">',
+    `<script src="${escapeHtml(site.paths.href('search.js'))}" defer data-root="${escapeHtml(site.paths.href(''))}"${searchApiUrl ? ` data-api="${escapeHtml(searchApiUrl)}"` : ''}></script>`,
+  ].join('\n');
+  const item = (issue: IssueSummary) => {
+    const words = [...new Set(searchWords([issue.subject, issue.previewText ?? '', issue.category?.name ?? ''].join(' ')))].join(' ');
+    const parts = [`<a href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}">${escapeHtml(issue.subject)}</a>`, timeHtml(issue.sentAt), issue.category ? escapeHtml(issue.category.name) : ''];
+    return `<li data-words="${escapeHtml(words)}">${parts.filter(Boolean).join(' · ')}</li>`;
+  };
+  const main = `<section class="archive" aria-labelledby="search-title">
+<h1 id="search-title">Search</h1>
+${searchForm(site)}
+<p class="summary" id="search-summary" aria-live="polite"></p>
+<ol class="issue-list" id="search-results" hidden></ol>
+<p><button type="button" id="search-more" hidden>More results</button></p>
+<div id="search-all">
+<p>Every issue, newest first${searchApiUrl ? '' : ' (the search box filters them by subject, preview and category)'}:</p>
+<ol class="all-issues">
+${issues.map(item).join('\n')}
+</ol>
+</div>
+</section>`;
+  return renderPage(site, { head, main, skipLinkLabel: 'Skip to the search' });
 }
 
 export function renderNotFoundPage(site: SiteIdentity): string {

@@ -20,6 +20,9 @@ export function issuePath(slug: string): string {
   return `issues/${slug}/`;
 }
 
+/** The search page: the search box's GET form lands there. */
+export const SEARCH_PATH = 'search/';
+
 /** The file that serves a page path. */
 export function fileOf(path: string): string {
   return path === '' || path.endsWith('/') ? `${path}index.html` : path;

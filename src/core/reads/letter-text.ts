@@ -1,0 +1,260 @@
+/**
+ * The words of a letter, as search and reading time count them (docs/contract.md "GET /api/issues",
+ * "Search"): the visible text of its HTML, folded so that case and accents do not matter.
+ * Runtime-neutral and linear in the length of the HTML (no regular expression that can backtrack
+ * over a letter).
+ */
+
+/** Reading speed of docs/contract.md: about 230 words a minute. */
+export const WORDS_PER_MINUTE = 230;
+/**
+ * A word is kept (and a query word compared) to this many characters: longer runs are link
+ * targets, encoded images or ids, and cutting them keeps one junk token from bloating the index.
+ * A query word cut the same way still finds what it names, since search matches word starts.
+ */
+export const MAX_WORD_LENGTH = 40;
+
+/** Elements whose content is not read as text. */
+const SKIPPED = new Set(['script', 'style', 'head', 'template', 'noscript', 'svg', 'math', 'iframe', 'object']);
+/** Elements inside a word's run (`<b>wo</b>rd` is one word); every other tag separates words. */
+const INLINE = new Set([
+  'a', 'abbr', 'b', 'bdi', 'bdo', 'cite', 'code', 'data', 'del', 'dfn', 'em', 'font', 'i', 'ins', 'kbd',
+  'mark', 'q', 's', 'samp', 'small', 'span', 'strike', 'strong', 'sub', 'sup', 'time', 'tt', 'u', 'var',
+]);
+
+/** The named entities a letter uses for text; accented letters are spelled `&eacute;` and read as their base letter. */
+const ENTITIES: Readonly<Record<string, string>> = {
+  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ', shy: '', zwj: '', zwnj: '',
+  rsquo: '’', lsquo: '‘', rdquo: '”', ldquo: '“', sbquo: '‚', bdquo: '„', mdash: '—', ndash: '–', hellip: '…',
+  middot: '·', bull: '•', laquo: '«', raquo: '»', copy: '©', reg: '®', trade: '™', deg: '°', euro: '€', pound: '£',
+  szlig: 'ss', aelig: 'ae', AElig: 'AE', oelig: 'oe', OElig: 'OE', eth: 'd', ETH: 'D', thorn: 'th', THORN: 'TH',
+};
+/** `&eacute;`, `&Uuml;`, `&ccedil;`, `&oslash;`…: the letter before the mark's name. */
+const ACCENTED_ENTITY = /^([A-Za-z])(acute|grave|circ|uml|tilde|cedil|ring|slash|caron)$/;
+
+/**
+ * The visible text of an HTML letter: tags dropped (a space for those that separate words),
+ * comments and the content of script, style and head dropped, character references decoded.
+ */
+export function visibleText(html: string): string {
+  const parts: string[] = [];
+  let at = 0;
+  const length = html.length;
+  while (at < length) {
+    const open = html.indexOf('<', at);
+    const end = open === -1 ? length : open;
+    if (end > at) parts.push(decodeReferences(html.slice(at, end)));
+    if (open === -1) break;
+    if (html.startsWith('<!--', open)) {
+      const close = html.indexOf('-->', open + 4);
+      at = close === -1 ? length : close + 3;
+      parts.push(' ');
+      continue;
+    }
+    const close = html.indexOf('>', open + 1);
+    if (close === -1) break;
+    const name = tagName(html, open + 1);
+    at = close + 1;
+    if (name === undefined) {
+      // `<` that opens no tag (`a < b`) is text.
+      const next = html.charCodeAt(open + 1);
+      if (!(isAsciiLetter(next) || next === 0x2f || next === 0x21 || next === 0x3f)) {
+        parts.push('<');
+        at = open + 1;
+      }
+      continue;
+    }
+    const closing = html[open + 1] === '/';
+    if (!closing && SKIPPED.has(name) && html[close - 1] !== '/') {
+      // Everything up to the matching end tag is not text (unclosed: the rest of the letter).
+      const endTag = indexOfIgnoringCase(html, `</${name}`, at);
+      const after = endTag === -1 ? -1 : html.indexOf('>', endTag);
+      at = after === -1 ? length : after + 1;
+      parts.push(' ');
+      continue;
+    }
+    if (!INLINE.has(name)) parts.push(' ');
+  }
+  return parts.join('');
+}
+
+/** The lower-case name of the tag whose `<` is just before `from`, or undefined for `<!doctype`, `<?` and text. */
+function tagName(html: string, from: number): string | undefined {
+  const start = html.charCodeAt(from) === 0x2f ? from + 1 : from;
+  if (!isAsciiLetter(html.charCodeAt(start))) return undefined;
+  let at = start + 1;
+  while (at < html.length && (isAsciiLetter(html.charCodeAt(at)) || isDigit(html.charCodeAt(at)))) at += 1;
+  return html.slice(start, at).toLowerCase();
+}
+
+function isAsciiLetter(code: number): boolean {
+  return (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a);
+}
+
+function isDigit(code: number): boolean {
+  return code >= 0x30 && code <= 0x39;
+}
+
+function indexOfIgnoringCase(html: string, needle: string, from: number): number {
+  // End tags are written in lower case almost always; upper case is looked for only then.
+  const lower = html.indexOf(needle, from);
+  if (lower !== -1) return lower;
+  return html.indexOf(needle.toUpperCase(), from);
+}
+
+function decodeReferences(text: string): string {
+  if (!text.includes('&')) return text;
+  return text.replace(/&(#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});/g, (whole, name: string) => {
+    if (name[0] === '#') {
+      const code = name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10);
+      return code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff) ? String.fromCodePoint(code) : ' ';
+    }
+    const named = ENTITIES[name];
+    if (named !== undefined) return named;
+    const accented = ACCENTED_ENTITY.exec(name);
+    return accented ? accented[1]! : whole;
+  });
+}
+
+/** Letters that do not decompose into a base letter and a mark (NFKD leaves them whole). */
+const FOLDS: Readonly<Record<string, string>> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', ł: 'l', đ: 'd', ð: 'd', þ: 'th', ı: 'i', ħ: 'h' };
+const FOLDABLE = /[ßæœøłđðþıħ]/g;
+const MARKS = /\p{M}+/gu;
+/** An apostrophe inside a word is part of it: `year's` is searched as `years`, `don't` as `dont`. */
+const INNER_APOSTROPHE = /(?<=[\p{L}\p{N}])['’ʼ](?=[\p{L}\p{N}])/gu;
+const WORD = /[\p{L}\p{N}]+/gu;
+
+/**
+ * The words of a text as search compares them: compatibility-decomposed with the marks removed
+ * (`Café` → `cafe`, `ﬁ` → `fi`), lower case, a few letters folded (`ß` → `ss`), split on
+ * anything that is not a letter or a digit, each cut to MAX_WORD_LENGTH. In text order, repeats kept.
+ *
+ * ASCII words (most of a letter in a Latin script) are cut out with a character loop; only a
+ * run holding anything else goes through Unicode normalisation and the regular expressions, which
+ * over a whole letter took most of an archive read's time.
+ */
+export function searchWords(text: string): string[] {
+  const words: string[] = [];
+  scanWords(text, {
+    ascii(start, end, upper, apostrophe) {
+      words.push(asciiWord(text, start, end, upper, apostrophe));
+    },
+    other: (word) => words.push(word),
+  });
+  return words;
+}
+
+/** Where `scanWords` puts each word: an ASCII run by its bounds (no string made yet), any other as a string. */
+export interface WordSink {
+  ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void;
+  other(word: string): void;
+}
+
+/** Hands each word of `text` to `sink`, in order (the words `searchWords` lists). */
+export function scanWords(text: string, sink: WordSink): void {
+  let start = -1;
+  /** The run holds capitals (ASCII ones: lower-cased as they are). */
+  let upper = false;
+  /** The run holds an apostrophe between two of its characters (dropped: `year's` → `years`). */
+  let apostrophe = false;
+  /** The run holds a character beyond ASCII: it takes the Unicode path. */
+  let foreign = false;
+  const length = text.length;
+  for (let at = 0; at <= length; at += 1) {
+    const code = at < length ? text.charCodeAt(at) : 0x20;
+    if ((code >= 0x61 && code <= 0x7a) || isDigit(code)) {
+      if (start < 0) start = at;
+      continue;
+    }
+    if (code >= 0x41 && code <= 0x5a) {
+      if (start < 0) start = at;
+      upper = true;
+      continue;
+    }
+    if (isApostrophe(code)) {
+      if (start >= 0 && at + 1 < length && isWordCode(text.charCodeAt(at + 1))) {
+        apostrophe = true;
+        continue;
+      }
+    } else if (code >= 0x80 && !isPunctuation(code)) {
+      if (start < 0) start = at;
+      foreign = true;
+      continue;
+    }
+    if (start < 0) continue;
+    if (foreign) foldedWords(text.slice(start, at), sink);
+    else sink.ascii(start, at, upper, apostrophe);
+    start = -1;
+    upper = false;
+    apostrophe = false;
+    foreign = false;
+  }
+}
+
+/** The word an ASCII run spells: lower case, without its apostrophes, cut to MAX_WORD_LENGTH. */
+export function asciiWord(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
+  const run = text.slice(start, end);
+  const word = apostrophe ? run.replace(APOSTROPHES, '') : run;
+  const cut = word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word;
+  return upper ? cut.toLowerCase() : cut;
+}
+
+const APOSTROPHES = /['’ʼ]/g;
+
+function isApostrophe(code: number): boolean {
+  return code === 0x27 || code === 0x2019 || code === 0x2bc;
+}
+
+/** A character that may continue a word after an apostrophe: an ASCII letter or digit, or beyond ASCII. */
+function isWordCode(code: number): boolean {
+  return isAsciiLetter(code) || isDigit(code) || (code >= 0x80 && !isPunctuation(code) && !isApostrophe(code));
+}
+
+/** Spaces and punctuation beyond ASCII that letters use most (no-break space, guillemets, dashes, quotes, ellipsis). */
+function isPunctuation(code: number): boolean {
+  return code === 0xa0 || code === 0xab || code === 0xbb || code === 0xb7 || (code >= 0x2000 && code <= 0x206f) || code === 0x3000;
+}
+
+/** The words of a run that holds characters beyond ASCII, handed to `sink`. */
+function foldedWords(run: string, sink: WordSink): void {
+  const folded = run
+    .normalize('NFKD')
+    .replace(MARKS, '')
+    .toLowerCase()
+    .replace(FOLDABLE, (letter) => FOLDS[letter] ?? letter)
+    .replace(INNER_APOSTROPHE, '');
+  for (const word of folded.match(WORD) ?? []) sink.other(word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word);
+}
+
+/** Minutes to read `words` words at WORDS_PER_MINUTE, rounded, at least 1. */
+export function readingMinutesOf(words: number): number {
+  return Math.max(1, Math.round(words / WORDS_PER_MINUTE));
+}
+
+/** How many words a letter's HTML holds (repeats counted): what its reading time is counted from. */
+export function countWords(html: string): number {
+  let count = 0;
+  const counted = () => {
+    count += 1;
+  };
+  scanWords(visibleText(html), { ascii: counted, other: counted });
+  return count;
+}
+
+/** A hash of text[start, end) in lower case (ASCII capitals folded, as asciiWord does). */
+export function hashOf(text: string, start: number, end: number): number {
+  let hash = 0;
+  for (let at = start; at < end; at += 1) hash = (Math.imul(hash, 31) + lowerCode(text.charCodeAt(at))) | 0;
+  return hash;
+}
+
+function lowerCode(code: number): number {
+  return code >= 0x41 && code <= 0x5a ? code + 0x20 : code;
+}
+
+/** Whether `word` is what text[start, end) spells in lower case. */
+export function spells(word: string, text: string, start: number, end: number): boolean {
+  if (word.length !== end - start) return false;
+  for (let i = 0; i < word.length; i += 1) if (word.charCodeAt(i) !== lowerCode(text.charCodeAt(start + i))) return false;
+  return true;
+}

@@ -1,0 +1,495 @@
+import type { IssueSummary } from '../public-shapes.js';
+import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, visibleText } from './letter-text.js';
+
+/**
+ * The archive's text index (docs/contract.md "Search"): an inverted index of the distinct words of
+ * each public issue's subject, preview text, category name and, where the service holds it, its
+ * letter. Each word is stored once in a dictionary and named by its number; each word's list of
+ * documents is packed as gaps in variable-length bytes (about a byte per word per letter). It is
+ * built with the archive index and follows it as it changes; a search reads it and keeps nothing
+ * per query.
+ *
+ * A query word of three characters or more matches every word that starts with it (`garden` finds
+ * `gardens`); a shorter one, only itself (`a` would otherwise match most words of every letter). An
+ * issue matches when each query word matches one of its words.
+ *
+ * A document is a numbered slot in a store. Slots only grow until the store is compacted, so a
+ * store is shared by an index and the refreshes that follow it (a refresh adds the slots of new or
+ * edited letters, and each index says which slot each of its slugs has). Slots added since the
+ * last packing keep their words as a list per document; a whole read compacts the store into a
+ * new one that packs only the slots its index uses, and only the words they hold.
+ */
+
+/** What the index keeps of one issue besides the lists its words are in. */
+export interface TextDoc {
+  /** The `updatedAt` of the row it was made from: a row with another one is read again. */
+  version: string | null;
+  /** Dictionary numbers of the subject's words, ascending (subject matches rank first). */
+  subject: Uint32Array;
+  /** Words in the letter, when the letter was read; `null` when it is not known. */
+  letterWords: number | null;
+}
+
+/** The fields of an issue a document is made from. */
+export interface SearchableFields {
+  subject: string;
+  previewText: string | null;
+  categoryName: string | undefined;
+  /** The letter's HTML, when the service holds it. */
+  letterHtml?: string | undefined;
+}
+
+/**
+ * Every word of a store, once, numbered in the order first seen, in an open-addressing table keyed
+ * by a hash of the word's characters: a word of a letter already known is found where it stands in
+ * the text, without making a string of it (most words of a letter are). Numbers are never reused,
+ * so documents added earlier stay valid while it grows.
+ */
+export interface Dictionary {
+  readonly size: number;
+  /** The number of `word`, added when new. */
+  add(word: string): number;
+  /** The number of `word`, if the dictionary has it. */
+  numberOf(word: string): number | undefined;
+  /** The number of the ASCII run text[start, end) as asciiWord spells it, added when new. */
+  addRun(text: string, start: number, end: number, upper: boolean): number;
+  /** The numbers of the words that start with `prefix`. */
+  startingWith(prefix: string): number[];
+  wordOf(number: number): string;
+  /** Approximate bytes it holds. */
+  bytes(): number;
+}
+
+export function createDictionary(): Dictionary {
+  const words: string[] = [];
+  const hashes: number[] = [];
+  let wordBytes = 0;
+  /** Slots of word number + 1 (0: empty), a power of two long, at most half full. */
+  let table = new Int32Array(1024);
+  /** Word numbers in the words' order, for prefix ranges; made again once the dictionary has grown. */
+  let sorted: Uint32Array | undefined;
+
+  function grow(): void {
+    const next = new Int32Array(table.length * 2);
+    const mask = next.length - 1;
+    for (let number = 0; number < words.length; number += 1) {
+      let at = hashes[number]! & mask;
+      while (next[at] !== 0) at = (at + 1) & mask;
+      next[at] = number + 1;
+    }
+    table = next;
+  }
+
+  function insert(word: string, hash: number, at: number): number {
+    const number = words.length;
+    words.push(word);
+    hashes.push(hash);
+    wordBytes += word.length;
+    table[at] = number + 1;
+    if (2 * words.length > table.length) grow();
+    return number;
+  }
+
+  return {
+    get size() {
+      return words.length;
+    },
+    add(word) {
+      const hash = hashOf(word, 0, word.length);
+      const mask = table.length - 1;
+      let at = hash & mask;
+      for (let entry = table[at]!; entry !== 0; entry = table[at]!) {
+        if (hashes[entry - 1] === hash && words[entry - 1] === word) return entry - 1;
+        at = (at + 1) & mask;
+      }
+      return insert(word, hash, at);
+    },
+    numberOf(word) {
+      const hash = hashOf(word, 0, word.length);
+      const mask = table.length - 1;
+      for (let at = hash & mask, entry = table[at]!; entry !== 0; at = (at + 1) & mask, entry = table[at]!) {
+        if (hashes[entry - 1] === hash && words[entry - 1] === word) return entry - 1;
+      }
+      return undefined;
+    },
+    addRun(text, start, end, upper) {
+      const hash = hashOf(text, start, end);
+      const mask = table.length - 1;
+      let at = hash & mask;
+      for (let entry = table[at]!; entry !== 0; entry = table[at]!) {
+        if (hashes[entry - 1] === hash && spells(words[entry - 1]!, text, start, end)) return entry - 1;
+        at = (at + 1) & mask;
+      }
+      return insert(asciiWord(text, start, end, upper, false), hash, at);
+    },
+    startingWith(prefix) {
+      if (sorted === undefined || sorted.length !== words.length) {
+        const order = Array.from({ length: words.length }, (_, i) => i);
+        order.sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
+        sorted = Uint32Array.from(order);
+      }
+      const order = sorted;
+      let low = 0;
+      let high = order.length;
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        if (words[order[middle]!]! < prefix) low = middle + 1;
+        else high = middle;
+      }
+      const found: number[] = [];
+      for (let at = low; at < order.length && words[order[at]!]!.startsWith(prefix); at += 1) found.push(order[at]!);
+      return found;
+    },
+    wordOf: (number) => words[number]!,
+    bytes() {
+      // Its characters (a byte each for Latin text), a string header, its hash, and its places in the table and the sorted list.
+      return wordBytes + words.length * 40 + table.byteLength;
+    },
+  };
+}
+
+/** Each word's documents among the packed slots: ascending slot gaps in variable-length bytes, from `offsets[word]` to `offsets[word + 1]`. */
+interface Packed {
+  slots: number;
+  offsets: Uint32Array;
+  bytes: Uint8Array;
+}
+
+/** Documents and their words: shared by an archive index and the refreshes that follow it, until a whole read compacts it. */
+export interface TextStore {
+  dictionary: Dictionary;
+  /** By slot; a slot no index uses any more keeps its document until the next compaction. */
+  docs: TextDoc[];
+  packed: Packed;
+  /** The words of each slot added since packing (slot `packed.slots + i`), ascending. */
+  recent: Uint32Array[];
+  /** Scratch marks, one per dictionary word (a letter's words seen, a search's matches): reset after each use. */
+  marks: Int32Array;
+}
+
+/** The text index of one archive index: its slugs' slots in a store. */
+export interface TextIndex {
+  store: TextStore;
+  slots: Map<string, number>;
+}
+
+const EMPTY_PACK: Packed = { slots: 0, offsets: new Uint32Array(1), bytes: new Uint8Array(0) };
+
+export function createTextStore(): TextStore {
+  return { dictionary: createDictionary(), docs: [], packed: EMPTY_PACK, recent: [], marks: new Int32Array(0) };
+}
+
+/** The store's scratch marks, grown (with what they hold) to its dictionary and `room` words more. */
+function marksOf(store: TextStore, room = 0): Int32Array {
+  if (store.marks.length < store.dictionary.size + room) {
+    const grown = new Int32Array(Math.max(1024, 2 * (store.dictionary.size + room)));
+    grown.set(store.marks);
+    store.marks = grown;
+  }
+  return store.marks;
+}
+
+/** The dictionary numbers of `text`'s words, distinct, ascending, added to `found` (a plain list, to sort once); how many words it holds. */
+function numbersOfText(store: TextStore, text: string, found: number[]): number {
+  const { dictionary } = store;
+  let count = 0;
+  // Room for every new word the text could add (a word is at least one character and a separator).
+  const marks = marksOf(store, (text.length >>> 1) + 1);
+  const seen = (number: number) => {
+    count += 1;
+    if (marks[number] === 1) return;
+    marks[number] = 1;
+    found.push(number);
+  };
+  scanWords(text, {
+    ascii(start, end, upper, apostrophe) {
+      seen(apostrophe || end - start > MAX_WORD_LENGTH ? dictionary.add(asciiWord(text, start, end, upper, apostrophe)) : dictionary.addRun(text, start, end, upper));
+    },
+    other: (word) => seen(dictionary.add(word)),
+  });
+  return count;
+}
+
+/** Adds a document of `fields` to the store; its slot. */
+export function addDocument(store: TextStore, version: string | null, fields: SearchableFields): number {
+  const subject = [...new Set(searchWords(fields.subject).map((word) => store.dictionary.add(word)))];
+  const found: number[] = [];
+  numbersOfText(store, `${fields.subject} ${fields.previewText ?? ''} ${fields.categoryName ?? ''}`, found);
+  const letterWords = fields.letterHtml === undefined ? null : numbersOfText(store, visibleText(fields.letterHtml), found);
+  const marks = marksOf(store);
+  for (const number of found) marks[number] = 0;
+  const slot = store.docs.length;
+  store.docs.push({ version, subject: Uint32Array.from(subject).sort(), letterWords });
+  store.recent.push(Uint32Array.from(found).sort());
+  return slot;
+}
+
+/** A document of `summary`, with its letter when given. */
+export function addSummary(store: TextStore, summary: IssueSummary, version: string | null, letterHtml?: string): number {
+  return addDocument(store, version, { subject: summary.subject, previewText: summary.previewText, categoryName: summary.category?.name, letterHtml });
+}
+
+/** The document of `slug` in this index, if it has one. */
+export function documentOf(text: TextIndex, slug: string): TextDoc | undefined {
+  const slot = text.slots.get(slug);
+  return slot === undefined ? undefined : text.store.docs[slot];
+}
+
+/** Calls `visit` with each packed slot holding `word`, ascending. */
+function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) => void): void {
+  if (word + 1 >= packed.offsets.length) return;
+  const { offsets, bytes } = packed;
+  let slot = 0;
+  let gap = 0;
+  let shift = 0;
+  for (let at = offsets[word]!, end = offsets[word + 1]!; at < end; at += 1) {
+    const byte = bytes[at]!;
+    gap += (byte & 0x7f) * 2 ** shift;
+    if (byte & 0x80) {
+      shift += 7;
+      continue;
+    }
+    slot += gap;
+    visit(slot);
+    gap = 0;
+    shift = 0;
+  }
+}
+
+/**
+ * The same index over a new store holding only its own documents, numbered afresh in slot order,
+ * and only the words they use, every word's list packed: it drops what edits, unpublished letters
+ * and refreshes left behind. A counting sort over the lists, linear in their length.
+ */
+export function compacted(text: TextIndex): TextIndex {
+  const { store } = text;
+  const newSlot = new Int32Array(store.docs.length).fill(-1);
+  const kept = [...new Set(text.slots.values())].sort((a, b) => a - b);
+  kept.forEach((slot, at) => (newSlot[slot] = at));
+  const wordCount = store.dictionary.size;
+  // Pass 1: how many kept documents each word is in.
+  const counts = new Uint32Array(wordCount + 1);
+  for (let word = 0; word < wordCount; word += 1) {
+    forEachPackedSlot(store.packed, word, (slot) => {
+      if (newSlot[slot]! >= 0) counts[word]! += 1;
+    });
+  }
+  const recentKept = store.recent.map((_, i) => newSlot[store.packed.slots + i]! >= 0);
+  store.recent.forEach((words, i) => {
+    if (recentKept[i]) for (const word of words) counts[word]! += 1;
+  });
+  // Words in use, numbered afresh in their old order.
+  const dictionary = createDictionary();
+  const wordNumber = new Int32Array(wordCount).fill(-1);
+  const start = new Uint32Array(wordCount + 1);
+  let total = 0;
+  for (let word = 0; word < wordCount; word += 1) {
+    start[word] = total;
+    total += counts[word]!;
+    if (counts[word]! > 0) wordNumber[word] = dictionary.add(store.dictionary.wordOf(word));
+  }
+  start[wordCount] = total;
+  // Pass 2: each word's kept slots, packed ones first (the recent ones are all later), ascending.
+  const entries = new Uint32Array(total);
+  const cursor = start.slice();
+  for (let word = 0; word < wordCount; word += 1) {
+    forEachPackedSlot(store.packed, word, (slot) => {
+      const renumbered = newSlot[slot]!;
+      if (renumbered >= 0) entries[cursor[word]!++] = renumbered;
+    });
+  }
+  store.recent.forEach((words, i) => {
+    if (!recentKept[i]) return;
+    const renumbered = newSlot[store.packed.slots + i]!;
+    for (const word of words) entries[cursor[word]!++] = renumbered;
+  });
+  // Pass 3: the gaps, in variable-length bytes.
+  const bytes = new Uint8Array(5 * total);
+  const offsets = new Uint32Array(dictionary.size + 1);
+  let length = 0;
+  for (let word = 0; word < wordCount; word += 1) {
+    if (wordNumber[word]! < 0) continue;
+    let previous = 0;
+    for (let at = start[word]!; at < start[word + 1]!; at += 1) {
+      let gap = entries[at]! - previous;
+      previous = entries[at]!;
+      while (gap >= 0x80) {
+        bytes[length++] = (gap & 0x7f) | 0x80;
+        gap >>>= 7;
+      }
+      bytes[length++] = gap;
+    }
+    offsets[wordNumber[word]! + 1] = length;
+  }
+  const docs = kept.map((slot): TextDoc => {
+    const doc = store.docs[slot]!;
+    return { ...doc, subject: Uint32Array.from(doc.subject, (word) => wordNumber[word]!).sort() };
+  });
+  const slots = new Map<string, number>();
+  for (const [slug, slot] of text.slots) slots.set(slug, newSlot[slot]!);
+  return {
+    store: { dictionary, docs, packed: { slots: docs.length, offsets, bytes: bytes.slice(0, length) }, recent: [], marks: new Int32Array(0) },
+    slots,
+  };
+}
+
+/** Whether the store holds slots this index does not use, or slots not yet packed (worth `compacted` after a whole read). */
+export function worthCompacting(text: TextIndex): boolean {
+  return text.store.recent.length > 0 || text.store.docs.length > text.slots.size;
+}
+
+/** Approximate bytes of a text index: its store (dictionary, packed lists, recent lists, documents) and its slots. */
+export function textIndexBytes(text: TextIndex): number {
+  const { store } = text;
+  let bytes = store.dictionary.bytes() + store.packed.bytes.byteLength + store.packed.offsets.byteLength + store.marks.byteLength;
+  for (const words of store.recent) bytes += 100 + words.byteLength;
+  for (const doc of store.docs) bytes += 160 + doc.subject.byteLength;
+  for (const slug of text.slots.keys()) bytes += 2 * slug.length + 60;
+  return bytes;
+}
+
+/** Query words compared together: one bit each in a 32-bit mark. */
+const WORDS_PER_PASS = 32;
+/** The shortest query word that matches the words it starts (see the module's comment). */
+export const MIN_PREFIX_LENGTH = 3;
+
+/** The dictionary words a query word matches. */
+function wordsMatching(dictionary: Dictionary, queryWord: string): number[] {
+  if (queryWord.length >= MIN_PREFIX_LENGTH) return dictionary.startingWith(queryWord);
+  const number = dictionary.numberOf(queryWord);
+  return number === undefined ? [] : [number];
+}
+
+/**
+ * The issues of `candidates` (in their order, newest first) whose words match every query word,
+ * those whose subject matches more of the words first (a stable sort keeps newest first within
+ * each rank). `queryWords` are search words (letter-text.ts `searchWords`), distinct.
+ */
+export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
+  const { store } = text;
+  const slotCount = store.docs.length;
+  const bitsetLength = (slotCount + 31) >>> 5;
+  let matching: Uint32Array | undefined;
+  const subjectHits = new Uint8Array(slotCount);
+  for (let from = 0; from < queryWords.length; from += WORDS_PER_PASS) {
+    const pass = queryWords.slice(from, from + WORDS_PER_PASS);
+    const marks = marksOf(store);
+    const marked: number[] = [];
+    const found = pass.map(() => new Uint32Array(bitsetLength));
+    pass.forEach((queryWord, bit) => {
+      for (const word of wordsMatching(store.dictionary, queryWord)) {
+        if (marks[word] === 0) marked.push(word);
+        marks[word]! |= 1 << bit;
+        forEachPackedSlot(store.packed, word, (slot) => (found[bit]![slot >>> 5]! |= 1 << (slot & 31)));
+      }
+    });
+    // Slots added since packing: their own word lists, read against the marks.
+    store.recent.forEach((words, i) => {
+      let bits = 0;
+      for (const word of words) bits |= marks[word]!;
+      const slot = store.packed.slots + i;
+      for (let bit = 0; bits !== 0; bit += 1, bits >>>= 1) if (bits & 1) found[bit]![slot >>> 5]! |= 1 << (slot & 31);
+    });
+    for (const bitset of found) {
+      if (matching === undefined) matching = bitset;
+      else for (let i = 0; i < bitsetLength; i += 1) matching[i]! &= bitset[i]!;
+    }
+    for (const slot of text.slots.values()) {
+      if (matching === undefined || (matching[slot >>> 5]! & (1 << (slot & 31))) === 0) continue;
+      let bits = 0;
+      for (const word of store.docs[slot]!.subject) bits |= marks[word]!;
+      subjectHits[slot] = subjectHits[slot]! + bitCount(bits);
+    }
+    for (const word of marked) marks[word] = 0;
+  }
+  if (matching === undefined) return [...candidates];
+  const matches: { issue: IssueSummary; rank: number }[] = [];
+  for (const issue of candidates) {
+    const slot = text.slots.get(issue.slug);
+    if (slot !== undefined && (matching[slot >>> 5]! & (1 << (slot & 31))) !== 0) matches.push({ issue, rank: subjectHits[slot]! });
+  }
+  // Array.prototype.sort is stable: within one rank, the candidates' order (newest first) stays.
+  return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
+}
+
+function bitCount(bits: number): number {
+  let count = 0;
+  for (let rest = bits >>> 0; rest !== 0; rest &= rest - 1) count += 1;
+  return count;
+}
+
+/** A text index as the shared tier keeps it (see `encodeTextIndex`). */
+export interface EncodedTextIndex {
+  words: string;
+  offsets: string;
+  postings: string;
+  docs: [slug: string, version: string | null, subject: string, letterWords: number | null][];
+}
+
+/**
+ * A text index for the shared tier, so an instance that takes the archive from it searches the
+ * letters too: compacted first, the dictionary's words on lines (a word holds no line break), the
+ * packed lists and their offsets as base64, and each document's subject words.
+ */
+export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
+  const { store, slots } = worthCompacting(text) ? compacted(text) : text;
+  const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
+  const words = Array.from({ length: store.dictionary.size }, (_, number) => store.dictionary.wordOf(number)).join('\n');
+  const docs = store.docs.map((doc, slot): EncodedTextIndex['docs'][number] => [slugOf.get(slot)!, doc.version, numbersToBase64(doc.subject), doc.letterWords]);
+  return { words, offsets: numbersToBase64(store.packed.offsets), postings: toBase64(store.packed.bytes), docs };
+}
+
+/** The text index of a shared entry, or undefined when its parts do not fit together (a damaged entry). */
+export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefined {
+  const dictionary = createDictionary();
+  const words = encoded.words === '' ? [] : encoded.words.split('\n');
+  for (const word of words) dictionary.add(word);
+  const offsets = numbersFromBase64(encoded.offsets);
+  const bytes = fromBase64(encoded.postings);
+  if (dictionary.size !== words.length || !offsets || !bytes || offsets.length !== words.length + 1) return undefined;
+  for (let word = 0; word < words.length; word += 1) if (offsets[word]! > offsets[word + 1]!) return undefined;
+  if (offsets[0] !== 0 || offsets[words.length] !== bytes.byteLength) return undefined;
+  const docs: TextDoc[] = [];
+  const slots = new Map<string, number>();
+  for (const [slug, version, subject, letterWords] of encoded.docs) {
+    const subjectWords = numbersFromBase64(subject);
+    if (!subjectWords || slots.has(slug) || subjectWords.some((word) => word >= words.length)) return undefined;
+    slots.set(slug, docs.length);
+    docs.push({ version, subject: subjectWords, letterWords });
+  }
+  return { store: { dictionary, docs, packed: { slots: docs.length, offsets, bytes }, recent: [], marks: new Int32Array(0) }, slots };
+}
+
+/** 32-bit numbers as base64 of their little-endian bytes (the same on every platform). */
+function numbersToBase64(numbers: Uint32Array): string {
+  const bytes = new Uint8Array(numbers.length * 4);
+  const view = new DataView(bytes.buffer);
+  numbers.forEach((number, i) => view.setUint32(i * 4, number, true));
+  return toBase64(bytes);
+}
+
+function numbersFromBase64(text: string): Uint32Array | undefined {
+  const bytes = fromBase64(text);
+  if (!bytes || bytes.byteLength % 4 !== 0) return undefined;
+  const view = new DataView(bytes.buffer);
+  return Uint32Array.from({ length: bytes.byteLength / 4 }, (_, i) => view.getUint32(i * 4, true));
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 4096) binary += String.fromCharCode(...bytes.subarray(i, i + 4096));
+  return btoa(binary);
+}
+
+/** Bytes of base64 text, or undefined for text that is not base64. */
+function fromBase64(text: string): Uint8Array | undefined {
+  let binary: string;
+  try {
+    binary = atob(text);
+  } catch {
+    return undefined;
+  }
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
