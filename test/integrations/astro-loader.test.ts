@@ -15,7 +15,8 @@ import { createNodeBodyEncoder } from '../../src/node/compression.js';
 import { createFakeClock, createTestApp, TEST_API_KEY, TEST_BASE_URL } from '../helpers.js';
 
 const URL_OF_SERVICE = 'https://bff.example.com';
-const SUMMARY_FIELDS = ['category', 'previewText', 'sentAt', 'slug', 'subject', 'thumbnailUrl'];
+/** An issue page's fields but its HTML (the entry's rendered letter). */
+const ENTRY_FIELDS = ['category', 'newer', 'older', 'previewText', 'readingMinutes', 'sentAt', 'slug', 'subject', 'thumbnailUrl', 'updatedAt'];
 
 /**
  * What Astro gives a loader, kept between builds as Astro's data store keeps it: entries whose
@@ -101,7 +102,7 @@ describe('newsletterLoader (newsletter-bff/astro)', () => {
     expect([...astro.entries.keys()].sort()).toEqual(archive.map((issue) => issue.slug).sort());
     const entry = astro.entries.get('planning-next-years-plot')!;
     expect(entry.id).toBe('planning-next-years-plot');
-    expect(Object.keys(entry.data).sort()).toEqual(SUMMARY_FIELDS);
+    expect(Object.keys(entry.data).sort()).toEqual(ENTRY_FIELDS);
     expect(entry.data.subject).toBe("Planning Next Year's Plot");
     const letter = archive.find((issue) => issue.slug === entry.id)!.contentHtml!;
     expect(entry.rendered?.html).toBe(sanitizeLetter(letter));
@@ -133,9 +134,20 @@ describe('newsletterLoader (newsletter-bff/astro)', () => {
     expect(own.entries.get('planning-next-years-plot')?.rendered?.html).toBe('<section data-slug="planning-next-years-plot"><H1>PLOT</H1><SCRIPT>X()</SCRIPT></section>');
   });
 
-  it('on the next build asks for each issue it holds with If-None-Match: an unchanged archive costs a 304 per issue and no letter', async () => {
+  it('on the next build reads no issue of an unchanged archive: each summary’s updatedAt is the one it holds', async () => {
+    const service = createService();
+    const astro = createAstroContext(newsletterLoader({ url: URL_OF_SERVICE }));
+    await build(astro.context, { fetch: service.start() });
+    const before = new Map(astro.entries);
+    await build(astro.context, { fetch: service.start() });
+    expect(service.statuses()).toEqual([{ path: '/api/issues', status: 200 }]);
+    expect(new Map(astro.entries)).toEqual(before);
+  });
+
+  it('on the next build asks for each issue it holds with If-None-Match where the upstream gives no updatedAt: a 304 per issue and no letter', async () => {
     // Compressed copies too: the validator it keeps must be one the next service instance still gives.
     const service = createService({ compress: true });
+    for (const issue of service.upstream.demo.issues) delete (issue as { updatedAt?: unknown }).updatedAt;
     const astro = createAstroContext(newsletterLoader({ url: URL_OF_SERVICE }));
     await build(astro.context, { fetch: service.start() });
     const before = new Map(astro.entries);

@@ -76,7 +76,7 @@ describe('the pause after failed reads', () => {
     expect(await holdOff.state('read')).toEqual({ untilMs: clock.now() + 750, streak: 1 });
   });
 
-  it('lets one read at a time find out whether the upstream is back; the others are held off meanwhile', async () => {
+  it('lets one read at a time find out whether the upstream is back; the others wait for its answer and follow it', async () => {
     let answer!: (response: Response) => void;
     let calls = 0;
     const { transport, clock } = setup(() => {
@@ -87,14 +87,35 @@ describe('the pause after failed reads', () => {
     await failureOf(transport.get());
     clock.advance(750);
     const probe = transport.get();
-    const other = await failureOf(transport.get());
-    expect(other).toMatchObject({ kind: 'rate_limited', heldOffBy: 'backoff' });
+    const other = transport.get();
+    for (let i = 0; i < 20; i += 1) await Promise.resolve();
     expect(calls).toBe(4);
     answer(thingsOk());
     expect(await probe).toHaveLength(1);
-    // Back: reads go out side by side again.
+    // The probe's answer ended the streak: the read that waited goes out now, and is answered.
+    expect(await other).toHaveLength(1);
+    expect(calls).toBe(5);
     await Promise.all([transport.get(), transport.get()]);
-    expect(calls).toBe(6);
+    expect(calls).toBe(7);
+  });
+
+  it('holds off the reads that waited on a probe that failed, without calling the upstream for them', async () => {
+    let answer!: (response: Response) => void;
+    let calls = 0;
+    const { transport, clock } = setup(() => {
+      calls += 1;
+      if (calls <= 3) return jsonResponse(errorBody('INTERNAL'), 500);
+      return new Promise<Response>((resolve) => (answer = resolve));
+    });
+    await failureOf(transport.get());
+    clock.advance(750);
+    const probe = failureOf(transport.get());
+    const other = failureOf(transport.get());
+    for (let i = 0; i < 20; i += 1) await Promise.resolve();
+    answer(jsonResponse(errorBody('INTERNAL'), 500));
+    expect((await probe).kind).toBe('unavailable');
+    expect(await other).toMatchObject({ kind: 'rate_limited', heldOffBy: 'backoff' });
+    expect(calls).toBe(4);
   });
 
   it.each([

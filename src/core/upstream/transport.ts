@@ -151,8 +151,11 @@ export function createTransport(options: TransportOptions): Transport {
     metrics = noopMetrics,
     waitWhenHeldOffMs = 0,
   } = options;
-  /** The classes with a call out while their streak runs: while one finds out whether the upstream is back, the others wait. */
-  const probing = new Set<OperationClass>();
+  /**
+   * Per class, the call out while its streak runs: while it finds out whether the upstream is back,
+   * the others wait for its answer (a cold page needing two reads is not refused for the second).
+   */
+  const probing = new Map<OperationClass, Promise<void>>();
   /** The latest hold-off reported per class: calls that went out together and all met the 429 report it once. */
   const reported: Record<OperationClass, number> = { read: 0, write: 0 };
 
@@ -162,11 +165,16 @@ export function createTransport(options: TransportOptions): Transport {
     // Only reads back off after failures: a subscribe is one person's attempt, answered as it goes.
     const backsOff = call.operation === 'read';
     let held = await admit(call);
-    const failing = backsOff && held.streak > 0;
-    if (failing) {
-      if (probing.has(call.operation)) throw heldOff(now(), held.streak);
-      probing.add(call.operation);
+    const probe = backsOff && held.streak > 0 ? probing.get(call.operation) : undefined;
+    if (probe !== undefined) {
+      await probe;
+      // Back: the streak has ended. Still failing: the probe's failure began a new pause.
+      held = await admit(call);
+      if (held.streak > 0) throw heldOff(now(), held.streak);
     }
+    const failing = backsOff && held.streak > 0;
+    let probed = () => {};
+    if (failing) probing.set(call.operation, new Promise<void>((resolve) => (probed = resolve)));
     // While failures run, the pause between calls is the retry: one attempt each, never a burst.
     const retries = failing ? 0 : method === 'GET' ? getRetries : postRetries;
     const startedAt = now();
@@ -193,7 +201,10 @@ export function createTransport(options: TransportOptions): Transport {
         }
       }
     } finally {
-      if (failing) probing.delete(call.operation);
+      if (failing) {
+        probing.delete(call.operation);
+        probed();
+      }
     }
   };
 
