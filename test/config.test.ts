@@ -27,7 +27,7 @@ function problemsWith(env: Record<string, unknown>): string[] {
 }
 
 describe('parseConfig defaults', () => {
-  it('fills every optional variable with the default of docs/contract.md when only the key and base URL are set', () => {
+  it('fills every optional variable with the default of docs/configuration.md when only the key and base URL are set', () => {
     expect(configWith()).toEqual({
       mode: 'upstream',
       apiKey: KEY,

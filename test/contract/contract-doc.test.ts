@@ -52,8 +52,8 @@ describe('docs/contract.md, against the schemas', () => {
     const shapes = [
       PublicCategorySchema,
       CategoryListingSchema,
-      IssueNeighbourSchema,
       IssueSummarySchema,
+      IssueNeighbourSchema,
       IssueDetailSchema,
       ArchivePageBodySchema.shape.meta,
       SubscribeBodySchema.shape.data,
@@ -93,9 +93,10 @@ describe('docs/contract.md, against the schemas', () => {
     const added = Object.keys(IssueDetailSchema.shape).filter((field) => !(field in IssueSummarySchema.shape));
     expect(added.length).toBeGreaterThan(0);
     for (const field of added) expect(named, field).toContain(field);
+    expect(fieldLists(section('### GET /api/issues/:slug')).map((list) => list.join(', '))).toContain(keys(IssueNeighbourSchema).join(', '));
   });
 
-  it('gives the categories as the fields of a listed category (with its count) in "GET /api/categories"', () => {
+  it('gives the categories as the fields of a category listing in "GET /api/categories"', () => {
     expect(fieldLists(section('### GET /api/categories')).map((list) => list.join(', '))).toContain(keys(CategoryListingSchema).join(', '));
   });
 
