@@ -53,7 +53,9 @@ type Counts<Name extends string> = Record<Name, number> & { response: SurgeRespo
 
 /** What the owner's webhook receives (docs/subscribe.md "Alert webhook"): counts only, never an address. */
 export type SurgeAlert = { text: string; at: string } & (
-  | ({ event: 'subscribe_surge_started' } & Counts<'ratePerMinute' | 'thresholdPerMinute' | 'distinctIps' | 'distinctDomains' | 'distinctAddresses'>)
+  | ({ event: 'subscribe_surge_started' } & Counts<
+      'ratePerMinute' | 'thresholdPerMinute' | 'distinctIps' | 'distinctDomains' | 'distinctAddresses'
+    >)
   | ({ event: 'subscribe_surge_ended' } & Counts<'durationSeconds' | 'attempts' | 'challenged' | 'paused'>)
 );
 

@@ -3,7 +3,15 @@ import type { Logger } from '../log.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 import type { IndexCopy } from '../reads/slug-lookup.js';
-import { changesBetween, countByKind, mergeChanges, snapshotOf, type ArchiveChange, type ArchiveSnapshot, type ChangeKind } from './archive-changes.js';
+import {
+  changesBetween,
+  countByKind,
+  mergeChanges,
+  snapshotOf,
+  type ArchiveChange,
+  type ArchiveSnapshot,
+  type ChangeKind,
+} from './archive-changes.js';
 import type { DeployHookResult } from './deploy-hook.js';
 
 /** What the watch last saw and has not yet announced, as one string: memory, Redis or a KV namespace. */

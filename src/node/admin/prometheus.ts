@@ -54,11 +54,16 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   }
 
-  const counter = (name: string, help: string, labelNames: string[] = []) => new Counter({ name: PREFIX + name, help, labelNames, registers });
+  const counter = (name: string, help: string, labelNames: string[] = []) =>
+    new Counter({ name: PREFIX + name, help, labelNames, registers });
   const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
     new Histogram({ name: PREFIX + name, help, labelNames, buckets, registers });
 
-  const requests = counter('http_requests_total', 'Requests answered by the public listener, by route template, method and status.', ['route', 'method', 'status']);
+  const requests = counter(
+    'http_requests_total',
+    'Requests answered by the public listener, by route template, method and status.',
+    ['route', 'method', 'status'],
+  );
   const requestSeconds = histogram(
     'http_request_duration_seconds',
     'Time from a request reaching the app to its response, by route template and method.',
@@ -80,7 +85,11 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES) or ttl (expired).',
     ['reason'],
   );
-  const upstreamCalls = counter('upstream_calls_total', 'Calls of the upstream API (retries included), by operation and outcome.', ['operation', 'outcome']);
+  const upstreamCalls = counter(
+    'upstream_calls_total',
+    'Calls of the upstream API (retries included), by operation and outcome.',
+    ['operation', 'outcome'],
+  );
   const upstreamSeconds = histogram(
     'upstream_call_duration_seconds',
     'Time an upstream call took, retries included, by operation and outcome.',
@@ -88,7 +97,10 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   );
   const retries = counter('upstream_retries_total', 'Upstream attempts that failed and were retried.');
-  const holdOff = counter('upstream_hold_off_seconds_total', 'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.');
+  const holdOff = counter(
+    'upstream_hold_off_seconds_total',
+    'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.',
+  );
   const subscribes = counter('subscribe_attempts_total', 'Subscribe attempts, by outcome.', ['outcome']);
   const surge = new Gauge({
     name: `${PREFIX}subscribe_surge`,
