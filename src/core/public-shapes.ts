@@ -15,7 +15,7 @@ export const PublicCategorySchema = z.strictObject({
   slug: SlugSchema,
 });
 
-export const CategoryListingSchema = z.extend(PublicCategorySchema, {
+const CategoryListingSchema = z.extend(PublicCategorySchema, {
   count: z.int().check(z.gte(0), z.meta({ description: 'How many public issues the archive holds in this category.' })),
 });
 
@@ -32,7 +32,7 @@ export const IssueSummarySchema = z.strictObject({
   readingMinutes: z.nullable(z.int().check(z.gte(1))).check(z.meta({ description: "Minutes to read the letter (its words at about 230 a minute, at least 1); null where the service does not hold the letter's text." })),
 });
 
-export const IssueNeighbourSchema = z.strictObject({
+const IssueNeighbourSchema = z.strictObject({
   slug: SlugSchema,
   subject: z.string(),
   sentAt: z.nullable(z.iso.datetime()),

@@ -153,7 +153,7 @@ function finish(findings: CheckFinding[]): CheckResult {
   return { findings, exitCode: findings.some((finding) => finding.status === 'fail') ? 1 : 0 };
 }
 
-export async function checkEnvironment(env: ConfigSource, deps: CheckDeps = {}): Promise<CheckResult> {
+async function checkEnvironment(env: ConfigSource, deps: CheckDeps = {}): Promise<CheckResult> {
   const parsed = parseConfig(env);
   if (!parsed.ok) return { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
   return runCheck(parsed.config, deps);
@@ -166,7 +166,7 @@ const SUMMARIES = {
   2: 'the configuration is invalid; nothing was checked (see README.md "Configuration")',
 } as const;
 
-export function formatCheck(result: CheckResult): string[] {
+function formatCheck(result: CheckResult): string[] {
   const failures = result.findings.filter((finding) => finding.status === 'fail').length;
   return [
     ...result.findings.map((finding) => `${LABELS[finding.status]}  ${finding.message}`),

@@ -102,7 +102,7 @@ export function createSubscribeInputSchema(checkedValues: readonly string[]) {
 }
 
 export const SubscribeJsonInputSchema = createSubscribeInputSchema([]);
-export const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES);
+const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES);
 
 /** openapi.json's words for the body's fields. */
 export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonSchemaWords } = {
@@ -119,7 +119,7 @@ export type SubscribeJsonInput = z.output<typeof SubscribeJsonInputSchema>;
 /** The fields, validated, with the address's mailbox key (mailbox.ts) and domain. */
 export type SubscribeFields = SubscribeJsonInput & { normalized: string; domain: string };
 
-export function mediaTypeOf(c: Context): string | undefined {
+function mediaTypeOf(c: Context): string | undefined {
   return c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase() || undefined;
 }
 

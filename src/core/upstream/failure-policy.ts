@@ -78,7 +78,7 @@ export function readErrorFromUpstream(failure: UpstreamError): ApiError {
 }
 
 /** Why reads are failing: a closed set of labels. `backing_off`: a pause another instance started (Redis). */
-export const FAILURE_REASONS = [
+const FAILURE_REASONS = [
   'upstream_5xx',
   'unreachable',
   'timeout',

@@ -24,7 +24,7 @@ export interface HoldOff {
   answered(operation: OperationClass): void | Promise<void>;
 }
 
-export const BACKOFF_BASE_MS = 1000;
+const BACKOFF_BASE_MS = 1000;
 /** docs/upstream.md "Backing off a failing upstream" says why 30 s. */
 export const BACKOFF_CAP_MS = 30_000;
 /** A streak with no failure for this long is forgotten. */

@@ -55,7 +55,7 @@ export const UpstreamErrorBodySchema = z.object({
   error: z.object({ code: z.string(), message: z.string(), details: z.optional(z.unknown()) }),
 });
 
-export function successEnvelope<T extends z.ZodMiniType>(data: T) {
+function successEnvelope<T extends z.ZodMiniType>(data: T) {
   return z.object({ ok: z.literal(true), data });
 }
 

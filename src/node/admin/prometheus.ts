@@ -17,7 +17,7 @@ export interface CacheFigures {
 const PREFIX = 'newsletter_bff_';
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS']);
 /** Every subscribe outcome, counted from zero. */
-export const SUBSCRIBE_OUTCOMES = [
+const SUBSCRIBE_OUTCOMES = [
   'forwarded',
   'deduped',
   'honeypot',

@@ -17,7 +17,7 @@ end
 return 0`;
 
 /** Ticks renew it every second: a watcher that stopped hands over within this long. */
-export const WATCH_LEASE_MS = 10_000;
+const WATCH_LEASE_MS = 10_000;
 
 /**
  * One watcher among the instances (docs/deployment.md "Build hooks"). Redis unavailable: nobody

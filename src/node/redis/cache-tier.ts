@@ -2,7 +2,7 @@ import type { SharedEntry, SharedTier } from '../../core/reads/shared-tier.js';
 import type { RedisKeys } from './keys.js';
 import type { RedisLink } from './link.js';
 
-export const REDIS_MAX_VALUE_BYTES = 8 * 1024 * 1024;
+const REDIS_MAX_VALUE_BYTES = 8 * 1024 * 1024;
 
 /**
  * The shared tier behind each instance's memory (core/reads/shared-tier.ts decides freshness).

@@ -16,7 +16,7 @@ export function inlineJson(value: unknown): string {
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 
 /** "15 November 2026" in UTC, by hand so the bytes do not depend on the ICU build. */
-export function formatDate(iso: string): string {
+function formatDate(iso: string): string {
   const date = new Date(iso);
   return `${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}`;
 }
