@@ -24,8 +24,13 @@ export function isListenHost(host: string): boolean {
   return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
 }
 
+/** Blank is unset. */
+function optionalVariable<S extends z.ZodMiniType>(schema: S) {
+  return preprocess(blankToUndefined, z.optional(schema));
+}
+
 export function optionalText() {
-  return preprocess(blankToUndefined, z.optional(z.string()));
+  return optionalVariable(z.string());
 }
 
 /** A Worker binding may hold it as a number. */
@@ -38,6 +43,7 @@ export function wholeNumberVariable(min: number, max: number, fallback: number) 
 
 const TURNSTILE_SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
 const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
+const httpsUrl = z.refine<string>((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY });
 
 function isRedisUrl(value: string): boolean {
   try {
@@ -71,7 +77,7 @@ export const UPSTREAM_PAGING_VARIABLES = {
     blankToUndefined,
     z._default(z.enum(['offset', 'page'], { error: 'must be offset or page' }), DEFAULT_LIST_PAGING.style),
   ),
-  UPSTREAM_LIST_PAGING_PARAM: preprocess(blankToUndefined, z.optional(queryParameterName(''))),
+  UPSTREAM_LIST_PAGING_PARAM: optionalVariable(queryParameterName('')),
   UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
 };
 
@@ -98,17 +104,14 @@ export const NODE_LISTENER_VARIABLES = {
 export const CLIENT_ADDRESS_VARIABLES = {
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
   RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),
-  TRUSTED_PROXIES: preprocess(
-    blankToUndefined,
-    z.optional(
-      z.pipe(
-        z.string({ error: 'must be a comma-separated list of addresses or CIDR networks' }),
-        z.transform((value: string, ctx) => {
-          const { list, invalid } = parseAddressList(value);
-          if (invalid.length > 0) addIssue(ctx, `has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
-          return list;
-        }),
-      ),
+  TRUSTED_PROXIES: optionalVariable(
+    z.pipe(
+      z.string({ error: 'must be a comma-separated list of addresses or CIDR networks' }),
+      z.transform((value: string, ctx) => {
+        const { list, invalid } = parseAddressList(value);
+        if (invalid.length > 0) addIssue(ctx, `has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
+        return list;
+      }),
     ),
   ),
 };
@@ -116,11 +119,8 @@ export const CLIENT_ADDRESS_VARIABLES = {
 /** docs/security.md, docs/subscribe.md. */
 export const CHALLENGE_VARIABLES = {
   TURNSTILE_SECRET_KEY: optionalText(),
-  TURNSTILE_SITE_KEY: preprocess(blankToUndefined, z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' })))),
-  TURNSTILE_VERIFY_URL: preprocess(
-    blankToUndefined,
-    z._default(z.string().check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY })), TURNSTILE_SITEVERIFY_URL),
-  ),
+  TURNSTILE_SITE_KEY: optionalVariable(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }))),
+  TURNSTILE_VERIFY_URL: preprocess(blankToUndefined, z._default(z.string().check(httpsUrl), TURNSTILE_SITEVERIFY_URL)),
   TURNSTILE_MODE: preprocess(blankToUndefined, z._default(z.enum(['always', 'surge'], { error: 'must be always or surge' }), 'always')),
 };
 
@@ -131,10 +131,7 @@ export const SUBSCRIBE_SURGE_VARIABLES = {
   SUBSCRIBE_SURGE_SECONDS: wholeNumberVariable(10, 86_400, 600),
   SUBSCRIBE_BLOCK_DISPOSABLE: booleanVariable(false),
   // Never echoed: a chat webhook's URL is its credential.
-  ALERT_WEBHOOK_URL: preprocess(
-    blankToUndefined,
-    z.optional(z.string({ error: HTTPS_ONLY }).check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY }))),
-  ),
+  ALERT_WEBHOOK_URL: optionalVariable(z.string({ error: HTTPS_ONLY }).check(httpsUrl)),
 };
 
 /** docs/upstream.md "How the archive is read and kept fresh". */
@@ -154,22 +151,16 @@ function isHookUrl(value: string): boolean {
 /** docs/deployment.md "Build hooks". */
 export const DEPLOY_HOOK_VARIABLES = {
   // Never echoed: a build hook's URL is its credential.
-  DEPLOY_HOOK_URL: preprocess(
-    blankToUndefined,
-    z.optional(
-      z
-        .string({ error: `${HTTPS_ONLY}, without a user or password` })
-        .check(z.refine(isHookUrl, { error: `${HTTPS_ONLY}, without a user or password` })),
-    ),
+  DEPLOY_HOOK_URL: optionalVariable(
+    z.string({ error: `${HTTPS_ONLY}, without a user or password` }).check(z.refine(isHookUrl, { error: `${HTTPS_ONLY}, without a user or password` })),
   ),
 };
 
 /** docs/deployment.md "Several instances". */
 export const SHARED_STATE_VARIABLES = {
   // Validated for shape only, and never echoed: the URL may carry a password.
-  REDIS_URL: preprocess(
-    blankToUndefined,
-    z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
+  REDIS_URL: optionalVariable(
+    z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' })),
   ),
   REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
 };

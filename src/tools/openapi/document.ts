@@ -288,45 +288,36 @@ function createPaths(specs: readonly PathSpec[], errors: ReturnType<typeof error
   const paths: Json = {};
   for (const spec of specs) {
     const item: Json = {};
-    const { get, post } = spec;
+    const { get, post, pathParameters = [] } = spec;
     if (get) {
+      const { ok, parameters, ...named } = get;
       item.get = {
-        operationId: get.operationId,
-        summary: get.summary,
-        description: get.description,
+        ...named,
         tags: ['reads'],
-        parameters: [...(spec.pathParameters ?? []), ...get.parameters],
-        responses: { '200': get.ok, '304': responseRef('NotModified'), ...errorAnswers(spec.route, false) },
+        parameters: [...pathParameters, ...parameters],
+        responses: { '200': ok, '304': responseRef('NotModified'), ...errorAnswers(spec.route, false) },
       };
-      const { content: _content, ...okHeaders } = get.ok;
+      const { content: _content, ...okHeaders } = ok;
       item.head = {
         operationId: `${get.operationId}Head`,
         summary: `${get.summary} (headers only)`,
         description: `The headers \`GET ${spec.path}\` would send, with the same validation and caching; no body.`,
         tags: ['reads'],
-        parameters: [...(spec.pathParameters ?? []), ...get.parameters],
+        parameters: [...pathParameters, ...parameters],
         responses: { '200': { ...okHeaders, description: 'As GET, without the body.' }, '304': responseRef('NotModifiedHead'), ...errorAnswers(spec.route, true) },
       };
     }
     if (post) {
-      item.post = {
-        operationId: post.operationId,
-        summary: post.summary,
-        description: post.description,
-        tags: ['subscribe'],
-        parameters: post.parameters,
-        requestBody: post.requestBody,
-        responses: { ...post.answers, ...errorAnswers(spec.route, false) },
-      };
+      const { answers, parameters, requestBody, ...named } = post;
+      item.post = { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers(spec.route, false) } };
     }
-    const operationId = get?.operationId ?? post!.operationId;
     item.options = {
-      operationId: `${operationId}Preflight`,
+      operationId: `${get?.operationId ?? post!.operationId}Preflight`,
       summary: 'CORS preflight',
       description:
         'Answered for any origin with 204; `Access-Control-Allow-*` is granted only to an `Origin` in `ALLOWED_ORIGINS` (or any, with `*`), never with credentials.',
       tags: ['cors'],
-      parameters: [...(spec.pathParameters ?? []), ref('#/components/parameters/Origin'), ref('#/components/parameters/Access-Control-Request-Method')],
+      parameters: [...pathParameters, ref('#/components/parameters/Origin'), ref('#/components/parameters/Access-Control-Request-Method')],
       responses: { '204': responseRef('Preflight') },
     };
     item['x-other-methods'] = responseRef('MethodNotAllowed');
