@@ -25,13 +25,6 @@ export interface SheddingOptions {
   onShed?: (reason: ConnectionShedReason) => void;
 }
 
-export interface Shedding {
-  open(): number;
-  /** Above MAX_CONNECTIONS: an answer should close its connection. */
-  overCap(): boolean;
-  isShedding(): boolean;
-}
-
 /** How many of a rule's oldest candidates (or clients) are weighed. */
 const WINDOW = 16;
 
@@ -54,7 +47,7 @@ interface Held {
   gone: boolean;
 }
 
-export function shedConnections(server: Server, options: SheddingOptions): Shedding {
+export function shedConnections(server: Server, options: SheddingOptions) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs, recheckMs, reportMs, onShed } = options;
   const now = options.now ?? (() => performance.now());
   const bySocket = new WeakMap<Socket, Held>();
@@ -203,6 +196,7 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
 
   return {
     open: () => open,
+    /** Above MAX_CONNECTIONS: an answer should close its connection. */
     overCap: () => open > maxConnections,
     isShedding: () => open > maxConnections || now() - lastShedAt < reportMs,
   };

@@ -85,23 +85,11 @@ export interface SurgeWatchOptions {
 /** Workers' waitUntil; on Node the promise simply runs. */
 export type Background = (promise: Promise<unknown>) => void;
 
-export interface SurgeWatch {
-  /** Counts an attempt that passed validation, honeypot and origin; true while a surge is on. */
-  attempt(attempt: SurgeAttempt, background: Background): Promise<boolean>;
-  challenged(): void;
-  paused(): void;
-  /** Looks at the rate without an attempt, so a surge ends on time when the flood stops. */
-  check(background: Background): Promise<void>;
-  active(): boolean;
-  /** The hold: the shortest a surge can still last. */
-  retryAfterSeconds(): number;
-}
-
 /**
  * docs/subscribe.md "Surges": per-IP and per-address limits never trip for a bot posting distinct
  * addresses from rotating IPs, so attempts are also counted for the whole service.
  */
-export function createSurgeWatch(options: SurgeWatchOptions): SurgeWatch {
+export function createSurgeWatch(options: SurgeWatchOptions) {
   const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
   // The last two minutes' distinct visitors, as this instance saw them.
@@ -172,7 +160,8 @@ export function createSurgeWatch(options: SurgeWatchOptions): SurgeWatch {
   }
 
   return {
-    async attempt(attempt, background) {
+    /** Counts an attempt that passed validation, honeypot and origin; true while a surge is on. */
+    async attempt(attempt: SurgeAttempt, background: Background): Promise<boolean> {
       const at = now();
       remember(attempt, at);
       evaluate(await counter.add(at), at, background);
@@ -185,12 +174,16 @@ export function createSurgeWatch(options: SurgeWatchOptions): SurgeWatch {
     paused() {
       if (surge) surge.paused += 1;
     },
-    async check(background) {
+    /** Looks at the rate without an attempt, so a surge ends on time when the flood stops. */
+    async check(background: Background): Promise<void> {
       if (!surge) return;
       const at = now();
       evaluate(await counter.rate(at), at, background);
     },
     active: () => surge !== undefined,
+    /** The hold: the shortest a surge can still last. */
     retryAfterSeconds: () => holdSeconds,
   };
 }
+
+export type SurgeWatch = ReturnType<typeof createSurgeWatch>;

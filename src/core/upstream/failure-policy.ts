@@ -109,16 +109,6 @@ export function failureReasonOf(failure: UpstreamError): FailureReason {
   return REASON_OF_KIND[failure.kind] ?? 'refused';
 }
 
-/** Failing reads logged by the spell, not by the request: docs/upstream.md "One line per spell". */
-export interface FailureSpells {
-  /** Starts a spell, or counts into the one under way (a held-off call always does). */
-  loadFailed(key: string, failure: unknown): void;
-  /** A copy the upstream gave at `fetchedAt` ends a spell begun before it. */
-  loaded(fetchedAt: number): void;
-  /** Counts a stale or failed answer into the spell under way; returns its reason. */
-  affectedRead(): FailureReason | undefined;
-}
-
 interface Spell {
   reason: FailureReason;
   startedAt: number;
@@ -126,7 +116,8 @@ interface Spell {
   failedLoads: number;
 }
 
-export function createFailureSpells(options: { log: Logger; now: () => number }): FailureSpells {
+/** Failing reads logged by the spell, not by the request: docs/upstream.md "One line per spell". */
+export function createFailureSpells(options: { log: Logger; now: () => number }) {
   const { log, now } = options;
   let spell: Spell | undefined;
 
@@ -142,7 +133,8 @@ export function createFailureSpells(options: { log: Logger; now: () => number })
   }
 
   return {
-    loadFailed(key, failure) {
+    /** Starts a spell, or counts into the one under way (a held-off call always does). */
+    loadFailed(key: string, failure: unknown): void {
       if (!(failure instanceof UpstreamError)) {
         // A fault of ours, logged each time, without its message (it may hold data).
         log.log('error', 'upstream_failure', { key, during: 'cache load', kind: 'unexpected' });
@@ -169,13 +161,17 @@ export function createFailureSpells(options: { log: Logger; now: () => number })
         hint,
       });
     },
-    loaded(fetchedAt) {
+    /** A copy the upstream gave at `fetchedAt` ends a spell begun before it. */
+    loaded(fetchedAt: number): void {
       if (spell && fetchedAt >= spell.startedAt) end(spell, 'recovered');
     },
-    affectedRead() {
+    /** Counts a stale or failed answer into the spell under way; returns its reason. */
+    affectedRead(): FailureReason | undefined {
       if (!spell) return undefined;
       spell.reads += 1;
       return spell.reason;
     },
   };
 }
+
+export type FailureSpells = ReturnType<typeof createFailureSpells>;

@@ -37,16 +37,8 @@ const READ_ROUTES = ['/api/issues', '/api/issues/:slug', '/api/categories'] as c
 /** prom-client's gauges named like counters (`promtool check metrics` refuses them). */
 const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
-export interface PrometheusMetrics {
-  registry: Registry;
-  metrics: Metrics;
-  watchCaches(stats: () => CacheFigures): void;
-  trackConnections(server: Pick<Server, 'on'>): void;
-  watchRedis(healthy: () => boolean): void;
-}
-
 /** `Metrics` for Prometheus (Node only), named by its conventions. */
-export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = {}): PrometheusMetrics {
+export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   const registers = [registry];
   if (options.defaultMetrics ?? true) {
@@ -172,10 +164,10 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
   return {
     registry,
     metrics,
-    watchCaches(stats) {
+    watchCaches(stats: () => CacheFigures): void {
       cacheStats = stats;
     },
-    watchRedis(healthy) {
+    watchRedis(healthy: () => boolean): void {
       new Gauge({
         name: `${PREFIX}redis_up`,
         help: 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.',
@@ -185,7 +177,7 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
         },
       });
     },
-    trackConnections(server) {
+    trackConnections(server: Pick<Server, 'on'>): void {
       server.on('connection', (socket: { once(event: 'close', listener: () => void): unknown }) => {
         connections.inc();
         socket.once('close', () => connections.dec());

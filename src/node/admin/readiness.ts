@@ -15,13 +15,6 @@ const FAILED: ReadonlySet<string> = new Set(['unavailable', 'timeout', 'bad_resp
 
 export type ReadinessState = { ready: true } | { ready: false; reason: string };
 
-export interface Readiness {
-  observe(outcome: string): void;
-  state(cacheWarm: boolean, shedding?: boolean): ReadinessState;
-  /** The process is shutting down. */
-  drain(): void;
-}
-
 export interface ReadinessOptions {
   /** ADMIN_UNREADY_AFTER_SECONDS, in ms. */
   unreadyAfterMs: number;
@@ -32,13 +25,13 @@ export interface ReadinessOptions {
  * `/readyz`: ready once the upstream has answered (or the cache is warm), not while shedding or
  * while every call has failed for `unreadyAfterMs`; a shorter outage is bridged by stale copies.
  */
-export function createReadiness(options: ReadinessOptions): Readiness {
+export function createReadiness(options: ReadinessOptions) {
   const { unreadyAfterMs, now = Date.now } = options;
   let answered = false;
   let failingSince: number | undefined;
   let draining = false;
   return {
-    observe(outcome) {
+    observe(outcome: string): void {
       if (ANSWERED.has(outcome)) {
         answered = true;
         failingSince = undefined;
@@ -46,7 +39,7 @@ export function createReadiness(options: ReadinessOptions): Readiness {
         failingSince ??= now();
       }
     },
-    state(cacheWarm, shedding = false) {
+    state(cacheWarm: boolean, shedding = false): ReadinessState {
       if (draining) return { ready: false, reason: 'shutting down' };
       if (shedding) return { ready: false, reason: 'the public listener is shedding connections (MAX_CONNECTIONS)' };
       if (!answered && !cacheWarm) return { ready: false, reason: 'the upstream has not answered yet' };
@@ -56,8 +49,11 @@ export function createReadiness(options: ReadinessOptions): Readiness {
       }
       return { ready: true };
     },
-    drain() {
+    /** The process is shutting down. */
+    drain(): void {
       draining = true;
     },
   };
 }
+
+export type Readiness = ReturnType<typeof createReadiness>;
