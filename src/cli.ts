@@ -4,12 +4,12 @@ import { runCli, type CliCommand } from './tools/commands.js';
 import { main as runCheck } from './tools/check.js';
 import { startNode } from './node.js';
 
-/** The `newsletter-bff` command (package.json `bin`, `npm start`): the entry that touches the process. */
+/** The `newsletter-bff` command (package.json `bin`). */
 const commands: Record<string, CliCommand> = {
   start: {
     summary: 'run the service; demo mode without NEWSLETTER_API_KEY',
     run: ({ env }) => {
-      // Resolves once listening (after connecting to Redis, with REDIS_URL); failures exit by themselves.
+      // Failures exit by themselves.
       void startNode(env);
       return undefined;
     },

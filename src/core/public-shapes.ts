@@ -1,21 +1,13 @@
 import { PAGE_SIZE } from './routes/archive-query.js';
 import { SLUG_PATTERN } from './slug.js';
-// The configured `z` (see core/zod.ts).
 import * as z from './zod.js';
 
-/**
- * The public shapes of docs/contract.md, as zod schemas: the one place a field is written. The
- * types below are inferred from them, `npm run openapi` writes openapi.json from them, and the
- * tests check docs/contract.md and every real answer against them. Strict objects: an answer
- * holds these fields and no other.
- *
- * They describe; the service never parses its own answers with them. The answers are built field
- * by field from parsed upstream records by reads/allow-list.ts, and the service imports only the
- * types from here (`import type`), so neither these schemas nor what zod needs for them reach the
- * Worker bundle.
+/*
+ * The public shapes of docs/contract.md: the one place a field is written (types, openapi.json,
+ * the contract tests). They describe; answers are built by reads/allow-list.ts, and the service
+ * imports only the types, so these schemas stay out of the Worker bundle.
  */
 
-/** A slug that keeps the slug rule (core/slug.ts): an issue's, a category's. */
 export const SlugSchema = z.string().check(z.regex(SLUG_PATTERN));
 
 export const PublicCategorySchema = z.strictObject({
@@ -23,7 +15,6 @@ export const PublicCategorySchema = z.strictObject({
   slug: SlugSchema,
 });
 
-/** A category as GET /api/categories lists it: with the number of public issues in it. */
 export const CategoryListingSchema = z.extend(PublicCategorySchema, {
   count: z.int().check(z.gte(0), z.meta({ description: 'How many public issues the archive holds in this category.' })),
 });
@@ -41,7 +32,6 @@ export const IssueSummarySchema = z.strictObject({
   readingMinutes: z.nullable(z.int().check(z.gte(1))).check(z.meta({ description: "Minutes to read the letter (its words at about 230 a minute, at least 1); null where the service does not hold the letter's text." })),
 });
 
-/** A neighbouring public issue in archive order (newest `sentAt` first). */
 export const IssueNeighbourSchema = z.strictObject({
   slug: SlugSchema,
   subject: z.string(),
@@ -55,7 +45,7 @@ export const IssueDetailSchema = z.extend(IssueSummarySchema, {
   older: z.nullable(IssueNeighbourSchema).check(z.meta({ description: 'The public issue sent before this one; null for the oldest.' })),
 });
 
-/** The 200 bodies of the four routes (docs/contract.md "The four public routes"). */
+/** The 200 bodies of the four routes. */
 export const ArchivePageBodySchema = z.strictObject({
   ok: z.literal(true),
   data: z.array(IssueSummarySchema),

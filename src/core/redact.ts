@@ -1,12 +1,9 @@
-/** Shorter than this is a truncated paste, not a key; redaction also leaves shorter strings alone. */
+/** Shorter is a truncated paste, not a key, and is not redacted. */
 export const MIN_API_KEY_LENGTH = 8;
 
 /**
- * Replaces every secret inside a value with `[redacted]`. Runs on values, never on a whole
- * serialized line or on our own wording around a value, so it cannot rewrite the message it
- * protects; a "secret" shorter than a key can be (a one-letter typo) is left alone, or it would
- * cut holes in every word holding that letter. A secret is also matched trimmed (config trims
- * it; a Worker secret may keep a trailing newline).
+ * Replaces every secret inside a value with `[redacted]`: on values, never on our own wording. A
+ * secret is also matched trimmed (a Worker secret may keep a trailing newline).
  */
 export function createRedactor(secrets: readonly unknown[]): (value: string) => string {
   const forms = new Set<string>();
@@ -19,7 +16,6 @@ export function createRedactor(secrets: readonly unknown[]): (value: string) => 
   if (ordered.length === 0) return (value) => value;
   const shortest = ordered[ordered.length - 1]!.length;
   return (value) => {
-    // Most values (a method, a status word, a cache state) are shorter than any secret.
     if (value.length < shortest) return value;
     let result = value;
     for (const form of ordered) if (result.includes(form)) result = result.replaceAll(form, '[redacted]');

@@ -1,20 +1,16 @@
 import type { ArchivePageBody, IssueSummary } from '../core/public-shapes.js';
 
-/**
- * The example site's archive page (examples/site/index.html) with a search's matches written into
- * it, for demo mode: the search box is a plain GET form to this page, so a reader without
- * JavaScript gets the results from the server. archive.js, where it runs, reads the same search
- * again and keeps the page as it is meanwhile (`data-rendered`). Every value from the API is
- * escaped; the markup is what archive.js builds.
+/*
+ * Demo mode: examples/site/index.html with a search's matches filled in, so a reader without
+ * JavaScript gets them from the server. The markup is what archive.js builds; values are escaped.
  */
 
-/** As archive.js pages. */
+/** As archive.js pages and cuts `q` (docs/contract.md). */
 const PAGE_SIZE = 10;
 const MAX_PAGE = 500;
-/** The service's limit on `q` (docs/contract.md): archive.js cuts a longer one the same way. */
 const MAX_SEARCH = 200;
 
-/** The parts of index.html filled in, as they stand in the file (a test renders the page from the real file). */
+/** As they stand in the file (a test renders the page from the real file). */
 const SLOTS = {
   title: '<title>The Field Notes · Archive</title>',
   body: '<body>',
@@ -61,11 +57,7 @@ function pagerHtml(q: string, page: number, pages: number): string {
   return `<nav class="pager" id="pager" aria-label="Archive pages"${pages > 1 ? '' : ' hidden'}>${newer}<span id="pager-position">Page ${page} of ${pages}</span>${older}</nav>`;
 }
 
-/**
- * index.html (`template`) with the matches of `q` on page `page` filled in, read through `api`
- * (GET /api/issues?q=). A search the service refuses or cannot answer shows the page's own
- * empty or error state, with what the reader can do.
- */
+/** A search the service refuses or cannot answer shows the page's own empty or error state. */
 export async function renderSearchPage(template: string, view: { q: string; page: string | undefined }, api: (path: string) => Promise<Response>): Promise<string> {
   const q = [...view.q.trim()].slice(0, MAX_SEARCH).join('');
   const pageNumber = /^\d{1,4}$/.test(view.page ?? '') ? Math.min(Math.max(Number(view.page), 1), MAX_PAGE) : 1;

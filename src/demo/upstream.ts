@@ -13,9 +13,9 @@ import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication, type D
 
 /** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */
 export const DEMO_BASE_URL = 'https://demo.newsletter.invalid/v1';
-/** Not a secret: the demo upstream accepts only this key, so the client's auth path is exercised. */
+/** Not a secret: the demo accepts only this key, so the client's auth path runs. */
 export const DEMO_API_KEY = 'demo-key-not-a-secret';
-/** Subscribing this address gets the upstream's "refused" answer (a blocked subscriber). */
+/** Subscribing this address gets the upstream's "refused" answer. */
 export const DEMO_BLOCKED_EMAIL = 'blocked@example.com';
 
 const path = (segments: readonly string[]) => `/${segments.join('/')}`;
@@ -31,13 +31,12 @@ export interface DemoSubscriber {
 }
 
 export interface DemoUpstream {
-  /** A `fetch` that answers the four upstream operations in process. */
   fetch: typeof globalThis.fetch;
   baseUrl: string;
   apiKey: string;
-  /** The demo's subscriber list, by normalized email (readable by tests). */
+  /** By normalized email. */
   subscribers: Map<string, DemoSubscriber>;
-  /** The publication it serves; a test may add to it. */
+  /** A test may add to it. */
   issues: DemoIssue[];
   categories: DemoCategory[];
 }
@@ -46,12 +45,9 @@ export interface DemoUpstreamOptions {
   apiKey?: string;
   now?: () => number;
   publication?: { categories: DemoCategory[]; issues: DemoIssue[] };
-  /**
-   * The demo service's public origin, where the sample publication's thumbnails are served
-   * (DEFAULT_DEMO_ORIGIN unless given). Ignored when `publication` is given.
-   */
+  /** Where the sample thumbnails are served (DEFAULT_DEMO_ORIGIN unless given). */
   siteOrigin?: string;
-  /** The order List Issues answers in (newest `createdAt` first by default). */
+  /** List Issues' order (newest `createdAt` first by default). */
   order?: 'created' | 'newest-sent' | 'oldest-sent';
 }
 
@@ -67,11 +63,7 @@ function fail(c: Context, status: number, code: string, message: string, details
   return c.json({ ok: false, error: { code, message, ...(details === undefined ? {} : { details }) } }, status as 401);
 }
 
-/**
- * An in-process implementation of the upstream operations we use (docs/upstream.md), over a
- * sample publication. It plugs in as the injected `fetch`, so demo mode and the tests run the
- * real upstream client, its auth header, URL building and zod parsing included.
- */
+/** The upstream operations we use, in process, as the injected `fetch`: demo mode and tests run the real client. */
 export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstream {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;

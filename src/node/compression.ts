@@ -6,14 +6,13 @@ const brotli = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
 
 export interface NodeBodyEncoderOptions {
-  /** Bodies shorter than this (bytes) are kept as text only: below it a coding saves less than it costs. */
+  /** Shorter bodies are kept as text only. */
   minBytes?: number;
 }
 
 /**
- * Node's BodyEncoder: `br` and `gzip` copies of a cached body, made once per copy on libuv's
- * thread pool (zlib's asynchronous calls), never on a request. A copy is kept only when it saves
- * at least a tenth of the body. Levels and the threshold: docs/node-http.md.
+ * `br` and `gzip` copies of a cached body, made once per copy on libuv's thread pool, never on a
+ * request; kept only when a tenth smaller. Levels and the threshold: docs/node-http.md.
  */
 export function createNodeBodyEncoder(options: NodeBodyEncoderOptions = {}): BodyEncoder {
   const { minBytes = DEFAULT_MIN_BYTES } = options;

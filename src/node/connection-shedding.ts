@@ -3,62 +3,33 @@ import type { Socket } from 'node:net';
 import type { ConnectionShedReason } from '../core/metrics.js';
 
 /**
- * Which connections make room when the Node listener is full (docs/node-http.md "A crowd at one
- * address"). While it holds MAX_CONNECTIONS or fewer nothing is closed, whoever opens how many.
- * Above it, connections that cost nobody an answer are closed, in this order:
- *
- * 1. `slow_head`: no whole request head after `slowHeadGraceMs` (slowloris, or a silent socket);
- * 2. `over_share`: of the address holding the most connections that have sent no request yet,
- *    the oldest, once `overShareAfterMs` old (a younger one may have its head on the way), or at
- *    once when that address holds more than its share of the cap (the cap divided between the
- *    addresses holding connections): an attacker opening sockets faster than the grace runs out;
- * 3. `idle`: kept alive with no request in flight for `idleGraceMs` or longer. Last, not first:
- *    a pool (an SSR server's fetch, a browser) may send its next request on it at any moment, and
- *    closing it then fails that request (measured in docs/node-http.md), where a socket that has
- *    not sent a head costs nobody anything.
- *
- * Within rules 1 and 3 the address holding the most connections goes first among the oldest. A
- * connection with a request in flight is never closed here: when nothing else can go, the
- * listener holds more than MAX_CONNECTIONS (up to Node's own `maxConnections`, a hard ceiling
- * above it), looks again every `recheckMs`, and the Node entry closes those connections after
- * their answers. Only the server's 'connection' and 'request' events, the request's, the
- * response's and the socket's 'close', and `socket.destroy()` are used.
+ * Which connections make room above MAX_CONNECTIONS (docs/node-http.md "A crowd at one address"),
+ * in this order: `slow_head` (no whole head within the grace), `over_share` (the oldest fresh one
+ * of the address holding the most, once old enough or at once when that address holds more than its
+ * share of the cap), then `idle` (last: a pool may send its next request on it at any moment). A
+ * connection with a request in flight is never closed here; public events and `destroy()` only.
  */
 export interface SheddingOptions {
-  /** MAX_CONNECTIONS: above it, connections make room. */
   maxConnections: number;
-  /**
-   * The client a connection counts for, from its peer address (the rate limits' key). Undefined,
-   * or undefined for an address: it counts for no client (a trusted proxy), so never over share.
-   */
+  /** The rate limits' key of a peer address; undefined: no client (a trusted proxy), never over share. */
   clientKeyOf?: (address: string) => string | undefined;
   idleGraceMs: number;
   slowHeadGraceMs: number;
   overShareAfterMs: number;
-  /** How often, while above the cap with nothing to close, it looks again. */
+  /** How often, above the cap with nothing to close, it looks again. */
   recheckMs: number;
-  /** How long after its last shed the listener still says it is shedding (readiness). */
+  /** How long after its last shed readiness still reports shedding. */
   reportMs: number;
-  /** Milliseconds, monotonic (default `performance.now`). */
+  /** Monotonic milliseconds. */
   now?: () => number;
   onShed?: (reason: ConnectionShedReason) => void;
 }
 
-export interface Shedding {
-  /** Connections held (a shed one no longer counts). */
-  open(): number;
-  /** Whether the listener holds more than MAX_CONNECTIONS: an answer should then close its connection. */
-  overCap(): boolean;
-  /** Above the cap, or it shed a connection within the last `reportMs`: readiness reports it. */
-  isShedding(): boolean;
-}
-
-/** How many of a rule's oldest candidates (or clients, for rule 3) are weighed. */
+/** How many of a rule's oldest candidates (or clients) are weighed. */
 const WINDOW = 16;
 
 interface Client {
   key: string;
-  /** Open connections of this client. */
   held: number;
   /** Its connections that have sent no request yet, oldest first. */
   fresh: Set<Held>;
@@ -67,25 +38,24 @@ interface Client {
 interface Held {
   socket: Socket;
   client: Client | undefined;
-  /** Requests read and not yet done (more than one when the client pipelines). */
+  /** More than one when the client pipelines. */
   inFlight: number;
   /** When it was accepted, or when its last request was done. */
   since: number;
-  /** Whether it has carried a request: between requests it is idle, before its first fresh. */
+  /** Between requests it is idle; before its first, fresh. */
   served: boolean;
   gone: boolean;
 }
 
-export function shedConnections(server: Server, options: SheddingOptions): Shedding {
+export function shedConnections(server: Server, options: SheddingOptions) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs, recheckMs, reportMs, onShed } = options;
   const now = options.now ?? (() => performance.now());
   const bySocket = new WeakMap<Socket, Held>();
   const clients = new Map<string, Client>();
-  /** Connections that have sent no request yet, oldest first. */
   const fresh = new Set<Held>();
-  /** Kept-alive connections between requests, longest idle first. */
+  /** Longest idle first. */
   const idle = new Set<Held>();
-  /** Clients by their count of fresh connections, to find the one holding most at once. */
+  /** Clients by their count of fresh connections. */
   const byFresh = new Map<number, Set<Client>>();
   let mostFresh = 0;
   let open = 0;
@@ -131,7 +101,7 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
 
   const heldBy = (held: Held) => held.client?.held ?? 0;
 
-  /** Of the oldest `WINDOW` in `set` past `graceMs`, the one whose client holds the most connections. */
+  /** Of the oldest `WINDOW` past `graceMs`, the one whose client holds the most connections. */
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
     let best: Held | undefined;
     let weighed = 0;
@@ -144,11 +114,7 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
     return best;
   }
 
-  /**
-   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one
-   * once it is `overShareAfterMs` old; failing that, the oldest of the client holding the most,
-   * young or not, when that is more than its share (the cap divided between the clients).
-   */
+  /** Among the clients holding most fresh connections, an old enough one; else the top client's oldest when over its share. */
   function overShare(at: number): Held | undefined {
     let weighed = 0;
     for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {
@@ -171,7 +137,6 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
     onShed?.(reason);
   }
 
-  /** Closes one connection by the rules; false when none may go. */
   function makeRoom(): boolean {
     const at = now();
     const slowOne = pick(fresh, slowHeadGraceMs, at);
@@ -207,7 +172,6 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
     bySocket.set(socket, held);
     open += 1;
     startWaiting(held);
-    // One listener per connection, however many requests it carries.
     socket.once('close', () => release(held));
     if (open > maxConnections) shedDownToCap();
   });
@@ -218,8 +182,7 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
     if (held.inFlight === 0) stopWaiting(held);
     held.inFlight += 1;
     held.served = true;
-    // Done when both the answer and the request (its body read or discarded) are: listeners on
-    // this request's own objects, gone with them, never on the socket.
+    // Done when both the answer and the request are: listeners on their own objects, never on the socket.
     let parts = 2;
     const partDone = () => {
       parts -= 1;
@@ -233,6 +196,7 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
 
   return {
     open: () => open,
+    /** Above MAX_CONNECTIONS: an answer should close its connection. */
     overCap: () => open > maxConnections,
     isShedding: () => open > maxConnections || now() - lastShedAt < reportMs,
   };

@@ -1,7 +1,4 @@
-/**
- * A feature was configured or asked for, but the optional package it needs is not installed
- * (package.json `optionalDependencies` and `peerDependencies`; docs/dependencies.md).
- */
+/** A feature needs an optional package that is not installed (docs/dependencies.md). */
 export class MissingPackageError extends Error {
   constructor(
     readonly packageName: string,
@@ -12,12 +9,7 @@ export class MissingPackageError extends Error {
   }
 }
 
-/**
- * Runs `load` (a dynamic `import()` of the optional package, or of our module that imports it)
- * and turns "that package is not installed" into a MissingPackageError naming it and the
- * feature that wanted it. Any other failure, a broken install included, is thrown as it was.
- * `load` is a function rather than a name so that TypeScript types what it loads.
- */
+/** Runs `load` (a dynamic `import()`, typed) and turns "not installed" into a MissingPackageError; any other failure is rethrown. */
 export async function importOptional<T>(packageName: string, feature: string, load: () => Promise<T>): Promise<T> {
   try {
     return await load();
@@ -27,7 +19,7 @@ export async function importOptional<T>(packageName: string, feature: string, lo
   }
 }
 
-/** Node's ESM resolver says `Cannot find package '<name>' imported from <file>` (ERR_MODULE_NOT_FOUND). */
+/** Node's ESM resolver: ERR_MODULE_NOT_FOUND, `Cannot find package '<name>'`. */
 function isMissing(error: unknown, packageName: string): boolean {
   return (
     error instanceof Error &&

@@ -1,5 +1,6 @@
 import { parseConfig, type Config, type ConfigSource } from '../core/config/config.js';
 import type { Logger } from '../core/log.js';
+import { createRedactor } from '../core/redact.js';
 import { isPublicIssue } from '../core/reads/allow-list.js';
 import type { ArchiveRead } from '../core/upstream/archive.js';
 import { createUpstreamForConfig } from '../core/upstream/configured-client.js';
@@ -8,12 +9,12 @@ import { UpstreamError } from '../core/upstream/transport.js';
 import { UPSTREAM_HINTS } from '../core/upstream/failure-policy.js';
 import { createMemoryHoldOff } from '../core/upstream/hold-off.js';
 
-/**
- * `npm run check`: asks the configured upstream, with read-only calls only, whether what the
- * site needs works, and says what to set where it does not. It never creates a subscriber.
+/*
+ * `npm run check`: asks the configured upstream, read-only, whether what the site needs works,
+ * and says what to set where it does not. It never creates a subscriber.
  */
 
-/** `fail`: the site would break or be cut short; `note`: worth knowing, nothing breaks. */
+/** `fail`: the site would break or be cut short; `note`: nothing breaks. */
 export interface CheckFinding {
   status: 'ok' | 'fail' | 'note';
   message: string;
@@ -21,29 +22,22 @@ export interface CheckFinding {
 
 export interface CheckResult {
   findings: CheckFinding[];
-  /** 0: everything the site needs works; 1: something would break or truncate it; 2: invalid configuration. */
   exitCode: 0 | 1 | 2;
 }
 
 export interface CheckDeps {
   fetch?: typeof globalThis.fetch | undefined;
   now?: (() => number) | undefined;
-  /** How the pauses between calls to a failing upstream are waited (tests move a fake clock). */
   sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
-/**
- * The longest pause `check` waits out before its next call: the pauses after failed calls of
- * its few calls stay under 4 s (docs/upstream.md "Backing off a failing upstream"); a longer
- * hold-off, a 429's `Retry-After`, is reported rather than waited for.
- */
+/** The pauses after its own failed calls are waited out; a 429's longer `Retry-After` is reported instead. */
 const CHECK_WAITS_OUT_MS = 10_000;
 
 const ok = (message: string): CheckFinding => ({ status: 'ok', message });
 const fail = (message: string): CheckFinding => ({ status: 'fail', message });
 const note = (message: string): CheckFinding => ({ status: 'note', message });
 
-/** A failed call in words, naming the variable to check where the failure points at one. */
 function failureMessage(call: string, error: unknown): string {
   if (!(error instanceof UpstreamError)) return `${call} failed unexpectedly`;
   if (error.kind === 'auth') return `${call}: ${UPSTREAM_HINTS.rejectedKey} (401)`;
@@ -51,14 +45,13 @@ function failureMessage(call: string, error: unknown): string {
   return `${call} failed: ${error.message}`;
 }
 
-/** Runs `call`, timing it with the injected clock. */
 async function timed<T>(now: () => number, call: () => Promise<T>): Promise<{ value: T; ms: number }> {
   const started = now();
   const value = await call();
   return { value, ms: Math.round(now() - started) };
 }
 
-/** Whether the row limit and paging work, asked one row at a time (pages of 1 row, 2 rows at most). */
+/** Whether the row limit and paging work, asked one row at a time. */
 function judgeProbe(probe: ArchiveRead, config: Config): CheckFinding[] {
   const { limitParam, pagingParam, style } = config.listPaging;
   const [first = 0, second] = probe.pageRows;
@@ -83,7 +76,6 @@ function judgeProbe(probe: ArchiveRead, config: Config): CheckFinding[] {
   return findings;
 }
 
-/** What the whole archive read found: its size, its pages, and what would cut it short. */
 function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFinding[] {
   const publicIssues = read.issues.filter(isPublicIssue).length;
   const asked = config.listPaging.pageSize;
@@ -105,15 +97,13 @@ function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFindi
   return findings;
 }
 
-/** Probes an upstream the configuration points at; `config` is valid (see `checkEnvironment`). */
 export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<CheckResult> {
   const now = deps.now ?? Date.now;
   const findings: CheckFinding[] = [];
   const told: { level: string; event: string; operation?: unknown; count?: unknown; ids?: unknown; resource?: unknown; status?: unknown }[] = [];
-  // What the client would log in the service (dropped categories, new states) becomes findings.
+  // What the service would log (dropped categories, new states) becomes findings.
   const log: Logger = { log: (level, event, fields) => told.push({ level, event, ...fields }) };
-  // One hold-off for both clients: a failing upstream is asked again after a growing pause,
-  // waited out here, never at once (a one-shot probe backs off as the service does).
+  // One hold-off for both clients: a one-shot probe backs off as the service does.
   const backOff = { holdOff: createMemoryHoldOff(now), waitWhenHeldOffMs: CHECK_WAITS_OUT_MS, sleep: deps.sleep };
   const client = createUpstreamForConfig(config, { fetch: deps.fetch, now, log, ...backOff });
   const probeClient = createUpstreamForConfig({ ...config, listPaging: { ...config.listPaging, pageSize: 1 } }, { fetch: deps.fetch, now, ...backOff });
@@ -127,7 +117,6 @@ export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<Ch
     findings.push(ok(`categories: ${categories.value.length}`));
   } catch (error) {
     findings.push(fail(failureMessage('List Categories', error)));
-    // A rejected key or a wrong base URL fails every other call the same way.
     if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return finish(findings);
   }
   findings.push(...(await archiveFindings(client, probeClient, config, now)));
@@ -164,8 +153,7 @@ function finish(findings: CheckFinding[]): CheckResult {
   return { findings, exitCode: findings.some((finding) => finding.status === 'fail') ? 1 : 0 };
 }
 
-/** Parses the environment as `npm start` does: an invalid one is exit 2, one finding per problem. */
-export async function checkEnvironment(env: ConfigSource, deps: CheckDeps = {}): Promise<CheckResult> {
+async function checkEnvironment(env: ConfigSource, deps: CheckDeps = {}): Promise<CheckResult> {
   const parsed = parseConfig(env);
   if (!parsed.ok) return { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
   return runCheck(parsed.config, deps);
@@ -178,8 +166,7 @@ const SUMMARIES = {
   2: 'the configuration is invalid; nothing was checked (see README.md "Configuration")',
 } as const;
 
-/** One line per finding, then the summary. */
-export function formatCheck(result: CheckResult): string[] {
+function formatCheck(result: CheckResult): string[] {
   const failures = result.findings.filter((finding) => finding.status === 'fail').length;
   return [
     ...result.findings.map((finding) => `${LABELS[finding.status]}  ${finding.message}`),
@@ -192,11 +179,10 @@ export interface CheckMainOptions extends CheckDeps {
   write: (line: string) => void;
 }
 
-/** The whole command: checks, writes every line, and returns the exit code. */
 export async function main(options: CheckMainOptions): Promise<number> {
   const result = await checkEnvironment(options.env, options);
-  const key = typeof options.env.NEWSLETTER_API_KEY === 'string' ? options.env.NEWSLETTER_API_KEY.trim() : '';
-  // No finding holds the key; this is the last line of defence, as in the logger.
-  for (const line of formatCheck(result)) options.write(key.length >= 8 ? line.replaceAll(key, '[redacted]') : line);
+  // No finding holds the key; this is the last line of defence.
+  const redact = createRedactor([options.env.NEWSLETTER_API_KEY]);
+  for (const line of formatCheck(result)) options.write(redact(line));
   return result.exitCode;
 }

@@ -1,10 +1,5 @@
-/**
- * The command line: one table of subcommands, `--help`, `--version`, and the exit codes a
- * service manager acts on (0 done, 1 failed, 2 a usage or configuration error). A subcommand
- * is one more entry in the table.
- */
+/* The command line: one table of subcommands, `--help`, `--version`, exit 2 on a usage error. */
 
-/** Where a command writes, and the environment it reads: the real process in the entry, fakes in tests. */
 export interface CliIo {
   env: NodeJS.ProcessEnv;
   stdout: (text: string) => void;
@@ -12,23 +7,19 @@ export interface CliIo {
 }
 
 export interface CliCommand {
-  /** One line for the usage text. */
   summary: string;
-  /** An exit code, or undefined while it keeps running (a server sets its own code when it stops). */
+  /** Undefined while it keeps running (a server sets its own code when it stops). */
   run: (io: CliIo) => number | undefined | Promise<number | undefined>;
 }
 
 export interface CliOptions {
   name: string;
-  /** Read only when asked for. */
   version: () => string;
   commands: Readonly<Record<string, CliCommand>>;
-  /** What runs when no subcommand is given. */
   defaultCommand: string;
 }
 
-/** A usage error (an unknown subcommand or argument), as most command-line tools exit. */
-export const EXIT_USAGE = 2;
+const EXIT_USAGE = 2;
 
 const HELP_FLAGS = new Set(['-h', '--help', 'help']);
 const VERSION_FLAGS = new Set(['-v', '--version']);
@@ -53,7 +44,6 @@ export function usage(options: CliOptions): string {
   ].join('\n');
 }
 
-/** Runs the subcommand `args` name (or the default) and resolves to its exit code. */
 export async function runCli(args: readonly string[], options: CliOptions, io: CliIo): Promise<number | undefined> {
   const [first, ...rest] = args;
   if (first !== undefined && HELP_FLAGS.has(first)) {

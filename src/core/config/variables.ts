@@ -4,32 +4,36 @@ import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS } from '../upstream/assumptio
 import { parseAddressList } from '../http/ip-address.js';
 import { addIssue, blankToUndefined, preprocess, wholeNumber } from '../validation.js';
 
-/** The variable rules core/config/config.ts shares with its blocks of variables. */
+/* The variables' rules, in blocks that config.ts puts together. */
 
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
 
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   return LOOPBACK_HOSTS.has(hostname) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
 }
 
-/** https, or plain http to this machine only (a local fake in tests and development). */
+/** https, or plain http to this machine only (a local fake). */
 export function isHttpsOrLoopback(url: URL | undefined): boolean {
   return url?.protocol === 'https:' || (url?.protocol === 'http:' && isLoopbackHost(url.hostname));
 }
 
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
-/** What Node can listen on: a DNS name, an IPv4 address (a name of digits) or a bare IPv6 address. */
+/** A DNS name, an IPv4 address or a bare IPv6 address (two colons at least: `127.0.0.1:8787` is refused). */
 export function isListenHost(host: string): boolean {
-  // IPv6 has at least two colons; `127.0.0.1:8787` (a port pasted in) has one.
   return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
 }
 
-export function optionalText() {
-  return preprocess(blankToUndefined, z.optional(z.string()));
+/** Blank is unset. */
+function optionalVariable<S extends z.ZodMiniType>(schema: S) {
+  return preprocess(blankToUndefined, z.optional(schema));
 }
 
-/** A variable holding a whole number; a Worker binding may hold it as a number. */
+export function optionalText() {
+  return optionalVariable(z.string());
+}
+
+/** A Worker binding may hold it as a number. */
 export function wholeNumberVariable(min: number, max: number, fallback: number) {
   return wholeNumber(min, max, fallback, (value) => {
     const given = blankToUndefined(value);
@@ -37,10 +41,9 @@ export function wholeNumberVariable(min: number, max: number, fallback: number) 
   });
 }
 
-/** Cloudflare's siteverify endpoint (hCaptcha-compatible verifiers answer the same shape). */
-export const TURNSTILE_SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
+const TURNSTILE_SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
 const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
-
+const httpsUrl = z.refine<string>((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY });
 
 function isRedisUrl(value: string): boolean {
   try {
@@ -51,8 +54,7 @@ function isRedisUrl(value: string): boolean {
   }
 }
 
-
-/** A query parameter name of our own choosing, never one List Issues' filters already use. */
+/** Never one List Issues' filters already use. */
 function queryParameterName(fallback: string) {
   return preprocess(
     blankToUndefined,
@@ -68,18 +70,17 @@ function queryParameterName(fallback: string) {
   );
 }
 
-/** How List Issues pages is not shown upstream: today's guesses are the defaults (docs/upstream.md "Assumptions"). */
+/** How List Issues pages is not documented: the defaults are guesses (docs/upstream.md "Assumptions"). */
 export const UPSTREAM_PAGING_VARIABLES = {
   UPSTREAM_LIST_LIMIT_PARAM: queryParameterName(DEFAULT_LIST_PAGING.limitParam),
   UPSTREAM_LIST_PAGING: preprocess(
     blankToUndefined,
     z._default(z.enum(['offset', 'page'], { error: 'must be offset or page' }), DEFAULT_LIST_PAGING.style),
   ),
-  UPSTREAM_LIST_PAGING_PARAM: preprocess(blankToUndefined, z.optional(queryParameterName(''))),
+  UPSTREAM_LIST_PAGING_PARAM: optionalVariable(queryParameterName('')),
   UPSTREAM_LIST_PAGE_SIZE: wholeNumberVariable(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
 };
 
-/** `true` or `false` (a Worker binding may hold a boolean). */
 function booleanVariable(fallback: boolean) {
   return preprocess(
     (value) => {
@@ -90,93 +91,76 @@ function booleanVariable(fallback: boolean) {
   );
 }
 
-/** Node's listener: the connection cap and timeouts (docs/node-http.md). */
+/** docs/node-http.md. */
 export const NODE_LISTENER_VARIABLES = {
-  // docs/node-http.md "What a connection costs": why 4096.
+  // docs/node-http.md "What a connection costs" says why 4096.
   MAX_CONNECTIONS: wholeNumberVariable(16, 1_000_000, 4096),
-  // No longer used (0: unset); accepted, with a notice at start-up (config.ts `noticesFor`).
+  // No longer used; accepted with a notice at start-up.
   MAX_CONNECTIONS_PER_CLIENT: wholeNumberVariable(1, 1_000_000, 0),
   HEADERS_TIMEOUT_SECONDS: wholeNumberVariable(1, 15, 10),
   REQUEST_TIMEOUT_SECONDS: wholeNumberVariable(1, 30, 30),
 };
 
-/** Who the client is: the IPv6 prefix counted as one visitor, and the proxies whose X-Forwarded-For is read. */
 export const CLIENT_ADDRESS_VARIABLES = {
   TRUST_PROXY_HOPS: wholeNumberVariable(0, 10, 0),
   RATE_LIMIT_IPV6_PREFIX: wholeNumberVariable(32, 128, 64),
-  TRUSTED_PROXIES: preprocess(
-    blankToUndefined,
-    z.optional(
-      z.pipe(
-        z.string({ error: 'must be a comma-separated list of addresses or CIDR networks' }),
-        z.transform((value: string, ctx) => {
-          const { list, invalid } = parseAddressList(value);
-          if (invalid.length > 0) addIssue(ctx, `has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
-          return list;
-        }),
-      ),
+  TRUSTED_PROXIES: optionalVariable(
+    z.pipe(
+      z.string({ error: 'must be a comma-separated list of addresses or CIDR networks' }),
+      z.transform((value: string, ctx) => {
+        const { list, invalid } = parseAddressList(value);
+        if (invalid.length > 0) addIssue(ctx, `has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
+        return list;
+      }),
     ),
   ),
 };
 
-/** Cloudflare Turnstile on subscribe, always or only during a surge (docs/security.md, docs/subscribe.md). */
+/** docs/security.md, docs/subscribe.md. */
 export const CHALLENGE_VARIABLES = {
   TURNSTILE_SECRET_KEY: optionalText(),
-  TURNSTILE_SITE_KEY: preprocess(blankToUndefined, z.optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' })))),
-  TURNSTILE_VERIFY_URL: preprocess(
-    blankToUndefined,
-    z._default(z.string().check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY })), TURNSTILE_SITEVERIFY_URL),
-  ),
+  TURNSTILE_SITE_KEY: optionalVariable(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }))),
+  TURNSTILE_VERIFY_URL: preprocess(blankToUndefined, z._default(z.string().check(httpsUrl), TURNSTILE_SITEVERIFY_URL)),
   TURNSTILE_MODE: preprocess(blankToUndefined, z._default(z.enum(['always', 'surge'], { error: 'must be always or surge' }), 'always')),
 };
 
-/** Subscription bombing: the surge threshold and hold, throwaway domains, the owner's alert (docs/subscribe.md). */
+/** docs/subscribe.md. */
 export const SUBSCRIBE_SURGE_VARIABLES = {
-  // 0 turns surge detection off; docs/subscribe.md says why 30 is the default.
+  // 0 turns surge detection off; docs/subscribe.md says why 30.
   SUBSCRIBE_SURGE_PER_MINUTE: wholeNumberVariable(0, 100_000, 30),
   SUBSCRIBE_SURGE_SECONDS: wholeNumberVariable(10, 86_400, 600),
   SUBSCRIBE_BLOCK_DISPOSABLE: booleanVariable(false),
   // Never echoed: a chat webhook's URL is its credential.
-  ALERT_WEBHOOK_URL: preprocess(
-    blankToUndefined,
-    z.optional(z.string({ error: HTTPS_ONLY }).check(z.refine((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY }))),
-  ),
+  ALERT_WEBHOOK_URL: optionalVariable(z.string({ error: HTTPS_ONLY }).check(httpsUrl)),
 };
 
-/** How the archive is kept fresh, and what reads the index cannot justify may cost (docs/upstream.md "How the archive is read and kept fresh"). */
+/** docs/upstream.md "How the archive is read and kept fresh". */
 export const ARCHIVE_READ_VARIABLES = {
-  // docs/upstream.md "How the archive is read": why ten minutes.
   ARCHIVE_RESYNC_SECONDS: wholeNumberVariable(10, 86_400, 600),
   INDEX_REFRESH_MIN_SECONDS: wholeNumberVariable(0, 300, 5),
   READ_BUDGET_PER_MINUTE: wholeNumberVariable(1, 100_000, 120),
   READ_BUDGET_PER_CLIENT_PER_MINUTE: wholeNumberVariable(1, 100_000, 30),
 };
 
-/** https, or http to a loopback host, and no user or password: fetch refuses a URL that carries them. */
+/** No user or password: fetch refuses a URL that carries them. */
 function isHookUrl(value: string): boolean {
   const url = parseHttpUrl(value);
   return isHttpsOrLoopback(url) && url?.username === '' && url.password === '';
 }
 
-/** The build hook called when the archive changes (docs/deployment.md "Build hooks"). */
+/** docs/deployment.md "Build hooks". */
 export const DEPLOY_HOOK_VARIABLES = {
   // Never echoed: a build hook's URL is its credential.
-  DEPLOY_HOOK_URL: preprocess(
-    blankToUndefined,
-    z.optional(
-      z
-        .string({ error: `${HTTPS_ONLY}, without a user or password` })
-        .check(z.refine(isHookUrl, { error: `${HTTPS_ONLY}, without a user or password` })),
-    ),
+  DEPLOY_HOOK_URL: optionalVariable(
+    z.string({ error: `${HTTPS_ONLY}, without a user or password` }).check(z.refine(isHookUrl, { error: `${HTTPS_ONLY}, without a user or password` })),
   ),
 };
 
-/** Redis, for state shared by several Node instances (docs/deployment.md "Several instances"). */
+/** docs/deployment.md "Several instances". */
 export const SHARED_STATE_VARIABLES = {
   // Validated for shape only, and never echoed: the URL may carry a password.
-  REDIS_URL: preprocess(
-    blankToUndefined,
-    z.optional(z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }))),
+  REDIS_URL: optionalVariable(
+    z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' })),
   ),
   REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
 };

@@ -2,10 +2,7 @@ import type { IssueSummary } from '../public-shapes.js';
 import { issueUpdatedAt, type FeedOptions } from './options.js';
 import { xmlElement, xmlText } from './xml.js';
 
-/**
- * An Atom 1.0 document (RFC 4287) of the given issues, in the order given. Pure and
- * deterministic: the same issues and options give the same bytes.
- */
+/** An Atom 1.0 document (RFC 4287) of the issues, in the order given: the same input gives the same bytes. */
 export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
   const lines = [
     '<?xml version="1.0" encoding="utf-8"?>',
@@ -27,14 +24,13 @@ export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOpt
 
 function atomEntry(issue: IssueSummary, options: FeedOptions): string {
   const url = options.issueUrl(issue.slug);
-  // When it last changed (its `updatedAt`); an issue without any date still needs <updated>
-  // (§4.1.2): the feed's own date stands in.
+  // An issue without any date still needs <updated> (§4.1.2): the feed's own date stands in.
   const date = issueUpdatedAt(issue) ?? options.updated;
   const lines = [
     '  <entry>',
     `    ${xmlElement('title', issue.subject, { type: 'text' })}`,
     `    <link rel="alternate" type="text/html" href="${xmlText(url)}"/>`,
-    // The page URL is the id: stable as long as the slug is, which is what a reader deduplicates by.
+    // The page URL is the id: stable as long as the slug is.
     `    ${xmlElement('id', url)}`,
     ...(issue.sentAt ? [`    ${xmlElement('published', issue.sentAt)}`] : []),
     `    ${xmlElement('updated', date)}`,

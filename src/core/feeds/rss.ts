@@ -2,10 +2,7 @@ import type { IssueSummary } from '../public-shapes.js';
 import type { FeedOptions } from './options.js';
 import { xmlElement, xmlText } from './xml.js';
 
-/**
- * An RSS 2.0 document of the given issues, in the order given, with an Atom `self` link
- * (the RSS Advisory Board's best practice). Pure and deterministic.
- */
+/** An RSS 2.0 document, with an Atom `self` link (the RSS Advisory Board's best practice). */
 export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
   const lines = [
     '<?xml version="1.0" encoding="utf-8"?>',
@@ -40,7 +37,7 @@ function rssItem(issue: IssueSummary, options: FeedOptions): string {
   return lines.join('\n');
 }
 
-/** RSS dates are RFC 822 (with four-digit years, as RFC 1123 allows); `toUTCString` writes exactly that, in GMT. */
+/** RFC 822 with four-digit years (RFC 1123): what `toUTCString` writes. */
 function rfc822(iso: string): string {
   return new Date(iso).toUTCString();
 }

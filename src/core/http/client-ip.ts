@@ -2,15 +2,8 @@ import type { Context } from 'hono';
 import { parseIp, type AddressList } from './ip-address.js';
 
 /**
- * The client IP behind `hops` trusted proxies. Each proxy appends the address it saw, so the
- * client is the `hops`-th entry from the right; everything left of it is whatever the client
- * chose to send and is never trusted. With no trusted hops the header is ignored.
- *
- * Fallbacks: fewer entries than hops means a proxy of the chain added none, so the leftmost
- * entry (the farthest address any proxy saw) is taken; no usable header at all gives the socket
- * address (then the nearest proxy itself, whose clients share one rate limit). Either way the
- * socket peer must be one of the trusted proxies: if clients can reach this port directly,
- * they can write the whole header, and TRUST_PROXY_HOPS must be 0.
+ * The client IP behind `hops` trusted proxies: the `hops`-th `X-Forwarded-For` entry from the right
+ * (entries further left are the client's own words). Clients must not reach this port directly.
  */
 export function clientIpFromForwardedFor(
   forwardedFor: string | undefined,
@@ -26,16 +19,13 @@ export function clientIpFromForwardedFor(
   if (entries.length === 0) return socket;
   // Fewer entries than trusted hops: take the farthest address our proxies passed on.
   const chosen = entries[Math.max(0, entries.length - hops)];
-  // Never a string of the client's choosing: what is not an address counts as the socket's.
+  // What is not an address counts as the socket's.
   return (chosen !== undefined && parseIp(chosen)) || socket;
 }
 
 /**
- * The client IP behind proxies known by address (TRUSTED_PROXIES), as Express's `trust proxy`
- * takes a list: `X-Forwarded-For` is read only when the socket peer is one of them, so a client
- * that reaches this port directly is counted by its own address whatever it writes. From the
- * right, each trusted entry is another proxy; the first untrusted one is the client. An entry
- * that is not an address ends the walk at the last proxy that wrote a real one.
+ * The client IP behind TRUSTED_PROXIES, as Express's `trust proxy` list: read only from a trusted
+ * peer; from the right, the first untrusted entry is the client, and one that is not an address ends the walk.
  */
 export function clientIpBehindTrustedProxies(
   forwardedFor: string | undefined,
@@ -55,12 +45,7 @@ export function clientIpBehindTrustedProxies(
   return client;
 }
 
-/**
- * The Node entry's `clientIp`: `X-Forwarded-For` read behind the proxies of TRUSTED_PROXIES when
- * it is set, else behind TRUST_PROXY_HOPS hops, over the socket peer's address. `socketAddress`
- * is `getConnInfo(c).remote.address` in node.ts, passed in so this stays free of Node's server
- * and testable without sockets.
- */
+/** The Node entry's `clientIp`; `socketAddress` is passed in, so this is testable without sockets. */
 export function createNodeClientIp(
   trustProxyHops: number,
   socketAddress: (c: Context) => string | undefined,

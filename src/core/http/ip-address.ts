@@ -1,18 +1,10 @@
-/**
- * IP addresses in one spelling each, so a rate limit counts a visitor once however the address
- * is written. Pure string work: it runs on Node and Workers alike.
- */
+/* One spelling per IP address, so a rate limit counts a visitor once however it is written. */
 
-// Dotted quad with no leading zeros: `010.0.0.1` is octal to some parsers and decimal to others,
-// so such spellings (and `127.1`, `0x7f.0.0.1`) are refused rather than guessed.
+// No leading zeros: `010.0.0.1` is octal to some parsers, so it (and `127.1`, `0x7f.0.0.1`) is refused.
 const IPV4 = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 const HEX_GROUP = /^[0-9a-f]{1,4}$/i;
 
-/**
- * The address in `text` in canonical form (IPv4 dotted, IPv6 as RFC 5952 writes it, an
- * IPv4-mapped IPv6 address as its IPv4 address), or undefined when `text` is not an address.
- * Accepts what proxies write in `X-Forwarded-For`: `[v6]`, `[v6]:port`, `v4:port`, a zone id.
- */
+/** RFC 5952 form (an IPv4-mapped address as IPv4), or undefined; accepts `[v6]:port`, `v4:port`, a zone id. */
 export function parseIp(text: string): string | undefined {
   let value = text.trim();
   const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(value);
@@ -40,11 +32,7 @@ function formatIpv6(groups: readonly number[]): string {
   return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
 }
 
-/**
- * The key a visitor is counted under: the address itself for IPv4, its network prefix for IPv6
- * (`RATE_LIMIT_IPV6_PREFIX`, 64 by default: one home line or one server gets a whole /64, so
- * counting single addresses would give a client 2^64 limits). Anything else is kept as given.
- */
+/** The address for IPv4; for IPv6 its RATE_LIMIT_IPV6_PREFIX network, since one home line gets a whole /64. */
 export function rateLimitKeyOf(ip: string, ipv6PrefixBits: number): string {
   const canonical = parseIp(ip);
   if (canonical === undefined || !canonical.includes(':')) return canonical ?? ip;
@@ -56,7 +44,6 @@ export function rateLimitKeyOf(ip: string, ipv6PrefixBits: number): string {
   return `${formatIpv6(masked)}/${ipv6PrefixBits}`;
 }
 
-/** Eight 16-bit groups of an IPv6 address (with `::` and a dotted IPv4 tail), or undefined. */
 function parseIpv6Groups(value: string): number[] | undefined {
   if (!value.includes(':') || value.length > 45) return undefined;
   const halves = value.split('::');
@@ -66,10 +53,8 @@ function parseIpv6Groups(value: string): number[] | undefined {
     const out: number[] = [];
     const pieces = part.split(':');
     for (const [index, piece] of pieces.entries()) {
-      if (index === pieces.length - 1 && IPV4.test(piece)) {
-        const [a, b, c, d] = piece.split('.').map(Number) as [number, number, number, number];
-        out.push((a << 8) | b, (c << 8) | d);
-      } else if (HEX_GROUP.test(piece)) out.push(Number.parseInt(piece, 16));
+      if (index === pieces.length - 1 && IPV4.test(piece)) out.push(...ipv4Groups(piece));
+      else if (HEX_GROUP.test(piece)) out.push(Number.parseInt(piece, 16));
       else return undefined;
     }
     return out;
@@ -82,13 +67,14 @@ function parseIpv6Groups(value: string): number[] | undefined {
   return missing >= 1 ? [...head, ...new Array<number>(missing).fill(0), ...tail] : undefined;
 }
 
-/** An address as 16-bit groups (2 for IPv4, 8 for IPv6), so one prefix test serves both families. */
+/** 16-bit groups (2 for IPv4, 8 for IPv6), so one prefix test serves both. */
 function groupsOf(canonical: string): number[] {
-  if (!canonical.includes(':')) {
-    const [a, b, c, d] = canonical.split('.').map(Number) as [number, number, number, number];
-    return [(a << 8) | b, (c << 8) | d];
-  }
-  return parseIpv6Groups(canonical)!;
+  return canonical.includes(':') ? parseIpv6Groups(canonical)! : ipv4Groups(canonical);
+}
+
+function ipv4Groups(dotted: string): number[] {
+  const [a, b, c, d] = dotted.split('.').map(Number) as [number, number, number, number];
+  return [(a << 8) | b, (c << 8) | d];
 }
 
 function hasPrefix(address: readonly number[], network: readonly number[], bits: number): boolean {
@@ -112,11 +98,7 @@ export interface AddressList {
   includes(ip: string): boolean;
 }
 
-/**
- * Parses `TRUSTED_PROXIES`: addresses, CIDR networks (`10.0.0.0/8`, `fd00::/8`) and Express's
- * names `loopback`, `linklocal` and `uniquelocal`, comma-separated. Returns the entries that are
- * none of these in `invalid`, so configuration can name them.
- */
+/** `TRUSTED_PROXIES`: addresses, CIDR networks and Express's names; `invalid` names the other entries. */
 export function parseAddressList(text: string): { list: AddressList; invalid: string[] } {
   const networks: { groups: number[]; bits: number }[] = [];
   const invalid: string[] = [];

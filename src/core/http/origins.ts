@@ -1,8 +1,6 @@
 /**
- * The browser origins this service answers (docs/contract.md `ALLOWED_ORIGINS`): the listed ones,
- * any with `*`, and `ownOrigins` — the service's own, given only when it serves pages (demo
- * mode). An origin is never taken from the request (`Host`, an absolute-form target): a client
- * writes those, so `Host: evil.example` with `Origin: http://evil.example` would allow itself.
+ * The browser origins this service answers (docs/contract.md `ALLOWED_ORIGINS`), plus its own when
+ * it serves pages (demo mode). Never taken from `Host`: a client writes it, and would allow itself.
  */
 export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins: readonly string[] = []) {
   const listed = new Set([...(allowed === '*' ? [] : allowed), ...ownOrigins]);
@@ -14,11 +12,7 @@ export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins:
   };
 }
 
-/**
- * The origins a browser uses for a service listening on `host`:`port` (demo mode's pages):
- * the loopback names for a loopback or wildcard address, else the configured host itself.
- * Reached under any other name (a LAN address, a proxy), the site's origin goes in ALLOWED_ORIGINS.
- */
+/** A browser's origins for a service on `host`:`port`: the loopback names for a loopback or wildcard address. */
 export function listenOrigins(host: string, port: number): string[] {
   const loopback = ['localhost', '127.0.0.1', '[::1]'];
   const named = host.includes(':') ? `[${host}]` : host;
@@ -28,7 +22,7 @@ export function listenOrigins(host: string, port: number): string[] {
 
 export type OriginPolicy = ReturnType<typeof createOriginPolicy>;
 
-/** An absolute http(s) URL, or undefined for anything else (relative, `javascript:`, `data:`, junk). */
+/** An absolute http(s) URL, or undefined. */
 export function parseHttpUrl(value: string | null | undefined): URL | undefined {
   if (!value) return undefined;
   try {

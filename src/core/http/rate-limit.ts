@@ -2,7 +2,6 @@ import { LRUCache } from 'lru-cache';
 
 export interface RateLimitDecision {
   allowed: boolean;
-  /** Seconds until the current window ends (for `Retry-After`). */
   retryAfterSeconds: number;
 }
 
@@ -11,10 +10,7 @@ export interface RateLimiter {
   hit(key: string): RateLimitDecision | Promise<RateLimitDecision>;
 }
 
-/**
- * A fixed-window limiter kept in a bounded lru-cache (a flood of new IPs evicts the oldest
- * counters instead of growing memory). In memory, so per process on Node and per isolate on Workers.
- */
+/** Fixed windows in a bounded lru-cache: a flood of new IPs evicts the oldest counters instead of growing memory. */
 export function createMemoryRateLimiter(options: {
   limit: number;
   windowMs: number;
@@ -26,7 +22,6 @@ export function createMemoryRateLimiter(options: {
     max: options.maxKeys ?? 50_000,
     ttl: windowMs,
     perf: { now },
-    // Staleness is checked against the injected clock on every read (no cached "now" timer).
     ttlResolution: 0,
   });
   return {
@@ -49,10 +44,7 @@ export interface RateLimitBinding {
   limit(options: { key: string }): Promise<{ success: boolean }>;
 }
 
-/**
- * A limiter on the Workers Rate Limiting binding: counted across isolates at a location,
- * unlike the in-memory one. The binding tells no reset time, so Retry-After is its period.
- */
+/** Counted across isolates at a location; the binding tells no reset time, so Retry-After is its period. */
 export function createBindingRateLimiter(binding: RateLimitBinding, periodSeconds = 60): RateLimiter {
   return {
     async hit(key) {

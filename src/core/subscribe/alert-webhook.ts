@@ -1,11 +1,10 @@
 import type { Logger } from '../log.js';
 import type { SurgeAlert } from './surge.js';
 
-/** An alert that has not been taken in this long is given up: it must never hold anything. */
 const DEFAULT_ALERT_TIMEOUT_MS = 5000;
 
 export interface AlertWebhookOptions {
-  /** ALERT_WEBHOOK_URL: a Slack-compatible incoming webhook, or any receiver of a JSON POST. */
+  /** ALERT_WEBHOOK_URL: a Slack-compatible webhook, or any receiver of a JSON POST. */
   url: string;
   log: Logger;
   fetch?: typeof globalThis.fetch;
@@ -13,10 +12,8 @@ export interface AlertWebhookOptions {
 }
 
 /**
- * Sends a surge's start and end to the owner's webhook (docs/subscribe.md "Alert webhook"). The
- * returned promise always resolves: a slow or failing receiver is logged once per alert and
- * changes nothing for visitors, who never wait on it. The URL is the receiver's credential, so it
- * is never logged; the body holds counts only, never an address or the API key.
+ * Sends a surge's start and end to the owner's webhook (docs/subscribe.md "Alert webhook"). Always
+ * resolves: a failing receiver is logged, never waited on by visitors. The URL is a credential: never logged.
  */
 export function createAlertWebhook(options: AlertWebhookOptions): (payload: SurgeAlert) => Promise<void> {
   const { url, log, fetch = globalThis.fetch, timeoutMs = DEFAULT_ALERT_TIMEOUT_MS } = options;
@@ -26,7 +23,6 @@ export function createAlertWebhook(options: AlertWebhookOptions): (payload: Surg
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify(payload),
-        // A redirect could carry the alert to a host nobody configured.
         redirect: 'manual',
         signal: AbortSignal.timeout(timeoutMs),
       });

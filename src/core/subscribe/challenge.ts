@@ -1,23 +1,20 @@
 import type { Context } from 'hono';
 import { SubscribeFailure } from './outcome.js';
 
-/** The field Turnstile's widget adds to its form (and the JSON property scripts send it in). */
 export const TURNSTILE_RESPONSE_FIELD = 'cf-turnstile-response';
-/** Turnstile's tokens are at most this long; anything longer is not a token. */
 const MAX_TOKEN_LENGTH = 2048;
-/** A subscriber waits for this check: a verifier slower than this is treated as down. */
+/** A subscriber waits for this check: a slower verifier counts as down. */
 const DEFAULT_VERIFY_TIMEOUT_MS = 3000;
 /** Error codes that mean our secret is wrong, not the visitor's token: an operator must act. */
 const OUR_MISTAKES = new Set(['missing-input-secret', 'invalid-input-secret']);
 
-/** Passes, or throws a SubscribeFailure: CAPTCHA_REQUIRED, CAPTCHA_FAILED or UPSTREAM_UNAVAILABLE, with why. */
+/** Passes, or throws a SubscribeFailure (CAPTCHA_REQUIRED, CAPTCHA_FAILED or UPSTREAM_UNAVAILABLE). */
 export type SubscribeChallenge = (c: Context, input: Record<string, unknown>) => Promise<void>;
 
 export interface TurnstileChallengeOptions {
   secretKey: string;
-  /** TURNSTILE_SITE_KEY: sent with CAPTCHA_REQUIRED, so a form can show the widget it did not have. */
+  /** Sent with CAPTCHA_REQUIRED, so a form can show the widget it did not have. */
   siteKey?: string | undefined;
-  /** Turnstile's siteverify URL, or any hCaptcha-compatible one (same request and answer). */
   verifyUrl: string;
   clientIp: (c: Context) => string | undefined;
   fetch?: typeof globalThis.fetch;
@@ -27,10 +24,8 @@ export interface TurnstileChallengeOptions {
 type Verdict = { passed: true } | { passed: false; errorCodes: string } | { unavailable: string; level: 'warn' | 'error' };
 
 /**
- * Cloudflare Turnstile on subscribe: the visitor's token is checked with the siteverify API
- * before anything goes upstream. A missing, forged, expired or reused token is a 403; a
- * verifier that cannot be reached, is slow or refuses our secret fails closed (503), since
- * letting posts through unchecked is exactly what a bot waiting for an outage wants.
+ * Cloudflare Turnstile (or any siteverify-compatible verifier) on subscribe. A verifier that is
+ * down or refuses our secret fails closed (503): an outage must not let a waiting bot through.
  */
 export function createTurnstileChallenge(options: TurnstileChallengeOptions): SubscribeChallenge {
   const { secretKey, siteKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = DEFAULT_VERIFY_TIMEOUT_MS } = options;
@@ -49,7 +44,6 @@ export function createTurnstileChallenge(options: TurnstileChallengeOptions): Su
     } catch (error) {
       return { unavailable: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable', level: 'warn' };
     }
-    // Tolerant reader: only `success` and `error-codes` are read.
     const { success, 'error-codes': codes } = (answer ?? {}) as { success?: unknown; 'error-codes'?: unknown };
     if (success === true) return { passed: true };
     const errorCodes = Array.isArray(codes) ? codes.filter((code) => typeof code === 'string').join(',') : '';
@@ -62,8 +56,7 @@ export function createTurnstileChallenge(options: TurnstileChallengeOptions): Su
   return async function checkTurnstile(c, input) {
     const token = Object.hasOwn(input, TURNSTILE_RESPONSE_FIELD) ? input[TURNSTILE_RESPONSE_FIELD] : undefined;
     if (token === undefined || (typeof token === 'string' && token.trim() === '')) {
-      // No token at all: the form did not show the widget (TURNSTILE_MODE=surge, or an old copy
-      // of the form); the site key lets its script render one and resubmit.
+      // The form showed no widget (TURNSTILE_MODE=surge, an old form): the site key lets it render one.
       const detail = { path: TURNSTILE_RESPONSE_FIELD, message: 'is required: complete the anti-bot check' };
       throw new SubscribeFailure(
         'CAPTCHA_REQUIRED',

@@ -1,21 +1,14 @@
 /**
- * SUBSCRIBE_BLOCK_DISPOSABLE's list of throwaway domains, from the `mailchecker` package
- * (docs/subscribe.md "Throwaway addresses" says why this list). An optional dependency: loaded
- * only when the setting is on, by the Node entry, so neither the Worker bundle nor a service
- * without the setting carries its ~1 MB.
+ * SUBSCRIBE_BLOCK_DISPOSABLE's throwaway domains, from the optional `mailchecker` (docs/subscribe.md
+ * "Throwaway addresses"), loaded by the Node entry only when set: the Worker bundle never carries it.
  */
-
 import { importOptional } from '../../node/optional-package.js';
 
 interface DisposableList {
   blacklist(): Set<string>;
 }
 
-/**
- * Loads the list and returns its test: a domain, or any domain it is under (`x.mailinator.com`),
- * that the list names. Without the package it throws MissingPackageError, naming it. `load` is a
- * seam for tests; it defaults to the package's import.
- */
+/** The test: a domain the list names, or one under it (`x.mailinator.com`). MissingPackageError without the package. */
 export async function loadDisposableDomains(load: () => Promise<DisposableList> = importMailchecker): Promise<(domain: string) => boolean> {
   const domains = (await importOptional('mailchecker', 'SUBSCRIBE_BLOCK_DISPOSABLE=true', load)).blacklist();
   return function isDisposableDomain(domain: string): boolean {
@@ -29,11 +22,7 @@ export async function loadDisposableDomains(load: () => Promise<DisposableList> 
   };
 }
 
-/**
- * The package is CommonJS: Node's `import()` names only what its exports object literal shows
- * a static reader (`isValid`, not `blacklist`), so the list is read from `default`, the
- * exports object itself, which bundlers and vitest give as the module too.
- */
+/** CommonJS: Node's `import()` names only `isValid` statically, so `blacklist` is read from `default`. */
 async function importMailchecker(): Promise<DisposableList> {
   const module = (await import('mailchecker')) as Partial<DisposableList> & { default?: DisposableList };
   return module.default ?? (module as DisposableList);

@@ -9,8 +9,7 @@ import { SubscribeFailure, type RecordOutcome } from './outcome.js';
 
 /**
  * Sends the subscription upstream. Resolves when the visitor gets the success reply (created, or
- * refused and answered alike: no enumeration), having logged it; throws a SubscribeFailure with
- * the error to answer and what to log. Only an address the upstream settled is remembered.
+ * refused and answered alike); throws a SubscribeFailure. Only an address the upstream settled is remembered.
  */
 export async function forwardSubscription(
   upstream: UpstreamClient,
@@ -40,7 +39,7 @@ export async function forwardSubscription(
       return;
     }
     const { kind: upstreamKind, upstreamCode } = failure;
-    // A hint means the status itself is the clue (a 404 on our path, a 401 for our key), so it is logged too.
+    // With a hint the status is the clue (a 404 on our path, a 401 for our key), so it is logged too.
     const logged = hint ? { email, upstreamKind, upstreamStatus: String(failure.status), upstreamCode, hint } : { email, upstreamKind, upstreamCode };
     throw new SubscribeFailure(
       error.code,

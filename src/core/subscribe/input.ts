@@ -5,12 +5,11 @@ import { domainOf, mailboxKeyOf } from './mailbox.js';
 import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
 import { blankToUndefined, parseOrThrow, preprocess, type JsonSchemaWords } from '../validation.js';
 
-/** "A few KB" (docs/contract.md): an email, a source label and a checkbox fit many times over. */
+/** "A few KB" (docs/contract.md). */
 export const SUBSCRIBE_MAX_BODY_BYTES = 8 * 1024;
 
 const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data']);
 const ACCEPTED_TYPES = new Set(['application/json', ...FORM_TYPES]);
-// `\p{Cc}`: C0/C1 control characters (CR, LF, NUL, …) never belong in these fields.
 const NO_CONTROL_CHARACTERS = /^\P{Cc}*$/u;
 
 const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : value);
@@ -18,23 +17,17 @@ const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : 
 /** What a ticked form checkbox may send for `optInAttestation` (trimmed, any case). */
 export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
 
-/**
- * zod's own `email` pattern, with a top-level domain that is an A-label (`xn--p1ai`, .рф) allowed
- * too: the address is checked in the form it is sent upstream (see `toAsciiDomain`).
- */
+/** zod's own `email` pattern, with an A-label top-level domain (`xn--p1ai`) allowed too. */
 const EMAIL_PATTERN = /^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
-/** RFC 5321 §4.5.3.1: a local part of at most 64 octets, a domain label of at most 63, a path of at most 256 (an address of 254). */
+/** RFC 5321 §4.5.3.1. */
 const MAX_LOCAL_PART = 64;
 const MAX_DOMAIN_LABEL = 63;
 const MAX_ADDRESS = 254;
-/** A domain written with letters of any script (U-labels): what an IDN may hold before it is converted. */
 const UNICODE_DOMAIN = /^[\p{L}\p{M}\p{N}.\u3002\uFF0E\uFF61-]+$/u;
 
 /**
- * The address with a domain written in Unicode (`jane@bücher.example`) as its A-labels
- * (`jane@xn--bcher-kva.example`), by the URL parser's IDNA processing (UTS #46), which both
- * runtimes have: the upstream's `email` is an ASCII address, and DNS limits the A-label's length.
- * An ASCII address, or one that does not convert, is returned as it came (validation judges it).
+ * A Unicode domain as its A-labels (`bücher.example` → `xn--bcher-kva.example`) by the URL parser's
+ * IDNA (both runtimes): the upstream takes ASCII, and limits apply to the A-labels. Else unchanged.
  */
 function toAsciiDomain(value: string): string {
   if (/^[\x00-\x7F]*$/.test(value)) return value;
@@ -49,7 +42,6 @@ function toAsciiDomain(value: string): string {
   }
 }
 
-/** What RFC 5321 allows of an address's lengths, each failure in our words on `email`; undefined when it fits. */
 function lengthProblem(email: string): string | undefined {
   const at = email.lastIndexOf('@');
   if (email.length > MAX_ADDRESS) return `must be at most ${MAX_ADDRESS} characters`;
@@ -61,12 +53,8 @@ function lengthProblem(email: string): string | undefined {
 }
 
 /**
- * The subscribe schema, one for JSON and form input: the one place a body field is written (the
- * route validates with it, SubscribeJsonInput is inferred from it, `npm run openapi` documents
- * it). Only the attestation differs by source: JSON must send `true`; a form checkbox sends `on`
- * (or its value attribute) when ticked.
- * (zod's `stringbool` does not fit: it does not trim, it turns `off`/`no` into `false`, and an
- * unknown word fails with zod's own wording instead of ours.)
+ * The one place a body field is written (validation, the type, openapi.json). Only the attestation
+ * differs: JSON sends `true`, a ticked checkbox `on`. (zod's `stringbool` neither trims nor keeps our wording.)
  */
 export function createSubscribeInputSchema(checkedValues: readonly string[]) {
   return z.object({
@@ -114,48 +102,42 @@ export function createSubscribeInputSchema(checkedValues: readonly string[]) {
 }
 
 export const SubscribeJsonInputSchema = createSubscribeInputSchema([]);
-export const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES);
+const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES);
 
-/** openapi.json's words for the body's fields (see ARCHIVE_QUERY_DOCS in routes/archive-query.ts). */
+/** openapi.json's words for the body's fields. */
 export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonSchemaWords } = {
   email: { format: 'email', description: 'Trimmed before it is checked. RFC 5321 lengths: a local part of at most 64 characters, domain labels of at most 63. A domain in Unicode is accepted and sent upstream as its A-labels, which are what is measured.' },
   optInAttestation: { description: 'The subscriber confirmed they opted in; anything else is a 422 and nothing goes upstream.' },
   source: { description: 'A label; `SUBSCRIBE_DEFAULT_SOURCE` when absent.' },
 };
 
-/** The fields of a subscribe body; any other is dropped (the honeypot aside, read before). */
 export const SUBSCRIBE_FIELDS: readonly string[] = Object.keys(SubscribeJsonInputSchema.shape);
 
-/** The JSON body `hc<AppType>` sends (HTML forms post the same fields as text): the fields as validated. */
+/** The JSON body `hc<AppType>` sends. */
 export type SubscribeJsonInput = z.output<typeof SubscribeJsonInputSchema>;
 
-/**
- * The four fields, validated; `normalized` is the mailbox the address reaches (mailbox.ts), as
- * the repeat guard and the surge count compare it, and `domain` its domain.
- */
+/** The fields, validated, with the address's mailbox key (mailbox.ts) and domain. */
 export type SubscribeFields = SubscribeJsonInput & { normalized: string; domain: string };
 
-/** The media type without parameters, lower-cased; undefined when there is none. */
-export function mediaTypeOf(c: Context): string | undefined {
+function mediaTypeOf(c: Context): string | undefined {
   return c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase() || undefined;
 }
 
-/** An HTML form post: the kind of request that can get a 303 instead of JSON. */
+/** An HTML form post can get a 303 instead of JSON. */
 export function isFormPost(c: Context): boolean {
   const mediaType = mediaTypeOf(c);
   return mediaType !== undefined && FORM_TYPES.has(mediaType);
 }
 
-/** The body as an object of raw fields: JSON, a urlencoded form or a multipart form; anything else is a 415. */
+/** JSON, a urlencoded or a multipart form; anything else is a 415. */
 export async function readSubscribeBody(c: Context): Promise<Record<string, unknown>> {
   const mediaType = mediaTypeOf(c);
   if (!mediaType || !ACCEPTED_TYPES.has(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
   return mediaType === 'application/json' ? readJsonObject(c) : readForm(c);
 }
 
-/** Validates the four known fields of a body read by `readSubscribeBody`; throws VALIDATION_ERROR. */
+/** Throws VALIDATION_ERROR. Own properties of the known fields only: `__proto__` and others are dropped. */
 export function parseSubscribeFields(c: Context, input: Record<string, unknown>): SubscribeFields {
-  // Own properties of the four known fields only: `__proto__` and unknown fields are dropped.
   const picked: Record<string, unknown> = Object.create(null);
   for (const field of SUBSCRIBE_FIELDS) if (Object.hasOwn(input, field)) picked[field] = input[field];
   const fields = parseOrThrow(isFormPost(c) ? SubscribeFormInputSchema : SubscribeJsonInputSchema, picked);

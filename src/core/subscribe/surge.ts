@@ -6,30 +6,25 @@ const MINUTE_MS = 60_000;
 const MAX_DISTINCT = 10_000;
 
 /**
- * Subscribe attempts per minute, counted service-wide: in this process's memory, or in Redis for
- * every instance (src/node/redis/surge-counter.ts). The rate is a sliding minute estimated from two
- * fixed ones (the previous minute weighted by how much of it the sliding minute still covers),
- * which costs two counters however heavy the flood.
+ * Subscribe attempts per minute, service-wide (in memory, or in Redis for every instance): a
+ * sliding minute estimated from two fixed ones, so two counters however heavy the flood.
  */
 export interface SurgeCounter {
-  /** Counts one attempt at `at` and returns the attempts of the minute up to it. */
+  /** Counts one attempt and returns the rate. */
   add(at: number): number | Promise<number>;
-  /** The attempts of the minute up to `at`, counting none. */
   rate(at: number): number | Promise<number>;
 }
 
-/** The sliding-minute estimate from the fixed minute `at` falls in and the one before. */
+/** The previous fixed minute weighted by how much of it the sliding minute still covers. */
 export function slidingRate(current: number, previous: number, at: number): number {
   const covered = 1 - (at % MINUTE_MS) / MINUTE_MS;
   return current + previous * covered;
 }
 
-/** The minute `at` falls in, as a number (the fixed windows' key). */
 export function minuteOf(at: number): number {
   return Math.floor(at / MINUTE_MS);
 }
 
-/** The counter of one process (Workers: one isolate). */
 export function createMemorySurgeCounter(): SurgeCounter {
   let minute = 0;
   let current = 0;
@@ -54,34 +49,20 @@ export function createMemorySurgeCounter(): SurgeCounter {
   };
 }
 
-/** What the owner's webhook receives (docs/subscribe.md "Alert webhook"): counts only, never an address. */
-export type SurgeAlert =
-  | {
-      text: string;
-      event: 'subscribe_surge_started';
-      at: string;
-      ratePerMinute: number;
-      thresholdPerMinute: number;
-      distinctIps: number;
-      distinctDomains: number;
-      distinctAddresses: number;
-      response: SurgeResponse;
-    }
-  | {
-      text: string;
-      event: 'subscribe_surge_ended';
-      at: string;
-      durationSeconds: number;
-      attempts: number;
-      challenged: number;
-      paused: number;
-      response: SurgeResponse;
-    };
+type Counts<Name extends string> = Record<Name, number> & { response: SurgeResponse };
 
-/** What the service does with attempts during a surge: ask for a Turnstile token, or pause new addresses. */
+/** What the owner's webhook receives (docs/subscribe.md "Alert webhook"): counts only, never an address. */
+export type SurgeAlert = { text: string; at: string } & (
+  | ({ event: 'subscribe_surge_started' } & Counts<
+      'ratePerMinute' | 'thresholdPerMinute' | 'distinctIps' | 'distinctDomains' | 'distinctAddresses'
+    >)
+  | ({ event: 'subscribe_surge_ended' } & Counts<'durationSeconds' | 'attempts' | 'challenged' | 'paused'>)
+);
+
+/** During a surge: ask for a Turnstile token, or pause new addresses. */
 export type SurgeResponse = 'challenge' | 'pause';
 
-/** One counted attempt: who (the rate-limit key of its IP) and which mailbox. */
+/** `ip`: the rate-limit key of its address. */
 export interface SurgeAttempt {
   ip: string | undefined;
   domain: string;
@@ -89,54 +70,38 @@ export interface SurgeAttempt {
 }
 
 export interface SurgeWatchOptions {
-  /** SUBSCRIBE_SURGE_PER_MINUTE: a surge starts above it. */
+  /** SUBSCRIBE_SURGE_PER_MINUTE. */
   perMinute: number;
-  /** SUBSCRIBE_SURGE_SECONDS: a surge ends once the rate has stayed at or below the threshold this long. */
+  /** SUBSCRIBE_SURGE_SECONDS: how long the rate must stay low for a surge to end. */
   holdSeconds: number;
   response: SurgeResponse;
   counter: SurgeCounter;
   now: () => number;
   log: Logger;
   metrics: Pick<Metrics, 'subscribeSurge'>;
-  /** ALERT_WEBHOOK_URL's sender; resolves whatever happens (alert-webhook.ts). */
   alert?: ((payload: SurgeAlert) => Promise<void>) | undefined;
 }
 
-/** Keeps a background promise alive (Workers' waitUntil); on Node it simply runs. */
+/** Workers' waitUntil; on Node the promise simply runs. */
 export type Background = (promise: Promise<unknown>) => void;
 
-export interface SurgeWatch {
-  /** Counts an attempt that passed validation, honeypot and origin; true while a surge is on. */
-  attempt(attempt: SurgeAttempt, background: Background): Promise<boolean>;
-  /** An attempt during a surge had to pass the challenge, or was paused (the end line counts them). */
-  challenged(): void;
-  paused(): void;
-  /** Looks at the rate without an attempt, so a surge ends on time when the flood stops (Node runs it on a timer). */
-  check(background: Background): Promise<void>;
-  active(): boolean;
-  /** Seconds a paused visitor is asked to wait: the hold, the shortest a surge can still last. */
-  retryAfterSeconds(): number;
-}
-
 /**
- * Surge detection for subscribe (docs/subscribe.md "Surges"): per-IP and per-address limits never
- * trip when a bot posts thousands of distinct addresses from rotating IPs, so attempts are also
- * counted for the whole service. Above the threshold a surge starts; it ends once the rate has
- * stayed at or below it for the hold. The owner is told once at each end: a `warn` line, the
- * gauge, and the webhook when one is set.
+ * docs/subscribe.md "Surges": per-IP and per-address limits never trip for a bot posting distinct
+ * addresses from rotating IPs, so attempts are also counted for the whole service.
  */
-export function createSurgeWatch(options: SurgeWatchOptions): SurgeWatch {
+export function createSurgeWatch(options: SurgeWatchOptions) {
   const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
-  // The last two minutes' distinct visitors, for the start line: this instance's view.
-  let seen = { minute: 0, ips: new Set<string>(), domains: new Set<string>(), mailboxes: new Set<string>() };
+  // The last two minutes' distinct visitors, as this instance saw them.
+  const emptyWindow = (minute: number) => ({ minute, ips: new Set<string>(), domains: new Set<string>(), mailboxes: new Set<string>() });
+  let seen = emptyWindow(0);
   let before = seen;
 
   function remember(attempt: SurgeAttempt, at: number): void {
     const minute = minuteOf(at);
     if (minute !== seen.minute) {
-      before = minute === seen.minute + 1 ? seen : { minute: 0, ips: new Set(), domains: new Set(), mailboxes: new Set() };
-      seen = { minute, ips: new Set(), domains: new Set(), mailboxes: new Set() };
+      before = minute === seen.minute + 1 ? seen : emptyWindow(0);
+      seen = emptyWindow(minute);
     }
     const add = (set: Set<string>, value: string | undefined) => {
       if (value !== undefined && set.size < MAX_DISTINCT) set.add(value);
@@ -183,15 +148,9 @@ export function createSurgeWatch(options: SurgeWatchOptions): SurgeWatch {
   }
 
   function end(at: number, background: Background): void {
-    const ended = surge!;
+    const { startedAt, attempts, challenged, paused } = surge!;
     surge = undefined;
-    const figures = {
-      durationSeconds: Math.round((at - ended.startedAt) / 1000),
-      attempts: ended.attempts,
-      challenged: ended.challenged,
-      paused: ended.paused,
-      response,
-    };
+    const figures = { durationSeconds: Math.round((at - startedAt) / 1000), attempts, challenged, paused, response };
     metrics.subscribeSurge(false);
     log.log('warn', 'subscribe_surge_ended', figures);
     const text =
@@ -201,7 +160,8 @@ export function createSurgeWatch(options: SurgeWatchOptions): SurgeWatch {
   }
 
   return {
-    async attempt(attempt, background) {
+    /** Counts an attempt that passed validation, honeypot and origin; true while a surge is on. */
+    async attempt(attempt: SurgeAttempt, background: Background): Promise<boolean> {
       const at = now();
       remember(attempt, at);
       evaluate(await counter.add(at), at, background);
@@ -214,12 +174,16 @@ export function createSurgeWatch(options: SurgeWatchOptions): SurgeWatch {
     paused() {
       if (surge) surge.paused += 1;
     },
-    async check(background) {
+    /** Looks at the rate without an attempt, so a surge ends on time when the flood stops. */
+    async check(background: Background): Promise<void> {
       if (!surge) return;
       const at = now();
       evaluate(await counter.rate(at), at, background);
     },
     active: () => surge !== undefined,
+    /** The hold: the shortest a surge can still last. */
     retryAfterSeconds: () => holdSeconds,
   };
 }
+
+export type SurgeWatch = ReturnType<typeof createSurgeWatch>;

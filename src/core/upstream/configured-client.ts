@@ -10,46 +10,33 @@ export interface UpstreamForConfigDeps {
   now?: (() => number) | undefined;
   log?: Logger | undefined;
   metrics?: Metrics | undefined;
-  /** Shared through Redis on Node when REDIS_URL is set; this process's memory otherwise. */
   holdOff?: HoldOff | undefined;
-  /** Demo mode's public origin, for the sample publication's thumbnail URLs. */
+  /** Demo mode's public origin, for the sample thumbnails. */
   demoOrigin?: string | undefined;
-  /** `check` waits out short hold-offs between its calls (see TransportOptions.waitWhenHeldOffMs); the service never does. */
+  /** `check` only (TransportOptions.waitWhenHeldOffMs). */
   waitWhenHeldOffMs?: number | undefined;
-  /** How a wait is waited (tests move a fake clock instead). */
   sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
-/**
- * The client a configuration asks for: the configured service, or in demo mode the embedded
- * demo upstream, paged as configured (the demo pages as the defaults guess). The service and
- * `check` both build theirs here, so `check` probes exactly what the site will call.
- */
+/** The configured upstream or the demo; the service and `check` both build theirs here, so `check` probes what the site calls. */
 export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigDeps): NewsletterApiClient {
-  const common = {
+  const demo = config.mode === 'demo' ? createDemoUpstream({ now: deps.now, siteOrigin: deps.demoOrigin || undefined }) : undefined;
+  return createUpstreamClient({
     timeoutMs: config.upstreamTimeoutMs,
     now: deps.now,
     log: deps.log,
     paging: config.listPaging,
-    ...(deps.metrics ? { metrics: deps.metrics } : {}),
-    ...(deps.holdOff ? { holdOff: deps.holdOff } : {}),
-    ...(deps.waitWhenHeldOffMs ? { waitWhenHeldOffMs: deps.waitWhenHeldOffMs } : {}),
-    ...(deps.sleep ? { sleep: deps.sleep } : {}),
+    metrics: deps.metrics,
+    holdOff: deps.holdOff,
+    waitWhenHeldOffMs: deps.waitWhenHeldOffMs,
+    sleep: deps.sleep,
     onHoldOff: (start: HoldOffStart) => logHoldOff(deps.log, start),
-  };
-  if (config.mode === 'demo') {
-    const demo = createDemoUpstream({ now: deps.now, ...(deps.demoOrigin ? { siteOrigin: deps.demoOrigin } : {}) });
-    return createUpstreamClient({ ...common, baseUrl: demo.baseUrl, apiKey: demo.apiKey, fetch: demo.fetch });
-  }
-  return createUpstreamClient({
-    ...common,
-    baseUrl: config.apiBaseUrl ?? '',
-    apiKey: config.apiKey ?? '',
-    fetch: deps.fetch,
+    baseUrl: demo ? demo.baseUrl : (config.apiBaseUrl ?? ''),
+    apiKey: demo ? demo.apiKey : (config.apiKey ?? ''),
+    fetch: demo ? demo.fetch : deps.fetch,
   });
 }
 
-/** One line per hold-off an upstream 429 starts (not per call it refuses): which call, and until when. */
 function logHoldOff(log: Logger | undefined, start: HoldOffStart): void {
   log?.log('warn', 'upstream_hold_off', {
     operation: start.operation,

@@ -1,19 +1,13 @@
 /*
- * Reads a List Issues answer `{ ok, data: [row, …] }` from its text keeping only the row members
- * we read. JSON.parse of a whole page builds every member of every row, the editor state
- * (`contentJson`, often as large as the letter) included, only for the schema to strip it: for
- * a page of fat rows that tree is several times the page's size, all held at once. Here the
- * members we do not read are checked (the text must still be JSON) and stepped over without
- * being built, and each kept value is built by JSON.parse of its own text, which makes new
- * strings rather than slices that would keep the whole page text alive (docs/dependencies.md
- * says why this is not a streaming JSON package).
+ * Reads a List Issues page keeping only the row members we read: JSON.parse would build every
+ * member of every row (the editor state too, often as large as the letter) only for the schema
+ * to strip it. Skipped members are still checked as JSON; kept values are parsed from their own
+ * text, so no slice keeps the page alive (docs/dependencies.md says why not a streaming package).
  */
 
-/** JSON whitespace (RFC 8259 §2). Sticky patterns: each is tried exactly at `lastIndex`. */
+/** Sticky patterns (RFC 8259): each is tried exactly at `lastIndex`. */
 const WHITESPACE = /[ \t\n\r]*/y;
-/** A string's characters up to its closing quote: no quote, backslash or control character. */
 const PLAIN_CHARACTERS = /[^"\\\u0000-\u001f]*/y;
-/** What may follow a backslash: one of the short escapes, or `u` and four hex digits. */
 const ESCAPE = /["\\/bfnrt]|u[0-9A-Fa-f]{4}/y;
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const LITERAL = /true|false|null/y;
@@ -25,7 +19,6 @@ function fail(text: string, at: number): never {
   throw new SyntaxError(at >= text.length ? 'Unexpected end of JSON input' : `Unexpected token in JSON at position ${at}`);
 }
 
-/** Where `pattern` stops matching from `at` (it may match nothing). */
 function after(pattern: RegExp, text: string, at: number): number {
   pattern.lastIndex = at;
   return pattern.test(text) ? pattern.lastIndex : at;
@@ -33,11 +26,9 @@ function after(pattern: RegExp, text: string, at: number): number {
 
 const skipWhitespace = (text: string, at: number) => after(WHITESPACE, text, at);
 
-/** The end of the string that starts (with its quote) at `at`. */
 function skipString(text: string, at: number): number {
   if (text.charCodeAt(at) !== 0x22) fail(text, at);
   let index = at + 1;
-  // Bounded: every turn moves past a run of characters and an escape, or returns.
   for (;;) {
     index = after(PLAIN_CHARACTERS, text, index);
     const code = text.charCodeAt(index);
@@ -49,22 +40,16 @@ function skipString(text: string, at: number): number {
   }
 }
 
-/** Past a member's name and its colon, from `at` (whitespace before the name allowed). */
 function skipName(text: string, at: number): number {
   const colon = skipWhitespace(text, skipString(text, skipWhitespace(text, at)));
   if (text.charCodeAt(colon) !== 0x3a) fail(text, colon);
   return colon + 1;
 }
 
-/**
- * The end of the JSON value at `at` (whitespace before it allowed), checked but not built. Nested
- * containers are followed with a stack of their kinds, not by recursion, so no depth of nesting
- * can overflow the call stack.
- */
+/** The end of the JSON value at `at`, checked but not built; a stack, not recursion, so no nesting overflows. */
 export function skipValue(text: string, at: number): number {
   const open: number[] = [];
   let index = at;
-  // Bounded: every turn moves `index` forward through the text or fails.
   for (;;) {
     index = skipWhitespace(text, index);
     const code = text.charCodeAt(index);
@@ -101,17 +86,12 @@ export function skipValue(text: string, at: number): number {
   }
 }
 
-/**
- * Reads the members of the object at `at` one by one: `take(name, start)` is told each member's
- * name and where its value starts, and returns where the value ends when it read it (else the
- * value is checked and skipped here). Returns the end of the object.
- */
+/** Walks the object at `at`: `take` returns where a value it read ends, else the value is skipped. Returns the object's end. */
 function eachMember(text: string, at: number, take: (name: string, start: number) => number | undefined): number {
   let index = skipWhitespace(text, at);
   if (text.charCodeAt(index) !== 0x7b) fail(text, index);
   index = skipWhitespace(text, index + 1);
   if (text.charCodeAt(index) === 0x7d) return index + 1;
-  // Bounded: every turn reads one member and moves past it.
   for (;;) {
     const nameStart = skipWhitespace(text, index);
     const nameEnd = skipString(text, nameStart);
@@ -126,7 +106,7 @@ function eachMember(text: string, at: number, take: (name: string, start: number
   }
 }
 
-/** One row with only the members named in `fields`; anything but an object is read as `null` (dropped like it). */
+/** One row with only the members in `fields`; anything but an object is `null` (dropped later). */
 function readRow(text: string, at: number, fields: ReadonlySet<string>): { row: unknown; end: number } {
   const start = skipWhitespace(text, at);
   if (text.charCodeAt(start) !== 0x7b) return { row: null, end: skipValue(text, start) };
@@ -134,19 +114,16 @@ function readRow(text: string, at: number, fields: ReadonlySet<string>): { row: 
   const end = eachMember(text, start, (name, valueStart) => {
     if (!fields.has(name)) return undefined;
     const valueEnd = skipValue(text, valueStart);
-    // A copy, never a slice of the page: JSON.parse makes new strings.
     row[name] = JSON.parse(text.slice(valueStart, valueEnd));
     return valueEnd;
   });
   return { row, end };
 }
 
-/** The rows of the array that starts at `at`, each read by `readRow`, and where the array ends. */
 function readRowArray(text: string, at: number, fields: ReadonlySet<string>): { rows: unknown[]; end: number } {
   const rows: unknown[] = [];
   let index = skipWhitespace(text, at + 1);
   if (text.charCodeAt(index) === 0x5d) return { rows, end: index + 1 };
-  // Bounded: every turn reads one row and moves past it.
   for (;;) {
     const { row, end } = readRow(text, index, fields);
     rows.push(row);
@@ -158,12 +135,7 @@ function readRowArray(text: string, at: number, fields: ReadonlySet<string>): { 
   }
 }
 
-/**
- * Parses a list envelope `{ ok, data: [...] }` as JSON.parse would, except that each object row
- * of `data` holds only the members named in `fields`, other members of the envelope are left
- * out, and a row that is not an object is `null`. Any text that is not JSON throws a
- * SyntaxError, as JSON.parse does, wherever the fault lies (in a member left out too).
- */
+/** `{ ok, data: [...] }` as JSON.parse would read it, rows cut to `fields`; text that is not JSON throws a SyntaxError. */
 export function parseRowList(text: string, fields: ReadonlySet<string>): unknown {
   try {
     return readEnvelope(text, fields);

@@ -11,31 +11,14 @@ import { UpstreamError } from './upstream-error.js';
 import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type HoldState, type OperationClass } from './hold-off.js';
 
 /*
- * A small JSON-over-HTTP transport in the manner of unjs/ofetch's `$fetch` and `FetchError`:
- * `fetch` injected, `AbortSignal.timeout`, a commented set of retryable statuses, payload methods
- * not retried blindly, one error class that keeps `cause`. Written here rather than taken from
- * ofetch because we also need what it lacks: a capped body read, a hold-off after 429 per class
- * of call and a growing pause after failed reads (hold-off.ts), and errors whose message never
- * carries the upstream's text. It knows no paths;
- * what the upstream leaves unshown about statuses and sizes it reads from assumptions.ts.
+ * JSON over HTTP in the manner of unjs/ofetch, written here for what ofetch lacks: a capped body
+ * read, the hold-offs of hold-off.ts, and error messages that never carry the upstream's text.
  */
 
 export { UpstreamError, type UpstreamErrorKind } from './upstream-error.js';
 
-/**
- * Statuses retried within the budget: the transient failures of a gateway or of the service.
- * Not 501 or 505 (they will not get better), not 429 (held off, never hammered), not 408 or 409
- * (ofetch retries those; the upstream documents neither, so they stay refusals).
- */
-const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([
-  500, // Internal Server Error: the service failed this once
-  502, // Bad Gateway: a proxy in front of it could not reach it
-  503, // Service Unavailable: overloaded or restarting
-  504, // Gateway Timeout: a proxy in front of it gave up waiting
-]);
-
-/** Not Modified: the answer to a conditional request whose validators still match (RFC 9110 §15.4.5). */
-const NOT_MODIFIED = 304;
+/** Transient failures, retried within the budget. Not 429 (held off), nor 408/409 (undocumented upstream). */
+const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 
 /** What a timed-out call tells our caller to wait: a guess of our own, short enough to retry soon. */
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
@@ -48,70 +31,54 @@ export type UpstreamMethod = 'GET' | 'POST';
 export interface TransportOptions {
   timeoutMs: number;
   fetch?: typeof globalThis.fetch;
-  /** Bodies above this are refused before they are buffered. */
   maxResponseBytes?: number;
-  /** Retries after the first attempt, for GETs (docs/contract.md "Upstream calls": a small budget). */
+  /** Retries after the first attempt (docs/contract.md "Upstream calls"); POSTs are not retried by default. */
   getRetries?: number;
-  /** Retries after the first attempt, for POSTs: none unless the operation is safe to repeat. */
   postRetries?: number;
   baseDelayMs?: number;
   maxDelayMs?: number;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
-  /** Sent on every call, besides Accept (and Content-Type with a body): the credentials, say. */
+  /** Sent on every call (the credentials). */
   headers?: Readonly<Record<string, string>>;
-  /** Reads the API's error code out of an error body; the status alone decides without it. */
   errorCodeOf?: (body: unknown) => string | undefined;
-  /** An error code that means "not found" at any 4xx status, for an API that says so by code. */
+  /** An error code that means "not found" at any 4xx status. */
   notFoundCode?: string;
-  /** Where hold-offs after a 429 and the pauses after failed reads are kept (default: in this process's memory). */
   holdOff?: HoldOff;
-  /**
-   * A call held off for at most this long waits for the hold-off to end, then goes out, instead
-   * of failing at once (default 0: a visitor is served a stale copy rather than kept waiting).
-   * `check`, a one-shot probe, waits out the short pauses between its calls.
-   */
+  /** A hold-off this short is waited out instead of failing (`check` only: a visitor gets a stale copy instead). */
   waitWhenHeldOffMs?: number;
-  /** A 429 started a hold-off (not called again while it lasts): for one log line per hold-off. */
+  /** Told once per hold-off a 429 starts, for one log line. */
   onHoldOff?: (start: HoldOffStart) => void;
-  /** Told of each retry and of the hold-off a 429 adds (no-op by default). */
   metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
 export interface TransportRequest<T> {
   method: UpstreamMethod;
   url: URL;
-  /** The whole success body must match it; its parsed value is what `request` returns. */
+  /** The whole success body must match it. */
   schema: z.ZodMiniType<T>;
   /** Sent as JSON. */
   body?: unknown;
   /** Whose hold-off applies: by default a GET is a read and a POST a write. */
   operation?: OperationClass;
-  /** Validators of an earlier answer, sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1). */
+  /** Sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1). */
   conditional?: Validators | undefined;
   /** What a 304 to `conditional` returns (without it a 304 is a redirect-class failure). */
   notModified?: () => T;
-  /** Told the validators of a success answer (an ETag, a Last-Modified), when it has any. */
   onValidators?: (validators: Validators) => void;
-  /** Told the size of a success body, in bytes (for the archive's page size and figures). */
   onBytes?: (bytes: number) => void;
-  /**
-   * Reads a success body's text in place of JSON.parse (which it must match for what it keeps,
-   * throwing as it does on text that is not JSON): to leave out what the schema would strip.
-   */
+  /** Replaces JSON.parse (and throws as it does), to leave out what the schema would strip. */
   parse?: (text: string) => unknown;
 }
 
-/** An answer's validators, to be sent back when asking for the same resource again. */
 export interface Validators {
   etag?: string | undefined;
   lastModified?: string | undefined;
 }
 
-/** A body over the cap (an UpstreamError like any other): the caller may ask for less (a list page with fewer rows). */
+/** A body over the cap: the caller may ask for less (a list page with fewer rows). */
 export class ResponseTooLarge extends UpstreamError {
-  /** The body's declared length, when it had a Content-Length. */
   readonly declaredBytes: number | undefined;
   constructor(status: number, maxResponseBytes: number, declaredBytes?: number) {
     super('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
@@ -121,7 +88,6 @@ export class ResponseTooLarge extends UpstreamError {
 
 export type Transport = <T>(request: TransportRequest<T>) => Promise<T>;
 
-/** One call as the hold-off sees it. */
 interface Call {
   method: UpstreamMethod;
   url: URL;
@@ -151,12 +117,9 @@ export function createTransport(options: TransportOptions): Transport {
     metrics = noopMetrics,
     waitWhenHeldOffMs = 0,
   } = options;
-  /**
-   * Per class, the call out while its streak runs: while it finds out whether the upstream is back,
-   * the others wait for its answer (a cold page needing two reads is not refused for the second).
-   */
+  /** Per class, the probe out during a failure streak: the other calls wait for its answer. */
   const probing = new Map<OperationClass, Promise<void>>();
-  /** The latest hold-off reported per class: calls that went out together and all met the 429 report it once. */
+  /** The latest hold-off reported per class, so concurrent calls that met one 429 report it once. */
   const reported: Record<OperationClass, number> = { read: 0, write: 0 };
 
   return async function request<T>(options: TransportRequest<T>): Promise<T> {
@@ -195,8 +158,7 @@ export function createTransport(options: TransportOptions): Transport {
           const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
           await sleep(Math.round(random() * ceiling));
           held = await holdOff.state(call.operation);
-          // A 429 another call met meanwhile holds this retry off too. A pause after failures
-          // does not: it holds off the calls that begin after it, and this one began before.
+          // A 429 met meanwhile holds this retry off; a pause after failures holds only later calls.
           if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, held.streak);
         }
       }
@@ -208,11 +170,7 @@ export function createTransport(options: TransportOptions): Transport {
     }
   };
 
-  /**
-   * The hold-off state a call goes out under; throws the held-off error while calls of its class
-   * are held off (after a 429: until Retry-After; after failures: until the pause ends), unless
-   * the pause is short enough to wait out (`waitWhenHeldOffMs`).
-   */
+  /** The hold-off state a call goes out under; throws while its class is held off, unless short enough to wait out. */
   async function admit(call: Call): Promise<HoldState> {
     const held = await holdOff.state(call.operation);
     const waitMs = held.untilMs - now();
@@ -230,11 +188,7 @@ export function createTransport(options: TransportOptions): Transport {
       : new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', { ...held, heldOffBy: 'retry_after' });
   }
 
-  /**
-   * After a read's last attempt: a failure that says the upstream is failing (docs/upstream.md
-   * "Backing off a failing upstream") grows the streak and pauses this class of call; an answer
-   * that says it is there (a not-found, a refusal) ends the streak; anything else changes nothing.
-   */
+  /** After a read's last attempt: docs/upstream.md "Backing off a failing upstream". */
   async function settleStreak(call: Call, error: unknown, startedAt: number, failing: boolean): Promise<void> {
     if (isUpstreamFailing(error)) {
       const failedAt = now();
@@ -260,8 +214,7 @@ export function createTransport(options: TransportOptions): Transport {
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(timeoutMs),
-        // 'manual', not 'follow': a redirect must never carry the key to another host.
-        // ('error' would say the same, but Workers' fetch does not accept it.)
+        // A redirect must never carry the key to another host ('error' is refused by Workers' fetch).
         redirect: 'manual',
       });
     } catch (error) {
@@ -269,7 +222,7 @@ export function createTransport(options: TransportOptions): Transport {
     }
 
     const { status } = response;
-    if (status === NOT_MODIFIED && conditional !== undefined && notModified !== undefined) {
+    if (status === 304 && conditional !== undefined && notModified !== undefined) {
       await discard(response);
       return notModified();
     }
@@ -279,7 +232,7 @@ export function createTransport(options: TransportOptions): Transport {
     }
     if (!isSuccessStatus(status)) throw await failureFromResponse(response, call);
     const validators = { etag: response.headers.get('etag') ?? undefined, lastModified: response.headers.get('last-modified') ?? undefined };
-    // The body's text is not named: it is let go as soon as it is parsed (a page may be megabytes).
+    // The text is not kept in a variable, so a large page is let go once parsed.
     const parsed = schema.safeParse(parseJson(await readCapped(response, status, options.onBytes), status, options.parse));
     if (validators.etag !== undefined || validators.lastModified !== undefined) options.onValidators?.(validators);
     if (!parsed.success) {
@@ -295,14 +248,13 @@ export function createTransport(options: TransportOptions): Transport {
     const { status } = response;
     let upstreamCode: string | undefined;
     try {
-      const code = errorCodeOf(await readJson(response, status));
+      const code = errorCodeOf(parseJson(await readCapped(response, status), status));
       upstreamCode = code !== undefined && WELL_FORMED_CODE.test(code) ? code : undefined;
     } catch {
       // The status alone decides the kind; an unreadable error body changes nothing.
     }
     const details = { status, upstreamCode };
-    // Only 401 is documented for a missing or invalid key. A 403 (permission scopes are not
-    // shown) is a refusal like any other 4xx, so subscribe cannot reveal who is on the list.
+    // Only 401 is documented for a bad key; a 403 stays a plain refusal, so subscribe reveals nothing.
     if (status === 401) return new UpstreamError('auth', 'upstream rejected the API key (401)', details);
     if (status === NOT_FOUND_STATUS || (status < 500 && upstreamCode !== undefined && upstreamCode === notFoundCode)) {
       return new UpstreamError('not_found', `upstream answered not found (${status})`, details);
@@ -321,7 +273,6 @@ export function createTransport(options: TransportOptions): Transport {
     return new UpstreamError('refused', `upstream refused the request (${status})`, details);
   }
 
-  /** Starts (or lengthens) the hold-off of this call's class; only a start is reported. */
   async function holdOffAfter429(call: Call, retryAfterSeconds: number): Promise<void> {
     const time = now();
     const untilMs = time + retryAfterSeconds * 1000;
@@ -333,10 +284,6 @@ export function createTransport(options: TransportOptions): Transport {
     if (startsHere && heldUntil <= time) {
       onHoldOff?.({ operation: call.operation, call: `${call.method} ${call.url.pathname}`, untilMs, retryAfterSeconds });
     }
-  }
-
-  async function readJson(response: Response, status: number): Promise<unknown> {
-    return parseJson(await readCapped(response, status), status);
   }
 
   function parseJson(text: string, status: number, parse: (text: string) => unknown = JSON.parse): unknown {
@@ -368,7 +315,6 @@ export function createTransport(options: TransportOptions): Transport {
     const parts: string[] = [];
     let total = 0;
     try {
-      // Bounded: every turn adds a chunk to `total`, and passing the cap ends the loop.
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
@@ -400,14 +346,10 @@ export function createTransport(options: TransportOptions): Transport {
   }
 }
 
-/** Failures that leave no doubt the upstream answered: the call was wrong, not the upstream down. */
+/** Failures that show the upstream answered: the call was wrong, not the upstream down. */
 const ANSWERED_KINDS: ReadonlySet<UpstreamError['kind']> = new Set(['not_found', 'validation', 'refused']);
 
-/**
- * Whether `error` says the upstream is failing rather than that one answer was wrong: a 5xx, no
- * answer (a network error or a timeout), or our key refused. A 429 has its own hold-off; a body
- * of the wrong shape or size (a malformed issue, a page re-asked smaller) is that resource's.
- */
+/** A 5xx, no answer, or our key refused; not a 429 (its own hold-off) nor one resource's bad body. */
 function isUpstreamFailing(error: unknown): boolean {
   if (!(error instanceof UpstreamError) || error.heldOffBy !== undefined) return false;
   return error.kind === 'unavailable' || error.kind === 'timeout' || error.kind === 'auth' || (error.status ?? 0) >= 500;

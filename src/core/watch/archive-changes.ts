@@ -1,28 +1,20 @@
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 
-/** What happened to one issue between two looks at the archive. */
 export type ChangeKind = 'new' | 'edited' | 'unpublished';
 
-/** One issue that changed: its slug and how. */
 export interface ArchiveChange {
   slug: string;
   kind: ChangeKind;
 }
 
 /**
- * What a look at the archive keeps to compare the next one with: per public slug, a short
- * fingerprint of its row (its `updatedAt` and everything the archive shows of it), so an edit
- * shows even from an upstream that gives no `updatedAt`, and a renamed category too.
+ * Per public slug, a fingerprint of its `updatedAt` and everything the archive shows of it, so an
+ * edit shows even without `updatedAt`, and a renamed category too.
  */
 export type ArchiveSnapshot = ReadonlyMap<string, string>;
 
-/**
- * The snapshot of an index: every public slug it lists, with its fingerprint. `memo` keeps each
- * summary's fingerprint: a refresh from the head window builds the next index from the same
- * summary objects, so only the rows it read are printed again (docs/performance.md "Archive at
- * scale" has what that saves a Cron Trigger run).
- */
+/** `memo`: a head-window refresh reuses the summary objects, so only the rows it read are printed again. */
 export function snapshotOf(index: ArchiveIndex, memo?: WeakMap<IssueSummary, string>): ArchiveSnapshot {
   const snapshot = new Map<string, string>();
   for (const summary of index.all) {
@@ -37,7 +29,6 @@ export function snapshotOf(index: ArchiveIndex, memo?: WeakMap<IssueSummary, str
   return snapshot;
 }
 
-/** The issues listed in `after` and not `before` (new), in both with another fingerprint (edited), in `before` only (unpublished). */
 export function changesBetween(before: ArchiveSnapshot, after: ArchiveSnapshot): ArchiveChange[] {
   const changes: ArchiveChange[] = [];
   for (const [slug, print] of after) {
@@ -50,9 +41,8 @@ export function changesBetween(before: ArchiveSnapshot, after: ArchiveSnapshot):
 }
 
 /**
- * Changes not yet announced, with `later` ones added: one entry per slug, saying how it differs
- * from what was last announced. New then edited is still new; new then unpublished never
- * reached the site and is dropped; unpublished then new again is an edit.
+ * Changes not yet announced, with `later` ones added: one per slug, against what was last announced
+ * (new then edited is new; new then unpublished is dropped; unpublished then new is an edit).
  */
 export function mergeChanges(pending: readonly ArchiveChange[], later: readonly ArchiveChange[]): ArchiveChange[] {
   const bySlug = new Map(pending.map((change) => [change.slug, change.kind]));
@@ -66,11 +56,13 @@ export function mergeChanges(pending: readonly ArchiveChange[], later: readonly 
   return [...bySlug].map(([slug, kind]) => ({ slug, kind }));
 }
 
-/**
- * 64 bits of FNV-1a over the text's UTF-16 code units, as 16 hex digits: enough to tell two
- * versions of one row apart, short enough that a snapshot of thousands of rows stays small where
- * it is stored (Redis, a KV namespace). Not a defence against anyone: the rows are the upstream's.
- */
+export function countByKind(changes: readonly ArchiveChange[]): Record<ChangeKind, number> {
+  const counts: Record<ChangeKind, number> = { new: 0, edited: 0, unpublished: 0 };
+  for (const change of changes) counts[change.kind] += 1;
+  return counts;
+}
+
+/** 64-bit FNV-1a over UTF-16 code units: tells two versions of a row apart and keeps a stored snapshot small. */
 function fingerprint(text: string): string {
   let high = 0xcbf29ce4;
   let low = 0x84222325;

@@ -3,74 +3,55 @@ import type { Logger } from '../log.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 import type { IndexCopy } from '../reads/slug-lookup.js';
-import { changesBetween, mergeChanges, snapshotOf, type ArchiveChange, type ArchiveSnapshot, type ChangeKind } from './archive-changes.js';
+import {
+  changesBetween,
+  countByKind,
+  mergeChanges,
+  snapshotOf,
+  type ArchiveChange,
+  type ArchiveSnapshot,
+  type ChangeKind,
+} from './archive-changes.js';
 import type { DeployHookResult } from './deploy-hook.js';
 
-/**
- * Where the watch keeps what it last saw and what it has not yet announced, as one string: this
- * process's memory by default; Redis for several Node instances, a KV namespace on Workers, so
- * that a restart, another instance or another isolate goes on from there.
- */
+/** What the watch last saw and has not yet announced, as one string: memory, Redis or a KV namespace. */
 export interface WatchStore {
   load(): Promise<string | undefined>;
   save(state: string): Promise<void>;
 }
 
-/**
- * Who watches among instances that share the store (Redis): one at a time. `hold` takes the
- * lease when it is free and renews it when this instance holds it; false when another instance
- * holds it, or the lease cannot be had (then nobody watches until it can: no change is lost,
- * the store remembers what was announced).
- */
+/** One watcher among instances sharing the store: `hold` takes or renews the lease; false when it cannot be had. */
 export interface WatchLease {
   hold(): Promise<boolean>;
 }
 
 export interface ArchiveWatchOptions {
-  /**
-   * The archive index no older than its TTL (public-reads' `freshArchiveIndex`); `undefined` when
-   * none could be had. `watching`: this instance holds the lease, and may read the upstream for
-   * it; the others only take the copy it shared.
-   */
+  /** The index no older than its TTL. `watching`: may read the upstream; the others take the shared copy. */
   readIndex: (watching: boolean) => Promise<IndexCopy | undefined>;
-  /** Calls the build hook with what changed (deploy-hook.ts). */
   callHook: (changes: readonly ArchiveChange[]) => Promise<DeployHookResult>;
-  /** The hook as log lines name it: its origin, never its token. */
+  /** The hook's origin, never its token. */
   hookLabel: string;
   store?: WatchStore;
-  /**
-   * The store may be written between two ticks by another run of this watch (Workers: a Cron
-   * Trigger in another isolate): read it again at every tick. Otherwise it is read once, and again
-   * whenever the lease is taken over.
-   */
+  /** Workers: another isolate's Cron Trigger may write the store between ticks. */
   reloadEachTick?: boolean;
   lease?: WatchLease;
-  /**
-   * How long after a change is found the hook waits, so that every copy another instance may
-   * serve has the change by then (Node with Redis: a TTL and a little); 0 where the copy this
-   * instance serves is the one that changed.
-   */
+  /** The wait before calling, so that every instance's copy has the change (Node with Redis). */
   settleMs?: number;
   now: () => number;
   log: Logger;
 }
 
-/** The first retry of a failed call waits this long; each next one twice as long, up to HOOK_RETRY_MAX_MS. */
-export const HOOK_RETRY_FIRST_MS = 5_000;
-export const HOOK_RETRY_MAX_MS = 10 * 60_000;
-/**
- * After the index could not be had, the watching instance does not ask again for this long (the
- * read cache's own pause after a failed refresh): a failing upstream is not polled every tick.
- */
-export const WATCH_READ_PAUSE_MS = 30_000;
+const HOOK_RETRY_FIRST_MS = 5_000;
+const HOOK_RETRY_MAX_MS = 10 * 60_000;
+/** A failing upstream is not polled every tick (the read cache's own pause). */
+const WATCH_READ_PAUSE_MS = 30_000;
 
-/** What the store holds: the last snapshot seen, the changes not yet announced, and when to call next. */
 interface WatchState {
   seen: ArchiveSnapshot;
   pending: ArchiveChange[];
   /** Failed calls in a row for `pending`. */
   attempts: number;
-  /** Not called before this time (ms): a change settling, or a failed call backing off. */
+  /** Not called before then: a change settling, or a failed call backing off. */
   dueAt: number;
 }
 
@@ -86,7 +67,7 @@ function encodeState(state: WatchState): string {
   return JSON.stringify({ seen: [...state.seen], pending: state.pending, attempts: state.attempts, dueAt: state.dueAt });
 }
 
-/** The stored state, or `undefined` for none, or one that does not parse (another version's): a first look again. */
+/** Undefined for none, or one that does not parse (another version's): a first look again. */
 function decodeState(text: string | undefined): WatchState | undefined {
   if (text === undefined) return undefined;
   let json: unknown;
@@ -99,8 +80,7 @@ function decodeState(text: string | undefined): WatchState | undefined {
   return parsed.success ? { ...parsed.data, seen: new Map(parsed.data.seen) } : undefined;
 }
 
-/** The store of a single process: its memory (lost on restart, when the first look is again a first look). */
-export function createMemoryWatchStore(): WatchStore {
+function createMemoryWatchStore(): WatchStore {
   let stored: string | undefined;
   return {
     load: async () => stored,
@@ -110,31 +90,19 @@ export function createMemoryWatchStore(): WatchStore {
   };
 }
 
-function countByKind(changes: readonly ArchiveChange[]): Record<ChangeKind, number> {
-  const counts: Record<ChangeKind, number> = { new: 0, edited: 0, unpublished: 0 };
-  for (const change of changes) counts[change.kind] += 1;
-  return counts;
-}
-
 /**
- * Watches the archive without visitors and calls the build hook once per change
- * (docs/deployment.md "Build hooks"). Each `tick` (Node: a timer; Workers: the Cron Trigger)
- * takes the index no older than its TTL, which reading it keeps fresh, and compares it with what
- * was last seen: new, edited and unpublished issues become one pending call, which is made once
- * due and retried with backoff while it fails; changes found meanwhile join it. The first look
- * only remembers what it saw: a start is not a change. Never a call when nothing changed; the
- * change is in the cache this instance serves before the call goes out.
+ * Calls the build hook once per change of the archive (docs/deployment.md "Build hooks"): changes
+ * become one pending call, retried with backoff; the first look only remembers (a start is not a change).
  */
 export function createArchiveWatch(options: ArchiveWatchOptions) {
   const { readIndex, callHook, hookLabel, lease, now, log, settleMs = 0, reloadEachTick = false } = options;
   const store = options.store ?? createMemoryWatchStore();
-  /** The state as this instance last loaded or saved it; trusted while it holds the lease. */
+  /** Trusted while this instance holds the lease. */
   let state: WatchState | undefined;
   let loaded = false;
   let holding = false;
-  /** The index last compared: the same copy again (a 304, say) is not compared again. */
+  /** The same copy again (a 304, say) is not compared again. */
   let compared: ArchiveIndex | undefined;
-  /** Each summary's fingerprint, while the summary is in a kept index (archive-changes.ts `snapshotOf`). */
   const prints = new WeakMap<IssueSummary, string>();
   let readPausedUntil = Number.NEGATIVE_INFINITY;
   let running: Promise<void> | undefined;
@@ -155,7 +123,6 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
     const changes = changesBetween(state.seen, snapshot);
     if (changes.length === 0) return;
     const pending = mergeChanges(state.pending, changes);
-    // A call already waiting (settling or backing off) keeps its time; a first one settles from now.
     const dueAt = state.pending.length > 0 ? state.dueAt : now() + settleMs;
     await save({ seen: snapshot, pending, attempts: pending.length > 0 ? state.attempts : 0, dueAt });
     log.log('info', 'archive_changed', { ...countByKind(changes), pending: pending.length, hook: hookLabel });
@@ -187,8 +154,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
     if (!holds || (lease !== undefined && !holding) || reloadEachTick) loaded = false;
     holding = holds;
     const time = now();
-    // Reading keeps this instance's copy fresh, also where another instance watches (then it
-    // comes from the shared tier, and the hook waits `settleMs` for every instance to have it).
+    // Reading keeps this instance's copy fresh even where another instance watches.
     let copy: IndexCopy | undefined;
     if (check && time >= readPausedUntil) {
       copy = await readIndex(holds).catch(() => undefined);
@@ -205,15 +171,10 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   }
 
   return {
-    /**
-     * One look and, when due, one call. `check: false` only calls (a Cron Trigger whose refresh
-     * failed still retries a failed call). Never rejects: a store or lease that fails is tried at
-     * the next tick. One tick at a time per instance: a tick while one runs joins it.
-     */
+    /** One look and, when due, one call (`check: false`: the call only). Never rejects; a tick while one runs joins it. */
     tick({ check = true }: { check?: boolean } = {}): Promise<void> {
       running ??= run(check)
         .catch((error: unknown) => {
-          // The store could not be read or written (Redis or KV unavailable): the next tick tries again.
           loaded = false;
           log.log('warn', 'archive_watch_failed', { reason: error instanceof Error ? error.name : 'unknown', hook: hookLabel });
         })

@@ -9,18 +9,16 @@ export interface AdminOptions {
   /** ADMIN_UNREADY_AFTER_SECONDS. */
   unreadyAfterSeconds: number;
   now?: () => number;
-  /** prom-client's process and Node runtime metrics (default true). */
+  /** prom-client's process and runtime metrics (default true). */
   defaultMetrics?: boolean;
 }
 
-/** What the admin routes read from the running service. */
 export interface ServiceView {
   stats: () => CacheFigures;
-  /** One light upstream call for a not-ready /readyz (List Categories). */
+  /** One light upstream call for a not-ready /readyz. */
   probe: () => Promise<unknown>;
-  /** With REDIS_URL: whether Redis answers. A metric only: an instance serves from memory without it. */
+  /** A metric only: an instance serves from memory without Redis. */
   redisHealthy?: () => boolean;
-  /** Whether the public listener is shedding connections (Node's entry: from serveWithLimits). */
   shedding?: () => boolean;
 }
 
@@ -30,14 +28,13 @@ export interface ListenOptions extends ServiceView {
   /** The public listener, whose open connections are counted. */
   publicServer: Pick<Server, 'on'>;
   onListening: (url: string) => void;
-  /** The admin port cannot be bound: the one line to print before exiting. */
+  /** The line to print before exiting when the port cannot be bound. */
   onFatal: (line: string) => void;
 }
 
 /**
- * The Node entry's operator side (ADMIN_PORT): a Prometheus `Metrics` to inject into the app,
- * readiness fed by the same upstream calls, and a second listener for /healthz, /readyz and
- * /metrics. Created before the app (which takes `metrics`), started after it.
+ * ADMIN_PORT: Prometheus `Metrics` for the app, readiness fed by the same upstream calls, and a
+ * listener for /healthz, /readyz and /metrics. Created before the app, started after it.
  */
 export function createAdmin(options: AdminOptions) {
   const prometheus = createPrometheusMetrics({ defaultMetrics: options.defaultMetrics });
@@ -50,7 +47,6 @@ export function createAdmin(options: AdminOptions) {
     },
   };
 
-  /** The admin routes for a running service (tests call them with `app.request`). */
   function app(service: ServiceView) {
     prometheus.watchCaches(service.stats);
     if (service.redisHealthy) prometheus.watchRedis(service.redisHealthy);
@@ -61,7 +57,6 @@ export function createAdmin(options: AdminOptions) {
   return {
     metrics,
     app,
-    /** From now on /readyz answers 503: the process is shutting down. */
     drain: () => readiness.drain(),
     listen(listen: ListenOptions) {
       prometheus.trackConnections(listen.publicServer);

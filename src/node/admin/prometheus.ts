@@ -4,7 +4,7 @@ import type { ConnectionShedReason, Metrics } from '../../core/metrics.js';
 import { STALE_REASONS } from '../../core/upstream/failure-policy.js';
 import { upstreamOutcome } from './readiness.js';
 
-/** The byte and entry counts of the in-memory caches, as `createApp`'s `stats()` gives them. */
+/** As `createApp`'s `stats()` gives them. */
 export interface CacheFigures {
   entries: number;
   bytes: number;
@@ -16,8 +16,8 @@ export interface CacheFigures {
 
 const PREFIX = 'newsletter_bff_';
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS']);
-/** Every subscribe outcome, counted from zero so a rate can be taken before the first one happens. */
-export const SUBSCRIBE_OUTCOMES = [
+/** Every subscribe outcome, counted from zero. */
+const SUBSCRIBE_OUTCOMES = [
   'forwarded',
   'deduped',
   'honeypot',
@@ -33,31 +33,12 @@ export const SUBSCRIBE_OUTCOMES = [
 ] as const;
 const EVICTION_REASONS = { evict: 'size', expire: 'ttl' } as const;
 const SHED_REASONS: readonly ConnectionShedReason[] = ['idle', 'slow_head', 'over_share'];
-/** The routes that answer cached reads, whose stale answers are counted from zero. */
 const READ_ROUTES = ['/api/issues', '/api/issues/:slug', '/api/categories'] as const;
-/**
- * prom-client's default gauges that end in `_total`, which Prometheus keeps for counters
- * (`promtool check metrics` refuses them); the same counts are left out rather than renamed.
- */
+/** prom-client's gauges named like counters (`promtool check metrics` refuses them). */
 const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
-export interface PrometheusMetrics {
-  registry: Registry;
-  metrics: Metrics;
-  /** Reports the caches' sizes at each scrape. */
-  watchCaches(stats: () => CacheFigures): void;
-  /** Counts the open connections of the public listener. */
-  trackConnections(server: Pick<Server, 'on'>): void;
-  /** Reports, at each scrape, whether the Redis shared by instances answers (REDIS_URL only). */
-  watchRedis(healthy: () => boolean): void;
-}
-
-/**
- * The Prometheus side of `Metrics` (Node only: the Worker never imports this file). Names
- * follow Prometheus conventions: `_total` counters, `_seconds` histograms, base units, and
- * labels from closed sets. Process and Node runtime metrics come from prom-client's defaults.
- */
-export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = {}): PrometheusMetrics {
+/** `Metrics` for Prometheus (Node only), named by its conventions. */
+export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   const registers = [registry];
   if (options.defaultMetrics ?? true) {
@@ -65,90 +46,68 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   }
 
-  const requests = new Counter({
-    name: `${PREFIX}http_requests_total`,
-    help: 'Requests answered by the public listener, by route template, method and status.',
-    labelNames: ['route', 'method', 'status'],
-    registers,
-  });
-  const requestSeconds = new Histogram({
-    name: `${PREFIX}http_request_duration_seconds`,
-    help: 'Time from a request reaching the app to its response, by route template and method.',
-    labelNames: ['route', 'method'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers,
-  });
-  const cacheReads = new Counter({
-    name: `${PREFIX}cache_reads_total`,
-    help: 'Reads of the upstream-data cache, by result: hit (fresh), miss (loaded), stale (served past its TTL).',
-    labelNames: ['result'],
-    registers,
-  });
-  const staleAnswers = new Counter({
-    name: `${PREFIX}stale_answers_total`,
-    help: 'Requests answered with a stale copy, by route template and reason: revalidating (a refresh under way), or the failure spell under way (upstream_5xx, unreachable, timeout, rate_limited, key_refused, path_missing, bad_response, refused, backing_off).',
-    labelNames: ['route', 'reason'],
-    registers,
-  });
-  const evictions = new Counter({
-    name: `${PREFIX}cache_evictions_total`,
-    help: 'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES) or ttl (expired).',
-    labelNames: ['reason'],
-    registers,
-  });
-  const upstreamCalls = new Counter({
-    name: `${PREFIX}upstream_calls_total`,
-    help: 'Calls of the upstream API (retries included), by operation and outcome.',
-    labelNames: ['operation', 'outcome'],
-    registers,
-  });
-  const upstreamSeconds = new Histogram({
-    name: `${PREFIX}upstream_call_duration_seconds`,
-    help: 'Time an upstream call took, retries included, by operation and outcome.',
-    labelNames: ['operation', 'outcome'],
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers,
-  });
-  const retries = new Counter({
-    name: `${PREFIX}upstream_retries_total`,
-    help: 'Upstream attempts that failed and were retried.',
-    registers,
-  });
-  const holdOff = new Counter({
-    name: `${PREFIX}upstream_hold_off_seconds_total`,
-    help: 'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.',
-    registers,
-  });
-  const subscribes = new Counter({
-    name: `${PREFIX}subscribe_attempts_total`,
-    help: 'Subscribe attempts, by outcome.',
-    labelNames: ['outcome'],
-    registers,
-  });
+  const counter = (name: string, help: string, labelNames: string[] = []) =>
+    new Counter({ name: PREFIX + name, help, labelNames, registers });
+  const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
+    new Histogram({ name: PREFIX + name, help, labelNames, buckets, registers });
+
+  const requests = counter(
+    'http_requests_total',
+    'Requests answered by the public listener, by route template, method and status.',
+    ['route', 'method', 'status'],
+  );
+  const requestSeconds = histogram(
+    'http_request_duration_seconds',
+    'Time from a request reaching the app to its response, by route template and method.',
+    ['route', 'method'],
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  );
+  const cacheReads = counter(
+    'cache_reads_total',
+    'Reads of the upstream-data cache, by result: hit (fresh), miss (loaded), stale (served past its TTL).',
+    ['result'],
+  );
+  const staleAnswers = counter(
+    'stale_answers_total',
+    'Requests answered with a stale copy, by route template and reason: revalidating (a refresh under way), or the failure spell under way (upstream_5xx, unreachable, timeout, rate_limited, key_refused, path_missing, bad_response, refused, backing_off).',
+    ['route', 'reason'],
+  );
+  const evictions = counter(
+    'cache_evictions_total',
+    'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES) or ttl (expired).',
+    ['reason'],
+  );
+  const upstreamCalls = counter(
+    'upstream_calls_total',
+    'Calls of the upstream API (retries included), by operation and outcome.',
+    ['operation', 'outcome'],
+  );
+  const upstreamSeconds = histogram(
+    'upstream_call_duration_seconds',
+    'Time an upstream call took, retries included, by operation and outcome.',
+    ['operation', 'outcome'],
+    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  );
+  const retries = counter('upstream_retries_total', 'Upstream attempts that failed and were retried.');
+  const holdOff = counter(
+    'upstream_hold_off_seconds_total',
+    'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.',
+  );
+  const subscribes = counter('subscribe_attempts_total', 'Subscribe attempts, by outcome.', ['outcome']);
   const surge = new Gauge({
     name: `${PREFIX}subscribe_surge`,
     help: 'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused (docs/subscribe.md).',
     registers,
   });
-  const surges = new Counter({
-    name: `${PREFIX}subscribe_surges_total`,
-    help: 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.',
-    registers,
-  });
+  const surges = counter('subscribe_surges_total', 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.');
   surge.set(0);
-  const shed = new Counter({
-    name: `${PREFIX}connections_shed_total`,
-    help: 'Connections the public listener closed to make room near MAX_CONNECTIONS, by reason: idle (kept alive, no request in flight), slow_head (no whole request head within the grace), over_share (an address holding more than its share).',
-    labelNames: ['reason'],
-    registers,
-  });
-  const connections = new Gauge({
-    name: `${PREFIX}open_connections`,
-    help: 'Open connections to the public listener.',
-    registers,
-  });
+  const shed = counter(
+    'connections_shed_total',
+    'Connections the public listener closed to make room near MAX_CONNECTIONS, by reason: idle (kept alive, no request in flight), slow_head (no whole request head within the grace), over_share (an address holding more than its share).',
+    ['reason'],
+  );
+  const connections = new Gauge({ name: `${PREFIX}open_connections`, help: 'Open connections to the public listener.', registers });
   let cacheStats: (() => CacheFigures) | undefined;
-  /** A gauge per cache, read from `stats()` at each scrape. */
   const cacheGauge = (name: string, help: string, pick: (stats: CacheFigures) => [number, number, number]) =>
     new Gauge({
       name: `${PREFIX}${name}`,
@@ -190,7 +149,6 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     upstreamCall(operation, seconds, error) {
       const outcome = upstreamOutcome(error);
       upstreamCalls.inc({ operation, outcome });
-      // A held-off call never went out: its time says nothing about the upstream.
       if (outcome !== 'held_off') upstreamSeconds.observe({ operation, outcome }, seconds);
     },
     upstreamRetry: () => retries.inc(),
@@ -206,10 +164,10 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
   return {
     registry,
     metrics,
-    watchCaches(stats) {
+    watchCaches(stats: () => CacheFigures): void {
       cacheStats = stats;
     },
-    watchRedis(healthy) {
+    watchRedis(healthy: () => boolean): void {
       new Gauge({
         name: `${PREFIX}redis_up`,
         help: 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.',
@@ -219,7 +177,7 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
         },
       });
     },
-    trackConnections(server) {
+    trackConnections(server: Pick<Server, 'on'>): void {
       server.on('connection', (socket: { once(event: 'close', listener: () => void): unknown }) => {
         connections.inc();
         socket.once('close', () => connections.dec());
@@ -228,14 +186,10 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
   };
 }
 
-/**
- * The metric's outcome for a `subscribe` log line's outcome and reason: the rate limit and a
- * failed captcha are rejections worth telling apart; an address the upstream refused (answered
- * like a success) is `refused`.
- */
+/** The rate limit and the challenge are rejections worth telling apart. */
 export function subscribeOutcome(outcome: string, reason: string | undefined): string {
   if (outcome === 'rejected' && reason === 'RATE_LIMITED') return 'rate_limited';
-  // Only a refused or missing token: a verifier that could not answer (CAPTCHA_UNAVAILABLE) is `failed`.
+  // A verifier that could not answer (CAPTCHA_UNAVAILABLE) is `failed`.
   if (outcome === 'rejected' && reason === 'CAPTCHA_FAILED') return 'captcha_failed';
   if (outcome === 'rejected' && reason === 'CAPTCHA_REQUIRED') return 'captcha_required';
   if (outcome === 'refused_by_upstream') return 'refused';

@@ -2,14 +2,11 @@ import type { SharedEntry, SharedTier } from '../../core/reads/shared-tier.js';
 import type { RedisKeys } from './keys.js';
 import type { RedisLink } from './link.js';
 
-/** A value larger than this is not shared (each instance keeps its own copy in memory). */
-export const REDIS_MAX_VALUE_BYTES = 8 * 1024 * 1024;
+const REDIS_MAX_VALUE_BYTES = 8 * 1024 * 1024;
 
 /**
- * Redis as the shared cache tier behind each instance's memory cache, with the rules of the
- * Workers Cache API tier (`withSharedTier` in src/core/reads/shared-tier.ts decides freshness from
- * `fetchedAt`). Entries live for `maxAgeSeconds` (TTL + stale-if-error). It never throws: an
- * unavailable Redis is a miss and a skipped write, and the link logs the outage once.
+ * The shared tier behind each instance's memory (core/reads/shared-tier.ts decides freshness).
+ * Never throws: an unavailable Redis is a miss and a skipped write.
  */
 export function createRedisSharedTier(
   link: RedisLink,
@@ -35,9 +32,7 @@ export function createRedisSharedTier(
     async delete(key) {
       await link.send(['DEL', keyOf(key)]).catch(() => undefined);
     },
-    // SET NX PX: the first instance to ask holds the claim until it expires (a refresh does not
-    // release it early: the copy it stores is fresh for a TTL anyway). Redis unavailable: every
-    // instance refreshes on its own, as without Redis.
+    // Held until it expires (the refreshed copy is fresh for a TTL anyway); without Redis, every instance refreshes.
     async claimRefresh(key, ms) {
       const answer = await link.send(['SET', `${keys.prefix}refresh:${key}`, '1', 'NX', 'PX', String(ms)]).catch(() => 'OK');
       return answer === 'OK';

@@ -2,10 +2,7 @@ import type { RateLimiter } from '../../core/http/rate-limit.js';
 import type { RedisKeys } from './keys.js';
 import type { RedisLink } from './link.js';
 
-/**
- * A fixed window counted in one round trip: the first hit of a window sets its expiry, and a
- * counter that lost its expiry somehow gets one again (never a key that lives for ever).
- */
+/** One round trip; a counter that lost its expiry gets one again. */
 const FIXED_WINDOW_SCRIPT = `
 local count = redis.call('INCR', KEYS[1])
 local ttl = redis.call('PTTL', KEYS[1])
@@ -15,11 +12,7 @@ if count == 1 or ttl < 0 then
 end
 return {count, ttl}`;
 
-/**
- * The subscribe limit counted in Redis, for every instance at once, with the same numbers as
- * the in-memory limiter. While Redis is unavailable each instance counts in its own memory
- * (`fallback`): the limit then holds per instance, as it does without Redis.
- */
+/** The subscribe limit for every instance at once; while Redis is unavailable, per instance (`fallback`). */
 export function createRedisRateLimiter(
   link: RedisLink,
   keys: RedisKeys,

@@ -11,10 +11,7 @@ if untilMs > current then
 end
 return 1`;
 
-/**
- * Counts a failed call into the streak stored as `count:lastFailedAt` (as the in-memory hold-off
- * does: once per round), and forgets it STREAK_FORGOTTEN_AFTER_MS after the last failure.
- */
+/** The in-memory `failed`, on `count:lastFailedAt`. */
 const FAILED_SCRIPT = `
 local raw = redis.call('GET', KEYS[1])
 local count, last = 0, -1
@@ -30,15 +27,11 @@ redis.call('SET', KEYS[1], string.format('%d:%d', count, last), 'PX', ARGV[3])
 return count`;
 
 /**
- * The upstream hold-off shared by every instance: the upstream limits the API key, not the
- * process, so one instance's 429 holds off all of them until its `Retry-After`; and a failing
- * upstream is failing for all of them, so the pause after failed calls and its streak are shared
- * too (docs/upstream.md "Backing off a failing upstream"). The instance's own hold-off (`local`)
- * is always kept too, so an outage of Redis never shortens one.
+ * Shared: the upstream limits the key, not the process, and fails for every instance alike. The
+ * instance's own hold-off (`local`) is kept too, so an outage of Redis never shortens one.
  */
 export function createRedisHoldOff(link: RedisLink, keys: RedisKeys, options: { local: HoldOff; now: () => number }): HoldOff {
   const { local, now } = options;
-  // One key per class of call, as the in-memory hold-off keeps them apart (src/core/upstream/hold-off.ts).
   const keyOf = (operation: OperationClass) => `${keys.prefix}hold-off:${operation}`;
   const streakKeyOf = (operation: OperationClass) => `${keys.prefix}hold-off:${operation}:streak`;
   return {

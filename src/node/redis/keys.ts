@@ -3,18 +3,16 @@ import { createHash, createHmac } from 'node:crypto';
 // Bumped when a stored format changes, so an old deployment's entries are never read.
 const FORMAT_VERSION = 'v1';
 
-/** Redis key names for one deployment, and the keyed hash that keeps addresses out of Redis. */
 export interface RedisKeys {
-  /** `newsletter-bff:v1:<base URL>:<key digest>:` — every key of this deployment starts so. */
+  /** `newsletter-bff:v1:<base URL>:<key digest>:` */
   prefix: string;
-  /** A key for a personal value (an address, an IP): its HMAC, never the value itself. */
+  /** A key for a personal value (an address, an IP): its HMAC, never the value. */
   hashed(kind: string, value: string): string;
 }
 
 /**
- * Keys are namespaced by the upstream base URL and a digest of the API key, as the Workers
- * cache tier is: two deployments share entries only when they read the same account. The HMAC
- * secret is derived from the API key, so a copy of Redis alone cannot test guessed addresses.
+ * Deployments share entries only when they read the same account. The HMAC secret derives from
+ * the API key, so a copy of Redis alone cannot test guessed addresses.
  */
 export function createRedisKeys(namespace: string, apiKey: string): RedisKeys {
   const digest = createHash('sha256').update(`newsletter-bff shared state\0${apiKey}`).digest('hex').slice(0, 16);

@@ -1,33 +1,25 @@
 import type { Logger } from '../../core/log.js';
 
 /**
- * One connection's worth of Redis as the service uses it: every command bounded by a short
- * timeout, and a known outage answered at once. Redis holds only what the service can also
- * keep in memory, so a caller that gets a rejection falls back to its in-memory behaviour;
- * no visitor request waits longer than one timeout for Redis, or fails because of it.
+ * Every command bounded by a short timeout, a known outage answered at once: a caller falls back to
+ * memory, and no visitor waits longer than one timeout for Redis, or fails because of it.
  */
 export interface RedisLink {
-  /** Sends one command; rejects after the timeout, or at once while Redis is known down. */
   send(args: readonly string[]): Promise<unknown>;
-  /** False from the first failed command until Redis has answered everything for a while (an outage spell). */
+  /** False during an outage spell. */
   healthy(): boolean;
-  /** A connection error reported by the client, before any command noticed. */
+  /** A connection error the client reported before any command noticed. */
   markDown(reason: string): void;
   close(): void;
 }
 
 export interface RedisLinkOptions {
-  /** The client's raw command call. */
   send: (args: string[]) => Promise<unknown>;
   timeoutMs: number;
   log: Logger;
-  /** How often an outage is probed with PING; visitor requests are not used as probes. */
+  /** Visitor requests are never probes. */
   probeIntervalMs?: number;
-  /**
-   * How long Redis must answer without a failed command before an outage counts as over: a
-   * Redis that answers PING but refuses writes (full, with `noeviction`) is one outage, not
-   * one a second.
-   */
+  /** A Redis that answers PING but refuses writes is one outage, not one a second. */
   recoveredAfterMs?: number;
   now?: () => number;
 }
@@ -39,21 +31,15 @@ export class RedisUnavailable extends Error {
   }
 }
 
-/**
- * The reason a log line gives: Redis's error code when it answered with one (`OOM`,
- * `READONLY`; never the rest of its message), else the error's name (a connection error).
- */
+/** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
 function reasonOf(error: unknown): string {
   if (!(error instanceof Error)) return 'error';
   return /^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name;
 }
 
 /**
- * Wraps the client's command call in the timeout and the outage state. A failed command (no
- * answer in time, a lost connection, or an error answer) makes Redis "down": commands are
- * refused at once while a PING probe runs. An outage spell logs one `warn` when it starts and
- * one `info` when it ends, once Redis has answered every command for `recoveredAfterMs`;
- * commands that fail meanwhile (Redis up, but refusing writes) belong to the same spell.
+ * A failed command makes Redis down: commands are refused at once while PING probes. One line
+ * starts an outage spell and one ends it, once every command has been answered for `recoveredAfterMs`.
  */
 export function createRedisLink(options: RedisLinkOptions): RedisLink {
   const { timeoutMs, log, probeIntervalMs = 1000, recoveredAfterMs = 30_000, now = Date.now } = options;
@@ -65,8 +51,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
 
   function withTimeout(args: string[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      // A timer that fires late (the event loop was busy: a GC, a large render) runs before that
-      // turn's socket reads; deciding one step later lets an answer that already arrived count.
+      // A late timer runs before that turn's socket reads: one step later, an answer that arrived counts.
       const timer = setTimeout(
         () => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))),
         timeoutMs,
@@ -95,7 +80,6 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     }
     spell = { startedAt: at, lastFailureAt: at, failures: 1 };
     log.log('warn', 'redis_unavailable', { reason, fallback: 'in-memory limits, guards and cache until it is back' });
-    // Runs for the whole spell: it probes while Redis is down and ends the spell once it has been quiet.
     probe = setInterval(onTick, probeIntervalMs);
     probe.unref?.();
   }
@@ -114,17 +98,16 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   }
 
   async function probeOnce(): Promise<void> {
-    // One probe at a time: a slow Redis must not pile up PINGs.
     if (probing) return;
     probing = true;
-    try {
-      await withTimeout(['PING']);
-      if (!closed) up = true;
-    } catch {
-      // Still down; the next tick probes again.
-    } finally {
-      probing = false;
-    }
+    // Still down on a failure: the next tick probes again.
+    await withTimeout(['PING']).then(
+      () => {
+        if (!closed) up = true;
+      },
+      () => undefined,
+    );
+    probing = false;
   }
 
   return {

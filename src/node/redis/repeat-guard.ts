@@ -2,11 +2,7 @@ import type { RepeatGuard } from '../../core/subscribe/guards.js';
 import type { RedisKeys } from './keys.js';
 import type { RedisLink } from './link.js';
 
-/**
- * The repeat guard shared by every instance: an address one instance forwarded is a repeat on
- * all of them for the window. Redis holds only the address's keyed hash. This instance's own
- * memory (`local`) is asked first and always written, so an outage forgets nothing it saw.
- */
+/** Redis holds only the keyed hash; `local` is asked first and always written, so an outage forgets nothing. */
 export function createRedisRepeatGuard(
   link: RedisLink,
   keys: RedisKeys,
@@ -24,7 +20,7 @@ export function createRedisRepeatGuard(
     },
     async remember(normalizedEmail) {
       await local.remember(normalizedEmail);
-      // Awaited (within the link's timeout) so the next request, on any instance, sees it.
+      // Awaited, so the next request on any instance sees it.
       await link.send(['SET', keys.hashed('seen', normalizedEmail), '1', 'PX', String(windowMs)]).catch(() => undefined);
     },
   };

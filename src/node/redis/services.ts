@@ -19,19 +19,13 @@ import { createMemorySurgeCounter, type SurgeCounter } from '../../core/subscrib
 export interface RedisServices {
   rateLimiter: RateLimiter;
   repeatGuard: RepeatGuard;
-  /** Subscribe attempts of every instance, for surge detection. */
   surgeCounter: SurgeCounter;
   sharedCache: SharedTier;
   holdOff: HoldOff;
-  /** DEPLOY_HOOK_URL's watch: one watcher among the instances, and the state it goes on from. */
   watchLease: WatchLease;
   watchStore: WatchStore;
-  /** False during an outage (readiness and metrics read it; requests never wait on it). */
   healthy(): boolean;
-  /**
-   * One PING through the link: true when Redis answered in time. Commands on one connection run
-   * in order, so when it resolves every write this instance sent before has landed.
-   */
+  /** Commands on one connection run in order: once it resolves, every earlier write has landed. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -40,36 +34,28 @@ export interface RedisServicesOptions {
   url: string;
   /** Per command; a slower answer counts as an outage. */
   timeoutMs: number;
-  /** The upstream base URL (or `demo`) and its key: what keys are namespaced by. */
+  /** The upstream base URL (or `demo`) and its key namespace the keys. */
   namespace: string;
   apiKey: string;
   subscribeLimitPerMinute: number;
-  /** TTL + stale-if-error: how long a shared cache entry is kept. */
+  /** TTL + stale-if-error. */
   cacheMaxAgeSeconds: number;
   log: Logger;
   now?: () => number;
-  /** How long startup waits for the first connection before serving from memory (default 2 s). */
+  /** How long startup waits for a connection before serving from memory. */
   connectWaitMs?: number;
   probeIntervalMs?: number;
-  /** How long Redis must answer without a failure before an outage counts as over (the link's default: 30 s). */
   recoveredAfterMs?: number;
-  /** How long the archive watcher's lease lasts without a renewal (WATCH_LEASE_MS by default). */
   watchLeaseMs?: number;
 }
 
-/** Reconnecting backs off to this; the link's probe notices the return within a second more. */
 const MAX_RECONNECT_DELAY_MS = 2000;
 
-/**
- * Connects to Redis (node-redis's core client, `@redis/client`) and builds the shared state on
- * it. Loaded by the Node entry only when REDIS_URL is set, with a dynamic `import()`, so neither
- * a Node process without Redis nor the Worker bundle carries the client.
- */
+/** Imported by the Node entry only with REDIS_URL, so neither Node without Redis nor the Worker carries the client. */
 export async function connectRedis(options: RedisServicesOptions): Promise<RedisServices> {
   const { timeoutMs, log, now = Date.now } = options;
   const client = createClient({
     url: options.url,
-    // A command while disconnected fails at once instead of queueing behind the reconnect.
     disableOfflineQueue: true,
     socket: {
       connectTimeout: Math.max(1000, timeoutMs * 10),
@@ -81,10 +67,9 @@ export async function connectRedis(options: RedisServicesOptions): Promise<Redis
     timeoutMs,
     log,
     now,
-    ...(options.probeIntervalMs === undefined ? {} : { probeIntervalMs: options.probeIntervalMs }),
-    ...(options.recoveredAfterMs === undefined ? {} : { recoveredAfterMs: options.recoveredAfterMs }),
+    probeIntervalMs: options.probeIntervalMs,
+    recoveredAfterMs: options.recoveredAfterMs,
   });
-  // The client reports every failed reconnect; the link turns them into one line per outage.
   client.on('error', (error: unknown) => link.markDown(error instanceof Error ? error.name : 'connection error'));
 
   const connected = await Promise.race([

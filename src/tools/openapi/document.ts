@@ -17,14 +17,10 @@ import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/
 import { FORM_CHECKED_VALUES, SUBSCRIBE_FIELD_DOCS, SUBSCRIBE_MAX_BODY_BYTES, SubscribeJsonInputSchema } from '../../core/subscribe/input.js';
 import * as z from '../../core/zod.js';
 
-/**
- * openapi.json, written by `npm run openapi` (main.ts) and held to the code by a test
- * (test/contract/openapi-generated.test.ts). Every shape, parameter and rule comes from the
- * code: the zod schemas of the public shapes, the error envelope, the archive query and the
- * subscribe body (through zod's own JSON Schema output), the error codes and the routes' errors
- * (core/http/errors.ts), the security and CORS headers (core/http/response-headers.ts), and the
- * defaults of the configuration. What is written here is what only the document says: the
- * routes' summaries, the HTTP headers' wording and which answer carries which header.
+/*
+ * openapi.json (`npm run openapi`; a test fails when the committed file is stale). Shapes,
+ * parameters, errors and headers come from the code; written here is only what the document
+ * alone says: summaries, the headers' wording and which answer carries which header.
  */
 
 type Json = Record<string, unknown>;
@@ -40,11 +36,7 @@ function listInWords(items: readonly string[], last: 'and' | 'or' = 'and'): stri
   return coded.length < 2 ? coded.join('') : `${coded.slice(0, -1).join(', ')} ${last} ${coded.at(-1)}`;
 }
 
-/**
- * What zod's JSON Schema says beside the point, tidied once for every schema: the regex of a
- * format it also names (`date-time`, `email`: the format says it), the bounds of a safe integer
- * nobody set, and the protocol rule of a URL schema, which zod leaves out (`^https?:`).
- */
+/** Drops a format's regex and the safe-integer bounds nobody set; adds the URL protocol rule zod leaves out. */
 function tidy({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodTypes; jsonSchema: z.core.JSONSchema.BaseSchema }): void {
   const def = zodSchema._zod.def as { check?: string; pattern?: RegExp; protocol?: RegExp };
   if (def.check === 'string_format' && jsonSchema.format !== undefined && jsonSchema.pattern === def.pattern?.source) delete jsonSchema.pattern;
@@ -59,7 +51,6 @@ function embedded(jsonSchema: z.core.JSONSchema.BaseSchema): Json {
   return rest;
 }
 
-/** The public shapes and the error envelope, as components (each refers to the others by name). */
 function componentSchemas(): Record<string, Json> {
   const errors = createErrorBodySchemas();
   const named = {
@@ -80,12 +71,12 @@ function componentSchemas(): Record<string, Json> {
   return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, embedded(schema)]));
 }
 
-/** JSON Schema properties with openapi.json's words laid over each (the `*_DOCS` beside the schemas). */
+/** Properties with the `*_DOCS` words laid over each. */
 function worded(properties: Record<string, Json>, words: Record<string, object | undefined>): Record<string, Json> {
   return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, { ...property, ...words[name] }]));
 }
 
-/** The subscribe body as a JSON client sends it, and as an HTML form posts it (every field as text). */
+/** The subscribe body as JSON, and as an HTML form posts it (every field as text). */
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, SUBSCRIBE_FIELD_DOCS);
@@ -99,7 +90,6 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
       ...fields,
       email,
       optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(FORM_CHECKED_VALUES, 'or')} (any case).` },
-      // A form's empty field counts as not sent.
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
       [honeypotField]: { type: 'string', maxLength: 0, description: 'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.' },
     },
@@ -107,10 +97,10 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   return { json, form };
 }
 
-/** The archive query's parameters, one per key of its schema (output: the values as the route reads them). */
+/** One parameter per key of the archive query's schema, as the route reads them. */
 function archiveQueryParameters(maxOffset: number): Record<string, Json> {
   const schema = createArchiveQuerySchema(maxOffset);
-  // `q` ends in a transform (to its search words): its words come from ARCHIVE_QUERY_DOCS alone.
+  // `q` ends in a transform: its words come from ARCHIVE_QUERY_DOCS alone.
   const read = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any', override: tidy });
   const sent = z.toJSONSchema(schema, { io: 'input', override: tidy });
   const required = new Set(sent.required ?? []);
@@ -122,35 +112,21 @@ function archiveQueryParameters(maxOffset: number): Record<string, Json> {
   );
 }
 
-const HEADER_PARAMETERS: Record<string, Json> = {
-  'If-None-Match': {
-    name: 'If-None-Match',
-    in: 'header',
-    description: 'An `ETag` from an earlier answer: a 304 when it is still current.',
-    schema: { type: 'string' },
-  },
-  Origin: {
-    name: 'Origin',
-    in: 'header',
-    description: "A browser's origin; one not in `ALLOWED_ORIGINS` gets no CORS grant (and a 403 on subscribe).",
-    schema: { type: 'string' },
-  },
-  'Access-Control-Request-Method': { name: 'Access-Control-Request-Method', in: 'header', schema: { type: 'string' } },
-  Accept: {
-    name: 'Accept',
-    in: 'header',
-    description:
+const HEADER_PARAMETERS: Record<string, Json> = Object.fromEntries(
+  Object.entries({
+    'If-None-Match': 'An `ETag` from an earlier answer: a 304 when it is still current.',
+    Origin: "A browser's origin; one not in `ALLOWED_ORIGINS` gets no CORS grant (and a 403 on subscribe).",
+    'Access-Control-Request-Method': undefined,
+    Accept:
       'Without `format`, an `Accept` that prefers `application/atom+xml` or `application/rss+xml` (q-values honoured) asks for that feed; anything else gets JSON.',
-    schema: { type: 'string' },
-  },
-};
+  }).map(([name, description]) => [name, { name, in: 'header', ...(description && { description }), schema: { type: 'string' } }]),
+);
 
 function responseHeaders(cacheStates: readonly string[]): Record<string, Json> {
   const security: Record<string, Json> = Object.fromEntries(
     Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, { required: true, schema: { const: value } }]),
   );
-  // Outside /api/, demo mode's example site answers (its JSON 404s too) with a policy of its own
-  // for its pages; both forbid framing.
+  // Demo mode's example site has a policy of its own; both forbid framing.
   const policy = API_SECURITY_HEADERS['Content-Security-Policy'];
   if (policy !== undefined) {
     security['Content-Security-Policy'] = {
@@ -205,7 +181,7 @@ function responseHeaders(cacheStates: readonly string[]): Record<string, Json> {
   };
 }
 
-/** The headers an answer carries: `Cache-Control` names the component that describes it there. */
+/** `Cache-Control-*` names the component that describes `Cache-Control` there. */
 function headersOf(names: readonly string[]): Record<string, Json> {
   const headers: Record<string, Json> = {};
   for (const name of [...COMMON_HEADERS, ...names]) {
@@ -215,22 +191,19 @@ function headersOf(names: readonly string[]): Record<string, Json> {
   return headers;
 }
 
-/** Every answer, of every route and status, carries these. */
 const COMMON_HEADERS = ['X-Request-Id', ...Object.keys(API_SECURITY_HEADERS), 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers', 'Vary'];
 const READ_HEADERS = ['Cache-Control-Public', 'ETag', 'Content-Encoding', 'X-Cache', 'Age'];
 
 interface ErrorWording {
-  /** When it is answered, in the document's words. */
   when: string;
-  /** Headers of its own (`Retry-After`, `Allow`). */
   headers?: readonly string[];
   /** `details` is always there. */
   details?: true;
-  /** A form post without JavaScript may get a short HTML page instead: what it says. */
+  /** What the HTML page a form post without JavaScript may get says. */
   html?: string;
 }
 
-/** What each error code means to a client; a new code in ERROR_STATUS does not compile until it is worded here. */
+/** A new code in ERROR_STATUS does not compile until it is worded here. */
 function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
   return {
     VALIDATION_ERROR: {
@@ -262,13 +235,12 @@ function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
   };
 }
 
-/** The `text/html` content of an error some form posts get as a page. */
 function htmlContent(pages: readonly (string | undefined)[]): Json {
   const description = pages.find((page) => page !== undefined);
   return description === undefined ? {} : { 'text/html': { schema: { type: 'string', description } } };
 }
 
-/** The response component of each error status: VALIDATION_ERROR's is `ValidationError` (the first code of a status names it). */
+/** One response component per error status, named after its first code (`ValidationError`). */
 function errorResponses(wording: Record<ErrorCode, ErrorWording>): Map<number, { name: string; response: Json; head: Json }> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][]) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
@@ -295,10 +267,9 @@ function errorResponses(wording: Record<ErrorCode, ErrorWording>): Map<number, {
   return responses;
 }
 
-/** One path's operations, described once: HEAD is derived from GET, and every path answers its preflight and a 405. */
+/** HEAD is derived from GET; every path answers its preflight and a 405. */
 interface PathSpec {
   path: string;
-  /** The route as core/http/errors.ts ROUTE_ERRORS names it. */
   route: keyof typeof ROUTE_ERRORS;
   pathParameters?: readonly Json[];
   get?: { operationId: string; summary: string; description: string; parameters: readonly Json[]; ok: Json };
@@ -317,45 +288,36 @@ function createPaths(specs: readonly PathSpec[], errors: ReturnType<typeof error
   const paths: Json = {};
   for (const spec of specs) {
     const item: Json = {};
-    const { get, post } = spec;
+    const { get, post, pathParameters = [] } = spec;
     if (get) {
+      const { ok, parameters, ...named } = get;
       item.get = {
-        operationId: get.operationId,
-        summary: get.summary,
-        description: get.description,
+        ...named,
         tags: ['reads'],
-        parameters: [...(spec.pathParameters ?? []), ...get.parameters],
-        responses: { '200': get.ok, '304': responseRef('NotModified'), ...errorAnswers(spec.route, false) },
+        parameters: [...pathParameters, ...parameters],
+        responses: { '200': ok, '304': responseRef('NotModified'), ...errorAnswers(spec.route, false) },
       };
-      const { content: _content, ...okHeaders } = get.ok;
+      const { content: _content, ...okHeaders } = ok;
       item.head = {
         operationId: `${get.operationId}Head`,
         summary: `${get.summary} (headers only)`,
         description: `The headers \`GET ${spec.path}\` would send, with the same validation and caching; no body.`,
         tags: ['reads'],
-        parameters: [...(spec.pathParameters ?? []), ...get.parameters],
+        parameters: [...pathParameters, ...parameters],
         responses: { '200': { ...okHeaders, description: 'As GET, without the body.' }, '304': responseRef('NotModifiedHead'), ...errorAnswers(spec.route, true) },
       };
     }
     if (post) {
-      item.post = {
-        operationId: post.operationId,
-        summary: post.summary,
-        description: post.description,
-        tags: ['subscribe'],
-        parameters: post.parameters,
-        requestBody: post.requestBody,
-        responses: { ...post.answers, ...errorAnswers(spec.route, false) },
-      };
+      const { answers, parameters, requestBody, ...named } = post;
+      item.post = { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers(spec.route, false) } };
     }
-    const operationId = get?.operationId ?? post!.operationId;
     item.options = {
-      operationId: `${operationId}Preflight`,
+      operationId: `${get?.operationId ?? post!.operationId}Preflight`,
       summary: 'CORS preflight',
       description:
         'Answered for any origin with 204; `Access-Control-Allow-*` is granted only to an `Origin` in `ALLOWED_ORIGINS` (or any, with `*`), never with credentials.',
       tags: ['cors'],
-      parameters: [...(spec.pathParameters ?? []), ref('#/components/parameters/Origin'), ref('#/components/parameters/Access-Control-Request-Method')],
+      parameters: [...pathParameters, ref('#/components/parameters/Origin'), ref('#/components/parameters/Access-Control-Request-Method')],
       responses: { '204': responseRef('Preflight') },
     };
     item['x-other-methods'] = responseRef('MethodNotAllowed');
@@ -364,7 +326,7 @@ function createPaths(specs: readonly PathSpec[], errors: ReturnType<typeof error
   return paths;
 }
 
-/** The whole document for this version of the package. Pure: the same code gives the same bytes. */
+/** Pure: the same code gives the same bytes. */
 export function createOpenApiDocument(version: string): Json {
   const defaults = parseConfig({});
   if (!defaults.ok) throw new Error(`the default configuration does not parse: ${defaults.problems.join('; ')}`);
@@ -503,14 +465,13 @@ export function createOpenApiDocument(version: string): Json {
         ...HEADER_PARAMETERS,
       },
       headers: responseHeaders(CACHE_STATES),
-      // Only the answers some operation names: an unused component is a lint warning.
+      // An unused component is a lint warning.
       responses: Object.fromEntries(Object.entries(responses).filter(([name]) => used.has(name))),
       schemas: { ...componentSchemas(), SubscribeJsonInput: inputs.json, SubscribeFormInput: inputs.form },
     },
   };
 }
 
-/** The document as the file holds it. */
 export function serializeOpenApiDocument(document: Json): string {
   return `${JSON.stringify(document, null, 2)}\n`;
 }

@@ -9,41 +9,35 @@ import { archivePath, createSitePaths, fileOf, isSafeSegment, issuePath, SEARCH_
 import { SEARCH_JS } from './search-script.js';
 import { renderRobots, renderSitemap, type SitemapEntry } from './sitemap.js';
 
-/** Everything the site is built from: read through the four routes (see read.ts). */
+/** Read through the four routes (read.ts). */
 export interface Publication {
-  /** Newest first, as the archive route lists them. */
+  /** Newest first. */
   issues: readonly IssueDetail[];
   categories: readonly PublicCategory[];
 }
 
 export interface SiteOptions {
-  /** Where the site will be served, absolute (canonical URLs, sitemap, feed). */
+  /** Absolute: canonical URLs, sitemap, feed. */
   siteUrl: string;
-  /** The service's origin; the subscribe form posts to its /api/subscribe. */
+  /** The subscribe form posts to its /api/subscribe. */
   apiUrl: string;
-  /**
-   * The service the search page asks (`GET /api/issues?q=`) from the reader's browser; none: the
-   * page filters its list of every issue by subject, preview and category instead.
-   */
+  /** Asked from the reader's browser; none: the page filters its list of every issue instead. */
   searchApiUrl?: string | undefined;
   title: string;
   description: string;
-  /** The kit's assets: examples/site's `style.css`, `subscribe.js` and `favicon.svg` (copied in), examples/subscribe-form.html (on every page). */
+  /** examples/site's files and examples/subscribe-form.html. */
   assets: { styleCss: string; subscribeJs: string; faviconSvg: string; subscribeFormSnippet: string };
   pageSize?: number;
 }
 
-// As the example site's archive.js pages.
+// As archive.js pages.
 const DEFAULT_PAGE_SIZE = 10;
-// The newest entries, as a feed reader expects (and as the service's feed route defaults to).
+// As the service's feed route.
 const FEED_ENTRIES = 20;
-// When the archive is empty, dates fall back to a fixed instant rather than the clock: same input, same bytes.
+// Not the clock: same input, same bytes.
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
-/**
- * The whole static site as path → content, built from data only (no clock, no randomness),
- * so the same publication always gives the same bytes. Pure: writing is the caller's job.
- */
+/** The whole static site as path → content, from data only: the same publication gives the same bytes. */
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = createSitePaths(options.siteUrl);
   const site: SiteIdentity = {
@@ -64,7 +58,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   ];
   for (const listing of listings) {
     const pages = Math.max(1, Math.ceil(listing.issues.length / pageSize));
-    // A listing changes whenever one of its issues is added or edited: its latest change dates every page of it.
+    // Its latest change dates every page of a listing.
     const lastmod = latestUpdate(listing.issues, EPOCH);
     for (let page = 1; page <= pages; page++) {
       const path = archivePath(page, listing.category?.slug);
@@ -81,7 +75,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     }
   }
 
-  // Neighbours from the pages this build writes (newest first), so each link has its page.
+  // Neighbours from the pages this build writes, so each link has its page.
   issues.forEach((issue, at) => {
     const path = issuePath(issue.slug);
     const newer = issues[at - 1];
@@ -112,10 +106,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   return files;
 }
 
-/**
- * The categories route's list, plus any category an issue names that it lacks (each gets its
- * page, so a category link never leads nowhere), in the route's order with additions by name.
- */
+/** The route's categories, plus any an issue names that it lacks (by name), so no category link leads nowhere. */
 function withIssueCategories(listed: readonly PublicCategory[], issues: readonly IssueDetail[]): PublicCategory[] {
   const bySlug = new Map(listed.map((category) => [category.slug, category]));
   const added = new Map<string, PublicCategory>();

@@ -2,16 +2,14 @@ import type { IssueDetail } from '../../core/public-shapes.js';
 import { escapeHtml, inlineJson } from './html.js';
 import type { SiteIdentity } from './layout.js';
 
-/** The head tags of a page: title, description, canonical link and the Open Graph / Twitter card. */
 export interface HeadTags {
   title: string;
-  /** The title on a shared card, where the site's name shows anyway (defaults to `title`). */
+  /** On a shared card the site's name shows anyway (defaults to `title`). */
   socialTitle?: string;
   description: string;
-  /** Absolute URL; none for the 404 page. */
   canonical?: string;
   image?: string | null;
-  /** Extra tags, already HTML. */
+  /** Already HTML. */
   extra?: string[];
 }
 
@@ -38,7 +36,7 @@ export function renderHead(site: SiteIdentity, tags: HeadTags, ogType: 'website'
   return lines.join('\n');
 }
 
-/** An issue page's tags beyond the shared ones: publication time, section and a schema.org Article. */
+/** Publication time, section and a schema.org Article. */
 export function articleExtras(site: SiteIdentity, issue: IssueDetail, url: string, description: string): string[] {
   const extras: string[] = [];
   if (issue.sentAt) extras.push(`<meta property="article:published_time" content="${escapeHtml(issue.sentAt)}">`);

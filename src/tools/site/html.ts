@@ -1,15 +1,9 @@
 import { xmlText } from '../../core/feeds/xml.js';
 
-/**
- * HTML text and attribute values. The XML escape serves both: it escapes `&<>"'` and drops the
- * control characters HTML forbids too, so one audited function guards every page and feed.
- */
+/** One audited escape guards every page and feed: HTML forbids the same characters. */
 export const escapeHtml = xmlText;
 
-/**
- * JSON for an inline `<script type="application/ld+json">`: `<` becomes `\u003c`, so no
- * value can close the script element, and U+2028/U+2029 are escaped for older parsers.
- */
+/** JSON inside `<script>`: no value can close the element; U+2028/U+2029 escaped for older parsers. */
 export function inlineJson(value: unknown): string {
   return JSON.stringify(value)
     .replace(/</g, '\\u003c')
@@ -21,13 +15,12 @@ export function inlineJson(value: unknown): string {
 
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 
-/** "15 November 2026" in UTC, written out by hand so the bytes do not depend on the ICU build. */
-export function formatDate(iso: string): string {
+/** "15 November 2026" in UTC, by hand so the bytes do not depend on the ICU build. */
+function formatDate(iso: string): string {
   const date = new Date(iso);
   return `${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}`;
 }
 
-/** A `<time>` for an ISO date, or nothing. */
 export function timeHtml(iso: string | null): string {
   return iso ? `<time datetime="${escapeHtml(iso)}">${formatDate(iso)}</time>` : '';
 }

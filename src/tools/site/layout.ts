@@ -1,28 +1,23 @@
 import { escapeHtml } from './html.js';
 import type { SitePaths } from './paths.js';
 
-/** What every page of the site shares. */
 export interface SiteIdentity {
-  /** The publication's name. */
   title: string;
-  /** One sentence about it (tagline, default meta description). */
   description: string;
-  /** The subscribe form, already pointed at the service (see `subscribeFormFrom`). */
+  /** Already pointed at the service (`subscribeFormFrom`). */
   subscribeForm: string;
   paths: SitePaths;
 }
 
 export interface PageParts {
-  /** The page's own head tags, after the shared ones. */
+  /** After the shared head tags. */
   head: string;
   main: string;
-  /** The words of the skip link to `main`. */
   skipLinkLabel: string;
 }
 
 export const FEED_PATH = 'feed.xml';
 
-/** A whole HTML document: shared head, header, the page's main column, the subscribe box, footer. */
 export function renderPage(site: SiteIdentity, parts: PageParts): string {
   const { paths } = site;
   const title = escapeHtml(site.title);
@@ -65,11 +60,7 @@ ${subscribeBox(site)}
 const SNIPPET_SERVICE = 'https://newsletter-bff.example.com';
 const SNIPPET_NAME = 'of the newsletter.';
 
-/**
- * The subscribe form of examples/subscribe-form.html, pointed at the service and named for
- * the publication: a plain post (answered with a 303 back to the page and #subscribed or
- * #subscribe-error, shown by :target without JavaScript), enhanced by subscribe.js.
- */
+/** examples/subscribe-form.html's form, pointed at the service and named for the publication. */
 export function subscribeFormFrom(snippet: string, apiUrl: string, title: string): string {
   const form = /<form[\s\S]*<\/form>/.exec(snippet)?.[0];
   if (!form || !form.includes(SNIPPET_SERVICE)) throw new Error('the subscribe form snippet has no <form> posting to its placeholder address');

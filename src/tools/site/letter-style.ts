@@ -1,4 +1,4 @@
-/** Rules for the letter's inline HTML, appended to the example site's style.css (which styles everything else). */
+/** Appended to the example site's style.css. */
 export const LETTER_CSS = `
 /* Static site: the letter's own HTML, inline in the issue page. */
 .letter { background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: 1.5rem; font: 1.0625rem/1.65 Georgia, "Iowan Old Style", serif; overflow-wrap: anywhere; }

@@ -22,7 +22,7 @@ const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <
 A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
 
-/** `npm run site:build`: reads the four routes, writes the static site, prints its digest. Exit 1 on any failure. */
+/** `npm run site:build`: exit 1 on any failure. */
 async function main(): Promise<void> {
   let values;
   try {
@@ -56,9 +56,8 @@ async function main(): Promise<void> {
   createSitePaths(values['site-url']);
   const searchApi = values['search-api'] ?? values.api;
   if (searchApi !== 'none' && !/^https?:$/.test(new URL(searchApi).protocol)) throw new Error('--search-api must be an http(s) URL or none');
-  // The builder sanitises each letter with sanitize-html, an optional package: loaded here, before any read.
+  // sanitize-html is optional: loaded before any read.
   const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
-  // The name the service's feeds carry (PUBLICATION_NAME) names the site too, unless --title says otherwise.
   const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
   const description = values.description ?? `The archive of ${title}.`;
   const started = performance.now();
@@ -70,7 +69,6 @@ async function main(): Promise<void> {
     readFile(new URL('subscribe-form.html', examples), 'utf8'),
     readPublication({
       apiUrl: values.api,
-      // In this process, with the key from the environment; its log lines go to stderr, redacted.
       fetch: values['read-upstream'] ? createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) }) : undefined,
       onWait: ({ path, status, ms, attempt }) =>
         process.stderr.write(`${path} answered ${status}: waiting ${Math.ceil(ms / 1000)} s before retry ${attempt}\n`),

@@ -9,13 +9,12 @@ import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
 // Search engines show about this much of a description.
 const DESCRIPTION_MAX = 160;
 
-/** One page of one archive listing (all issues, or one category). */
 export interface ArchivePage {
   issues: readonly IssueSummary[];
   page: number;
   pages: number;
   total: number;
-  /** The listing's category; none for the whole archive. */
+  /** None for the whole archive. */
   category?: PublicCategory;
   categories: readonly PublicCategory[];
 }
@@ -59,7 +58,6 @@ ${pagerNav}
   return renderPage(site, { head, main, skipLinkLabel: 'Skip to the archive' });
 }
 
-/** The search box: a GET form to the search page (search.js reads its `q`). */
 function searchForm(site: SiteIdentity, value = ''): string {
   return `<form class="search" id="search" role="search" method="get" action="${escapeHtml(site.paths.href(SEARCH_PATH))}">
 <label for="search-q">Search the archive</label>
@@ -88,14 +86,13 @@ function metaLine(site: SiteIdentity, issue: IssueSummary): string {
     const href = site.paths.href(archivePath(1, issue.category.slug));
     parts.push(`<a class="category" href="${escapeHtml(href)}">${escapeHtml(issue.category.name)}</a>`);
   } else if (issue.category) {
-    // The build writes no page for a slug that cannot be a folder name: the name, unlinked.
+    // No page for a slug that cannot be a folder name: the name, unlinked.
     parts.push(`<span class="category">${escapeHtml(issue.category.name)}</span>`);
   }
   if (issue.readingMinutes !== null) parts.push(`${issue.readingMinutes} min read`);
   return `<p class="meta">${parts.join(' · ')}</p>`;
 }
 
-/** The issues sent just after and just before one, in the archive's order (none at the ends). */
 export interface Neighbours {
   newer: IssueNeighbour | null;
   older: IssueNeighbour | null;
@@ -108,7 +105,7 @@ function neighboursNav(site: SiteIdentity, neighbours: Neighbours): string {
   return `<nav class="neighbours" aria-label="Newer and older issues">${link(neighbours.newer, 'prev', `← Newer: ${escapeHtml(neighbours.newer?.subject ?? '')}`)}${link(neighbours.older, 'next', `Older: ${escapeHtml(neighbours.older?.subject ?? '')} →`)}</nav>`;
 }
 
-/** One issue: its head tags, the letter's sanitised HTML inline (indexable, readable without JavaScript), and links to its neighbours. */
+/** The letter's sanitised HTML inline: indexable, readable without JavaScript. */
 export function renderIssuePage(site: SiteIdentity, issue: IssueDetail, neighbours: Neighbours = { newer: issue.newer, older: issue.older }): string {
   const url = site.paths.absolute(issuePath(issue.slug));
   const letter = issue.contentHtml ? withoutLeadingTitle(sanitizeLetter(issue.contentHtml), issue.subject) : '';
@@ -140,15 +137,10 @@ ${neighboursNav(site, neighbours)}
   return renderPage(site, { head, main, skipLinkLabel: 'Skip to the issue' });
 }
 
-/**
- * The search page: the box, and the list of every issue (subject, date, category), each with the
- * words search.js filters it by when the build names no service. search.js shows the service's
- * matches where there is one; without JavaScript the list is there for the browser's find.
- */
+/** The box, and every issue with the words search.js filters by without a service (or the browser's find without JavaScript). */
 export function renderSearchPage(site: SiteIdentity, issues: readonly IssueSummary[], searchApiUrl: string | undefined): string {
   const head = [
     renderHead(site, { title: `Search · ${site.title}`, description: `Search the archive of ${site.title}.`, canonical: site.paths.absolute(SEARCH_PATH) }, 'website'),
-    // A page of results for any query: not one for an index.
     '<meta name="robots" content="noindex">',
     `<script src="${escapeHtml(site.paths.href('search.js'))}" defer data-root="${escapeHtml(site.paths.href(''))}"${searchApiUrl ? ` data-api="${escapeHtml(searchApiUrl)}"` : ''}></script>`,
   ].join('\n');

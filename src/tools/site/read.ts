@@ -4,47 +4,34 @@ import type { IssueSummary } from '../../core/public-shapes.js';
 import type { Publication } from './build.js';
 
 export interface ReadOptions {
-  /** The service's origin, e.g. https://news-api.example.com. */
   apiUrl: string;
-  /** Injected in tests (the app's own `request`); the global fetch otherwise. */
   fetch?: typeof globalThis.fetch;
   /** Issue pages read at once: a build is one visitor, not a crowd. */
   concurrency?: number;
-  /** Waits before a retry (injected in tests); a real timer otherwise. */
   sleep?: (ms: number) => Promise<void>;
-  /** The clock a `Retry-After` date is read against (injected in tests). */
   now?: () => number;
-  /** Told of each wait, so a long build says why it pauses. */
+  /** So a long build says why it pauses. */
   onWait?: (wait: { path: string; status: number; ms: number; attempt: number }) => void;
 }
 
 // The route's largest page (docs/contract.md "GET /api/issues").
 const PAGE_LIMIT = 100;
-// The service's own archive cap is 5000 issues by default; a bound for the loop all the same.
+// A bound for the loop.
 const MAX_PAGES = 1000;
 export const DEFAULT_CONCURRENCY = 4;
 const TIMEOUT_MS = 30_000;
-/**
- * A read refused as busy (429, or 503 with the service's `Retry-After`) is tried again after
- * the wait it names, at most this many times, each wait cut to MAX_WAIT_MS: a build waits out a
- * budget or an upstream hold-off, and still ends (at worst a few minutes per read) when the
- * service stays busy.
- */
+/** A build waits out a budget or a hold-off, and still ends when the service stays busy. */
 const MAX_RETRIES = 5;
 const MAX_WAIT_MS = 60_000;
-/** The wait when a refusal names none: doubled each time (1, 2, 4 … seconds). */
+/** When a refusal names no wait: doubled each time. */
 const FIRST_WAIT_MS = 1_000;
 
-/** A read that did not give a 200: the build stops rather than deploy a site with holes. */
+/** The build stops rather than deploy a site with holes. */
 export class SiteReadError extends Error {
   override name = 'SiteReadError';
 }
 
-/**
- * The typed client (`hc<AppType>`) a build reads the service with: each call times out, and a
- * read refused as busy (429, or 503 with `Retry-After`) is tried again after the wait it names
- * (`retryWaitMs`). Shared by the site builder and the Astro loader (src/integrations/astro.ts).
- */
+/** `hc<AppType>` with a timeout and a retry after a busy answer; shared by the site builder and the Astro loader. */
 export function createReadClient(options: Pick<ReadOptions, 'apiUrl' | 'fetch' | 'sleep' | 'now' | 'onWait'>) {
   const fetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
@@ -69,7 +56,6 @@ export function createReadClient(options: Pick<ReadOptions, 'apiUrl' | 'fetch' |
   });
 }
 
-/** Every issue summary of the archive, newest first, read page by page (the route's largest page). */
 export async function readArchive(client: ReturnType<typeof createReadClient>): Promise<IssueSummary[]> {
   const summaries: IssueSummary[] = [];
   for (let page = 0; page < MAX_PAGES; page++) {
@@ -82,10 +68,7 @@ export async function readArchive(client: ReturnType<typeof createReadClient>): 
   return summaries;
 }
 
-/**
- * Reads the whole public archive through the typed client (`hc<AppType>`): every archive
- * page, the categories, and each issue by slug. The same four routes a browser uses.
- */
+/** The whole public archive through the routes a browser uses. */
 export async function readPublication(options: ReadOptions): Promise<Publication> {
   const client = createReadClient(options);
   const summaries = await readArchive(client);
@@ -116,11 +99,7 @@ export async function mapWithConcurrency<T, R>(items: readonly T[], limit: numbe
   return results;
 }
 
-/**
- * How long to wait before asking again after `response`, or `undefined` when it is an answer to
- * keep: 429 always waits; 503 only with `Retry-After` (the service's busy answer; a 503 without
- * one is a failure to report). `Retry-After` is read as seconds or as an HTTP date.
- */
+/** How long to wait after a 429, or a 503 with `Retry-After` (without it, a failure to report); undefined: keep the answer. */
 function retryWaitMs(response: Response, attempt: number, now: number): number | undefined {
   const header = response.headers.get('retry-after');
   if (response.status !== 429 && !(response.status === 503 && header !== null)) return undefined;

@@ -1,11 +1,8 @@
 import sanitizeHtml from 'sanitize-html';
 
 /**
- * The letter's HTML comes from the newsletter service and is shown on the site's own origin,
- * so it is reduced to an allow-list at build time: text structure, links and images only.
- * Scripts, styles, event handlers, forms, frames, `<base>`, `<meta>` and every URL scheme but
- * http(s)/mailto are dropped. Inline `style` goes too: it cannot run code, but it could lay a
- * fake form or link over the page (position: fixed); the site's stylesheet styles the letter.
+ * The letter is shown on the site's own origin: text structure, links and images only. Inline
+ * `style` goes too: it could lay a fake form over the page (position: fixed).
  */
 const LETTER_POLICY: sanitizeHtml.IOptions = {
   allowedTags: [
@@ -15,7 +12,7 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
     'table', 'thead', 'tbody', 'tfoot', 'tr', 'th', 'td', 'caption',
   ],
   allowedAttributes: {
-    // rel/target/loading/decoding are set by transformTags below, over whatever the letter said.
+    // rel/target/loading/decoding are set by transformTags, over what the letter said.
     a: ['href', 'title', 'rel', 'target'],
     img: ['src', 'alt', 'title', 'width', 'height', 'loading', 'decoding'],
     abbr: ['title'],
@@ -29,7 +26,7 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
   // Their content goes with them: the text of a <script> or <style> is not part of the letter.
   nonTextTags: ['script', 'style', 'textarea', 'option', 'noscript', 'title', 'head', 'template', 'svg', 'math'],
   transformTags: {
-    // The letter's links lead off the site: a new tab that cannot reach back (window.opener) nor learn the page.
+    // Off the site: a new tab that cannot reach back (window.opener) nor learn the page.
     a: (tagName, attribs) => ({
       tagName,
       attribs: { ...absoluteOnly(attribs, 'href'), ...(attribs.title ? { title: attribs.title } : {}), rel: 'noopener noreferrer', target: '_blank' },
@@ -40,18 +37,13 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
   exclusiveFilter: (frame) => frame.tag === 'img' && !frame.attribs.src,
 };
 
-/**
- * Keeps `name` only when it is an absolute URL: an email's relative link or image means
- * nothing on the site and would point at pages that do not exist. (The scheme is checked by
- * allowedSchemes.)
- */
+/** An email's relative link means nothing on the site; the scheme is allowedSchemes' job. */
 function absoluteOnly(attribs: sanitizeHtml.Attributes, name: string): sanitizeHtml.Attributes {
   const value = attribs[name];
   const { [name]: _dropped, ...rest } = attribs;
   return value !== undefined && /^[a-z][a-z0-9+.-]*:/i.test(value.trim()) ? { ...rest, [name]: value } : rest;
 }
 
-/** The letter's HTML, safe to inline in a page of the site. */
 export function sanitizeLetter(html: string): string {
   return sanitizeHtml(html, LETTER_POLICY).trim();
 }
@@ -59,7 +51,7 @@ export function sanitizeLetter(html: string): string {
 // The only entities sanitize-html writes into text; decoded in one pass, so `&amp;lt;` stays `&lt;`.
 const TEXT_ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" };
 
-/** The letter as plain text, whitespace collapsed (for a description when the issue has no preview text). */
+/** For a description when the issue has no preview text. */
 export function letterText(html: string): string {
   return sanitizeHtml(html, { allowedTags: [], allowedAttributes: {}, nonTextTags: LETTER_POLICY.nonTextTags })
     .replace(/&(amp|lt|gt|quot|#39);/g, (_, name: string) => TEXT_ENTITIES[name]!)
@@ -67,11 +59,7 @@ export function letterText(html: string): string {
     .trim();
 }
 
-/**
- * Drops the letter's first `<h1>` when it says what the page's own heading says (emails open
- * with their subject), so the page does not show its title twice. Runs on sanitised HTML,
- * whose serialisation is regular enough for this one pattern.
- */
+/** Drops a leading `<h1>` that repeats the subject; sanitised HTML is regular enough for this one pattern. */
 export function withoutLeadingTitle(sanitized: string, subject: string): string {
   const match = /^<h1>([\s\S]*?)<\/h1>\s*/.exec(sanitized);
   if (!match) return sanitized;

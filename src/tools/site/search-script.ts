@@ -1,12 +1,6 @@
 /**
- * The static site's search page script (search.js), written out by the build. Its settings are on
- * its own `<script>` tag: `data-api`, the service whose `GET /api/issues?q=` it calls (absent when
- * the build names none), and `data-root`, the site's root path. With a service it shows the
- * service's matches (subject, preview, category and the letters' text, ranked) and a button for
- * more; without one, or when the service cannot be reached, it filters the page's list of every
- * issue by the words typed (subject, preview and category only), folding case and accents as the
- * service does. Without JavaScript the page is that list, for the browser's find. Everything from
- * the API is inserted as text, never as HTML.
+ * search.js: the service's matches (`data-api`), or without one (or when unreachable) the page's
+ * list of every issue filtered as the service folds words. API values are inserted as text only.
  */
 export const SEARCH_JS = `// The search page of a site built with newsletter-bff's site:build (see src/tools/site/search-script.ts).
 (function () {

@@ -1,13 +1,11 @@
 import { xmlElement } from '../../core/feeds/xml.js';
 
 export interface SitemapEntry {
-  /** Absolute URL. */
   loc: string;
-  /** ISO 8601; the date part is written (W3C Datetime, as the sitemaps protocol asks). */
+  /** ISO 8601; the date part is written (W3C Datetime). */
   lastmod: string | null;
 }
 
-/** A sitemaps.org urlset, in the order given. */
 export function renderSitemap(entries: readonly SitemapEntry[]): string {
   const urls = entries.map((entry) =>
     [

@@ -15,11 +15,7 @@ export function siteDigest(files: ReadonlyMap<string, string>): string {
 // A folder holding these two is a previous build, safe to replace whole.
 const BUILD_MARKERS = ['sitemap.xml', '404.html'];
 
-/**
- * Writes the site into `outDir`, which must be missing, empty or a previous build: it is
- * emptied first, so an issue that was unpublished leaves no page behind. Any other folder is
- * refused rather than wiped.
- */
+/** `outDir` must be missing, empty or a previous build, emptied first so an unpublished issue leaves no page. */
 export async function writeSite(outDir: string, files: ReadonlyMap<string, string>): Promise<void> {
   const existing = await readdir(outDir).catch((error: NodeJS.ErrnoException): string[] => {
     if (error.code === 'ENOENT') return [];
