@@ -100,9 +100,17 @@ async function freePort() {
   return port;
 }
 
+// The categories, and the archive they are counted in (empty: each category counts 0 issues).
 const upstream = createServer((request, response) => {
-  response.writeHead(request.url === '/v1/newsletter/categories' ? 200 : 404, { 'Content-Type': 'application/json' });
-  response.end(JSON.stringify(request.url === '/v1/newsletter/categories' ? { ok: true, data: [{ id: 'c1', name: 'Essays', slug: 'essays' }] } : { ok: false }));
+  const path = new URL(request.url ?? '/', 'http://stub').pathname;
+  const body =
+    path === '/v1/newsletter/categories'
+      ? { ok: true, data: [{ id: 'c1', name: 'Essays', slug: 'essays' }] }
+      : path === '/v1/newsletter/issues'
+        ? { ok: true, data: [] }
+        : undefined;
+  response.writeHead(body ? 200 : 404, { 'Content-Type': 'application/json' });
+  response.end(JSON.stringify(body ?? { ok: false }));
 });
 let child;
 let redis;
@@ -171,7 +179,7 @@ try {
     check('REDIS_URL connects with the image\'s @redis/client', output.includes('"event":"redis_connected"'));
   }
   const categories = await fetch(`http://127.0.0.1:${env.PORT}/api/categories`).catch(() => undefined);
-  check('GET /api/categories → 200 from the stub upstream', categories?.status === 200 && (await categories.json()).data?.[0]?.slug === 'essays');
+  check('GET /api/categories → 200 from the stub upstream', categories?.status === 200 && JSON.stringify((await categories.json()).data) === JSON.stringify([{ name: 'Essays', slug: 'essays', count: 0 }]));
   const throwaway = await fetch(`http://127.0.0.1:${env.PORT}/api/subscribe`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
