@@ -1,11 +1,9 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { createServer } from 'node:http';
 import { createNodeClientIp } from './core/http/client-ip.js';
 import { parseConfig } from './core/config/config.js';
 import { createDemoSite } from './demo/site.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
 import { createNodeBodyEncoder } from './node/compression.js';
-import { createNodeHotPath } from './node/hot-path.js';
 import { limitsOf, serveWithLimits } from './node/listener.js';
 import type { Config } from './core/config/config.js';
 import type { Logger } from './core/log.js';
@@ -54,7 +52,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     process.exitCode = 1;
     return;
   }
-  const { app, stats, upstream, freshReply, logAccess, surge } = createAppForConfig(config, {
+  const { app, stats, upstream, logAccess, surge } = createAppForConfig(config, {
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
     log,
@@ -80,14 +78,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     writer.stop();
   };
 
-  // Fresh cached reads are answered in front of @hono/node-server's listener (node/hot-path.ts).
-  const hotPath = createNodeHotPath({ freshReply, logAccess });
-  const createHotServer = (options: object, listener: Parameters<typeof hotPath.inFrontOf>[0]) =>
-    createServer(options, hotPath.inFrontOf(listener));
-  const { server, atConnectionCap } = serveWithLimits(
-    { fetch: app.fetch, hostname: config.host, port: config.port, createServer: createHotServer as typeof createServer },
-    limitsOf(config),
-    (info) => {
+  const { server, atConnectionCap } = serveWithLimits({ fetch: app.fetch, hostname: config.host, port: config.port }, limitsOf(config), (info) => {
     const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
     if (config.mode === 'demo') {
       process.stdout.write(
@@ -101,8 +92,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       );
     }
     process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);
-    },
-  );
+  });
 
   // A port in use or a host that cannot be bound: one clear line, not an unhandled 'error' event.
   server.on('error', (error: NodeJS.ErrnoException) => {

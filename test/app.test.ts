@@ -404,8 +404,8 @@ describe('access log and the API key', () => {
     expect(JSON.stringify(logs.entries())).not.toContain('jane.doe');
   });
 
-  it('logs how each cached read was answered', async () => {
-    const { app, logs } = createDemoApp();
+  it('logs how each cached read was answered, with ACCESS_LOG=all', async () => {
+    const { app, logs } = createDemoApp({ ACCESS_LOG: 'all' });
     await app.request('/api/categories');
     await app.request('/api/categories');
     await app.request('/api/issues/a.b');
@@ -449,7 +449,8 @@ describe('access log and the API key', () => {
       }
       return jsonResponse({ ok: false, error: { code: 'NOT_FOUND', message: `no issue for ${authorization}` } }, 404, echo);
     });
-    const { app, logs } = createTestApp({ fetch: upstream.fetch });
+    // A line for every request, fresh hits included, so that every one can be checked.
+    const { app, logs } = createTestApp({ fetch: upstream.fetch, env: { ACCESS_LOG: 'all' } });
     const requests: [string, RequestInit | undefined][] = [
       ['/api/issues', undefined],
       ['/api/issues', { method: 'HEAD' }],

@@ -152,9 +152,7 @@ export function createTestApp(options: TestAppOptions = {}) {
     ...options.deps,
     encodeBody: options.encodeBody,
   });
-  // `served`: the app's own fetch as the Node entry serves it, with what its hot path needs.
-  const served = { fetch: service.app.fetch, freshReply: service.freshReply, logAccess: service.logAccess };
-  return { app: observeResponses(service.app), stats: service.stats, served, clock, logs, demo, config, sleeps, surge: service.surge };
+  return { app: observeResponses(service.app), stats: service.stats, logAccess: service.logAccess, clock, logs, demo, config, sleeps, surge: service.surge };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */

@@ -4,7 +4,6 @@ import type { Config } from './config/config.js';
 import { ApiError, renderError } from './http/errors.js';
 import { publicCacheControl } from './http/read-reply.js';
 import { accessLogMiddleware, createAccessLog } from './http/access-log.js';
-import { createFreshReplies } from '../node/fresh-replies.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy, listenOrigins } from './http/origins.js';
@@ -89,8 +88,7 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
 
 /**
  * Creates the whole service from its dependencies: middleware, the four routes and one error
- * path, with the cache counters the Node entry logs on shutdown and what Node's fresh-read
- * path answers with. No globals.
+ * path, with the cache counters and the access log's summary the Node entry writes. No globals.
  */
 export function createApp(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
@@ -237,8 +235,6 @@ export function createApp(deps: AppDeps) {
   return {
     app: routes,
     stats: () => ({ ...reads.stats(), ...feeds?.stats() }),
-    /** Node's fresh-read path (node/hot-path.ts): the same reads and rules, without the pipeline. */
-    freshReply: createFreshReplies({ reads, archiveQueries, headerRules, cacheControl }),
     logAccess,
     /** The Workers Cron Trigger's refresh (workers/handler.ts `scheduled`). */
     refreshFromUpstream: reads.refreshFromUpstream,

@@ -71,8 +71,6 @@ export function serveWithLimits(
     fetch: (request: Request, env: object) => Response | Promise<Response>;
     hostname: string;
     port: number;
-    /** How the http server is made (the Node entry puts its fresh-read path in front of the listener). */
-    createServer?: typeof import('node:http').createServer;
   },
   limits: ServerLimits,
   onListening?: (info: AddressInfo) => void,
@@ -85,7 +83,6 @@ export function serveWithLimits(
     // drainAfterEarlyAnswers does that job instead.
     autoCleanupIncoming: false,
     serverOptions: serverOptionsFor(limits),
-    ...(options.createServer ? { createServer: options.createServer } : {}),
   }) as Server;
   server.maxConnections = limits.maxConnections;
   const connections = countConnections(server, limits);

@@ -61,7 +61,8 @@ export function createWorker(options: WorkerOptions = {}) {
     }
     const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);
     const store = options.sharedCache === undefined ? defaultSharedCache() : options.sharedCache;
-    const { app, refreshFromUpstream } = createAppForConfig(config, {
+    // An isolate has no timer to write a summary with, and may end unannounced: a line each request.
+    const { app, refreshFromUpstream } = createAppForConfig({ ...config, accessLog: 'all' }, {
       log,
       fetch: options.fetch,
       now: options.now,

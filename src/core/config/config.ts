@@ -86,7 +86,7 @@ export interface Config {
   adminHost: string;
   /** /readyz answers 503 once every upstream call has failed for this long. */
   adminUnreadyAfterSeconds: number;
-  /** Node only: a `request` line for every request (`all`), or the fast path's fresh hits counted into a summary (core/http/access-log.ts). */
+  /** A `request` line for every request (`all`), or fresh cached hits counted into a summary a minute (core/http/access-log.ts). */
   accessLog: AccessLogMode;
 }
 

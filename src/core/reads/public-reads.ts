@@ -100,15 +100,6 @@ export interface PublicReads {
    * to no visitor (the total read budget only).
    */
   refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }>;
-  /**
-   * The same three reads when each can be answered at once from a fresh cached copy (a HIT),
-   * synchronously; `undefined` when it would need a load, a render or an error.
-   */
-  fresh: {
-    archivePage(query: ArchiveQuery): PublicRead<ArchivePageBody> | undefined;
-    issue(slug: string): PublicRead<IssueBody> | undefined;
-    categories(): PublicRead<CategoriesBody> | undefined;
-  };
   stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
 }
 
@@ -410,12 +401,6 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
   }
 
-  function freshJson<T>(key: string): PublicRead<T> | undefined {
-    return cache.readFresh(key, (value): PublicRead<T> | undefined =>
-      value.kind === 'json' ? { rendered: value.rendered, state: 'HIT' } : undefined,
-    );
-  }
-
   const lookUpSlug = createIndexedSlugLookup({
     cache,
     key: ARCHIVE_KEY,
@@ -473,20 +458,6 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client);
       if (!read) throw new Error('categories loader returned nothing');
       return read;
-    },
-
-    fresh: {
-      archivePage(query) {
-        return cache.readFresh(ARCHIVE_KEY, (value): PublicRead<ArchivePageBody> | undefined => {
-          const rendered = value.kind === 'archive' ? pages.get(value.index, query) : undefined;
-          return rendered && { rendered, state: 'HIT' };
-        });
-      },
-      issue(slug) {
-        const key = ISSUE_KEY_PREFIX + slug;
-        return notFound.has(slug) || droppedFromIndex(key, slug) ? undefined : freshJson(key);
-      },
-      categories: () => freshJson(CATEGORIES_KEY),
     },
 
     stats() {

@@ -87,12 +87,6 @@ export interface ReadThroughCache<V> {
   /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts), without loading it. */
   has(key: string): boolean;
   /**
-   * `answer` of the value of `key` when a fresh one is held and `answer` can use it, counted as
-   * a HIT like `read`'s; otherwise `undefined`, and nothing is loaded or counted (the caller
-   * then uses `read`). Synchronous.
-   */
-  readFresh<R>(key: string, answer: (value: V) => R | undefined): R | undefined;
-  /**
    * Keeps `value` for `key` as if it had just been loaded (fresh for the TTL from its
    * `fetchedAt`), unless it is larger than one entry may be: a copy another read brought along.
    */
@@ -261,18 +255,6 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       metrics.cacheRead(state);
       return { value: entry?.value, state };
-    },
-    readFresh(key, answer) {
-      // allowStale: false answers only what `read` would answer as a hit (by lru-cache's clock,
-      // without a load in flight); the entry's own staleAt must agree, as `read` judges it.
-      const entry = lru.get(key, { allowStale: false });
-      if (entry?.value === undefined || !isFresh(entry.staleAt, now())) return undefined;
-      const answered = answer(entry.value);
-      if (answered !== undefined) {
-        counters.hits += 1;
-        metrics.cacheRead('HIT');
-      }
-      return answered;
     },
     has(key) {
       return lru.peek(key, { allowStale: true }) !== undefined;

@@ -36,8 +36,6 @@ export interface ArchiveQueries {
    * `parameters` reads its values when it was not validated before. Throws a VALIDATION_ERROR.
    */
   validate(search: string, parameters: () => Record<string, string[]>): Readonly<ArchiveRequest>;
-  /** The validated query of `search` if it has been validated before (Node's fresh-read path asks). */
-  remembered(search: string): Readonly<ArchiveRequest> | undefined;
 }
 
 /** @param maxOffset the largest useful offset: the archive never holds more issues than this. */
@@ -57,6 +55,5 @@ export function createArchiveQueries(maxOffset: number): ArchiveQueries {
       }
       return query;
     },
-    remembered: (search) => memo.get(search),
   };
 }

@@ -10,7 +10,7 @@ import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 export interface IssuesRoutesOptions {
   reads: PublicReads;
   cacheControl: string;
-  /** The archive query's validation, shared with Node's fresh-read path. */
+  /** The archive query's validation, memoised per query string. */
   archiveQueries: ArchiveQueries;
   /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
   feeds?: ArchiveFeeds | undefined;
