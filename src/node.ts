@@ -8,7 +8,7 @@ import { limitsOf, serveWithLimits } from './node/listener.js';
 import type { Config } from './core/config/config.js';
 import type { Logger } from './core/log.js';
 import { importOptional, MissingPackageError } from './node/optional-package.js';
-import { STALE_IF_ERROR_SECONDS } from './core/reads/public-reads.js';
+import { cachePolicies, sharedTierMaxAgeSeconds } from './core/reads/cache-policies.js';
 import type { RedisServices } from './node/redis/services.js';
 import type { Admin } from './node/admin/admin.js';
 import { createAppForConfig, linkOriginOf } from './core/service.js';
@@ -168,7 +168,7 @@ async function startRedis(config: Config, url: string, log: Logger): Promise<Red
     namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
     apiKey: config.apiKey ?? 'demo',
     subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
-    cacheMaxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
+    cacheMaxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
     log,
   });
 }

@@ -2,7 +2,6 @@ import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import type { Config } from './config/config.js';
 import { ApiError, renderError } from './http/errors.js';
-import { publicCacheControl } from './http/read-reply.js';
 import { accessLogMiddleware, createAccessLog } from './http/access-log.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
@@ -10,7 +9,8 @@ import { createOriginPolicy, listenOrigins } from './http/origins.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
 import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
-import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
+import { createPublicReads } from './reads/public-reads.js';
+import { cacheControlOf, cachePolicies } from './reads/cache-policies.js';
 import { createMemoryRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules, createResponseHeaders } from './http/response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
@@ -94,11 +94,11 @@ export function createApp(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
   // The service's own origin counts only where it serves pages posting to itself (demo mode).
   const origins = createOriginPolicy(config.allowedOrigins, deps.site ? listenOrigins(config.host, config.port) : []);
-  const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
+  const policies = cachePolicies(config);
   const reads = createPublicReads({
     upstream,
     now,
-    ttlSeconds: config.cacheTtlSeconds,
+    policies,
     maxBytes: config.cacheMaxBytes,
     notFoundTtlSeconds: config.notFoundTtlSeconds,
     archiveMaxIssues: config.archiveMaxIssues,
@@ -166,8 +166,17 @@ export function createApp(deps: AppDeps) {
         });
 
   const api = new Hono()
-    .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries, feeds, clientIp }))
-    .route('/', createCategoriesRoutes({ reads, cacheControl, clientIp }))
+    .route(
+      '/',
+      createIssuesRoutes({
+        reads,
+        cacheControl: { archive: cacheControlOf(policies.archive), issue: cacheControlOf(policies.issue) },
+        archiveQueries,
+        feeds,
+        clientIp,
+      }),
+    )
+    .route('/', createCategoriesRoutes({ reads, cacheControl: cacheControlOf(policies.categories), clientIp }))
     .route(
       '/',
       createSubscribeRoutes({

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import { ifNoneMatchMatches } from '../core/http/read-reply.js';
+import { cacheControlOf, SITE_POLICIES } from '../core/reads/cache-policies.js';
 
 const SITE_KEY_LINE = "window.NEWSLETTER_TURNSTILE_SITE_KEY = '';";
 
@@ -20,12 +21,9 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
 };
 /** Text worth compressing; images other than SVG already are. */
 const COMPRESSIBLE = new Set(['.html', '.css', '.js', '.svg', '.txt']);
-/**
- * Pages and config.js are checked again on every visit (an ETag makes that a 304), so an edit
- * shows at once; the other files (scripts, styles, pictures) are kept for five minutes.
- */
-const REVALIDATE = 'no-cache';
-const KEEP_A_WHILE = 'public, max-age=300';
+/** Pages and config.js are checked again on every visit; the other files are kept a while (reads/cache-policies.ts). */
+const PAGE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.sitePage);
+const FILE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.siteFile);
 
 interface Variant {
   body: Uint8Array<ArrayBuffer>;
@@ -87,7 +85,7 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
         const extension = extname(path);
         const file: SiteFile = {
           type: CONTENT_TYPES[extension] ?? 'application/octet-stream',
-          cacheControl: extension === '.html' || path === '/config.js' ? REVALIDATE : KEEP_A_WHILE,
+          cacheControl: extension === '.html' || path === '/config.js' ? PAGE_CACHE_CONTROL : FILE_CACHE_CONTROL,
           identity: { body, etag: etagOf(body, '') },
         };
         if (COMPRESSIBLE.has(extension)) {

@@ -1,7 +1,7 @@
 import type { ExecutionContext, Hono } from 'hono';
 import { parseConfig } from '../core/config/config.js';
 import { createLogger, type Logger } from '../core/log.js';
-import { STALE_IF_ERROR_SECONDS } from '../core/reads/public-reads.js';
+import { cachePolicies, NO_STORE, sharedTierMaxAgeSeconds } from '../core/reads/cache-policies.js';
 import { createBindingRateLimiter, type RateLimitBinding } from '../core/http/rate-limit.js';
 import { createRequestIds } from '../core/http/request-ids.js';
 import { API_SECURITY_HEADERS } from '../core/http/response-headers.js';
@@ -72,7 +72,7 @@ export function createWorker(options: WorkerOptions = {}) {
         ? createWorkersSharedCache(store, {
             namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
             apiKey: config.apiKey ?? '',
-            maxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
+            maxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
           })
         : undefined,
     });
@@ -92,7 +92,7 @@ export function createWorker(options: WorkerOptions = {}) {
           headers: {
             ...API_SECURITY_HEADERS,
             'Content-Type': 'application/json',
-            'Cache-Control': 'no-store',
+            'Cache-Control': NO_STORE,
             'X-Request-Id': requestId,
           },
         });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createReadBudget } from '../../src/core/reads/read-budget.js';
+import { cachePolicies } from '../../src/core/reads/cache-policies.js';
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
 import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { UpstreamError } from '../../src/core/upstream/transport.js';
@@ -30,7 +31,7 @@ function setup(options: { slugs?: string[]; archiveMaxIssues?: number; perClient
   const reads = createPublicReads({
     upstream,
     now: clock.now,
-    ttlSeconds: 60,
+    policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
     maxBytes: 4 * 1024 * 1024,
     notFoundTtlSeconds: 30,
     archiveMaxIssues: options.archiveMaxIssues ?? 5000,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { cachePolicies } from '../../src/core/reads/cache-policies.js';
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
 import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { UpstreamError } from '../../src/core/upstream/transport.js';
@@ -33,7 +34,7 @@ function createReads(overrides: { archiveMaxIssues?: number } = {}) {
   const reads = createPublicReads({
     upstream,
     now: clock.now,
-    ttlSeconds: 60,
+    policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
     maxBytes: MAX_BYTES,
     notFoundTtlSeconds: 30,
     archiveMaxIssues: overrides.archiveMaxIssues ?? 5000,
@@ -98,7 +99,7 @@ describe('public reads', () => {
       listCategories: async () => [],
       createSubscriber: async () => ({}),
     };
-    const reads = createPublicReads({ upstream, now: clock.now, ttlSeconds: 60, maxBytes: MAX_BYTES, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
+    const reads = createPublicReads({ upstream, now: clock.now, policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }), maxBytes: MAX_BYTES, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
     await reads.archivePage({ limit: 20, offset: 0 });
     const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
     const pending = reads.issue('late');

@@ -33,6 +33,8 @@ export interface Config {
   port: number;
   host: string;
   cacheTtlSeconds: number;
+  /** Freshness of the categories (CATEGORIES_TTL_SECONDS; CACHE_TTL_SECONDS unless set): see reads/cache-policies.ts. */
+  categoriesTtlSeconds: number;
   cacheMaxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
@@ -175,6 +177,8 @@ const ConfigSchema = z.object({
     ),
   ),
   CACHE_TTL_SECONDS: wholeNumberVariable(1, 86_400, 60),
+  // 0 (unset): as CACHE_TTL_SECONDS.
+  CATEGORIES_TTL_SECONDS: wholeNumberVariable(1, 86_400, 0),
   CACHE_MAX_BYTES: wholeNumberVariable(MIB, 4096 * MIB, 64 * MIB),
   NOT_FOUND_CACHE_TTL_SECONDS: wholeNumberVariable(1, 3600, 30),
   ARCHIVE_MAX_ISSUES: wholeNumberVariable(200, 100_000, 5000),
@@ -314,6 +318,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       port: env.PORT,
       host: env.HOST,
       cacheTtlSeconds: env.CACHE_TTL_SECONDS,
+      categoriesTtlSeconds: env.CATEGORIES_TTL_SECONDS === 0 ? env.CACHE_TTL_SECONDS : env.CATEGORIES_TTL_SECONDS,
       cacheMaxBytes: env.CACHE_MAX_BYTES,
       notFoundTtlSeconds: env.NOT_FOUND_CACHE_TTL_SECONDS,
       archiveMaxIssues: env.ARCHIVE_MAX_ISSUES,

@@ -1,5 +1,6 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { NO_STORE } from '../reads/cache-policies.js';
 
 /** The error codes of docs/contract.md ("Errors we return"), with their HTTP status. */
 export const ERROR_STATUS = {
@@ -97,7 +98,7 @@ export function errorEnvelope(error: ApiError): {
 
 /** Renders any ApiError as the JSON envelope with its status and headers; errors are never cached. */
 export function renderError(c: Context, error: ApiError) {
-  const headers: Record<string, string> = { 'Cache-Control': 'no-store' };
+  const headers: Record<string, string> = { 'Cache-Control': NO_STORE };
   if (error.retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfter)));
   if (error.allow) headers.Allow = error.allow.join(', ');
   return c.json(errorEnvelope(error), error.status, headers);

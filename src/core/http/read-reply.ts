@@ -81,11 +81,6 @@ export function ifNoneMatchMatches(header: string | undefined, etag: string): bo
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
 
-/** `Cache-Control` of public GET successes (docs/contract.md "Caching"). */
-export function publicCacheControl(ttlSeconds: number, staleWhileRevalidate: number, staleIfError: number): string {
-  return `public, max-age=${ttlSeconds}, stale-while-revalidate=${staleWhileRevalidate}, stale-if-error=${staleIfError}`;
-}
-
 /**
  * Workers' `waitUntil` for this request; on Node there is no execution context and work simply
  * runs. Looked up only when a load needs it: Hono's `c.executionCtx` throws (an Error with a

@@ -42,6 +42,7 @@ import type { ReadBudget } from './read-budget.js';
 import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
+import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS } from './slug-lookup.js';
 
 export type { RenderedJson } from './rendered-json.js';
@@ -59,7 +60,8 @@ export interface PublicRead<T = unknown> {
 export interface PublicReadsOptions {
   upstream: UpstreamClient;
   now: () => number;
-  ttlSeconds: number;
+  /** How long each read is fresh and stale (reads/cache-policies.ts). */
+  policies: Pick<CachePolicies, 'archive' | 'issue' | 'categories'>;
   /** CACHE_MAX_BYTES: split between the caches below by memory-budget.ts. */
   maxBytes: number;
   notFoundTtlSeconds: number;
@@ -103,9 +105,6 @@ export interface PublicReads {
   stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
 }
 
-/** Staleness limits of docs/contract.md "Caching", also sent in `Cache-Control`. */
-export const STALE_WHILE_REVALIDATE_SECONDS = 300;
-export const STALE_IF_ERROR_SECONDS = 86_400;
 const NOT_FOUND_MAX_ENTRIES = 20_000;
 /** ARCHIVE_RESYNC_SECONDS's default (docs/upstream.md "How the archive is read" says why). */
 export const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
@@ -122,11 +121,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   const chargeUnlistedRead = (client: string | undefined) => readBudget?.take(client);
   const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
   const budget = splitMemoryBudget(options.maxBytes);
-  const rules: FreshnessRules = {
-    ttlMs: options.ttlSeconds * 1000,
-    staleWhileRevalidateMs: STALE_WHILE_REVALIDATE_SECONDS * 1000,
-    staleIfErrorMs: STALE_IF_ERROR_SECONDS * 1000,
+  const rules = {
+    [ARCHIVE_KEY]: freshnessRulesOf(options.policies.archive),
+    [CATEGORIES_KEY]: freshnessRulesOf(options.policies.categories),
+    issue: freshnessRulesOf(options.policies.issue),
   };
+  const rulesFor = (key: string): FreshnessRules => (key === ARCHIVE_KEY ? rules.archive : key === CATEGORIES_KEY ? rules.categories : rules.issue);
 
   // Unknown slugs live apart from the main cache, so a slug-scanning bot can neither reach
   // the upstream twice for one slug nor evict the good entries (docs/contract.md "Caching").
@@ -141,7 +141,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   });
 
   const cache = createReadThroughCache<CachedValue>({
-    ...rules,
+    ...rules.issue,
+    rulesFor,
     maxBytes: budget.upstreamData,
     maxEntryBytes: budget.upstreamDataEntry,
     notFoundTtlMs: options.notFoundTtlSeconds * 1000,
@@ -190,11 +191,11 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * On Workers, each loader asks the isolates' shared tier before the upstream (on Node, Redis);
    * what it answers is given its compressed copies where it has none.
    */
-  const withSharedCopy = (load: Loader<CachedValue>): Loader<CachedValue> => {
+  const withSharedCopy = (load: Loader<CachedValue>, keyRules: FreshnessRules): Loader<CachedValue> => {
     if (!sharedCache) return load;
     const loadThroughTier = withSharedTier(load, {
       store: sharedCache,
-      rules,
+      rules: keyRules,
       now,
       encode: encodeSharedEntry,
       decode: decodeSharedEntry,
@@ -309,7 +310,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       },
     };
   }
-  const loadArchive = withSharedCopy(loadArchiveFromUpstream);
+  const loadArchive = withSharedCopy(loadArchiveFromUpstream, rules.archive);
 
   async function loadCategoriesFromUpstream() {
     const bySlug = new Map<string, PublicCategory>();
@@ -319,7 +320,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const envelope: CategoriesBody = { ok: true, data: [...bySlug.values()].sort(compareByName) };
     return jsonValue(await renderJson(envelope, options.encodeBody), now());
   }
-  const loadCategories = withSharedCopy(loadCategoriesFromUpstream);
+  const loadCategories = withSharedCopy(loadCategoriesFromUpstream, rules.categories);
 
   /**
    * A loader that reads the upstream whatever the shared copy's age, and stores what it read
@@ -346,7 +347,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     let archive = cache.peek(ARCHIVE_KEY);
     // A copy is checked against an index at least as fresh as itself would be: a stale index is
     // refreshed first (joining a refresh under way; on failure the kept one answers).
-    if (previous?.kind === 'json' && archive !== undefined && now() > archive.fetchedAt + rules.ttlMs) {
+    if (previous?.kind === 'json' && archive !== undefined && now() > archive.fetchedAt + rules.archive.ttlMs) {
       archive = (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client, forceRefresh: true })).value;
     }
     const index = archive?.kind === 'archive' ? archive : undefined;
@@ -380,7 +381,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     const envelope: IssueBody = { ok: true, data: toIssueDetail(issue) };
     return jsonValue(await renderJson(envelope, options.encodeBody), now(), issue.updatedAt ?? undefined);
-  });
+  }, rules.issue);
 
   /**
    * A stale copy says how old it is, so a browser or CDN does not count its `max-age` afresh

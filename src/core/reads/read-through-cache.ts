@@ -56,6 +56,8 @@ export function isWithinStaleIfError(staleAt: number, time: number, rules: Fresh
 }
 
 export interface ReadThroughCacheOptions<V> extends FreshnessRules {
+  /** The rules of a key whose copies are fresh for another time than these (categories may be fresh longer). */
+  rulesFor?: (key: string) => FreshnessRules;
   /** When a loaded value was fetched, if earlier than now (a copy from a shared tier). */
   fetchedAtOf?: (value: V) => number | undefined;
   /** Approximate bytes a value holds in memory. */
@@ -143,6 +145,7 @@ export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
   const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onTooLarge, fetchedAtOf, metrics = noopMetrics } = options;
+  const rulesFor = options.rulesFor ?? (() => options);
   const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
   /** The reasons lru-cache gave when it aborted a load (key set, deleted or evicted meanwhile). */
@@ -194,9 +197,10 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       const time = now();
       const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
+      const keyTtlMs = rulesFor(key).ttlMs;
       // A copy fetched earlier (by another isolate) is fresh only for what is left of its TTL.
-      if (fetchedAt < time) fetchOptions.ttl = Math.max(1, ttlMs - (time - fetchedAt));
-      const staleAt = fetchedAt + ttlMs;
+      fetchOptions.ttl = Math.max(1, keyTtlMs - (time - fetchedAt));
+      const staleAt = fetchedAt + keyTtlMs;
       // A loader hands back a copy already past its TTL when its source serves it stale: while
       // refreshing it (the shared tier's stale-while-revalidate) or because refreshing it failed
       // (stale-if-error). Either way this key is not loaded again for the back-off's length.
@@ -211,7 +215,8 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       const { client, forceRefresh = false } = readOptions;
       let current = lru.peek(key, { allowStale: true });
       const time = now();
-      if (current && !isWithinStaleIfError(current.staleAt, time, options)) {
+      const rules = rulesFor(key);
+      if (current && !isWithinStaleIfError(current.staleAt, time, rules)) {
         lru.delete(key);
         current = undefined;
       }
@@ -224,7 +229,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
           forceRefresh,
           allowStale:
             !forceRefresh &&
-            (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff),
+            (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff),
           // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
           // load to `undefined` for every caller but the first (who alone sees the error in its
           // status), and "failed" would read as "does not exist": this way the shared promise
@@ -264,9 +269,10 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       if (size > maxEntryBytes) return;
       const time = now();
       const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
-      const ttl = ttlMs - (time - fetchedAt);
+      const keyTtlMs = rulesFor(key).ttlMs;
+      const ttl = keyTtlMs - (time - fetchedAt);
       if (ttl <= 0) return;
-      lru.set(key, { value, fetchedAt, staleAt: fetchedAt + ttlMs, size }, { ttl });
+      lru.set(key, { value, fetchedAt, staleAt: fetchedAt + keyTtlMs, size }, { ttl });
     },
     holds(key, value) {
       const entry = lru.peek(key, { allowStale: true });

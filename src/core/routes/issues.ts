@@ -9,7 +9,8 @@ import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 
 export interface IssuesRoutesOptions {
   reads: PublicReads;
-  cacheControl: string;
+  /** `Cache-Control` of the archive (its feeds too) and of an issue (reads/cache-policies.ts). */
+  cacheControl: { archive: string; issue: string };
   /** The archive query's validation, memoised per query string. */
   archiveQueries: ArchiveQueries;
   /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
@@ -63,10 +64,10 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
     .get(
       '/issues',
       createArchiveQueryValidator(options.archiveQueries),
-      createFeedNegotiation(options.feeds, cacheControl),
+      createFeedNegotiation(options.feeds, cacheControl.archive),
       async function listIssues(c) {
         const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c), clientIp(c));
-        return sendRead(c, read, cacheControl, ARCHIVE_VARY);
+        return sendRead(c, read, cacheControl.archive, ARCHIVE_VARY);
       },
     )
     .get('/issues/:slug', async function getIssue(c) {
@@ -77,6 +78,6 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
         throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
       }
       const read = await reads.issue(slug, waitUntilOf(c), clientIp(c));
-      return sendRead(c, read, cacheControl);
+      return sendRead(c, read, cacheControl.issue);
     });
 }

@@ -3,6 +3,7 @@ import { renderError, type ApiError, type ErrorResponse } from '../http/errors.j
 import { parseHttpUrl, type OriginPolicy } from '../http/origins.js';
 import type { SubscribeBody } from '../public-shapes.js';
 import { isFormPost } from './input.js';
+import { NO_STORE } from '../reads/cache-policies.js';
 
 /** Fragments of a form post's redirect: ids a page can show with `:target`, no script needed. */
 export const NO_SCRIPT_ANCHORS = { success: 'subscribed', error: 'subscribe-error', challenge: 'subscribe-challenge' } as const;
@@ -28,7 +29,7 @@ export function redirectTarget(c: Context, redirectUrl: string | undefined, orig
 
 /** The one success (200 JSON or 303), or an error as a 303 to a form's page or as the JSON envelope. */
 export function reply(c: Context, target: URL | undefined, error?: ApiError): SubscribeReply | ErrorResponse {
-  c.header('Cache-Control', 'no-store');
+  c.header('Cache-Control', NO_STORE);
   if (target) {
     target.searchParams.delete('subscribed');
     target.searchParams.delete('subscribe_error');
