@@ -19,7 +19,7 @@ import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { get, headersToReplay } from './lib/http.mjs';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
-import { bffEnv, freePort, killAll, probeTicks, profArgs, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS } from './lib/processes.mjs';
+import { bffEnv, freePort, killAll, probeTicks, profArgs, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS, waitUntilQuiet } from './lib/processes.mjs';
 import { startBaseline } from './scenarios/cached.mjs';
 import { median } from './lib/stats.mjs';
 import { API_KEY, env, settings } from './lib/settings.mjs';
@@ -48,6 +48,7 @@ async function measureBuild(entry, sim, agent) {
     }
     const answer = { body: hit.body, contentType: hit.headers['content-type'], ...(REVALIDATE && { etag: hit.headers.etag }) };
     const revalidation = REVALIDATE ? { 'If-None-Match': hit.headers.etag } : {};
+    await waitUntilQuiet(ours);
     const base = await startBaseline(servers, 'baseline-builds', { [PATH]: answer });
     const same = await startBaseline(servers, 'baseline-same-headers-builds', { [PATH]: { ...answer, headers: headersToReplay(hit.headers) } });
     const third = { tool: settings.tool, connections: Math.max(1, Math.round(settings.connections / 3)), durationSec: settings.durationSec, warmupSec: 0, expectStatus: REVALIDATE ? 304 : 200 };
