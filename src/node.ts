@@ -1,5 +1,6 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { createNodeClientIp } from './core/http/client-ip.js';
+import { headerOfIncoming } from './core/http/request-header.js';
 import { parseConfig } from './core/config/config.js';
 import { createDemoSite } from './demo/site.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
@@ -67,6 +68,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
+    requestHeader: headerOfIncoming,
     ...(isDisposableDomain && { isDisposableDomain }),
   });
   // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.

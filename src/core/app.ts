@@ -1,8 +1,13 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { RegExpRouter } from 'hono/router/reg-exp-router';
+import { SmartRouter } from 'hono/router/smart-router';
+import { TrieRouter } from 'hono/router/trie-router';
 import { cors } from 'hono/cors';
 import type { Config } from './config/config.js';
 import { ApiError, renderError } from './http/errors.js';
-import { accessLogMiddleware, createAccessLog } from './http/access-log.js';
+import { createAccessLog } from './http/access-log.js';
+import { createPipeline } from './http/pipeline.js';
+import { headerOfRequest, type RequestHeader } from './http/request-header.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy, listenOrigins } from './http/origins.js';
@@ -12,7 +17,7 @@ import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
 import { createPublicReads } from './reads/public-reads.js';
 import { cacheControlOf, cachePolicies } from './reads/cache-policies.js';
 import { createMemoryRateLimiter, type RateLimiter } from './http/rate-limit.js';
-import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules, createResponseHeaders } from './http/response-headers.js';
+import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules } from './http/response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import type { BodyEncoder } from './reads/rendered-json.js';
 import type { RepeatGuard } from './subscribe/guards.js';
@@ -35,6 +40,11 @@ export interface AppDeps {
   log?: Logger;
   /** The visitor's IP: the socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
   clientIp?: (c: Context) => string | undefined;
+  /**
+   * A request header by its lower-case name, as `c.req.header` reads it (Node reads its own parsed
+   * headers: core/http/request-header.ts). Read a few times for every cached hit.
+   */
+  requestHeader?: RequestHeader;
   rateLimiter?: RateLimiter;
   /**
    * Answers GET/HEAD of every path outside /api/ (demo mode serves the example site with it).
@@ -91,7 +101,7 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
  * path, with the cache counters and the access log's summary the Node entry writes. No globals.
  */
 export function createApp(deps: AppDeps) {
-  const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
+  const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics, requestHeader = headerOfRequest } = deps;
   // The service's own origin counts only where it serves pages posting to itself (demo mode).
   const origins = createOriginPolicy(config.allowedOrigins, deps.site ? listenOrigins(config.host, config.port) : []);
   const policies = cachePolicies(config);
@@ -165,21 +175,45 @@ export function createApp(deps: AppDeps) {
           encodeBody: deps.encodeBody,
         });
 
+  /** The answer to an error a handler threw: its envelope, or a 500 logged once. */
+  function answerError(error: unknown, c: Context): Response {
+    // The client hung up before its body arrived: nothing to answer and nothing of ours broke.
+    // Nginx's 499 ("client closed request"), logged once by the access log at info.
+    if (c.req.raw.signal?.aborted) return new Response(null, { status: CLIENT_CLOSED_REQUEST });
+    if (error instanceof ApiError) return renderError(c, error);
+    // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
+    if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));
+    log.log('error', 'unhandled_error', {
+      requestId: c.get('requestId'),
+      name: error instanceof Error ? error.name : typeof error,
+      message: error instanceof Error ? error.message : undefined,
+    });
+    return renderError(c, new ApiError('INTERNAL_ERROR'));
+  }
+  const pipeline = createPipeline({ headerRules, logAccess, answerError, requestHeader });
+
   const api = new Hono()
     .route(
       '/',
       createIssuesRoutes({
         reads,
+        headerRules,
         cacheControl: { archive: cacheControlOf(policies.archive), issue: cacheControlOf(policies.issue) },
         archiveQueries,
         feeds,
         clientIp,
+        requestHeader,
+        serve: pipeline.route,
       }),
     )
-    .route('/', createCategoriesRoutes({ reads, cacheControl: cacheControlOf(policies.categories), clientIp }))
+    .route(
+      '/',
+      createCategoriesRoutes({ reads, headerRules, cacheControl: cacheControlOf(policies.categories), clientIp, requestHeader, serve: pipeline.route }),
+    )
     .route(
       '/',
       createSubscribeRoutes({
+        first: pipeline.layer,
         upstream,
         config,
         origins,
@@ -205,41 +239,38 @@ export function createApp(deps: AppDeps) {
       }),
     );
 
-  // Preflights only: the requests themselves get their grant from createResponseHeaders.
+  // Preflights only: the requests themselves get their grant from the header rules.
   const preflight = cors({
     ...CORS_POLICY,
     origin: config.allowedOrigins === '*' ? '*' : (origin) => corsGrant(origins, origin)?.['Access-Control-Allow-Origin'] ?? null,
   });
+  const answerPreflight = pipeline.route(async (c: Context) => (await preflight(c, async () => {})) as Response);
 
+  // Which methods each public path answers, for a request no route took (405 with Allow).
+  const publicPaths = new SmartRouter<{ path: string; allow: readonly string[] }>({ routers: [new RegExpRouter(), new TrieRouter()] });
+  for (const [path, allow] of Object.entries(PUBLIC_PATHS)) publicPaths.add('ALL', path, { path, allow });
+  const publicPathOf = (c: Context) => publicPaths.match(c.req.method, c.req.path)[0][0]?.[0];
+  const site = deps.site;
+
+  /** A request no route took: a method a public path does not answer, a page of the demo site, or nothing. */
+  async function noRoute(c: Context): Promise<Response> {
+    const allow = publicPathOf(c)?.allow;
+    if (allow) throw new ApiError('METHOD_NOT_ALLOWED', { allow });
+    if (site && (c.req.method === 'GET' || c.req.method === 'HEAD') && !c.req.path.startsWith('/api/')) {
+      const page = await site(c, async () => {});
+      if (page instanceof Response) return page;
+    }
+    throw new ApiError('NOT_FOUND');
+  }
+
+  // One handler per method and path, each wrapped in the pipeline (core/http/pipeline.ts): no
+  // middleware, so that a fresh cached read is answered at once.
   const app = new Hono();
-  app.use(createResponseHeaders(headerRules), accessLogMiddleware(logAccess));
-  for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, preflight);
+  for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, answerPreflight);
   const routes = app.route('/api', api);
-  for (const [path, allow] of Object.entries(PUBLIC_PATHS)) {
-    app.all(path, () => {
-      throw new ApiError('METHOD_NOT_ALLOWED', { allow });
-    });
-  }
-  if (deps.site) {
-    const site = deps.site;
-    app.on(['GET', 'HEAD'], '*', (c, next) => (c.req.path.startsWith('/api/') ? next() : site(c, next)));
-  }
-
-  app.notFound((c) => renderError(c, new ApiError('NOT_FOUND')));
-  app.onError((error, c) => {
-    // The client hung up before its body arrived: nothing to answer and nothing of ours broke.
-    // Nginx's 499 ("client closed request"), logged once by the access log at info.
-    if (c.req.raw.signal?.aborted) return new Response(null, { status: CLIENT_CLOSED_REQUEST });
-    if (error instanceof ApiError) return renderError(c, error);
-    // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
-    if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));
-    log.log('error', 'unhandled_error', {
-      requestId: c.get('requestId'),
-      name: error instanceof Error ? error.name : typeof error,
-      message: error instanceof Error ? error.message : undefined,
-    });
-    return renderError(c, new ApiError('INTERNAL_ERROR'));
-  });
+  app.notFound(pipeline.unrouted(noRoute, (c) => publicPathOf(c)?.path));
+  // What escaped a pipeline's own handling (none is expected).
+  app.onError(answerError);
 
   return {
     app: routes,

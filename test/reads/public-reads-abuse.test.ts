@@ -38,7 +38,7 @@ function setup(options: { slugs?: string[]; archiveMaxIssues?: number; perClient
     readBudget: createReadBudget({ totalPerMinute: 1000, perClientPerMinute: options.perClientPerMinute ?? 1000, now: clock.now }),
   });
   const issueStatus = (slug: string) =>
-    reads.issue(slug, undefined, VISITOR).then(
+    Promise.resolve(reads.issue(slug, undefined, () => VISITOR)).then(
       () => 200,
       // Our 404 is an ApiError (a code); a refused upstream read an UpstreamError (a kind).
       (error: { code?: string; kind?: string }) => error.code ?? error.kind,
@@ -97,9 +97,9 @@ describe('public reads under a slug scan', () => {
     expect(await issueStatus('first-light')).toBe(200);
     clock.advance(61_000);
     for (let i = 0; i < 3; i += 1) await issueStatus(`unknown-${i}`);
-    const stale = await reads.issue('first-light', undefined, VISITOR);
+    const stale = await reads.issue('first-light', undefined, () => VISITOR);
     expect(stale.state).toBe('STALE');
-    const refused = await reads.issue('second-wind', undefined, VISITOR).catch((error: UpstreamError) => error);
+    const refused = await Promise.resolve(reads.issue('second-wind', undefined, () => VISITOR)).catch((error: UpstreamError) => error);
     expect(refused).toMatchObject({ kind: 'rate_limited', retryAfterSeconds: expect.any(Number) });
   });
 });

@@ -63,7 +63,7 @@ describe('public reads', () => {
     for (let i = 0; i < 100_000; i += 1) {
       // Half known issues (each ~4 KB cached), half unknown slugs from a scanning bot.
       const slug = i % 2 === 0 ? `known-${i}` : `unknown-${i}`;
-      await reads.issue(slug).catch(() => undefined);
+      await Promise.resolve(reads.issue(slug)).catch(() => undefined);
       if (i % 1000 === 0) {
         const stats = reads.stats();
         peakBytes = Math.max(peakBytes, stats.bytes + stats.renderedPageBytes + stats.notFoundBytes);
@@ -80,7 +80,7 @@ describe('public reads', () => {
   it('is not evicted by a slug scan: the archive stays cached while 50,000 unknown slugs are tried', async () => {
     const { reads, calls, clock } = createReads();
     await reads.archivePage({ limit: 20, offset: 0 });
-    for (let i = 0; i < 50_000; i += 1) await reads.issue(`unknown-${i}`).catch(() => undefined);
+    for (let i = 0; i < 50_000; i += 1) await Promise.resolve(reads.issue(`unknown-${i}`)).catch(() => undefined);
     const page = await reads.archivePage({ limit: 20, offset: 0 });
     expect(page.state).toBe('HIT');
     expect(calls.filter((call) => call === 'archive')).toHaveLength(1);

@@ -63,13 +63,21 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
   const summary = mode === 'summary';
   const isCounted = (status: number, cache: CacheState | undefined) => summary && cache === 'HIT' && (status === 200 || status === 304);
 
-  const counts = new Map<string, HitCount>();
+  /** Every count, in the order each was first made (the summary's lines); found by route, method and status. */
+  const counts: HitCount[] = [];
+  const countsByRoute = new Map<string, Map<string, Map<number, HitCount>>>();
   let countingSince = now();
 
   function count(route: string, method: string, status: number) {
-    const key = `${method} ${route} ${status}`;
-    let counted = counts.get(key);
-    if (counted === undefined) counts.set(key, (counted = { method, route, status, cache: 'HIT', requests: 0 }));
+    let byMethod = countsByRoute.get(route);
+    if (byMethod === undefined) countsByRoute.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let counted = byStatus.get(status);
+    if (counted === undefined) {
+      byStatus.set(status, (counted = { method, route, status, cache: 'HIT', requests: 0 }));
+      counts.push(counted);
+    }
     counted.requests += 1;
   }
 
@@ -93,7 +101,7 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
         // Tenths: a summary at shutdown may follow the last one by less than a second.
         const seconds = Math.max(0, Math.round((at - countingSince) / 100) / 10);
         countingSince = at;
-        for (const counted of counts.values()) {
+        for (const counted of counts) {
           if (counted.requests === 0) continue;
           const { method, route, status, cache, requests } = counted;
           log.log('info', 'cache_hits', { method, route, status, cache, requests, seconds });

@@ -1,7 +1,7 @@
 import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../public-shapes.js';
 import { stringBytes } from './memory-budget.js';
-import { renderedBytes, type RenderedJson } from './rendered-json.js';
+import { renderedBytes, renderedWithEtag, type RenderedJson } from './rendered-json.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
 
@@ -147,7 +147,7 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const parsed = SharedPayloadSchema.safeParse(json);
   if (!parsed.success) return undefined;
   const payload = parsed.data;
-  if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version);
+  if (payload.kind === 'json') return jsonValue(renderedWithEtag(payload.body, payload.etag), entry.fetchedAt, payload.version);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
   const sync = payload.sync && { ...payload.sync, ids: new Set(payload.sync.ids) };
   return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }) });

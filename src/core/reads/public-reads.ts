@@ -31,11 +31,15 @@ import {
 import type { UpstreamIssue } from '../upstream/schemas.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import {
+  andThen,
   createReadThroughCache,
   type CacheState,
   type CacheStats,
   type FreshnessRules,
   type Loader,
+  type MaybePromise,
+  type ReadResult,
+  type Visitor,
   type WaitUntil,
 } from './read-through-cache.js';
 import type { ReadBudget } from './read-budget.js';
@@ -90,12 +94,15 @@ export interface ArchiveIndexRead {
   ageSeconds?: number | undefined;
 }
 
-/** `client` is the visitor's IP: the upstream loads its read causes are charged to it. */
+/**
+ * `client` is the visitor: the upstream loads its read causes are charged to its IP. A read a
+ * fresh copy answers is answered at once, not as a promise.
+ */
 export interface PublicReads {
-  archiveIndex(waitUntil?: WaitUntil, client?: string): Promise<ArchiveIndexRead>;
-  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<ArchivePageBody>>;
-  issue(slug: string, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<IssueBody>>;
-  categories(waitUntil?: WaitUntil, client?: string): Promise<PublicRead<CategoriesBody>>;
+  archiveIndex(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<ArchiveIndexRead>;
+  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<ArchivePageBody>>;
+  issue(slug: string, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<IssueBody>>;
+  categories(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<CategoriesBody>>;
   /**
    * Reads the archive and the categories from the upstream now, whatever their copies' age, into
    * this cache and the shared tier (a Workers Cron Trigger: visitors then find a copy). Charged
@@ -348,7 +355,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     // A copy is checked against an index at least as fresh as itself would be: a stale index is
     // refreshed first (joining a refresh under way; on failure the kept one answers).
     if (previous?.kind === 'json' && archive !== undefined && now() > archive.fetchedAt + rules.archive.ttlMs) {
-      archive = (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client, forceRefresh: true })).value;
+      archive = (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client, forceRefresh: true })).value;
     }
     const index = archive?.kind === 'archive' ? archive : undefined;
     const listed = index?.index.slugs.has(slug) === true;
@@ -391,15 +398,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return state === 'STALE' ? Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)) : undefined;
   }
 
-  async function readJson<T>(
-    key: string,
-    load: Loader<CachedValue>,
-    waitUntil: WaitUntil | undefined,
-    client: string | undefined,
-  ): Promise<PublicRead<T> | undefined> {
-    const { value, state } = await cache.read(key, load, waitUntil, { client });
-    if (value?.kind !== 'json') return undefined;
-    return { rendered: value.rendered, state, ageSeconds: ageOf(state, value) };
+  /** A cached body as a public read: stale ones say how old they are. */
+  function jsonRead<T>({ value, state }: ReadResult<CachedValue>): PublicRead<T> | undefined {
+    return value?.kind === 'json' ? { rendered: value.rendered, state, ageSeconds: ageOf(state, value) } : undefined;
+  }
+
+  function readJson<T>(key: string, load: Loader<CachedValue>, waitUntil: WaitUntil | undefined, client: Visitor | undefined) {
+    return andThen(cache.read(key, load, waitUntil, { client }), jsonRead<T>);
   }
 
   const lookUpSlug = createIndexedSlugLookup({
@@ -419,30 +424,36 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return copy !== undefined && archive.fetchedAt >= copy.fetchedAt;
   }
 
-  async function archiveIndex(waitUntil: WaitUntil | undefined, client?: string): Promise<ArchiveIndexRead> {
-    const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
-    if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
-    return { index: value.index, state, ageSeconds: ageOf(state, value) };
+  function archiveIndex(waitUntil: WaitUntil | undefined, client?: Visitor): MaybePromise<ArchiveIndexRead> {
+    return andThen(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }), ({ value, state }) => {
+      if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
+      return { index: value.index, state, ageSeconds: ageOf(state, value) };
+    });
+  }
+
+  /** The issue's cached body, loaded (or refreshed) when it has none fresh. */
+  function readIssue(key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined): MaybePromise<PublicRead<IssueBody>> {
+    return andThen(readJson<IssueBody>(key, loadIssue, waitUntil, client), (read) => read ?? Promise.reject(noSuchIssue()));
   }
 
   return {
     archiveIndex,
 
-    async archivePage(query, waitUntil, client) {
-      const { index, state, ageSeconds } = await archiveIndex(waitUntil, client);
-      const rendered = pages.get(index, query) ?? (await pages.render(index, query));
-      return { rendered, state, ageSeconds };
+    archivePage(query, waitUntil, client) {
+      return andThen(archiveIndex(waitUntil, client), ({ index, state, ageSeconds }) => {
+        const rendered = pages.get(index, query);
+        if (rendered !== undefined) return { rendered, state, ageSeconds };
+        return pages.render(index, query).then((page) => ({ rendered: page, state, ageSeconds }));
+      });
     },
 
-    async issue(slug, waitUntil, client) {
+    issue(slug, waitUntil, client) {
       const key = ISSUE_KEY_PREFIX + slug;
-      if (notFound.has(slug)) throw noSuchIssue();
+      if (notFound.has(slug)) return Promise.reject(noSuchIssue());
       // A copy of an issue the index no longer lists (unpublished) is not served; any other slug
       // is looked up in the archive index first, so an unknown slug never reaches the upstream.
-      if (cache.has(key) ? droppedFromIndex(key, slug) : (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
-      const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client);
-      if (!read) throw noSuchIssue();
-      return read;
+      if (cache.has(key)) return droppedFromIndex(key, slug) ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client);
+      return lookUpSlug(slug, { waitUntil, client }).then((found) => (found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client)));
     },
 
     async refreshFromUpstream(waitUntil) {
@@ -455,10 +466,11 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return { issues: archive.value.index.all.length };
     },
 
-    async categories(waitUntil, client) {
-      const read = await readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client);
-      if (!read) throw new Error('categories loader returned nothing');
-      return read;
+    categories(waitUntil, client) {
+      return andThen(readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client), (read) => {
+        if (!read) throw new Error('categories loader returned nothing');
+        return read;
+      });
     },
 
     stats() {

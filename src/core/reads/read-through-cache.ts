@@ -7,6 +7,17 @@ export type CacheState = 'HIT' | 'MISS' | 'STALE';
 /** Schedules work that must outlive the response (Workers' `waitUntil`; on Node it simply runs). */
 export type WaitUntil = (promise: Promise<unknown>) => void;
 
+/** Who a read is for, asked only when it loads: the visitor's IP, charged for the upstream reads (a fresh hit never asks). */
+export type Visitor = () => string | undefined;
+
+/** A value at once, or its promise: a fresh hit is answered without waiting for anything. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** `next` of `value`: at once when `value` is at hand, else once it resolves. */
+export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
 export interface CacheStats {
   hits: number;
   misses: number;
@@ -25,8 +36,8 @@ export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?:
 
 /** How one read goes about it, besides its loader. */
 export interface ReadOptions {
-  /** The visitor's IP, handed to the loader. */
-  client?: string | undefined;
+  /** The visitor, whose IP is handed to the loader. */
+  client?: Visitor | undefined;
   /** Load anew even when the copy is fresh (joining a load already under way); the old copy only on failure. */
   forceRefresh?: boolean;
 }
@@ -83,9 +94,10 @@ export interface ReadResult<V> {
 export interface ReadThroughCache<V> {
   /**
    * The value of `key`, loaded with `load` when there is no fresh copy. One key is always
-   * loaded by the same loader: concurrent reads share the load the first one started.
+   * loaded by the same loader: concurrent reads share the load the first one started. A fresh
+   * copy is answered at once, not as a promise.
    */
-  read(key: string, load: Loader<V>, waitUntil?: WaitUntil, options?: ReadOptions): Promise<ReadResult<V>>;
+  read(key: string, load: Loader<V>, waitUntil?: WaitUntil, options?: ReadOptions): MaybePromise<ReadResult<V>>;
   /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts), without loading it. */
   has(key: string): boolean;
   /**
@@ -124,8 +136,13 @@ interface Entry<V> {
 interface FetchContext<V> {
   load: Loader<V>;
   waitUntil: WaitUntil | undefined;
-  client: string | undefined;
+  client: Visitor | undefined;
 }
+
+/** lru-cache's options of a read that takes a fresh copy only (one object for every read). */
+const FRESH_ONLY = { allowStale: false } as const;
+const ANY_AGE = { allowStale: true } as const;
+const NO_READ_OPTIONS: ReadOptions = {};
 
 const TOMBSTONE_BYTES = 64;
 
@@ -175,7 +192,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         if (signal.reason instanceof Object) abortReasons.add(signal.reason);
       };
       signal.addEventListener('abort', noteAbort, { once: true });
-      const loading = context.load(key, context.waitUntil, context.client, stale?.value);
+      const loading = context.load(key, context.waitUntil, context.client?.(), stale?.value);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
       let value: V | undefined;
@@ -210,8 +227,8 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     },
   });
 
-  return {
-    async read(key, load, waitUntil, readOptions = {}) {
+  /** `read` when there is no fresh copy to answer with at once. */
+  async function readThrough(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, readOptions: ReadOptions): Promise<ReadResult<V>> {
       const { client, forceRefresh = false } = readOptions;
       let current = lru.peek(key, { allowStale: true });
       const time = now();
@@ -260,9 +277,24 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       metrics.cacheRead(state);
       return { value: entry?.value, state };
+  }
+
+  return {
+    read(key, load, waitUntil, readOptions = NO_READ_OPTIONS) {
+      if (readOptions.forceRefresh !== true) {
+        // lru-cache answers a fresh entry without a load in flight; the entry's own staleAt must
+        // agree, as readThrough judges it.
+        const entry = lru.get(key, FRESH_ONLY);
+        if (entry !== undefined && isFresh(entry.staleAt, now())) {
+          counters.hits += 1;
+          metrics.cacheRead('HIT');
+          return { value: entry.value, state: 'HIT' };
+        }
+      }
+      return readThrough(key, load, waitUntil, readOptions);
     },
     has(key) {
-      return lru.peek(key, { allowStale: true }) !== undefined;
+      return lru.peek(key, ANY_AGE) !== undefined;
     },
     seed(key, value) {
       const size = sizeOf(value);
@@ -288,7 +320,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       return true;
     },
     peek(key) {
-      return lru.get(key, { allowStale: true })?.value;
+      return lru.get(key, ANY_AGE)?.value;
     },
     stats() {
       return { ...counters, entries: lru.size, bytes: lru.calculatedSize };

@@ -13,6 +13,8 @@ export interface EncodedCopy {
 /** A success envelope serialized once, with its strong ETag: a cache hit only copies bytes. */
 export interface RenderedJson {
   body: string;
+  /** `body` as UTF-8, encoded once: a hit hands the socket these, not a string to convert again. */
+  bytes: Uint8Array<ArrayBuffer>;
   etag: string;
   /** The body compressed once per copy, best first; none where nothing is compressed (Workers) or it does not pay. */
   encoded?: readonly EncodedCopy[];
@@ -31,7 +33,13 @@ export function renderJson(envelope: unknown, encode?: BodyEncoder): Promise<Ren
 
 /** `renderJson` for a body already written (a feed's XML). */
 export async function renderBody(body: string, encode?: BodyEncoder): Promise<RenderedJson> {
-  return withEncodedCopies({ body, etag: await strongEtag(body) }, encode);
+  const bytes = new TextEncoder().encode(body);
+  return withEncodedCopies({ body, bytes, etag: await strongEtag(bytes) }, encode);
+}
+
+/** A body rendered before, with the ETag it was given (a copy read back from a shared tier). */
+export function renderedWithEtag(body: string, etag: string): RenderedJson {
+  return { body, bytes: new TextEncoder().encode(body), etag };
 }
 
 /**
@@ -60,16 +68,16 @@ function codingEtag(etag: string, coding: ContentCoding): string {
   return `${etag.slice(0, -1)}-${coding}"`;
 }
 
-/** Bytes a rendered copy holds in memory: its text and every compressed copy (CACHE_MAX_BYTES counts them all). */
+/** Bytes a rendered copy holds in memory: its text, its bytes and every compressed copy (CACHE_MAX_BYTES counts them all). */
 export function renderedBytes(rendered: RenderedJson): number {
-  let bytes = stringBytes(rendered.body);
+  let bytes = stringBytes(rendered.body) + rendered.bytes.byteLength;
   for (const copy of rendered.encoded ?? []) bytes += copy.body.byteLength + copy.etag.length * 2;
   return bytes;
 }
 
-/** A strong ETag (RFC 9110 §8.8.3) of a body: 144 bits of its SHA-256, base64url. */
-export async function strongEtag(body: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(body));
+/** A strong ETag (RFC 9110 §8.8.3) of a body (text, or its UTF-8 bytes): 144 bits of its SHA-256, base64url. */
+export async function strongEtag(body: string | Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', typeof body === 'string' ? new TextEncoder().encode(body) : body);
   let binary = '';
   for (const byte of new Uint8Array(digest).subarray(0, 18)) binary += String.fromCharCode(byte);
   return `"${btoa(binary).replace(/\+/g, '-').replace(/\//g, '_')}"`;

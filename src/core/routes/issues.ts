@@ -1,83 +1,85 @@
-import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { Hono, type Context } from 'hono';
 import { ApiError } from '../http/errors.js';
-import { sendRead, sendRendered, waitUntilOf } from '../http/read-reply.js';
-import type { ArchiveFeeds, FeedFormat } from '../reads/archive-feeds.js';
+import { createReadReplies, waitUntilOf, type JsonResponse, type NotModified } from '../http/read-reply.js';
+import type { Pipeline } from '../http/pipeline.js';
+import type { RequestHeader } from '../http/request-header.js';
+import type { HeaderRules } from '../http/response-headers.js';
+import type { ArchiveFeeds } from '../reads/archive-feeds.js';
 import type { PublicReads } from '../reads/public-reads.js';
+import { andThen, type MaybePromise } from '../reads/read-through-cache.js';
+import type { ArchivePageBody, IssueBody } from '../public-shapes.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 
 export interface IssuesRoutesOptions {
   reads: PublicReads;
+  headerRules: HeaderRules;
   /** `Cache-Control` of the archive (its feeds too) and of an issue (reads/cache-policies.ts). */
   cacheControl: { archive: string; issue: string };
   /** The archive query's validation, memoised per query string. */
   archiveQueries: ArchiveQueries;
   /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
   feeds?: ArchiveFeeds | undefined;
-  /** The visitor's IP, charged for the upstream reads the request causes. */
+  /** The visitor's IP, charged for the upstream reads the request causes (asked only then). */
   clientIp?: (c: Context) => string | undefined;
+  requestHeader: RequestHeader;
+  /** Each handler with what every answer gets (core/http/pipeline.ts). */
+  serve: Pipeline['route'];
 }
-
-type ArchiveQueryValidator = MiddlewareHandler<
-  {},
-  '/issues',
-  // Typed for `hc` as the client sends it: every parameter optional (limit 20, offset 0). `format`
-  // is left out: the typed client reads JSON, and a feed is not what its `json()` would promise.
-  { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveRequest } }
->;
-
-/** Hono's `validator('query')` copies the parsed query before the memo could be asked. */
-function createArchiveQueryValidator(queries: ArchiveQueries): ArchiveQueryValidator {
-  return async function validateArchiveQuery(c, next) {
-    const url = c.req.url;
-    const at = url.indexOf('?');
-    c.req.addValidatedData('query', queries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries()));
-    await next();
-  };
-}
-
-type FeedNegotiation = MiddlewareHandler<{}, '/issues', { out: { query: ArchiveRequest } }>;
 
 /**
- * Answers the feed representations of the archive before the JSON handler runs; a JSON request
- * passes through. A middleware, so the handler's typed JSON answer stays what `hc` infers.
+ * The archive query as the typed client sends it: every parameter optional (limit 20, offset 0).
+ * `format` is left out: the typed client reads JSON, and a feed is not what its `json()` would
+ * promise.
  */
-function createFeedNegotiation(feeds: ArchiveFeeds | undefined, cacheControl: string): FeedNegotiation {
-  return async function serveFeed(c, next) {
-    const query = c.req.valid('query');
-    const format = negotiateFormat(c, query.format);
-    if (format === 'json') return next();
-    if (!feeds) {
-      throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
-    }
-    const read = await feeds.feed(query, format satisfies FeedFormat, waitUntilOf(c));
-    return sendRendered(c, read, `${MEDIA_TYPES[format]}; charset=utf-8`, cacheControl, ARCHIVE_VARY);
-  };
-}
+type ArchiveInput = { in: { query: { limit?: string; offset?: string; category?: string } }; out: { query: ArchiveRequest } };
 
 /** GET /api/issues and GET /api/issues/:slug (docs/contract.md "The four public routes"). */
 export function createIssuesRoutes(options: IssuesRoutesOptions) {
-  const { reads, cacheControl, clientIp = () => undefined } = options;
+  const { reads, headerRules, cacheControl, archiveQueries, feeds, serve, requestHeader, clientIp = () => undefined } = options;
+  const replies = (contentType: string, cacheControl: string, vary?: string) => createReadReplies(headerRules, { contentType, cacheControl, vary }, requestHeader);
+  const sendArchive = replies('application/json', cacheControl.archive, ARCHIVE_VARY);
+  const sendIssue = replies('application/json', cacheControl.issue);
+  const sendFeed = {
+    atom: replies(`${MEDIA_TYPES.atom}; charset=utf-8`, cacheControl.archive, ARCHIVE_VARY),
+    rss: replies(`${MEDIA_TYPES.rss}; charset=utf-8`, cacheControl.archive, ARCHIVE_VARY),
+  };
+
+  /** The archive query, validated once per distinct query string (archive-query.ts). */
+  function archiveQueryOf(c: Context): Readonly<ArchiveRequest> {
+    const url = c.req.url;
+    const at = url.indexOf('?');
+    return archiveQueries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries());
+  }
 
   return new Hono()
     .get(
       '/issues',
-      createArchiveQueryValidator(options.archiveQueries),
-      createFeedNegotiation(options.feeds, cacheControl.archive),
-      async function listIssues(c) {
-        const read = await reads.archivePage(c.req.valid('query'), waitUntilOf(c), clientIp(c));
-        return sendRead(c, read, cacheControl.archive, ARCHIVE_VARY);
-      },
+      serve(function listIssues(c: Context<{}, '/issues', ArchiveInput>): MaybePromise<JsonResponse<ArchivePageBody> | NotModified> {
+        const query = archiveQueryOf(c);
+        const format = negotiateFormat(c, query.format, requestHeader(c, 'accept'));
+        // A feed is another representation of the same route, answered here too (one handler, so a
+        // cached page is answered at once); typed out, as the typed client reads JSON only.
+        if (format !== 'json') {
+          if (!feeds) throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
+          return feeds.feed(query, format, waitUntilOf(c)).then((read) => sendFeed[format](c, read)) as Promise<never>;
+        }
+        const read = reads.archivePage(query, waitUntilOf(c), () => clientIp(c));
+        return andThen(read, (page) => sendArchive(c, page));
+      }),
     )
-    .get('/issues/:slug', async function getIssue(c) {
-      // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
-      // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
-      const slug = c.req.param('slug');
-      if (!SLUG_PATTERN.test(slug)) {
-        throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
-      }
-      const read = await reads.issue(slug, waitUntilOf(c), clientIp(c));
-      return sendRead(c, read, cacheControl.issue);
-    });
+    .get(
+      '/issues/:slug',
+      serve(function getIssue(c: Context<{}, '/issues/:slug'>): MaybePromise<JsonResponse<IssueBody> | NotModified> {
+        // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
+        // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
+        const slug = c.req.param('slug');
+        if (!SLUG_PATTERN.test(slug)) {
+          throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
+        }
+        const read = reads.issue(slug, waitUntilOf(c), () => clientIp(c));
+        return andThen(read, (issue) => sendIssue(c, issue));
+      }),
+    );
 }
