@@ -1,7 +1,7 @@
 import type { AccessLogMode } from '../http/access-log.js';
 import * as z from '../zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from '../upstream/schemas.js';
-import type { ListPaging } from '../upstream/archive.js';
+import type { ListPaging } from '../upstream/assumptions.js';
 import { DEFAULT_LIST_PAGING, LIST_ISSUES_PAGE_PARAM } from '../upstream/assumptions.js';
 import { parseHttpUrl } from '../http/origins.js';
 import {

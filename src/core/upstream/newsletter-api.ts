@@ -7,10 +7,9 @@ import {
   type ArchiveReadOptions,
   type HeadRead,
   type ListedPage,
-  type ListPaging,
   type PagePosition,
 } from './archive.js';
-import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS } from './assumptions.js';
+import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import {
   IssueEnvelope,
   ListedCategorySchema,
