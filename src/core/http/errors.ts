@@ -65,8 +65,8 @@ export class ApiError extends Error {
 
   constructor(code: ErrorCode, options: ApiErrorOptions = {}) {
     // A client error (4xx) is an answer, not a fault: no one reads its stack, and capturing one
-    // cost about a sixth of a 404 of an unknown slug (docs/performance.md "A 404 without a
-    // stack"). A server error keeps its stack.
+    // walks the whole chain of calls the request came through, a slug scan's 404s each time
+    // (docs/performance.md). A server error keeps its stack.
     const stackTraceLimit = Error.stackTraceLimit;
     if (ERROR_STATUS[code] < 500) Error.stackTraceLimit = 0;
     try {

@@ -176,8 +176,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   }
 
   /**
-   * Compressed copies made behind the answer, one body at a time (a whole read seeds a hundred
-   * letters; compressing them before it answered cost seconds): each replaces its text-only copy
+   * Compressed copies made behind the answer, one body at a time (a whole read seeds hundreds of
+   * letters, and the first visitor would wait for all of them): each replaces its text-only copy
    * while that is still the fresh one kept. A letter that went stale first gets its copies at its
    * next refresh (loadIssue). A queued letter's text is held until its turn: at most what one
    * archive read keeps (the cache's entry bound).

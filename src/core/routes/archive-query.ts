@@ -27,8 +27,8 @@ function createArchiveQuerySchema(maxOffset: number) {
 
 /**
  * The archive query of GET /api/issues, validated once per distinct query string: the result
- * depends on that string alone, and parsing it with zod on every cached hit cost more than the
- * rest of the route.
+ * depends on that string alone, and a site asks for the same few pages over and over, so a
+ * cached hit need not run zod.
  */
 export interface ArchiveQueries {
   /**
