@@ -13,7 +13,7 @@
 // Environment (defaults in brackets): BENCH_BUILDS the entries to compare, space-separated; BENCH_BUILD_ROUNDS [3], BENCH_BUILD_RUNS [5] paired runs per
 // process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues] (`:slug` stands for the newest issue's),
 // BENCH_ACCEPT_ENCODING [unset] sent to ours with every request, so it answers a compressed copy
-// (the references answer the text, as bench/instructions.mjs's do), BENCH_REVALIDATE [unset] 1 to
+// (the references answer the text), BENCH_REVALIDATE [unset] 1 to
 // measure the 304: every side is sent `If-None-Match` with ours' ETag (the references answer 304).
 import { Agent } from 'node:http';
 import { resolve } from 'node:path';
