@@ -93,6 +93,28 @@ describe('the access log with ACCESS_LOG=summary (the default)', () => {
 });
 
 describe('the access log with ACCESS_LOG=all', () => {
+  it('gives each line the request id its answer carries: hits, misses, feeds, errors and unrouted requests alike', async () => {
+    const service = createTestApp({ env: { ACCESS_LOG: 'all', SITE_ISSUE_URL: 'https://site.example/issues/{slug}' } });
+    const requests: [string, RequestInit?][] = [
+      ['/api/issues'],
+      ['/api/issues'],
+      ['/api/issues?format=atom'],
+      ['/api/issues?format=rss'],
+      [SLUG_PATH],
+      ['/api/issues/no-such-issue'],
+      ['/api/issues?limit=0'],
+      ['/api/nothing-here'],
+      ['/api/issues', { method: 'POST' }],
+      ['/api/categories', { method: 'HEAD' }],
+    ];
+    for (const [path, init] of requests) {
+      const logged = service.logs.lines.length;
+      const answer = await service.app.request(path, init);
+      const lines = service.logs.entries().slice(logged).filter((entry) => entry.event === 'request');
+      expect(lines.map((line) => [line.path, line.status, line.requestId])).toEqual([[new URL(path, 'http://x').pathname, answer.status, answer.headers.get('x-request-id')]]);
+    }
+  });
+
   it('writes a line for every request, fresh hits included, and no summary', async () => {
     const service = createTestApp({ env: { ACCESS_LOG: 'all' } });
     for (let i = 0; i < 3; i += 1) await service.app.request('/api/categories');

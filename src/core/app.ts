@@ -203,12 +203,12 @@ export function createApp(deps: AppDeps) {
         feeds,
         clientIp,
         requestHeader,
-        serve: pipeline.route,
+        pipeline,
       }),
     )
     .route(
       '/',
-      createCategoriesRoutes({ reads, headerRules, cacheControl: cacheControlOf(policies.categories), clientIp, requestHeader, serve: pipeline.route }),
+      createCategoriesRoutes({ reads, headerRules, cacheControl: cacheControlOf(policies.categories), clientIp, requestHeader, pipeline }),
     )
     .route(
       '/',

@@ -1,4 +1,3 @@
-import type { MiddlewareHandler } from 'hono';
 import { maskEmailsInPath, type Logger } from '../log.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
 import type { CacheState } from '../reads/read-through-cache.js';
@@ -34,6 +33,12 @@ export type AccessLogMode = 'all' | 'summary';
  */
 export interface AccessLog {
   (entry: AccessEntry): void;
+  /**
+   * The count of fresh hits of one route, method and status when ACCESS_LOG=summary counts them
+   * (undefined otherwise: each has its line): what `logAccess` does for such an entry, for a
+   * caller that answers many alike and keeps it. Called with the request's `startedAt`.
+   */
+  hitCounter(route: string | undefined, method: string, status: number): ((startedAt: number) => void) | undefined;
   /** Writes the `cache_hits` lines of what was counted since the last call, and starts counting afresh. */
   writeHitSummary(): void;
 }
@@ -68,7 +73,7 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
   const countsByRoute = new Map<string, Map<string, Map<number, HitCount>>>();
   let countingSince = now();
 
-  function count(route: string, method: string, status: number) {
+  function countOf(route: string, method: string, status: number): HitCount {
     let byMethod = countsByRoute.get(route);
     if (byMethod === undefined) countsByRoute.set(route, (byMethod = new Map()));
     let byStatus = byMethod.get(method);
@@ -78,7 +83,22 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
       byStatus.set(status, (counted = { method, route, status, cache: 'HIT', requests: 0 }));
       counts.push(counted);
     }
-    counted.requests += 1;
+    return counted;
+  }
+
+  function hitCounter(givenRoute: string | undefined, method: string, status: number) {
+    if (!isCounted(status, 'HIT')) return undefined;
+    const route = routeOf(givenRoute);
+    const counted = countOf(route, method, status);
+    if (!measured) {
+      return () => {
+        counted.requests += 1;
+      };
+    }
+    return (startedAt: number) => {
+      counted.requests += 1;
+      metrics.request(route, method, status, (performance.now() - startedAt) / 1000);
+    };
   }
 
   return Object.assign(
@@ -86,7 +106,7 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
       const route = routeOf(entry.route);
       const { method, status, cache } = entry;
       if (isCounted(status, cache)) {
-        count(route, method, status);
+        countOf(route, method, status).requests += 1;
         if (measured) metrics.request(route, method, status, (performance.now() - entry.startedAt) / 1000);
         return;
       }
@@ -96,6 +116,7 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
       log.log('info', 'request', { method, path, status, ms: Math.round(ms * 10) / 10, cache, requestId: entry.requestId });
     },
     {
+      hitCounter,
       writeHitSummary() {
         const at = now();
         // Tenths: a summary at shutdown may follow the last one by less than a second.
@@ -110,21 +131,4 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
       },
     },
   );
-}
-
-/** The access log as Hono middleware: the request as Hono routed it, logged once answered. */
-export function accessLogMiddleware(logAccess: AccessLog): MiddlewareHandler {
-  return async function logRequest(c, next) {
-    const startedAt = performance.now();
-    await next();
-    logAccess({
-      method: c.req.method,
-      path: c.req.path,
-      route: c.req.routePath,
-      status: c.res.status,
-      startedAt,
-      cache: c.get('cacheState'),
-      requestId: c.get('requestId'),
-    });
-  };
 }

@@ -1,7 +1,17 @@
 import type { Context } from 'hono';
+import type { PublicRead } from '../reads/public-reads.js';
+import type { CacheState, MaybePromise } from '../reads/read-through-cache.js';
 import type { AccessLog } from './access-log.js';
+import type { JsonResponse, NotModified, SendRead } from './read-reply.js';
 import type { RequestHeader } from './request-header.js';
 import type { HeaderRules } from './response-headers.js';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** How a cached read answered by a handler's own Response was answered, for the access log. */
+    cacheState: CacheState;
+  }
+}
 
 export interface PipelineOptions {
   headerRules: HeaderRules;
@@ -11,7 +21,7 @@ export interface PipelineOptions {
   requestHeader: RequestHeader;
 }
 
-/** A route handler as Hono calls it: a Response at once (a fresh cached read) or its promise. */
+/** A route handler as Hono calls it: a Response at once or its promise. */
 type AnyHandler = (c: Context<any, any, any>, next: () => Promise<void>) => Response | Promise<Response | void> | void;
 
 /**
@@ -27,8 +37,8 @@ export function createPipeline(options: PipelineOptions) {
   const { headerRules, logAccess, answerError, requestHeader } = options;
 
   function finish(c: Context, res: Response, route: string | undefined, startedAt: number): Response {
-    // Cached reads are built with every header already (core/http/read-reply.ts); the others get them here.
-    if (c.get('responseHeadersApplied') !== true) {
+    // A cached read answered by its handler carries every header already (core/http/read-reply.ts).
+    if (c.get('cacheState') === undefined) {
       const headers = headerRules.headersFor({ path: c.req.path, origin: requestHeader(c, 'origin'), requestId: c.get('requestId') });
       const target = res.headers;
       for (const name in headers) {
@@ -49,6 +59,8 @@ export function createPipeline(options: PipelineOptions) {
     return res;
   }
 
+  const failed = (c: Context, route: string | undefined, startedAt: number) => (error: unknown) => finish(c, answerError(error, c), route, startedAt);
+
   function wrap<H extends AnyHandler>(handler: H, routeOf: ((c: Context) => string | undefined) | undefined): H {
     // A route's handler answers one route: its template is read once (Hono builds it per call).
     let routed: string | undefined;
@@ -60,19 +72,68 @@ export function createPipeline(options: PipelineOptions) {
       try {
         res = handler(c, next);
       } catch (error) {
-        return finish(c, answerError(error, c), route, startedAt);
+        return failed(c, route, startedAt)(error);
       }
-      if (res instanceof Promise) {
-        return res.then(
-          (settled) => finish(c, settled ?? c.res, route, startedAt),
-          (error: unknown) => finish(c, answerError(error, c), route, startedAt),
-        );
-      }
+      if (res instanceof Promise) return res.then((settled) => finish(c, settled ?? c.res, route, startedAt), failed(c, route, startedAt));
       return finish(c, res ?? c.res, route, startedAt);
     } as H;
   }
 
+  /**
+   * A route answering cached reads: `handler` hands back the read, which `send` answers with the
+   * request id (or a Response of its own, a feed's, after setting `cacheState`). A fresh hit sets
+   * nothing on the context and, with ACCESS_LOG=summary, is counted by a counter this route keeps.
+   */
+  function read<C extends Context<any, any, any>, T>(
+    send: SendRead,
+    handler: (c: C, requestId: string) => MaybePromise<PublicRead<T> | Response>,
+  ): (c: C) => MaybePromise<JsonResponse<T> | NotModified> {
+    let route: string | undefined;
+    // By method and status: GET or HEAD, 200 or 304 (a closed set).
+    const counters = new Map<string, ((startedAt: number) => void) | undefined>();
+    const counterOf = (method: string, status: number) => {
+      const key = method === 'GET' ? (status === 200 ? 'GET 200' : 'GET 304') : `${method} ${status}`;
+      let counter = counters.get(key);
+      if (counter === undefined && !counters.has(key)) counters.set(key, (counter = logAccess.hitCounter(route, method, status)));
+      return counter;
+    };
+
+    function answerRead(c: C, result: PublicRead<T> | Response, requestId: string, startedAt: number): JsonResponse<T> | NotModified {
+      if (result instanceof Response) {
+        c.set('requestId', requestId);
+        return finish(c, result, route, startedAt) as JsonResponse<T> | NotModified;
+      }
+      const res = send(c, result, requestId);
+      const counter = result.state === 'HIT' ? counterOf(c.req.method, res.status) : undefined;
+      if (counter !== undefined) counter(startedAt);
+      else logAccess({ method: c.req.method, path: c.req.path, route, status: res.status, startedAt, cache: result.state, requestId });
+      return res;
+    }
+
+    return function answer(c) {
+      const startedAt = performance.now();
+      route ??= c.req.routePath;
+      const requestId = headerRules.requestId(requestHeader(c, 'x-request-id'));
+      let result;
+      try {
+        result = handler(c, requestId);
+      } catch (error) {
+        c.set('requestId', requestId);
+        return failed(c, route, startedAt)(error) as NotModified;
+      }
+      if (!(result instanceof Promise)) return answerRead(c, result, requestId, startedAt);
+      return result.then(
+        (settled) => answerRead(c, settled, requestId, startedAt),
+        (error: unknown) => {
+          c.set('requestId', requestId);
+          return failed(c, route, startedAt)(error) as NotModified;
+        },
+      );
+    };
+  }
+
   return {
+    read,
     /**
      * The same as Hono middleware, first of a route of several handlers (subscribe: its guards
      * run before its body is read); an error in them has been answered by the app's error

@@ -1,17 +1,10 @@
 import type { Context, TypedResponse } from 'hono';
-import type { CacheState, WaitUntil } from '../reads/read-through-cache.js';
+import type { WaitUntil } from '../reads/read-through-cache.js';
 import type { PublicRead } from '../reads/public-reads.js';
 import type { ContentCoding, EncodedCopy, RenderedJson } from '../reads/rendered-json.js';
 import { chooseCopy } from './content-coding.js';
 import type { RequestHeader } from './request-header.js';
 import type { HeaderRules } from './response-headers.js';
-
-declare module 'hono' {
-  interface ContextVariableMap {
-    /** How a cached read was answered, for the access log. */
-    cacheState: CacheState;
-  }
-}
 
 /** A pre-serialized JSON response typed as the envelope `T` it holds, so `hc<AppType>` infers it. */
 export type JsonResponse<T> = Response & TypedResponse<T, 200, 'json'>;
@@ -25,8 +18,8 @@ export interface ReadRoute {
   vary?: string | undefined;
 }
 
-/** Sends one cached read of a route with this request's headers. */
-export type SendRead = <T>(c: Context, read: PublicRead<T>) => JsonResponse<T> | NotModified;
+/** The answer to one cached read of a route, with this request's headers and id. */
+export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) => JsonResponse<T> | NotModified;
 
 /** A copy's header records for one status and coding, by the origin the answer grants ('' for none). */
 type RecordsByCopy = WeakMap<RenderedJson, Map<string, Readonly<Record<string, string>>>>;
@@ -82,14 +75,12 @@ export function createReadReplies(rules: HeaderRules, route: ReadRoute, requestH
     return record;
   }
 
-  return function sendRead(c, read) {
-    c.set('cacheState', read.state);
+  return function sendRead(c, read, requestId) {
     const { rendered } = read;
     const copy = chooseCopy(requestHeader(c, 'accept-encoding'), rendered.encoded);
     const status = ifNoneMatchMatches(requestHeader(c, 'if-none-match'), copy?.etag ?? rendered.etag) ? 304 : 200;
     const headers = { ...recordFor(c, read, copy, status) };
-    headers['X-Request-Id'] = c.get('requestId');
-    c.set('responseHeadersApplied', true);
+    headers['X-Request-Id'] = requestId;
     // A plain header record and bytes: @hono/node-server writes such a response straight to the socket.
     const body = status === 304 ? null : (copy?.body ?? rendered.bytes);
     return new Response(body, { status, headers }) as JsonResponse<never> | NotModified;

@@ -4,8 +4,6 @@ import { createRequestIds } from './request-ids.js';
 declare module 'hono' {
   interface ContextVariableMap {
     requestId: string;
-    /** The response was built with every header `HeaderRules` gives already (a cached read's). */
-    responseHeadersApplied: true;
   }
 }
 

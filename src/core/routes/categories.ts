@@ -1,11 +1,9 @@
 import { Hono, type Context } from 'hono';
-import { createReadReplies, waitUntilOf, type JsonResponse, type NotModified } from '../http/read-reply.js';
 import type { Pipeline } from '../http/pipeline.js';
+import { createReadReplies, waitUntilOf } from '../http/read-reply.js';
 import type { RequestHeader } from '../http/request-header.js';
 import type { HeaderRules } from '../http/response-headers.js';
-import type { CategoriesBody } from '../public-shapes.js';
 import type { PublicReads } from '../reads/public-reads.js';
-import { andThen, type MaybePromise } from '../reads/read-through-cache.js';
 
 /** GET /api/categories: `[{ name, slug }]` sorted by name. */
 export function createCategoriesRoutes(options: {
@@ -16,15 +14,15 @@ export function createCategoriesRoutes(options: {
   /** The visitor's IP, charged for the upstream reads the request causes (asked only then). */
   clientIp?: (c: Context) => string | undefined;
   requestHeader: RequestHeader;
-  /** The handler with what every answer gets (core/http/pipeline.ts). */
-  serve: Pipeline['route'];
+  /** The pipeline every answer goes through (core/http/pipeline.ts). */
+  pipeline: Pipeline;
 }) {
-  const { reads, serve, clientIp = () => undefined } = options;
+  const { reads, pipeline, clientIp = () => undefined } = options;
   const sendCategories = createReadReplies(options.headerRules, { contentType: 'application/json', cacheControl: options.cacheControl }, options.requestHeader);
   return new Hono().get(
     '/categories',
-    serve(function listCategories(c: Context<{}, '/categories'>): MaybePromise<JsonResponse<CategoriesBody> | NotModified> {
-      return andThen(reads.categories(waitUntilOf(c), () => clientIp(c)), (read) => sendCategories(c, read));
+    pipeline.read(sendCategories, function listCategories(c: Context<{}, '/categories'>) {
+      return reads.categories(waitUntilOf(c), () => clientIp(c));
     }),
   );
 }

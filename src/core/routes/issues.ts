@@ -1,12 +1,12 @@
 import { Hono, type Context } from 'hono';
 import { ApiError } from '../http/errors.js';
-import { createReadReplies, waitUntilOf, type JsonResponse, type NotModified } from '../http/read-reply.js';
+import { createReadReplies, waitUntilOf } from '../http/read-reply.js';
 import type { Pipeline } from '../http/pipeline.js';
 import type { RequestHeader } from '../http/request-header.js';
 import type { HeaderRules } from '../http/response-headers.js';
 import type { ArchiveFeeds } from '../reads/archive-feeds.js';
-import type { PublicReads } from '../reads/public-reads.js';
-import { andThen, type MaybePromise } from '../reads/read-through-cache.js';
+import type { PublicRead, PublicReads } from '../reads/public-reads.js';
+import type { MaybePromise } from '../reads/read-through-cache.js';
 import type { ArchivePageBody, IssueBody } from '../public-shapes.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
@@ -24,8 +24,8 @@ export interface IssuesRoutesOptions {
   /** The visitor's IP, charged for the upstream reads the request causes (asked only then). */
   clientIp?: (c: Context) => string | undefined;
   requestHeader: RequestHeader;
-  /** Each handler with what every answer gets (core/http/pipeline.ts). */
-  serve: Pipeline['route'];
+  /** The pipeline every answer goes through (core/http/pipeline.ts). */
+  pipeline: Pipeline;
 }
 
 /**
@@ -37,7 +37,7 @@ type ArchiveInput = { in: { query: { limit?: string; offset?: string; category?:
 
 /** GET /api/issues and GET /api/issues/:slug (docs/contract.md "The four public routes"). */
 export function createIssuesRoutes(options: IssuesRoutesOptions) {
-  const { reads, headerRules, cacheControl, archiveQueries, feeds, serve, requestHeader, clientIp = () => undefined } = options;
+  const { reads, headerRules, cacheControl, archiveQueries, feeds, pipeline, requestHeader, clientIp = () => undefined } = options;
   const replies = (contentType: string, cacheControl: string, vary?: string) => createReadReplies(headerRules, { contentType, cacheControl, vary }, requestHeader);
   const sendArchive = replies('application/json', cacheControl.archive, ARCHIVE_VARY);
   const sendIssue = replies('application/json', cacheControl.issue);
@@ -56,30 +56,31 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
   return new Hono()
     .get(
       '/issues',
-      serve(function listIssues(c: Context<{}, '/issues', ArchiveInput>): MaybePromise<JsonResponse<ArchivePageBody> | NotModified> {
+      pipeline.read(sendArchive, function listIssues(c: Context<{}, '/issues', ArchiveInput>, requestId): MaybePromise<PublicRead<ArchivePageBody> | Response> {
         const query = archiveQueryOf(c);
         const format = negotiateFormat(c, query.format, requestHeader(c, 'accept'));
         // A feed is another representation of the same route, answered here too (one handler, so a
-        // cached page is answered at once); typed out, as the typed client reads JSON only.
+        // cached page is answered at once), with its own replies.
         if (format !== 'json') {
           if (!feeds) throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
-          return feeds.feed(query, format, waitUntilOf(c)).then((read) => sendFeed[format](c, read)) as Promise<never>;
+          return feeds.feed(query, format, waitUntilOf(c)).then((read) => {
+            c.set('cacheState', read.state);
+            return sendFeed[format](c, read, requestId);
+          });
         }
-        const read = reads.archivePage(query, waitUntilOf(c), () => clientIp(c));
-        return andThen(read, (page) => sendArchive(c, page));
+        return reads.archivePage(query, waitUntilOf(c), () => clientIp(c));
       }),
     )
     .get(
       '/issues/:slug',
-      serve(function getIssue(c: Context<{}, '/issues/:slug'>): MaybePromise<JsonResponse<IssueBody> | NotModified> {
+      pipeline.read(sendIssue, function getIssue(c: Context<{}, '/issues/:slug'>): MaybePromise<PublicRead<IssueBody>> {
         // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
         // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
         const slug = c.req.param('slug');
         if (!SLUG_PATTERN.test(slug)) {
           throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
         }
-        const read = reads.issue(slug, waitUntilOf(c), () => clientIp(c));
-        return andThen(read, (issue) => sendIssue(c, issue));
+        return reads.issue(slug, waitUntilOf(c), () => clientIp(c));
       }),
     );
 }
