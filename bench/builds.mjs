@@ -13,13 +13,13 @@
 // Environment (defaults in brackets): BENCH_BUILDS the entries to compare, space-separated; BENCH_BUILD_ROUNDS [3], BENCH_BUILD_RUNS [5] paired runs per
 // process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues] (`:slug` stands for the newest issue's),
 // BENCH_ACCEPT_ENCODING [unset] sent to ours with every request, so it answers a compressed copy
-// (the references answer the text, as bench/instructions.mjs's do), BENCH_REVALIDATE [unset] 1 to
+// (the references answer the text), BENCH_REVALIDATE [unset] 1 to
 // measure the 304: every side is sent `If-None-Match` with ours' ETag (the references answer 304).
 import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { get, headersToReplay } from './lib/http.mjs';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
-import { bffEnv, freePort, killAll, probeTicks, profArgs, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS } from './lib/processes.mjs';
+import { bffEnv, freePort, killAll, probeTicks, profArgs, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS, waitUntilQuiet } from './lib/processes.mjs';
 import { startBaseline } from './scenarios/cached.mjs';
 import { median } from './lib/stats.mjs';
 import { API_KEY, env, settings } from './lib/settings.mjs';
@@ -48,6 +48,7 @@ async function measureBuild(entry, sim, agent) {
     }
     const answer = { body: hit.body, contentType: hit.headers['content-type'], ...(REVALIDATE && { etag: hit.headers.etag }) };
     const revalidation = REVALIDATE ? { 'If-None-Match': hit.headers.etag } : {};
+    await waitUntilQuiet(ours);
     const base = await startBaseline(servers, 'baseline-builds', { [PATH]: answer });
     const same = await startBaseline(servers, 'baseline-same-headers-builds', { [PATH]: { ...answer, headers: headersToReplay(hit.headers) } });
     const third = { tool: settings.tool, connections: Math.max(1, Math.round(settings.connections / 3)), durationSec: settings.durationSec, warmupSec: 0, expectStatus: REVALIDATE ? 304 : 200 };

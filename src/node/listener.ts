@@ -91,8 +91,6 @@ export interface ServeOptions {
   refuse: (request: Request) => Response | Promise<Response>;
   hostname: string;
   port: number;
-  /** How the http server is made (the Node entry may put a request listener in front of ours). */
-  createServer?: typeof createServer;
   /** Told of each connection closed to make room (the metric). */
   onShed?: (reason: ConnectionShedReason) => void;
 }
@@ -135,7 +133,7 @@ export function serveWithLimits(options: ServeOptions, limits: ServerLimits, onL
       readingNow = undefined;
     }
   };
-  const server = (options.createServer ?? createServer)(serverOptionsFor(limits), listener);
+  const server = createServer(serverOptionsFor(limits), listener);
   server.maxConnections = hardCeiling(limits.maxConnections);
   shedding = shedConnections(server, {
     maxConnections: limits.maxConnections,
