@@ -134,6 +134,10 @@ const ISSUE_KEY_PREFIX = 'issue:';
 
 const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
 
+/** A read refused because another was finding out whether a failing upstream is back. */
+const heldBehindAProbe = (read: PromiseSettledResult<unknown>) =>
+  read.status === 'rejected' && read.reason instanceof UpstreamError && read.reason.heldOffBy === 'backoff';
+
 /** An issue page's neighbours in archive order. */
 interface Neighbours {
   newer: IssueNeighbour | null;
@@ -428,13 +432,18 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * archive within a TTL (docs/contract.md "GET /api/categories").
    */
   async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
+    const readArchive = () => cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client });
     // Both settled before answering: a failure of one does not leave the other running unseen.
-    const [categoriesRead, archiveRead] = await Promise.allSettled([
-      upstream.listCategories(),
-      cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client }),
-    ]);
-    if (categoriesRead.status === 'rejected') throw categoriesRead.reason;
-    if (archiveRead.status === 'rejected') throw archiveRead.reason;
+    let [categoriesRead, archiveRead] = await Promise.allSettled([upstream.listCategories(), readArchive()]);
+    // After failures, one read at a time finds out whether the upstream is back and the other is
+    // held off meanwhile (upstream/transport.ts): once that one has answered, the other is asked.
+    if (categoriesRead.status === 'fulfilled' && heldBehindAProbe(archiveRead)) [archiveRead] = await Promise.allSettled([readArchive()]);
+    else if (archiveRead.status === 'fulfilled' && heldBehindAProbe(categoriesRead)) [categoriesRead] = await Promise.allSettled([upstream.listCategories()]);
+    // Both failed: the one that found the upstream failing says why, not the one held off behind it.
+    if (categoriesRead.status === 'rejected' || archiveRead.status === 'rejected') {
+      const failed = [categoriesRead, archiveRead].filter((read) => read.status === 'rejected');
+      throw (failed.find((read) => !heldBehindAProbe(read)) ?? failed[0]!).reason;
+    }
     const listed = categoriesRead.value;
     const archive = archiveRead.value;
     if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
