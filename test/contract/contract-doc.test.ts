@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ERROR_STATUS, createErrorBodySchemas } from '../../src/core/http/errors.js';
-import { ArchivePageBodySchema, IssueDetailSchema, IssueSummarySchema, PublicCategorySchema, SubscribeBodySchema } from '../../src/core/public-shapes.js';
+import {
+  ArchivePageBodySchema,
+  CategoryListingSchema,
+  IssueDetailSchema,
+  IssueNeighbourSchema,
+  IssueSummarySchema,
+  PublicCategorySchema,
+  SubscribeBodySchema,
+} from '../../src/core/public-shapes.js';
 import { FORMATS } from '../../src/core/routes/archive-format.js';
 import { PAGE_SIZE, createArchiveQuerySchema } from '../../src/core/routes/archive-query.js';
 import { SLUG_PATTERN } from '../../src/core/slug.js';
@@ -43,7 +51,9 @@ describe('docs/contract.md, against the schemas', () => {
   it('writes every field list, here and in the architecture and the README, as the fields of one of the public shapes', () => {
     const shapes = [
       PublicCategorySchema,
+      CategoryListingSchema,
       IssueSummarySchema,
+      IssueNeighbourSchema,
       IssueDetailSchema,
       ArchivePageBodySchema.shape.meta,
       SubscribeBodySchema.shape.data,
@@ -85,8 +95,8 @@ describe('docs/contract.md, against the schemas', () => {
     for (const field of added) expect(named, field).toContain(field);
   });
 
-  it('gives the categories as the fields of a category in "GET /api/categories"', () => {
-    expect(fieldLists(section('### GET /api/categories')).map((list) => list.join(', '))).toContain(keys(PublicCategorySchema).join(', '));
+  it('gives the categories as the fields of a listed category in "GET /api/categories"', () => {
+    expect(fieldLists(section('### GET /api/categories')).map((list) => list.join(', '))).toContain(keys(CategoryListingSchema).join(', '));
   });
 
   it('has a row for each field of the subscribe body, and for no other, in "POST /api/subscribe"', () => {

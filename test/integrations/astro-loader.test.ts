@@ -15,7 +15,8 @@ import { createNodeBodyEncoder } from '../../src/node/compression.js';
 import { createFakeClock, createTestApp, TEST_API_KEY, TEST_BASE_URL } from '../helpers.js';
 
 const URL_OF_SERVICE = 'https://bff.example.com';
-const SUMMARY_FIELDS = ['category', 'previewText', 'sentAt', 'slug', 'subject', 'thumbnailUrl'];
+/** An entry's data: the issue page's public fields but its letter (a summary's, and its neighbours). */
+const ENTRY_FIELDS = ['category', 'newer', 'older', 'previewText', 'readingMinutes', 'sentAt', 'slug', 'subject', 'thumbnailUrl', 'updatedAt'];
 
 /**
  * What Astro gives a loader, kept between builds as Astro's data store keeps it: entries whose
@@ -55,9 +56,10 @@ function createAstroContext(loader: NewsletterLoader) {
  * The service as the loader reads it, over the one fake upstream: a fresh service process per
  * build (nothing cached between builds but what the loader kept), every answer's status counted.
  * With `compress`, it keeps compressed copies as the Node entry does, and requests ask for them
- * unless they say otherwise, as Node's fetch does.
+ * unless they say otherwise, as Node's fetch does. With `withoutUpdatedAt`, its archive's summaries
+ * carry no `updatedAt`, as a service from before that field answered.
  */
-function createService({ compress = false } = {}) {
+function createService({ compress = false, withoutUpdatedAt = false } = {}) {
   const clock = createFakeClock();
   const upstream = createFakeUpstream({ apiKey: TEST_API_KEY, baseUrl: TEST_BASE_URL, now: clock.now });
   let statuses: { path: string; status: number }[] = [];
@@ -75,8 +77,17 @@ function createService({ compress = false } = {}) {
         statuses.push({ path: new URL(input instanceof Request ? input.url : String(input)).pathname, status: response.status });
         // Decoded, as fetch hands a body to its caller.
         const coding = response.headers.get('content-encoding');
-        if (coding !== 'gzip' || !response.body) return response;
-        return new Response(response.body.pipeThrough(new DecompressionStream('gzip')), { status: response.status, headers: response.headers });
+        const decoded =
+          coding !== 'gzip' || !response.body
+            ? response
+            : new Response(response.body.pipeThrough(new DecompressionStream('gzip')), { status: response.status, headers: response.headers });
+        if (!withoutUpdatedAt || decoded.status !== 200 || statuses.at(-1)?.path !== '/api/issues') return decoded;
+        const page = (await decoded.json()) as { data: Record<string, unknown>[] };
+        for (const summary of page.data) delete summary.updatedAt;
+        const plain = new Headers(decoded.headers);
+        plain.delete('content-encoding');
+        plain.delete('content-length');
+        return new Response(JSON.stringify(page), { status: 200, headers: plain });
       };
       return fetch as typeof globalThis.fetch;
     },
@@ -101,7 +112,7 @@ describe('newsletterLoader (newsletter-bff/astro)', () => {
     expect([...astro.entries.keys()].sort()).toEqual(archive.map((issue) => issue.slug).sort());
     const entry = astro.entries.get('planning-next-years-plot')!;
     expect(entry.id).toBe('planning-next-years-plot');
-    expect(Object.keys(entry.data).sort()).toEqual(SUMMARY_FIELDS);
+    expect(Object.keys(entry.data).sort()).toEqual(ENTRY_FIELDS);
     expect(entry.data.subject).toBe("Planning Next Year's Plot");
     const letter = archive.find((issue) => issue.slug === entry.id)!.contentHtml!;
     expect(entry.rendered?.html).toBe(sanitizeLetter(letter));
@@ -133,9 +144,9 @@ describe('newsletterLoader (newsletter-bff/astro)', () => {
     expect(own.entries.get('planning-next-years-plot')?.rendered?.html).toBe('<section data-slug="planning-next-years-plot"><H1>PLOT</H1><SCRIPT>X()</SCRIPT></section>');
   });
 
-  it('on the next build asks for each issue it holds with If-None-Match: an unchanged archive costs a 304 per issue and no letter', async () => {
+  it('on the next build asks a service whose summaries have no updatedAt for each issue it holds with If-None-Match: an unchanged archive costs a 304 per issue and no letter', async () => {
     // Compressed copies too: the validator it keeps must be one the next service instance still gives.
-    const service = createService({ compress: true });
+    const service = createService({ compress: true, withoutUpdatedAt: true });
     const astro = createAstroContext(newsletterLoader({ url: URL_OF_SERVICE }));
     await build(astro.context, { fetch: service.start() });
     const before = new Map(astro.entries);
