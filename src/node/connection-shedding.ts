@@ -21,8 +21,9 @@ import type { ConnectionShedReason } from '../core/metrics.js';
  * connection with a request in flight is never closed here: when nothing else can go, the
  * listener holds more than MAX_CONNECTIONS (up to Node's own `maxConnections`, a hard ceiling
  * above it), looks again every `recheckMs`, and the Node entry closes those connections after
- * their answers. Only the server's 'connection' and 'request' events, the request's, the
- * response's and the socket's 'close', and `socket.destroy()` are used.
+ * their answers. Only the server's 'connection' event, each request as the listener hands it
+ * over (`requestStarted`), the request's, the response's and the socket's 'close', and
+ * `socket.destroy()` are used.
  */
 export interface SheddingOptions {
   /** MAX_CONNECTIONS: above it, connections make room. */
@@ -45,6 +46,11 @@ export interface SheddingOptions {
 }
 
 export interface Shedding {
+  /**
+   * A request the listener has read, on the connection it came by: in flight until both its
+   * answer and the request (its body read or discarded) are done. The listener calls it first.
+   */
+  requestStarted(request: IncomingMessage, response: ServerResponse): void;
   /** Connections held (a shed one no longer counts). */
   open(): number;
   /** Whether the listener holds more than MAX_CONNECTIONS: an answer should then close its connection. */
@@ -212,26 +218,29 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
     if (open > maxConnections) shedDownToCap();
   });
 
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+  function requestStarted(request: IncomingMessage, response: ServerResponse) {
     const held = bySocket.get(request.socket);
     if (held === undefined || held.gone) return;
     if (held.inFlight === 0) stopWaiting(held);
     held.inFlight += 1;
     held.served = true;
     // Done when both the answer and the request (its body read or discarded) are: listeners on
-    // this request's own objects, gone with them, never on the socket.
-    let parts = 2;
-    const partDone = () => {
-      parts -= 1;
-      if (parts > 0) return;
-      held.inFlight -= 1;
-      if (held.inFlight === 0 && !held.gone) startWaiting(held);
-    };
-    response.once('close', partDone);
-    request.once('close', partDone);
-  });
+    // this request's own objects, gone with them, never on the socket. The request has usually
+    // arrived whole (a GET always), or closed, by the time its answer is sent: then one listener
+    // does. `on`, not `once`: each fires once, and its object goes with it.
+    response.on('close', () => {
+      if (request.complete || request.closed) done(held);
+      else request.on('close', () => done(held));
+    });
+  }
+
+  function done(held: Held) {
+    held.inFlight -= 1;
+    if (held.inFlight === 0 && !held.gone) startWaiting(held);
+  }
 
   return {
+    requestStarted,
     open: () => open,
     overCap: () => open > maxConnections,
     isShedding: () => open > maxConnections || now() - lastShedAt < reportMs,
