@@ -562,8 +562,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * The copy of an issue is older than the index says its row is: the index, read no earlier than
    * the copy, shows another `updatedAt` (an edit a refresh of the archive saw). It is not served.
    */
-  function outdatedByIndex(slug: string, copy: CachedValue | undefined): boolean {
-    const archive = cache.peek(ARCHIVE_KEY);
+  function outdatedByIndex(slug: string, copy: CachedValue | undefined, archive = cache.peek(ARCHIVE_KEY)): boolean {
     if (archive?.kind !== 'archive' || copy?.kind !== 'json' || copy.version === undefined || archive.fetchedAt < copy.fetchedAt) return false;
     const version = archive.index.sources.get(slug)?.updatedAt;
     return version !== undefined && version !== null && version !== copy.version;
@@ -623,10 +622,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   });
 
   /** The issue's copy was made before a complete index that no longer lists it: it was unpublished. */
-  function droppedFromIndex(key: string, slug: string): boolean {
-    const archive = cache.peek(ARCHIVE_KEY);
+  function droppedFromIndex(archive: CachedValue | undefined, copy: CachedValue | undefined, slug: string): boolean {
     if (archive?.kind !== 'archive' || !archive.index.complete || archive.index.slugs.has(slug)) return false;
-    const copy = cache.peek(key);
     return copy !== undefined && archive.fetchedAt >= copy.fetchedAt;
   }
 
@@ -641,9 +638,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * The issue's cached body, loaded (or refreshed) when it has none fresh. A copy the index shows
    * edited since is read again now, not served while it refreshes.
    */
-  function readIssue(slug: string, key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined): MaybePromise<PublicRead<IssueBody>> {
-    const read = readJson<IssueBody>(key, loadIssue, waitUntil, client, outdatedByIndex(slug, cache.peek(key)));
-    return andThen(read, (found) => found ?? Promise.reject(noSuchIssue()));
+  function readIssue(key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined, outdated: boolean): MaybePromise<PublicRead<IssueBody>> {
+    return andThen(readJson<IssueBody>(key, loadIssue, waitUntil, client, outdated), (found) => found ?? Promise.reject(noSuchIssue()));
   }
 
   function issue(slug: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined): MaybePromise<PublicRead<IssueBody>> {
@@ -651,8 +647,16 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     // A copy of an issue the index no longer lists (unpublished) is not served; any other slug
     // is looked up in the archive index first, so an unknown slug never reaches the upstream.
-    if (cache.has(key)) return droppedFromIndex(key, slug) ? Promise.reject(noSuchIssue()) : readIssue(slug, key, waitUntil, client);
-    return lookUpSlug(slug, { waitUntil, client }).then((found) => (found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(slug, key, waitUntil, client)));
+    const copy = cache.peek(key);
+    // A copy, or a tombstone (a slug read and found missing: its load answers again).
+    if (copy !== undefined || cache.has(key)) {
+      const archive = cache.peek(ARCHIVE_KEY);
+      if (droppedFromIndex(archive, copy, slug)) return Promise.reject(noSuchIssue());
+      return readIssue(key, waitUntil, client, outdatedByIndex(slug, copy, archive));
+    }
+    return lookUpSlug(slug, { waitUntil, client }).then((found) =>
+      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, outdatedByIndex(slug, cache.peek(key))),
+    );
   }
 
   return {
