@@ -429,7 +429,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   /**
    * The categories with the number of public issues in each, counted in the archive index read
    * beside them (the cached one while fresh): the two are cached apart, so a count follows the
-   * archive within a TTL (docs/contract.md "GET /api/categories").
+   * archive within the categories' TTL (docs/contract.md "GET /api/categories").
    */
   async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
     const readArchive = () => cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client });
