@@ -3,6 +3,7 @@ import { defineProject } from 'vitest/config';
 
 /** Suites that need nothing of Node run here too, inside workerd, plus the Worker-only suites. */
 export const RUNTIME_NEUTRAL_SUITES = [
+  'test/access-log.test.ts',
   'test/app.test.ts',
   'test/config.test.ts',
   'test/config-list-paging.test.ts',

@@ -2,8 +2,8 @@
 // same bytes as the BFF (same body, same Content-Type; ETag on a 304) from constants, with no
 // middleware, cache, validation or logging. Run by bench/run.mjs as a child process:
 //   PORT=<port> HOST=127.0.0.1 node bench/baseline-server.mjs <responses.json>
-// responses.json: { "<path?query>": { "body": string, "contentType": string, "etag"?: string,
-//   "headers"?: { name: value } (BENCH_BASELINE_HEADERS=same: every header the BFF sent, instead of Content-Type alone) } }
+// responses.json: { "<path?query>": { "body": string (or "bodyBase64": the bytes of a compressed copy, and its
+//   "contentEncoding"), "contentType": string, "etag"?: string, "headers"?: { name: value } (BENCH_BASELINE_HEADERS=same: every header the BFF sent, instead of Content-Type alone) } }
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { readFileSync } from 'node:fs';
@@ -17,8 +17,8 @@ const responses = new Map(
   Object.entries(JSON.parse(readFileSync(file, 'utf8'))).map(([key, value]) => [
     key,
     {
-      body: value.body,
-      headers: value.headers ?? { 'Content-Type': value.contentType },
+      body: value.bodyBase64 === undefined ? value.body : new Uint8Array(Buffer.from(value.bodyBase64, 'base64')),
+      headers: value.headers ?? { 'Content-Type': value.contentType, ...(value.contentEncoding && { 'Content-Encoding': value.contentEncoding }) },
       notModifiedHeaders: value.headers ? withoutContentType(value.headers) : { ETag: value.etag },
       etag: value.etag,
       sameHeaders: value.headers !== undefined,

@@ -12,14 +12,14 @@
 //
 // Environment (defaults in brackets): BENCH_BUILDS the entries to compare, space-separated; BENCH_BUILD_ROUNDS [3], BENCH_BUILD_RUNS [5] paired runs per
 // process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues] (`:slug` stands for the newest issue's),
-// BENCH_ACCEPT_ENCODING [unset] sent to ours with every request, so it answers a compressed copy
-// (the references answer the text, as bench/instructions.mjs's do), BENCH_REVALIDATE [unset] 1 to
+// BENCH_ACCEPT_ENCODING [unset] sent with every request, so ours answers a compressed copy (the
+// references answer the same compressed bytes, with its Content-Encoding), BENCH_REVALIDATE [unset] 1 to
 // measure the 304: every side is sent `If-None-Match` with ours' ETag (the references answer 304).
 import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { get, headersToReplay } from './lib/http.mjs';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
-import { bffEnv, freePort, killAll, probeTicks, profArgs, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS } from './lib/processes.mjs';
+import { bffEnv, freePort, killAll, probeTicks, profArgs, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS, waitUntilQuiet } from './lib/processes.mjs';
 import { startBaseline } from './scenarios/cached.mjs';
 import { median } from './lib/stats.mjs';
 import { API_KEY, env, settings } from './lib/settings.mjs';
@@ -42,28 +42,36 @@ async function measureBuild(entry, sim, agent) {
     await get(agent, ours.url + PATH);
     const hit = await get(agent, ours.url + PATH);
     if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT') throw new Error(`${entry}: ${PATH} answered ${hit.status}, X-Cache ${hit.headers['x-cache']}`);
+    let served = hit;
     if (env.BENCH_ACCEPT_ENCODING) {
-      const coded = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
-      if (!coded.headers['content-encoding']) throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
+      served = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
+      if (!served.headers['content-encoding']) throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
     }
-    const answer = { body: hit.body, contentType: hit.headers['content-type'], ...(REVALIDATE && { etag: hit.headers.etag }) };
-    const revalidation = REVALIDATE ? { 'If-None-Match': hit.headers.etag } : {};
+    // The references answer the bytes ours answers: its compressed copy, said so, when one was asked for.
+    const coding = served.headers['content-encoding'];
+    const body = coding ? { bodyBase64: served.bytes.toString('base64'), contentEncoding: coding } : { body: served.body };
+    const answer = { ...body, contentType: served.headers['content-type'], ...(REVALIDATE && { etag: served.headers.etag }) };
+    const revalidation = REVALIDATE ? { 'If-None-Match': served.headers.etag } : {};
+    await waitUntilQuiet(ours);
     const base = await startBaseline(servers, 'baseline-builds', { [PATH]: answer });
-    const same = await startBaseline(servers, 'baseline-same-headers-builds', { [PATH]: { ...answer, headers: headersToReplay(hit.headers) } });
+    const same = await startBaseline(servers, 'baseline-same-headers-builds', { [PATH]: { ...answer, headers: headersToReplay(served.headers) } });
     const third = { tool: settings.tool, connections: Math.max(1, Math.round(settings.connections / 3)), durationSec: settings.durationSec, warmupSec: 0, expectStatus: REVALIDATE ? 304 : 200 };
     const ratios = { base: [], same: [] };
+    const cpuUs = { ours: [], base: [] };
     for (let run = 0; run <= RUNS; run += 1) {
       const [o, b, s] = await Promise.all(
-        [ours, base, same].map((server) => runLoad({ ...third, url: server.url + PATH, serverPid: server.pid, headers: { ...(server === ours ? OURS_HEADERS : {}), ...revalidation } })),
+        [ours, base, same].map((server) => runLoad({ ...third, url: server.url + PATH, serverPid: server.pid, headers: { ...OURS_HEADERS, ...revalidation } })),
       );
       for (const r of [o, b, s]) if (r.errors || r.unexpected || !r.serverCpuUsPerRequest) throw new Error(`${entry}: a run had errors or unexpected answers`);
       // The first run of fresh processes is their warm-up.
       if (run === 0) continue;
       ratios.base.push(o.serverCpuUsPerRequest / b.serverCpuUsPerRequest);
       ratios.same.push(o.serverCpuUsPerRequest / s.serverCpuUsPerRequest);
+      cpuUs.ours.push(o.serverCpuUsPerRequest);
+      cpuUs.base.push(b.serverCpuUsPerRequest);
     }
     const ticks = { ours: await probeTicks(ours), base: await probeTicks(base), same: await probeTicks(same) };
-    return { base: median(ratios.base), same: median(ratios.same), runs: ratios.base, ticks };
+    return { base: median(ratios.base), same: median(ratios.same), runs: ratios.base, us: { ours: median(cpuUs.ours), base: median(cpuUs.base) }, ticks };
   } finally {
     for (const server of servers) await stopChild(server.child);
   }
@@ -85,6 +93,7 @@ async function main() {
         const slow = Object.entries(figure.ticks).filter(([, ns]) => ns > SLOW_TICK_NS).map(([name]) => name);
         console.log(
           `round ${round} ${build.label}: vs base ${figure.base.toFixed(3)} (runs ${figure.runs.map((r) => r.toFixed(2)).join(' ')}), vs same-hdr ${figure.same.toFixed(3)}; ` +
+            `µs CPU a request: ours ${figure.us.ours.toFixed(1)}, base ${figure.us.base.toFixed(1)}; ` +
             `tick ns ours ${figure.ticks.ours}, base ${figure.ticks.base}, same-hdr ${figure.ticks.same}${slow.length ? `  OFF THE FAST PATH: ${slow.join(', ')}` : ''}`,
         );
       }

@@ -56,22 +56,19 @@ function keyOf(node) {
 }
 
 // Busy time by cause: each sample goes to the first specific cause found walking up from the
-// sampled frame (so work done inside a middleware is charged to that middleware); only stacks
+// sampled frame (so work done inside the pipeline or a route is charged to it); only stacks
 // with no specific cause fall back to the generic ones (framework plumbing, node:http).
 const CAUSES = [
   ['socket write (writev/write of the response)', (k, depth) => depth === 0 && /^(writev|writeBuffer|writeUtf8String|writeLatin1String) \[native\]/.test(k)],
   ['garbage collector', (k) => k.startsWith('(garbage collector)')],
-  ['waitUntilOf → c.executionCtx throws on Node (Error + stack)', (k) => k.startsWith('get executionCtx ') || k.startsWith('waitUntilOf ')],
-  ['access log line (log.js, logAccess)', (k) => k.includes('[bff] dist/core/log.js') || k.startsWith('logAccess ')],
-  ['a real undici Response is built (lightweight Response materialized)', (k) => /^_Response  node:internal\/deps\/undici/.test(k)],
-  ['Hono `set res` merge (c.res existed before the handler)', (k) => k.startsWith('set res ')],
-  ['c.header() after the response exists (cors Vary)', (k) => k.startsWith('header  hono: dist/context.js')],
-  ['secureHeaders (12 headers set on c.res after next)', (k) => k.includes('secure-headers')],
-  ['cors (c.res.headers.set before next; origin check)', (k) => k.includes('middleware/cors') || k.startsWith('cors.origin ')],
-  ['request id (request-ids.js, or Hono\'s requestId middleware)', (k) => k.includes('request-id')],
-  ['query validator + zod', (k) => k.includes('validator/validator') || k.includes('zod:') || k.startsWith('parseOrThrow ')],
-  ['sendRead / c.body (Response, Headers from the record)', (k) => k.startsWith('sendRead ') || k.startsWith('body  hono') || k.startsWith('#newResponse')],
-  ['cache read (public-reads, cache.js, lru-cache)', (k) => /\[bff\] dist\/(public-reads|cache)\.js|lru-cache/.test(k)],
+  ['compression of cached copies (zlib, behind an archive read)', (k) => k.includes('node:zlib') || k.startsWith('encodeBody ')],
+  ['access log (access-log.js, log.js)', (k) => /\[bff\] dist\/core\/(log|http\/access-log)\.js/.test(k)],
+  ['request id (request-ids.js)', (k) => k.includes('request-ids')],
+  ['archive query (memo, zod)', (k) => k.includes('archive-query') || k.includes('zod:')],
+  ['cached read answer (read-reply.js: header record, Response)', (k) => k.includes('[bff] dist/core/http/read-reply.js')],
+  ['cache read (reads/, lru-cache)', (k) => /\[bff\] dist\/core\/reads\/|lru-cache/.test(k)],
+  ['the pipeline around each handler (pipeline.js, the rest of the route)', (k) => /\[bff\] dist\/core\/(http\/pipeline|routes\/)/.test(k)],
+  ['cors (preflights)', (k) => k.includes('middleware/cors')],
   ['node-server: write a materialized Response (headers → record, stream reader)', (k) => k.startsWith('responseViaResponseObject ')],
   ['node-server: write a lightweight Response (fast path)', (k) => k.startsWith('responseViaCache ')],
 ];

@@ -1,16 +1,15 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { createServer } from 'node:http';
 import { createNodeClientIp } from './core/http/client-ip.js';
+import { headerOfIncoming } from './core/http/request-header.js';
 import { parseConfig } from './core/config/config.js';
 import { createDemoSite } from './demo/site.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
 import { createNodeBodyEncoder } from './node/compression.js';
-import { createNodeHotPath } from './node/hot-path.js';
 import { limitsOf, serveWithLimits, timedOutByListener } from './node/listener.js';
 import type { Config } from './core/config/config.js';
 import type { Logger } from './core/log.js';
 import { importOptional, MissingPackageError } from './node/optional-package.js';
-import { STALE_IF_ERROR_SECONDS } from './core/reads/public-reads.js';
+import { cachePolicies, sharedTierMaxAgeSeconds } from './core/reads/cache-policies.js';
 import type { RedisServices } from './node/redis/services.js';
 import type { Admin } from './node/admin/admin.js';
 import { createAppForConfig, linkOriginOf } from './core/service.js';
@@ -63,7 +62,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   // The demo site renders search results with the app's own routes: bound once the app exists.
   let serveApi: ((path: string, env: unknown) => Promise<Response>) | undefined;
   const api = (path: string, env: unknown) => (serveApi ? serveApi(path, env) : Promise.reject(new Error('the app is not ready')));
-  const { app, refuse, stats, upstream, freshReply, logAccess, surge, archiveWatch } = createAppForConfig(config, {
+  const { app, refuse, stats, upstream, logAccess, surge, archiveWatch } = createAppForConfig(config, {
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
     log,
@@ -79,12 +78,18 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
     requestTimedOut: timedOutByListener,
+    requestHeader: headerOfIncoming,
     ...(isDisposableDomain && { isDisposableDomain }),
     // With Redis, one instance watches; the others' copies of the archive come from Redis within a
     // TTL (and a tick) of the change, so the hook waits that long for all of them to serve it.
     ...(redis && { archiveWatch: { store: redis.watchStore, lease: redis.watchLease, settleMs: config.cacheTtlSeconds * 1000 + 2 * WATCH_TICK_MS } }),
   });
-  serveApi = async (path, env) => app.request(path, undefined, env);
+  // Its own request: Node's request headers are read from the bindings (headerOfIncoming), so the
+  // bindings it gets keep the visitor's socket and none of the page request's headers.
+  serveApi = async (path, env) => {
+    const { incoming } = env as { incoming: { socket: unknown } };
+    return app.request(path, undefined, { ...(env as object), incoming: { headers: {}, socket: incoming.socket } });
+  };
   // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
   if (surge) setInterval(() => void surge.check((promise) => void promise), SURGE_CHECK_INTERVAL_MS).unref();
   if (config.accessLog === 'summary') setInterval(() => logAccess.writeHitSummary(), HIT_SUMMARY_INTERVAL_MS).unref();
@@ -99,10 +104,6 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     writer.stop();
   };
 
-  // Fresh cached reads are answered in front of @hono/node-server's listener (node/hot-path.ts).
-  const hotPath = createNodeHotPath({ freshReply, logAccess });
-  const createHotServer = (options: object, listener: Parameters<typeof hotPath.inFrontOf>[0]) =>
-    createServer(options, hotPath.inFrontOf(listener));
   const metrics = admin?.metrics;
   const { server, shedding } = serveWithLimits(
     {
@@ -110,7 +111,6 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       refuse,
       hostname: config.host,
       port: config.port,
-      createServer: createHotServer as typeof createServer,
       ...(metrics && { onShed: (reason) => metrics.connectionShed(reason) }),
     },
     limitsOf(config),
@@ -205,7 +205,7 @@ async function startRedis(config: Config, url: string, log: Logger): Promise<Red
     namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
     apiKey: config.apiKey ?? 'demo',
     subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
-    cacheMaxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
+    cacheMaxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
     log,
   });
 }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createApp } from '../src/core/app.js';
 import { createDemoUpstream } from '../src/demo/upstream.js';
 import { createUpstreamClient } from '../src/core/upstream/newsletter-api.js';
-import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse, testConfig } from './helpers.js';
+import { TEST_API_KEY, createFakeClock, createScriptedFetch, createTestApp, jsonResponse, testConfig } from './helpers.js';
 
 interface ErrorBody {
   ok: false;
@@ -324,6 +324,42 @@ describe('security and CORS headers, cached hits and errors alike', () => {
   });
 });
 
+describe('one pipeline', () => {
+  /** The app itself, as an entry serves it (createTestApp's records each answer for the contract tests, as a promise). */
+  function createPlainApp() {
+    const clock = createFakeClock();
+    const demo = createDemoUpstream({ apiKey: TEST_API_KEY, now: clock.now });
+    const config = testConfig({ NEWSLETTER_API_BASE_URL: demo.baseUrl });
+    const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: TEST_API_KEY, timeoutMs: 1000, fetch: demo.fetch, now: clock.now });
+    return { ...createApp({ config, upstream, now: clock.now }), clock, config };
+  }
+
+  it.each(['/api/issues', '/api/issues?limit=5&category=interviews', '/api/issues/meet-the-rooftop-beekeepers-of-eastside', '/api/categories'])(
+    'answers a fresh cached read of %s at once: the app hands back the response itself, not a promise',
+    async (path) => {
+      const { app } = createPlainApp();
+      const url = `http://bff.test${path}`;
+      const miss = await app.fetch(new Request(url));
+      expect(miss.headers.get('x-cache')).toMatch(/MISS|HIT/);
+      const hit = app.fetch(new Request(url));
+      expect(hit).toBeInstanceOf(Response);
+      expect((hit as Response).headers.get('x-cache')).toBe('HIT');
+      expect((hit as Response).headers.get('x-request-id')).toMatch(/^[0-9a-f]{32}$/);
+    },
+  );
+
+  it('answers a stale read as a promise, with the same headers', async () => {
+    const { app, clock, config } = createPlainApp();
+    await app.request('/api/categories');
+    clock.advance((config.cacheTtlSeconds + 1) * 1000);
+    const stale = app.fetch(new Request('http://bff.test/api/categories'));
+    expect(stale).toBeInstanceOf(Promise);
+    const answer = await stale;
+    expect(answer.headers.get('x-cache')).toBe('STALE');
+    expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+});
+
 describe('caching headers of public GETs', () => {
   it.each(GET_ROUTES)('sends Cache-Control with max-age=60, stale-while-revalidate and stale-if-error for %s', async (path) => {
     const { app } = createDemoApp();
@@ -404,8 +440,8 @@ describe('access log and the API key', () => {
     expect(JSON.stringify(logs.entries())).not.toContain('jane.doe');
   });
 
-  it('logs how each cached read was answered', async () => {
-    const { app, logs } = createDemoApp();
+  it('logs how each cached read was answered, with ACCESS_LOG=all', async () => {
+    const { app, logs } = createDemoApp({ ACCESS_LOG: 'all' });
     await app.request('/api/categories');
     await app.request('/api/categories');
     await app.request('/api/issues/a.b');
@@ -449,7 +485,8 @@ describe('access log and the API key', () => {
       }
       return jsonResponse({ ok: false, error: { code: 'NOT_FOUND', message: `no issue for ${authorization}` } }, 404, echo);
     });
-    const { app, logs } = createTestApp({ fetch: upstream.fetch });
+    // A line for every request, fresh hits included, so that every one can be checked.
+    const { app, logs } = createTestApp({ fetch: upstream.fetch, env: { ACCESS_LOG: 'all' } });
     const requests: [string, RequestInit | undefined][] = [
       ['/api/issues', undefined],
       ['/api/issues', { method: 'HEAD' }],

@@ -3,7 +3,6 @@ import { describe, expect, it, vi } from 'vitest';
 import { createDemoUpstream } from '../src/demo/upstream.js';
 import { createNodeBodyEncoder } from '../src/node/compression.js';
 import type { BodyEncoder } from '../src/core/reads/rendered-json.js';
-import { stringBytes } from '../src/core/reads/memory-budget.js';
 import type { SharedEntry } from '../src/core/reads/shared-tier.js';
 import { TEST_API_KEY, createFakeClock, createMemoryStore, createScriptedFetch, createTestApp } from './helpers.js';
 import { createArchive } from './support/fake-upstream/archive.js';
@@ -167,8 +166,10 @@ describe('compressed copies of a copy read back from the shared tier (Node with 
     }
     expect(upstream.calls.length).toBe(callsBefore);
     // The copies count in B's cache bytes (B holds this one issue; A the archive index it read
-    // for the issue's neighbours, and the letters that came with it, too).
-    expect(b.stats().bytes).toBe(stringBytes(text) + compressedBytes + 2 * etagCharacters);
+    // for the issue's neighbours, and the letters that came with it, too): the body's UTF-8 bytes
+    // (its text is not kept beside them) and each compressed copy, each with its ETag.
+    const identityEtag = (await b.app.request(SLUG_PATH)).headers.get('etag')!;
+    expect(b.stats().bytes).toBe(Buffer.byteLength(text) + 2 * identityEtag.length + compressedBytes + 2 * etagCharacters);
   });
 });
 

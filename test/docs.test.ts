@@ -53,8 +53,8 @@ describe('the documentation', () => {
   });
 
   it("names headings as GitHub anchors them", () => {
-    expect(headingAnchors("## Node's hot path for fresh reads\n## POST /api/subscribe\n## Bot protection (Turnstile)\n## A\n## A")).toEqual(
-      new Set(['nodes-hot-path-for-fresh-reads', 'post-apisubscribe', 'bot-protection-turnstile', 'a', 'a-1']),
+    expect(headingAnchors("## Node's HTTP layer\n## POST /api/subscribe\n## Bot protection (Turnstile)\n## A\n## A")).toEqual(
+      new Set(['nodes-http-layer', 'post-apisubscribe', 'bot-protection-turnstile', 'a', 'a-1']),
     );
   });
 

@@ -152,9 +152,9 @@ export function createTestApp(options: TestAppOptions = {}) {
     ...options.deps,
     encodeBody: options.encodeBody,
   });
-  // `served`: the app's own fetch as the Node entry serves it, with what its hot path needs.
-  const served = { fetch: service.app.fetch, freshReply: service.freshReply, logAccess: service.logAccess };
-  return { app: observeResponses(service.app), refuse: service.refuse, stats: service.stats, served, clock, logs, demo, config, sleeps, surge: service.surge, archiveWatch: service.archiveWatch };
+  // `served`: the app's own fetch as the Node entry serves it, without the contract check of each answer.
+  const served = { fetch: service.app.fetch };
+  return { app: observeResponses(service.app), refuse: service.refuse, stats: service.stats, served, logAccess: service.logAccess, clock, logs, demo, config, sleeps, surge: service.surge, archiveWatch: service.archiveWatch };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */

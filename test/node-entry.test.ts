@@ -103,6 +103,25 @@ describe('Node entry', () => {
     expect(lines.filter((line) => line.event === 'cache_hits')).toEqual([]);
   });
 
+  it("renders the demo site's search page from its own read of the archive, whatever the page request's headers", async () => {
+    const port = await freePort();
+    const run = start({ PORT: String(port), HOST: '127.0.0.1' });
+    await run.waitFor('listening on');
+    const browser = { Accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'Accept-Encoding': 'br, gzip' };
+    // An empty search is the whole archive, whose pages are kept compressed: the browser's headers
+    // are the page's, not the in-process read's (a compressed answer would not read as JSON).
+    for (const q of ['the', '']) {
+      const api = (await (await fetch(`http://127.0.0.1:${port}/api/issues?q=${q}&limit=10`, { headers: browser })).json()) as { meta: { total: number } };
+      const page = await fetch(`http://127.0.0.1:${port}/?q=${q}`, { headers: browser });
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      expect(html).not.toContain('could not be searched');
+      expect(html).toContain(q ? `${api.meta.total} issues match` : `${api.meta.total} issues ·`);
+    }
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+  });
+
   it('serves /healthz, /readyz and /metrics on ADMIN_PORT only, none of them on PORT, and stops on SIGTERM', async () => {
     const [port, adminPort] = [await freePort(), await freePort()];
     const run = start({ PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort) });

@@ -1,4 +1,4 @@
-// The app of the in-process measures (bench/in-process.mjs on Node, bench/workerd/ inside
+// The app of the in-process measures (bench/workerd/ inside
 // workerd): the real one from dist/ over the demo upstream, access log on (written to memory),
 // one allowed origin. Resolves with the service, its newest slug and the bytes logged so far.
 import { createApp } from '../../dist/core/app.js';

@@ -8,9 +8,10 @@ export function get(agent, url, { method = 'GET', headers = {}, body } = {}) {
     const req = httpRequest(url, { method, headers, agent, timeout: 30_000 }, (res) => {
       const chunks = [];
       res.on('data', (chunk) => chunks.push(chunk));
-      res.on('end', () =>
-        resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }),
-      );
+      res.on('end', () => {
+        const bytes = Buffer.concat(chunks);
+        resolve({ status: res.statusCode, headers: res.headers, body: bytes.toString('utf8'), bytes, ms: performance.now() - started });
+      });
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`timeout: ${method} ${url}`)));

@@ -1,9 +1,7 @@
 // Preloaded (`--require`) into every server process of the bench. On SIGUSR2 it times
 // process.nextTick in that process and writes `tick probe: <ns a call>` to stderr: a process whose
 // ticks went off V8's fast path after an idle spell costs several times a normal one
-// (docs/node-http.md, "process.nextTick after an idle spell"). With BENCH_IDLE_SPELL=1 and
-// --expose-gc (bench/idle-spell.mjs) it then makes such a spell, six full collections while no
-// tick is queued, times the ticks again and writes `idle spell: <ns before> <ns after>`.
+// (docs/performance.md, "A process off V8's fast path for ticks").
 'use strict';
 const noop = () => {};
 
@@ -26,15 +24,6 @@ function nsPerTick(then) {
 }
 
 process.on('SIGUSR2', () => {
-  // From timers, not ticks: no tick object is alive while the collections run.
-  setTimeout(() => {
-    nsPerTick((before) => {
-      process.stderr.write(`tick probe: ${before}\n`);
-      if (process.env.BENCH_IDLE_SPELL !== '1' || typeof globalThis.gc !== 'function') return;
-      setTimeout(() => {
-        for (let i = 0; i < 6; i += 1) globalThis.gc();
-        nsPerTick((after) => process.stderr.write(`idle spell: ${before} ${after}\n`));
-      }, 50);
-    });
-  }, 50);
+  // From a timer, not a tick: no tick object of the probe's own is alive when it starts.
+  setTimeout(() => nsPerTick((ns) => process.stderr.write(`tick probe: ${ns}\n`)), 50);
 });

@@ -7,7 +7,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { get, headersToReplay } from '../lib/http.mjs';
-import { freePort, probeTicks, profArgs, runLoad, startNginx, startServerProcess, TICK_PROBE_ARGS } from '../lib/processes.mjs';
+import { freePort, probeTicks, profArgs, runLoad, startNginx, startServerProcess, TICK_PROBE_ARGS, waitUntilQuiet } from '../lib/processes.mjs';
 import { benchDir, env, HOST, nginxPath, settings } from '../lib/settings.mjs';
 import { median, progress, stripHistogram, summarizeSide } from '../lib/stats.mjs';
 
@@ -37,6 +37,7 @@ export async function runCachedScenarios({ sim, agent, servers, results }, ours,
     results.meta.nginx = { binary: nginxPath, version: spawnSync(nginxPath, ['-v'], { encoding: 'utf8' }).stderr.trim() };
   }
   await checkSameAnswers(agent, ours, baseline, [baseline, sameHeaders, ...(nginx ? [nginx] : [])], scenarios);
+  results.meta.oursQuietAfterSeconds = await waitUntilQuiet(ours);
 
   // A process.nextTick in each Node server, after the warm-up and after each phase of each
   // scenario: one whose ticks went off V8's fast path after an idle spell costs more for reasons

@@ -3,8 +3,8 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * `npx vitest run -c bench/workerd/vitest.config.ts [file]`: measures inside workerd (the
- * Workers runtime) as @cloudflare/vitest-pool-workers runs it locally: bench/in-process.mjs's
- * general-path measure (in-process.bench-run.ts) and a cold archive load
+ * Workers runtime) as @cloudflare/vitest-pool-workers runs it locally: a cached hit through
+ * `app.request()` (in-process.bench-run.ts) and a cold archive load
  * (archive-cold.bench-run.ts). Not part of `npm test`: they print figures.
  */
 export default defineConfig({

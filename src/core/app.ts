@@ -1,19 +1,23 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { RegExpRouter } from 'hono/router/reg-exp-router';
+import { SmartRouter } from 'hono/router/smart-router';
+import { TrieRouter } from 'hono/router/trie-router';
 import { cors } from 'hono/cors';
 import type { Config } from './config/config.js';
 import { ApiError, renderError, cutOffStatus } from './http/errors.js';
-import { publicCacheControl } from './http/read-reply.js';
-import { accessLogMiddleware, createAccessLog } from './http/access-log.js';
-import { createFreshReplies } from '../node/fresh-replies.js';
+import { createAccessLog } from './http/access-log.js';
+import { createPipeline } from './http/pipeline.js';
+import { headerOfRequest, type RequestHeader } from './http/request-header.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createOriginPolicy, listenOrigins } from './http/origins.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
 import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
-import { createPublicReads, STALE_IF_ERROR_SECONDS, STALE_WHILE_REVALIDATE_SECONDS } from './reads/public-reads.js';
+import { createPublicReads } from './reads/public-reads.js';
+import { cacheControlOf, cachePolicies } from './reads/cache-policies.js';
 import { createMemoryRateLimiter, type RateLimiter } from './http/rate-limit.js';
-import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules, createResponseHeaders } from './http/response-headers.js';
+import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules } from './http/response-headers.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import type { BodyEncoder } from './reads/rendered-json.js';
 import type { RepeatGuard } from './subscribe/guards.js';
@@ -38,6 +42,11 @@ export interface AppDeps {
   log?: Logger;
   /** The visitor's IP: the socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
   clientIp?: (c: Context) => string | undefined;
+  /**
+   * A request header by its lower-case name, as `c.req.header` reads it (Node reads its own parsed
+   * headers: core/http/request-header.ts). Read a few times for every cached hit.
+   */
+  requestHeader?: RequestHeader;
   rateLimiter?: RateLimiter;
   /**
    * Answers GET/HEAD of every path outside /api/ (demo mode serves the example site with it).
@@ -112,21 +121,20 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
 
 /**
  * Creates the whole service from its dependencies: middleware, the four routes and one error
- * path, with the cache counters the Node entry logs on shutdown and what Node's fresh-read
- * path answers with. No globals.
+ * path, with the cache counters and the access log's summary the Node entry writes. No globals.
  */
 export function createApp(deps: AppDeps) {
-  const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
+  const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics, requestHeader = headerOfRequest } = deps;
   const requestTimedOut = deps.requestTimedOut ?? (() => false);
   // The service's own origin counts only where it serves pages posting to itself (demo mode).
   const origins = createOriginPolicy(config.allowedOrigins, deps.site ? listenOrigins(config.host, config.port) : []);
-  const cacheControl = publicCacheControl(config.cacheTtlSeconds, STALE_WHILE_REVALIDATE_SECONDS, STALE_IF_ERROR_SECONDS);
+  const policies = cachePolicies(config);
   // A failing upstream is logged once per spell, not once per read it affects.
   const spells = createFailureSpells({ log, now });
   const reads = createPublicReads({
     upstream,
     now,
-    ttlSeconds: config.cacheTtlSeconds,
+    policies,
     maxBytes: config.cacheMaxBytes,
     notFoundTtlSeconds: config.notFoundTtlSeconds,
     archiveMaxIssues: config.archiveMaxIssues,
@@ -211,12 +219,46 @@ export function createApp(deps: AppDeps) {
           encodeBody: deps.encodeBody,
         });
 
+  /** The answer to an error a handler threw: its envelope, or a 500 logged once. */
+  function answerError(error: unknown, c: Context): Response {
+    // The client hung up before its body arrived (499), or the listener timed it out (408):
+    // nothing to answer and nothing of ours broke; logged once by the access log at info.
+    const cutOff = cutOffStatus(c, requestTimedOut);
+    if (cutOff !== undefined) return new Response(null, { status: cutOff });
+    if (error instanceof ApiError) return renderError(c, error);
+    // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
+    if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));
+    log.log('error', 'unhandled_error', {
+      requestId: c.get('requestId'),
+      name: error instanceof Error ? error.name : typeof error,
+      message: error instanceof Error ? error.message : undefined,
+    });
+    return renderError(c, new ApiError('INTERNAL_ERROR'));
+  }
+  const pipeline = createPipeline({ headerRules, logAccess, answerError, requestHeader });
+
   const api = new Hono()
-    .route('/', createIssuesRoutes({ reads, cacheControl, archiveQueries, feeds, clientIp }))
-    .route('/', createCategoriesRoutes({ reads, cacheControl, clientIp }))
+    .route(
+      '/',
+      createIssuesRoutes({
+        reads,
+        headerRules,
+        cacheControl: { archive: cacheControlOf(policies.archive), issue: cacheControlOf(policies.issue) },
+        archiveQueries,
+        feeds,
+        clientIp,
+        requestHeader,
+        pipeline,
+      }),
+    )
+    .route(
+      '/',
+      createCategoriesRoutes({ reads, headerRules, cacheControl: cacheControlOf(policies.categories), clientIp, requestHeader, pipeline }),
+    )
     .route(
       '/',
       createSubscribeRoutes({
+        first: pipeline.layer,
         upstream,
         config,
         origins,
@@ -243,60 +285,62 @@ export function createApp(deps: AppDeps) {
       }),
     );
 
-  // Preflights only: the requests themselves get their grant from createResponseHeaders.
+  // Preflights only: the requests themselves get their grant from the header rules.
   const preflight = cors({
     ...CORS_POLICY,
     origin: config.allowedOrigins === '*' ? '*' : (origin) => corsGrant(origins, origin)?.['Access-Control-Allow-Origin'] ?? null,
   });
+  const answerPreflight = pipeline.route(async (c: Context) => (await preflight(c, async () => {})) as Response);
 
+  // Which methods each public path answers, for a request no route took (405 with Allow).
+  const publicPaths = new SmartRouter<{ path: string; allow: readonly string[] }>({ routers: [new RegExpRouter(), new TrieRouter()] });
+  for (const [path, allow] of Object.entries(PUBLIC_PATHS)) publicPaths.add('ALL', path, { path, allow });
+  const publicPathOf = (c: Context) => publicPaths.match(c.req.method, c.req.path)[0][0]?.[0];
+  const site = deps.site;
+
+  /** A request no route took: a method a public path does not answer, a page of the demo site, or nothing. */
+  async function noRoute(c: Context): Promise<Response> {
+    const allow = publicPathOf(c)?.allow;
+    if (allow) throw new ApiError('METHOD_NOT_ALLOWED', { allow });
+    if (site && (c.req.method === 'GET' || c.req.method === 'HEAD') && !c.req.path.startsWith('/api/')) {
+      const page = await site(c, async () => {});
+      if (page instanceof Response) return page;
+    }
+    throw new ApiError('NOT_FOUND');
+  }
+
+  // One handler per method and path, each wrapped in the pipeline (core/http/pipeline.ts): no
+  // middleware, so that a fresh cached read is answered at once.
   const app = new Hono();
-  app.use(createResponseHeaders(headerRules), accessLogMiddleware(logAccess));
-  for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, preflight);
+  for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, answerPreflight);
   const routes = app.route('/api', api);
-  for (const [path, allow] of Object.entries(PUBLIC_PATHS)) {
-    app.all(path, () => {
-      throw new ApiError('METHOD_NOT_ALLOWED', { allow });
-    });
-  }
-  if (deps.site) {
-    const site = deps.site;
-    app.on(['GET', 'HEAD'], '*', (c, next) => (c.req.path.startsWith('/api/') ? next() : site(c, next)));
-  }
-
-  app.notFound((c) => renderError(c, new ApiError('NOT_FOUND')));
-  app.onError((error, c) => {
-    // The client hung up before its body arrived (499), or the listener timed it out (408):
-    // nothing to answer and nothing of ours broke; logged once by the access log at info.
-    const cutOff = cutOffStatus(c, requestTimedOut);
-    if (cutOff !== undefined) return new Response(null, { status: cutOff });
-    if (error instanceof ApiError) return renderError(c, error);
-    // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
-    if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));
-    log.log('error', 'unhandled_error', {
-      requestId: c.get('requestId'),
-      name: error instanceof Error ? error.name : typeof error,
-      message: error instanceof Error ? error.message : undefined,
-    });
-    return renderError(c, new ApiError('INTERNAL_ERROR'));
-  });
+  app.notFound(pipeline.unrouted(noRoute, (c) => publicPathOf(c)?.path));
+  // What escaped a pipeline's own handling (none is expected).
+  app.onError(answerError);
 
   // A request @hono/node-server cannot make a Request of (a Host or path it refuses) never
   // reaches the routes; the Node listener hands a stand-in here, so its answer has the headers,
   // access line and envelope of every other one (docs/node-http.md "Every answer in the envelope").
-  const refusals = new Hono();
-  refusals.use(createResponseHeaders(headerRules), accessLogMiddleware(logAccess));
-  refusals.all('*', () => {
-    throw new ApiError('BAD_REQUEST');
+  // The stand-in is a plain Request: its headers are read from it, whatever the runtime's rule.
+  const refusing = createPipeline({
+    headerRules,
+    logAccess,
+    answerError: (error, c) => renderError(c, error instanceof ApiError ? error : new ApiError('INTERNAL_ERROR')),
+    requestHeader: headerOfRequest,
   });
-  refusals.onError((error, c) => renderError(c, error instanceof ApiError ? error : new ApiError('INTERNAL_ERROR')));
+  const refusals = new Hono();
+  refusals.all(
+    '*',
+    refusing.unrouted(() => {
+      throw new ApiError('BAD_REQUEST');
+    }, () => undefined),
+  );
 
   return {
     app: routes,
     /** Answers 400 `BAD_REQUEST` to a stand-in for a request the Node adapter could not read. */
     refuse: (request: Request) => refusals.fetch(request),
     stats: () => ({ ...reads.stats(), ...feeds?.stats() }),
-    /** Node's fresh-read path (node/hot-path.ts): the same reads and rules, without the pipeline. */
-    freshReply: createFreshReplies({ reads, archiveQueries, headerRules, cacheControl }),
     logAccess,
     /** The Workers Cron Trigger's refresh (workers/handler.ts `scheduled`). */
     refreshFromUpstream: reads.refreshFromUpstream,

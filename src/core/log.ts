@@ -65,8 +65,8 @@ function safeDecode(segment: string): string {
 }
 
 /**
- * Buffers lines and writes them in batches: a synchronous write per line costs more than the
- * rest of a cached request (docs/node-http.md). Each line is encoded into the batch's bytes as it
+ * Buffers lines and writes them in batches: a synchronous write per line would be a system call
+ * per request, dearer than a cached answer itself. Each line is encoded into the batch's bytes as it
  * comes, so it does not outlive its request as a string. Flushes when the batch is full, on the
  * interval, and on demand. Node only (`Buffer`).
  */

@@ -3,6 +3,7 @@ import { createApp, type ArchiveWatchDeps } from './app.js';
 import type { Config } from './config/config.js';
 import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from '../demo/sample-publication.js';
 import type { Logger } from './log.js';
+import type { RequestHeader } from './http/request-header.js';
 import type { BodyEncoder } from './reads/rendered-json.js';
 import type { Metrics } from './metrics.js';
 import type { RateLimiter } from './http/rate-limit.js';
@@ -15,6 +16,8 @@ import type { HoldOff } from './upstream/hold-off.js';
 export interface RuntimeDeps {
   log: Logger;
   clientIp: (c: Context) => string | undefined;
+  /** How a request header is read (Node: the headers `node:http` parsed); Hono's `c.req.header` by default. */
+  requestHeader?: RequestHeader;
   fetch?: typeof globalThis.fetch;
   now?: () => number;
   rateLimiter?: RateLimiter;

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import { ifNoneMatchMatches } from '../core/http/read-reply.js';
+import { cacheControlOf, NO_STORE, SITE_POLICIES } from '../core/reads/cache-policies.js';
 import { renderSearchPage } from './search-page.js';
 
 const SITE_KEY_LINE = "window.NEWSLETTER_TURNSTILE_SITE_KEY = '';";
@@ -21,12 +22,9 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
 };
 /** Text worth compressing; images other than SVG already are. */
 const COMPRESSIBLE = new Set(['.html', '.css', '.js', '.svg', '.txt']);
-/**
- * Pages and config.js are checked again on every visit (an ETag makes that a 304), so an edit
- * shows at once; the other files (scripts, styles, pictures) are kept for five minutes.
- */
-const REVALIDATE = 'no-cache';
-const KEEP_A_WHILE = 'public, max-age=300';
+/** Pages and config.js are checked again on every visit; the other files are kept a while (reads/cache-policies.ts). */
+const PAGE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.sitePage);
+const FILE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.siteFile);
 
 interface Variant {
   body: Uint8Array<ArrayBuffer>;
@@ -71,7 +69,7 @@ export function createDemoSite(turnstileSiteKey: string | undefined, options: De
       const api = options.api;
       const html = await renderSearchPage(new TextDecoder().decode(file.identity.body), { q, page: c.req.query('page') }, (apiPath) => api(apiPath, c.env));
       // Made for this query: not kept by a browser or a cache (the search is cheap, the queries many).
-      const headers = { 'Content-Type': file.type, 'Cache-Control': 'no-store' };
+      const headers = { 'Content-Type': file.type, 'Cache-Control': NO_STORE };
       return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(html, 200, headers);
     }
     const accepted = c.req.header('accept-encoding');
@@ -105,7 +103,7 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
         const extension = extname(path);
         const file: SiteFile = {
           type: CONTENT_TYPES[extension] ?? 'application/octet-stream',
-          cacheControl: extension === '.html' || path === '/config.js' ? REVALIDATE : KEEP_A_WHILE,
+          cacheControl: extension === '.html' || path === '/config.js' ? PAGE_CACHE_CONTROL : FILE_CACHE_CONTROL,
           identity: { body, etag: etagOf(body, '') },
         };
         if (COMPRESSIBLE.has(extension)) {

@@ -10,26 +10,45 @@ import type { ConnectionShedReason } from '../core/metrics.js';
  * connection with a request in flight is never closed here; public events and `destroy()` only.
  */
 export interface SheddingOptions {
+  /** MAX_CONNECTIONS: above it, connections make room. */
   maxConnections: number;
-  /** The rate limits' key of a peer address; undefined: no client (a trusted proxy), never over share. */
+  /**
+   * The client a connection counts for, from its peer address (the rate limits' key). Undefined,
+   * or undefined for an address: it counts for no client (a trusted proxy), so never over share.
+   */
   clientKeyOf?: (address: string) => string | undefined;
   idleGraceMs: number;
   slowHeadGraceMs: number;
   overShareAfterMs: number;
-  /** How often, above the cap with nothing to close, it looks again. */
+  /** How often, while above the cap with nothing to close, it looks again. */
   recheckMs: number;
-  /** How long after its last shed readiness still reports shedding. */
+  /** How long after its last shed the listener still says it is shedding (readiness). */
   reportMs: number;
-  /** Monotonic milliseconds. */
+  /** Milliseconds, monotonic (default `performance.now`). */
   now?: () => number;
   onShed?: (reason: ConnectionShedReason) => void;
 }
 
-/** How many of a rule's oldest candidates (or clients) are weighed. */
+export interface Shedding {
+  /**
+   * A request the listener has read, on the connection it came by: in flight until both its
+   * answer and the request (its body read or discarded) are done. The listener calls it first.
+   */
+  requestStarted(request: IncomingMessage, response: ServerResponse): void;
+  /** Connections held (a shed one no longer counts). */
+  open(): number;
+  /** Whether the listener holds more than MAX_CONNECTIONS: an answer should then close its connection. */
+  overCap(): boolean;
+  /** Above the cap, or it shed a connection within the last `reportMs`: readiness reports it. */
+  isShedding(): boolean;
+}
+
+/** How many of a rule's oldest candidates (or clients, for rule 3) are weighed. */
 const WINDOW = 16;
 
 interface Client {
   key: string;
+  /** Open connections of this client. */
   held: number;
   /** Its connections that have sent no request yet, oldest first. */
   fresh: Set<Held>;
@@ -38,24 +57,25 @@ interface Client {
 interface Held {
   socket: Socket;
   client: Client | undefined;
-  /** More than one when the client pipelines. */
+  /** Requests read and not yet done (more than one when the client pipelines). */
   inFlight: number;
   /** When it was accepted, or when its last request was done. */
   since: number;
-  /** Between requests it is idle; before its first, fresh. */
+  /** Whether it has carried a request: between requests it is idle, before its first fresh. */
   served: boolean;
   gone: boolean;
 }
 
-export function shedConnections(server: Server, options: SheddingOptions) {
+export function shedConnections(server: Server, options: SheddingOptions): Shedding {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs, recheckMs, reportMs, onShed } = options;
   const now = options.now ?? (() => performance.now());
   const bySocket = new WeakMap<Socket, Held>();
   const clients = new Map<string, Client>();
+  /** Connections that have sent no request yet, oldest first. */
   const fresh = new Set<Held>();
-  /** Longest idle first. */
+  /** Kept-alive connections between requests, longest idle first. */
   const idle = new Set<Held>();
-  /** Clients by their count of fresh connections. */
+  /** Clients by their count of fresh connections, to find the one holding most at once. */
   const byFresh = new Map<number, Set<Client>>();
   let mostFresh = 0;
   let open = 0;
@@ -101,7 +121,7 @@ export function shedConnections(server: Server, options: SheddingOptions) {
 
   const heldBy = (held: Held) => held.client?.held ?? 0;
 
-  /** Of the oldest `WINDOW` past `graceMs`, the one whose client holds the most connections. */
+  /** Of the oldest `WINDOW` in `set` past `graceMs`, the one whose client holds the most connections. */
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
     let best: Held | undefined;
     let weighed = 0;
@@ -114,7 +134,11 @@ export function shedConnections(server: Server, options: SheddingOptions) {
     return best;
   }
 
-  /** Among the clients holding most fresh connections, an old enough one; else the top client's oldest when over its share. */
+  /**
+   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one
+   * once it is `overShareAfterMs` old; failing that, the oldest of the client holding the most,
+   * young or not, when that is more than its share (the cap divided between the clients).
+   */
   function overShare(at: number): Held | undefined {
     let weighed = 0;
     for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {
@@ -137,6 +161,7 @@ export function shedConnections(server: Server, options: SheddingOptions) {
     onShed?.(reason);
   }
 
+  /** Closes one connection by the rules; false when none may go. */
   function makeRoom(): boolean {
     const at = now();
     const slowOne = pick(fresh, slowHeadGraceMs, at);
@@ -172,31 +197,35 @@ export function shedConnections(server: Server, options: SheddingOptions) {
     bySocket.set(socket, held);
     open += 1;
     startWaiting(held);
+    // One listener per connection, however many requests it carries.
     socket.once('close', () => release(held));
     if (open > maxConnections) shedDownToCap();
   });
 
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+  function requestStarted(request: IncomingMessage, response: ServerResponse) {
     const held = bySocket.get(request.socket);
     if (held === undefined || held.gone) return;
     if (held.inFlight === 0) stopWaiting(held);
     held.inFlight += 1;
     held.served = true;
-    // Done when both the answer and the request are: listeners on their own objects, never on the socket.
-    let parts = 2;
-    const partDone = () => {
-      parts -= 1;
-      if (parts > 0) return;
-      held.inFlight -= 1;
-      if (held.inFlight === 0 && !held.gone) startWaiting(held);
-    };
-    response.once('close', partDone);
-    request.once('close', partDone);
-  });
+    // Done when both the answer and the request (its body read or discarded) are: listeners on
+    // this request's own objects, gone with them, never on the socket. The request has usually
+    // arrived whole (a GET always), or closed, by the time its answer is sent: then one listener
+    // does. `on`, not `once`: each fires once, and its object goes with it.
+    response.on('close', () => {
+      if (request.complete || request.closed) done(held);
+      else request.on('close', () => done(held));
+    });
+  }
+
+  function done(held: Held) {
+    held.inFlight -= 1;
+    if (held.inFlight === 0 && !held.gone) startWaiting(held);
+  }
 
   return {
+    requestStarted,
     open: () => open,
-    /** Above MAX_CONNECTIONS: an answer should close its connection. */
     overCap: () => open > maxConnections,
     isShedding: () => open > maxConnections || now() - lastShedAt < reportMs,
   };

@@ -1,7 +1,7 @@
 import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-server';
 import type { Context } from 'hono';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
-import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../core/config/config.js';
 import { rateLimitKeyOf } from '../core/http/ip-address.js';
@@ -91,8 +91,6 @@ export interface ServeOptions {
   refuse: (request: Request) => Response | Promise<Response>;
   hostname: string;
   port: number;
-  /** How the http server is made (the Node entry may put a request listener in front of ours). */
-  createServer?: typeof createServer;
   /** Told of each connection closed to make room (the metric). */
   onShed?: (reason: ConnectionShedReason) => void;
 }
@@ -108,8 +106,9 @@ export function serveWithLimits(options: ServeOptions, limits: ServerLimits, onL
   const drainTimeoutMs = limits.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
   /** Sockets closing after an answer: a request read on one after that is not run. */
   const closing = new WeakSet<Socket>();
-  /** The request the adapter's listener is handling, for `errorHandler` (see `readingNow`). */
-  let readingNow: HttpBindings | undefined;
+  /** The request the adapter's listener is handling, for `errorHandler` (two variables, not an object a request). */
+  let readingIncoming: IncomingMessage | undefined;
+  let readingOutgoing: ServerResponse | undefined;
 
   const finish = (response: Response, bindings: HttpBindings) => finishEarlyAnswer(response, bindings, closing, drainMaxBytes, drainTimeoutMs);
   // An HTTP/1 server (no http2 `createServer`): the bindings are always HttpBindings.
@@ -118,26 +117,13 @@ export function serveWithLimits(options: ServeOptions, limits: ServerLimits, onL
     // Its drain closes a kept-alive connection 500 ms after an early answer (docs/node-http.md):
     // finishEarlyAnswer does that job instead.
     autoCleanupIncoming: false,
-    errorHandler: (error) => answerUnreadable(error, readingNow, options.refuse, finish),
+    errorHandler: (error) =>
+      answerUnreadable(error, readingIncoming && readingOutgoing && { incoming: readingIncoming, outgoing: readingOutgoing }, options.refuse, finish),
   });
 
-  let shedding: ReturnType<typeof shedConnections> | undefined;
-  const listener: RequestListener = function serveRequest(incoming, outgoing) {
-    // The connection said close already: this request was pipelined behind that answer.
-    if (closing.has(incoming.socket)) return void incoming.resume();
-    // Above the cap a connection is not kept for another request: its answer makes room.
-    if (shedding?.overCap()) outgoing.setHeader('Connection', 'close');
-    // The adapter calls errorHandler, when it cannot read the request, before its first await.
-    readingNow = { incoming, outgoing };
-    try {
-      return adapterListener(incoming, outgoing);
-    } finally {
-      readingNow = undefined;
-    }
-  };
-  const server = (options.createServer ?? createServer)(serverOptionsFor(limits), listener);
+  const server = createServer(serverOptionsFor(limits));
   server.maxConnections = hardCeiling(limits.maxConnections);
-  shedding = shedConnections(server, {
+  const shedding = shedConnections(server, {
     maxConnections: limits.maxConnections,
     clientKeyOf: limits.clientKeyOf,
     idleGraceMs: limits.idleGraceMs ?? DEFAULT_IDLE_GRACE_MS,
@@ -147,9 +133,26 @@ export function serveWithLimits(options: ServeOptions, limits: ServerLimits, onL
     reportMs: limits.sheddingReportMs ?? DEFAULT_SHEDDING_REPORT_MS,
     onShed: options.onShed,
   });
+  // The one 'request' listener: what shedding needs of a request is done here, not by a listener of its own.
+  server.on('request', function serveRequest(incoming: IncomingMessage, outgoing: ServerResponse) {
+    // In flight until it is done: its connection is not shed meanwhile.
+    shedding.requestStarted(incoming, outgoing);
+    // The connection said close already: this request was pipelined behind that answer.
+    if (closing.has(incoming.socket)) return void incoming.resume();
+    // Above the cap a connection is not kept for another request: its answer makes room.
+    if (shedding.overCap()) outgoing.setHeader('Connection', 'close');
+    // The adapter calls errorHandler, when it cannot read the request, before its first await.
+    readingIncoming = incoming;
+    readingOutgoing = outgoing;
+    try {
+      return adapterListener(incoming, outgoing);
+    } finally {
+      readingIncoming = undefined;
+      readingOutgoing = undefined;
+    }
+  });
   server.listen(options.port, options.hostname, () => onListening?.(server.address() as AddressInfo));
-  const held = shedding;
-  return { server, shedding: () => held.isShedding() };
+  return { server, shedding: () => shedding.isShedding() };
 }
 
 /** The options `http.createServer` needs for the limits (the checking interval is fixed at creation). */

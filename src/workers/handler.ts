@@ -1,7 +1,7 @@
 import type { ExecutionContext, Hono } from 'hono';
 import { parseConfig } from '../core/config/config.js';
 import { createLogger, type Logger } from '../core/log.js';
-import { STALE_IF_ERROR_SECONDS } from '../core/reads/public-reads.js';
+import { cachePolicies, NO_STORE, sharedTierMaxAgeSeconds } from '../core/reads/cache-policies.js';
 import { createBindingRateLimiter, type RateLimitBinding } from '../core/http/rate-limit.js';
 import { createRequestIds } from '../core/http/request-ids.js';
 import { API_SECURITY_HEADERS } from '../core/http/response-headers.js';
@@ -73,7 +73,8 @@ export function createWorker(options: WorkerOptions = {}) {
         hint: `bind a KV namespace as ${WATCH_STATE_BINDING} (wrangler.toml): without it the watch remembers what it saw in this isolate only, and a Cron Trigger run in a new isolate takes its first look again, announcing nothing`,
       });
     }
-    const { app, refreshFromUpstream, archiveWatch } = createAppForConfig(config, {
+    // An isolate has no timer to write a summary with, and may end unannounced: a line each request.
+    const { app, refreshFromUpstream, archiveWatch } = createAppForConfig({ ...config, accessLog: 'all' }, {
       log,
       fetch: options.fetch,
       now: options.now,
@@ -83,7 +84,7 @@ export function createWorker(options: WorkerOptions = {}) {
         ? createWorkersSharedCache(store, {
             namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
             apiKey: config.apiKey ?? '',
-            maxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
+            maxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
           })
         : undefined,
       // The Cron Trigger refreshes the index just before each look; its runs may land in any
@@ -106,7 +107,7 @@ export function createWorker(options: WorkerOptions = {}) {
           headers: {
             ...API_SECURITY_HEADERS,
             'Content-Type': 'application/json',
-            'Cache-Control': 'no-store',
+            'Cache-Control': NO_STORE,
             'X-Request-Id': requestId,
           },
         });

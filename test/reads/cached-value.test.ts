@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue } from '../../src/core/reads/cached-value.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
+import { renderedWithEtag } from '../../src/core/reads/rendered-json.js';
 
 const FETCHED_AT = 1_700_000_000_000;
 
@@ -29,7 +30,7 @@ describe('shared entries of cached values', () => {
   });
 
   it('carry a rendered body with its ETag unchanged', () => {
-    const value = jsonValue({ body: '{"ok":true,"data":[]}', etag: '"abc"' }, FETCHED_AT);
+    const value = jsonValue(renderedWithEtag('{"ok":true,"data":[]}', '"abc"'), FETCHED_AT);
     expect(decodeSharedEntry(encodeSharedEntry(value))).toEqual(value);
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createReadBudget } from '../../src/core/reads/read-budget.js';
+import { cachePolicies } from '../../src/core/reads/cache-policies.js';
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
 import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { UpstreamError } from '../../src/core/upstream/transport.js';
@@ -30,14 +31,14 @@ function setup(options: { slugs?: string[]; archiveMaxIssues?: number; perClient
   const reads = createPublicReads({
     upstream,
     now: clock.now,
-    ttlSeconds: 60,
+    policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
     maxBytes: 4 * 1024 * 1024,
     notFoundTtlSeconds: 30,
     archiveMaxIssues: options.archiveMaxIssues ?? 5000,
     readBudget: createReadBudget({ totalPerMinute: 1000, perClientPerMinute: options.perClientPerMinute ?? 1000, now: clock.now }),
   });
   const issueStatus = (slug: string) =>
-    reads.issue(slug, undefined, VISITOR).then(
+    Promise.resolve(reads.issue(slug, undefined, () => VISITOR)).then(
       () => 200,
       // Our 404 is an ApiError (a code); a refused upstream read an UpstreamError (a kind).
       (error: { code?: string; kind?: string }) => error.code ?? error.kind,
@@ -97,9 +98,9 @@ describe('public reads under a slug scan', () => {
     expect(await issueStatus('second-wind')).toBe(200);
     clock.advance(61_000);
     for (let i = 0; i < 3; i += 1) await issueStatus(`unknown-${i}`);
-    const stale = await reads.issue('second-wind', undefined, VISITOR);
+    const stale = await reads.issue('second-wind', undefined, () => VISITOR);
     expect(stale.state).toBe('STALE');
-    const refused = await reads.issue('third-eye', undefined, VISITOR).catch((error: UpstreamError) => error);
+    const refused = await Promise.resolve(reads.issue('third-eye', undefined, () => VISITOR)).catch((error: UpstreamError) => error);
     expect(refused).toMatchObject({ kind: 'rate_limited', retryAfterSeconds: expect.any(Number) });
   });
 });

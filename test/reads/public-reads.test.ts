@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { cachePolicies } from '../../src/core/reads/cache-policies.js';
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
 import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { UpstreamError } from '../../src/core/upstream/transport.js';
@@ -33,7 +34,7 @@ function createReads(overrides: { archiveMaxIssues?: number } = {}) {
   const reads = createPublicReads({
     upstream,
     now: clock.now,
-    ttlSeconds: 60,
+    policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
     maxBytes: MAX_BYTES,
     notFoundTtlSeconds: 30,
     archiveMaxIssues: overrides.archiveMaxIssues ?? 5000,
@@ -62,7 +63,7 @@ describe('public reads', () => {
     for (let i = 0; i < 100_000; i += 1) {
       // Half known issues (each ~4 KB cached), half unknown slugs from a scanning bot.
       const slug = i % 2 === 0 ? `known-${i}` : `unknown-${i}`;
-      await reads.issue(slug).catch(() => undefined);
+      await Promise.resolve(reads.issue(slug)).catch(() => undefined);
       if (i % 1000 === 0) {
         const stats = reads.stats();
         peakBytes = Math.max(peakBytes, stats.bytes + stats.renderedPageBytes + stats.notFoundBytes);
@@ -79,7 +80,7 @@ describe('public reads', () => {
   it('is not evicted by a slug scan: the archive stays cached while 50,000 unknown slugs are tried', async () => {
     const { reads, calls, clock } = createReads();
     await reads.archivePage({ limit: 20, offset: 0 });
-    for (let i = 0; i < 50_000; i += 1) await reads.issue(`unknown-${i}`).catch(() => undefined);
+    for (let i = 0; i < 50_000; i += 1) await Promise.resolve(reads.issue(`unknown-${i}`)).catch(() => undefined);
     const page = await reads.archivePage({ limit: 20, offset: 0 });
     expect(page.state).toBe('HIT');
     expect(calls.filter((call) => call === 'archive')).toHaveLength(1);
@@ -98,7 +99,7 @@ describe('public reads', () => {
       listCategories: async () => [],
       createSubscriber: async () => ({}),
     };
-    const reads = createPublicReads({ upstream, now: clock.now, ttlSeconds: 60, maxBytes: MAX_BYTES, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
+    const reads = createPublicReads({ upstream, now: clock.now, policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }), maxBytes: MAX_BYTES, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
     await reads.archivePage({ limit: 20, offset: 0 });
     const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
     const pending = reads.issue('late');

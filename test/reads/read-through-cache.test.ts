@@ -82,6 +82,30 @@ describe('read-through cache', () => {
     expect(cache.stats()).toMatchObject({ hits: 1, misses: 1, entries: 1 });
   });
 
+  it('answers a fresh copy at once, not as a promise, and a stale or missing one as a promise', async () => {
+    const { cache, clock } = createCache();
+    const first = cache.read('a');
+    expect(first).toBeInstanceOf(Promise);
+    await first;
+    expect(cache.read('a')).toEqual({ value: 'a@v1', state: 'HIT' });
+    clock.advance(TTL + 1);
+    const stale = cache.read('a');
+    expect(stale).toBeInstanceOf(Promise);
+    expect(await stale).toEqual({ value: 'a@v1', state: 'STALE' });
+  });
+
+  it('asks who a read is for only when it loads', async () => {
+    const { readThrough } = createCache();
+    const asked: string[] = [];
+    const visitor = () => (asked.push('asked'), '203.0.113.9');
+    const clients: (string | undefined)[] = [];
+    const load: Loader<string> = async (_key, _waitUntil, client) => (clients.push(client), 'value');
+    await readThrough.read('a', load, undefined, { client: visitor });
+    readThrough.read('a', load, undefined, { client: visitor });
+    expect(asked).toEqual(['asked']);
+    expect(clients).toEqual(['203.0.113.9']);
+  });
+
   it('loads each key with the loader its read passes, so one cache holds values of different kinds', async () => {
     const { readThrough } = createCache();
     const calls: string[] = [];
@@ -242,7 +266,7 @@ describe('read-through cache', () => {
     clock.advance(REFRESH_FAILURE_BACKOFF_MS - 1000);
     loader.hold();
     const answered: unknown[] = [];
-    for (let i = 0; i < 5; i += 1) void cache.read('a').then((result) => answered.push(result));
+    for (let i = 0; i < 5; i += 1) void Promise.resolve(cache.read('a')).then((result) => answered.push(result));
     await settle();
     // All five answered while the refresh they started is still waiting on the upstream.
     expect(answered).toEqual(Array.from({ length: 5 }, () => ({ value: 'a@v1', state: 'STALE' })));
@@ -262,7 +286,7 @@ describe('read-through cache', () => {
     clock.advance(REFRESH_FAILURE_BACKOFF_MS + 1);
     loader.hold();
     let answered = false;
-    const read = cache.read('a').then((result) => {
+    const read = Promise.resolve(cache.read('a')).then((result) => {
       answered = true;
       return result;
     });

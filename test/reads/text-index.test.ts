@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry } from '../../src/core/reads/cached-value.js';
 import { countWords, readingMinutesOf, searchWords, visibleText } from '../../src/core/reads/letter-text.js';
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
+import { cachePolicies } from '../../src/core/reads/cache-policies.js';
 import { addDocument, addSummary, compacted, createTextStore, documentOf, search, textIndexBytes, worthCompacting, type TextIndex } from '../../src/core/reads/text-index.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
@@ -176,7 +177,7 @@ describe('letters the list rows do not carry', () => {
       listCategories: async () => [],
       createSubscriber: async () => ({}),
     };
-    const reads = createPublicReads({ upstream, now: clock.now, ttlSeconds: 60, maxBytes: 4 * 1024 * 1024, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
+    const reads = createPublicReads({ upstream, now: clock.now, policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }), maxBytes: 4 * 1024 * 1024, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
     const page = async (q?: string) => JSON.parse((await reads.archivePage({ limit: 20, offset: 0, q })).rendered.body) as { data: IssueSummary[] };
     return { reads, calls, clock, page };
   }

@@ -5,7 +5,7 @@ import { createApp } from '../../src/core/app.js';
 import { createFakeUpstream, type FakeUpstream } from '../support/fake-upstream/fake.js';
 import { createLogger } from '../../src/core/log.js';
 import { createNodeBodyEncoder } from '../../src/node/compression.js';
-import { STALE_IF_ERROR_SECONDS } from '../../src/core/reads/public-reads.js';
+import { cachePolicies, sharedTierMaxAgeSeconds } from '../../src/core/reads/cache-policies.js';
 import { connectRedis, type RedisServices } from '../../src/node/redis/services.js';
 import { createUpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { testConfig } from '../helpers.js';
@@ -133,7 +133,7 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     namespace: fake.baseUrl,
     apiKey: REDIS_TEST_KEY,
     subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
-    cacheMaxAgeSeconds: config.cacheTtlSeconds + STALE_IF_ERROR_SECONDS,
+    cacheMaxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
     log,
     connectWaitMs: 1000,
     probeIntervalMs: 50,

@@ -14,10 +14,10 @@ interface ErrorBody {
 }
 
 /** The real app over the demo upstream, with the demo's traffic recorded in a call log. */
-function createDemoApp() {
+function createDemoApp(env: Record<string, string> = {}) {
   const demo = createDemoUpstream({ apiKey: TEST_API_KEY });
   const upstream = createScriptedFetch((call) => demo.fetch(call.url, { method: call.method, headers: call.headers }));
-  const test = createTestApp({ fetch: upstream.fetch, env: { NEWSLETTER_API_BASE_URL: demo.baseUrl } });
+  const test = createTestApp({ fetch: upstream.fetch, env: { NEWSLETTER_API_BASE_URL: demo.baseUrl, ...env } });
   return { ...test, demo, calls: upstream.calls };
 }
 
@@ -168,6 +168,27 @@ describe('GET /api/categories', () => {
     expect(await second.text()).toBe(await first.text());
     expect(second.headers.get('etag')).toBe(first.headers.get('etag'));
     expect(calls).toHaveLength(made);
+  });
+
+  it('stays fresh for CATEGORIES_TTL_SECONDS, longer than the issues, and says so in Cache-Control', async () => {
+    const { app, calls, clock } = createDemoApp({ CACHE_TTL_SECONDS: '60', CATEGORIES_TTL_SECONDS: '600' });
+    const categories = await app.request('/api/categories');
+    expect(categories.headers.get('cache-control')).toBe('public, max-age=600, stale-while-revalidate=300, stale-if-error=86400');
+    expect((await app.request('/api/issues')).headers.get('cache-control')).toBe('public, max-age=60, stale-while-revalidate=300, stale-if-error=86400');
+    // Past the issues' TTL and within their stale-while-revalidate; within the categories' TTL.
+    clock.advance(300_000);
+    expect((await app.request('/api/categories')).headers.get('x-cache')).toBe('HIT');
+    expect((await app.request('/api/issues')).headers.get('x-cache')).toBe('STALE');
+    expect(calls.filter((call) => call.url.pathname.endsWith('/categories')).length).toBe(1);
+    clock.advance(301_000);
+    expect((await app.request('/api/categories')).headers.get('x-cache')).toBe('STALE');
+  });
+
+  it('is fresh as long as the issues when CATEGORIES_TTL_SECONDS is not set', async () => {
+    const { app, clock } = createDemoApp({ CACHE_TTL_SECONDS: '60' });
+    expect((await app.request('/api/categories')).headers.get('cache-control')).toMatch(/^public, max-age=60,/);
+    clock.advance(61_000);
+    expect((await app.request('/api/categories')).headers.get('x-cache')).toBe('STALE');
   });
 
   it('ignores a query string: same body, same ETag, no further upstream call', async () => {

@@ -1,7 +1,7 @@
 import type { AccessLogMode } from '../http/access-log.js';
 import * as z from '../zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from '../upstream/schemas.js';
-import type { ListPaging } from '../upstream/archive.js';
+import type { ListPaging } from '../upstream/assumptions.js';
 import { DEFAULT_LIST_PAGING, LIST_ISSUES_PAGE_PARAM } from '../upstream/assumptions.js';
 import { parseHttpUrl } from '../http/origins.js';
 import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
@@ -35,6 +35,8 @@ export interface Config {
   port: number;
   host: string;
   cacheTtlSeconds: number;
+  /** Freshness of the categories (CATEGORIES_TTL_SECONDS; CACHE_TTL_SECONDS unless set): see reads/cache-policies.ts. */
+  categoriesTtlSeconds: number;
   cacheMaxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
@@ -88,7 +90,7 @@ export interface Config {
   adminHost: string;
   /** /readyz answers 503 once every upstream call has failed for this long. */
   adminUnreadyAfterSeconds: number;
-  /** Node only: a `request` line for every request (`all`), or the fast path's fresh hits counted into a summary (core/http/access-log.ts). */
+  /** A `request` line for every request (`all`), or fresh cached hits counted into a summary a minute (core/http/access-log.ts). */
   accessLog: AccessLogMode;
 }
 
@@ -180,6 +182,8 @@ const ConfigSchema = z.object({
     ),
   ),
   CACHE_TTL_SECONDS: wholeNumberVariable(1, 86_400, 60),
+  // 0 (unset): as CACHE_TTL_SECONDS.
+  CATEGORIES_TTL_SECONDS: wholeNumberVariable(1, 86_400, 0),
   CACHE_MAX_BYTES: wholeNumberVariable(MIB, 4096 * MIB, 64 * MIB),
   NOT_FOUND_CACHE_TTL_SECONDS: wholeNumberVariable(1, 3600, 30),
   ARCHIVE_MAX_ISSUES: wholeNumberVariable(200, 100_000, 5000),
@@ -321,6 +325,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       port: env.PORT,
       host: env.HOST,
       cacheTtlSeconds: env.CACHE_TTL_SECONDS,
+      categoriesTtlSeconds: env.CATEGORIES_TTL_SECONDS === 0 ? env.CACHE_TTL_SECONDS : env.CATEGORIES_TTL_SECONDS,
       cacheMaxBytes: env.CACHE_MAX_BYTES,
       notFoundTtlSeconds: env.NOT_FOUND_CACHE_TTL_SECONDS,
       archiveMaxIssues: env.ARCHIVE_MAX_ISSUES,

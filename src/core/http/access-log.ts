@@ -1,11 +1,10 @@
-import type { MiddlewareHandler } from 'hono';
 import { maskEmailsInPath, type Logger } from '../log.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
 import type { CacheState } from '../reads/read-through-cache.js';
 
 const MAX_LOGGED_PATH = 200;
 
-/** One answered request, as every entry point knows it. */
+/** One answered request. */
 export interface AccessEntry {
   method: string;
   /** The request path as routed (no query). */
@@ -21,33 +20,27 @@ export interface AccessEntry {
   staleReason?: string | undefined;
 }
 
-/** What answers from one cached copy share of their access entry (all but the time and id). */
-export type FreshHitEntry = Omit<AccessEntry, 'startedAt' | 'requestId' | 'staleReason'>;
-
 /**
  * ACCESS_LOG: `all` writes a `request` line for every request; `summary` writes one for every
- * request but the fresh cached hits Node's fast path answers, which are counted instead and
+ * request but the fresh cached hits (`X-Cache: HIT`, 200 or 304), which are counted instead and
  * written as `cache_hits` lines, one per route and status (a closed set), by `writeHitSummary`
  * (docs/configuration.md "Logs" says why that is the default).
  */
 export type AccessLogMode = 'all' | 'summary';
 
 /**
- * The one access log: a structured `request` line per request (method, path, status, ms, cache
- * state, request id) and its request metric, for the general pipeline's middleware and Node's
- * fresh-read path alike, so every answered request is logged and counted the same way; with
- * ACCESS_LOG=summary, the fast path's fresh hits are counted into `cache_hits` lines instead
- * (each still in the metric).
+ * The access log: a structured `request` line per request (method, path, status, ms, cache
+ * state, request id) and its request metric; with ACCESS_LOG=summary, fresh cached hits are
+ * counted into `cache_hits` lines instead (each still in the metric).
  */
 export interface AccessLog {
   (entry: AccessEntry): void;
   /**
-   * The log of fresh hits answered alike but for their time and id (node/hot-path.ts keeps one
-   * per cached copy): a line each, or a count in the summary.
+   * The count of fresh hits of one route, method and status when ACCESS_LOG=summary counts them
+   * (undefined otherwise: each has its line): what `logAccess` does for such an entry, for a
+   * caller that answers many alike and keeps it. Called with the request's `startedAt`.
    */
-  freshHit(entry: FreshHitEntry): (startedAt: number, requestId: string | undefined) => void;
-  /** Whether `freshHit`'s logs read `startedAt`: a line or a metric times the request; a count alone does not. */
-  readonly freshHitsTimed: boolean;
+  hitCounter(route: string | undefined, method: string, status: number): ((startedAt: number) => void) | undefined;
   /** Writes the `cache_hits` lines of what was counted since the last call, and starts counting afresh. */
   writeHitSummary(): void;
 }
@@ -64,7 +57,7 @@ interface HitCount {
   method: string;
   route: string;
   status: number;
-  cache: CacheState | undefined;
+  cache: CacheState;
   requests: number;
 }
 
@@ -73,29 +66,32 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
   const known = new Set(options.routes);
   // A route template or `other`: never the raw path, so a label or a summary stays a closed set.
   const routeOf = (route: string | undefined) => (route !== undefined && known.has(route) ? route : 'other');
+  const measured = metrics !== noopMetrics;
+  const summary = mode === 'summary';
+  const isCounted = (status: number, cache: CacheState | undefined) => summary && cache === 'HIT' && (status === 200 || status === 304);
 
-  function lineFor(entry: FreshHitEntry) {
-    const route = routeOf(entry.route);
-    const { method, status, cache } = entry;
-    const path = maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH));
-    return (startedAt: number, requestId: string | undefined) => {
-      const ms = performance.now() - startedAt;
-      metrics.request(route, method, status, ms / 1000);
-      log.log('info', 'request', { method, path, status, ms: Math.round(ms * 10) / 10, cache, requestId });
-    };
+  /** Every count, in the order each was first made (the summary's lines); found by route, method and status. */
+  const counts: HitCount[] = [];
+  const countsByRoute = new Map<string, Map<string, Map<number, HitCount>>>();
+  let countingSince = now();
+
+  function countOf(route: string, method: string, status: number): HitCount {
+    let byMethod = countsByRoute.get(route);
+    if (byMethod === undefined) countsByRoute.set(route, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let counted = byStatus.get(status);
+    if (counted === undefined) {
+      byStatus.set(status, (counted = { method, route, status, cache: 'HIT', requests: 0 }));
+      counts.push(counted);
+    }
+    return counted;
   }
 
-  const counts = new Map<string, HitCount>();
-  let countingSince = now();
-  const measured = metrics !== noopMetrics;
-
-  function countFor(entry: FreshHitEntry) {
-    const route = routeOf(entry.route);
-    const { method, status, cache } = entry;
-    const key = `${method} ${route} ${status} ${cache}`;
-    let count = counts.get(key);
-    if (count === undefined) counts.set(key, (count = { method, route, status, cache, requests: 0 }));
-    const counted = count;
+  function hitCounter(givenRoute: string | undefined, method: string, status: number) {
+    if (!isCounted(status, 'HIT')) return undefined;
+    const route = routeOf(givenRoute);
+    const counted = countOf(route, method, status);
     if (!measured) {
       return () => {
         counted.requests += 1;
@@ -107,43 +103,35 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
     };
   }
 
-  function logRequest(entry: AccessEntry): void {
-    if (entry.cache === 'STALE') metrics.staleAnswer(routeOf(entry.route), entry.staleReason ?? 'revalidating');
-    lineFor(entry)(entry.startedAt, entry.requestId);
-  }
-
-  return Object.assign(logRequest, {
-    freshHit: mode === 'summary' ? countFor : lineFor,
-    freshHitsTimed: mode === 'all' || measured,
-    writeHitSummary() {
-      const at = now();
-      // Tenths: a summary at shutdown may follow the last one by less than a second.
-      const seconds = Math.max(0, Math.round((at - countingSince) / 100) / 10);
-      countingSince = at;
-      for (const count of counts.values()) {
-        if (count.requests === 0) continue;
-        const { method, route, status, cache, requests } = count;
-        log.log('info', 'cache_hits', { method, route, status, cache, requests, seconds });
-        count.requests = 0;
+  return Object.assign(
+    function logAccess(entry: AccessEntry) {
+      const route = routeOf(entry.route);
+      const { method, status, cache } = entry;
+      if (cache === 'STALE') metrics.staleAnswer(route, entry.staleReason ?? 'revalidating');
+      if (isCounted(status, cache)) {
+        countOf(route, method, status).requests += 1;
+        if (measured) metrics.request(route, method, status, (performance.now() - entry.startedAt) / 1000);
+        return;
       }
+      const ms = performance.now() - entry.startedAt;
+      metrics.request(route, method, status, ms / 1000);
+      const path = maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH));
+      log.log('info', 'request', { method, path, status, ms: Math.round(ms * 10) / 10, cache, requestId: entry.requestId });
     },
-  });
-}
-
-/** The general pipeline's access log: the request as Hono routed it, logged once answered. */
-export function accessLogMiddleware(logAccess: AccessLog): MiddlewareHandler {
-  return async function logRequest(c, next) {
-    const startedAt = performance.now();
-    await next();
-    logAccess({
-      method: c.req.method,
-      path: c.req.path,
-      route: c.req.routePath,
-      status: c.res.status,
-      startedAt,
-      cache: c.get('cacheState'),
-      requestId: c.get('requestId'),
-      staleReason: c.get('staleReason'),
-    });
-  };
+    {
+      hitCounter,
+      writeHitSummary() {
+        const at = now();
+        // Tenths: a summary at shutdown may follow the last one by less than a second.
+        const seconds = Math.max(0, Math.round((at - countingSince) / 100) / 10);
+        countingSince = at;
+        for (const counted of counts) {
+          if (counted.requests === 0) continue;
+          const { method, route, status, cache, requests } = counted;
+          log.log('info', 'cache_hits', { method, route, status, cache, requests, seconds });
+          counted.requests = 0;
+        }
+      },
+    },
+  );
 }

@@ -25,8 +25,8 @@ export function chooseCopy(acceptEncoding: string | undefined, copies: readonly 
 
 /**
  * A client sends the same `Accept-Encoding` with every request, and browsers send a handful of
- * distinct ones, so parsing it for every cached hit repeats the same work (measured in
- * docs/node-http.md): the weights of the first MAX_REMEMBERED_HEADERS distinct headers are kept,
+ * distinct ones, so parsing it for every cached hit would repeat the same work: the weights of
+ * the first MAX_REMEMBERED_HEADERS distinct headers are kept,
  * and any other header is parsed each time, so a client making headers up cannot grow the map.
  */
 const rememberedWeights = new Map<string, ReadonlyMap<string, number>>();

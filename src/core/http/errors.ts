@@ -2,6 +2,7 @@ import type { Context, TypedResponse } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 // The configured `z` (see core/zod.ts).
 import * as z from '../zod.js';
+import { NO_STORE } from '../reads/cache-policies.js';
 
 /** The error codes of docs/contract.md ("Errors we return"), with their HTTP status. */
 export const ERROR_STATUS = {
@@ -116,8 +117,8 @@ export class ApiError extends Error {
 
   constructor(code: ErrorCode, options: ApiErrorOptions = {}) {
     // A client error (4xx) is an answer, not a fault: no one reads its stack, and capturing one
-    // cost about a sixth of a 404 of an unknown slug (docs/performance.md "A 404 without a
-    // stack"). A server error keeps its stack.
+    // walks the whole chain of calls the request came through, a slug scan's 404s each time
+    // (docs/performance.md). A server error keeps its stack.
     const stackTraceLimit = Error.stackTraceLimit;
     if (ERROR_STATUS[code] < 500) Error.stackTraceLimit = 0;
     try {
@@ -161,7 +162,7 @@ export function errorEnvelope(error: ApiError): ErrorBody {
 
 /** Renders any ApiError as the JSON envelope with its status and headers; errors are never cached. */
 export function renderError(c: Context, error: ApiError) {
-  const headers: Record<string, string> = { 'Cache-Control': 'no-store' };
+  const headers: Record<string, string> = { 'Cache-Control': NO_STORE };
   if (error.retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfter)));
   if (error.allow) headers.Allow = error.allow.join(', ');
   return c.json(errorEnvelope(error), error.status, headers);

@@ -1,81 +1,92 @@
 import type { Context, TypedResponse } from 'hono';
-import type { CacheState, WaitUntil } from '../reads/read-through-cache.js';
+import type { WaitUntil } from '../reads/read-through-cache.js';
 import type { PublicRead } from '../reads/public-reads.js';
-import type { StaleReason } from '../upstream/failure-policy.js';
+import type { ContentCoding, EncodedCopy, RenderedJson } from '../reads/rendered-json.js';
 import { chooseCopy } from './content-coding.js';
-import { respond } from './response-headers.js';
-
-declare module 'hono' {
-  interface ContextVariableMap {
-    /** How a cached read was answered, for the access log. */
-    cacheState: CacheState;
-    /** Why a STALE answer was stale, for the access log's metric. */
-    staleReason: StaleReason | undefined;
-  }
-}
+import type { RequestHeader } from './request-header.js';
+import type { HeaderRules } from './response-headers.js';
 
 /** A pre-serialized JSON response typed as the envelope `T` it holds, so `hc<AppType>` infers it. */
 export type JsonResponse<T> = Response & TypedResponse<T, 200, 'json'>;
-type NotModified = Response & TypedResponse<null, 304, 'body'>;
+export type NotModified = Response & TypedResponse<null, 304, 'body'>;
 /** What a cached read of envelope `T` answers: the 200, or a 304 for a matching `If-None-Match`. */
 export type ReadAnswer<T> = JsonResponse<T> | NotModified;
 
-/** Sends a cached read (see `readReply`) with this request's headers. */
-export function sendRead<T>(c: Context, read: PublicRead<T>, cacheControl: string, vary?: string): ReadAnswer<T> {
-  return sendRendered(c, read, 'application/json', cacheControl, vary) as ReadAnswer<T>;
-}
-
-/** `sendRead` for any rendered body of the given `Content-Type` (a feed's XML). */
-export function sendRendered(c: Context, read: PublicRead, contentType: string, cacheControl: string, vary?: string): Response {
-  c.set('cacheState', read.state);
-  if (read.staleReason !== undefined) c.set('staleReason', read.staleReason);
-  const reply = readReply(
-    read,
-    { contentType, cacheControl, vary, varyAlready: c.get('responseHeaders')?.Vary },
-    c.req.header('if-none-match'),
-    c.req.header('accept-encoding'),
-  );
-  return respond(c, reply.body, reply.status, reply.headers);
-}
-
 /** How a route answers its cached reads. */
-export interface ReadReplyRules {
+export interface ReadRoute {
   contentType: string;
   cacheControl: string;
-  /** The request headers a negotiated answer depends on, added to `varyAlready` (this request's own `Vary`). */
+  /** The request headers a negotiated answer depends on (the archive's `Accept`), besides `Origin` and `Accept-Encoding`. */
   vary?: string | undefined;
-  varyAlready?: string | undefined;
 }
 
-/** What a cached read answers, besides the headers every response carries. */
-export interface ReadReply {
-  status: 200 | 304;
-  headers: Record<string, string>;
-  /** The text, a compressed copy's bytes, or null for a 304. */
-  body: string | Uint8Array<ArrayBuffer> | null;
-}
+/** The answer to one cached read of a route, with this request's headers and id. */
+export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) => JsonResponse<T> | NotModified;
+
+/** A copy's header records for one status and coding, by the origin the answer grants ('' for none). */
+type RecordsByCopy = WeakMap<RenderedJson, Map<string, Readonly<Record<string, string>>>>;
 
 /**
- * A cached read's answer: its serialized body (or the compressed copy `Accept-Encoding` chooses,
- * core/http/content-coding.ts), that representation's strong ETag, `X-Cache` (and `Age` when stale), or 304
- * when the client's `If-None-Match` already names that ETag (RFC 9110 §13.1.2). Where compressed
- * copies exist the answer depends on `Accept-Encoding`, so `Vary` says so, on a 304 too. The one
- * rule for the general pipeline (sendRendered) and Node's fresh-read path.
+ * How many header records (granted origins) are kept per cached copy, status and coding: one per
+ * allowed origin and one for every other, so a made-up `Origin` adds none; past this many (a long
+ * list of allowed origins) a request's record is worked out afresh and not kept.
  */
-export function readReply(read: PublicRead, rules: ReadReplyRules, ifNoneMatch: string | undefined, acceptEncoding?: string): ReadReply {
-  const { rendered } = read;
-  const copy = chooseCopy(acceptEncoding, rendered.encoded);
-  const etag = copy?.etag ?? rendered.etag;
-  const headers: Record<string, string> = { 'Cache-Control': rules.cacheControl, ETag: etag, 'X-Cache': read.state };
-  if (read.ageSeconds !== undefined) headers.Age = String(read.ageSeconds);
-  const vary = [rules.varyAlready, rules.vary, rendered.encoded && 'Accept-Encoding'].filter(Boolean).join(', ');
-  // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5), so it is set before either.
-  if (rules.vary !== undefined || rendered.encoded) headers.Vary = vary;
-  if (ifNoneMatchMatches(ifNoneMatch, etag)) return { status: 304, headers, body: null };
-  headers['Content-Type'] = rules.contentType;
-  if (copy === undefined) return { status: 200, headers, body: rendered.body };
-  headers['Content-Encoding'] = copy.coding;
-  return { status: 200, headers, body: copy.body };
+const MAX_RECORDS_PER_COPY = 16;
+
+/**
+ * The answers of one route's cached reads: the body (the copy's bytes, or the compressed copy
+ * `Accept-Encoding` chooses, core/http/content-coding.ts), that representation's strong ETag,
+ * `X-Cache` (and `Age` when stale), or 304 when `If-None-Match` already names that ETag (RFC 9110
+ * §13.1.2). Where compressed copies exist the answer depends on `Accept-Encoding`, so `Vary` says
+ * so, on a 304 too.
+ *
+ * Besides the request id, such an answer's headers depend only on the copy, the status, the
+ * coding and the origin the answer grants: for a fresh copy they are worked out once as one
+ * record, kept beside the copy, and each request copies the record and puts its id in. A stale
+ * copy's `Age` changes by the second: its answers are worked out each time.
+ */
+export function createReadReplies(rules: HeaderRules, route: ReadRoute, requestHeader: RequestHeader): SendRead {
+  const recordsOf = (): Record<ContentCoding | 'identity', RecordsByCopy> => ({ identity: new WeakMap(), br: new WeakMap(), gzip: new WeakMap() });
+  const records = { 200: recordsOf(), 304: recordsOf() };
+
+  function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): Readonly<Record<string, string>> {
+    const origin = requestHeader(c, 'origin');
+    const granted = rules.grantedOrigin(origin) ?? '';
+    const reusable = read.state === 'HIT' && read.ageSeconds === undefined;
+    const byCopy = records[status][copy?.coding ?? 'identity'];
+    let byOrigin = reusable ? byCopy.get(read.rendered) : undefined;
+    const kept = byOrigin?.get(granted);
+    if (kept !== undefined) return kept;
+    // In the order the answer's headers have always had: this request's, then the read's own.
+    const record = rules.headersFor({ path: c.req.path, origin, requestId: '' });
+    const { rendered } = read;
+    record['Cache-Control'] = route.cacheControl;
+    record.ETag = copy?.etag ?? rendered.etag;
+    record['X-Cache'] = read.state;
+    if (read.ageSeconds !== undefined) record.Age = String(read.ageSeconds);
+    // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5), so it is set before either.
+    if (route.vary !== undefined || rendered.encoded) record.Vary = [record.Vary, route.vary, rendered.encoded && 'Accept-Encoding'].filter(Boolean).join(', ');
+    if (status === 200) {
+      record['Content-Type'] = route.contentType;
+      if (copy !== undefined) record['Content-Encoding'] = copy.coding;
+    }
+    if (reusable) {
+      if (byOrigin === undefined) byCopy.set(read.rendered, (byOrigin = new Map()));
+      if (byOrigin.size < MAX_RECORDS_PER_COPY) byOrigin.set(granted, record);
+    }
+    return record;
+  }
+
+  return function sendRead(c, read, requestId) {
+    const { rendered } = read;
+    const copy = chooseCopy(requestHeader(c, 'accept-encoding'), rendered.encoded);
+    const status = ifNoneMatchMatches(requestHeader(c, 'if-none-match'), copy?.etag ?? rendered.etag) ? 304 : 200;
+    const headers = { ...recordFor(c, read, copy, status) };
+    headers['X-Request-Id'] = requestId;
+    // A plain header record and bytes: @hono/node-server writes such a response straight to the socket.
+    const body = status === 304 ? null : (copy?.body ?? rendered.bytes);
+    return new Response(body, { status, headers }) as JsonResponse<never> | NotModified;
+  } as SendRead;
 }
 
 /** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */
@@ -87,15 +98,10 @@ export function ifNoneMatchMatches(header: string | undefined, etag: string): bo
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
 
-/** `Cache-Control` of public GET successes (docs/contract.md "Caching"). */
-export function publicCacheControl(ttlSeconds: number, staleWhileRevalidate: number, staleIfError: number): string {
-  return `public, max-age=${ttlSeconds}, stale-while-revalidate=${staleWhileRevalidate}, stale-if-error=${staleIfError}`;
-}
-
 /**
  * Workers' `waitUntil` for this request; on Node there is no execution context and work simply
  * runs. Looked up only when a load needs it: Hono's `c.executionCtx` throws (an Error with a
- * stack) where there is none, which cost 7% of a cached hit on Node when done per request.
+ * stack) where there is none, which is dear to do on every request.
  */
 export function waitUntilOf(c: Context): WaitUntil {
   return (promise) => {

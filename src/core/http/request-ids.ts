@@ -6,8 +6,8 @@ const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
  * New request ids: 32 lower-case hex digits each, 128 random bits from Web Crypto (Node and
  * Workers alike). Like `crypto.randomUUID()`'s, they cannot be guessed and tell nothing of
  * traffic. The bits of `batch` ids are drawn and written out as hex at once, and each id is a
- * slice of that text: a UUID written out in each request cost about 4% of a cached hit
- * (docs/performance.md, "Request ids cut from a batch").
+ * slice of that text: a cached hit does little else, and a UUID drawn and written out for each
+ * one was a part of its cost worth saving (docs/performance.md).
  */
 export function createRequestIds(batch = 128): () => string {
   // getRandomValues fills at most 65,536 bytes at once.

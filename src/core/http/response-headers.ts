@@ -1,14 +1,9 @@
-import type { Context, MiddlewareHandler } from 'hono';
 import type { OriginPolicy } from './origins.js';
 import { createRequestIds } from './request-ids.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
     requestId: string;
-    /** Every header this request's response carries besides its own (see createResponseHeaders). */
-    responseHeaders: Readonly<Record<string, string>>;
-    /** Set by `respond`: the response was built with `responseHeaders` already. */
-    responseHeadersApplied: true;
   }
 }
 
@@ -74,8 +69,13 @@ export interface HeaderFacts {
 }
 
 /**
- * The headers every response carries besides its own — security headers, `X-Request-Id`, the
- * CORS grant — for the general pipeline (createResponseHeaders) and Node's fresh-read path alike.
+ * The headers every response carries besides its own: security headers, `X-Request-Id`, the
+ * CORS grant. Why not Hono's `secureHeaders()`, `requestId()` and `cors()` on every answer
+ * (docs/performance.md "Hono's header middlewares"): `cors()` writes to `c.res` before the
+ * handler, so Hono rebuilds the response from its body stream and @hono/node-server leaves its
+ * fast path; `requestId()`'s `c.header()` is lost on a handler's own `Response`; and each is a
+ * layer of middleware (core/http/pipeline.ts says why there are none). `cors()` answers the
+ * preflights only.
  */
 export interface HeaderRules {
   /** An incoming `X-Request-Id` when it is safe to echo, else a new one. */
@@ -99,44 +99,11 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
     headersFor({ path, origin, requestId }) {
       const isApi = siteSecurityHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(origins, origin) : undefined;
-      // Object.assign, not spreads: a spread of these records cost ten times as much per request.
       const siteHeaders = siteEmbeddablePaths.some((prefix) => path.startsWith(prefix)) ? embeddableHeaders : siteSecurityHeaders;
       const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : siteHeaders);
       headers['X-Request-Id'] = requestId;
       return grant ? Object.assign(headers, grant) : headers;
     },
-  };
-}
-
-/**
- * Puts every header a response needs (createHeaderRules) into one plain record before the
- * handler runs. Why not Hono's own (docs/performance.md "Hono's header middlewares"):
- * `cors()` writes to `c.res` before the handler, so Hono rebuilds the response from its body
- * stream and @hono/node-server leaves its fast path; `requestId()`'s `c.header()` is lost on a
- * handler's own `Response`; `secureHeaders()` costs a layer for headers this record already has.
- * Cached reads are built with the record by `respond` and left untouched; every other response
- * gets the headers set here.
- */
-export function createResponseHeaders(rules: HeaderRules): MiddlewareHandler {
-  return async function setResponseHeaders(c, next) {
-    const id = rules.requestId(c.req.header('x-request-id'));
-    c.set('requestId', id);
-    const headers = rules.headersFor({
-      path: c.req.path,
-      origin: c.req.header('origin'),
-      requestId: id,
-    });
-    c.set('responseHeaders', headers);
-
-    await next();
-
-    if (c.get('responseHeadersApplied')) return;
-    const target = c.res.headers;
-    for (const name in headers) {
-      // Hono's cors() has answered a preflight: keep its Vary (Origin and the requested headers).
-      if (name === 'Vary' && target.has('vary')) continue;
-      target.set(name, headers[name]!);
-    }
   };
 }
 
@@ -158,12 +125,3 @@ function grantedOrigin(origins: OriginPolicy, origin: string | undefined): strin
 }
 
 const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
-
-/**
- * A response that already carries this request's headers, as a plain record: @hono/node-server
- * writes such a response straight to the socket (a `Headers` object would be converted back).
- */
-export function respond(c: Context, body: string | Uint8Array<ArrayBuffer> | null, status: number, headers: Record<string, string>): Response {
-  c.set('responseHeadersApplied', true);
-  return new Response(body, { status, headers: Object.assign({}, c.get('responseHeaders'), headers) });
-}

@@ -1,7 +1,7 @@
 import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../public-shapes.js';
 import { stringBytes } from './memory-budget.js';
-import { renderedBytes, type RenderedJson } from './rendered-json.js';
+import { renderedBytes, renderedWithEtag, type RenderedJson } from './rendered-json.js';
 import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
@@ -203,7 +203,7 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const parsed = SharedPayloadSchema.safeParse(json);
   if (!parsed.success) return undefined;
   const payload = parsed.data;
-  if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version, payload.neighbours);
+  if (payload.kind === 'json') return jsonValue(renderedWithEtag(payload.body, payload.etag), entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
   const sync = payload.sync && { order: payload.sync.order, fullReadAt: payload.sync.fullReadAt, listing: payload.sync.ids, head: payload.sync.head };
   const text = payload.text && decodeTextIndex(payload.text);

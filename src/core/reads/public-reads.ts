@@ -20,12 +20,16 @@ import type { UpstreamIssue } from '../upstream/schemas.js';
 import { placeHead, type ListOrder } from '../upstream/archive.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import {
+  andThen,
   createReadThroughCache,
   isFresh,
   type CacheState,
   type CacheStats,
   type FreshnessRules,
   type Loader,
+  type MaybePromise,
+  type ReadResult,
+  type Visitor,
   type WaitUntil,
 } from './read-through-cache.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
@@ -33,6 +37,7 @@ import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
 import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
+import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
 import {
@@ -62,7 +67,8 @@ export interface PublicRead<T = unknown> {
 export interface PublicReadsOptions {
   upstream: UpstreamClient;
   now: () => number;
-  ttlSeconds: number;
+  /** How long each read is fresh and stale (reads/cache-policies.ts). */
+  policies: Pick<CachePolicies, 'archive' | 'issue' | 'categories'>;
   /** CACHE_MAX_BYTES: split between the caches below by memory-budget.ts. */
   maxBytes: number;
   notFoundTtlSeconds: number;
@@ -94,12 +100,15 @@ export interface ArchiveIndexRead {
   staleReason?: StaleReason | undefined;
 }
 
-/** `client` is the visitor's IP: the upstream loads its read causes are charged to it. */
+/**
+ * `client` is the visitor: the upstream loads its read causes are charged to its IP. A read a
+ * fresh copy answers is answered at once, not as a promise.
+ */
 export interface PublicReads {
-  archiveIndex(waitUntil?: WaitUntil, client?: string): Promise<ArchiveIndexRead>;
-  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<ArchivePageBody>>;
-  issue(slug: string, waitUntil?: WaitUntil, client?: string): Promise<PublicRead<IssueBody>>;
-  categories(waitUntil?: WaitUntil, client?: string): Promise<PublicRead<CategoriesBody>>;
+  archiveIndex(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<ArchiveIndexRead>;
+  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<ArchivePageBody>>;
+  issue(slug: string, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<IssueBody>>;
+  categories(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<CategoriesBody>>;
   /**
    * Reads the archive and the categories from the upstream now, whatever their copies' age, into
    * this cache and the shared tier (a Workers Cron Trigger: visitors then find a copy). Charged
@@ -113,21 +122,9 @@ export interface PublicReads {
    * the shared tier. `undefined` when no fresh copy could be had. Charged to no visitor.
    */
   freshArchiveIndex(options?: { load?: boolean; upstream?: boolean }): Promise<IndexCopy | undefined>;
-  /**
-   * The same three reads when each can be answered at once from a fresh cached copy (a HIT),
-   * synchronously; `undefined` when it would need a load, a render or an error.
-   */
-  fresh: {
-    archivePage(query: ArchiveQuery): PublicRead<ArchivePageBody> | undefined;
-    issue(slug: string): PublicRead<IssueBody> | undefined;
-    categories(): PublicRead<CategoriesBody> | undefined;
-  };
   stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
 }
 
-/** Staleness limits of docs/contract.md "Caching", also sent in `Cache-Control`. */
-export const STALE_WHILE_REVALIDATE_SECONDS = 300;
-export const STALE_IF_ERROR_SECONDS = 86_400;
 const NOT_FOUND_MAX_ENTRIES = 20_000;
 /** ARCHIVE_RESYNC_SECONDS's default (docs/upstream.md "How the archive is read" says why). */
 export const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
@@ -153,11 +150,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   const chargeUnlistedRead = (client: string | undefined) => readBudget?.take(client);
   const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
   const budget = splitMemoryBudget(options.maxBytes);
-  const rules: FreshnessRules = {
-    ttlMs: options.ttlSeconds * 1000,
-    staleWhileRevalidateMs: STALE_WHILE_REVALIDATE_SECONDS * 1000,
-    staleIfErrorMs: STALE_IF_ERROR_SECONDS * 1000,
+  const rules = {
+    [ARCHIVE_KEY]: freshnessRulesOf(options.policies.archive),
+    [CATEGORIES_KEY]: freshnessRulesOf(options.policies.categories),
+    issue: freshnessRulesOf(options.policies.issue),
   };
+  const rulesFor = (key: string): FreshnessRules => (key === ARCHIVE_KEY ? rules.archive : key === CATEGORIES_KEY ? rules.categories : rules.issue);
 
   // Unknown slugs live apart from the main cache, so a slug-scanning bot can neither reach
   // the upstream twice for one slug nor evict the good entries (docs/contract.md "Caching").
@@ -172,7 +170,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   });
 
   const cache = createReadThroughCache<CachedValue>({
-    ...rules,
+    ...rules.issue,
+    rulesFor,
     maxBytes: budget.upstreamData,
     maxEntryBytes: budget.upstreamDataEntry,
     notFoundTtlMs: options.notFoundTtlSeconds * 1000,
@@ -201,8 +200,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   }
 
   /**
-   * Compressed copies made behind the answer, one body at a time (a whole read seeds a hundred
-   * letters; compressing them before it answered cost seconds): each replaces its text-only copy
+   * Compressed copies made behind the answer, one body at a time (a whole read seeds hundreds of
+   * letters, and the first visitor would wait for all of them): each replaces its text-only copy
    * while that is still the fresh one kept. A letter that went stale first gets its copies at its
    * next refresh (loadIssue). A queued letter's text is held until its turn: at most what one
    * archive read keeps (the cache's entry bound).
@@ -223,11 +222,11 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * On Workers, each loader asks the isolates' shared tier before the upstream (on Node, Redis);
    * what it answers is given its compressed copies where it has none.
    */
-  const withSharedCopy = (load: Loader<CachedValue>): Loader<CachedValue> => {
+  const withSharedCopy = (load: Loader<CachedValue>, keyRules: FreshnessRules): Loader<CachedValue> => {
     if (!sharedCache) return load;
     const loadThroughTier = withSharedTier(load, {
       store: sharedCache,
-      rules,
+      rules: keyRules,
       now,
       encode: encodeSharedEntry,
       decode: decodeSharedEntry,
@@ -421,18 +420,18 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       },
     };
   }
-  const loadArchive = withSharedCopy(loadArchiveFromUpstream);
+  const loadArchive = withSharedCopy(loadArchiveFromUpstream, rules.archive);
 
   /**
    * The categories with the number of public issues in each, counted in the archive index read
    * beside them (the cached one while fresh): the two are cached apart, so a count follows the
-   * archive within a TTL (docs/contract.md "GET /api/categories").
+   * archive within the categories' TTL (docs/contract.md "GET /api/categories").
    */
   async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
     // Both settled before answering: a failure of one does not leave the other running unseen.
     const [categoriesRead, archiveRead] = await Promise.allSettled([
       upstream.listCategories(),
-      cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }),
+      cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client }),
     ]);
     if (categoriesRead.status === 'rejected') throw categoriesRead.reason;
     if (archiveRead.status === 'rejected') throw archiveRead.reason;
@@ -450,7 +449,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const envelope: CategoriesBody = { ok: true, data };
     return jsonValue(await renderJson(envelope, options.encodeBody), now());
   }
-  const loadCategories = withSharedCopy(loadCategoriesFromUpstream);
+  const loadCategories = withSharedCopy(loadCategoriesFromUpstream, rules.categories);
 
   /**
    * A loader that reads the upstream whatever the shared copy's age, and stores what it read
@@ -489,13 +488,13 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     // A copy is checked against an index at least as fresh as itself: a stale index is refreshed
     // first (joining a refresh under way). One that could not be refreshed is stale still: the
     // copy is read again rather than kept on its word.
-    if (previous?.kind === 'json' && archive !== undefined && now() > archive.fetchedAt + rules.ttlMs) {
-      archive = (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client, forceRefresh: true })).value;
+    if (previous?.kind === 'json' && archive !== undefined && now() > archive.fetchedAt + rules.archive.ttlMs) {
+      archive = (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client, forceRefresh: true })).value;
     }
     const index = archive?.kind === 'archive' ? archive : undefined;
     const listed = index?.index.slugs.has(slug) === true;
     const version = index?.index.sources.get(slug)?.updatedAt;
-    const trusted = index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && isFresh(index.fetchedAt + rules.ttlMs, now());
+    const trusted = index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && isFresh(index.fetchedAt + rules.archive.ttlMs, now());
     if (trusted && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
       // The same letter; its neighbours may have changed (an issue published or unpublished beside it).
       const neighbours = neighboursIn(index.index, slug);
@@ -527,7 +526,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     const minutes = readingMinutesOf(typeof issue.contentHtml === 'string' ? countWords(issue.contentHtml) : 0);
     // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
-    const neighbourIndex = index?.index ?? (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }).then(archiveOf, () => undefined));
+    const neighbourIndex = index?.index ?? (await Promise.resolve(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client })).then(archiveOf, () => undefined));
     if (typeof issue.contentHtml === 'string' && neighbourIndex) addLetterToSearch(neighbourIndex, issue, issue.contentHtml);
     const neighbours = neighboursIn(neighbourIndex, slug);
     const summary = toIssueSummary(issue, typeof issue.contentHtml === 'string' ? minutes : null);
@@ -554,8 +553,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * The copy of an issue is older than the index says its row is: the index, read no earlier than
    * the copy, shows another `updatedAt` (an edit a refresh of the archive saw). It is not served.
    */
-  function outdatedByIndex(slug: string, copy: CachedValue | undefined): boolean {
-    const archive = cache.peek(ARCHIVE_KEY);
+  function outdatedByIndex(slug: string, copy: CachedValue | undefined, archive = cache.peek(ARCHIVE_KEY)): boolean {
     if (archive?.kind !== 'archive' || copy?.kind !== 'json' || copy.version === undefined || archive.fetchedAt < copy.fetchedAt) return false;
     const version = archive.index.sources.get(slug)?.updatedAt;
     return version !== undefined && version !== null && version !== copy.version;
@@ -565,7 +563,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * Issues are loaded through the shared tier, whose copy another isolate or instance stored; one
    * older than the index (an edit seen since) is read again from the upstream and replaces it.
    */
-  const loadIssueThroughTier = withSharedCopy(loadIssueFromUpstream);
+  const loadIssueThroughTier = withSharedCopy(loadIssueFromUpstream, rules.issue);
   const loadIssue: Loader<CachedValue> = async (key, waitUntil, client, previous) => {
     const value = await loadIssueThroughTier(key, waitUntil, client, previous);
     if (sharedCache === undefined || !outdatedByIndex(key.slice(ISSUE_KEY_PREFIX.length), value)) return value;
@@ -587,32 +585,22 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return state === 'STALE' ? (options.spells?.affectedRead() ?? 'revalidating') : undefined;
   }
 
-  /** `read`, with an upstream failure it answers with counted into the spell under way. */
-  async function counted<R>(read: Promise<R>): Promise<R> {
-    try {
-      return await read;
-    } catch (error) {
+  /** `read`, with an upstream failure it answers with counted into the spell under way (a fresh hit is at hand, and no failure). */
+  function counted<R>(read: MaybePromise<R>): MaybePromise<R> {
+    if (!(read instanceof Promise)) return read;
+    return read.catch((error: unknown) => {
       if (error instanceof UpstreamError && !(error instanceof ReadBudgetExceeded)) options.spells?.affectedRead();
       throw error;
-    }
+    });
   }
 
-  async function readJson<T>(
-    key: string,
-    load: Loader<CachedValue>,
-    waitUntil: WaitUntil | undefined,
-    client: string | undefined,
-    forceRefresh = false,
-  ): Promise<PublicRead<T> | undefined> {
-    const { value, state } = await cache.read(key, load, waitUntil, { client, forceRefresh });
-    if (value?.kind !== 'json') return undefined;
-    return { rendered: value.rendered, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
+  /** A cached body as a public read: stale ones say how old they are, and why. */
+  function jsonRead<T>({ value, state }: ReadResult<CachedValue>): PublicRead<T> | undefined {
+    return value?.kind === 'json' ? { rendered: value.rendered, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) } : undefined;
   }
 
-  function freshJson<T>(key: string): PublicRead<T> | undefined {
-    return cache.readFresh(key, (value): PublicRead<T> | undefined =>
-      value.kind === 'json' ? { rendered: value.rendered, state: 'HIT' } : undefined,
-    );
+  function readJson<T>(key: string, load: Loader<CachedValue>, waitUntil: WaitUntil | undefined, client: Visitor | undefined, forceRefresh = false) {
+    return andThen(cache.read(key, load, waitUntil, forceRefresh ? { client, forceRefresh } : { client }), jsonRead<T>);
   }
 
   const lookUpSlug = createIndexedSlugLookup({
@@ -625,38 +613,52 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   });
 
   /** The issue's copy was made before a complete index that no longer lists it: it was unpublished. */
-  function droppedFromIndex(key: string, slug: string): boolean {
-    const archive = cache.peek(ARCHIVE_KEY);
+  function droppedFromIndex(archive: CachedValue | undefined, copy: CachedValue | undefined, slug: string): boolean {
     if (archive?.kind !== 'archive' || !archive.index.complete || archive.index.slugs.has(slug)) return false;
-    const copy = cache.peek(key);
     return copy !== undefined && archive.fetchedAt >= copy.fetchedAt;
   }
 
-  async function archiveIndex(waitUntil: WaitUntil | undefined, client?: string): Promise<ArchiveIndexRead> {
-    const { value, state } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
-    if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
-    return { index: value.index, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
+  function archiveIndex(waitUntil: WaitUntil | undefined, client?: Visitor): MaybePromise<ArchiveIndexRead> {
+    return andThen(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }), ({ value, state }) => {
+      if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
+      return { index: value.index, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
+    });
   }
 
-  async function issue(slug: string, waitUntil: WaitUntil | undefined, client: string | undefined): Promise<PublicRead<IssueBody>> {
+  /**
+   * The issue's cached body, loaded (or refreshed) when it has none fresh. A copy the index shows
+   * edited since is read again now, not served while it refreshes.
+   */
+  function readIssue(key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined, outdated: boolean): MaybePromise<PublicRead<IssueBody>> {
+    return andThen(readJson<IssueBody>(key, loadIssue, waitUntil, client, outdated), (found) => found ?? Promise.reject(noSuchIssue()));
+  }
+
+  function issue(slug: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined): MaybePromise<PublicRead<IssueBody>> {
     const key = ISSUE_KEY_PREFIX + slug;
-    if (notFound.has(slug)) throw noSuchIssue();
+    if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     // A copy of an issue the index no longer lists (unpublished) is not served; any other slug
     // is looked up in the archive index first, so an unknown slug never reaches the upstream.
-    if (cache.has(key) ? droppedFromIndex(key, slug) : (await lookUpSlug(slug, { waitUntil, client })) === 'absent') throw noSuchIssue();
-    // A copy the index shows edited since is read again now, not served while it refreshes.
-    const read = await readJson<IssueBody>(key, loadIssue, waitUntil, client, outdatedByIndex(slug, cache.peek(key)));
-    if (!read) throw noSuchIssue();
-    return read;
+    const copy = cache.peek(key);
+    // A copy, or a tombstone (a slug read and found missing: its load answers again).
+    if (copy !== undefined || cache.has(key)) {
+      const archive = cache.peek(ARCHIVE_KEY);
+      if (droppedFromIndex(archive, copy, slug)) return Promise.reject(noSuchIssue());
+      return readIssue(key, waitUntil, client, outdatedByIndex(slug, copy, archive));
+    }
+    return lookUpSlug(slug, { waitUntil, client }).then((found) =>
+      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, outdatedByIndex(slug, cache.peek(key))),
+    );
   }
 
   return {
     archiveIndex: (waitUntil, client) => counted(archiveIndex(waitUntil, client)),
 
-    async archivePage(query, waitUntil, client) {
-      const { index, state, ageSeconds, staleReason } = await counted(archiveIndex(waitUntil, client));
-      const rendered = pages.get(index, query) ?? (await pages.render(index, query));
-      return { rendered, state, ageSeconds, staleReason };
+    archivePage(query, waitUntil, client) {
+      return andThen(counted(archiveIndex(waitUntil, client)), ({ index, state, ageSeconds, staleReason }) => {
+        const rendered = pages.get(index, query);
+        if (rendered !== undefined) return { rendered, state, ageSeconds, staleReason };
+        return pages.render(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
+      });
     },
 
     issue: (slug, waitUntil, client) => counted(issue(slug, waitUntil, client)),
@@ -673,14 +675,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
 
     async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}) {
       const fresh = (value: CachedValue | undefined) =>
-        value?.kind === 'archive' && isFresh(value.fetchedAt + rules.ttlMs, now()) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
+        value?.kind === 'archive' && isFresh(value.fetchedAt + rules.archive.ttlMs, now()) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
       const kept = fresh(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
       if (sharedCache) {
         // The shared copy when it is fresh (another instance read it); asked first, so that a
         // stale one does not start a refresh behind the answer (withSharedTier) besides this one.
         const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
-        if (entry !== undefined && isFresh(entry.fetchedAt + rules.ttlMs, now())) {
+        if (entry !== undefined && isFresh(entry.fetchedAt + rules.archive.ttlMs, now())) {
           return fresh((await cache.read(ARCHIVE_KEY, loadArchive, undefined, { forceRefresh: true })).value);
         }
         if (!mayReadUpstream) return undefined;
@@ -689,24 +691,11 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return fresh((await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), undefined, { forceRefresh: true })).value);
     },
 
-    async categories(waitUntil, client) {
-      const read = await counted(readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client));
-      if (!read) throw new Error('categories loader returned nothing');
-      return read;
-    },
-
-    fresh: {
-      archivePage(query) {
-        return cache.readFresh(ARCHIVE_KEY, (value): PublicRead<ArchivePageBody> | undefined => {
-          const rendered = value.kind === 'archive' ? pages.get(value.index, query) : undefined;
-          return rendered && { rendered, state: 'HIT' };
-        });
-      },
-      issue(slug) {
-        const key = ISSUE_KEY_PREFIX + slug;
-        return notFound.has(slug) || droppedFromIndex(key, slug) || outdatedByIndex(slug, cache.peek(key)) ? undefined : freshJson(key);
-      },
-      categories: () => freshJson(CATEGORIES_KEY),
+    categories(waitUntil, client) {
+      return andThen(counted(readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client)), (read) => {
+        if (!read) throw new Error('categories loader returned nothing');
+        return read;
+      });
     },
 
     stats() {

@@ -8,6 +8,17 @@ export type CacheState = (typeof CACHE_STATES)[number];
 /** Schedules work that must outlive the response (Workers' `waitUntil`; on Node it simply runs). */
 export type WaitUntil = (promise: Promise<unknown>) => void;
 
+/** Who a read is for, asked only when it loads: the visitor's IP, charged for the upstream reads (a fresh hit never asks). */
+export type Visitor = () => string | undefined;
+
+/** A value at once, or its promise: a fresh hit is answered without waiting for anything. */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** `next` of `value`: at once when `value` is at hand, else once it resolves. */
+export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
 export interface CacheStats {
   hits: number;
   misses: number;
@@ -26,8 +37,8 @@ export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?:
 
 /** How one read goes about it, besides its loader. */
 export interface ReadOptions {
-  /** The visitor's IP, handed to the loader. */
-  client?: string | undefined;
+  /** The visitor, whose IP is handed to the loader. */
+  client?: Visitor | undefined;
   /** Load anew even when the copy is fresh (joining a load already under way); the old copy only on failure. */
   forceRefresh?: boolean;
 }
@@ -57,6 +68,8 @@ export function isWithinStaleIfError(staleAt: number, time: number, rules: Fresh
 }
 
 export interface ReadThroughCacheOptions<V> extends FreshnessRules {
+  /** The rules of a key whose copies are fresh for another time than these (categories may be fresh longer). */
+  rulesFor?: (key: string) => FreshnessRules;
   /** When a loaded value was fetched, if earlier than now (a copy from a shared tier). */
   fetchedAtOf?: (value: V) => number | undefined;
   /** Approximate bytes a value holds in memory. */
@@ -90,17 +103,12 @@ export interface ReadResult<V> {
 export interface ReadThroughCache<V> {
   /**
    * The value of `key`, loaded with `load` when there is no fresh copy. One key is always
-   * loaded by the same loader: concurrent reads share the load the first one started.
+   * loaded by the same loader: concurrent reads share the load the first one started. A fresh
+   * copy is answered at once, not as a promise.
    */
-  read(key: string, load: Loader<V>, waitUntil?: WaitUntil, options?: ReadOptions): Promise<ReadResult<V>>;
+  read(key: string, load: Loader<V>, waitUntil?: WaitUntil, options?: ReadOptions): MaybePromise<ReadResult<V>>;
   /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts), without loading it. */
   has(key: string): boolean;
-  /**
-   * `answer` of the value of `key` when a fresh one is held and `answer` can use it, counted as
-   * a HIT like `read`'s; otherwise `undefined`, and nothing is loaded or counted (the caller
-   * then uses `read`). Synchronous.
-   */
-  readFresh<R>(key: string, answer: (value: V) => R | undefined): R | undefined;
   /**
    * Keeps `value` for `key` as if it had just been loaded (fresh for the TTL from its
    * `fetchedAt`), unless it is larger than one entry may be: a copy another read brought along.
@@ -139,8 +147,13 @@ interface Entry<V> {
 interface FetchContext<V> {
   load: Loader<V>;
   waitUntil: WaitUntil | undefined;
-  client: string | undefined;
+  client: Visitor | undefined;
 }
+
+/** lru-cache's options of a read that takes a fresh copy only (one object for every read). */
+const FRESH_ONLY = { allowStale: false } as const;
+const ANY_AGE = { allowStale: true } as const;
+const NO_READ_OPTIONS: ReadOptions = {};
 
 const TOMBSTONE_BYTES = 64;
 
@@ -160,6 +173,7 @@ export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
   const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onLoaded, onTooLarge, fetchedAtOf, retryAtOf, metrics = noopMetrics } = options;
+  const rulesFor = options.rulesFor ?? (() => options);
   const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
   /** The reasons lru-cache gave when it aborted a load (key set, deleted or evicted meanwhile). */
@@ -189,7 +203,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         if (signal.reason instanceof Object) abortReasons.add(signal.reason);
       };
       signal.addEventListener('abort', noteAbort, { once: true });
-      const loading = context.load(key, context.waitUntil, context.client, stale?.value);
+      const loading = context.load(key, context.waitUntil, context.client?.(), stale?.value);
       // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
       context.waitUntil?.(loading.then(noop, noop));
       let value: V | undefined;
@@ -214,9 +228,10 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       const time = now();
       const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
+      const keyTtlMs = rulesFor(key).ttlMs;
       // A copy fetched earlier (by another isolate) is fresh only for what is left of its TTL.
-      if (fetchedAt < time) fetchOptions.ttl = Math.max(1, ttlMs - (time - fetchedAt));
-      const staleAt = fetchedAt + ttlMs;
+      fetchOptions.ttl = Math.max(1, keyTtlMs - (time - fetchedAt));
+      const staleAt = fetchedAt + keyTtlMs;
       // A loader hands back a copy already past its TTL when its source serves it stale: while
       // refreshing it (the shared tier's stale-while-revalidate) or because refreshing it failed
       // (stale-if-error). Either way this key is not loaded again for the back-off's length.
@@ -227,12 +242,13 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     },
   });
 
-  return {
-    async read(key, load, waitUntil, readOptions = {}) {
+  /** `read` when there is no fresh copy to answer with at once. */
+  async function readThrough(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, readOptions: ReadOptions): Promise<ReadResult<V>> {
       const { client, forceRefresh = false } = readOptions;
       let current = lru.peek(key, { allowStale: true });
       const time = now();
-      if (current && !isWithinStaleIfError(current.staleAt, time, options)) {
+      const rules = rulesFor(key);
+      if (current && !isWithinStaleIfError(current.staleAt, time, rules)) {
         lru.delete(key);
         current = undefined;
       }
@@ -247,7 +263,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
           forceRefresh,
           allowStale:
             !forceRefresh &&
-            (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff),
+            (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff),
           // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
           // load to `undefined` for every caller but the first (who alone sees the error in its
           // status), and "failed" would read as "does not exist": this way the shared promise
@@ -278,30 +294,34 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       metrics.cacheRead(state);
       return { value: entry?.value, state };
-    },
-    readFresh(key, answer) {
-      // allowStale: false answers only what `read` would answer as a hit (by lru-cache's clock,
-      // without a load in flight); the entry's own staleAt must agree, as `read` judges it.
-      const entry = lru.get(key, { allowStale: false });
-      if (entry?.value === undefined || !isFresh(entry.staleAt, now())) return undefined;
-      const answered = answer(entry.value);
-      if (answered !== undefined) {
-        counters.hits += 1;
-        metrics.cacheRead('HIT');
+  }
+
+  return {
+    read(key, load, waitUntil, readOptions = NO_READ_OPTIONS) {
+      if (readOptions.forceRefresh !== true) {
+        // lru-cache answers a fresh entry without a load in flight; the entry's own staleAt must
+        // agree, as readThrough judges it.
+        const entry = lru.get(key, FRESH_ONLY);
+        if (entry !== undefined && isFresh(entry.staleAt, now())) {
+          counters.hits += 1;
+          metrics.cacheRead('HIT');
+          return { value: entry.value, state: 'HIT' };
+        }
       }
-      return answered;
+      return readThrough(key, load, waitUntil, readOptions);
     },
     has(key) {
-      return lru.peek(key, { allowStale: true }) !== undefined;
+      return lru.peek(key, ANY_AGE) !== undefined;
     },
     seed(key, value) {
       const size = sizeOf(value);
       if (size > maxEntryBytes) return;
       const time = now();
       const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
-      const ttl = ttlMs - (time - fetchedAt);
+      const keyTtlMs = rulesFor(key).ttlMs;
+      const ttl = keyTtlMs - (time - fetchedAt);
       if (ttl <= 0) return;
-      lru.set(key, { value, fetchedAt, staleAt: fetchedAt + ttlMs, size }, { ttl });
+      lru.set(key, { value, fetchedAt, staleAt: fetchedAt + keyTtlMs, size }, { ttl });
     },
     holds(key, value) {
       const entry = lru.peek(key, { allowStale: true });
@@ -317,7 +337,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       return true;
     },
     peek(key) {
-      return lru.get(key, { allowStale: true })?.value;
+      return lru.get(key, ANY_AGE)?.value;
     },
     stats() {
       return { ...counters, entries: lru.size, bytes: lru.calculatedSize };

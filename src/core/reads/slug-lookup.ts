@@ -1,5 +1,5 @@
 import type { ArchiveIndex, CachedValue } from './cached-value.js';
-import type { Loader, ReadThroughCache, WaitUntil } from './read-through-cache.js';
+import type { Loader, ReadThroughCache, Visitor, WaitUntil } from './read-through-cache.js';
 
 /**
  * Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs
@@ -69,7 +69,7 @@ export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
 /** What an issue read passes on to the index loads it causes. */
 export interface ReadContext {
   waitUntil: WaitUntil | undefined;
-  client: string | undefined;
+  client: Visitor | undefined;
 }
 
 /** The lookup over the read cache's archive entry: `load` as an archive page loads it, `loadFromUpstream` past any shared tier. */

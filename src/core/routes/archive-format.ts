@@ -19,10 +19,9 @@ const SUPPORTED_MEDIA_TYPES = FORMATS.map((format) => MEDIA_TYPES[format]);
 /** Only an Accept header that names a feed type is parsed; every other one gets JSON at once. */
 const NAMES_A_FEED = /atom|rss/i;
 
-/** `?format=` when given; otherwise what Accept prefers; JSON by default. */
-export function negotiateFormat(c: Context, named: Format | undefined): Format {
+/** `?format=` when given; otherwise what `accept` (the request's Accept) prefers; JSON by default. */
+export function negotiateFormat(c: Context, named: Format | undefined, accept: string | undefined): Format {
   if (named !== undefined) return named;
-  const accept = c.req.header('accept');
   if (accept === undefined || !NAMES_A_FEED.test(accept)) return 'json';
   const chosen = accepts(c, { header: 'Accept', supports: SUPPORTED_MEDIA_TYPES, default: MEDIA_TYPES.json, match: preferredType });
   return FORMAT_OF_MEDIA_TYPE.get(chosen) ?? 'json';

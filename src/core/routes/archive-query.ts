@@ -82,8 +82,8 @@ export const ARCHIVE_QUERY_DOCS: { [Parameter in keyof ArchiveRequest]?: JsonSch
 
 /**
  * The archive query of GET /api/issues, validated once per distinct query string: the result
- * depends on that string alone, and parsing it with zod on every cached hit cost more than the
- * rest of the route.
+ * depends on that string alone, and a site asks for the same few pages over and over, so a
+ * cached hit need not run zod.
  */
 export interface ArchiveQueries {
   /**
@@ -91,8 +91,6 @@ export interface ArchiveQueries {
    * `parameters` reads its values when it was not validated before. Throws a VALIDATION_ERROR.
    */
   validate(search: string, parameters: () => Record<string, string[]>): Readonly<ArchiveRequest>;
-  /** The validated query of `search` if it has been validated before (Node's fresh-read path asks). */
-  remembered(search: string): Readonly<ArchiveRequest> | undefined;
 }
 
 /** @param maxOffset the largest useful offset: the archive never holds more issues than this. */
@@ -112,6 +110,5 @@ export function createArchiveQueries(maxOffset: number): ArchiveQueries {
       }
       return query;
     },
-    remembered: (search) => memo.get(search),
   };
 }

@@ -18,6 +18,8 @@ import type { SurgeWatch } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
 export interface SubscribeRoutesOptions {
+  /** What every answer gets (core/http/pipeline.ts), first of the route's handlers. */
+  first: MiddlewareHandler;
   upstream: UpstreamClient;
   config: Pick<
     Config,
@@ -81,6 +83,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
   return new Hono()
     .post(
       '/subscribe',
+      options.first,
       declareJsonInput,
       async function guardBeforeTheBody(c, next) {
         if (isForbiddenOrigin(c, origins)) throw new ApiError('FORBIDDEN_ORIGIN');

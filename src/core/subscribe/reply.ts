@@ -3,6 +3,7 @@ import { renderError, type ApiError } from '../http/errors.js';
 import { parseHttpUrl, type OriginPolicy } from '../http/origins.js';
 import type { SubscribeBody } from '../public-shapes.js';
 import { isFormPost } from './input.js';
+import { NO_STORE } from '../reads/cache-policies.js';
 
 /** Fragments of a form post's redirect: ids a page can show with `:target`, no script needed. */
 export const NO_SCRIPT_ANCHORS = { success: 'subscribed', error: 'subscribe-error', challenge: 'subscribe-challenge' } as const;
@@ -71,7 +72,7 @@ export function reply(c: Context, target: URL | undefined): SubscribeReply;
 export function reply(c: Context, target: URL | undefined, error: ApiError): Response;
 export function reply(c: Context, target: URL | undefined, error?: ApiError): Response;
 export function reply(c: Context, target: URL | undefined, error?: ApiError): Response {
-  c.header('Cache-Control', 'no-store');
+  c.header('Cache-Control', NO_STORE);
   if (target) {
     target.searchParams.delete('subscribed');
     target.searchParams.delete('subscribe_error');
@@ -98,7 +99,7 @@ export function reply(c: Context, target: URL | undefined, error?: ApiError): Re
 export function refusedOriginReply(c: Context, redirectUrl: string | undefined, error: ApiError): Response {
   if (!isNoScriptPost(c)) return reply(c, undefined, error);
   if (redirectUrl) return reply(c, new URL(redirectUrl), error);
-  return c.html(REFUSED_ORIGIN_PAGE, error.status, { 'Cache-Control': 'no-store' });
+  return c.html(REFUSED_ORIGIN_PAGE, error.status, { 'Cache-Control': NO_STORE });
 }
 
 // No style or script: the API's Content-Security-Policy (default-src 'none') covers this page too.

@@ -1,20 +1,6 @@
+import type { ListPaging } from './assumptions.js';
 import type { UpstreamIssue } from './schemas.js';
 import { ResponseTooLarge, type Validators } from './transport.js';
-
-/**
- * How List Issues pages (docs/upstream.md "Assumptions": none of it is shown). The defaults are
- * the guesses in assumptions.ts; each can be set by configuration when an upstream differs.
- */
-export interface ListPaging {
-  /** Name of the row-limit parameter. */
-  limitParam: string;
-  /** `offset`: the parameter counts rows to skip; `page`: it is a 1-based page number. */
-  style: 'offset' | 'page';
-  /** Name of the offset or page-number parameter. */
-  pagingParam: string;
-  /** Rows asked per page. */
-  pageSize: number;
-}
 
 /** Where one page starts: `offset` rows in, or page number `page` (1-based). */
 export interface PagePosition {

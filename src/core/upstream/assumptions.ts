@@ -1,10 +1,23 @@
-import type { ListPaging } from './archive.js';
-
 /**
  * Every fact about the newsletter service that its interface leaves "not shown", as one named
  * constant each (docs/upstream.md "Assumptions"). The client, the demo upstream, the test fakes
  * and the bench simulator all read them from here, so a wrong guess is a one-line change.
  */
+
+/**
+ * How List Issues pages (none of it is shown). The defaults are the guesses below; each can be
+ * set by configuration when an upstream differs (UPSTREAM_LIST_*).
+ */
+export interface ListPaging {
+  /** Name of the row-limit parameter. */
+  limitParam: string;
+  /** `offset`: the parameter counts rows to skip; `page`: it is a 1-based page number. */
+  style: 'offset' | 'page';
+  /** Name of the offset or page-number parameter. */
+  pagingParam: string;
+  /** Rows asked per page. */
+  pageSize: number;
+}
 
 /** The upstream paths we call, as segments under the base URL (documented, kept together here). */
 export const UPSTREAM_PATHS = {

@@ -8,10 +8,9 @@ import {
   type HeadRead,
   type ListedPage,
   type ListOrder,
-  type ListPaging,
   type PagePosition,
 } from './archive.js';
-import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS } from './assumptions.js';
+import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import {
   IssueEnvelope,
   ListedCategorySchema,

@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import type { Registry } from 'prom-client';
 import type { Readiness } from './readiness.js';
+import { NO_STORE } from '../../core/reads/cache-policies.js';
 
 export interface AdminAppOptions {
   registry: Registry;
@@ -19,7 +20,7 @@ export interface AdminAppOptions {
 
 /** Within a load balancer's usual 5 s probe timeout, with room to spare. */
 const PROBE_WAIT_MS = 2000;
-const NO_STORE = { 'Cache-Control': 'no-store' };
+const NO_STORE_HEADERS = { 'Cache-Control': NO_STORE };
 
 const defaultDelay = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
@@ -46,7 +47,7 @@ export function createAdminApp(options: AdminAppOptions) {
       }));
 
   return new Hono()
-    .get('/healthz', (c) => c.text('ok\n', 200, NO_STORE))
+    .get('/healthz', (c) => c.text('ok\n', 200, NO_STORE_HEADERS))
     .get('/readyz', async function readyz(c) {
       // A shedding listener is not the upstream's doing: no probe would change the answer.
       if (!shedding() && !readiness.state(cacheWarm()).ready) {
@@ -55,9 +56,9 @@ export function createAdminApp(options: AdminAppOptions) {
         done.abort();
       }
       const state = readiness.state(cacheWarm(), shedding());
-      if (state.ready) return c.text('ready\n', 200, NO_STORE);
-      return c.text(`not ready: ${state.reason}\n`, 503, NO_STORE);
+      if (state.ready) return c.text('ready\n', 200, NO_STORE_HEADERS);
+      return c.text(`not ready: ${state.reason}\n`, 503, NO_STORE_HEADERS);
     })
-    .get('/metrics', async (c) => c.body(await registry.metrics(), 200, { ...NO_STORE, 'Content-Type': registry.contentType }))
-    .notFound((c) => c.text('not found\n', 404, NO_STORE));
+    .get('/metrics', async (c) => c.body(await registry.metrics(), 200, { ...NO_STORE_HEADERS, 'Content-Type': registry.contentType }))
+    .notFound((c) => c.text('not found\n', 404, NO_STORE_HEADERS));
 }
