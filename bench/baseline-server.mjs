@@ -18,7 +18,10 @@ const responses = new Map(
     key,
     {
       body: value.bodyBase64 === undefined ? value.body : new Uint8Array(Buffer.from(value.bodyBase64, 'base64')),
-      headers: value.headers ?? { 'Content-Type': value.contentType, ...(value.contentEncoding && { 'Content-Encoding': value.contentEncoding }) },
+      headers: value.headers ?? {
+        'Content-Type': value.contentType,
+        ...(value.contentEncoding && { 'Content-Encoding': value.contentEncoding }),
+      },
       notModifiedHeaders: value.headers ? withoutContentType(value.headers) : { ETag: value.etag },
       etag: value.etag,
       sameHeaders: value.headers !== undefined,

@@ -59,7 +59,10 @@ function keyOf(node) {
 // sampled frame (so work done inside the pipeline or a route is charged to it); only stacks
 // with no specific cause fall back to the generic ones (framework plumbing, node:http).
 const CAUSES = [
-  ['socket write (writev/write of the response)', (k, depth) => depth === 0 && /^(writev|writeBuffer|writeUtf8String|writeLatin1String) \[native\]/.test(k)],
+  [
+    'socket write (writev/write of the response)',
+    (k, depth) => depth === 0 && /^(writev|writeBuffer|writeUtf8String|writeLatin1String) \[native\]/.test(k),
+  ],
   ['garbage collector', (k) => k.startsWith('(garbage collector)')],
   ['compression of cached copies (zlib, behind an archive read)', (k) => k.includes('node:zlib') || k.startsWith('encodeBody ')],
   ['access log (access-log.js, log.js)', (k) => /\[bff\] dist\/core\/(log|http\/access-log)\.js/.test(k)],
@@ -122,7 +125,10 @@ const pct = (us) => `${((100 * us) / sampled).toFixed(1).padStart(5)}%`;
 const perReq = (us) => (requests ? `${(us / requests).toFixed(2).padStart(8)} µs/req` : '');
 const print = (title, map, n, filter = () => true) => {
   process.stdout.write(`\n${title}\n`);
-  for (const [key, us] of [...map].filter(([k]) => filter(k)).sort((a, b) => b[1] - a[1]).slice(0, n)) {
+  for (const [key, us] of [...map]
+    .filter(([k]) => filter(k))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)) {
     process.stdout.write(`${ms(us)} ms ${pct(us)} ${perReq(us)}  ${key}\n`);
   }
 };
@@ -137,9 +143,4 @@ print('Busy time by cause (first match walking up from the sampled frame)', byCa
 print(`Top ${top} functions by self time (% of busy time)`, self, top);
 print('Self time by file / package', selfByFile, 25);
 print('Inclusive time of functions in dist/ (our code, [bff])', total, 40, (k) => k.includes('[bff] '));
-print(
-  'Inclusive time of selected framework functions',
-  total,
-  40,
-  (k) => /^(?!.*\[bff\]).*(hono|node-server|lru-cache|zod)/.test(k),
-);
+print('Inclusive time of selected framework functions', total, 40, (k) => /^(?!.*\[bff\]).*(hono|node-server|lru-cache|zod)/.test(k));

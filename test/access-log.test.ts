@@ -31,7 +31,12 @@ describe('the access log with ACCESS_LOG=summary (the default)', () => {
     // Not fresh hits, so each has its line: an unknown slug and a query that fails validation.
     expect((await service.app.request('/api/issues/no-such-issue')).status).toBe(404);
     expect((await service.app.request('/api/issues?limit=0')).status).toBe(422);
-    expect(service.logs.entries().slice(logged).map(({ event, path, status }) => ({ event, path, status }))).toEqual([
+    expect(
+      service.logs
+        .entries()
+        .slice(logged)
+        .map(({ event, path, status }) => ({ event, path, status })),
+    ).toEqual([
       { event: 'request', path: '/api/issues/no-such-issue', status: 404 },
       { event: 'request', path: '/api/issues', status: 422 },
     ]);
@@ -40,10 +45,33 @@ describe('the access log with ACCESS_LOG=summary (the default)', () => {
     const before = service.logs.lines.length;
     service.logAccess.writeHitSummary();
     // In the order each was first counted (the slug's when it was first read).
-    expect(service.logs.entries().slice(before).map(({ time, ...rest }) => rest)).toEqual([
-      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 200, cache: 'HIT', requests: 2, seconds: 59.5 },
+    expect(
+      service.logs
+        .entries()
+        .slice(before)
+        .map(({ time, ...rest }) => rest),
+    ).toEqual([
+      {
+        level: 'info',
+        event: 'cache_hits',
+        method: 'GET',
+        route: '/api/issues/:slug',
+        status: 200,
+        cache: 'HIT',
+        requests: 2,
+        seconds: 59.5,
+      },
       { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues', status: 200, cache: 'HIT', requests: 3, seconds: 59.5 },
-      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 304, cache: 'HIT', requests: 1, seconds: 59.5 },
+      {
+        level: 'info',
+        event: 'cache_hits',
+        method: 'GET',
+        route: '/api/issues/:slug',
+        status: 304,
+        cache: 'HIT',
+        requests: 1,
+        seconds: 59.5,
+      },
     ]);
     // Counted afresh: a summary with nothing counted writes nothing, the next one only what came since.
     service.logAccess.writeHitSummary();
@@ -52,7 +80,12 @@ describe('the access log with ACCESS_LOG=summary (the default)', () => {
     expect((await service.app.request('/api/issues')).headers.get('x-cache')).toBe('HIT');
     service.clock.advance(30_000);
     service.logAccess.writeHitSummary();
-    expect(service.logs.entries().slice(before + 3).map(({ event, route, path, status, requests, seconds }) => ({ event, route, path, status, requests, seconds }))).toEqual([
+    expect(
+      service.logs
+        .entries()
+        .slice(before + 3)
+        .map(({ event, route, path, status, requests, seconds }) => ({ event, route, path, status, requests, seconds })),
+    ).toEqual([
       { event: 'request', route: undefined, path: '/api/categories', status: 200, requests: undefined, seconds: undefined },
       { event: 'cache_hits', route: '/api/issues', path: undefined, status: 200, requests: 1, seconds: 30 },
     ]);
@@ -67,9 +100,12 @@ describe('the access log with ACCESS_LOG=summary (the default)', () => {
     expect((await service.app.request('/api/categories')).headers.get('x-cache')).toBe('STALE');
     expect(requestLines(service, logged)).toEqual([{ method: 'GET', path: '/api/categories', status: 200, cache: 'STALE' }]);
     service.logAccess.writeHitSummary();
-    expect(service.logs.entries().filter((entry) => entry.event === 'cache_hits').map(({ method, route, requests }) => ({ method, route, requests }))).toEqual([
-      { method: 'HEAD', route: '/api/categories', requests: 1 },
-    ]);
+    expect(
+      service.logs
+        .entries()
+        .filter((entry) => entry.event === 'cache_hits')
+        .map(({ method, route, requests }) => ({ method, route, requests })),
+    ).toEqual([{ method: 'HEAD', route: '/api/categories', requests: 1 }]);
   });
 
   it('still times and counts every fresh hit in the request metric', async () => {
@@ -110,8 +146,13 @@ describe('the access log with ACCESS_LOG=all', () => {
     for (const [path, init] of requests) {
       const logged = service.logs.lines.length;
       const answer = await service.app.request(path, init);
-      const lines = service.logs.entries().slice(logged).filter((entry) => entry.event === 'request');
-      expect(lines.map((line) => [line.path, line.status, line.requestId])).toEqual([[new URL(path, 'http://x').pathname, answer.status, answer.headers.get('x-request-id')]]);
+      const lines = service.logs
+        .entries()
+        .slice(logged)
+        .filter((entry) => entry.event === 'request');
+      expect(lines.map((line) => [line.path, line.status, line.requestId])).toEqual([
+        [new URL(path, 'http://x').pathname, answer.status, answer.headers.get('x-request-id')],
+      ]);
     }
   });
 

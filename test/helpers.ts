@@ -154,7 +154,20 @@ export function createTestApp(options: TestAppOptions = {}) {
   });
   // `served`: the app's own fetch as the Node entry serves it, without the contract check of each answer.
   const served = { fetch: service.app.fetch };
-  return { app: observeResponses(service.app), refuse: service.refuse, stats: service.stats, served, logAccess: service.logAccess, clock, logs, demo, config, sleeps, surge: service.surge, archiveWatch: service.archiveWatch };
+  return {
+    app: observeResponses(service.app),
+    refuse: service.refuse,
+    stats: service.stats,
+    served,
+    logAccess: service.logAccess,
+    clock,
+    logs,
+    demo,
+    config,
+    sleeps,
+    surge: service.surge,
+    archiveWatch: service.archiveWatch,
+  };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */

@@ -20,7 +20,6 @@ export function get(agent, url, { method = 'GET', headers = {}, body } = {}) {
   });
 }
 
-
 /** Headers Node writes by itself: left out when a reference is to send what ours sent. */
 const NODE_WRITTEN_HEADERS = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'];
 

@@ -124,7 +124,15 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
  * path, with the cache counters and the access log's summary the Node entry writes. No globals.
  */
 export function createApp(deps: AppDeps) {
-  const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics, requestHeader = headerOfRequest } = deps;
+  const {
+    config,
+    upstream,
+    now = Date.now,
+    log = silentLogger,
+    clientIp = () => undefined,
+    metrics = noopMetrics,
+    requestHeader = headerOfRequest,
+  } = deps;
   const requestTimedOut = deps.requestTimedOut ?? (() => false);
   // The service's own origin counts only where it serves pages posting to itself (demo mode).
   const origins = createOriginPolicy(config.allowedOrigins, deps.site ? listenOrigins(config.host, config.port) : []);
@@ -262,9 +270,7 @@ export function createApp(deps: AppDeps) {
         upstream,
         config,
         origins,
-        rateLimiter:
-          deps.rateLimiter ??
-          createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
+        rateLimiter: deps.rateLimiter ?? createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
         clientIp,
         ...(deps.repeatGuard ? { repeatGuard: deps.repeatGuard } : {}),
         now,
@@ -331,9 +337,12 @@ export function createApp(deps: AppDeps) {
   const refusals = new Hono();
   refusals.all(
     '*',
-    refusing.unrouted(() => {
-      throw new ApiError('BAD_REQUEST');
-    }, () => undefined),
+    refusing.unrouted(
+      () => {
+        throw new ApiError('BAD_REQUEST');
+      },
+      () => undefined,
+    ),
   );
 
   return {

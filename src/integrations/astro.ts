@@ -63,6 +63,7 @@ export interface NewsletterLoader {
   name: string;
   load(context: NewsletterLoaderContext): Promise<void>;
   /** Loose on purpose: each Astro version compares it with its own zod's types (`NewsletterIssueData` is its type). */
+  // biome-ignore lint/suspicious/noExplicitAny: Astro types the schema with its own zod, whatever version it declares
   schema: () => Promise<any>;
 }
 
@@ -168,7 +169,9 @@ function readState(value: string | undefined, url: string): SyncState | undefine
   if (value === undefined) return undefined;
   try {
     const state = JSON.parse(value) as Partial<SyncState>;
-    return state.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null ? (state as SyncState) : undefined;
+    return state.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null
+      ? (state as SyncState)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -107,7 +107,7 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
   function stopWaiting(held: Held) {
     if (idle.delete(held) || !fresh.delete(held)) return;
     const { client } = held;
-    if (client !== undefined && client.fresh.delete(held)) moveBucket(client, client.fresh.size + 1);
+    if (client?.fresh.delete(held)) moveBucket(client, client.fresh.size + 1);
   }
 
   function release(held: Held) {
@@ -165,11 +165,11 @@ export function shedConnections(server: Server, options: SheddingOptions): Shedd
   function makeRoom(): boolean {
     const at = now();
     const slowOne = pick(fresh, slowHeadGraceMs, at);
-    if (slowOne) return shed(slowOne, 'slow_head'), true;
+    if (slowOne) return (shed(slowOne, 'slow_head'), true);
     const overOne = overShare(at);
-    if (overOne) return shed(overOne, 'over_share'), true;
+    if (overOne) return (shed(overOne, 'over_share'), true);
     const idleOne = pick(idle, idleGraceMs, at);
-    if (idleOne) return shed(idleOne, 'idle'), true;
+    if (idleOne) return (shed(idleOne, 'idle'), true);
     return false;
   }
 

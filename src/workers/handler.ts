@@ -74,23 +74,26 @@ export function createWorker(options: WorkerOptions = {}) {
       });
     }
     // An isolate has no timer to write a summary with, and may end unannounced: a line each request.
-    const { app, refreshFromUpstream, archiveWatch } = createAppForConfig({ ...config, accessLog: 'all' }, {
-      log,
-      fetch: options.fetch,
-      now: options.now,
-      clientIp: (c) => c.req.header('cf-connecting-ip'),
-      rateLimiter: binding ? createBindingRateLimiter(binding) : undefined,
-      sharedCache: store
-        ? createWorkersSharedCache(store, {
-            namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
-            apiKey: config.apiKey ?? '',
-            maxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
-          })
-        : undefined,
-      // The Cron Trigger refreshes the index just before each look; its runs may land in any
-      // isolate, so the state is read from the KV namespace at every one.
-      archiveWatch: { store: watchState && createKvWatchStore(watchState), reloadEachTick: true, loadIndex: false, fetch: options.fetch },
-    });
+    const { app, refreshFromUpstream, archiveWatch } = createAppForConfig(
+      { ...config, accessLog: 'all' },
+      {
+        log,
+        fetch: options.fetch,
+        now: options.now,
+        clientIp: (c) => c.req.header('cf-connecting-ip'),
+        rateLimiter: binding ? createBindingRateLimiter(binding) : undefined,
+        sharedCache: store
+          ? createWorkersSharedCache(store, {
+              namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
+              apiKey: config.apiKey ?? '',
+              maxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
+            })
+          : undefined,
+        // The Cron Trigger refreshes the index just before each look; its runs may land in any
+        // isolate, so the state is read from the KV namespace at every one.
+        archiveWatch: { store: watchState && createKvWatchStore(watchState), reloadEachTick: true, loadIndex: false, fetch: options.fetch },
+      },
+    );
     built = { app: app as unknown as Hono, log, refreshFromUpstream, archiveWatch };
     return built;
   }
@@ -164,7 +167,10 @@ interface KvBinding {
 }
 
 function kvBindingOf(value: unknown): KvBinding | undefined {
-  return typeof value === 'object' && value !== null && typeof (value as KvBinding).get === 'function' && typeof (value as KvBinding).put === 'function'
+  return typeof value === 'object' &&
+    value !== null &&
+    typeof (value as KvBinding).get === 'function' &&
+    typeof (value as KvBinding).put === 'function'
     ? (value as KvBinding)
     : undefined;
 }

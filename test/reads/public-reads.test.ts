@@ -57,7 +57,7 @@ describe('public reads', () => {
   // 100,000 reads one after another: slow on a busy machine, however fast each one is.
   it('keeps entries and bytes within CACHE_MAX_BYTES when 100,000 distinct slugs are requested', async () => {
     // An archive cut off at its cap (one issue) settles nothing, so every slug is read by slug.
-    const { reads, calls, clock } = createReads({ archiveMaxIssues: 1 });
+    const { reads, calls } = createReads({ archiveMaxIssues: 1 });
     await reads.archivePage({ limit: 20, offset: 0 });
     let peakBytes = 0;
     for (let i = 0; i < 100_000; i += 1) {
@@ -78,7 +78,7 @@ describe('public reads', () => {
   }, 60_000);
 
   it('is not evicted by a slug scan: the archive stays cached while 50,000 unknown slugs are tried', async () => {
-    const { reads, calls, clock } = createReads();
+    const { reads, calls } = createReads();
     await reads.archivePage({ limit: 20, offset: 0 });
     for (let i = 0; i < 50_000; i += 1) await Promise.resolve(reads.issue(`unknown-${i}`)).catch(() => undefined);
     const page = await reads.archivePage({ limit: 20, offset: 0 });
@@ -99,7 +99,14 @@ describe('public reads', () => {
       listCategories: async () => [],
       createSubscriber: async () => ({}),
     };
-    const reads = createPublicReads({ upstream, now: clock.now, policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }), maxBytes: MAX_BYTES, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
+    const reads = createPublicReads({
+      upstream,
+      now: clock.now,
+      policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
+      maxBytes: MAX_BYTES,
+      notFoundTtlSeconds: 30,
+      archiveMaxIssues: 5000,
+    });
     await reads.archivePage({ limit: 20, offset: 0 });
     const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
     const pending = reads.issue('late');
@@ -138,7 +145,10 @@ describe('HTTP caching of the public GET routes', () => {
   it('keeps the ETag across hits, answers a matching If-None-Match with 304, and changes it when the content changes', async () => {
     let subject = 'First subject';
     const { fetch } = createScriptedFetch((call) =>
-      jsonResponse({ ok: true, data: call.url.pathname.endsWith('/issues') ? [issue('a-slug', { subject })] : issue('a-slug', { subject }) }),
+      jsonResponse({
+        ok: true,
+        data: call.url.pathname.endsWith('/issues') ? [issue('a-slug', { subject })] : issue('a-slug', { subject }),
+      }),
     );
     const { app, clock } = createTestApp({ fetch });
     const first = await app.request('/api/issues/a-slug');
@@ -181,9 +191,7 @@ describe('HTTP caching of the public GET routes', () => {
       const { app } = createTestApp({ fetch, env: { CACHE_TTL_SECONDS: '120' } });
       const response = await app.request(path);
       expect(response.status).toBe(200);
-      expect(response.headers.get('cache-control')).toBe(
-        'public, max-age=120, stale-while-revalidate=300, stale-if-error=86400',
-      );
+      expect(response.headers.get('cache-control')).toBe('public, max-age=120, stale-while-revalidate=300, stale-if-error=86400');
     },
   );
 
@@ -311,9 +319,7 @@ describe('HTTP caching of the public GET routes', () => {
     });
 
     it('answers every one 503 UPSTREAM_UNAVAILABLE with Retry-After when the upstream answers 429, from one upstream call', async () => {
-      const upstream = createGatedUpstream(() =>
-        jsonResponse({ ok: false, error: { code: 'RATE_LIMITED' } }, 429, { 'Retry-After': '7' }),
-      );
+      const upstream = createGatedUpstream(() => jsonResponse({ ok: false, error: { code: 'RATE_LIMITED' } }, 429, { 'Retry-After': '7' }));
       const { app, clock } = createTestApp({ fetch: upstream.fetch });
       const responses = await fiveAtOnce(app, upstream.release);
       for (const response of responses) {

@@ -26,6 +26,7 @@ export interface PipelineOptions {
 }
 
 /** A route handler as Hono calls it: a Response at once or its promise. */
+// biome-ignore lint/suspicious/noExplicitAny: any route's context, whatever its path and input types
 type AnyHandler = (c: Context<any, any, any>, next: () => Promise<void>) => Response | Promise<Response | void> | void;
 
 /**
@@ -64,7 +65,8 @@ export function createPipeline(options: PipelineOptions) {
     return res;
   }
 
-  const failed = (c: Context, route: string | undefined, startedAt: number) => (error: unknown) => finish(c, answerError(error, c), route, startedAt);
+  const failed = (c: Context, route: string | undefined, startedAt: number) => (error: unknown) =>
+    finish(c, answerError(error, c), route, startedAt);
 
   function wrap<H extends AnyHandler>(handler: H, routeOf: ((c: Context) => string | undefined) | undefined): H {
     // A route's handler answers one route: its template is read once (Hono builds it per call).
@@ -73,9 +75,9 @@ export function createPipeline(options: PipelineOptions) {
       const startedAt = performance.now();
       const route = routeOf === undefined ? (routed ??= c.req.routePath) : routeOf(c);
       c.set('requestId', headerRules.requestId(requestHeader(c, 'x-request-id')));
-      let res;
+      let res: ReturnType<H>;
       try {
-        res = handler(c, next);
+        res = handler(c, next) as ReturnType<H>;
       } catch (error) {
         return failed(c, route, startedAt)(error);
       }
@@ -90,6 +92,7 @@ export function createPipeline(options: PipelineOptions) {
    * nothing on the context and, with ACCESS_LOG=summary, is counted by a counter this route keeps.
    * The answer is typed with the route's error answers (ROUTE_ERRORS), for `hc<AppType>`.
    */
+  // biome-ignore lint/suspicious/noExplicitAny: any route's context, whatever its path and input types
   function read<Route extends keyof typeof ROUTE_ERRORS, C extends Context<any, any, any>, T>(
     route: Route,
     send: SendRead,
@@ -113,14 +116,24 @@ export function createPipeline(options: PipelineOptions) {
       const res = send(c, result, requestId);
       const counter = result.state === 'HIT' ? counterOf(c.req.method, res.status) : undefined;
       if (counter !== undefined) counter(startedAt);
-      else logAccess({ method: c.req.method, path: c.req.path, route, status: res.status, startedAt, cache: result.state, requestId, staleReason: result.staleReason });
+      else
+        logAccess({
+          method: c.req.method,
+          path: c.req.path,
+          route,
+          status: res.status,
+          startedAt,
+          cache: result.state,
+          requestId,
+          staleReason: result.staleReason,
+        });
       return res;
     }
 
     return function answer(c) {
       const startedAt = performance.now();
       const requestId = headerRules.requestId(requestHeader(c, 'x-request-id'));
-      let result;
+      let result: MaybePromise<PublicRead<T> | Response>;
       try {
         result = handler(c, requestId);
       } catch (error) {

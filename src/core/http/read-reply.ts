@@ -46,7 +46,11 @@ const MAX_RECORDS_PER_COPY = 16;
  * copy's `Age` changes by the second: its answers are worked out each time.
  */
 export function createReadReplies(rules: HeaderRules, route: ReadRoute, requestHeader: RequestHeader): SendRead {
-  const recordsOf = (): Record<ContentCoding | 'identity', RecordsByCopy> => ({ identity: new WeakMap(), br: new WeakMap(), gzip: new WeakMap() });
+  const recordsOf = (): Record<ContentCoding | 'identity', RecordsByCopy> => ({
+    identity: new WeakMap(),
+    br: new WeakMap(),
+    gzip: new WeakMap(),
+  });
   const records = { 200: recordsOf(), 304: recordsOf() };
 
   function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): Readonly<Record<string, string>> {
@@ -65,7 +69,8 @@ export function createReadReplies(rules: HeaderRules, route: ReadRoute, requestH
     record['X-Cache'] = read.state;
     if (read.ageSeconds !== undefined) record.Age = String(read.ageSeconds);
     // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5), so it is set before either.
-    if (route.vary !== undefined || rendered.encoded) record.Vary = [record.Vary, route.vary, rendered.encoded && 'Accept-Encoding'].filter(Boolean).join(', ');
+    if (route.vary !== undefined || rendered.encoded)
+      record.Vary = [record.Vary, route.vary, rendered.encoded && 'Accept-Encoding'].filter(Boolean).join(', ');
     if (status === 200) {
       record['Content-Type'] = route.contentType;
       if (copy !== undefined) record['Content-Encoding'] = copy.coding;

@@ -124,4 +124,7 @@ function grantedOrigin(origins: OriginPolicy, origin: string | undefined): strin
   return origin && origins.isAllowed(origin) ? origin : undefined;
 }
 
-const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
+const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers': EXPOSE_HEADERS,
+};

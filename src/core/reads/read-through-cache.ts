@@ -243,57 +243,63 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
   });
 
   /** `read` when there is no fresh copy to answer with at once. */
-  async function readThrough(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, readOptions: ReadOptions): Promise<ReadResult<V>> {
-      const { client, forceRefresh = false } = readOptions;
-      let current = lru.peek(key, { allowStale: true });
-      const time = now();
-      const rules = rulesFor(key);
-      if (current && !isWithinStaleIfError(current.staleAt, time, rules)) {
-        lru.delete(key);
-        current = undefined;
-      }
-      const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
-      const status: LRUCache.Status<string, Entry<V>, FetchContext<V>> = {};
-      let entry: Entry<V> | undefined;
-      // Its upstream calls are held off until `retryAt`: the stale copy answers, and nothing loads.
-      const heldOff = current?.retryAt !== undefined && time < current.retryAt;
-      try {
-        entry = heldOff ? lru.get(key, { allowStale: true }) : await lru.fetch(key, {
-          context: { load, waitUntil, client },
-          forceRefresh,
-          allowStale:
-            !forceRefresh &&
-            (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff),
-          // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
-          // load to `undefined` for every caller but the first (who alone sees the error in its
-          // status), and "failed" would read as "does not exist": this way the shared promise
-          // rejects, so every waiter of one cold load gets the same error.
-          allowStaleOnFetchRejection: current !== undefined,
-          status,
-        });
-      } catch (error) {
-        if (!abortReasons.has(error as object)) throw error;
-        // The load found nothing and was overtaken meanwhile: lru-cache rejects its readers with
-        // the abort's reason whatever `ignoreFetchAbort` says. What the key holds now answers (a
-        // copy seeded meanwhile), else the load's own answer: it does not exist.
-        entry = lru.get(key, { allowStale: false });
-        if (entry !== undefined && !isFresh(entry.staleAt, now())) entry = undefined;
-      }
-      let state: CacheState;
-      // Judged by the served entry itself: a request that joined a failing refresh, or a copy
-      // another isolate stored long ago, is stale whatever path lru-cache took to return it.
-      if (entry !== undefined && !isFresh(entry.staleAt, now())) {
-        state = 'STALE';
-        counters.staleServed += 1;
-      } else if (status.fetch === 'hit') {
-        state = 'HIT';
-        counters.hits += 1;
-      } else {
-        state = 'MISS';
-        counters.misses += 1;
-      }
-      metrics.cacheRead(state);
-      return { value: entry?.value, state };
+  async function readThrough(
+    key: string,
+    load: Loader<V>,
+    waitUntil: WaitUntil | undefined,
+    readOptions: ReadOptions,
+  ): Promise<ReadResult<V>> {
+    const { client, forceRefresh = false } = readOptions;
+    let current = lru.peek(key, { allowStale: true });
+    const time = now();
+    const rules = rulesFor(key);
+    if (current && !isWithinStaleIfError(current.staleAt, time, rules)) {
+      lru.delete(key);
+      current = undefined;
+    }
+    const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
+    const status: LRUCache.Status<string, Entry<V>, FetchContext<V>> = {};
+    let entry: Entry<V> | undefined;
+    // Its upstream calls are held off until `retryAt`: the stale copy answers, and nothing loads.
+    const heldOff = current?.retryAt !== undefined && time < current.retryAt;
+    try {
+      entry = heldOff
+        ? lru.get(key, { allowStale: true })
+        : await lru.fetch(key, {
+            context: { load, waitUntil, client },
+            forceRefresh,
+            allowStale:
+              !forceRefresh && (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff),
+            // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
+            // load to `undefined` for every caller but the first (who alone sees the error in its
+            // status), and "failed" would read as "does not exist": this way the shared promise
+            // rejects, so every waiter of one cold load gets the same error.
+            allowStaleOnFetchRejection: current !== undefined,
+            status,
+          });
+    } catch (error) {
+      if (!abortReasons.has(error as object)) throw error;
+      // The load found nothing and was overtaken meanwhile: lru-cache rejects its readers with
+      // the abort's reason whatever `ignoreFetchAbort` says. What the key holds now answers (a
+      // copy seeded meanwhile), else the load's own answer: it does not exist.
+      entry = lru.get(key, { allowStale: false });
+      if (entry !== undefined && !isFresh(entry.staleAt, now())) entry = undefined;
+    }
+    let state: CacheState;
+    // Judged by the served entry itself: a request that joined a failing refresh, or a copy
+    // another isolate stored long ago, is stale whatever path lru-cache took to return it.
+    if (entry !== undefined && !isFresh(entry.staleAt, now())) {
+      state = 'STALE';
+      counters.staleServed += 1;
+    } else if (status.fetch === 'hit') {
+      state = 'HIT';
+      counters.hits += 1;
+    } else {
+      state = 'MISS';
+      counters.misses += 1;
+    }
+    metrics.cacheRead(state);
+    return { value: entry?.value, state };
   }
 
   return {

@@ -18,7 +18,11 @@ export function createCategoriesRoutes(options: {
   pipeline: Pipeline;
 }) {
   const { reads, pipeline, clientIp = () => undefined } = options;
-  const sendCategories = createReadReplies(options.headerRules, { contentType: 'application/json', cacheControl: options.cacheControl }, options.requestHeader);
+  const sendCategories = createReadReplies(
+    options.headerRules,
+    { contentType: 'application/json', cacheControl: options.cacheControl },
+    options.requestHeader,
+  );
   // The error answers are typed for `hc` (ROUTE_ERRORS, by the route named); the pipeline renders them.
   return new Hono().get(
     '/categories',

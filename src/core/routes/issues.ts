@@ -39,7 +39,8 @@ type ArchiveInput = { in: { query: ArchiveQueryInput }; out: { query: ArchiveReq
 /** GET /api/issues and GET /api/issues/:slug (docs/contract.md "The four public routes"). */
 export function createIssuesRoutes(options: IssuesRoutesOptions) {
   const { reads, headerRules, cacheControl, archiveQueries, feeds, pipeline, requestHeader, clientIp = () => undefined } = options;
-  const replies = (contentType: string, cacheControl: string, vary?: string) => createReadReplies(headerRules, { contentType, cacheControl, vary }, requestHeader);
+  const replies = (contentType: string, cacheControl: string, vary?: string) =>
+    createReadReplies(headerRules, { contentType, cacheControl, vary }, requestHeader);
   const sendArchive = replies('application/json', cacheControl.archive, ARCHIVE_VARY);
   const sendIssue = replies('application/json', cacheControl.issue);
   const sendFeed = {
@@ -58,7 +59,9 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
   return new Hono()
     .get(
       '/issues',
-      pipeline.read('/api/issues', sendArchive, function listIssues(c: Context<{}, '/issues', ArchiveInput>, requestId): MaybePromise<PublicRead<ArchivePageBody> | Response> {
+      pipeline.read('/api/issues', sendArchive, function listIssues(c: Context<{}, '/issues', ArchiveInput>, requestId): MaybePromise<
+        PublicRead<ArchivePageBody> | Response
+      > {
         const query = archiveQueryOf(c);
         const format = negotiateFormat(c, query.format, requestHeader(c, 'accept'));
         // A feed is another representation of the same route, answered here too (one handler, so a
@@ -76,7 +79,9 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
     )
     .get(
       '/issues/:slug',
-      pipeline.read('/api/issues/:slug', sendIssue, function getIssue(c: Context<{}, '/issues/:slug'>): MaybePromise<PublicRead<IssueBody>> {
+      pipeline.read('/api/issues/:slug', sendIssue, function getIssue(c: Context<{}, '/issues/:slug'>): MaybePromise<
+        PublicRead<IssueBody>
+      > {
         // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
         // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
         const slug = c.req.param('slug');

@@ -22,22 +22,25 @@ const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <
 A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
 
+const parseOptions = () =>
+  parseArgs({
+    options: {
+      api: { type: 'string' },
+      'site-url': { type: 'string' },
+      out: { type: 'string' },
+      'read-upstream': { type: 'boolean', default: false },
+      'search-api': { type: 'string' },
+      title: { type: 'string' },
+      description: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+
 /** `npm run site:build`: exit 1 on any failure. */
 async function main(): Promise<void> {
-  let values;
+  let values: ReturnType<typeof parseOptions>['values'];
   try {
-    ({ values } = parseArgs({
-      options: {
-        api: { type: 'string' },
-        'site-url': { type: 'string' },
-        out: { type: 'string' },
-        'read-upstream': { type: 'boolean', default: false },
-        'search-api': { type: 'string' },
-        title: { type: 'string' },
-        description: { type: 'string' },
-        help: { type: 'boolean', default: false },
-      },
-    }));
+    ({ values } = parseOptions());
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n${USAGE}`);
     process.exitCode = 1;
@@ -55,7 +58,8 @@ async function main(): Promise<void> {
   // A bad --site-url or --search-api fails before anything is read.
   createSitePaths(values['site-url']);
   const searchApi = values['search-api'] ?? values.api;
-  if (searchApi !== 'none' && !/^https?:$/.test(new URL(searchApi).protocol)) throw new Error('--search-api must be an http(s) URL or none');
+  if (searchApi !== 'none' && !/^https?:$/.test(new URL(searchApi).protocol))
+    throw new Error('--search-api must be an http(s) URL or none');
   // sanitize-html is optional: loaded before any read.
   const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
   const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
@@ -69,7 +73,9 @@ async function main(): Promise<void> {
     readFile(new URL('subscribe-form.html', examples), 'utf8'),
     readPublication({
       apiUrl: values.api,
-      fetch: values['read-upstream'] ? createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) }) : undefined,
+      fetch: values['read-upstream']
+        ? createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) })
+        : undefined,
       onWait: ({ path, status, ms, attempt }) =>
         process.stderr.write(`${path} answered ${status}: waiting ${Math.ceil(ms / 1000)} s before retry ${attempt}\n`),
     }),

@@ -120,7 +120,9 @@ export async function startFakeUpstreamServer(options: Omit<FakeUpstreamOptions,
   async function send(response: Response, res: ServerResponse): Promise<void> {
     if (res.destroyed) return;
     const headers: Record<string, string> = {};
-    response.headers.forEach((value, name) => (headers[name] = value));
+    response.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
     const reader = response.body?.getReader();
     try {
       const first = reader ? await reader.read() : { done: true as const, value: undefined };
@@ -180,13 +182,28 @@ export async function startFakeUpstreamServer(options: Omit<FakeUpstreamOptions,
     pendingResponses: () => open.size,
     /** Resolves once at least `count` responses are pending: a request sent in the background has arrived. */
     pending: (count: number, withinMs = 3_000) =>
-      waitUntil(waiters, () => open.size >= count, withinMs, () => `${open.size} of ${count} upstream response(s) pending`),
+      waitUntil(
+        waiters,
+        () => open.size >= count,
+        withinMs,
+        () => `${open.size} of ${count} upstream response(s) pending`,
+      ),
     /** Resolves once no response is pending: a pending one means the caller walked away without closing it. */
     settled: (withinMs = 3_000) =>
-      waitUntil(waiters, () => open.size === 0, withinMs, () => `${open.size} upstream response(s) still pending`),
+      waitUntil(
+        waiters,
+        () => open.size === 0,
+        withinMs,
+        () => `${open.size} upstream response(s) still pending`,
+      ),
     /** Resolves once no connection at all is open. */
     drained: (withinMs = 3_000) =>
-      waitUntil(waiters, () => sockets.size === 0, withinMs, () => `${sockets.size} upstream connection(s) still open`),
+      waitUntil(
+        waiters,
+        () => sockets.size === 0,
+        withinMs,
+        () => `${sockets.size} upstream connection(s) still open`,
+      ),
     /** Stops everything: slow answers, every connection, the listener. */
     async stop(): Promise<void> {
       for (const abort of aborts) abort.abort();
