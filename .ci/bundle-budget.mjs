@@ -36,7 +36,7 @@ try {
   // openapi.json is generated at build time (src/tools/openapi/): neither the generator nor zod's
   // JSON Schema output, which names its draft, belongs in the Worker.
   if (bundle.includes('draft-2020-12')) {
-    console.error('worker bundle contains zod\'s JSON Schema output (src/tools/openapi/ or z.toJSONSchema reached the Worker entry)');
+    console.error("worker bundle contains zod's JSON Schema output (src/tools/openapi/ or z.toJSONSchema reached the Worker entry)");
     process.exitCode = 1;
   }
   if (gzip > BUDGET_GZIP_BYTES) {

@@ -65,10 +65,14 @@ function buildStages() {
     } else if (keyword === 'RUN') {
       // A `--mount=type=cache` is BuildKit's; here npm uses the machine's cache directly.
       const command = rest.replace(/^(--mount=\S+\s+)+/, '');
-      if (/\bnpm cache clean\b/.test(command)) throw new Error('RUN cleans the npm cache: here that would be the machine\'s own cache');
+      if (/\bnpm cache clean\b/.test(command)) throw new Error("RUN cleans the npm cache: here that would be the machine's own cache");
       console.log(`$ ${command}`);
       // npm reads the packages from the cache that `npm ci` of the repository filled.
-      execFileSync('bash', ['-c', command], { cwd: stage.dir, stdio: 'inherit', env: { ...process.env, npm_config_prefer_offline: 'true', ...stage.env } });
+      execFileSync('bash', ['-c', command], {
+        cwd: stage.dir,
+        stdio: 'inherit',
+        env: { ...process.env, npm_config_prefer_offline: 'true', ...stage.env },
+      });
     } else if (keyword === 'USER') {
       stage.user = rest;
     } else if (keyword === 'HEALTHCHECK') {
@@ -119,15 +123,26 @@ try {
   check(`the image runs as a user other than root (${image.user})`, image.user !== 'root' && image.user !== '0');
   check('the image sets NODE_ENV=production', image.env.NODE_ENV === 'production');
   const modules = readdirSync(join(image.dir, 'node_modules'));
-  const { dependencies, optionalDependencies, peerDependencies, devDependencies } = JSON.parse(readFileSync(join(image.dir, 'package.json'), 'utf8'));
-  check('the image has the production dependencies', Object.keys(dependencies).every((name) => existsSync(join(image.dir, 'node_modules', name))));
+  const { dependencies, optionalDependencies, peerDependencies, devDependencies } = JSON.parse(
+    readFileSync(join(image.dir, 'package.json'), 'utf8'),
+  );
+  check(
+    'the image has the production dependencies',
+    Object.keys(dependencies).every((name) => existsSync(join(image.dir, 'node_modules', name))),
+  );
   // Redis, Prometheus and the throwaway-domain list are optional dependencies: `npm ci --omit=dev`
   // installs them, so the image can serve ADMIN_PORT (its HEALTHCHECK), REDIS_URL and
   // SUBSCRIBE_BLOCK_DISPOSABLE.
   const extras = Object.keys(optionalDependencies);
-  check(`the image has the optional extras (${extras.join(', ')})`, extras.every((name) => existsSync(join(image.dir, 'node_modules', name))));
+  check(
+    `the image has the optional extras (${extras.join(', ')})`,
+    extras.every((name) => existsSync(join(image.dir, 'node_modules', name))),
+  );
   // sanitize-html is for `npm run site:build` only, an optional peer the image leaves out.
-  check('the image has no optional peer (sanitize-html)', !Object.keys(peerDependencies).some((name) => existsSync(join(image.dir, 'node_modules', name))));
+  check(
+    'the image has no optional peer (sanitize-html)',
+    !Object.keys(peerDependencies).some((name) => existsSync(join(image.dir, 'node_modules', name))),
+  );
   // The lock file marks what only development needs (`dev: true`); a dev dependency that a
   // production one also uses would rightly be there.
   const { packages: locked } = JSON.parse(readFileSync(join(image.dir, 'package-lock.json'), 'utf8'));
@@ -140,7 +155,9 @@ try {
   // With redis-server on the machine (.ci/run installs it), the image also runs with REDIS_URL.
   const redisPort = spawnSync('redis-server', ['--version']).status === 0 ? await freePort() : undefined;
   if (redisPort !== undefined) {
-    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    });
     const ready = Date.now() + 5_000;
     while (Date.now() < ready && !(await canConnect(redisPort))) await new Promise((resolve) => setTimeout(resolve, 50));
   } else {
@@ -170,24 +187,36 @@ try {
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
   const deadline = Date.now() + 30_000;
-  while (!output.includes('listening on') && child.exitCode === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-  check(`CMD ${image.cmd.join(' ')} starts with the real upstream, not in demo mode`, output.includes('listening on') && !output.includes('DEMO MODE'));
+  while (!output.includes('listening on') && child.exitCode === null && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  check(
+    `CMD ${image.cmd.join(' ')} starts with the real upstream, not in demo mode`,
+    output.includes('listening on') && !output.includes('DEMO MODE'),
+  );
   if (!output.includes('listening on')) console.error(output.slice(-2000));
   if (redisPort !== undefined) {
     const connected = Date.now() + 5_000;
     while (!output.includes('"event":"redis_connected"') && Date.now() < connected) await new Promise((resolve) => setTimeout(resolve, 50));
-    check('REDIS_URL connects with the image\'s @redis/client', output.includes('"event":"redis_connected"'));
+    check("REDIS_URL connects with the image's @redis/client", output.includes('"event":"redis_connected"'));
   }
   const categories = await fetch(`http://127.0.0.1:${env.PORT}/api/categories`).catch(() => undefined);
-  check('GET /api/categories → 200 from the stub upstream', categories?.status === 200 && JSON.stringify((await categories.json()).data) === JSON.stringify([{ name: 'Essays', slug: 'essays', count: 0 }]));
+  check(
+    'GET /api/categories → 200 from the stub upstream',
+    categories?.status === 200 &&
+      JSON.stringify((await categories.json()).data) === JSON.stringify([{ name: 'Essays', slug: 'essays', count: 0 }]),
+  );
   const throwaway = await fetch(`http://127.0.0.1:${env.PORT}/api/subscribe`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ email: 'someone@mailinator.com', optInAttestation: true }),
   }).catch(() => undefined);
-  check('SUBSCRIBE_BLOCK_DISPOSABLE refuses a throwaway address with the image\'s mailchecker (422)', throwaway?.status === 422);
+  check("SUBSCRIBE_BLOCK_DISPOSABLE refuses a throwaway address with the image's mailchecker (422)", throwaway?.status === 422);
   const health = spawnSync(image.healthcheck[0], image.healthcheck.slice(1), { cwd: image.dir, env, timeout: 10_000 });
-  if (readdirSync(join(image.dir, 'dist'), { recursive: true }).some((file) => String(file).endsWith('.js') && readFileSync(join(image.dir, 'dist', String(file)), 'utf8').includes('ADMIN_PORT'))) {
+  if (
+    readdirSync(join(image.dir, 'dist'), { recursive: true }).some(
+      (file) => String(file).endsWith('.js') && readFileSync(join(image.dir, 'dist', String(file)), 'utf8').includes('ADMIN_PORT'),
+    )
+  ) {
     check('HEALTHCHECK passes against the admin listener', health.status === 0);
   } else {
     console.log(`skip HEALTHCHECK (exit ${health.status}): this build has no admin listener on ADMIN_PORT yet`);

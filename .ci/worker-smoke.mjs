@@ -38,7 +38,10 @@ try {
   const deadline = Date.now() + 60_000;
   let ready = false;
   while (!ready && Date.now() < deadline) {
-    ready = await fetch(`${base}/api/categories`).then((response) => response.ok, () => false);
+    ready = await fetch(`${base}/api/categories`).then(
+      (response) => response.ok,
+      () => false,
+    );
     if (!ready) await new Promise((resolve) => setTimeout(resolve, 500));
   }
   check('wrangler dev answers within 60 s', ready);
@@ -48,7 +51,10 @@ try {
     check('GET /api/issues → 200 with two summaries', list.status === 200 && listBody.data.length === 2);
     const slug = listBody.data[0]?.slug;
     const issue = await fetch(`${base}/api/issues/${slug}`);
-    check('GET /api/issues/:slug → 200 with contentHtml', issue.status === 200 && typeof (await issue.json()).data.contentHtml === 'string');
+    check(
+      'GET /api/issues/:slug → 200 with contentHtml',
+      issue.status === 200 && typeof (await issue.json()).data.contentHtml === 'string',
+    );
     const categories = await fetch(`${base}/api/categories`);
     check('GET /api/categories → 200', categories.status === 200 && Array.isArray((await categories.json()).data));
     const subscribe = await fetch(`${base}/api/subscribe`, {

@@ -19,7 +19,17 @@ import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { get, headersToReplay } from './lib/http.mjs';
 import { startUpstreamSim } from '../build/test/support/fake-upstream/bench-upstream.js';
-import { bffEnv, freePort, killAll, probeTicks, profArgs, runLoad, startServerProcess, stopChild, TICK_PROBE_ARGS } from './lib/processes.mjs';
+import {
+  bffEnv,
+  freePort,
+  killAll,
+  probeTicks,
+  profArgs,
+  runLoad,
+  startServerProcess,
+  stopChild,
+  TICK_PROBE_ARGS,
+} from './lib/processes.mjs';
 import { startBaseline } from './scenarios/cached.mjs';
 import { median } from './lib/stats.mjs';
 import { API_KEY, env, settings } from './lib/settings.mjs';
@@ -37,26 +47,51 @@ async function measureBuild(entry, sim, agent) {
   const servers = [];
   try {
     const port = await freePort();
-    const ours = await startServerProcess({ name: 'bff-build', nodeArgs: [...TICK_PROBE_ARGS, ...profArgs('bff-build'), ...settings.nodeArgs], script: entry, env: bffEnv(sim.baseUrl, port), port, stdoutMode: settings.serverStdout });
+    const ours = await startServerProcess({
+      name: 'bff-build',
+      nodeArgs: [...TICK_PROBE_ARGS, ...profArgs('bff-build'), ...settings.nodeArgs],
+      script: entry,
+      env: bffEnv(sim.baseUrl, port),
+      port,
+      stdoutMode: settings.serverStdout,
+    });
     servers.push(ours);
     await get(agent, ours.url + PATH);
     const hit = await get(agent, ours.url + PATH);
-    if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT') throw new Error(`${entry}: ${PATH} answered ${hit.status}, X-Cache ${hit.headers['x-cache']}`);
+    if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT')
+      throw new Error(`${entry}: ${PATH} answered ${hit.status}, X-Cache ${hit.headers['x-cache']}`);
     if (env.BENCH_ACCEPT_ENCODING) {
       const coded = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
-      if (!coded.headers['content-encoding']) throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
+      if (!coded.headers['content-encoding'])
+        throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
     }
     const answer = { body: hit.body, contentType: hit.headers['content-type'], ...(REVALIDATE && { etag: hit.headers.etag }) };
     const revalidation = REVALIDATE ? { 'If-None-Match': hit.headers.etag } : {};
     const base = await startBaseline(servers, 'baseline-builds', { [PATH]: answer });
-    const same = await startBaseline(servers, 'baseline-same-headers-builds', { [PATH]: { ...answer, headers: headersToReplay(hit.headers) } });
-    const third = { tool: settings.tool, connections: Math.max(1, Math.round(settings.connections / 3)), durationSec: settings.durationSec, warmupSec: 0, expectStatus: REVALIDATE ? 304 : 200 };
+    const same = await startBaseline(servers, 'baseline-same-headers-builds', {
+      [PATH]: { ...answer, headers: headersToReplay(hit.headers) },
+    });
+    const third = {
+      tool: settings.tool,
+      connections: Math.max(1, Math.round(settings.connections / 3)),
+      durationSec: settings.durationSec,
+      warmupSec: 0,
+      expectStatus: REVALIDATE ? 304 : 200,
+    };
     const ratios = { base: [], same: [] };
     for (let run = 0; run <= RUNS; run += 1) {
       const [o, b, s] = await Promise.all(
-        [ours, base, same].map((server) => runLoad({ ...third, url: server.url + PATH, serverPid: server.pid, headers: { ...(server === ours ? OURS_HEADERS : {}), ...revalidation } })),
+        [ours, base, same].map((server) =>
+          runLoad({
+            ...third,
+            url: server.url + PATH,
+            serverPid: server.pid,
+            headers: { ...(server === ours ? OURS_HEADERS : {}), ...revalidation },
+          }),
+        ),
       );
-      for (const r of [o, b, s]) if (r.errors || r.unexpected || !r.serverCpuUsPerRequest) throw new Error(`${entry}: a run had errors or unexpected answers`);
+      for (const r of [o, b, s])
+        if (r.errors || r.unexpected || !r.serverCpuUsPerRequest) throw new Error(`${entry}: a run had errors or unexpected answers`);
       // The first run of fresh processes is their warm-up.
       if (run === 0) continue;
       ratios.base.push(o.serverCpuUsPerRequest / b.serverCpuUsPerRequest);
@@ -70,8 +105,12 @@ async function measureBuild(entry, sim, agent) {
 }
 
 async function main() {
-  const entries = (env.BENCH_BUILDS ?? '').split(' ').filter(Boolean).map((entry) => resolve(entry));
-  if (entries.length === 0) throw new Error("name the builds to compare: BENCH_BUILDS='/tmp/before/dist/cli.js dist/cli.js' node bench/builds.mjs");
+  const entries = (env.BENCH_BUILDS ?? '')
+    .split(' ')
+    .filter(Boolean)
+    .map((entry) => resolve(entry));
+  if (entries.length === 0)
+    throw new Error("name the builds to compare: BENCH_BUILDS='/tmp/before/dist/cli.js dist/cli.js' node bench/builds.mjs");
   const agent = new Agent({ keepAlive: true });
   const sim = await startUpstreamSim({ latencyMs: settings.upstreamLatencyMs, apiKey: API_KEY });
   PATH = PATH_TEMPLATE.replace(':slug', sim.archive.issues[0].slug);
@@ -82,7 +121,9 @@ async function main() {
       for (const build of round % 2 === 1 ? builds : [...builds].reverse()) {
         const figure = await measureBuild(build.entry, sim, agent);
         build.figures.push(figure);
-        const slow = Object.entries(figure.ticks).filter(([, ns]) => ns > SLOW_TICK_NS).map(([name]) => name);
+        const slow = Object.entries(figure.ticks)
+          .filter(([, ns]) => ns > SLOW_TICK_NS)
+          .map(([name]) => name);
         console.log(
           `round ${round} ${build.label}: vs base ${figure.base.toFixed(3)} (runs ${figure.runs.map((r) => r.toFixed(2)).join(' ')}), vs same-hdr ${figure.same.toFixed(3)}; ` +
             `tick ns ours ${figure.ticks.ours}, base ${figure.ticks.base}, same-hdr ${figure.ticks.same}${slow.length ? `  OFF THE FAST PATH: ${slow.join(', ')}` : ''}`,

@@ -10,9 +10,16 @@ const delay = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function issue(slug) {
   return {
-    id: `id-${slug}`, slug, subject: `Subject ${slug}`, previewText: 'Preview', thumbnailUrl: null,
-    contentHtml: `<p>${'Lorem ipsum dolor sit amet. '.repeat(80)}</p>`, status: 'sent', isPublic: true,
-    category: null, sentAt: '2026-11-01T09:00:00.000Z',
+    id: `id-${slug}`,
+    slug,
+    subject: `Subject ${slug}`,
+    previewText: 'Preview',
+    thumbnailUrl: null,
+    contentHtml: `<p>${'Lorem ipsum dolor sit amet. '.repeat(80)}</p>`,
+    status: 'sent',
+    isPublic: true,
+    category: null,
+    sentAt: '2026-11-01T09:00:00.000Z',
   };
 }
 
@@ -40,7 +47,11 @@ function createBench(env = {}) {
   if (!parsed.ok) throw new Error(parsed.problems.join('\n'));
   const simulated = createSimulatedUpstream();
   const upstream = createUpstreamClient({
-    baseUrl: BASE_URL, apiKey: 'bench-key-not-real', timeoutMs: 8000, fetch: simulated.fetch, now: clock.now,
+    baseUrl: BASE_URL,
+    apiKey: 'bench-key-not-real',
+    timeoutMs: 8000,
+    fetch: simulated.fetch,
+    now: clock.now,
   });
   const service = createApp({ config: parsed.config, upstream, now: clock.now });
   return { ...service, clock, simulated };

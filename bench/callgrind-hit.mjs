@@ -37,11 +37,15 @@ async function run(name, args, env) {
   // --perf-basic-prof: V8 writes /tmp/perf-<pid>.map, which names the JIT code callgrind cannot
   // (and a log of its own, sent here rather than to the working directory).
   const v8Flags = ['--perf-basic-prof', `--logfile=${join(out, `${name}-v8.log`)}`, '--no-logfile-per-isolate'];
-  const child = spawn('valgrind', ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${file}`, process.execPath, ...v8Flags, ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', HOST, PORT: String(port), ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    'valgrind',
+    ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${file}`, process.execPath, ...v8Flags, ...args],
+    {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production', HOST, PORT: String(port), ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr.on('data', (c) => (stderr += c));
   const exited = new Promise((r) => child.once('exit', r));
@@ -72,7 +76,8 @@ async function run(name, args, env) {
     };
     await load(WARM);
     // vgdb names its pipe after HOST and USER: the server's environment, not this one's.
-    const control = (on) => execFileSync('callgrind_control', ['-i', on, String(child.pid)], { env: { PATH: process.env.PATH ?? '', HOST } });
+    const control = (on) =>
+      execFileSync('callgrind_control', ['-i', on, String(child.pid)], { env: { PATH: process.env.PATH ?? '', HOST } });
     control('on');
     await load(MEASURED);
     control('off');
@@ -106,13 +111,19 @@ try {
   // Ours always runs: the references answer what it answered.
   const ours = await run('ours', [ENTRY], { NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: sim.baseUrl, CACHE_TTL_SECONDS: '3600' });
   if (servers.includes('ours')) profiles.push(['ours', ours]);
-  for (const [name, same] of [['hono', false], ['hono-same', true]]) {
-    if (servers.includes(name)) profiles.push([name, await run(name, [join(benchDir, 'baseline-server.mjs'), constants(name, ours.answer, same)], {})]);
+  for (const [name, same] of [
+    ['hono', false],
+    ['hono-same', true],
+  ]) {
+    if (servers.includes(name))
+      profiles.push([name, await run(name, [join(benchDir, 'baseline-server.mjs'), constants(name, ours.answer, same)], {})]);
   }
   for (const [name, { file, perfMap }] of profiles) {
     const summary = summarize(file, perfMap, MEASURED);
     writeFileSync(join(out, `${name}.txt`), summary.text);
-    process.stdout.write(`${name}: ${Math.round(summary.total).toLocaleString('en')} instructions per request (${join(out, `${name}.txt`)})\n`);
+    process.stdout.write(
+      `${name}: ${Math.round(summary.total).toLocaleString('en')} instructions per request (${join(out, `${name}.txt`)})\n`,
+    );
   }
 } finally {
   await sim.close();

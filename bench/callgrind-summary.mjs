@@ -40,7 +40,10 @@ function nameAt(entries, address) {
 
 /** Cost per function from callgrind_annotate, JIT addresses named, summed by name. */
 function costs(profile, entries, inclusive) {
-  const text = execFileSync('callgrind_annotate', ['--threshold=100', `--inclusive=${inclusive ? 'yes' : 'no'}`, profile], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  const text = execFileSync('callgrind_annotate', ['--threshold=100', `--inclusive=${inclusive ? 'yes' : 'no'}`, profile], {
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
   const byName = new Map();
   let total = 0;
   for (const line of text.split('\n')) {
@@ -56,7 +59,11 @@ function costs(profile, entries, inclusive) {
     // library stays as callgrind names it.
     const jit = /^\?\?\?:0x([0-9a-f]+)(?: \[\?\?\?\])?$/.exec(name);
     if (jit) name = nameAt(entries, parseInt(jit[1], 16)) ?? `JIT ${jit[1]}`;
-    else name = name.replace(/^\?\?\?:/, '').replace(/ \[[^\]]*\]$/, '').replace(/\((?!anonymous namespace\)).*$/, '');
+    else
+      name = name
+        .replace(/^\?\?\?:/, '')
+        .replace(/ \[[^\]]*\]$/, '')
+        .replace(/\((?!anonymous namespace\)).*$/, '');
     byName.set(name, (byName.get(name) ?? 0) + cost);
   }
   return { total, byName };
@@ -76,8 +83,15 @@ export function summarize(profile, perfMap, requests) {
   const entries = readPerfMap(perfMap);
   const own = costs(profile, entries, false);
   const inclusive = costs(profile, entries, true);
-  const perRequest = (n) => Math.round(n / requests).toLocaleString('en').padStart(8);
-  const lines = [`${profile}: ${perRequest(own.total).trim()} instructions per request (${requests.toLocaleString('en')} requests)`, '', 'by kind:'];
+  const perRequest = (n) =>
+    Math.round(n / requests)
+      .toLocaleString('en')
+      .padStart(8);
+  const lines = [
+    `${profile}: ${perRequest(own.total).trim()} instructions per request (${requests.toLocaleString('en')} requests)`,
+    '',
+    'by kind:',
+  ];
   const kinds = new Map();
   for (const [name, cost] of own.byName) kinds.set(kindOf(name), (kinds.get(kindOf(name)) ?? 0) + cost);
   for (const [kind, cost] of [...kinds].sort((a, b) => b[1] - a[1])) lines.push(`${perRequest(cost)}  ${kind}`);
@@ -86,7 +100,8 @@ export function summarize(profile, perfMap, requests) {
     ['inclusive cost', inclusive.byName],
   ]) {
     lines.push('', `by function, ${title}:`);
-    for (const [name, cost] of [...table].sort((a, b) => b[1] - a[1]).slice(0, TOP)) lines.push(`${perRequest(cost)}  ${name.slice(0, 120)}`);
+    for (const [name, cost] of [...table].sort((a, b) => b[1] - a[1]).slice(0, TOP))
+      lines.push(`${perRequest(cost)}  ${name.slice(0, 120)}`);
   }
   return { total: own.total / requests, text: `${lines.join('\n')}\n` };
 }

@@ -216,7 +216,8 @@ async function watchRss(pid, work) {
 async function shedCounts(adminPort) {
   const { received } = await visit(adminPort, HOST, '/metrics');
   const counts = {};
-  for (const match of received.matchAll(/newsletter_bff_connections_shed_total\{reason="(\w+)"\} (\d+)/g)) counts[match[1]] = Number(match[2]);
+  for (const match of received.matchAll(/newsletter_bff_connections_shed_total\{reason="(\w+)"\} (\d+)/g))
+    counts[match[1]] = Number(match[2]);
   return counts;
 }
 
@@ -234,7 +235,9 @@ async function phase(name, server, paths, floodSize) {
       await sleep(500);
     }
   })();
-  const { result, largestRssMiB } = await watchRss(server.child.pid, () => Promise.all([ssr(server.port, paths), nat(server.port, paths), lone(server.port)]));
+  const { result, largestRssMiB } = await watchRss(server.child.pid, () =>
+    Promise.all([ssr(server.port, paths), nat(server.port, paths), lone(server.port)]),
+  );
   watching = false;
   await readinessWatch;
   const shedAfter = await shedCounts(server.adminPort);
@@ -262,7 +265,17 @@ async function phase(name, server, paths, floodSize) {
     row(`SSR, ${BURSTS} bursts of ${BURST} (${SSR})`, ssrCounts),
     row(`NAT, ${READERS} readers × ${CLICKS} (${NAT})`, natCounts),
     row(`lone visitor (${VISITOR})`, visitorCounts, `slowest 200: ${Math.round(visitorCounts.slowestMs)} ms`),
-    [name, 'the service', '', '', '', '', '', '', `largest RSS ${largestRssMiB.toFixed(0)} MiB; /readyz ${readyz}; shed: ${shed || 'none'}${flooder ? `; flood connections opened ${opened.toLocaleString('en')}` : ''}`],
+    [
+      name,
+      'the service',
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+      `largest RSS ${largestRssMiB.toFixed(0)} MiB; /readyz ${readyz}; shed: ${shed || 'none'}${flooder ? `; flood connections opened ${opened.toLocaleString('en')}` : ''}`,
+    ],
   ];
 }
 
@@ -307,7 +320,12 @@ async function afterTooLarge(port, label, head, body) {
     client.socket.write(`GET /api/categories HTTP/1.1\r\nHost: ${HOST}\r\n\r\n`, () => {});
     await waitFor(() => client.received().length > before + 12 || client.closed(), 5000);
     const more = client.received().slice(before);
-    next = more.length >= 12 ? `the next request answered ${more.slice(9, 12)}` : client.error() ? `the next request: ${client.error().code}` : 'the next request: closed unanswered';
+    next =
+      more.length >= 12
+        ? `the next request answered ${more.slice(9, 12)}`
+        : client.error()
+          ? `the next request: ${client.error().code}`
+          : 'the next request: closed unanswered';
   }
   client.socket.destroy();
   return [label, answer.slice(9, 12), saidClose ? 'close' : 'keep-alive', next];
@@ -356,7 +374,12 @@ async function stall(port, posts) {
   await sleep(3000);
   watching = false;
   await watcher;
-  return [`${sent.toLocaleString('en')} early-answered posts on one connection (${postingSeconds.toFixed(1)} s), then closing`, '', '', `another client's longest wait ${Math.round(longestMs)} ms (watched until ${Math.round(performance.now() - closedAt)} ms after the close)`];
+  return [
+    `${sent.toLocaleString('en')} early-answered posts on one connection (${postingSeconds.toFixed(1)} s), then closing`,
+    '',
+    '',
+    `another client's longest wait ${Math.round(longestMs)} ms (watched until ${Math.round(performance.now() - closedAt)} ms after the close)`,
+  ];
 }
 
 const rows = [];
@@ -373,8 +396,17 @@ try {
   const post = (headers) => `POST /api/subscribe HTTP/1.1\r\nHost: ${HOST}\r\nContent-Type: application/json\r\n${headers}\r\n\r\n`;
   let chunkedBody = '';
   for (let index = 0; index < 100; index += 1) chunkedBody += `400\r\n${'x'.repeat(1024)}\r\n`;
-  single.push(await afterTooLarge(server.port, '413, an oversized chunked body (100 KiB, sent whole)', post('Transfer-Encoding: chunked'), `${chunkedBody}0\r\n\r\n`));
-  single.push(await afterTooLarge(server.port, '413, Content-Length: 100000 (sent whole)', post('Content-Length: 100000'), 'x'.repeat(100_000)));
+  single.push(
+    await afterTooLarge(
+      server.port,
+      '413, an oversized chunked body (100 KiB, sent whole)',
+      post('Transfer-Encoding: chunked'),
+      `${chunkedBody}0\r\n\r\n`,
+    ),
+  );
+  single.push(
+    await afterTooLarge(server.port, '413, Content-Length: 100000 (sent whole)', post('Content-Length: 100000'), 'x'.repeat(100_000)),
+  );
   single.push(await stall(server.port, 5000));
   single.push(await stall(server.port, 20_000));
   for (const host of ['a b', 'a%41', '[::1']) {

@@ -32,7 +32,8 @@ if (process.argv[2] === '--serve') {
   const rows = [];
   // A fresh service for each kind: RSS a process has grown to is not given back, so a kind
   // measured after another would reuse its pages.
-  for (const kind of ['nothing sent', 'kept alive after a GET', 'slowloris head', 'slowloris head of 15 KiB']) rows.push(await measure(kind));
+  for (const kind of ['nothing sent', 'kept alive after a GET', 'slowloris head', 'slowloris head of 15 KiB'])
+    rows.push(await measure(kind));
   process.stdout.write(
     `Memory per open connection (${COUNT.toLocaleString('en')} at a time, a fresh service for each kind; Node ${process.version}; ${new Date().toISOString()})\n` +
       `${table(['connection', 'count', 'seconds to open', 'RSS bytes each', 'V8 heap bytes each', 'external bytes each'], rows, [false, true, true, true, true, true])}\n`,
@@ -45,7 +46,16 @@ async function measure(kind) {
     cwd: root,
     execArgv: ['--expose-gc'],
     // Both caps far above COUNT (the per-client one is for trees where it still exists).
-    env: { PATH: process.env.PATH ?? '', HOST, PORT: String(port), MAX_CONNECTIONS: '1000000', MAX_CONNECTIONS_PER_CLIENT: '1000000', ACCESS_LOG: 'summary', HEADERS_TIMEOUT_SECONDS: '15', REQUEST_TIMEOUT_SECONDS: '30' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST,
+      PORT: String(port),
+      MAX_CONNECTIONS: '1000000',
+      MAX_CONNECTIONS_PER_CLIENT: '1000000',
+      ACCESS_LOG: 'summary',
+      HEADERS_TIMEOUT_SECONDS: '15',
+      REQUEST_TIMEOUT_SECONDS: '30',
+    },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const memory = () =>
@@ -63,7 +73,8 @@ async function measure(kind) {
     const after = await memory();
     const seconds = (performance.now() - startedAt) / 1000;
     // Node closes an idle kept-alive connection after 5 s, a head not ended after HEADERS_TIMEOUT_SECONDS.
-    if (seconds > (kind === 'kept alive after a GET' ? 4.5 : 14)) throw new Error(`opening ${COUNT} took ${seconds.toFixed(1)} s: too long to measure them all open`);
+    if (seconds > (kind === 'kept alive after a GET' ? 4.5 : 14))
+      throw new Error(`opening ${COUNT} took ${seconds.toFixed(1)} s: too long to measure them all open`);
     await closeAll(sockets);
     const per = (name) => Math.round((after[name] - before[name]) / COUNT).toLocaleString('en');
     return [kind, COUNT.toLocaleString('en'), seconds.toFixed(1), per('rss'), per('heapUsed'), per('external')];

@@ -43,7 +43,14 @@ async function startService(baseUrl) {
   const port = await freePort();
   const child = spawn(process.execPath, [`${root}/dist/cli.js`], {
     cwd: root,
-    env: { PATH: process.env.PATH ?? '', NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: baseUrl, CACHE_TTL_SECONDS: '2', HOST: '127.0.0.1', PORT: String(port) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      NEWSLETTER_API_KEY: API_KEY,
+      NEWSLETTER_API_BASE_URL: baseUrl,
+      CACHE_TTL_SECONDS: '2',
+      HOST: '127.0.0.1',
+      PORT: String(port),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const lines = [];
@@ -93,18 +100,27 @@ async function main() {
     fake.setMode({ kind: 'status-storm', statuses: [500] });
     const answers = {};
     const stormEnds = performance.now() + STORM_MS;
-    await readers(service.origin, () => performance.now() >= stormEnds, (_path, status, cache) => {
-      answers[`${status} ${cache}`] = (answers[`${status} ${cache}`] ?? 0) + 1;
-    });
+    await readers(
+      service.origin,
+      () => performance.now() >= stormEnds,
+      (_path, status, cache) => {
+        answers[`${status} ${cache}`] = (answers[`${status} ${cache}`] ?? 0) + 1;
+      },
+    );
     const stormCalls = upstreamCalls(fake) - callsBefore;
     const stormWarnings = notInfo(service.lines, linesBefore);
 
     fake.setMode({ kind: 'ok' });
     const recoveredAt = performance.now();
     const firstFresh = {};
-    await readers(service.origin, () => Object.keys(firstFresh).length === PATHS.length || performance.now() - recoveredAt > RECOVERY_LIMIT_MS, (path, status, cache) => {
-      if (status === 200 && cache !== 'STALE' && firstFresh[path] === undefined) firstFresh[path] = Math.round(performance.now() - recoveredAt);
-    });
+    await readers(
+      service.origin,
+      () => Object.keys(firstFresh).length === PATHS.length || performance.now() - recoveredAt > RECOVERY_LIMIT_MS,
+      (path, status, cache) => {
+        if (status === 200 && cache !== 'STALE' && firstFresh[path] === undefined)
+          firstFresh[path] = Math.round(performance.now() - recoveredAt);
+      },
+    );
     await sleep(1000);
     const ended = service.lines.slice(linesBefore).filter((line) => line.event === 'upstream_failure_ended');
 
@@ -123,7 +139,8 @@ async function main() {
           const response = await fetch(service.origin + PATHS[n % PATHS.length]);
           await response.arrayBuffer();
           reads += 1;
-          holdStatuses[`${response.status} ${response.headers.get('x-cache') ?? 'none'}`] = (holdStatuses[`${response.status} ${response.headers.get('x-cache') ?? 'none'}`] ?? 0) + 1;
+          holdStatuses[`${response.status} ${response.headers.get('x-cache') ?? 'none'}`] =
+            (holdStatuses[`${response.status} ${response.headers.get('x-cache') ?? 'none'}`] ?? 0) + 1;
           await sleep(spacing);
         }
       }),
@@ -142,7 +159,13 @@ async function main() {
         firstFreshAfterRecoveryMs: firstFresh,
         spellEndedLines: ended.map(({ reason, seconds, readsAffected, failedLoads }) => ({ reason, seconds, readsAffected, failedLoads })),
       },
-      holdOff: { retryAfterSeconds: HOLD_OFF_SECONDS, reads, answers: holdStatuses, warnLines: holdWarnings.length, warnEvents: byEvent(holdWarnings) },
+      holdOff: {
+        retryAfterSeconds: HOLD_OFF_SECONDS,
+        reads,
+        answers: holdStatuses,
+        warnLines: holdWarnings.length,
+        warnEvents: byEvent(holdWarnings),
+      },
     };
     console.log(JSON.stringify(result, null, 2));
   } finally {

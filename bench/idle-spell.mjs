@@ -49,9 +49,13 @@ process.stdout.write(JSON.stringify({ before, after }));
 `;
 
 async function main() {
-  const alone = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', NEXT_TICK_ALONE], { encoding: 'utf8', timeout: 120_000 }));
+  const alone = JSON.parse(
+    execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', NEXT_TICK_ALONE], { encoding: 'utf8', timeout: 120_000 }),
+  );
   console.log(`Node ${process.version}`);
-  console.log(`process.nextTick alone: ${alone.before.toFixed(0)} ns a call before the idle spell, ${alone.after.toFixed(0)} ns after (${(alone.after / alone.before).toFixed(2)}×)`);
+  console.log(
+    `process.nextTick alone: ${alone.before.toFixed(0)} ns a call before the idle spell, ${alone.after.toFixed(0)} ns after (${(alone.after / alone.before).toFixed(2)}×)`,
+  );
 
   const agent = new Agent({ keepAlive: true });
   const path = '/api/issues';
@@ -62,19 +66,36 @@ async function main() {
     servers.push(ours);
     await get(agent, ours.url + path);
     const hit = await get(agent, ours.url + path);
-    if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT') throw new Error(`${path} answered ${hit.status} and is not a cached hit (X-Cache: ${hit.headers['x-cache']})`);
+    if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT')
+      throw new Error(`${path} answered ${hit.status} and is not a cached hit (X-Cache: ${hit.headers['x-cache']})`);
     const constants = { [path]: { body: hit.body, contentType: hit.headers['content-type'], headers: headersToReplay(hit.headers) } };
-    const baseline = await startBaseline(servers, 'baseline-same-headers-idle', constants, { nodeArgs: ['--expose-gc'], extraEnv: SPELL_ENV });
+    const baseline = await startBaseline(servers, 'baseline-same-headers-idle', constants, {
+      nodeArgs: ['--expose-gc'],
+      extraEnv: SPELL_ENV,
+    });
 
     const cpu = async (server, warmupSec) => {
-      const run = await runLoad({ tool: settings.tool, url: server.url + path, connections: 17, durationSec: DURATION, warmupSec, serverPid: server.pid, expectStatus: 200 });
+      const run = await runLoad({
+        tool: settings.tool,
+        url: server.url + path,
+        connections: 17,
+        durationSec: DURATION,
+        warmupSec,
+        serverPid: server.pid,
+        expectStatus: 200,
+      });
       if (run.errors || run.unexpected || !run.serverCpuUsPerRequest) {
-        throw new Error(`${server.name}: ${run.errors} errors, ${run.unexpected} answers not 200, CPU per request ${run.serverCpuUsPerRequest}`);
+        throw new Error(
+          `${server.name}: ${run.errors} errors, ${run.unexpected} answers not 200, CPU per request ${run.serverCpuUsPerRequest}`,
+        );
       }
       return run.serverCpuUsPerRequest;
     };
     const rows = [];
-    for (const [label, server] of [['ours', ours], ['bare Hono, same headers', baseline]]) {
+    for (const [label, server] of [
+      ['ours', ours],
+      ['bare Hono, same headers', baseline],
+    ]) {
       // Twice before: how far this machine moves a figure with nothing changed.
       const before = [await cpu(server, 2), await cpu(server, 0)];
       const [tickBefore, tickAfter] = await signalAndRead(server, /idle spell: (\d+) (\d+)/);
@@ -84,7 +105,9 @@ async function main() {
     }
     for (const { label, before, after, ticks } of rows) {
       const mean = (before[0] + before[1]) / 2;
-      console.log(`${label}: ${before.map((us) => us.toFixed(1)).join(' and ')} µs CPU a cached hit before the idle spell, ${after.toFixed(1)} µs after (${(after / mean).toFixed(2)}×); a process.nextTick in it ${ticks.before} ns before, ${ticks.after} ns after`);
+      console.log(
+        `${label}: ${before.map((us) => us.toFixed(1)).join(' and ')} µs CPU a cached hit before the idle spell, ${after.toFixed(1)} µs after (${(after / mean).toFixed(2)}×); a process.nextTick in it ${ticks.before} ns before, ${ticks.after} ns after`,
+      );
     }
   } finally {
     for (const server of servers) await stopChild(server.child);

@@ -39,7 +39,15 @@ async function measureGeneral(path, headers) {
 }
 
 function measureHot(path, headers) {
-  const request = { method: 'GET', target: path, origin: headers.Origin, ownOrigin: () => 'http://127.0.0.1:8787', requestId: undefined, ifNoneMatch: undefined, accept: undefined };
+  const request = {
+    method: 'GET',
+    target: path,
+    origin: headers.Origin,
+    ownOrigin: () => 'http://127.0.0.1:8787',
+    requestId: undefined,
+    ifNoneMatch: undefined,
+    accept: undefined,
+  };
   const timed = service.logAccess.freshHitsTimed;
   let logHit;
   const started = cpuUs();
@@ -47,7 +55,13 @@ function measureHot(path, headers) {
     const startedAt = timed ? performance.now() : 0;
     const reply = service.freshReply(request);
     if (reply === undefined) throw new Error(`${path} is not answered by the hot path`);
-    logHit ??= service.logAccess.freshHit({ method: 'GET', path: reply.path, route: reply.route, status: reply.status, cache: reply.cache });
+    logHit ??= service.logAccess.freshHit({
+      method: 'GET',
+      path: reply.path,
+      route: reply.route,
+      status: reply.status,
+      cache: reply.cache,
+    });
     logHit(startedAt, reply.requestId);
   }
   return (cpuUs() - started) / N.hot;
@@ -55,7 +69,10 @@ function measureHot(path, headers) {
 
 const rows = [];
 for (const [name, path] of routes) {
-  for (const [origin, headers] of [['no Origin', {}], ['allowed Origin', { Origin: ORIGIN }]]) {
+  for (const [origin, headers] of [
+    ['no Origin', {}],
+    ['allowed Origin', { Origin: ORIGIN }],
+  ]) {
     await service.app.request(path, { headers });
     const general = [];
     const hot = [];
@@ -66,4 +83,6 @@ for (const [name, path] of routes) {
     rows.push([`${name} (${origin})`, median(general).toFixed(1), median(hot).toFixed(1)]);
   }
 }
-process.stdout.write(`${table(['cached GET', 'general app.request() µs CPU/req', 'hot path freshReply + log µs CPU/req'], rows, [false, true, true])}\n`);
+process.stdout.write(
+  `${table(['cached GET', 'general app.request() µs CPU/req', 'hot path freshReply + log µs CPU/req'], rows, [false, true, true])}\n`,
+);

@@ -152,7 +152,9 @@ process.on('SIGINT', () => process.exit(0));
   for (const [name, path] of paths) {
     process.stderr.write(`${name}: ours, bare Hono, raw node:http (two valgrind runs each)\n`);
     const ours = await perRequest([ENTRY], oursEnv, path);
-    const hono = WITH_REFERENCES ? await perRequest([join(benchDir, 'baseline-server.mjs'), constantsFile], referenceEnv, path) : Number.NaN;
+    const hono = WITH_REFERENCES
+      ? await perRequest([join(benchDir, 'baseline-server.mjs'), constantsFile], referenceEnv, path)
+      : Number.NaN;
     const raw = WITH_REFERENCES ? await perRequest([rawServer], referenceEnv, path) : Number.NaN;
     const figure = (count) => (Number.isNaN(count) ? '–' : Math.round(count).toLocaleString('en'));
     const ratio = (count) => (Number.isNaN(count) ? '–' : `${(ours / count).toFixed(2)}×`);

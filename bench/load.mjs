@@ -102,12 +102,26 @@ async function runAutocannon({ measure }) {
 
 function runWrk({ measure }) {
   const duration = measure ? options.durationSec : options.warmupSec;
-  const headerLines = Object.entries(options.headers ?? {}).map(([name, value]) => `${name}: ${value}`).join('\n');
+  const headerLines = Object.entries(options.headers ?? {})
+    .map(([name, value]) => `${name}: ${value}`)
+    .join('\n');
   return new Promise((resolve, reject) => {
     const child = spawn(
       'wrk',
-      ['-t1', `-c${options.connections ?? 50}`, `-d${duration}s`, `--timeout`, `${options.timeoutSec ?? 10}s`, '-s', options.wrkScript, options.url],
-      { env: { ...process.env, BENCH_WRK_HEADERS: headerLines, BENCH_WRK_METHOD: options.method ?? 'GET' }, stdio: ['ignore', 'pipe', 'pipe'] },
+      [
+        '-t1',
+        `-c${options.connections ?? 50}`,
+        `-d${duration}s`,
+        `--timeout`,
+        `${options.timeoutSec ?? 10}s`,
+        '-s',
+        options.wrkScript,
+        options.url,
+      ],
+      {
+        env: { ...process.env, BENCH_WRK_HEADERS: headerLines, BENCH_WRK_METHOD: options.method ?? 'GET' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     let out = '';
     let err = '';
@@ -198,7 +212,9 @@ async function main() {
       bytesPerResponse: summary.count ? result.throughput.total / summary.count : 0,
       serverCpuPct: serverBefore === undefined || serverAfter === undefined ? null : (100 * (serverAfter - serverBefore)) / wallSec,
       serverCpuUsPerRequest:
-        serverBefore === undefined || serverAfter === undefined || !summary.count ? null : (1e6 * (serverAfter - serverBefore)) / summary.count,
+        serverBefore === undefined || serverAfter === undefined || !summary.count
+          ? null
+          : (1e6 * (serverAfter - serverBefore)) / summary.count,
       loadCpuPct: (100 * (load.user + load.system)) / 1e6 / wallSec,
     })}\n`,
   );

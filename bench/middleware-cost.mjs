@@ -53,8 +53,9 @@ const withMiddleware = {
   // requestId() hands its header to c.header(): only c.body()/c.json() carry it, a returned Response drops it.
   'requestId()': appWith(requestId(), (c) => c.body(BODY, 200, CACHED_HEADERS)),
   'cors()': appWith(cors({ origin: allowed, exposeHeaders: CORS_POLICY.exposeHeaders })),
-  'createResponseHeaders (ours)': appWith(createResponseHeaders(createHeaderRules({ allowedOrigins: allowed, origins: createOriginPolicy(allowed) })), (c) =>
-    respond(c, BODY, 200, CACHED_HEADERS),
+  'createResponseHeaders (ours)': appWith(
+    createResponseHeaders(createHeaderRules({ allowedOrigins: allowed, origins: createOriginPolicy(allowed) })),
+    (c) => respond(c, BODY, 200, CACHED_HEADERS),
   ),
 };
 const requestHeaders = { Origin: ORIGIN };
@@ -132,7 +133,9 @@ for (const [name, app] of Object.entries(apps)) {
 for (const [name, { port }] of Object.entries(servers)) {
   const agent = new Agent({ keepAlive: false });
   const headers = await get(agent, port);
-  process.stdout.write(`${name}: ${Object.keys(headers).length} response headers${headers['transfer-encoding'] ? `, ${headers['transfer-encoding']}` : ''}\n`);
+  process.stdout.write(
+    `${name}: ${Object.keys(headers).length} response headers${headers['transfer-encoding'] ? `, ${headers['transfer-encoding']}` : ''}\n`,
+  );
   agent.destroy();
 }
 
@@ -156,5 +159,9 @@ for (let i = 0; i < names.length; i += 2) {
   rows.push([names[i], mIn.toFixed(1), (mIn - cIn).toFixed(1), mHttp.toFixed(1), (mHttp - cHttp).toFixed(1)]);
   rows.push([names[i + 1], cIn.toFixed(1), '', cHttp.toFixed(1), '']);
 }
-process.stdout.write(`Node ${process.version}; medians of ${ROUNDS} rounds of ${IN_PROCESS} app.request() and ${OVER_HTTP} loopback requests\n`);
-process.stdout.write(`${table(['app', 'app.request CPU µs', 'Δ vs control', 'node-server CPU µs/req', 'Δ vs control'], rows, [false, true, true, true, true])}\n`);
+process.stdout.write(
+  `Node ${process.version}; medians of ${ROUNDS} rounds of ${IN_PROCESS} app.request() and ${OVER_HTTP} loopback requests\n`,
+);
+process.stdout.write(
+  `${table(['app', 'app.request CPU µs', 'Δ vs control', 'node-server CPU µs/req', 'Δ vs control'], rows, [false, true, true, true, true])}\n`,
+);

@@ -59,7 +59,10 @@ function keyOf(node) {
 // sampled frame (so work done inside a middleware is charged to that middleware); only stacks
 // with no specific cause fall back to the generic ones (framework plumbing, node:http).
 const CAUSES = [
-  ['socket write (writev/write of the response)', (k, depth) => depth === 0 && /^(writev|writeBuffer|writeUtf8String|writeLatin1String) \[native\]/.test(k)],
+  [
+    'socket write (writev/write of the response)',
+    (k, depth) => depth === 0 && /^(writev|writeBuffer|writeUtf8String|writeLatin1String) \[native\]/.test(k),
+  ],
   ['garbage collector', (k) => k.startsWith('(garbage collector)')],
   ['waitUntilOf → c.executionCtx throws on Node (Error + stack)', (k) => k.startsWith('get executionCtx ') || k.startsWith('waitUntilOf ')],
   ['access log line (log.js, logAccess)', (k) => k.includes('[bff] dist/core/log.js') || k.startsWith('logAccess ')],
@@ -68,9 +71,12 @@ const CAUSES = [
   ['c.header() after the response exists (cors Vary)', (k) => k.startsWith('header  hono: dist/context.js')],
   ['secureHeaders (12 headers set on c.res after next)', (k) => k.includes('secure-headers')],
   ['cors (c.res.headers.set before next; origin check)', (k) => k.includes('middleware/cors') || k.startsWith('cors.origin ')],
-  ['request id (request-ids.js, or Hono\'s requestId middleware)', (k) => k.includes('request-id')],
+  ["request id (request-ids.js, or Hono's requestId middleware)", (k) => k.includes('request-id')],
   ['query validator + zod', (k) => k.includes('validator/validator') || k.includes('zod:') || k.startsWith('parseOrThrow ')],
-  ['sendRead / c.body (Response, Headers from the record)', (k) => k.startsWith('sendRead ') || k.startsWith('body  hono') || k.startsWith('#newResponse')],
+  [
+    'sendRead / c.body (Response, Headers from the record)',
+    (k) => k.startsWith('sendRead ') || k.startsWith('body  hono') || k.startsWith('#newResponse'),
+  ],
   ['cache read (public-reads, cache.js, lru-cache)', (k) => /\[bff\] dist\/(public-reads|cache)\.js|lru-cache/.test(k)],
   ['node-server: write a materialized Response (headers → record, stream reader)', (k) => k.startsWith('responseViaResponseObject ')],
   ['node-server: write a lightweight Response (fast path)', (k) => k.startsWith('responseViaCache ')],
@@ -125,7 +131,10 @@ const pct = (us) => `${((100 * us) / sampled).toFixed(1).padStart(5)}%`;
 const perReq = (us) => (requests ? `${(us / requests).toFixed(2).padStart(8)} µs/req` : '');
 const print = (title, map, n, filter = () => true) => {
   process.stdout.write(`\n${title}\n`);
-  for (const [key, us] of [...map].filter(([k]) => filter(k)).sort((a, b) => b[1] - a[1]).slice(0, n)) {
+  for (const [key, us] of [...map]
+    .filter(([k]) => filter(k))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)) {
     process.stdout.write(`${ms(us)} ms ${pct(us)} ${perReq(us)}  ${key}\n`);
   }
 };
@@ -140,9 +149,4 @@ print('Busy time by cause (first match walking up from the sampled frame)', byCa
 print(`Top ${top} functions by self time (% of busy time)`, self, top);
 print('Self time by file / package', selfByFile, 25);
 print('Inclusive time of functions in dist/ (our code, [bff])', total, 40, (k) => k.includes('[bff] '));
-print(
-  'Inclusive time of selected framework functions',
-  total,
-  40,
-  (k) => /^(?!.*\[bff\]).*(hono|node-server|lru-cache|zod)/.test(k),
-);
+print('Inclusive time of selected framework functions', total, 40, (k) => /^(?!.*\[bff\]).*(hono|node-server|lru-cache|zod)/.test(k));

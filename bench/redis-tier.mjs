@@ -28,8 +28,13 @@ await new Promise((resolve) => redis.stdout.on('data', (chunk) => String(chunk).
 const fake = createFakeUpstream({ apiKey: KEY, baseUrl: 'http://127.0.0.1:9/v1' });
 const parsed = parseConfig({ NEWSLETTER_API_KEY: KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl });
 const services = await connectRedis({
-  url: `redis://127.0.0.1:${port}`, timeoutMs: 100, namespace: fake.baseUrl, apiKey: KEY,
-  subscribeLimitPerMinute: 10, cacheMaxAgeSeconds: 3600, log: { log: (level, event, fields) => console.log(level, event, JSON.stringify(fields)) },
+  url: `redis://127.0.0.1:${port}`,
+  timeoutMs: 100,
+  namespace: fake.baseUrl,
+  apiKey: KEY,
+  subscribeLimitPerMinute: 10,
+  cacheMaxAgeSeconds: 3600,
+  log: { log: (level, event, fields) => console.log(level, event, JSON.stringify(fields)) },
 });
 const instance = () =>
   createApp({
@@ -64,7 +69,9 @@ for (let round = 0; round < N; round += 1) {
 const line = (name, values) => `${name}: p50 ${percentile(values, 50).toFixed(3)} ms, p99 ${percentile(values, 99).toFixed(3)} ms`;
 console.log(line('memory hit      ', memory));
 console.log(line('shared-tier hit ', shared));
-console.log(`added by the shared tier: p50 +${(percentile(shared, 50) - percentile(memory, 50)).toFixed(3)} ms, p99 +${(percentile(shared, 99) - percentile(memory, 99)).toFixed(3)} ms`);
+console.log(
+  `added by the shared tier: p50 +${(percentile(shared, 50) - percentile(memory, 50)).toFixed(3)} ms, p99 +${(percentile(shared, 99) - percentile(memory, 99)).toFixed(3)} ms`,
+);
 // The tier alone: one GET of the stored issue over loopback, without building an instance.
 const keys = [];
 for (let round = 0; round < N; round += 1) {

@@ -8,9 +8,17 @@ const fmtSpread = ({ medianRatio, min, max }) => `${fmtRatio(medianRatio)} (${mi
 export function evaluateTargets(results) {
   const targets = [];
   for (const r of results.bombing?.runs ?? []) {
-    targets.push({ target: `bombing (${r.label}): ≤ 30 bot addresses forwarded at 20/min`, value: String(r.botAddressesForwarded), met: r.botAddressesForwarded <= 30 });
+    targets.push({
+      target: `bombing (${r.label}): ≤ 30 bot addresses forwarded at 20/min`,
+      value: String(r.botAddressesForwarded),
+      met: r.botAddressesForwarded <= 30,
+    });
     if (r.withToken) {
-      targets.push({ target: `bombing (${r.label}): a visitor with a valid token always passes`, value: `${r.visitor.succeeded}/${r.visitor.attempts}`, met: r.visitor.succeeded === r.visitor.attempts });
+      targets.push({
+        target: `bombing (${r.label}): a visitor with a valid token always passes`,
+        value: `${r.visitor.succeeded}/${r.visitor.attempts}`,
+        met: r.visitor.succeeded === r.visitor.attempts,
+      });
     }
   }
   for (const c of results.cached ?? []) {
@@ -35,7 +43,10 @@ export function evaluateTargets(results) {
             `paired, ${fmtRatio(c.pairedCpu.min)}–${fmtRatio(c.pairedCpu.max)} over ${c.pairedCpu.runs.length} runs` +
             (c.pairedCpu.sameHeaders ? `; ${fmtRatio(c.pairedCpu.sameHeaders.medianRatio)} of bare Hono with the same headers` : ''),
         }
-      : { ratio: c.medianCpuRatios.baseline, how: `${fmtMs(c.ours.serverCpuUsPerRequest, 1)} / ${fmtMs(c.baseline.serverCpuUsPerRequest, 1)} µs` };
+      : {
+          ratio: c.medianCpuRatios.baseline,
+          how: `${fmtMs(c.ours.serverCpuUsPerRequest, 1)} / ${fmtMs(c.baseline.serverCpuUsPerRequest, 1)} µs`,
+        };
     targets.push({
       target: `${c.scenario}: CPU/request ≤ 1.1× bare Hono's (stretch: ≤ 1×)`,
       value: `${fmtRatio(cpu.ratio)} (${cpu.how})`,
@@ -48,10 +59,18 @@ export function evaluateTargets(results) {
         met: c.medianCpuRatios.nginx <= 1.5,
       });
     }
-    targets.push({ target: `${c.scenario}: p99 ≤ 5 ms at ${results.meta.settings.connections} connections`, value: `${fmtMs(c.ours.p99Ms)} ms`, met: c.ours.p99Ms <= 5 });
+    targets.push({
+      target: `${c.scenario}: p99 ≤ 5 ms at ${results.meta.settings.connections} connections`,
+      value: `${fmtMs(c.ours.p99Ms)} ms`,
+      met: c.ours.p99Ms <= 5,
+    });
   }
   if (results.stampede) {
-    targets.push({ target: 'stampede → 1 upstream call', value: String(results.stampede.upstreamCalls), met: results.stampede.upstreamCalls === 1 });
+    targets.push({
+      target: 'stampede → 1 upstream call',
+      value: String(results.stampede.upstreamCalls),
+      met: results.stampede.upstreamCalls === 1,
+    });
   }
   if (results.slugScan) {
     const s = results.slugScan;
@@ -88,7 +107,9 @@ export function report(results) {
       : `not pinned (taskset missing, BENCH_NO_PIN or < 2 CPUs); load generator: ${meta.loadTool}`,
   );
   if (meta.backgroundBusyPctBefore > 10) {
-    say(`warning: before the run, other processes used ${meta.backgroundBusyPctBefore.toFixed(0)}% of the machine's CPU: figures are noisy`);
+    say(
+      `warning: before the run, other processes used ${meta.backgroundBusyPctBefore.toFixed(0)}% of the machine's CPU: figures are noisy`,
+    );
   }
   if (s.entry !== 'dist/cli.js') say(`entry: ${s.entry}`);
   if (s.nodeArgs.length) say(`BFF node flags: ${s.nodeArgs.join(' ')}`);
@@ -99,15 +120,22 @@ export function report(results) {
 
   if (results.cached?.length) {
     say('');
-    say(`Cached reads — ours = ${s.entry} (NODE_ENV=production), against two bare Hono apps on @hono/node-server answering the same body from a constant:`);
+    say(
+      `Cached reads — ours = ${s.entry} (NODE_ENV=production), against two bare Hono apps on @hono/node-server answering the same body from a constant:`,
+    );
     say('  base = with Content-Type only; same-hdr = with every header ours sends.');
-    if (meta.nginx) say(`  nginx = ${meta.nginx.version}, proxy_cache, one process, in front of same-hdr: every measured request is a cache hit.`);
+    if (meta.nginx)
+      say(`  nginx = ${meta.nginx.version}, proxy_cache, one process, in front of same-hdr: every measured request is a cache hit.`);
     say(`Each round runs base, same-hdr, ${meta.nginx ? 'nginx, ' : ''}ours in turn, starting one side later than the round before.`);
     say('req/s: median of rounds; p50/p99 (ms): pooled over rounds; ratio: median of per-round ours/reference req/s;');
     const sideNames = meta.nginx ? 'base/same-hdr/nginx/ours' : 'base/same-hdr/ours';
-    say(`µs CPU/req: server CPU time per answered request (/proc utime+stime), ${sideNames}; CPU vs: median of per-round ours/reference µs CPU/req;`);
-    say('paired CPU vs base, vs same-hdr: median (min–max) of ours/reference µs CPU/req, ours, base and same-hdr loaded at the same time on the server core with a third of the connections each,');
-    say('  all scenarios\' paired runs back to back before any round (no server idles before them);');
+    say(
+      `µs CPU/req: server CPU time per answered request (/proc utime+stime), ${sideNames}; CPU vs: median of per-round ours/reference µs CPU/req;`,
+    );
+    say(
+      'paired CPU vs base, vs same-hdr: median (min–max) of ours/reference µs CPU/req, ours, base and same-hdr loaded at the same time on the server core with a third of the connections each,',
+    );
+    say("  all scenarios' paired runs back to back before any round (no server idles before them);");
     say('srv CPU: % of one core during the run');
     const sidesOf = (c) => [c.baseline, c.sameHeaders, ...(c.nginx ? [c.nginx] : []), c.ours];
     const rows = results.cached.map((c) => [
@@ -124,16 +152,47 @@ export function report(results) {
       `${c.medianRatio.toFixed(2)}×`,
       `${c.medianSameHeadersRatio.toFixed(2)}×`,
       ...(meta.nginx ? [`${c.medianNginxRatio.toFixed(2)}×`] : []),
-      sidesOf(c).map((side) => fmtMs(side.serverCpuUsPerRequest, 1)).join('/'),
+      sidesOf(c)
+        .map((side) => fmtMs(side.serverCpuUsPerRequest, 1))
+        .join('/'),
       fmtRatio(c.medianCpuRatios.baseline),
       c.pairedCpu ? fmtSpread(c.pairedCpu) : '-',
       c.pairedCpu?.sameHeaders ? fmtSpread(c.pairedCpu.sameHeaders) : '-',
       ...(meta.nginx ? [fmtRatio(c.medianCpuRatios.nginx)] : []),
-      `${sidesOf(c).map((side) => fmtInt(side.serverCpuPct)).join('/')}%`,
+      `${sidesOf(c)
+        .map((side) => fmtInt(side.serverCpuPct))
+        .join('/')}%`,
     ]);
-    const headers = ['scenario', 'body', 'base req/s', 'p99', 'same-hdr req/s', ...(meta.nginx ? ['nginx req/s'] : []), 'ours req/s', 'p50', 'p99'];
-    headers.push('err/non-2xx', 'vs base', 'vs same-hdr', ...(meta.nginx ? ['vs nginx'] : []), 'µs CPU/req', 'CPU vs base', 'paired CPU vs base', 'paired CPU vs same-hdr', ...(meta.nginx ? ['CPU vs nginx'] : []), 'srv CPU');
-    say(table(headers, rows, headers.map((_, i) => i > 0)));
+    const headers = [
+      'scenario',
+      'body',
+      'base req/s',
+      'p99',
+      'same-hdr req/s',
+      ...(meta.nginx ? ['nginx req/s'] : []),
+      'ours req/s',
+      'p50',
+      'p99',
+    ];
+    headers.push(
+      'err/non-2xx',
+      'vs base',
+      'vs same-hdr',
+      ...(meta.nginx ? ['vs nginx'] : []),
+      'µs CPU/req',
+      'CPU vs base',
+      'paired CPU vs base',
+      'paired CPU vs same-hdr',
+      ...(meta.nginx ? ['CPU vs nginx'] : []),
+      'srv CPU',
+    );
+    say(
+      table(
+        headers,
+        rows,
+        headers.map((_, i) => i > 0),
+      ),
+    );
     const unsaturated = results.cached.filter((c) => c.baseline.serverCpuPct < 90);
     if (unsaturated.length) {
       const loadBound = unsaturated.filter((c) => c.baseline.loadCpuPct >= 80);
@@ -157,7 +216,18 @@ export function report(results) {
     say(`POST /api/subscribe — ${r.connections} connections, simulated upstream ${r.simulatedLatencyMs} ms; ${r.emails}`);
     say(
       table(
-        ['scenario', 'req/s', 'p50', 'p99', 'err/non-2xx', 'upstream calls', 'p50 − latency', 'p50 − direct p50', 'p99 − direct p99', 'CPU/req'],
+        [
+          'scenario',
+          'req/s',
+          'p50',
+          'p99',
+          'err/non-2xx',
+          'upstream calls',
+          'p50 − latency',
+          'p50 − direct p50',
+          'p99 − direct p99',
+          'CPU/req',
+        ],
         [
           [
             'POST /api/subscribe',
@@ -171,7 +241,18 @@ export function report(results) {
             `${fmtMs(r.overheadOverDirectP99Ms)} ms`,
             `${fmtMs(r.serverCpuUsPerRequest, 0)} µs`,
           ],
-          ['(direct to the simulator)', fmtInt(r.directUpstream.rps), fmtMs(r.directUpstream.p50Ms), fmtMs(r.directUpstream.p99Ms), '', '', '', '', '', ''],
+          [
+            '(direct to the simulator)',
+            fmtInt(r.directUpstream.rps),
+            fmtMs(r.directUpstream.p50Ms),
+            fmtMs(r.directUpstream.p99Ms),
+            '',
+            '',
+            '',
+            '',
+            '',
+            '',
+          ],
         ],
         [false, true, true, true, true, true, true, true, true, true],
       ),
@@ -183,14 +264,29 @@ export function report(results) {
     say('Subscription bombing (docs/subscribe.md "Surges"): distinct addresses from rotating IPs, a real visitor every 2 s');
     say(
       table(
-        ['run', 'posted', 'forwarded upstream: bots + visitor', 'bots\' answers (status code: count)', 'surge started', 'surge ended', 'visitor ok', 'visitor p50 / max'],
+        [
+          'run',
+          'posted',
+          'forwarded upstream: bots + visitor',
+          "bots' answers (status code: count)",
+          'surge started',
+          'surge ended',
+          'visitor ok',
+          'visitor p50 / max',
+        ],
         results.bombing.runs.map((r) => [
           r.label,
           `${fmtInt(r.bots)} from ${fmtInt(r.ips)} IPs in ${r.seconds} s`,
           `${fmtInt(r.botAddressesForwarded)} + ${fmtInt(r.visitor.succeeded)} (threshold ${r.thresholdPerMinute}/min)`,
-          Object.entries(r.answers).map(([key, count]) => `${key}: ${count}`).join(', '),
-          r.surgeStartedAtSec === undefined ? 'never' : `${r.surgeStartedAtSec.toFixed(1)} s (${r.surgeStart.ratePerMinute}/min, ${r.surgeStart.distinctIps} IPs, ${r.surgeStart.distinctDomains} domains)`,
-          r.surgeEndedAtSec === undefined ? 'not yet' : `${r.surgeEndedAtSec.toFixed(1)} s (hold ${r.holdSeconds} s; ${r.surgeEnd.challenged} challenged, ${r.surgeEnd.paused} paused)`,
+          Object.entries(r.answers)
+            .map(([key, count]) => `${key}: ${count}`)
+            .join(', '),
+          r.surgeStartedAtSec === undefined
+            ? 'never'
+            : `${r.surgeStartedAtSec.toFixed(1)} s (${r.surgeStart.ratePerMinute}/min, ${r.surgeStart.distinctIps} IPs, ${r.surgeStart.distinctDomains} domains)`,
+          r.surgeEndedAtSec === undefined
+            ? 'not yet'
+            : `${r.surgeEndedAtSec.toFixed(1)} s (hold ${r.holdSeconds} s; ${r.surgeEnd.challenged} challenged, ${r.surgeEnd.paused} paused)`,
           `${r.visitor.succeeded}/${r.visitor.attempts}${r.visitor.challenged ? ` (${r.visitor.challenged} challenged)` : ''}`,
           `${fmtMs(r.visitor.p50Ms, 1)} / ${fmtMs(r.visitor.maxMs, 1)} ms`,
         ]),
@@ -227,7 +323,9 @@ export function report(results) {
     lines.push([
       'stale serve',
       `TTL 1 s, upstream ${r.upstreamLatencyMs} ms: ${r.staleResponses} × STALE; client-side p50 ${fmtMs(r.p50Ms, 3)} ms, p99 ${fmtMs(r.p99Ms, 3)} ms, max ${fmtMs(r.maxMs, 3)} ms` +
-        (r.serverSide ? `; server-side (access log) p50 ${fmtMs(r.serverSide.p50Ms, 1)}, p99 ${fmtMs(r.serverSide.p99Ms, 1)}, max ${fmtMs(r.serverSide.maxMs, 1)} ms` : ''),
+        (r.serverSide
+          ? `; server-side (access log) p50 ${fmtMs(r.serverSide.p50Ms, 1)}, p99 ${fmtMs(r.serverSide.p99Ms, 1)}, max ${fmtMs(r.serverSide.maxMs, 1)} ms`
+          : ''),
     ]);
     lines.push([
       '',
@@ -247,8 +345,7 @@ export function report(results) {
         ? 'BFF stdout (access log) went to /dev/null; '
         : `BFF stdout (access log) during the run: ${fmtInt(meta.oursAccessLog.lines)} lines, ${fmtInt(meta.oursAccessLog.bytes)} bytes (${
             meta.oursAccessLog.sink === 'file' ? 'written to a file, counted afterwards' : 'piped to the bench and counted'
-          }); `) +
-        `RSS ${fmtMiB(meta.oursStartRssMiB)} at start → ${fmtMiB(meta.oursEndRss?.rssMiB)} at end`,
+          }); `) + `RSS ${fmtMiB(meta.oursStartRssMiB)} at start → ${fmtMiB(meta.oursEndRss?.rssMiB)} at end`,
     );
   }
 
@@ -261,7 +358,10 @@ export function report(results) {
       ...ids.filter((id) => after[id] !== undefined).map((id) => ({ when: `${id}'s rounds`, ns: after[id] })),
     ];
     const names = { ours: 'ours', baseline: 'base', sameHeaders: 'same-hdr' };
-    const row = (ns) => Object.entries(names).map(([side, name]) => `${name} ${ns[side]}`).join(', ');
+    const row = (ns) =>
+      Object.entries(names)
+        .map(([side, name]) => `${name} ${ns[side]}`)
+        .join(', ');
     say('');
     say('process.nextTick, ns a call in each server (bench/lib/tick-probe.cjs):');
     say(`  after the warm-up: ${row(start)}`);
@@ -283,6 +383,12 @@ export function report(results) {
   if (results.targets.length) {
     say('');
     say('Targets');
-    say(table(['target', 'measured', 'met'], results.targets.map((t) => [t.target, t.value, t.met ? 'yes' : 'NO']), [false, true, false]));
+    say(
+      table(
+        ['target', 'measured', 'met'],
+        results.targets.map((t) => [t.target, t.value, t.met ? 'yes' : 'NO']),
+        [false, true, false],
+      ),
+    );
   }
 }

@@ -87,7 +87,9 @@ async function main() {
 
   results.meta.backgroundBusyPctBefore = await backgroundBusyPct();
   if (results.meta.backgroundBusyPctBefore > 10) {
-    progress(`warning: other processes use ${results.meta.backgroundBusyPctBefore.toFixed(0)}% of this machine's CPU; figures will be noisy`);
+    progress(
+      `warning: other processes use ${results.meta.backgroundBusyPctBefore.toFixed(0)}% of this machine's CPU; figures will be noisy`,
+    );
   }
   const sim = await startUpstreamSim({ latencyMs: settings.upstreamLatencyMs, apiKey: API_KEY });
   const servers = [];
@@ -154,4 +156,3 @@ main().catch(async (error) => {
   killAll('SIGKILL');
   process.exitCode = 1;
 });
-

@@ -58,7 +58,8 @@ const variants = [
   await createVariant('detection on, never tripping', here, { SUBSCRIBE_SURGE_PER_MINUTE: '100000' }),
   await createVariant('detection off', here, { SUBSCRIBE_SURGE_PER_MINUTE: '0' }),
 ];
-if (process.env.BENCH_BEFORE_DIST) variants.push(await createVariant('before (BENCH_BEFORE_DIST)', resolve(process.env.BENCH_BEFORE_DIST), {}));
+if (process.env.BENCH_BEFORE_DIST)
+  variants.push(await createVariant('before (BENCH_BEFORE_DIST)', resolve(process.env.BENCH_BEFORE_DIST), {}));
 
 // A warm-up round, not counted.
 for (const variant of variants) await measure(variant);

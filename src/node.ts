@@ -39,7 +39,10 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const log = createLogger({ write: writer.write, redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl] });
+  const log = createLogger({
+    write: writer.write,
+    redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl],
+  });
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;
@@ -75,14 +78,17 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       holdOff: redis.holdOff,
     }),
     // With TURNSTILE_MODE=surge the form shows no widget until the service asks (CAPTCHA_REQUIRED carries the key).
-    demoSite: config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined, { api }) : undefined,
+    demoSite:
+      config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined, { api }) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
     requestTimedOut: timedOutByListener,
     ...(isDisposableDomain && { isDisposableDomain }),
     // With Redis, one instance watches; the others' copies of the archive come from Redis within a
     // TTL (and a tick) of the change, so the hook waits that long for all of them to serve it.
-    ...(redis && { archiveWatch: { store: redis.watchStore, lease: redis.watchLease, settleMs: config.cacheTtlSeconds * 1000 + 2 * WATCH_TICK_MS } }),
+    ...(redis && {
+      archiveWatch: { store: redis.watchStore, lease: redis.watchLease, settleMs: config.cacheTtlSeconds * 1000 + 2 * WATCH_TICK_MS },
+    }),
   });
   serveApi = async (path, env) => app.request(path, undefined, env);
   // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
@@ -115,19 +121,19 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     },
     limitsOf(config),
     (info) => {
-    const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-    if (config.mode === 'demo') {
-      process.stdout.write(
-        [
-          '',
-          '  DEMO MODE: no NEWSLETTER_API_KEY is set, so this serves an embedded sample publication.',
-          '  Nothing is sent to a real newsletter service. Set NEWSLETTER_API_KEY and',
-          '  NEWSLETTER_API_BASE_URL to serve your own newsletter.',
-          '',
-        ].join('\n') + '\n',
-      );
-    }
-    process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);
+      const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+      if (config.mode === 'demo') {
+        process.stdout.write(
+          [
+            '',
+            '  DEMO MODE: no NEWSLETTER_API_KEY is set, so this serves an embedded sample publication.',
+            '  Nothing is sent to a real newsletter service. Set NEWSLETTER_API_KEY and',
+            '  NEWSLETTER_API_BASE_URL to serve your own newsletter.',
+            '',
+          ].join('\n') + '\n',
+        );
+      }
+      process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);
     },
   );
 
@@ -189,7 +195,11 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
  * and only here, so that without ADMIN_PORT neither is loaded.
  */
 async function startAdmin(config: Config): Promise<Admin> {
-  const { createAdmin } = await importOptional('prom-client', 'ADMIN_PORT (the admin listener\'s /metrics)', () => import('./node/admin/admin.js'));
+  const { createAdmin } = await importOptional(
+    'prom-client',
+    "ADMIN_PORT (the admin listener's /metrics)",
+    () => import('./node/admin/admin.js'),
+  );
   return createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
 }
 
@@ -198,7 +208,11 @@ async function startAdmin(config: Config): Promise<Admin> {
  * optional package, is imported here, and only here, so that without REDIS_URL it is never loaded.
  */
 async function startRedis(config: Config, url: string, log: Logger): Promise<RedisServices> {
-  const { connectRedis } = await importOptional('@redis/client', 'REDIS_URL (state shared by several instances)', () => import('./node/redis/services.js'));
+  const { connectRedis } = await importOptional(
+    '@redis/client',
+    'REDIS_URL (state shared by several instances)',
+    () => import('./node/redis/services.js'),
+  );
   return connectRedis({
     url,
     timeoutMs: config.redisTimeoutMs,

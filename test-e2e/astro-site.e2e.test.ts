@@ -150,7 +150,9 @@ beforeAll(async () => {
   console.log(`examples/astro built in ${buildSeconds.static.toFixed(1)} s (static) and ${buildSeconds.server.toFixed(1)} s (server)`);
   toService = await startCountingProxy(server.origin);
   renderer = await startRenderer(rendererPort, toService.origin);
-  offMachine = await startRefusingProxy([server.origin, host.origin, foreignHost.origin, rendererOrigin].map((origin) => new URL(origin).hostname));
+  offMachine = await startRefusingProxy(
+    [server.origin, host.origin, foreignHost.origin, rendererOrigin].map((origin) => new URL(origin).hostname),
+  );
   browser = await launchBrowser();
 }, 600_000);
 
@@ -179,8 +181,11 @@ async function shot(page: Page, name: string): Promise<void> {
 /** The service's own answer for an issue, to hold the pages to. */
 async function serviceIssue(slug: string) {
   const response = await fetch(`${server.origin}/api/issues/${slug}`);
-  return ((await response.json()) as { data: { subject: string; newer?: { slug: string; subject: string } | null; older?: { slug: string; subject: string } | null } })
-    .data;
+  return (
+    (await response.json()) as {
+      data: { subject: string; newer?: { slug: string; subject: string } | null; older?: { slug: string; subject: string } | null };
+    }
+  ).data;
 }
 
 const builds = [
@@ -202,7 +207,10 @@ describe.each(builds)('examples/astro, the $name build, in Chromium', ({ name, o
     await page.waitForURL(`${origin()}/page/2/`);
     expect(await links.count()).toBe(10);
     expect(await page.locator('.pager span').textContent()).toBe('Page 2 of 5');
-    await page.locator('.categories').getByRole('link', { name: /^Interviews/ }).click();
+    await page
+      .locator('.categories')
+      .getByRole('link', { name: /^Interviews/ })
+      .click();
     await page.waitForURL(`${origin()}/categories/interviews/`);
     expect(await page.locator('h1').textContent()).toBe('Interviews');
     const listed = await links.count();
@@ -288,7 +296,10 @@ describe('the server build under a crowd', () => {
     const archive = (await (await fetch(`${server.origin}/api/issues?limit=100`)).json()) as { data: { slug: string; subject: string }[] };
     const pages = [
       ...archive.data.map((issue) => ({ path: `/issues/${issue.slug}/`, title: `${issue.subject} · The Field Notes` })),
-      ...[1, 2, 3, 4, 5].map((number) => ({ path: number === 1 ? '/' : `/page/${number}/`, title: number === 1 ? 'Archive · The Field Notes' : `Archive, page ${number} · The Field Notes` })),
+      ...[1, 2, 3, 4, 5].map((number) => ({
+        path: number === 1 ? '/' : `/page/${number}/`,
+        title: number === 1 ? 'Archive · The Field Notes' : `Archive, page ${number} · The Field Notes`,
+      })),
     ];
     const requests = Array.from({ length: BURST }, (_, index) => pages[index % pages.length]!);
     toService.reset();
@@ -334,9 +345,10 @@ describe('the server build when the service cannot be read', () => {
 
 describe('the example against Astro’s own types', () => {
   it('typechecks: newsletterLoader fits defineCollection, the typed client’s answers fit the pages’ code', async () => {
-    const check = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', EXAMPLE], { cwd: ROOT, timeout: 120_000 }).catch(
-      (error: { stdout?: string; code?: number }) => ({ stdout: error.stdout ?? '', code: error.code }),
-    );
+    const check = await run(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '-p', EXAMPLE], {
+      cwd: ROOT,
+      timeout: 120_000,
+    }).catch((error: { stdout?: string; code?: number }) => ({ stdout: error.stdout ?? '', code: error.code }));
     expect(check.stdout).toBe('');
   });
 });

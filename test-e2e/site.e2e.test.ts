@@ -175,7 +175,9 @@ describe('the example site, in Chromium against the demo server', () => {
     await page.waitForURL(`${server.origin}/?q=garden`);
     await expect.poll(() => page.locator('.issue-card h2').allTextContents()).toEqual(expected.data.map((issue) => issue.subject));
     const pages = Math.ceil(expected.meta.total / 10);
-    await expect.poll(() => page.locator('#archive-summary').textContent()).toBe(`${expected.meta.total} issues match “garden” · page 1 of ${pages}`);
+    await expect
+      .poll(() => page.locator('#archive-summary').textContent())
+      .toBe(`${expected.meta.total} issues match “garden” · page 1 of ${pages}`);
     expect(await page.locator('#search-q').inputValue()).toBe('garden');
     expect(await page.title()).toBe('The Field Notes · Search: garden');
     expect(await page.locator('.issue-card .meta').first().textContent()).toContain(`${expected.data[0]!.readingMinutes} min read`);
@@ -200,7 +202,9 @@ describe('the example site, in Chromium against the demo server', () => {
     await page.getByRole('button', { name: 'Search' }).click();
     await page.waitForURL(`${server.origin}/?q=compost`);
     expect(await page.locator('.issue-card h2').allTextContents()).toEqual(expected.data.map((issue) => issue.subject));
-    expect(await page.locator('#archive-summary').textContent()).toMatch(new RegExp(`^${expected.meta.total} issues? match(es)? “compost” · page 1 of 1$`));
+    expect(await page.locator('#archive-summary').textContent()).toMatch(
+      new RegExp(`^${expected.meta.total} issues? match(es)? “compost” · page 1 of 1$`),
+    );
     expect(await page.getByText('The archive needs JavaScript').count()).toBe(0);
     await page.locator('.issue-card h2 a').first().click();
     await page.waitForURL(`${server.origin}/issue.html?slug=${expected.data[0]!.slug}`);
@@ -516,9 +520,7 @@ describe('the example site, in Chromium against the demo server', () => {
     const withScript = await openPage();
     await withScript.goto(`${start}&subscribe_error=VALIDATION_ERROR#subscribe-error`);
     const status = withScript.locator('[data-subscribe-status]');
-    await expect
-      .poll(() => status.textContent())
-      .toBe('Please check your email address and the consent box, then try again.');
+    await expect.poll(() => status.textContent()).toBe('Please check your email address and the consent box, then try again.');
     expect(withScript.url()).toBe(start);
     await screenshot(withScript.locator('.subscribe-box'), 'subscribe-error-after-redirect');
     await withScript.goto(`${server.origin}/?subscribed=1#subscribed`);

@@ -126,14 +126,19 @@ describe('the static site built by npm run site:build, in Chromium', () => {
   });
 
   it('searches from the archive’s box: the search page shows the service’s matches, linked to the built pages', async () => {
-    const expected = (await (await fetch(`${server.origin}/api/issues?q=garden&limit=20`)).json()) as { data: { slug: string; subject: string }[]; meta: { total: number } };
+    const expected = (await (await fetch(`${server.origin}/api/issues?q=garden&limit=20`)).json()) as {
+      data: { slug: string; subject: string }[];
+      meta: { total: number };
+    };
     expect(expected.meta.total).toBeGreaterThan(20);
     const page = await openPage(true);
     await page.goto(`${host.origin}/`);
     await page.getByLabel('Search the archive').fill('garden');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.waitForURL(`${host.origin}/search/?q=garden`);
-    await expect.poll(() => page.locator('#search-results .issue-card h2').allTextContents()).toEqual(expected.data.map((issue) => issue.subject));
+    await expect
+      .poll(() => page.locator('#search-results .issue-card h2').allTextContents())
+      .toEqual(expected.data.map((issue) => issue.subject));
     expect(await page.locator('#search-summary').textContent()).toBe(`${expected.meta.total} issues match “garden”`);
     expect(await page.locator('#search-all').isHidden()).toBe(true);
     await page.getByRole('button', { name: 'More results' }).click();

@@ -1,7 +1,17 @@
 import { createServer, type Server } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer, freePort, launchBrowser, listen, openVisitorPage, startDemoServer, startRefusingProxy, type DemoServer, type RefusingProxy } from './support.js';
+import {
+  buildServer,
+  freePort,
+  launchBrowser,
+  listen,
+  openVisitorPage,
+  startDemoServer,
+  startRefusingProxy,
+  type DemoServer,
+  type RefusingProxy,
+} from './support.js';
 
 // docs/subscribe.md "Surges" and "Form messages": during a surge with TURNSTILE_MODE=surge, the
 // example site's form meets 403 CAPTCHA_REQUIRED, shows the widget with the site key the answer
@@ -48,7 +58,9 @@ beforeAll(async () => {
     req.on('end', () => {
       const token = new URLSearchParams(body).get('response') ?? '';
       verified.push(token);
-      const answer = token.startsWith('pass-') ? { success: true, 'error-codes': [] } : { success: false, 'error-codes': ['invalid-input-response'] };
+      const answer = token.startsWith('pass-')
+        ? { success: true, 'error-codes': [] }
+        : { success: false, 'error-codes': ['invalid-input-response'] };
       res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(answer));
     });
   });
@@ -66,7 +78,11 @@ beforeAll(async () => {
   browser = await launchBrowser();
   // Two sign-ups in a moment pass a threshold of one a minute: the surge is on for the tests.
   const post = (email: string) =>
-    fetch(`${server.origin}/api/subscribe`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email, optInAttestation: true }) });
+    fetch(`${server.origin}/api/subscribe`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email, optInAttestation: true }),
+    });
   expect((await post('first@example.com')).status).toBe(200);
   expect((await post('second@example.com')).status).toBe(403);
 });

@@ -53,9 +53,13 @@ export async function startDemoServer(port: number, env: Record<string, string>)
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const stop = () => stopProcess(child);
   try {
-    await waitFor(() => /listening on http:\/\/127\.0\.0\.1:\d+/.test(stdout), 20_000, () => {
-      if (child.exitCode !== null) throw new Error(`demo server exited (${child.exitCode}): ${stderr || stdout}`);
-    });
+    await waitFor(
+      () => /listening on http:\/\/127\.0\.0\.1:\d+/.test(stdout),
+      20_000,
+      () => {
+        if (child.exitCode !== null) throw new Error(`demo server exited (${child.exitCode}): ${stderr || stdout}`);
+      },
+    );
   } catch (error) {
     await stop();
     throw error;

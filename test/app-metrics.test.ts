@@ -10,7 +10,13 @@ function setup() {
   const demo = createDemoUpstream({ apiKey: TEST_API_KEY, now: clock.now });
   const recorder = createMetricsRecorder();
   const config = testConfig({ NEWSLETTER_API_BASE_URL: demo.baseUrl, SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '1' });
-  const upstream = createUpstreamClient({ baseUrl: demo.baseUrl, apiKey: TEST_API_KEY, timeoutMs: 1000, fetch: demo.fetch, now: clock.now });
+  const upstream = createUpstreamClient({
+    baseUrl: demo.baseUrl,
+    apiKey: TEST_API_KEY,
+    timeoutMs: 1000,
+    fetch: demo.fetch,
+    now: clock.now,
+  });
   const { app } = createApp({ config, upstream, now: clock.now, clientIp: () => '203.0.113.7', metrics: recorder.metrics });
   return { app, ...recorder };
 }
@@ -39,6 +45,9 @@ describe('app metrics', () => {
       });
     expect((await subscribe()).status).toBe(200);
     expect((await subscribe()).status).toBe(429);
-    expect(of('subscribe')).toEqual([['forwarded', undefined], ['rejected', 'RATE_LIMITED']]);
+    expect(of('subscribe')).toEqual([
+      ['forwarded', undefined],
+      ['rejected', 'RATE_LIMITED'],
+    ]);
   });
 });

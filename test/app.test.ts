@@ -135,20 +135,23 @@ describe('CORS', () => {
     }
   });
 
-  it.each(GET_ROUTES)('answers a preflight for %s from the allowed origin with 204 and the allowed methods, without an upstream call', async (path) => {
-    const { app, calls } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
-    const res = await app.request(path, {
-      method: 'OPTIONS',
-      headers: { Origin: ALLOWED_ORIGIN, 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'if-none-match' },
-    });
-    expect(res.status).toBe(204);
-    expect(res.headers.get('access-control-allow-origin')).toBe(ALLOWED_ORIGIN);
-    const methods = (res.headers.get('access-control-allow-methods') ?? '').split(',').map((entry) => entry.trim());
-    expect(methods).toEqual(expect.arrayContaining(['GET', 'HEAD']));
-    expect(res.headers.get('access-control-allow-credentials')).toBeNull();
-    expect(await res.text()).toBe('');
-    expect(calls).toHaveLength(0);
-  });
+  it.each(GET_ROUTES)(
+    'answers a preflight for %s from the allowed origin with 204 and the allowed methods, without an upstream call',
+    async (path) => {
+      const { app, calls } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
+      const res = await app.request(path, {
+        method: 'OPTIONS',
+        headers: { Origin: ALLOWED_ORIGIN, 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'if-none-match' },
+      });
+      expect(res.status).toBe(204);
+      expect(res.headers.get('access-control-allow-origin')).toBe(ALLOWED_ORIGIN);
+      const methods = (res.headers.get('access-control-allow-methods') ?? '').split(',').map((entry) => entry.trim());
+      expect(methods).toEqual(expect.arrayContaining(['GET', 'HEAD']));
+      expect(res.headers.get('access-control-allow-credentials')).toBeNull();
+      expect(await res.text()).toBe('');
+      expect(calls).toHaveLength(0);
+    },
+  );
 
   it('answers a preflight from a foreign origin without a grant', async () => {
     const { app, calls } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
@@ -248,7 +251,8 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     for (const res of responses) {
       expect(securityHeadersOf(res)).toEqual(API_SECURITY_HEADERS);
       // Headers only a rendered document acts on are the site pages' (OWASP's REST set has none of them).
-      for (const name of ['referrer-policy', 'cross-origin-resource-policy', 'cross-origin-opener-policy']) expect(res.headers.get(name)).toBeNull();
+      for (const name of ['referrer-policy', 'cross-origin-resource-policy', 'cross-origin-opener-policy'])
+        expect(res.headers.get(name)).toBeNull();
     }
   });
 
@@ -291,7 +295,9 @@ describe('security and CORS headers, cached hits and errors alike', () => {
 
   it('makes new request ids of 32 hex digits, unique from request to request', async () => {
     const { app } = createDemoApp();
-    const ids = await Promise.all(Array.from({ length: 300 }, async () => (await app.request('/api/categories')).headers.get('x-request-id')));
+    const ids = await Promise.all(
+      Array.from({ length: 300 }, async () => (await app.request('/api/categories')).headers.get('x-request-id')),
+    );
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
     expect(new Set(ids).size).toBe(ids.length);
   });
@@ -363,7 +369,9 @@ describe('caching headers of public GETs', () => {
     const first = await app.request('/api/issues?limit=5');
     const second = await app.request('/api/issues?limit=5&offset=5');
     expect(first.headers.get('etag')).not.toBe(second.headers.get('etag'));
-    expect((await app.request('/api/issues?limit=5&offset=5', { headers: { 'If-None-Match': first.headers.get('etag')! } })).status).toBe(200);
+    expect((await app.request('/api/issues?limit=5&offset=5', { headers: { 'If-None-Match': first.headers.get('etag')! } })).status).toBe(
+      200,
+    );
   });
 });
 

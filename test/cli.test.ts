@@ -11,8 +11,11 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 /** Runs the CLI to its end with a clean environment (no key of the caller's can leak in). */
 function run(args: string[], env: Record<string, string> = {}) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = execFile(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 15_000 }, (_error, stdout, stderr) =>
-      resolve({ code: child.exitCode, stdout, stderr }),
+    const child = execFile(
+      process.execPath,
+      [cli, ...args],
+      { env: { PATH: process.env.PATH ?? '', ...env }, timeout: 15_000 },
+      (_error, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }),
     );
   });
 }

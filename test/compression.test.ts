@@ -33,7 +33,9 @@ describe('compressed copies of cached replies (Node)', () => {
 
   it('says Vary: Accept-Encoding on every answer of a copy kept compressed, and gives each coding its own strong ETag', async () => {
     const { app } = compressingApp();
-    const answers = await Promise.all(['', 'br', 'gzip'].map((coding) => app.request(SLUG_PATH, { headers: coding ? { 'Accept-Encoding': coding } : {} })));
+    const answers = await Promise.all(
+      ['', 'br', 'gzip'].map((coding) => app.request(SLUG_PATH, { headers: coding ? { 'Accept-Encoding': coding } : {} })),
+    );
     for (const answer of answers) expect(answer.headers.get('vary')).toMatch(/\bAccept-Encoding\b/);
     const [identity, br, gzip] = answers.map((answer) => answer.headers.get('etag')!);
     expect(new Set([identity, br, gzip]).size).toBe(3);
@@ -140,7 +142,12 @@ describe('compressed copies of a copy read back from the shared tier (Node with 
     const upstream = createScriptedFetch((call) => demo.fetch(call.url, { method: call.method, headers: call.headers }));
     const { store, entries } = createMemoryStore();
     const instance = () =>
-      createTestApp({ fetch: upstream.fetch, env: { NEWSLETTER_API_BASE_URL: demo.baseUrl }, encodeBody: createNodeBodyEncoder(), deps: { sharedCache: store } });
+      createTestApp({
+        fetch: upstream.fetch,
+        env: { NEWSLETTER_API_BASE_URL: demo.baseUrl },
+        encodeBody: createNodeBodyEncoder(),
+        deps: { sharedCache: store },
+      });
     const a = instance();
     const fromA = await a.app.request(SLUG_PATH, { headers: { 'Accept-Encoding': 'br' } });
     expect(fromA.headers.get('content-encoding')).toBe('br');
@@ -197,7 +204,12 @@ describe('letters an archive read brings along (Node)', () => {
       }
       return encoder(body);
     };
-    const test = createTestApp({ fetch: (input, init) => fake.fetch(new Request(input, init)), clock, env: { NEWSLETTER_API_BASE_URL: fake.baseUrl }, encodeBody });
+    const test = createTestApp({
+      fetch: (input, init) => fake.fetch(new Request(input, init)),
+      clock,
+      env: { NEWSLETTER_API_BASE_URL: fake.baseUrl },
+      encodeBody,
+    });
     return { ...test, fake, open, lettersWaiting: () => lettersWaiting };
   }
 

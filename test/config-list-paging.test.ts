@@ -32,9 +32,7 @@ describe('parseConfig UPSTREAM_LIST_* (how List Issues pages)', () => {
   });
 
   it('refuses a paging style, a name or a page size it cannot use, one line per variable', () => {
-    expect(
-      problemsOf({ UPSTREAM_LIST_PAGING: 'cursor', UPSTREAM_LIST_LIMIT_PARAM: 'status', UPSTREAM_LIST_PAGE_SIZE: '201' }),
-    ).toEqual([
+    expect(problemsOf({ UPSTREAM_LIST_PAGING: 'cursor', UPSTREAM_LIST_LIMIT_PARAM: 'status', UPSTREAM_LIST_PAGE_SIZE: '201' })).toEqual([
       'UPSTREAM_LIST_LIMIT_PARAM must not be status or isPublic',
       'UPSTREAM_LIST_PAGING must be offset or page',
       'UPSTREAM_LIST_PAGE_SIZE must be a whole number from 1 to 200',

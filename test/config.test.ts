@@ -224,7 +224,11 @@ describe('parseConfig defaults', () => {
     expect(set.ok).toBe(true);
     if (!set.ok) return;
     expect(set.config).toEqual(configWith());
-    expect(set.notices).toEqual([expect.stringMatching(/^MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS/)]);
+    expect(set.notices).toEqual([
+      expect.stringMatching(
+        /^MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS/,
+      ),
+    ]);
   });
 
   it('accepts numbers given as Worker bindings of type number', () => {
@@ -323,9 +327,7 @@ describe('parseConfig HOST', () => {
   it.each(['no such host!', 'http://127.0.0.1', '127.0.0.1:8787', 'host/path', '-leading.example', '[::1]'])(
     'refuses %j with one line naming HOST',
     (host) => {
-      expect(problemsWith({ HOST: host })).toEqual([
-        'HOST must be a host name or an IP address (such as 127.0.0.1, 0.0.0.0 or ::)',
-      ]);
+      expect(problemsWith({ HOST: host })).toEqual(['HOST must be a host name or an IP address (such as 127.0.0.1, 0.0.0.0 or ::)']);
     },
   );
 });
@@ -369,14 +371,18 @@ describe('parseConfig PUBLICATION_NAME and PUBLIC_BASE_URL', () => {
     expect(configWith({ PUBLIC_BASE_URL: given }).publicBaseUrl).toBe(kept);
   });
 
-  it.each(['news-api.example.com', '/api', 'ftp://example.com', 'https://example.com/?a=1', 'https://example.com/#x', 'https://user:pw@example.com'])(
-    'refuses %j with one line naming PUBLIC_BASE_URL',
-    (given) => {
-      expect(problemsWith({ PUBLIC_BASE_URL: given })).toEqual([
-        'PUBLIC_BASE_URL must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com',
-      ]);
-    },
-  );
+  it.each([
+    'news-api.example.com',
+    '/api',
+    'ftp://example.com',
+    'https://example.com/?a=1',
+    'https://example.com/#x',
+    'https://user:pw@example.com',
+  ])('refuses %j with one line naming PUBLIC_BASE_URL', (given) => {
+    expect(problemsWith({ PUBLIC_BASE_URL: given })).toEqual([
+      'PUBLIC_BASE_URL must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com',
+    ]);
+  });
 });
 
 describe('parseConfig admin listener', () => {
@@ -401,8 +407,7 @@ describe('parseConfig ALLOWED_ORIGINS', () => {
 
   it('accepts a comma-separated list of origins, trimming spaces and skipping empty entries', () => {
     expect(
-      configWith({ ALLOWED_ORIGINS: ' https://site.example , http://localhost:3000,,https://www.site.example:8443, ' })
-        .allowedOrigins,
+      configWith({ ALLOWED_ORIGINS: ' https://site.example , http://localhost:3000,,https://www.site.example:8443, ' }).allowedOrigins,
     ).toEqual(['https://site.example', 'http://localhost:3000', 'https://www.site.example:8443']);
   });
 
@@ -464,14 +469,11 @@ describe('parseConfig subscribe settings', () => {
     expect(configWith({ SUBSCRIBE_HONEYPOT_FIELD: value }).honeypotField).toBe(value);
   });
 
-  it.each(['2fast', '_hidden', 'my field', 'a.b', 'fïeld', `a${'b'.repeat(64)}`])(
-    'refuses the honeypot field name %s',
-    (value) => {
-      expect(problemsWith({ SUBSCRIBE_HONEYPOT_FIELD: value })).toEqual([
-        'SUBSCRIBE_HONEYPOT_FIELD must be a simple field name (letters, digits, _ or -)',
-      ]);
-    },
-  );
+  it.each(['2fast', '_hidden', 'my field', 'a.b', 'fïeld', `a${'b'.repeat(64)}`])('refuses the honeypot field name %s', (value) => {
+    expect(problemsWith({ SUBSCRIBE_HONEYPOT_FIELD: value })).toEqual([
+      'SUBSCRIBE_HONEYPOT_FIELD must be a simple field name (letters, digits, _ or -)',
+    ]);
+  });
 
   it.each(['email', 'optInAttestation', 'source', 'sourcePlatform'])(
     'refuses %s as the honeypot, because it is a real form field',
@@ -675,7 +677,11 @@ describe('parseConfig subscribe abuse settings (docs/subscribe.md)', () => {
   });
 
   it('refuses a DEPLOY_HOOK_URL that is not https, or that carries a user and password, without echoing it', () => {
-    for (const url of ['http://api.netlify.com/build_hooks/secret-hook-id', 'https://user:secret-hook-id@hooks.example/build', 'not a url secret-hook-id']) {
+    for (const url of [
+      'http://api.netlify.com/build_hooks/secret-hook-id',
+      'https://user:secret-hook-id@hooks.example/build',
+      'not a url secret-hook-id',
+    ]) {
       const problems = problemsWith({ DEPLOY_HOOK_URL: url });
       expect(problems).toEqual([expect.stringMatching(/^DEPLOY_HOOK_URL must be an https URL .*without a user or password/)]);
       expect(problems.join('\n')).not.toContain('secret-hook-id');
@@ -688,7 +694,13 @@ describe('parseConfig subscribe abuse settings (docs/subscribe.md)', () => {
 
   it('reads TRUSTED_PROXIES as addresses, networks and names, and names the entries it cannot read', () => {
     const { trustedProxies } = configWith({ TRUSTED_PROXIES: '10.0.0.0/8, 2001:db8::1, loopback' });
-    expect(['10.1.2.3', '2001:db8::1', '127.0.0.1', '::1', '::ffff:10.9.9.9'].map((ip) => trustedProxies?.includes(ip))).toEqual([true, true, true, true, true]);
+    expect(['10.1.2.3', '2001:db8::1', '127.0.0.1', '::1', '::ffff:10.9.9.9'].map((ip) => trustedProxies?.includes(ip))).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+    ]);
     expect(['11.0.0.1', '2001:db8::2', '192.168.1.1'].map((ip) => trustedProxies?.includes(ip))).toEqual([false, false, false]);
     expect(problemsWith({ TRUSTED_PROXIES: '10.0.0.0/33, proxy.example, 10.0.0.1' })).toEqual([
       'TRUSTED_PROXIES has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: 10.0.0.0/33, proxy.example',
@@ -696,6 +708,8 @@ describe('parseConfig subscribe abuse settings (docs/subscribe.md)', () => {
   });
 
   it('refuses TRUSTED_PROXIES together with TRUST_PROXY_HOPS', () => {
-    expect(problemsWith({ TRUSTED_PROXIES: '10.0.0.1', TRUST_PROXY_HOPS: '1' })).toEqual([expect.stringMatching(/^TRUSTED_PROXIES and TRUST_PROXY_HOPS/)]);
+    expect(problemsWith({ TRUSTED_PROXIES: '10.0.0.1', TRUST_PROXY_HOPS: '1' })).toEqual([
+      expect.stringMatching(/^TRUSTED_PROXIES and TRUST_PROXY_HOPS/),
+    ]);
   });
 });

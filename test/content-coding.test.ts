@@ -45,7 +45,11 @@ describe('chooseCopy', () => {
       const gzipWeight = `0.${String(i).padStart(3, '0')}`;
       expect(chooseCopy(`gzip;q=${gzipWeight}, br;q=0.05`, both)?.coding).toBe(Number(gzipWeight) > 0.05 ? 'gzip' : 'br');
     }
-    for (const [header, expected] of [['br;q=0.5, gzip', 'gzip'], ['gzip, deflate, br', 'br'], ['br;q=0, gzip;q=0', undefined]] as const) {
+    for (const [header, expected] of [
+      ['br;q=0.5, gzip', 'gzip'],
+      ['gzip, deflate, br', 'br'],
+      ['br;q=0, gzip;q=0', undefined],
+    ] as const) {
       for (let round = 0; round < 3; round += 1) expect(chooseCopy(header, both)?.coding).toBe(expected);
       expect(chooseCopy(header, [gzip])?.coding).toBe(expected === undefined ? undefined : 'gzip');
     }

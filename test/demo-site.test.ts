@@ -48,11 +48,15 @@ describe('the demo site', () => {
     const ico = await app.request('/favicon.ico');
     expect(ico.status).toBe(200);
     expect(ico.headers.get('content-type')).toBe('image/x-icon');
-    expect(new Uint8Array(await ico.arrayBuffer())).toEqual(new Uint8Array(readFileSync(new URL('../examples/site/favicon.ico', import.meta.url))));
+    expect(new Uint8Array(await ico.arrayBuffer())).toEqual(
+      new Uint8Array(readFileSync(new URL('../examples/site/favicon.ico', import.meta.url))),
+    );
     const svg = await app.request('/favicon.svg');
     expect(svg.headers.get('content-type')).toBe('image/svg+xml');
     for (const page of ['index.html', 'issue.html']) {
-      expect(readFileSync(new URL(`../examples/site/${page}`, import.meta.url), 'utf8')).toContain('<link rel="icon" href="favicon.svg" type="image/svg+xml">');
+      expect(readFileSync(new URL(`../examples/site/${page}`, import.meta.url), 'utf8')).toContain(
+        '<link rel="icon" href="favicon.svg" type="image/svg+xml">',
+      );
     }
   });
 
@@ -92,7 +96,9 @@ describe('the demo site', () => {
     expect(brotli.headers.get('content-encoding')).toBe('br');
     expect(brotliDecompressSync(Buffer.from(await brotli.arrayBuffer()))).toEqual(onDisk);
     expect(new Set([plain, gzipped, brotli].map((res) => res.headers.get('etag'))).size).toBe(3);
-    expect((await app.request('/archive.js', { headers: { 'Accept-Encoding': 'br;q=0, gzip' } })).headers.get('content-encoding')).toBe('gzip');
+    expect((await app.request('/archive.js', { headers: { 'Accept-Encoding': 'br;q=0, gzip' } })).headers.get('content-encoding')).toBe(
+      'gzip',
+    );
     const icon = await app.request('/favicon.ico', { headers: { 'Accept-Encoding': 'gzip, br' } });
     expect(icon.headers.get('content-encoding')).toBeNull();
     expect(icon.headers.get('vary')).toBeNull();
@@ -125,13 +131,18 @@ describe('the demo site’s archive page with ?q= (search without JavaScript)', 
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
     expect(response.headers.get('cache-control')).toBe('no-store');
     const html = await response.text();
-    const api = (await (await app.request('/api/issues?q=rooftop+beekeepers&limit=10')).json()) as { data: { slug: string }[]; meta: { total: number } };
+    const api = (await (await app.request('/api/issues?q=rooftop+beekeepers&limit=10')).json()) as {
+      data: { slug: string }[];
+      meta: { total: number };
+    };
     expect(api.meta.total).toBeGreaterThan(0);
     for (const issue of api.data) expect(html).toContain(`href="issue.html?slug=${issue.slug}"`);
     expect(html).toContain('<title>The Field Notes · Search: rooftop beekeepers</title>');
     expect(html).toContain('<body data-rendered="search">');
     expect(html).toContain('value="rooftop beekeepers"');
-    expect(html).toContain(`${api.meta.total} ${api.meta.total === 1 ? 'issue matches' : 'issues match'} “rooftop beekeepers” · page 1 of 1`);
+    expect(html).toContain(
+      `${api.meta.total} ${api.meta.total === 1 ? 'issue matches' : 'issues match'} “rooftop beekeepers” · page 1 of 1`,
+    );
     expect(html).toMatch(/\d+ min read/);
     expect(html).not.toContain('The archive needs JavaScript');
     expect(html).not.toContain('<ol class="issue-list" id="issue-list" hidden>');

@@ -6,7 +6,12 @@ import { CONFIG_VARIABLES } from '../src/core/config/config.js';
 
 /** The owner-facing documents: every relative link resolves, and every setting is documented. */
 const root = fileURLToPath(new URL('..', import.meta.url));
-const DOCUMENTS = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const DOCUMENTS = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 /** The text outside fenced code blocks and inline code, where a `[x](y)` is a link. */
 function prose(markdown: string): string {
@@ -52,7 +57,7 @@ describe('the documentation', () => {
     expect(brokenLinks(document)).toEqual([]);
   });
 
-  it("names headings as GitHub anchors them", () => {
+  it('names headings as GitHub anchors them', () => {
     expect(headingAnchors("## Node's hot path for fresh reads\n## POST /api/subscribe\n## Bot protection (Turnstile)\n## A\n## A")).toEqual(
       new Set(['nodes-hot-path-for-fresh-reads', 'post-apisubscribe', 'bot-protection-turnstile', 'a', 'a-1']),
     );
@@ -72,7 +77,9 @@ describe('the documentation', () => {
   it('lists in the README only variables that exist', () => {
     const readme = readFileSync(join(root, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1));
-    const named = [...section.matchAll(/^\| ([^|]+) \|/gm)].flatMap(([, cell]) => [...cell!.matchAll(/`([A-Z0-9_]+)`/g)].map(([, name]) => name!));
+    const named = [...section.matchAll(/^\| ([^|]+) \|/gm)].flatMap(([, cell]) =>
+      [...cell!.matchAll(/`([A-Z0-9_]+)`/g)].map(([, name]) => name!),
+    );
     expect(named.length).toBeGreaterThan(10);
     expect(named.filter((name) => !CONFIG_VARIABLES.includes(name))).toEqual([]);
   });

@@ -154,7 +154,19 @@ export function createTestApp(options: TestAppOptions = {}) {
   });
   // `served`: the app's own fetch as the Node entry serves it, with what its hot path needs.
   const served = { fetch: service.app.fetch, freshReply: service.freshReply, logAccess: service.logAccess };
-  return { app: observeResponses(service.app), refuse: service.refuse, stats: service.stats, served, clock, logs, demo, config, sleeps, surge: service.surge, archiveWatch: service.archiveWatch };
+  return {
+    app: observeResponses(service.app),
+    refuse: service.refuse,
+    stats: service.stats,
+    served,
+    clock,
+    logs,
+    demo,
+    config,
+    sleeps,
+    surge: service.surge,
+    archiveWatch: service.archiveWatch,
+  };
 }
 
 /** A Workers-style execution context that records `waitUntil` work, so a test can await it. */

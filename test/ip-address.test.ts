@@ -52,7 +52,9 @@ describe('rateLimitKeyOf', () => {
   });
 
   it('counts every address of one IPv6 /64 as one visitor', () => {
-    const keys = new Set(['2001:db8:1:2::1', '2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:0DB8:0001:0002:abcd::9'].map((ip) => rateLimitKeyOf(ip, 64)));
+    const keys = new Set(
+      ['2001:db8:1:2::1', '2001:db8:1:2:ffff:ffff:ffff:ffff', '2001:0DB8:0001:0002:abcd::9'].map((ip) => rateLimitKeyOf(ip, 64)),
+    );
     expect([...keys]).toEqual(['2001:db8:1:2::/64']);
     expect(rateLimitKeyOf('2001:db8:1:3::1', 64)).toBe('2001:db8:1:3::/64');
   });

@@ -111,7 +111,7 @@ describe('createLogger line format', () => {
     expect(lines[0]).toBe('{"time":"2026-11-22T09:30:00.250Z","level":"error","event":"upstream_failure","b":1,"c":"x","d":null}');
   });
 
-  it('types out a field that would stand in for the line\'s own time, level or event (checked by the typecheck)', () => {
+  it("types out a field that would stand in for the line's own time, level or event (checked by the typecheck)", () => {
     expectTypeOf<{ time: string }>().not.toMatchTypeOf<LogFields>();
     expectTypeOf<{ level: string }>().not.toMatchTypeOf<LogFields>();
     expectTypeOf<{ event: string }>().not.toMatchTypeOf<LogFields>();
@@ -122,7 +122,10 @@ describe('createLogger line format', () => {
 describe('createBufferedWriter', () => {
   function collect(options: { maxBufferedBytes?: number } = {}) {
     const chunks: string[] = [];
-    const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), { flushIntervalMs: 60_000, ...options });
+    const writer = createBufferedWriter((chunk) => chunks.push(Buffer.from(chunk).toString('utf8')), {
+      flushIntervalMs: 60_000,
+      ...options,
+    });
     return { writer, chunks };
   }
 

@@ -46,7 +46,6 @@ function start(env: Record<string, string>) {
   };
 }
 
-
 describe('Node entry', () => {
   it('exits 2 with one line naming each bad variable, never echoing the key', async () => {
     const key = 'fake-secret-key-4b1d9e';
@@ -82,8 +81,14 @@ describe('Node entry', () => {
 
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
-    const lines = run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(lines.filter((line) => line.event === 'request').map(({ path, cache }) => ({ path, cache }))).toEqual([{ path: '/api/issues', cache: 'MISS' }]);
+    const lines = run
+      .output()
+      .stdout.split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.filter((line) => line.event === 'request').map(({ path, cache }) => ({ path, cache }))).toEqual([
+      { path: '/api/issues', cache: 'MISS' },
+    ]);
     expect(lines.filter((line) => line.event === 'cache_hits')).toEqual([
       expect.objectContaining({ level: 'info', method: 'GET', route: '/api/issues', status: 200, cache: 'HIT', requests: 2 }),
     ]);
@@ -98,7 +103,11 @@ describe('Node entry', () => {
     for (let i = 0; i < 3; i += 1) expect((await fetch(`http://127.0.0.1:${port}/api/categories`)).status).toBe(200);
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
-    const lines = run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = run
+      .output()
+      .stdout.split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines.filter((line) => line.event === 'request').map((line) => line.cache)).toEqual(['MISS', 'HIT', 'HIT']);
     expect(lines.filter((line) => line.event === 'cache_hits')).toEqual([]);
   });
@@ -137,7 +146,8 @@ describe('Node entry', () => {
       await run.waitFor('"event":"archive_watch_started"');
       upstream.publish('sent-while-nobody-reads');
       // Real time is the point: the timer's ticks. A TTL of 1 s, a tick a second: bounded at 10 s.
-      for (let waited = 0; waited < 10_000 && receiver.calls.length === 0; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+      for (let waited = 0; waited < 10_000 && receiver.calls.length === 0; waited += 100)
+        await new Promise((resolve) => setTimeout(resolve, 100));
       expect(receiver.calls.map((call) => call.body?.changes)).toEqual([[{ slug: 'sent-while-nobody-reads', kind: 'new' }]]);
       run.child.kill('SIGTERM');
       expect(await run.exited).toBe(0);
@@ -238,9 +248,16 @@ describe('Node entry', () => {
     expect((await fetch(`http://127.0.0.1:${port}/api/categories`)).status).toBe(200);
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
-    const lines = run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = run
+      .output()
+      .stdout.split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines.filter((line) => line.event === 'config_notice')).toEqual([
-      expect.objectContaining({ level: 'warn', notice: expect.stringMatching(/^MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections/) }),
+      expect.objectContaining({
+        level: 'warn',
+        notice: expect.stringMatching(/^MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections/),
+      }),
     ]);
   });
 
@@ -257,19 +274,31 @@ describe('Node entry', () => {
     await new Promise((resolve) => socket.once('close', resolve));
     expect(received).toMatch(/^HTTP\/1\.1 400 /);
     expect(received).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
-    expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))).toEqual({ ok: false, error: { code: 'BAD_REQUEST', message: expect.any(String) } });
+    expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))).toEqual({
+      ok: false,
+      error: { code: 'BAD_REQUEST', message: expect.any(String) },
+    });
     const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
-    for (const reason of ['idle', 'slow_head', 'over_share']) expect(metrics).toContain(`newsletter_bff_connections_shed_total{reason="${reason}"} 0`);
+    for (const reason of ['idle', 'slow_head', 'over_share'])
+      expect(metrics).toContain(`newsletter_bff_connections_shed_total{reason="${reason}"} 0`);
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
-    const lines = run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = run
+      .output()
+      .stdout.split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines).toContainEqual(expect.objectContaining({ event: 'request', method: 'GET', path: '/api/categories', status: 400 }));
   });
 
   describe('a subscribe body that never arrives whole', () => {
     /** The JSON lines the server wrote so far. */
     const linesOf = (run: ReturnType<typeof start>) =>
-      run.output().stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as Record<string, unknown>);
+      run
+        .output()
+        .stdout.split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
     /** Sends the head and the first bytes of a body of 100; resolves once Node has handed the request to the app (its 100 Continue). */
     async function startBody(port: number) {
       const socket = connect(port, '127.0.0.1');
@@ -288,7 +317,13 @@ describe('Node entry', () => {
 
     it('is logged and counted 499 when the client abandons it, and 408 when the listener times it out, never as a validation failure', async () => {
       const [port, adminPort] = [await freePort(), await freePort()];
-      const run = start({ PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort), HEADERS_TIMEOUT_SECONDS: '1', REQUEST_TIMEOUT_SECONDS: '1' });
+      const run = start({
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        ADMIN_PORT: String(adminPort),
+        HEADERS_TIMEOUT_SECONDS: '1',
+        REQUEST_TIMEOUT_SECONDS: '1',
+      });
       await run.waitFor(`admin (/healthz, /readyz, /metrics) on http://127.0.0.1:${adminPort}`);
       await run.waitFor('listening on');
 

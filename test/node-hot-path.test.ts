@@ -29,7 +29,9 @@ function rawRequest(port: number, row: Row): Promise<Buffer> {
 
 function requestHead(row: Row, connection: 'close' | 'keep-alive'): string {
   const headers = { Host: HOST, ...row.headers, Connection: connection };
-  return `${row.method ?? 'GET'} ${row.target} HTTP/${row.version ?? '1.1'}\r\n${Object.entries(headers).map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`;
+  return `${row.method ?? 'GET'} ${row.target} HTTP/${row.version ?? '1.1'}\r\n${Object.entries(headers)
+    .map(([n, v]) => `${n}: ${v}\r\n`)
+    .join('')}\r\n`;
 }
 
 /** Requests written back to back on one loopback socket (the last asking to close it); every byte of the answers. */
@@ -56,7 +58,10 @@ function rawExchange(port: number, heads: string[]): Promise<Buffer> {
 function comparable(answer: Buffer, row: Row): string {
   const text = answer.toString('latin1');
   const end = text.indexOf('\r\n\r\n');
-  const [status, ...lines] = text.slice(0, end).split('\r\n').filter((line) => !/^date:/i.test(line));
+  const [status, ...lines] = text
+    .slice(0, end)
+    .split('\r\n')
+    .filter((line) => !/^date:/i.test(line));
   const sentId = row.headers?.['X-Request-Id'] !== undefined && /^[\w=-]+$/.test(row.headers['X-Request-Id']);
   const head = lines.map((line) => (/^x-request-id:/i.test(line) && !sentId ? 'X-Request-Id: <generated>' : line));
   const nameOf = (line: string) => line.slice(0, line.indexOf(':')).toLowerCase();
@@ -85,7 +90,11 @@ function listen(listener: RequestListener): Promise<{ server: Server; port: numb
 describe('the Node hot path for fresh cached reads', () => {
   const recorder = createMetricsRecorder();
   // ACCESS_LOG=all: a line for every request on both paths, so their lines can be compared.
-  const service = createTestApp({ env: { ALLOWED_ORIGINS: ALLOWED, ACCESS_LOG: 'all' }, metrics: recorder.metrics, encodeBody: createNodeBodyEncoder() });
+  const service = createTestApp({
+    env: { ALLOWED_ORIGINS: ALLOWED, ACCESS_LOG: 'all' },
+    metrics: recorder.metrics,
+    encodeBody: createNodeBodyEncoder(),
+  });
   const hotPath = createNodeHotPath(service.served);
   // The app's own fetch, as the Node entry serves it (the tests' response observer rebuilds answers).
   const general = getRequestListener(service.served.fetch);
@@ -121,18 +130,49 @@ describe('the Node hot path for fresh cached reads', () => {
     { name: 'If-None-Match naming the weak ETag (304)', target: slugPath, headers: { 'If-None-Match': 'W/<etag>' }, hot: true },
     { name: 'If-None-Match: * (304)', target: '/api/categories', headers: { 'If-None-Match': '*' }, hot: true },
     { name: 'If-None-Match naming another ETag (200)', target: slugPath, headers: { 'If-None-Match': '"other"' }, hot: true },
-    { name: 'HEAD with If-None-Match naming the ETag (304)', method: 'HEAD', target: slugPath, headers: { 'If-None-Match': '<etag>' }, hot: false },
+    {
+      name: 'HEAD with If-None-Match naming the ETag (304)',
+      method: 'HEAD',
+      target: slugPath,
+      headers: { 'If-None-Match': '<etag>' },
+      hot: false,
+    },
     { name: 'an archive page', target: '/api/issues?limit=5&offset=2', hot: true },
     ...readPaths.flatMap((target): Row[] => [
       { name: `GET ${target} accepting br and gzip`, target, headers: { 'Accept-Encoding': 'gzip, deflate, br' }, hot: true },
-      { name: `GET ${target} accepting gzip from the allowed origin`, target, headers: { 'Accept-Encoding': 'gzip', Origin: ALLOWED }, hot: true },
+      {
+        name: `GET ${target} accepting gzip from the allowed origin`,
+        target,
+        headers: { 'Accept-Encoding': 'gzip', Origin: ALLOWED },
+        hot: true,
+      },
       { name: `GET ${target} refusing both codings`, target, headers: { 'Accept-Encoding': 'br;q=0, gzip;q=0' }, hot: true },
       { name: `HEAD ${target} accepting br`, method: 'HEAD', target, headers: { 'Accept-Encoding': 'br' }, hot: false },
     ]),
-    { name: 'If-None-Match naming the br ETag, accepting br (304)', target: slugPath, headers: { 'If-None-Match': '<etag-br>', 'Accept-Encoding': 'br' }, hot: true },
-    { name: 'If-None-Match naming the gzip ETag, accepting gzip (304)', target: slugPath, headers: { 'If-None-Match': '<etag-gzip>', 'Accept-Encoding': 'gzip' }, hot: true },
-    { name: 'If-None-Match naming the identity ETag, accepting br (200 in br)', target: slugPath, headers: { 'If-None-Match': '<etag>', 'Accept-Encoding': 'br' }, hot: true },
-    { name: 'If-None-Match naming the br ETag, accepting gzip only (200 in gzip)', target: slugPath, headers: { 'If-None-Match': '<etag-br>', 'Accept-Encoding': 'gzip' }, hot: true },
+    {
+      name: 'If-None-Match naming the br ETag, accepting br (304)',
+      target: slugPath,
+      headers: { 'If-None-Match': '<etag-br>', 'Accept-Encoding': 'br' },
+      hot: true,
+    },
+    {
+      name: 'If-None-Match naming the gzip ETag, accepting gzip (304)',
+      target: slugPath,
+      headers: { 'If-None-Match': '<etag-gzip>', 'Accept-Encoding': 'gzip' },
+      hot: true,
+    },
+    {
+      name: 'If-None-Match naming the identity ETag, accepting br (200 in br)',
+      target: slugPath,
+      headers: { 'If-None-Match': '<etag>', 'Accept-Encoding': 'br' },
+      hot: true,
+    },
+    {
+      name: 'If-None-Match naming the br ETag, accepting gzip only (200 in gzip)',
+      target: slugPath,
+      headers: { 'If-None-Match': '<etag-br>', 'Accept-Encoding': 'gzip' },
+      hot: true,
+    },
     { name: 'an archive page of one category', target: '/api/issues?category=interviews&limit=3', hot: true },
     { name: 'an archive query that fails validation', target: '/api/issues?limit=0', hot: false },
     { name: 'a repeated parameter', target: '/api/issues?limit=2&limit=3', hot: true },
@@ -150,9 +190,25 @@ describe('the Node hot path for fresh cached reads', () => {
     { name: 'an unknown path', target: '/api/nothing-here', hot: false },
     { name: 'GET of the subscribe route', target: '/api/subscribe', hot: false },
     { name: 'POST to a read route', method: 'POST', target: '/api/issues', headers: { 'Content-Length': '0' }, hot: false },
-    { name: 'a preflight', method: 'OPTIONS', target: '/api/issues', headers: { Origin: ALLOWED, 'Access-Control-Request-Method': 'GET' }, hot: false },
-    { name: 'an upper-case Host', target: '/api/categories', headers: { Host: 'BFF.example:8443', Origin: 'http://bff.example:8443' }, hot: false },
-    { name: 'a Host with the default port', target: '/api/categories', headers: { Host: 'bff.example:80', Origin: 'http://bff.example' }, hot: false },
+    {
+      name: 'a preflight',
+      method: 'OPTIONS',
+      target: '/api/issues',
+      headers: { Origin: ALLOWED, 'Access-Control-Request-Method': 'GET' },
+      hot: false,
+    },
+    {
+      name: 'an upper-case Host',
+      target: '/api/categories',
+      headers: { Host: 'BFF.example:8443', Origin: 'http://bff.example:8443' },
+      hot: false,
+    },
+    {
+      name: 'a Host with the default port',
+      target: '/api/categories',
+      headers: { Host: 'bff.example:80', Origin: 'http://bff.example' },
+      hot: false,
+    },
     { name: 'a GET with a body', target: '/api/categories', headers: { 'Content-Length': '2' }, hot: false },
     { name: 'an HTTP/1.0 request', target: slugPath, version: '1.0', hot: true },
     { name: 'a Host with user info', target: '/api/categories', headers: { Host: 'user@bff.example' }, hot: false },
@@ -162,7 +218,10 @@ describe('the Node hot path for fresh cached reads', () => {
 
   it.each(rows)('answers $name the same on both paths (hot path: $hot)', async (template) => {
     const withEtag = (value: string) =>
-      value.replace('<etag-br>', `${etag.slice(0, -1)}-br"`).replace('<etag-gzip>', `${etag.slice(0, -1)}-gzip"`).replace('<etag>', etag);
+      value
+        .replace('<etag-br>', `${etag.slice(0, -1)}-br"`)
+        .replace('<etag-gzip>', `${etag.slice(0, -1)}-gzip"`)
+        .replace('<etag>', etag);
     const row = { ...template, headers: Object.fromEntries(Object.entries(template.headers ?? {}).map(([n, v]) => [n, withEtag(v)])) };
     await rawRequest(generalOnly.port, row); // warms the cache and the query memo
     const before = hotPath.served();
@@ -174,7 +233,10 @@ describe('the Node hot path for fresh cached reads', () => {
     expect(hotPath.served() - before).toBe(row.hot ? 1 : 0);
     expect(comparable(actual, row)).toBe(comparable(expected, row));
     // The same access-log line, but for its timing and (generated) request id.
-    const [a, b] = service.logs.entries().slice(logged).map(({ time, ms, requestId, ...rest }) => rest);
+    const [a, b] = service.logs
+      .entries()
+      .slice(logged)
+      .map(({ time, ms, requestId, ...rest }) => rest);
     expect(b).toEqual(a);
     // The same metrics (a request's duration aside), in the same order.
     const untimed = (events: unknown[][]) => events.map((event) => (event[0] === 'request' ? event.slice(0, 4) : event));
@@ -195,7 +257,9 @@ describe('the Node hot path for fresh cached reads', () => {
     const actual = splitAnswers(await rawExchange(withHotPath.port, heads));
     expect(hotPath.served() - before).toBe(sequence.length);
     expect(actual).toHaveLength(sequence.length);
-    expect(actual.map((answer, i) => comparable(answer, sequence[i]!))).toEqual(expected.map((answer, i) => comparable(answer, sequence[i]!)));
+    expect(actual.map((answer, i) => comparable(answer, sequence[i]!))).toEqual(
+      expected.map((answer, i) => comparable(answer, sequence[i]!)),
+    );
     expect(actual[0]!.toString('latin1')).toMatch(/\r\nConnection: keep-alive\r\nKeep-Alive: timeout=\d+\r\n/);
     expect(actual[3]!.toString('latin1')).toMatch(/\r\nConnection: close\r\n/);
   });
@@ -210,16 +274,29 @@ describe('the Node hot path for fresh cached reads', () => {
     expect(hotPath.served() - before).toBe(6);
     const sent = answers.map((answer) => /\r\nX-Request-Id: ([0-9a-f]{32})\r\n/.exec(answer.toString('latin1'))?.[1]);
     expect(new Set(sent).size).toBe(6);
-    expect(service.logs.entries().slice(logged).map((entry) => entry.requestId)).toEqual(sent);
+    expect(
+      service.logs
+        .entries()
+        .slice(logged)
+        .map((entry) => entry.requestId),
+    ).toEqual(sent);
   });
 
   it('answers the allowed origin alike after many made-up origins, which share one header record', async () => {
-    const junk: Row[] = Array.from({ length: 20 }, (_, i) => ({ name: `junk ${i}`, target: slugPath, headers: { Origin: `https://junk-${i}.example` }, hot: true }));
+    const junk: Row[] = Array.from({ length: 20 }, (_, i) => ({
+      name: `junk ${i}`,
+      target: slugPath,
+      headers: { Origin: `https://junk-${i}.example` },
+      hot: true,
+    }));
     const allowed: Row = { name: 'allowed', target: slugPath, headers: { Origin: ALLOWED }, hot: true };
     await rawRequest(generalOnly.port, allowed);
     const before = hotPath.served();
-    for (const row of junk) expect(comparable(await rawRequest(withHotPath.port, row), row)).toBe(comparable(await rawRequest(generalOnly.port, row), row));
-    expect(comparable(await rawRequest(withHotPath.port, allowed), allowed)).toBe(comparable(await rawRequest(generalOnly.port, allowed), allowed));
+    for (const row of junk)
+      expect(comparable(await rawRequest(withHotPath.port, row), row)).toBe(comparable(await rawRequest(generalOnly.port, row), row));
+    expect(comparable(await rawRequest(withHotPath.port, allowed), allowed)).toBe(
+      comparable(await rawRequest(generalOnly.port, allowed), allowed),
+    );
     expect(hotPath.served() - before).toBe(junk.length + 1);
   });
 
@@ -252,10 +329,16 @@ describe('the Node hot path with ACCESS_LOG=summary (the default)', () => {
     expect(service.config.accessLog).toBe('summary');
     expect(service.served.logAccess.freshHitsTimed).toBe(false);
     // Warm: the archive's first read is a miss the general pipeline answers and lines.
-    await served(service, [{ name: 'miss', target: '/api/issues', hot: false }, { name: 'warm', target: slugPath, hot: true }]);
-    expect(service.logs.entries().filter((entry) => entry.event === 'request').map(({ path, cache }) => ({ path, cache }))).toEqual([
-      { path: '/api/issues', cache: 'MISS' },
+    await served(service, [
+      { name: 'miss', target: '/api/issues', hot: false },
+      { name: 'warm', target: slugPath, hot: true },
     ]);
+    expect(
+      service.logs
+        .entries()
+        .filter((entry) => entry.event === 'request')
+        .map(({ path, cache }) => ({ path, cache })),
+    ).toEqual([{ path: '/api/issues', cache: 'MISS' }]);
     const etag = (await service.app.request(slugPath)).headers.get('etag')!;
     service.served.logAccess.writeHitSummary();
     const logged = service.logs.lines.length;
@@ -267,17 +350,43 @@ describe('the Node hot path with ACCESS_LOG=summary (the default)', () => {
     ];
     expect(await served(service, hits)).toBe(6);
     // Only the HEAD, which the general pipeline answers, has its own line.
-    expect(service.logs.entries().slice(logged).map(({ event, method, status, cache }) => ({ event, method, status, cache }))).toEqual([
-      { event: 'request', method: 'HEAD', status: 200, cache: 'HIT' },
-    ]);
+    expect(
+      service.logs
+        .entries()
+        .slice(logged)
+        .map(({ event, method, status, cache }) => ({ event, method, status, cache })),
+    ).toEqual([{ event: 'request', method: 'HEAD', status: 200, cache: 'HIT' }]);
     service.clock.advance(59_500);
     const before = service.logs.lines.length;
     service.served.logAccess.writeHitSummary();
     // In the order each was first counted (the slug's when warming).
-    expect(service.logs.entries().slice(before).map(({ time, ...rest }) => rest)).toEqual([
-      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 200, cache: 'HIT', requests: 2, seconds: 59.5 },
+    expect(
+      service.logs
+        .entries()
+        .slice(before)
+        .map(({ time, ...rest }) => rest),
+    ).toEqual([
+      {
+        level: 'info',
+        event: 'cache_hits',
+        method: 'GET',
+        route: '/api/issues/:slug',
+        status: 200,
+        cache: 'HIT',
+        requests: 2,
+        seconds: 59.5,
+      },
       { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues', status: 200, cache: 'HIT', requests: 3, seconds: 59.5 },
-      { level: 'info', event: 'cache_hits', method: 'GET', route: '/api/issues/:slug', status: 304, cache: 'HIT', requests: 1, seconds: 59.5 },
+      {
+        level: 'info',
+        event: 'cache_hits',
+        method: 'GET',
+        route: '/api/issues/:slug',
+        status: 304,
+        cache: 'HIT',
+        requests: 1,
+        seconds: 59.5,
+      },
     ]);
     // Counted afresh: a summary with nothing counted writes nothing, the next one only what came since.
     service.served.logAccess.writeHitSummary();
@@ -286,9 +395,12 @@ describe('the Node hot path with ACCESS_LOG=summary (the default)', () => {
     expect(await served(service, [{ name: 'hit', target: '/api/issues', hot: true }])).toBe(1);
     service.clock.advance(30_000);
     service.served.logAccess.writeHitSummary();
-    expect(service.logs.entries().slice(before + 3).map(({ route, status, requests, seconds }) => ({ route, status, requests, seconds }))).toEqual([
-      { route: '/api/issues', status: 200, requests: 1, seconds: 30 },
-    ]);
+    expect(
+      service.logs
+        .entries()
+        .slice(before + 3)
+        .map(({ route, status, requests, seconds }) => ({ route, status, requests, seconds })),
+    ).toEqual([{ route: '/api/issues', status: 200, requests: 1, seconds: 30 }]);
   });
 
   it('still times and counts every fresh hit in the request metric', async () => {
@@ -298,7 +410,12 @@ describe('the Node hot path with ACCESS_LOG=summary (the default)', () => {
     await served(service, [{ name: 'miss', target: '/api/categories', hot: false }]);
     const counted = recorder.events.length;
     const sentFrom = performance.now();
-    expect(await served(service, Array.from({ length: 4 }, (): Row => ({ name: 'hit', target: '/api/categories', hot: true })))).toBe(4);
+    expect(
+      await served(
+        service,
+        Array.from({ length: 4 }, (): Row => ({ name: 'hit', target: '/api/categories', hot: true })),
+      ),
+    ).toBe(4);
     const elapsedSeconds = (performance.now() - sentFrom) / 1000;
     const requests = recorder.events.slice(counted).filter((event) => event[0] === 'request');
     expect(requests.map((event) => event.slice(0, 4))).toEqual(Array.from({ length: 4 }, () => ['request', '/api/categories', 'GET', 200]));
@@ -320,7 +437,12 @@ describe('the Node hot path when every origin is allowed', () => {
     const generalOnly = await listen(general);
     const withHotPath = await listen(hotPath.inFrontOf(general));
     try {
-      const row: Row = { name: String(origin), target: '/api/categories', headers: origin === undefined ? {} : { Origin: origin }, hot: true };
+      const row: Row = {
+        name: String(origin),
+        target: '/api/categories',
+        headers: origin === undefined ? {} : { Origin: origin },
+        hot: true,
+      };
       await rawRequest(generalOnly.port, row);
       const before = hotPath.served();
       const expected = await rawRequest(generalOnly.port, row);

@@ -45,7 +45,13 @@ async function listen(limits: Partial<ServerLimits> = {}, env: Record<string, st
   let port = 0;
   const limited = await new Promise<ReturnType<typeof serveWithLimits>>((resolve) => {
     const created = serveWithLimits(
-      { fetch: observed ? test.app.fetch : test.served.fetch, refuse: test.refuse, hostname: '127.0.0.1', port: 0, onShed: (reason) => shed.push(reason) },
+      {
+        fetch: observed ? test.app.fetch : test.served.fetch,
+        refuse: test.refuse,
+        hostname: '127.0.0.1',
+        port: 0,
+        onShed: (reason) => shed.push(reason),
+      },
       { ...SMALL_LIMITS, ...limits },
       (info) => {
         port = info.port;
@@ -340,7 +346,15 @@ describe('one address can be a crowd', () => {
   });
 
   it('counts IPv6 addresses by their prefix, as the rate limits do, and none behind TRUST_PROXY_HOPS', () => {
-    const limits = (trustProxyHops: number) => limitsOf({ maxConnections: 100, headersTimeoutMs: 1000, requestTimeoutMs: 1000, trustProxyHops, trustedProxies: undefined, rateLimitIpv6Prefix: 64 });
+    const limits = (trustProxyHops: number) =>
+      limitsOf({
+        maxConnections: 100,
+        headersTimeoutMs: 1000,
+        requestTimeoutMs: 1000,
+        trustProxyHops,
+        trustedProxies: undefined,
+        rateLimitIpv6Prefix: 64,
+      });
     const keyOf = limits(0).clientKeyOf!;
     expect(keyOf('2001:db8:1:2:aaaa::1')).toBe(keyOf('2001:db8:1:2:bbbb::2'));
     expect(keyOf('2001:db8:1:3::1')).not.toBe(keyOf('2001:db8:1:2::1'));
@@ -352,7 +366,14 @@ describe('one address can be a crowd', () => {
   it('with TRUSTED_PROXIES, a listed proxy counts for no address and any other peer is an address of its own', async () => {
     const { parseAddressList } = await import('../src/core/http/ip-address.js');
     const { list } = parseAddressList('10.0.0.0/8, loopback');
-    const limits = limitsOf({ maxConnections: 100, headersTimeoutMs: 1000, requestTimeoutMs: 1000, trustProxyHops: 0, trustedProxies: list, rateLimitIpv6Prefix: 64 });
+    const limits = limitsOf({
+      maxConnections: 100,
+      headersTimeoutMs: 1000,
+      requestTimeoutMs: 1000,
+      trustProxyHops: 0,
+      trustedProxies: list,
+      rateLimitIpv6Prefix: 64,
+    });
     expect(limits.clientKeyOf!('10.1.2.3')).toBeUndefined();
     expect(limits.clientKeyOf!('::ffff:127.0.0.1')).toBeUndefined();
     expect(limits.clientKeyOf!('203.0.113.7')).toBe('203.0.113.7');
@@ -401,20 +422,23 @@ describe('answers sent before the body was read', () => {
     ['413 for a declared length over the limit', { 'Content-Type': 'application/json' }, 'x'.repeat(9 * 1024), 413],
     ['415 for an unsupported type', { 'Content-Type': 'text/plain' }, 'hello', 415],
     ['403 for a foreign origin', { 'Content-Type': 'application/json', Origin: 'https://evil.example' }, '{}', 403],
-  ])('say keep-alive after a %s of a body it will read, and the next request on the connection is answered', async (_label, headers, body, status) => {
-    const { port } = await listen();
-    const client = await open(port);
-    // The head alone: the answer comes before the body has been sent at all.
-    client.socket.write(post({ ...headers, 'Content-Length': body.length }));
-    const [early] = await client.responses(1);
-    expect(statusOf(early)).toBe(status);
-    expect(early).toMatch(/\r\nconnection: keep-alive\r\n/i);
-    client.socket.write(body);
-    client.socket.write(GET_CATEGORIES);
-    const [, next] = await client.responses(2);
-    expect(statusOf(next)).toBe(200);
-    expect(client.error()).toBeUndefined();
-  });
+  ])(
+    'say keep-alive after a %s of a body it will read, and the next request on the connection is answered',
+    async (_label, headers, body, status) => {
+      const { port } = await listen();
+      const client = await open(port);
+      // The head alone: the answer comes before the body has been sent at all.
+      client.socket.write(post({ ...headers, 'Content-Length': body.length }));
+      const [early] = await client.responses(1);
+      expect(statusOf(early)).toBe(status);
+      expect(early).toMatch(/\r\nconnection: keep-alive\r\n/i);
+      client.socket.write(body);
+      client.socket.write(GET_CATEGORIES);
+      const [, next] = await client.responses(2);
+      expect(statusOf(next)).toBe(200);
+      expect(client.error()).toBeUndefined();
+    },
+  );
 
   it('keep the connection when the body arrives well after the answer, within the drain time', async () => {
     const { port } = await listen({ headersTimeoutMs: 1000, requestTimeoutMs: 3000, drainTimeoutMs: 2000 });
@@ -431,7 +455,9 @@ describe('answers sent before the body was read', () => {
   it('say Connection: close after a 413 for an oversized chunked body, which the client reads whole before a clean end of stream', async () => {
     const { port } = await listen({ drainMaxBytes: 4096 });
     const client = await open(port);
-    client.socket.write(post({ 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, chunked('x'.repeat(100 * 1024), 1024)));
+    client.socket.write(
+      post({ 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }, chunked('x'.repeat(100 * 1024), 1024)),
+    );
     const [tooLarge] = await client.responses(1);
     expect(statusOf(tooLarge)).toBe(413);
     expect(hasConnectionClose(tooLarge)).toBe(true);
@@ -558,25 +584,30 @@ describe('every answer in the envelope', () => {
     ['a Host with a percent sign', 'a%41', '/api/categories'],
     ['an unclosed IPv6 Host', '[::1', '/api/categories'],
     ['a backslash in the path', 'bff.test', '/api\\categories'],
-  ])('answers %s, which the adapter cannot read, with a 400 BAD_REQUEST envelope, the security headers and an access line', async (_label, host, path) => {
-    const { port, logs } = await listen();
-    const client = await open(port);
-    client.socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: bad-host-1\r\n\r\n`);
-    const [answer] = await client.responses(1);
-    expect(statusOf(answer)).toBe(400);
-    expect(answer).toMatch(/\r\ncontent-type: application\/json/i);
-    expect(answer).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
-    expect(answer).toMatch(/\r\ncontent-security-policy: default-src 'none'/i);
-    expect(answer).toMatch(/\r\nx-request-id: bad-host-1\r\n/i);
-    expect(answer).toMatch(/\r\ncache-control: no-store\r\n/i);
-    expect(bodyOf(answer)).toEqual({ ok: false, error: { code: 'BAD_REQUEST', message: expect.any(String) } });
-    expect(JSON.stringify(bodyOf(answer))).not.toContain(host === 'bff.test' ? '\\\\' : host);
-    expect(logs.entries()).toContainEqual(expect.objectContaining({ event: 'request', method: 'GET', status: 400, requestId: 'bad-host-1', path }));
-    // It said keep-alive, and the connection serves the next request.
-    expect(hasConnectionClose(answer)).toBe(false);
-    client.socket.write(GET_CATEGORIES);
-    expect(statusOf((await client.responses(2))[1])).toBe(200);
-  });
+  ])(
+    'answers %s, which the adapter cannot read, with a 400 BAD_REQUEST envelope, the security headers and an access line',
+    async (_label, host, path) => {
+      const { port, logs } = await listen();
+      const client = await open(port);
+      client.socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nX-Request-Id: bad-host-1\r\n\r\n`);
+      const [answer] = await client.responses(1);
+      expect(statusOf(answer)).toBe(400);
+      expect(answer).toMatch(/\r\ncontent-type: application\/json/i);
+      expect(answer).toMatch(/\r\nx-content-type-options: nosniff\r\n/i);
+      expect(answer).toMatch(/\r\ncontent-security-policy: default-src 'none'/i);
+      expect(answer).toMatch(/\r\nx-request-id: bad-host-1\r\n/i);
+      expect(answer).toMatch(/\r\ncache-control: no-store\r\n/i);
+      expect(bodyOf(answer)).toEqual({ ok: false, error: { code: 'BAD_REQUEST', message: expect.any(String) } });
+      expect(JSON.stringify(bodyOf(answer))).not.toContain(host === 'bff.test' ? '\\\\' : host);
+      expect(logs.entries()).toContainEqual(
+        expect.objectContaining({ event: 'request', method: 'GET', status: 400, requestId: 'bad-host-1', path }),
+      );
+      // It said keep-alive, and the connection serves the next request.
+      expect(hasConnectionClose(answer)).toBe(false);
+      client.socket.write(GET_CATEGORIES);
+      expect(statusOf((await client.responses(2))[1])).toBe(200);
+    },
+  );
 
   it('answers a post with an unreadable Host in the envelope and reads its body, as any early answer', async () => {
     const { port } = await listen();

@@ -22,7 +22,11 @@ const OPTIONAL_FOLDERS = /^(node\/admin|node\/redis|tools\/site)\//;
 const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
 
 /** The package a bare specifier names (`@hono/node-server/conninfo` → `@hono/node-server`). */
-const packageOf = (specifier: string) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+const packageOf = (specifier: string) =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 
 /**
  * Every file and bare package reachable from `entry` through static imports and re-exports
@@ -57,10 +61,15 @@ describe('the core graph', () => {
     expect(graph.files.filter((file) => OPTIONAL_FOLDERS.test(file))).toEqual([]);
   });
 
-  it.each(['cli.js', 'core/app.js', 'worker.js', 'node.js'])('reaches neither the openapi.json generator nor the public shapes\' schemas from dist/%s', (entry) => {
-    // The service imports only the shapes' types: the schemas, and what zod needs for them, stay out of the Worker.
-    expect(staticGraph(join(dist, entry)).files.filter((file) => file.startsWith('tools/openapi/') || file === 'core/public-shapes.js')).toEqual([]);
-  });
+  it.each(['cli.js', 'core/app.js', 'worker.js', 'node.js'])(
+    "reaches neither the openapi.json generator nor the public shapes' schemas from dist/%s",
+    (entry) => {
+      // The service imports only the shapes' types: the schemas, and what zod needs for them, stay out of the Worker.
+      expect(
+        staticGraph(join(dist, entry)).files.filter((file) => file.startsWith('tools/openapi/') || file === 'core/public-shapes.js'),
+      ).toEqual([]);
+    },
+  );
 
   it('reaches through static imports from dist/integrations/astro.js (newsletter-bff/astro) no package but the core: neither Astro nor the sanitiser', () => {
     const graph = staticGraph(join(dist, 'integrations/astro.js'));
@@ -74,7 +83,10 @@ describe('the core graph', () => {
     expect(staticGraph(join(dist, 'tools/site/build.js')).packages).toContain('sanitize-html');
     // The folders' names are the tree's (a file moved out of them would no longer be looked for).
     for (const feature of ['node/admin/admin.js', 'node/redis/services.js', 'tools/site/build.js']) {
-      expect(staticGraph(join(dist, feature)).files.filter((file) => OPTIONAL_FOLDERS.test(file)), feature).toContain(feature);
+      expect(
+        staticGraph(join(dist, feature)).files.filter((file) => OPTIONAL_FOLDERS.test(file)),
+        feature,
+      ).toContain(feature);
     }
     expect(staticGraph(join(dist, 'tools/openapi/main.js')).files).toContain('core/public-shapes.js');
   });
@@ -82,16 +94,22 @@ describe('the core graph', () => {
 
 describe('importOptional', () => {
   const notFound = (name: string) =>
-    Object.assign(new Error(`Cannot find package '${name}' imported from /app/dist/node/admin/prometheus.js`), { code: 'ERR_MODULE_NOT_FOUND' });
+    Object.assign(new Error(`Cannot find package '${name}' imported from /app/dist/node/admin/prometheus.js`), {
+      code: 'ERR_MODULE_NOT_FOUND',
+    });
 
   it('returns what the import gives', async () => {
     await expect(importOptional('prom-client', 'ADMIN_PORT', async () => ({ ok: 1 }))).resolves.toEqual({ ok: 1 });
   });
 
   it('turns the named package not found into one sentence naming the feature and the install command', async () => {
-    const error = await importOptional('prom-client', 'ADMIN_PORT', () => Promise.reject(notFound('prom-client'))).catch((caught: unknown) => caught);
+    const error = await importOptional('prom-client', 'ADMIN_PORT', () => Promise.reject(notFound('prom-client'))).catch(
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(MissingPackageError);
-    expect((error as Error).message).toBe('ADMIN_PORT needs the package prom-client, which is not installed: run `npm install prom-client`');
+    expect((error as Error).message).toBe(
+      'ADMIN_PORT needs the package prom-client, which is not installed: run `npm install prom-client`',
+    );
   });
 
   it('throws any other failure as it was, a missing dependency of the package included', async () => {
@@ -139,7 +157,9 @@ describe('the built command with only the core packages installed', () => {
     const probe = run('cli.js', ['--version'], {});
     expect(await probe.exited).toBe(0);
     const importsFromDist = (name: string) => {
-      const child = spawn(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(name)})`], { cwd: join(scratch, 'dist') });
+      const child = spawn(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(name)})`], {
+        cwd: join(scratch, 'dist'),
+      });
       return new Promise((done) => child.on('exit', done));
     };
     expect(await importsFromDist('hono')).toBe(0);
@@ -190,7 +210,11 @@ describe('the built command with only the core packages installed', () => {
   });
 
   it('fails the site build with one line naming sanitize-html, before reading anything', async () => {
-    const build = run('tools/site/main.js', ['--api', 'http://127.0.0.1:1', '--site-url', 'https://news.example.com/', '--out', join(scratch, 'site')], {});
+    const build = run(
+      'tools/site/main.js',
+      ['--api', 'http://127.0.0.1:1', '--site-url', 'https://news.example.com/', '--out', join(scratch, 'site')],
+      {},
+    );
     expect(await build.exited).toBe(1);
     expect(build.stderr()).toBe(
       'site build failed: npm run site:build (it sanitises each letter) needs the package sanitize-html, which is not installed: run `npm install sanitize-html`\n',

@@ -130,7 +130,9 @@ describe('the npm package', () => {
         /^(dist\/.+\.(js|d\.ts)|examples\/site\/.+|examples\/subscribe-form\.html|examples\/astro\/src\/components\/SubscribeForm\.astro|openapi\.json|LICENSE|README\.md|package\.json)$/,
       );
     }
-    expect(paths).toEqual(expect.arrayContaining(['dist/cli.js', 'dist/client.js', 'dist/client.d.ts', 'dist/core/app.d.ts', 'openapi.json', 'LICENSE']));
+    expect(paths).toEqual(
+      expect.arrayContaining(['dist/cli.js', 'dist/client.js', 'dist/client.d.ts', 'dist/core/app.d.ts', 'openapi.json', 'LICENSE']),
+    );
     expect(paths).toEqual(
       expect.arrayContaining([
         'examples/site/index.html',
@@ -148,7 +150,12 @@ describe('the npm package', () => {
     const script = `for (const name of ${JSON.stringify(names)}) console.log(import.meta.resolve(name));`;
     const resolved = await exec(process.execPath, ['--input-type=module', '-e', script], consumer);
     expect(resolved.stderr).toBe('');
-    expect(resolved.stdout.trim().split('\n').map((url) => url.slice(url.indexOf('/node_modules/')))).toEqual([
+    expect(
+      resolved.stdout
+        .trim()
+        .split('\n')
+        .map((url) => url.slice(url.indexOf('/node_modules/'))),
+    ).toEqual([
       '/node_modules/newsletter-bff/examples/subscribe-form.html',
       '/node_modules/newsletter-bff/examples/astro/src/components/SubscribeForm.astro',
       '/node_modules/newsletter-bff/examples/site/subscribe.js',
@@ -192,7 +199,11 @@ describe('the npm package', () => {
     expect(check.stdout + check.stderr).toBe('');
     expect(check.code).toBe(0);
     // A status the route never answers does not compile: the types say which errors exist.
-    const wrong = await typecheckWith('wrong-status.ts', [...lines.slice(0, 3).filter((line) => !line.includes('newsletter-bff/astro')), ...lines.slice(8, 10), 'if (res.status === 429) console.log(res);']);
+    const wrong = await typecheckWith('wrong-status.ts', [
+      ...lines.slice(0, 3).filter((line) => !line.includes('newsletter-bff/astro')),
+      ...lines.slice(8, 10),
+      'if (res.status === 429) console.log(res);',
+    ]);
     expect(wrong.stdout).toMatch(/^wrong-status\.ts\(\d+,\d+\): error TS2367: /m);
   });
 
@@ -307,7 +318,11 @@ describe('the npm package', () => {
     for (const file of ['package.json', 'package-lock.json']) writeFileSync(join(core, file), readFileSync(join(consumer, file)));
     const install = await exec('npm', ['ci', '--offline', '--ignore-scripts', '--omit=optional'], core);
     expect(install.stderr).not.toMatch(/ERR!/);
-    expect(readdirSync(join(core, 'node_modules')).filter((name) => !name.startsWith('.')).sort()).toEqual(['@hono', 'hono', 'lru-cache', 'newsletter-bff', 'zod']);
+    expect(
+      readdirSync(join(core, 'node_modules'))
+        .filter((name) => !name.startsWith('.'))
+        .sort(),
+    ).toEqual(['@hono', 'hono', 'lru-cache', 'newsletter-bff', 'zod']);
     expect(readdirSync(join(core, 'node_modules', '@hono'))).toEqual(['node-server']);
 
     const port = await freeLoopbackPort();

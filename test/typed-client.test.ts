@@ -54,7 +54,9 @@ describe('typed client (hono/client hc<AppType>)', () => {
     expectTypeOf<StatusOf<Client['api']['issues']['$get']>>().toEqualTypeOf<200 | 304 | 404 | 422 | 500 | 502 | 503>();
     expectTypeOf<StatusOf<Client['api']['issues'][':slug']['$get']>>().toEqualTypeOf<200 | 304 | 404 | 422 | 500 | 502 | 503>();
     expectTypeOf<StatusOf<Client['api']['categories']['$get']>>().toEqualTypeOf<200 | 304 | 500 | 502 | 503>();
-    expectTypeOf<StatusOf<Client['api']['subscribe']['$post']>>().toEqualTypeOf<200 | 303 | 403 | 413 | 415 | 422 | 429 | 500 | 502 | 503>();
+    expectTypeOf<StatusOf<Client['api']['subscribe']['$post']>>().toEqualTypeOf<
+      200 | 303 | 403 | 413 | 415 | 422 | 429 | 500 | 502 | 503
+    >();
     // Each error status carries the envelope of its own codes.
     expectTypeOf<InferResponseType<Client['api']['issues'][':slug']['$get'], 404>>().toEqualTypeOf<{
       ok: false;
@@ -97,7 +99,9 @@ describe('typed client (hono/client hc<AppType>)', () => {
     expect(body.data.contentHtml).toContain('<h1>');
     // The newest issue: nothing newer, and the second one older.
     expect(body.data.newer).toBeNull();
-    expect(body.data.older?.slug).toBe(ArchiveBody.parse(await (await client.api.issues.$get({ query: { limit: '2' } })).json()).data[1]!.slug);
+    expect(body.data.older?.slug).toBe(
+      ArchiveBody.parse(await (await client.api.issues.$get({ query: { limit: '2' } })).json()).data[1]!.slug,
+    );
   });
 
   it('searches with the typed q parameter, every word matching', async () => {

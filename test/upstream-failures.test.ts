@@ -1,11 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { UpstreamError, type UpstreamErrorKind } from '../src/core/upstream/transport.js';
-import { UPSTREAM_HINTS, answerUpstreamFailure, readErrorFromUpstream, createFailureSpells, failureReasonOf } from '../src/core/upstream/failure-policy.js';
+import {
+  UPSTREAM_HINTS,
+  answerUpstreamFailure,
+  readErrorFromUpstream,
+  createFailureSpells,
+  failureReasonOf,
+} from '../src/core/upstream/failure-policy.js';
 import { createFakeClock, createLogCapture } from './helpers.js';
 
 // docs/contract.md "Errors we return": which upstream failure becomes which answer.
 
-function failure(kind: UpstreamErrorKind, status?: number, extra: { retryAfterSeconds?: number; upstreamCode?: string; heldOffBy?: 'retry_after' | 'backoff' } = {}) {
+function failure(
+  kind: UpstreamErrorKind,
+  status?: number,
+  extra: { retryAfterSeconds?: number; upstreamCode?: string; heldOffBy?: 'retry_after' | 'backoff' } = {},
+) {
   return new UpstreamError(kind, `upstream ${kind}`, { ...(status === undefined ? {} : { status }), ...extra });
 }
 

@@ -9,7 +9,12 @@ export function get(agent, url, { method = 'GET', headers = {}, body } = {}) {
       const chunks = [];
       res.on('data', (chunk) => chunks.push(chunk));
       res.on('end', () =>
-        resolve({ status: res.statusCode, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }),
+        resolve({
+          status: res.statusCode,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          ms: performance.now() - started,
+        }),
       );
       res.on('error', reject);
     });
@@ -18,7 +23,6 @@ export function get(agent, url, { method = 'GET', headers = {}, body } = {}) {
     req.end(body);
   });
 }
-
 
 /** Headers Node writes by itself: left out when a reference is to send what ours sent. */
 const NODE_WRITTEN_HEADERS = ['date', 'connection', 'keep-alive', 'content-length', 'transfer-encoding'];

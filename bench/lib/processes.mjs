@@ -112,10 +112,21 @@ export async function waitForPort(port, child, timeoutMs) {
  * and counted (its "listening on http://host:port" line says it is up), or goes to a temporary
  * file or /dev/null (then the port, which must be known, is polled).
  */
-export async function startServerProcess({ name, nodeArgs, script, scriptArgs = [], env: childEnv, ipc = false, stdoutMode = 'count', port: knownPort, captureLines = 0 }) {
+export async function startServerProcess({
+  name,
+  nodeArgs,
+  script,
+  scriptArgs = [],
+  env: childEnv,
+  ipc = false,
+  stdoutMode = 'count',
+  port: knownPort,
+  captureLines = 0,
+}) {
   const [command, args] = pinned(SERVER_CPU, process.execPath, [...nodeArgs, script, ...scriptArgs]);
   const toFile = stdoutMode !== 'count' && knownPort !== undefined;
-  const stdoutFile = toFile && stdoutMode === 'file' ? join(tmpdir(), `newsletter-bff-bench-${name}-${process.pid}-${Date.now()}.log`) : undefined;
+  const stdoutFile =
+    toFile && stdoutMode === 'file' ? join(tmpdir(), `newsletter-bff-bench-${name}-${process.pid}-${Date.now()}.log`) : undefined;
   if (stdoutFile) tempFiles.add(stdoutFile);
   const sink = toFile ? openSync(stdoutFile ?? '/dev/null', 'w') : undefined;
   const child = spawn(command, args, {
@@ -207,7 +218,10 @@ export function signalAndRead(server, pattern, timeoutMs = 15_000) {
       if (match) done(() => resolve(match.slice(1).map(Number)));
     };
     const onExit = (code, signal) => done(() => reject(new Error(`${server.name} exited (${code ?? signal}) before answering SIGUSR2`)));
-    const timer = setTimeout(() => done(() => reject(new Error(`${server.name} did not answer SIGUSR2 within ${timeoutMs / 1000} s`))), timeoutMs);
+    const timer = setTimeout(
+      () => done(() => reject(new Error(`${server.name} did not answer SIGUSR2 within ${timeoutMs / 1000} s`))),
+      timeoutMs,
+    );
     child.stderr.on('data', onData);
     child.once('exit', onExit);
     child.kill('SIGUSR2');
@@ -222,7 +236,9 @@ export async function probeTicks(server) {
 
 /** `--cpu-prof` arguments when BENCH_CPU_PROF is set: one profile per server process, named after it. */
 export function profArgs(name) {
-  return settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+  return settings.cpuProfDir
+    ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`]
+    : [];
 }
 
 /** nginx proxy_cache in front of `originUrl`, pinned to the server core, files in a temporary directory. */

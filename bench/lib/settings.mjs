@@ -19,7 +19,20 @@ const num = (name, fallback) => {
   return parsed;
 };
 
-export const ALL_SCENARIOS = ['issues', 'deep', 'slug', 'categories', '304', 'subscribe', 'stampede', 'scan', 'stale', 'archive-scale', 'search', 'bombing'];
+export const ALL_SCENARIOS = [
+  'issues',
+  'deep',
+  'slug',
+  'categories',
+  '304',
+  'subscribe',
+  'stampede',
+  'scan',
+  'stale',
+  'archive-scale',
+  'search',
+  'bombing',
+];
 // `npm run bench -- archive-scale stale` runs those only, as BENCH_SCENARIOS=archive-scale,stale does.
 const scenarioArgs = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
 export const settings = {
@@ -31,7 +44,11 @@ export const settings = {
   upstreamLatencyMs: num('BENCH_UPSTREAM_LATENCY_MS', 50),
   archive: { issues: 300, categories: 4, contentBytes: 5 * 1024 },
   tool: env.BENCH_TOOL === 'autocannon' ? 'autocannon' : 'wrk',
-  scenarios: env.BENCH_SCENARIOS ? env.BENCH_SCENARIOS.split(',').map((s) => s.trim()) : scenarioArgs.length > 0 ? scenarioArgs : ALL_SCENARIOS,
+  scenarios: env.BENCH_SCENARIOS
+    ? env.BENCH_SCENARIOS.split(',').map((s) => s.trim())
+    : scenarioArgs.length > 0
+      ? scenarioArgs
+      : ALL_SCENARIOS,
   subscribeConnections: Math.max(1, Math.round(num('BENCH_SUBSCRIBE_CONNECTIONS', 10))),
   subscribeRateLimitPerMinute: 10_000,
   stampedeRequests: Math.round(num('BENCH_STAMPEDE_REQUESTS', 1000)),
@@ -89,6 +106,7 @@ export const wrkAvailable = hasCommand('wrk');
 export const nginxPath = env.BENCH_NGINX === '0' ? undefined : findNginx(hasCommand);
 if (settings.tool === 'wrk' && !wrkAvailable) {
   // autocannon needs most of a core near 60k req/s, which can make it the limit (see the note it prints).
-  if (env.BENCH_TOOL === 'wrk') process.stderr.write('BENCH_TOOL=wrk but wrk is not installed (apt-get install -y wrk); using autocannon\n');
+  if (env.BENCH_TOOL === 'wrk')
+    process.stderr.write('BENCH_TOOL=wrk but wrk is not installed (apt-get install -y wrk); using autocannon\n');
   settings.tool = 'autocannon';
 }

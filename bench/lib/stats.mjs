@@ -12,7 +12,11 @@ export const median = (values) => {
 /** Percentiles over the pooled 10 µs histograms of several runs (autocannon), else median of runs (wrk). */
 export function pooledLatency(runs) {
   if (runs.some((run) => !run.histogram)) {
-    return { p50: median(runs.map((r) => r.latency.p50)), p99: median(runs.map((r) => r.latency.p99)), max: Math.max(...runs.map((r) => r.latency.max)) };
+    return {
+      p50: median(runs.map((r) => r.latency.p50)),
+      p99: median(runs.map((r) => r.latency.p99)),
+      max: Math.max(...runs.map((r) => r.latency.max)),
+    };
   }
   const merged = new Map();
   for (const run of runs) for (const [bucket, n] of run.histogram) merged.set(bucket, (merged.get(bucket) ?? 0) + n);

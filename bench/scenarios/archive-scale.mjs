@@ -94,7 +94,9 @@ async function startHookReceiver() {
 async function runOnce(order) {
   const { issues, htmlKiB, jsonKiB, latencyMs, resyncSeconds } = settings.archiveScale;
   const validators = ['both', 'etag', 'last-modified'].includes(env.BENCH_ARCHIVE_VALIDATORS) ? env.BENCH_ARCHIVE_VALIDATORS : undefined;
-  progress(`archive scale (${order}): ${issues} issues of ~${htmlKiB} + ${jsonKiB} KiB, upstream ${latencyMs} ms a call, TTL ${TTL_SECONDS} s, resync ${resyncSeconds} s`);
+  progress(
+    `archive scale (${order}): ${issues} issues of ~${htmlKiB} + ${jsonKiB} KiB, upstream ${latencyMs} ms a call, TTL ${TTL_SECONDS} s, resync ${resyncSeconds} s`,
+  );
   const archive = createArchive({ issues, contentBytes: htmlKiB * KIB, jsonBytes: jsonKiB * KIB });
   const sim = await startFakeUpstreamServer({
     apiKey: API_KEY,
@@ -140,7 +142,13 @@ async function runOnce(order) {
     const subject = `Corrected at ${Date.now()}`;
     since = performance.now();
     sim.edit(edited, { subject, contentHtml: `<p>${subject}</p>` });
-    const editListed = await secondsUntil(agent, list, (answer) => listed(answer).some((issue) => issue.slug === edited && issue.subject === subject), (TTL_SECONDS + 30) * 1000, since);
+    const editListed = await secondsUntil(
+      agent,
+      list,
+      (answer) => listed(answer).some((issue) => issue.slug === edited && issue.subject === subject),
+      (TTL_SECONDS + 30) * 1000,
+      since,
+    );
     const editPage = await secondsUntil(
       agent,
       `${bff.url}/api/issues/${edited}`,
@@ -154,7 +162,13 @@ async function runOnce(order) {
     const headVictim = archive.issues[1].slug;
     since = performance.now();
     sim.unpublish(headVictim);
-    const headLeft = await secondsUntil(agent, list, (answer) => answer.status === 200 && !lists(answer, headVictim), (TTL_SECONDS + 30) * 1000, since);
+    const headLeft = await secondsUntil(
+      agent,
+      list,
+      (answer) => answer.status === 200 && !lists(answer, headVictim),
+      (TTL_SECONDS + 30) * 1000,
+      since,
+    );
     const headHook = await hooks.secondsUntil(headVictim, 'unpublished', since, (TTL_SECONDS + 30) * 1000);
 
     // One deep down taken off: only the whole re-read sees it (read on the archive page that lists it).
@@ -162,7 +176,8 @@ async function runOnce(order) {
     const deepVictim = archive.issues[deepAt].slug;
     const deepPage = `${bff.url}/api/issues?limit=100&offset=${deepAt - 50}`;
     const limitMs = (resyncSeconds + TTL_SECONDS + 30) * 1000;
-    if (!lists(await get(agent, deepPage), deepVictim)) throw new Error(`archive scale: ${deepVictim} is not on the page that should list it`);
+    if (!lists(await get(agent, deepPage), deepVictim))
+      throw new Error(`archive scale: ${deepVictim} is not on the page that should list it`);
     since = performance.now();
     sim.unpublish(deepVictim);
     const deepLeft = await secondsUntil(agent, deepPage, (answer) => answer.status === 200 && !lists(answer, deepVictim), limitMs, since);
@@ -215,7 +230,9 @@ export function reportArchiveScale(r) {
   const within = (value, limit) => mark(value !== null && value <= limit);
   const quick = r.ttlSeconds + 3;
   const gone = r.resyncSeconds + r.ttlSeconds;
-  const lines = [`archive scale: ${r.issues} issues of ~${r.rowKiB} KiB, upstream ${r.latencyMs} ms a call, TTL ${r.ttlSeconds} s, ARCHIVE_RESYNC_SECONDS ${r.resyncSeconds}, ${r.entry}`];
+  const lines = [
+    `archive scale: ${r.issues} issues of ~${r.rowKiB} KiB, upstream ${r.latencyMs} ms a call, TTL ${r.ttlSeconds} s, ARCHIVE_RESYNC_SECONDS ${r.resyncSeconds}, ${r.entry}`,
+  ];
   for (const run of r.runs) {
     const h = run.hooks;
     lines.push(

@@ -26,7 +26,9 @@ async function startSiteverify() {
       const token = new URLSearchParams(body).get('response') ?? '';
       const success = token.startsWith('pass-') && !spent.has(token);
       spent.add(token);
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ success, 'error-codes': success ? [] : ['invalid-input-response'] }));
+      res
+        .writeHead(200, { 'Content-Type': 'application/json' })
+        .end(JSON.stringify({ success, 'error-codes': success ? [] : ['invalid-input-response'] }));
     });
   });
   const port = await freePort();
@@ -132,9 +134,19 @@ async function bomb(run, label, extraEnv, options) {
       botAddressesForwarded: forwarded - visitor.succeeded,
       answers,
       surgeStartedAtSec: started?.atSec,
-      surgeStart: started && { ratePerMinute: started.ratePerMinute, distinctIps: started.distinctIps, distinctDomains: started.distinctDomains, distinctAddresses: started.distinctAddresses },
+      surgeStart: started && {
+        ratePerMinute: started.ratePerMinute,
+        distinctIps: started.distinctIps,
+        distinctDomains: started.distinctDomains,
+        distinctAddresses: started.distinctAddresses,
+      },
       surgeEndedAtSec: ended?.atSec,
-      surgeEnd: ended && { durationSeconds: ended.durationSeconds, attempts: ended.attempts, challenged: ended.challenged, paused: ended.paused },
+      surgeEnd: ended && {
+        durationSeconds: ended.durationSeconds,
+        attempts: ended.attempts,
+        challenged: ended.challenged,
+        paused: ended.paused,
+      },
       floodEndedAtSec: seconds,
       visitor: {
         attempts: visitor.attempts,
@@ -188,7 +200,12 @@ export async function runBombing(run) {
     const withTurnstile = await bomb(
       run,
       'turnstile-surge',
-      { TURNSTILE_SECRET_KEY: '0x4AAAAAAA-bench-fake-secret', TURNSTILE_SITE_KEY: SITE_KEY, TURNSTILE_VERIFY_URL: verifier.url, TURNSTILE_MODE: 'surge' },
+      {
+        TURNSTILE_SECRET_KEY: '0x4AAAAAAA-bench-fake-secret',
+        TURNSTILE_SITE_KEY: SITE_KEY,
+        TURNSTILE_VERIFY_URL: verifier.url,
+        TURNSTILE_MODE: 'surge',
+      },
       { ...options, withToken: true },
     );
     return { runs: [withoutTurnstile, withTurnstile] };

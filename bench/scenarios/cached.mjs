@@ -41,7 +41,11 @@ export async function runCachedScenarios({ sim, agent, servers, results }, ours,
   // A process.nextTick in each Node server, after the warm-up and after each phase of each
   // scenario: one whose ticks went off V8's fast path after an idle spell costs more for reasons
   // that are Node's (docs/node-http.md).
-  const probeAll = async () => ({ ours: await probeTicks(ours), baseline: await probeTicks(baseline), sameHeaders: await probeTicks(sameHeaders) });
+  const probeAll = async () => ({
+    ours: await probeTicks(ours),
+    baseline: await probeTicks(baseline),
+    sameHeaders: await probeTicks(sameHeaders),
+  });
   results.meta.tickNs = { start: await probeAll(), afterPaired: {}, after: {} };
   // The paired CPU runs of every scenario come first, back to back: all three Node servers are
   // loaded together the whole time, so none has an idle spell before its judged figures. The
@@ -117,7 +121,8 @@ async function startNginxReference(agent, servers, sameHeaders, scenarios) {
   for (const scenario of scenarios) {
     await get(agent, nginx.url + scenario.path);
     const second = await get(agent, nginx.url + scenario.path);
-    if (second.headers['x-cache'] !== 'HIT') throw new Error(`nginx does not cache ${scenario.path} (X-Cache: ${second.headers['x-cache']})`);
+    if (second.headers['x-cache'] !== 'HIT')
+      throw new Error(`nginx does not cache ${scenario.path} (X-Cache: ${second.headers['x-cache']})`);
   }
   return nginx;
 }
@@ -203,7 +208,11 @@ async function measureCachedScenario(scenario, { baseline, sameHeaders, nginx, o
   // Server CPU per request, ours over the reference's in the same round: what a request costs,
   // whatever else the shared machine was doing to the load generator.
   const cpuRatio = (reference) => runs.ours.map((run, i) => run.serverCpuUsPerRequest / reference[i].serverCpuUsPerRequest);
-  const cpuRatios = { baseline: cpuRatio(runs.baseline), sameHeaders: cpuRatio(runs.sameHeaders), ...(nginx ? { nginx: cpuRatio(runs.nginx) } : {}) };
+  const cpuRatios = {
+    baseline: cpuRatio(runs.baseline),
+    sameHeaders: cpuRatio(runs.sameHeaders),
+    ...(nginx ? { nginx: cpuRatio(runs.nginx) } : {}),
+  };
   return {
     id: scenario.id,
     scenario: scenario.name,
@@ -220,7 +229,9 @@ async function measureCachedScenario(scenario, { baseline, sameHeaders, nginx, o
     ...(nginx ? { nginx: summarizeSide(runs.nginx), nginxRatios, medianNginxRatio: median(nginxRatios) } : {}),
     cpuRatios,
     medianCpuRatios: Object.fromEntries(Object.entries(cpuRatios).map(([side, list]) => [side, median(list)])),
-    pairedCpu: paired.length ? { runs: paired, ...spread(paired.map((p) => p.ratio)), sameHeaders: spread(paired.map((p) => p.sameHeadersRatio)) } : undefined,
+    pairedCpu: paired.length
+      ? { runs: paired, ...spread(paired.map((p) => p.ratio)), sameHeaders: spread(paired.map((p) => p.sameHeadersRatio)) }
+      : undefined,
     responseHeaderNames: { ours: scenario.oursResponseHeaderNames, baseline: scenario.baselineResponseHeaderNames },
     runs: Object.fromEntries(Object.entries(runs).map(([side, list]) => [side, list.map(stripHistogram)])),
   };

@@ -11,7 +11,9 @@ import { progress } from '../lib/stats.mjs';
 /** `settings.scanSlugs` distinct unknown slugs on `fresh` (started with the heap probe preloaded). */
 export async function runSlugScan({ sim, agent }, fresh) {
   const n = settings.scanSlugs;
-  progress(`slug scan: ${n.toLocaleString('en-US')} distinct unknown slugs (upstream ${settings.scanLatencyMs} ms, ${settings.scanConnections} connections)`);
+  progress(
+    `slug scan: ${n.toLocaleString('en-US')} distinct unknown slugs (upstream ${settings.scanLatencyMs} ms, ${settings.scanConnections} connections)`,
+  );
   sim.setLatency(settings.scanLatencyMs);
   const prefix = `no-such-issue-${process.pid}`;
   const archive = await get(agent, `${fresh.url}/api/issues`);
@@ -62,7 +64,11 @@ export async function runSlugScan({ sim, agent }, fresh) {
     upstreamCalls,
     upstreamCallsPerDistinctSlug: upstreamCalls / scanned,
     repeatOfLastSlugs: { slugs: repeatCount, upstreamCalls: sim.unknownSlugCalls - repeatBefore },
-    heapUsedMiB: { before: memBefore.heapUsed / MiB, after: memAfter.heapUsed / MiB, growth: (memAfter.heapUsed - memBefore.heapUsed) / MiB },
+    heapUsedMiB: {
+      before: memBefore.heapUsed / MiB,
+      after: memAfter.heapUsed / MiB,
+      growth: (memAfter.heapUsed - memBefore.heapUsed) / MiB,
+    },
     heapTotalMiB: { before: memBefore.heapTotal / MiB, after: memAfter.heapTotal / MiB },
     externalMiB: { before: memBefore.external / MiB, after: memAfter.external / MiB },
     arrayBuffersMiB: { before: memBefore.arrayBuffers / MiB, after: memAfter.arrayBuffers / MiB },
@@ -70,6 +76,7 @@ export async function runSlugScan({ sim, agent }, fresh) {
     gcBeforeHeapReading: memAfter.gcExposed,
     cacheMaxBytesMiB: 64,
     heapBudgetMiB: 64 + 32,
-    memorySource: 'heapUsed: process.memoryUsage() after gc(), via the bench/heap-probe.mjs preload over IPC; RSS: /proc/<pid>/status VmRSS (peak: VmHWM)',
+    memorySource:
+      'heapUsed: process.memoryUsage() after gc(), via the bench/heap-probe.mjs preload over IPC; RSS: /proc/<pid>/status VmRSS (peak: VmHWM)',
   };
 }

@@ -107,14 +107,24 @@ export async function runSearch() {
   progress(`search: ${issues} issues of ~${htmlKiB} + ${jsonKiB} KiB (varied prose), ${queryCount} different searches`);
   const memory = JSON.parse(
     (
-      await promisify(execFile)(process.execPath, ['--expose-gc', join(benchDir, 'lib/text-index-memory.mjs'), JSON.stringify({ issues, htmlKiB, prose: 'varied' })], {
-        maxBuffer: 1024 * 1024,
-        timeout: 600_000,
-      })
+      await promisify(execFile)(
+        process.execPath,
+        ['--expose-gc', join(benchDir, 'lib/text-index-memory.mjs'), JSON.stringify({ issues, htmlKiB, prose: 'varied' })],
+        {
+          maxBuffer: 1024 * 1024,
+          timeout: 600_000,
+        },
+      )
     ).stdout,
   );
   const archive = createArchive({ issues, contentBytes: htmlKiB * KIB, jsonBytes: jsonKiB * KIB, prose: 'varied' });
-  const sim = await startFakeUpstreamServer({ apiKey: API_KEY, latencyMs: 0, publication: archive, maxHoldMs: 60_000, variant: { order: 'newest-sent' } });
+  const sim = await startFakeUpstreamServer({
+    apiKey: API_KEY,
+    latencyMs: 0,
+    publication: archive,
+    maxHoldMs: 60_000,
+    variant: { order: 'newest-sent' },
+  });
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   let bff;
   try {
@@ -127,8 +137,13 @@ export async function runSearch() {
     // Warm-up: the dictionary's sorted list, the JIT.
     await timed(agent, bff, all.slice(0, 200));
     const search = await timed(agent, bff, all.slice(200));
-    const page = await timed(agent, bff, Array.from({ length: queryCount }, (_, i) => `/api/issues?limit=20&offset=${(i % 50) * 20}`));
-    if (Object.keys(search.statuses).some((status) => status !== '200')) throw new Error(`search: answers ${JSON.stringify(search.statuses)}`);
+    const page = await timed(
+      agent,
+      bff,
+      Array.from({ length: queryCount }, (_, i) => `/api/issues?limit=20&offset=${(i % 50) * 20}`),
+    );
+    if (Object.keys(search.statuses).some((status) => status !== '200'))
+      throw new Error(`search: answers ${JSON.stringify(search.statuses)}`);
     return { issues, htmlKiB, jsonKiB, coldMs: cold.ms, settledSeconds, search, cachedPage: page, index: memory };
   } finally {
     agent.destroy();

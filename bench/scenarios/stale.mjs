@@ -34,8 +34,7 @@ export async function runStaleServe({ sim, servers }) {
     if (answer.status === 200 && state === 'STALE') {
       samples.STALE.push(answer.ms);
       samples.slowest.push({ i, path, ms: answer.ms, atMs: performance.now() - started });
-    }
-    else samples.other[`${answer.status} ${state}`] = (samples.other[`${answer.status} ${state}`] ?? 0) + 1;
+    } else samples.other[`${answer.status} ${state}`] = (samples.other[`${answer.status} ${state}`] ?? 0) + 1;
   }
   single.destroy();
   await sleep(Math.max(settings.staleLatencyMs + 200, 400)); // refreshes land; the access log (flushed every 250 ms) arrives
@@ -73,7 +72,13 @@ export async function runStaleServe({ sim, servers }) {
     upstreamCallsDuringWindow: refreshCalls,
     slowest: samples.slowest.sort((a, b) => b.ms - a.ms).slice(0, 5),
     serverSide: serverMs.length
-      ? { source: 'the BFF access log ("ms", 0.1 ms resolution)', requests: serverMs.length, p50Ms: pickServer(50), p99Ms: pickServer(99), maxMs: serverMs[serverMs.length - 1] }
+      ? {
+          source: 'the BFF access log ("ms", 0.1 ms resolution)',
+          requests: serverMs.length,
+          p50Ms: pickServer(50),
+          p99Ms: pickServer(99),
+          maxMs: serverMs[serverMs.length - 1],
+        }
       : null,
     measuredFrom: 'the orchestrator, one keep-alive connection, sequential requests',
   };

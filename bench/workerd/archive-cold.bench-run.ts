@@ -101,7 +101,9 @@ async function invocations(name: string, fetch: typeof globalThis.fetch, counts:
     }),
   );
   time += 61_000;
-  measured.push(await invocation('scheduled refresh, a TTL later', (ctx) => isolate().scheduled({ cron: '* * * * *', scheduledTime: time }, env, ctx)));
+  measured.push(
+    await invocation('scheduled refresh, a TTL later', (ctx) => isolate().scheduled({ cron: '* * * * *', scheduledTime: time }, env, ctx)),
+  );
   measured.push(
     await invocation('GET /api/issues, new isolate', async (ctx) => {
       const response = await isolate().fetch(new Request('https://bff.example/api/issues'), env, ctx);
@@ -117,7 +119,13 @@ async function invocations(name: string, fetch: typeof globalThis.fetch, counts:
  * (the fake building and serializing 150 MB of pages would otherwise be most of it).
  */
 async function measure({ name, publication }: Case): Promise<Measured[][]> {
-  const fake = createFakeUpstream({ apiKey: `${API_KEY}-1`, baseUrl: BASE_URL, variant: VARIANT, now: () => START, ...(publication ? { publication } : {}) });
+  const fake = createFakeUpstream({
+    apiKey: `${API_KEY}-1`,
+    baseUrl: BASE_URL,
+    variant: VARIANT,
+    now: () => START,
+    ...(publication ? { publication } : {}),
+  });
   const recorded = new Map<string, Recorded>();
   const counts = { calls: 0, bytes: 0 };
   const record = (async (input: RequestInfo | URL, init?: RequestInit) => {
@@ -173,5 +181,7 @@ it('measures a cold archive load in workerd', async () => {
       );
     });
   }
-  console.log(`cold archive load in workerd (${ROUNDS} rounds), Worker wall ms, upstream answers replayed, Cache API I/O taken out:\n${report.join('\n')}`);
+  console.log(
+    `cold archive load in workerd (${ROUNDS} rounds), Worker wall ms, upstream answers replayed, Cache API I/O taken out:\n${report.join('\n')}`,
+  );
 });

@@ -39,8 +39,12 @@ it('measures a cached hit through app.request() in workerd', async () => {
         rounds.push(((performance.now() - started) * 1000) / N);
       }
       rounds.sort((a, b) => a - b);
-      rows.push(`${`${name} (${origin})`.padEnd(34)} median ${rounds[Math.floor(ROUNDS / 2)]!.toFixed(1)} µs, min ${rounds[0]!.toFixed(1)} µs`);
+      rows.push(
+        `${`${name} (${origin})`.padEnd(34)} median ${rounds[Math.floor(ROUNDS / 2)]!.toFixed(1)} µs, min ${rounds[0]!.toFixed(1)} µs`,
+      );
     }
   }
-  console.log(`general app.request() in workerd, wall µs per cached hit (${ROUNDS} rounds × ${N}):\n${rows.join('\n')}\n(${logged()} bytes of access log)`);
+  console.log(
+    `general app.request() in workerd, wall µs per cached hit (${ROUNDS} rounds × ${N}):\n${rows.join('\n')}\n(${logged()} bytes of access log)`,
+  );
 });

@@ -28,17 +28,37 @@ const upstream = await startFakeUpstreamServer({ apiKey: KEY, latencyMs: Number(
 const port = await freePort();
 const settings = { NEWSLETTER_API_KEY: KEY, NEWSLETTER_API_BASE_URL: upstream.baseUrl, CACHE_TTL_SECONDS: '2', NODE_ENV: 'production' };
 const child = onNode
-  ? spawn(process.execPath, ['dist/cli.js'], { cwd: root, detached: true, stdio: 'ignore', env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', ...settings } })
-  : spawn('npx', ['wrangler', 'dev', '--ip', '127.0.0.1', '--port', String(port), ...Object.entries(settings).flatMap(([name, value]) => ['--var', `${name}:${value}`])], {
+  ? spawn(process.execPath, ['dist/cli.js'], {
       cwd: root,
       detached: true,
       stdio: 'ignore',
-    });
+      env: { PATH: process.env.PATH, PORT: String(port), HOST: '127.0.0.1', ...settings },
+    })
+  : spawn(
+      'npx',
+      [
+        'wrangler',
+        'dev',
+        '--ip',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        ...Object.entries(settings).flatMap(([name, value]) => ['--var', `${name}:${value}`]),
+      ],
+      {
+        cwd: root,
+        detached: true,
+        stdio: 'ignore',
+      },
+    );
 const base = `http://127.0.0.1:${port}`;
 try {
   let up = false;
   for (let attempt = 0; attempt < 120 && !up; attempt += 1) {
-    up = await fetch(`${base}/api/categories`).then(() => true, () => false);
+    up = await fetch(`${base}/api/categories`).then(
+      () => true,
+      () => false,
+    );
     if (!up) await sleep(500);
   }
   if (!up) throw new Error(`${onNode ? 'dist/cli.js' : 'wrangler dev'} did not answer within 60 s`);
@@ -48,7 +68,12 @@ try {
   for (let i = 0; i < REQUESTS; i += 1) {
     const wait = started + (i * SPREAD_MS) / REQUESTS - performance.now();
     if (wait > 0) await sleep(wait);
-    answers.push(fetch(`${base}/api/issues?limit=5&utm_source=x${i}&junk=${i}`).then((response) => response.status, () => 0));
+    answers.push(
+      fetch(`${base}/api/issues?limit=5&utm_source=x${i}&junk=${i}`).then(
+        (response) => response.status,
+        () => 0,
+      ),
+    );
   }
   const statuses = await Promise.all(answers);
   const seconds = (performance.now() - started) / 1000;

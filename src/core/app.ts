@@ -220,9 +220,7 @@ export function createApp(deps: AppDeps) {
         upstream,
         config,
         origins,
-        rateLimiter:
-          deps.rateLimiter ??
-          createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
+        rateLimiter: deps.rateLimiter ?? createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
         clientIp,
         ...(deps.repeatGuard ? { repeatGuard: deps.repeatGuard } : {}),
         now,

@@ -25,11 +25,31 @@ export const IssueSummarySchema = z.strictObject({
   slug: SlugSchema,
   subject: z.string(),
   previewText: z.nullable(z.string()).check(z.meta({ description: "The letter's preview line; null when the letter has none." })),
-  thumbnailUrl: z.nullable(z.url({ protocol: /^https?$/ })).check(z.meta({ description: 'Only http(s) URLs, so a site can put it in `<img src>`; null when the letter has no picture, or its address is not http(s).' })),
+  thumbnailUrl: z
+    .nullable(z.url({ protocol: /^https?$/ }))
+    .check(
+      z.meta({
+        description:
+          'Only http(s) URLs, so a site can put it in `<img src>`; null when the letter has no picture, or its address is not http(s).',
+      }),
+    ),
   sentAt: isoOrNull('When the letter was sent; null when the upstream gives no valid date (such issues are listed last).'),
   updatedAt: isoOrNull('When the upstream last changed the issue; null when it does not say.'),
-  category: z.nullable(PublicCategorySchema).check(z.meta({ description: "The issue's category; null when it has none, or when its slug could not be linked (it breaks the slug rule)." })),
-  readingMinutes: z.nullable(z.int().check(z.gte(1))).check(z.meta({ description: "Minutes to read the letter (its words at about 230 a minute, at least 1); null where the service does not hold the letter's text." })),
+  category: z
+    .nullable(PublicCategorySchema)
+    .check(
+      z.meta({
+        description: "The issue's category; null when it has none, or when its slug could not be linked (it breaks the slug rule).",
+      }),
+    ),
+  readingMinutes: z
+    .nullable(z.int().check(z.gte(1)))
+    .check(
+      z.meta({
+        description:
+          "Minutes to read the letter (its words at about 230 a minute, at least 1); null where the service does not hold the letter's text.",
+      }),
+    ),
 });
 
 export const IssueNeighbourSchema = z.strictObject({
@@ -39,8 +59,20 @@ export const IssueNeighbourSchema = z.strictObject({
 });
 
 export const IssueDetailSchema = z.extend(IssueSummarySchema, {
-  readingMinutes: z.int().check(z.gte(1), z.meta({ description: "Minutes to read the letter: its words (none when it has no HTML) at about 230 a minute, at least 1." })),
-  contentHtml: z.nullable(z.string()).check(z.meta({ description: "The issue's HTML, as the upstream holds it (sanitise it before putting it in a page of your own origin); null when the upstream has no HTML for it." })),
+  readingMinutes: z
+    .int()
+    .check(
+      z.gte(1),
+      z.meta({ description: 'Minutes to read the letter: its words (none when it has no HTML) at about 230 a minute, at least 1.' }),
+    ),
+  contentHtml: z
+    .nullable(z.string())
+    .check(
+      z.meta({
+        description:
+          "The issue's HTML, as the upstream holds it (sanitise it before putting it in a page of your own origin); null when the upstream has no HTML for it.",
+      }),
+    ),
   newer: z.nullable(IssueNeighbourSchema).check(z.meta({ description: 'The next public issue sent after this one; null for the newest.' })),
   older: z.nullable(IssueNeighbourSchema).check(z.meta({ description: 'The public issue sent before this one; null for the oldest.' })),
 });
@@ -54,7 +86,9 @@ export const ArchivePageBodySchema = z.strictObject({
     limit: z.int().check(z.gte(PAGE_SIZE.min), z.lte(PAGE_SIZE.max)),
     offset: z.int().check(z.gte(0)),
     nextOffset: z.nullable(z.int().check(z.gte(0))).check(z.meta({ description: 'The offset of the next page; null on the last one.' })),
-    previousOffset: z.nullable(z.int().check(z.gte(0))).check(z.meta({ description: 'The offset of the page before; null on the first one.' })),
+    previousOffset: z
+      .nullable(z.int().check(z.gte(0)))
+      .check(z.meta({ description: 'The offset of the page before; null on the first one.' })),
   }),
 });
 export const IssueBodySchema = z.strictObject({ ok: z.literal(true), data: IssueDetailSchema });

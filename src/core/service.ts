@@ -81,4 +81,3 @@ export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   // The upstream goes back too: the Node entry's readiness check calls it directly.
   return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }
-

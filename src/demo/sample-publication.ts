@@ -108,54 +108,355 @@ const TIE_INDEX = 25;
 
 // In send order, oldest first; sentAt is derived from the position (weekly, Sundays 09:00 UTC).
 const ENTRIES: readonly Entry[] = [
-  { subject: 'A Year of Small Plots', category: null, previewText: 'Why we started writing, and what is coming this year.', focus: ['borrowed corners', 'shared tools', 'patient neighbours'], featuring: 'We began with two pots of basil and a stubborn fig.' },
-  { subject: 'Seed Catalogues Worth Reading in January', category: 'guides', previewText: 'Cold evenings are for circling varieties in pencil.', focus: ['compact tomatoes', 'cut-and-come-again lettuce', 'dwarf beans'], featuring: 'Order early: the small seed houses sell out by March.' },
-  { subject: 'Meet the Rooftop Beekeepers of Eastside', category: 'interviews', previewText: 'Six hives, nine floors up, and a lot of borage.', focus: ['spare veils', 'a smoker that behaves', 'borage seed'], featuring: 'Dana Reyes, who keeps bees above a printworks', quote: 'The bees taught me to notice every flowering weed on the block.' },
-  { subject: 'Choosing a Grow Light Without the Jargon', category: 'tools', previewText: 'Lumens, spectrums and what actually matters for seedlings.', focus: ['a full-spectrum LED bar', 'a plug-in timer', 'a reflective board'], featuring: 'Most seedlings need fourteen hours of light, not a greenhouse budget.' },
-  { subject: 'The Winter Seed Swap at Hollis Library', category: 'community', previewText: 'Bring an envelope, leave with a summer.', focus: ['heirloom peppers', 'saved marigold seed', 'mystery squash'], featuring: 'Hollis Library on Grove Street' },
-  { subject: 'Starting Onions and Leeks Indoors', category: 'guides', previewText: 'The slowest crops start first.', focus: ['deep modules', 'a haircut for the seedlings', 'gentle bottom heat'], featuring: 'Alliums take their time, so give them a head start now.' },
-  { subject: 'A Chef Who Cooks From the Balcony', category: 'interviews', previewText: 'A tasting menu grown in twelve containers.', focus: ['nasturtium leaves', 'lemon verbena', 'pea shoots'], featuring: 'Tomasz Nowak, chef at a twelve-seat bistro', quote: 'If it grows within arm\'s reach of the stove, it goes on the menu.' },
-  { subject: 'Soil Thermometers, Tested', category: 'tools', previewText: null, focus: ['a dial probe', 'a digital spike', 'a cheap aquarium stick-on'], featuring: 'Sow when the soil is ready, not when the calendar says so.' },
-  { subject: 'What to Sow in March', category: 'guides', previewText: 'Peas, broad beans and a first row of radishes.', focus: ['early peas', 'broad beans', 'radishes'], featuring: 'March rewards the gardener who checks the forecast daily.' },
-  { subject: 'Building a Raised Bed on a Budget', category: 'tools', previewText: 'Reclaimed boards, a drill and one Saturday.', focus: ['reclaimed scaffold boards', 'corner posts', 'cardboard lining'], featuring: 'A sturdy bed costs less than a month of supermarket salad.' },
-  { subject: 'Volunteer Day at Canal Street Orchard', category: 'community', previewText: 'Forty volunteers, sixty trees, one very large urn of tea.', focus: ['mulching rings', 'new fence posts', 'pruning lessons'], featuring: 'Canal Street Orchard' },
-  { subject: 'The Compost Whisperer of Block 9', category: 'interviews', previewText: 'Turning a courtyard\'s scraps into black gold.', focus: ['a three-bay system', 'shredded cardboard', 'a long fork'], featuring: 'Ines Duarte, caretaker of a housing co-op courtyard', quote: 'Compost is just patience you can hold in your hands.' },
-  { subject: 'Hardening Off Seedlings, Step by Step', category: 'guides', previewText: 'A week of short outings before the big move.', focus: ['sheltered mornings', 'longer afternoons', 'a first night outdoors'], featuring: 'Pampered seedlings sulk; toughened ones thrive.' },
-  { subject: 'Rain Barrels and the Art of Catching Water', category: 'tools', previewText: 'Every downpipe is a free water supply.', focus: ['a diverter kit', 'a lidded barrel', 'a bottom tap'], featuring: 'A single storm can fill two hundred litres.' },
-  { subject: 'Spring Planting Festival Recap', category: 'community', previewText: 'Photos, thank-yous and the seedling raffle winners.', focus: ['the seedling raffle', 'a kids\' planting table', 'the tool library stall'], featuring: 'Marlowe Park' },
-  { subject: 'Herbs That Thrive in Window Boxes', category: 'guides', previewText: 'Thyme, chives and the case for mint in its own pot.', focus: ['creeping thyme', 'chives', 'mint in its own pot'], featuring: 'A window box is the smallest garden with the biggest payoff.' },
-  { subject: 'Talking Trees With a City Arborist', category: 'interviews', previewText: 'Which street trees feed us, and which ones shade us.', focus: ['mulberries', 'street-side pears', 'planting pits'], featuring: 'Samuel Adeyemi, arborist for the parks department', quote: 'A street tree is the hardest-working resident on any block.' },
-  { subject: 'Drip Irrigation for Balconies', category: 'tools', previewText: 'Set it up once, go on holiday guilt-free.', focus: ['a tap timer', 'quarter-inch line', 'adjustable drippers'], featuring: 'Drip lines use a fraction of the water a can does.' },
-  { subject: 'Tomatoes: Staking, Caging, and Patience', category: 'guides', previewText: 'Pick a support now and thank yourself in August.', focus: ['bamboo stakes', 'spiral supports', 'soft ties'], featuring: 'Cordon or bush, every tomato wants a plan.' },
-  { subject: 'Letters From Readers\' Gardens', category: null, previewText: 'Your balconies, fire escapes and front steps.', focus: ['a fire-escape strawberry', 'a bathtub potato patch', 'a school-gate herb bed'], featuring: 'You sent more photos than we could ever print.', hasThumbnail: false },
-  { subject: 'The Neighbourhood Pollinator Count', category: 'community', previewText: 'Fifteen minutes, one flower patch, lots of tally marks.', focus: ['bumblebees', 'hoverflies', 'solitary bees'], featuring: 'every park in the borough' },
-  { subject: 'Pests Without Poison', category: 'guides', previewText: 'Aphids, slugs and the allies who eat them.', focus: ['ladybird larvae', 'copper tape', 'night-time slug patrols'], featuring: 'A healthy plot is a busy ecosystem, not a sterile one.' },
-  { subject: 'A Baker Growing Grain on a Rooftop', category: 'interviews', previewText: 'Twenty square metres of wheat above a bakery.', focus: ['heritage wheat', 'a hand thresher', 'a stone mill'], featuring: 'Priya Raman, owner of a corner bakery', quote: 'One loaf a year from our own roof is enough to change how you taste bread.' },
-  { subject: 'Soil Sensors: Useful or Gimmick?', category: 'tools', previewText: 'We left four gadgets in the beds for a month.', focus: ['a moisture probe', 'a Bluetooth stake', 'a pH meter'], featuring: 'Your finger is still the cheapest moisture sensor.', audience: { segment: 'engaged' } },
-  { subject: 'Midsummer Harvest Suppers', category: 'community', previewText: 'Long tables, shared plots and too many courgettes.', focus: ['courgette fritters', 'new potatoes', 'elderflower cordial'], featuring: 'the Riverside allotments' },
-  { subject: 'Bonus Edition: Five Salads From the Plot', category: 'guides', previewText: 'A same-day extra for the glut season.', focus: ['bean and mint', 'charred lettuce', 'radish and herb'], featuring: 'Supper was so good we wrote it down straight away.' },
-  { subject: 'Watering Wisely in a Heatwave', category: 'guides', previewText: 'Early, deep and at the roots.', focus: ['dawn watering', 'deep soaks', 'thick mulch'], featuring: 'Little and often trains roots to stay shallow.' },
-  { subject: 'The Allotment Keepers of Riverside', category: 'interviews', previewText: 'Three generations on one plot.', focus: ['saved bean seed', 'a shed of old tools', 'a rhubarb crown from 1974'], featuring: 'the Okafor family, plot holders since the seventies', quote: 'My grandmother planted that rhubarb, and it still comes up every April.' },
-  { subject: 'Shade Cloth and Other Heatwave Gear', category: 'tools', previewText: 'Keeping lettuce alive when the pavement sizzles.', focus: ['forty percent shade cloth', 'hoops', 'self-watering pots'], featuring: 'A little shade keeps leaves sweet instead of bitter.' },
-  { subject: 'Open Gardens Weekend', category: 'community', previewText: 'Twenty-two private plots open their gates.', focus: ['a courtyard vineyard', 'a rooftop meadow', 'a pocket orchard'], featuring: 'twenty-two gardens across the city' },
-  { subject: 'Saving Seeds From Your Best Plants', category: 'guides', previewText: 'Tomatoes, beans and the paper-bag method.', focus: ['tomato seed fermenting', 'dried bean pods', 'paper envelopes'], featuring: 'Your best plant this year is next year\'s seed packet.' },
-  { subject: 'Mapping the City\'s Fruit Trees', category: 'tools', previewText: 'A shared map of every public plum and apple.', focus: ['a shared map', 'harvest calendars', 'ladder etiquette'], featuring: 'There are more fruit trees on public land than you think.' },
-  { subject: 'Notes From a Summer Away', category: null, previewText: null, focus: ['a neighbour\'s watering rota', 'a seaside herb garden', 'coming home to beans'], featuring: 'Leaving a garden for two weeks is an exercise in trust.', audience: null },
-  { subject: 'A Farmers\' Market Founder Looks Back', category: 'interviews', previewText: 'Twenty years of Saturday mornings.', focus: ['stall rotas', 'a rain plan', 'regulars who became friends'], featuring: 'Ruth Abernathy, who started the Square market with four stalls', quote: 'We opened with four tables and a kettle, and nobody told us it could not work.' },
-  { subject: 'Preserving the Glut: Jams, Pickles, Ferments', category: 'guides', previewText: 'What to do with forty courgettes.', focus: ['quick pickles', 'plum jam', 'lacto-fermented beans'], featuring: 'A full larder is the best kind of winter insurance.' },
-  { subject: 'School Gardens Return for Autumn', category: 'community', previewText: 'Volunteers needed for weekly sessions.', focus: ['bulb planting', 'worm bins', 'a harvest assembly'], featuring: 'six primary schools in the borough' },
-  { subject: 'Planting Garlic for Next Summer', category: 'guides', previewText: 'Cloves in now, bulbs in July.', focus: ['hardneck garlic', 'well-drained soil', 'a straw mulch'], featuring: 'Garlic needs a cold winter to split into cloves.' },
-  { subject: 'The Best Apps for Garden Planning', category: 'tools', previewText: 'Bed planners, sowing reminders and harvest logs.', focus: ['a bed planner', 'sowing reminders', 'a harvest log'], featuring: 'A good plan fits on one screen, or one notebook page.' },
-  { subject: 'A Mushroom Grower in a Basement', category: 'interviews', previewText: 'Oyster mushrooms, coffee grounds and a humidifier.', focus: ['spent coffee grounds', 'oyster spawn', 'a humidity tent'], featuring: 'Leo Martins, who grows mushrooms under a laundrette', quote: 'Every café on my street hands me its coffee grounds, and I hand back mushrooms.', hasThumbnail: false },
-  { subject: 'Harvest Festival at Hollis Square', category: 'community', previewText: 'Giant marrows, apple pressing and a brass band.', focus: ['the apple press', 'the giant marrow table', 'a soup kitchen'], featuring: 'Hollis Square' },
-  { subject: 'Leaf Mould: Autumn\'s Free Gift', category: 'guides', previewText: 'Bag the leaves now, spread them in two years.', focus: ['wet leaves', 'punctured bags', 'a quiet corner'], featuring: 'The best soil conditioner falls from the sky every October.' },
-  { subject: 'Cold Frames From Old Windows', category: 'tools', previewText: 'Salvaged glass, a few hinges, months of extra salad.', focus: ['salvaged sash windows', 'brass hinges', 'a prop stick'], featuring: 'A cold frame adds a month to each end of the season.' },
-  { subject: 'Squash Soup and Other Autumn Suppers', category: null, previewText: 'Three recipes for the last of the harvest.', focus: ['roasted squash soup', 'kale and bean stew', 'apple crumble'], featuring: 'The kitchen is where the garden year ends up.' },
-  { subject: 'Talking Food Policy With a City Councillor', category: 'interviews', previewText: 'Land, leases and why plots are so hard to get.', focus: ['allotment waiting lists', 'meanwhile leases', 'rooftop planning rules'], featuring: 'Councillor Hannah Osei, chair of the food strategy group', quote: 'A waiting list of nine years tells you demand is not the problem.' },
-  { subject: 'Tool Care Before the Frost', category: 'tools', previewText: 'Clean, sharpen, oil, hang.', focus: ['a wire brush', 'a sharpening stone', 'linseed oil'], featuring: 'Ten minutes of care now saves a new spade in spring.' },
-  { subject: 'The Community Fridge Network Turns One', category: 'community', previewText: 'Nine fridges, four tonnes of food shared.', focus: ['surplus veg', 'volunteer cleaners', 'a weekly rota'], featuring: 'nine community fridges across the city' },
-  { subject: 'Putting Beds to Bed for Winter', category: 'guides', previewText: 'Cover crops, mulch and a tidy-but-not-too-tidy plot.', focus: ['field beans as cover', 'a blanket of compost', 'hollow stems for insects'], featuring: 'Bare soil in winter is soil washing away.' },
-  { subject: 'Planning Next Year\'s Plot', category: 'guides', previewText: 'Rotation, wish lists and one new crop to try.', focus: ['a rotation sketch', 'a seed wish list', 'one experiment'], featuring: 'The best garden is always next year\'s.' },
+  {
+    subject: 'A Year of Small Plots',
+    category: null,
+    previewText: 'Why we started writing, and what is coming this year.',
+    focus: ['borrowed corners', 'shared tools', 'patient neighbours'],
+    featuring: 'We began with two pots of basil and a stubborn fig.',
+  },
+  {
+    subject: 'Seed Catalogues Worth Reading in January',
+    category: 'guides',
+    previewText: 'Cold evenings are for circling varieties in pencil.',
+    focus: ['compact tomatoes', 'cut-and-come-again lettuce', 'dwarf beans'],
+    featuring: 'Order early: the small seed houses sell out by March.',
+  },
+  {
+    subject: 'Meet the Rooftop Beekeepers of Eastside',
+    category: 'interviews',
+    previewText: 'Six hives, nine floors up, and a lot of borage.',
+    focus: ['spare veils', 'a smoker that behaves', 'borage seed'],
+    featuring: 'Dana Reyes, who keeps bees above a printworks',
+    quote: 'The bees taught me to notice every flowering weed on the block.',
+  },
+  {
+    subject: 'Choosing a Grow Light Without the Jargon',
+    category: 'tools',
+    previewText: 'Lumens, spectrums and what actually matters for seedlings.',
+    focus: ['a full-spectrum LED bar', 'a plug-in timer', 'a reflective board'],
+    featuring: 'Most seedlings need fourteen hours of light, not a greenhouse budget.',
+  },
+  {
+    subject: 'The Winter Seed Swap at Hollis Library',
+    category: 'community',
+    previewText: 'Bring an envelope, leave with a summer.',
+    focus: ['heirloom peppers', 'saved marigold seed', 'mystery squash'],
+    featuring: 'Hollis Library on Grove Street',
+  },
+  {
+    subject: 'Starting Onions and Leeks Indoors',
+    category: 'guides',
+    previewText: 'The slowest crops start first.',
+    focus: ['deep modules', 'a haircut for the seedlings', 'gentle bottom heat'],
+    featuring: 'Alliums take their time, so give them a head start now.',
+  },
+  {
+    subject: 'A Chef Who Cooks From the Balcony',
+    category: 'interviews',
+    previewText: 'A tasting menu grown in twelve containers.',
+    focus: ['nasturtium leaves', 'lemon verbena', 'pea shoots'],
+    featuring: 'Tomasz Nowak, chef at a twelve-seat bistro',
+    quote: "If it grows within arm's reach of the stove, it goes on the menu.",
+  },
+  {
+    subject: 'Soil Thermometers, Tested',
+    category: 'tools',
+    previewText: null,
+    focus: ['a dial probe', 'a digital spike', 'a cheap aquarium stick-on'],
+    featuring: 'Sow when the soil is ready, not when the calendar says so.',
+  },
+  {
+    subject: 'What to Sow in March',
+    category: 'guides',
+    previewText: 'Peas, broad beans and a first row of radishes.',
+    focus: ['early peas', 'broad beans', 'radishes'],
+    featuring: 'March rewards the gardener who checks the forecast daily.',
+  },
+  {
+    subject: 'Building a Raised Bed on a Budget',
+    category: 'tools',
+    previewText: 'Reclaimed boards, a drill and one Saturday.',
+    focus: ['reclaimed scaffold boards', 'corner posts', 'cardboard lining'],
+    featuring: 'A sturdy bed costs less than a month of supermarket salad.',
+  },
+  {
+    subject: 'Volunteer Day at Canal Street Orchard',
+    category: 'community',
+    previewText: 'Forty volunteers, sixty trees, one very large urn of tea.',
+    focus: ['mulching rings', 'new fence posts', 'pruning lessons'],
+    featuring: 'Canal Street Orchard',
+  },
+  {
+    subject: 'The Compost Whisperer of Block 9',
+    category: 'interviews',
+    previewText: "Turning a courtyard's scraps into black gold.",
+    focus: ['a three-bay system', 'shredded cardboard', 'a long fork'],
+    featuring: 'Ines Duarte, caretaker of a housing co-op courtyard',
+    quote: 'Compost is just patience you can hold in your hands.',
+  },
+  {
+    subject: 'Hardening Off Seedlings, Step by Step',
+    category: 'guides',
+    previewText: 'A week of short outings before the big move.',
+    focus: ['sheltered mornings', 'longer afternoons', 'a first night outdoors'],
+    featuring: 'Pampered seedlings sulk; toughened ones thrive.',
+  },
+  {
+    subject: 'Rain Barrels and the Art of Catching Water',
+    category: 'tools',
+    previewText: 'Every downpipe is a free water supply.',
+    focus: ['a diverter kit', 'a lidded barrel', 'a bottom tap'],
+    featuring: 'A single storm can fill two hundred litres.',
+  },
+  {
+    subject: 'Spring Planting Festival Recap',
+    category: 'community',
+    previewText: 'Photos, thank-yous and the seedling raffle winners.',
+    focus: ['the seedling raffle', "a kids' planting table", 'the tool library stall'],
+    featuring: 'Marlowe Park',
+  },
+  {
+    subject: 'Herbs That Thrive in Window Boxes',
+    category: 'guides',
+    previewText: 'Thyme, chives and the case for mint in its own pot.',
+    focus: ['creeping thyme', 'chives', 'mint in its own pot'],
+    featuring: 'A window box is the smallest garden with the biggest payoff.',
+  },
+  {
+    subject: 'Talking Trees With a City Arborist',
+    category: 'interviews',
+    previewText: 'Which street trees feed us, and which ones shade us.',
+    focus: ['mulberries', 'street-side pears', 'planting pits'],
+    featuring: 'Samuel Adeyemi, arborist for the parks department',
+    quote: 'A street tree is the hardest-working resident on any block.',
+  },
+  {
+    subject: 'Drip Irrigation for Balconies',
+    category: 'tools',
+    previewText: 'Set it up once, go on holiday guilt-free.',
+    focus: ['a tap timer', 'quarter-inch line', 'adjustable drippers'],
+    featuring: 'Drip lines use a fraction of the water a can does.',
+  },
+  {
+    subject: 'Tomatoes: Staking, Caging, and Patience',
+    category: 'guides',
+    previewText: 'Pick a support now and thank yourself in August.',
+    focus: ['bamboo stakes', 'spiral supports', 'soft ties'],
+    featuring: 'Cordon or bush, every tomato wants a plan.',
+  },
+  {
+    subject: "Letters From Readers' Gardens",
+    category: null,
+    previewText: 'Your balconies, fire escapes and front steps.',
+    focus: ['a fire-escape strawberry', 'a bathtub potato patch', 'a school-gate herb bed'],
+    featuring: 'You sent more photos than we could ever print.',
+    hasThumbnail: false,
+  },
+  {
+    subject: 'The Neighbourhood Pollinator Count',
+    category: 'community',
+    previewText: 'Fifteen minutes, one flower patch, lots of tally marks.',
+    focus: ['bumblebees', 'hoverflies', 'solitary bees'],
+    featuring: 'every park in the borough',
+  },
+  {
+    subject: 'Pests Without Poison',
+    category: 'guides',
+    previewText: 'Aphids, slugs and the allies who eat them.',
+    focus: ['ladybird larvae', 'copper tape', 'night-time slug patrols'],
+    featuring: 'A healthy plot is a busy ecosystem, not a sterile one.',
+  },
+  {
+    subject: 'A Baker Growing Grain on a Rooftop',
+    category: 'interviews',
+    previewText: 'Twenty square metres of wheat above a bakery.',
+    focus: ['heritage wheat', 'a hand thresher', 'a stone mill'],
+    featuring: 'Priya Raman, owner of a corner bakery',
+    quote: 'One loaf a year from our own roof is enough to change how you taste bread.',
+  },
+  {
+    subject: 'Soil Sensors: Useful or Gimmick?',
+    category: 'tools',
+    previewText: 'We left four gadgets in the beds for a month.',
+    focus: ['a moisture probe', 'a Bluetooth stake', 'a pH meter'],
+    featuring: 'Your finger is still the cheapest moisture sensor.',
+    audience: { segment: 'engaged' },
+  },
+  {
+    subject: 'Midsummer Harvest Suppers',
+    category: 'community',
+    previewText: 'Long tables, shared plots and too many courgettes.',
+    focus: ['courgette fritters', 'new potatoes', 'elderflower cordial'],
+    featuring: 'the Riverside allotments',
+  },
+  {
+    subject: 'Bonus Edition: Five Salads From the Plot',
+    category: 'guides',
+    previewText: 'A same-day extra for the glut season.',
+    focus: ['bean and mint', 'charred lettuce', 'radish and herb'],
+    featuring: 'Supper was so good we wrote it down straight away.',
+  },
+  {
+    subject: 'Watering Wisely in a Heatwave',
+    category: 'guides',
+    previewText: 'Early, deep and at the roots.',
+    focus: ['dawn watering', 'deep soaks', 'thick mulch'],
+    featuring: 'Little and often trains roots to stay shallow.',
+  },
+  {
+    subject: 'The Allotment Keepers of Riverside',
+    category: 'interviews',
+    previewText: 'Three generations on one plot.',
+    focus: ['saved bean seed', 'a shed of old tools', 'a rhubarb crown from 1974'],
+    featuring: 'the Okafor family, plot holders since the seventies',
+    quote: 'My grandmother planted that rhubarb, and it still comes up every April.',
+  },
+  {
+    subject: 'Shade Cloth and Other Heatwave Gear',
+    category: 'tools',
+    previewText: 'Keeping lettuce alive when the pavement sizzles.',
+    focus: ['forty percent shade cloth', 'hoops', 'self-watering pots'],
+    featuring: 'A little shade keeps leaves sweet instead of bitter.',
+  },
+  {
+    subject: 'Open Gardens Weekend',
+    category: 'community',
+    previewText: 'Twenty-two private plots open their gates.',
+    focus: ['a courtyard vineyard', 'a rooftop meadow', 'a pocket orchard'],
+    featuring: 'twenty-two gardens across the city',
+  },
+  {
+    subject: 'Saving Seeds From Your Best Plants',
+    category: 'guides',
+    previewText: 'Tomatoes, beans and the paper-bag method.',
+    focus: ['tomato seed fermenting', 'dried bean pods', 'paper envelopes'],
+    featuring: "Your best plant this year is next year's seed packet.",
+  },
+  {
+    subject: "Mapping the City's Fruit Trees",
+    category: 'tools',
+    previewText: 'A shared map of every public plum and apple.',
+    focus: ['a shared map', 'harvest calendars', 'ladder etiquette'],
+    featuring: 'There are more fruit trees on public land than you think.',
+  },
+  {
+    subject: 'Notes From a Summer Away',
+    category: null,
+    previewText: null,
+    focus: ["a neighbour's watering rota", 'a seaside herb garden', 'coming home to beans'],
+    featuring: 'Leaving a garden for two weeks is an exercise in trust.',
+    audience: null,
+  },
+  {
+    subject: "A Farmers' Market Founder Looks Back",
+    category: 'interviews',
+    previewText: 'Twenty years of Saturday mornings.',
+    focus: ['stall rotas', 'a rain plan', 'regulars who became friends'],
+    featuring: 'Ruth Abernathy, who started the Square market with four stalls',
+    quote: 'We opened with four tables and a kettle, and nobody told us it could not work.',
+  },
+  {
+    subject: 'Preserving the Glut: Jams, Pickles, Ferments',
+    category: 'guides',
+    previewText: 'What to do with forty courgettes.',
+    focus: ['quick pickles', 'plum jam', 'lacto-fermented beans'],
+    featuring: 'A full larder is the best kind of winter insurance.',
+  },
+  {
+    subject: 'School Gardens Return for Autumn',
+    category: 'community',
+    previewText: 'Volunteers needed for weekly sessions.',
+    focus: ['bulb planting', 'worm bins', 'a harvest assembly'],
+    featuring: 'six primary schools in the borough',
+  },
+  {
+    subject: 'Planting Garlic for Next Summer',
+    category: 'guides',
+    previewText: 'Cloves in now, bulbs in July.',
+    focus: ['hardneck garlic', 'well-drained soil', 'a straw mulch'],
+    featuring: 'Garlic needs a cold winter to split into cloves.',
+  },
+  {
+    subject: 'The Best Apps for Garden Planning',
+    category: 'tools',
+    previewText: 'Bed planners, sowing reminders and harvest logs.',
+    focus: ['a bed planner', 'sowing reminders', 'a harvest log'],
+    featuring: 'A good plan fits on one screen, or one notebook page.',
+  },
+  {
+    subject: 'A Mushroom Grower in a Basement',
+    category: 'interviews',
+    previewText: 'Oyster mushrooms, coffee grounds and a humidifier.',
+    focus: ['spent coffee grounds', 'oyster spawn', 'a humidity tent'],
+    featuring: 'Leo Martins, who grows mushrooms under a laundrette',
+    quote: 'Every café on my street hands me its coffee grounds, and I hand back mushrooms.',
+    hasThumbnail: false,
+  },
+  {
+    subject: 'Harvest Festival at Hollis Square',
+    category: 'community',
+    previewText: 'Giant marrows, apple pressing and a brass band.',
+    focus: ['the apple press', 'the giant marrow table', 'a soup kitchen'],
+    featuring: 'Hollis Square',
+  },
+  {
+    subject: "Leaf Mould: Autumn's Free Gift",
+    category: 'guides',
+    previewText: 'Bag the leaves now, spread them in two years.',
+    focus: ['wet leaves', 'punctured bags', 'a quiet corner'],
+    featuring: 'The best soil conditioner falls from the sky every October.',
+  },
+  {
+    subject: 'Cold Frames From Old Windows',
+    category: 'tools',
+    previewText: 'Salvaged glass, a few hinges, months of extra salad.',
+    focus: ['salvaged sash windows', 'brass hinges', 'a prop stick'],
+    featuring: 'A cold frame adds a month to each end of the season.',
+  },
+  {
+    subject: 'Squash Soup and Other Autumn Suppers',
+    category: null,
+    previewText: 'Three recipes for the last of the harvest.',
+    focus: ['roasted squash soup', 'kale and bean stew', 'apple crumble'],
+    featuring: 'The kitchen is where the garden year ends up.',
+  },
+  {
+    subject: 'Talking Food Policy With a City Councillor',
+    category: 'interviews',
+    previewText: 'Land, leases and why plots are so hard to get.',
+    focus: ['allotment waiting lists', 'meanwhile leases', 'rooftop planning rules'],
+    featuring: 'Councillor Hannah Osei, chair of the food strategy group',
+    quote: 'A waiting list of nine years tells you demand is not the problem.',
+  },
+  {
+    subject: 'Tool Care Before the Frost',
+    category: 'tools',
+    previewText: 'Clean, sharpen, oil, hang.',
+    focus: ['a wire brush', 'a sharpening stone', 'linseed oil'],
+    featuring: 'Ten minutes of care now saves a new spade in spring.',
+  },
+  {
+    subject: 'The Community Fridge Network Turns One',
+    category: 'community',
+    previewText: 'Nine fridges, four tonnes of food shared.',
+    focus: ['surplus veg', 'volunteer cleaners', 'a weekly rota'],
+    featuring: 'nine community fridges across the city',
+  },
+  {
+    subject: 'Putting Beds to Bed for Winter',
+    category: 'guides',
+    previewText: 'Cover crops, mulch and a tidy-but-not-too-tidy plot.',
+    focus: ['field beans as cover', 'a blanket of compost', 'hollow stems for insects'],
+    featuring: 'Bare soil in winter is soil washing away.',
+  },
+  {
+    subject: "Planning Next Year's Plot",
+    category: 'guides',
+    previewText: 'Rotation, wish lists and one new crop to try.',
+    focus: ['a rotation sketch', 'a seed wish list', 'one experiment'],
+    featuring: "The best garden is always next year's.",
+  },
 ];
 
 const SIGN_OFF =
@@ -164,12 +465,7 @@ const SIGN_OFF =
   '<p>— The Field Notes team</p>';
 
 function escapeHtml(text: string): string {
-  return text
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-    .replaceAll('"', '&quot;')
-    .replaceAll("'", '&#39;');
+  return text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;').replaceAll("'", '&#39;');
 }
 
 function slugify(subject: string): string {
@@ -338,10 +634,7 @@ function createCategories(): Map<CategoryKey, DemoCategory> {
 }
 
 /** Fresh copies per issue, so a caller mutating one record cannot disturb another. */
-function categoryFields(
-  categories: Map<CategoryKey, DemoCategory>,
-  key: CategoryKey | null,
-): Pick<DemoIssue, 'category' | 'categories'> {
+function categoryFields(categories: Map<CategoryKey, DemoCategory>, key: CategoryKey | null): Pick<DemoIssue, 'category' | 'categories'> {
   const category = key === null ? undefined : categories.get(key);
   return category === undefined ? { category: null, categories: [] } : { category: { ...category }, categories: [{ ...category }] };
 }
@@ -387,7 +680,16 @@ function hiddenIssues(categories: Map<CategoryKey, DemoCategory>, thumbnails: st
     createdBy: EDITOR,
   });
   const draftHtml = (subject: string, slug: string): string =>
-    letterHtml({ subject, category: null, previewText: null, focus: ['unfinished notes', 'placeholder photos', 'a missing ending'], featuring: 'Not ready for readers yet.' }, slug);
+    letterHtml(
+      {
+        subject,
+        category: null,
+        previewText: null,
+        focus: ['unfinished notes', 'placeholder photos', 'a missing ending'],
+        featuring: 'Not ready for readers yet.',
+      },
+      slug,
+    );
 
   const issues: UnnumberedIssue[] = [
     // Hidden: draft (status 'draft', private).

@@ -37,8 +37,10 @@ function replaceOnce(html: string, slot: string | RegExp, replacement: string): 
 
 function card(issue: IssueSummary): string {
   const meta: string[] = [];
-  if (issue.sentAt) meta.push(`<time datetime="${escapeHtml(issue.sentAt)}">${escapeHtml(dateFormat.format(new Date(issue.sentAt)))}</time>`);
-  if (issue.category) meta.push(`<a href="?category=${encodeURIComponent(issue.category.slug)}" class="category">${escapeHtml(issue.category.name)}</a>`);
+  if (issue.sentAt)
+    meta.push(`<time datetime="${escapeHtml(issue.sentAt)}">${escapeHtml(dateFormat.format(new Date(issue.sentAt)))}</time>`);
+  if (issue.category)
+    meta.push(`<a href="?category=${encodeURIComponent(issue.category.slug)}" class="category">${escapeHtml(issue.category.name)}</a>`);
   if (issue.readingMinutes) meta.push(`${issue.readingMinutes} min read`);
   const image = issue.thumbnailUrl ? `<img src="${escapeHtml(issue.thumbnailUrl)}" alt="" loading="lazy" decoding="async">` : '';
   return (
@@ -52,16 +54,28 @@ function card(issue: IssueSummary): string {
 
 function pagerHtml(q: string, page: number, pages: number): string {
   const href = (to: number) => escapeHtml(`?${new URLSearchParams({ q, ...(to > 1 ? { page: String(to) } : {}) })}`);
-  const newer = page > 1 ? `<a id="pager-newer" href="${href(Math.min(page - 1, pages))}" rel="prev">← Newer issues</a>` : '<a id="pager-newer" aria-disabled="true">← Newer issues</a>';
-  const older = page < pages ? `<a id="pager-older" href="${href(page + 1)}" rel="next">Older issues →</a>` : '<a id="pager-older" aria-disabled="true">Older issues →</a>';
+  const newer =
+    page > 1
+      ? `<a id="pager-newer" href="${href(Math.min(page - 1, pages))}" rel="prev">← Newer issues</a>`
+      : '<a id="pager-newer" aria-disabled="true">← Newer issues</a>';
+  const older =
+    page < pages
+      ? `<a id="pager-older" href="${href(page + 1)}" rel="next">Older issues →</a>`
+      : '<a id="pager-older" aria-disabled="true">Older issues →</a>';
   return `<nav class="pager" id="pager" aria-label="Archive pages"${pages > 1 ? '' : ' hidden'}>${newer}<span id="pager-position">Page ${page} of ${pages}</span>${older}</nav>`;
 }
 
 /** A search the service refuses or cannot answer shows the page's own empty or error state. */
-export async function renderSearchPage(template: string, view: { q: string; page: string | undefined }, api: (path: string) => Promise<Response>): Promise<string> {
+export async function renderSearchPage(
+  template: string,
+  view: { q: string; page: string | undefined },
+  api: (path: string) => Promise<Response>,
+): Promise<string> {
   const q = [...view.q.trim()].slice(0, MAX_SEARCH).join('');
   const pageNumber = /^\d{1,4}$/.test(view.page ?? '') ? Math.min(Math.max(Number(view.page), 1), MAX_PAGE) : 1;
-  const title = ['The Field Notes', q ? `Search: ${q}` : 'Archive', pageNumber > 1 ? `page ${pageNumber}` : undefined].filter(Boolean).join(' · ');
+  const title = ['The Field Notes', q ? `Search: ${q}` : 'Archive', pageNumber > 1 ? `page ${pageNumber}` : undefined]
+    .filter(Boolean)
+    .join(' · ');
   let html = replaceOnce(template, SLOTS.title, `<title>${escapeHtml(title)}</title>`);
   html = replaceOnce(html, SLOTS.body, '<body data-rendered="search">');
   html = replaceOnce(html, SLOTS.input, `${SLOTS.input} value="${escapeHtml(q)}"`);
@@ -71,16 +85,30 @@ export async function renderSearchPage(template: string, view: { q: string; page
   const body = response?.ok ? ((await response.json()) as ArchivePageBody) : undefined;
   if (!body) {
     const message = 'Sorry, the archive could not be searched just now. Try again in a moment.';
-    return replaceOnce(replaceOnce(html, SLOTS.empty, '<div class="state" id="archive-empty">'), SLOTS.emptyText, `<p id="archive-empty-text">${message}</p>`);
+    return replaceOnce(
+      replaceOnce(html, SLOTS.empty, '<div class="state" id="archive-empty">'),
+      SLOTS.emptyText,
+      `<p id="archive-empty-text">${message}</p>`,
+    );
   }
   const { total } = body.meta;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   html = replaceOnce(html, SLOTS.pager, pagerHtml(q, pageNumber, pages));
   if (body.data.length === 0) {
     const message = total > 0 ? 'This page is empty.' : q ? `No issues match “${escapeHtml(q)}”.` : 'No issues have been published yet.';
-    return replaceOnce(replaceOnce(html, SLOTS.empty, '<div class="state" id="archive-empty">'), SLOTS.emptyText, `<p id="archive-empty-text">${message}</p>`);
+    return replaceOnce(
+      replaceOnce(html, SLOTS.empty, '<div class="state" id="archive-empty">'),
+      SLOTS.emptyText,
+      `<p id="archive-empty-text">${message}</p>`,
+    );
   }
-  const counted = q ? `${total} ${total === 1 ? 'issue matches' : 'issues match'} “${escapeHtml(q)}”` : `${total} ${total === 1 ? 'issue' : 'issues'}`;
-  html = replaceOnce(html, SLOTS.summary, `<p class="summary" id="archive-summary" aria-live="polite">${counted} · page ${pageNumber} of ${pages}</p>`);
+  const counted = q
+    ? `${total} ${total === 1 ? 'issue matches' : 'issues match'} “${escapeHtml(q)}”`
+    : `${total} ${total === 1 ? 'issue' : 'issues'}`;
+  html = replaceOnce(
+    html,
+    SLOTS.summary,
+    `<p class="summary" id="archive-summary" aria-live="polite">${counted} · page ${pageNumber} of ${pages}</p>`,
+  );
   return replaceOnce(html, SLOTS.list, `<ol class="issue-list" id="issue-list">${body.data.map(card).join('')}</ol>`);
 }

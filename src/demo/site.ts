@@ -69,7 +69,9 @@ export function createDemoSite(turnstileSiteKey: string | undefined, options: De
     const q = c.req.query('q');
     if (path === '/index.html' && q !== undefined && options.api) {
       const api = options.api;
-      const html = await renderSearchPage(new TextDecoder().decode(file.identity.body), { q, page: c.req.query('page') }, (apiPath) => api(apiPath, c.env));
+      const html = await renderSearchPage(new TextDecoder().decode(file.identity.body), { q, page: c.req.query('page') }, (apiPath) =>
+        api(apiPath, c.env),
+      );
       // Made for this query: not kept by a browser or a cache (the search is cheap, the queries many).
       const headers = { 'Content-Type': file.type, 'Cache-Control': 'no-store' };
       return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(html, 200, headers);
@@ -99,7 +101,9 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
         let body = new Uint8Array(await readFile(full));
         if (path === '/config.js' && turnstileSiteKey) {
           // The key is letters, digits, `_` and `-` (config checks it), so it is safe in a JS string.
-          const filled = new TextDecoder().decode(body).replace(SITE_KEY_LINE, `window.NEWSLETTER_TURNSTILE_SITE_KEY = ${JSON.stringify(turnstileSiteKey)};`);
+          const filled = new TextDecoder()
+            .decode(body)
+            .replace(SITE_KEY_LINE, `window.NEWSLETTER_TURNSTILE_SITE_KEY = ${JSON.stringify(turnstileSiteKey)};`);
           body = new TextEncoder().encode(filled) as Uint8Array<ArrayBuffer>;
         }
         const extension = extname(path);

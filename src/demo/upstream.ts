@@ -9,7 +9,13 @@ import {
   UPSTREAM_PATHS,
 } from '../core/upstream/assumptions.js';
 import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../core/upstream/schemas.js';
-import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID, createSamplePublication, type DemoCategory, type DemoIssue } from './sample-publication.js';
+import {
+  DEMO_ACCOUNT_SET_ID,
+  DEMO_WORKSPACE_ID,
+  createSamplePublication,
+  type DemoCategory,
+  type DemoIssue,
+} from './sample-publication.js';
 
 /** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */
 export const DEMO_BASE_URL = 'https://demo.newsletter.invalid/v1';

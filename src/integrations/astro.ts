@@ -168,7 +168,9 @@ function readState(value: string | undefined, url: string): SyncState | undefine
   if (value === undefined) return undefined;
   try {
     const state = JSON.parse(value) as Partial<SyncState>;
-    return state.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null ? (state as SyncState) : undefined;
+    return state.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null
+      ? (state as SyncState)
+      : undefined;
   } catch {
     return undefined;
   }

@@ -30,7 +30,10 @@ export function createNodeBodyEncoder(options: NodeBodyEncoderOptions = {}): Bod
       gzipAsync(text, { level: GZIP_LEVEL }),
     ]);
     const copies: { coding: ContentCoding; body: Uint8Array<ArrayBuffer> }[] = [];
-    for (const [coding, copy] of [['br', br], ['gzip', gz]] as const) {
+    for (const [coding, copy] of [
+      ['br', br],
+      ['gzip', gz],
+    ] as const) {
       // zlib's output is never backed by a SharedArrayBuffer.
       if (copy.length <= text.length * 0.9) copies.push({ coding, body: copy as Uint8Array<ArrayBuffer> });
     }

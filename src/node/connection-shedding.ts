@@ -140,11 +140,11 @@ export function shedConnections(server: Server, options: SheddingOptions) {
   function makeRoom(): boolean {
     const at = now();
     const slowOne = pick(fresh, slowHeadGraceMs, at);
-    if (slowOne) return shed(slowOne, 'slow_head'), true;
+    if (slowOne) return (shed(slowOne, 'slow_head'), true);
     const overOne = overShare(at);
-    if (overOne) return shed(overOne, 'over_share'), true;
+    if (overOne) return (shed(overOne, 'over_share'), true);
     const idleOne = pick(idle, idleGraceMs, at);
-    if (idleOne) return shed(idleOne, 'idle'), true;
+    if (idleOne) return (shed(idleOne, 'idle'), true);
     return false;
   }
 

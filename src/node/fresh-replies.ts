@@ -84,7 +84,14 @@ export function createFreshReplies(options: FreshRepliesOptions): (request: Fres
    */
   const headerRecords = { 200: headerRecordsByCoding(), 304: headerRecordsByCoding() };
 
-  function headersFor(route: string, path: string, read: PublicRead, request: FreshRequest, copy: EncodedCopy | undefined, notModified: boolean): Record<string, string> {
+  function headersFor(
+    route: string,
+    path: string,
+    read: PublicRead,
+    request: FreshRequest,
+    copy: EncodedCopy | undefined,
+    notModified: boolean,
+  ): Record<string, string> {
     // A fresh copy is a HIT without `Age`: then its headers depend on nothing else of the request.
     const reusable = read.state === 'HIT' && read.ageSeconds === undefined;
     const byCopy = headerRecords[notModified ? 304 : 200][copy?.coding ?? 'identity'];

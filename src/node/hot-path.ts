@@ -145,7 +145,12 @@ function prepareReply(headers: Readonly<Record<string, string>>, body: string | 
     headerLines.push(name, value);
   }
   if (requestIdAt === -1) throw new Error('a fresh reply without X-Request-Id');
-  const bytes = body === undefined ? undefined : typeof body === 'string' ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const bytes =
+    body === undefined
+      ? undefined
+      : typeof body === 'string'
+        ? Buffer.from(body)
+        : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (bytes !== undefined) headerLines.push('Content-Length', String(bytes.length));
   return { headerLines, requestIdAt, body: bytes };
 }

@@ -61,7 +61,10 @@ export function hardCeiling(maxConnections: number): number {
 
 /** The configured limits (MAX_CONNECTIONS, the timeouts, the client key). */
 export function limitsOf(
-  config: Pick<Config, 'maxConnections' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'trustProxyHops' | 'trustedProxies' | 'rateLimitIpv6Prefix'>,
+  config: Pick<
+    Config,
+    'maxConnections' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'trustProxyHops' | 'trustedProxies' | 'rateLimitIpv6Prefix'
+  >,
 ): ServerLimits {
   const { trustedProxies } = config;
   return {
@@ -69,7 +72,8 @@ export function limitsOf(
     // Behind trusted proxies the peer is a proxy: counting it as one client would put everyone over share.
     // With TRUSTED_PROXIES a listed peer counts for no client, and any other peer is a client of its own.
     ...(config.trustProxyHops === 0 && {
-      clientKeyOf: (address: string) => (trustedProxies?.includes(address) ? undefined : rateLimitKeyOf(address, config.rateLimitIpv6Prefix)),
+      clientKeyOf: (address: string) =>
+        trustedProxies?.includes(address) ? undefined : rateLimitKeyOf(address, config.rateLimitIpv6Prefix),
     }),
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
@@ -111,15 +115,19 @@ export function serveWithLimits(options: ServeOptions, limits: ServerLimits, onL
   /** The request the adapter's listener is handling, for `errorHandler` (see `readingNow`). */
   let readingNow: HttpBindings | undefined;
 
-  const finish = (response: Response, bindings: HttpBindings) => finishEarlyAnswer(response, bindings, closing, drainMaxBytes, drainTimeoutMs);
+  const finish = (response: Response, bindings: HttpBindings) =>
+    finishEarlyAnswer(response, bindings, closing, drainMaxBytes, drainTimeoutMs);
   // An HTTP/1 server (no http2 `createServer`): the bindings are always HttpBindings.
-  const adapterListener = getRequestListener(fetchThenFinish(options.fetch as NodeFetch, finish) as (request: Request, env: object) => Promise<Response> | Response, {
-    hostname: options.hostname,
-    // Its drain closes a kept-alive connection 500 ms after an early answer (docs/node-http.md):
-    // finishEarlyAnswer does that job instead.
-    autoCleanupIncoming: false,
-    errorHandler: (error) => answerUnreadable(error, readingNow, options.refuse, finish),
-  });
+  const adapterListener = getRequestListener(
+    fetchThenFinish(options.fetch as NodeFetch, finish) as (request: Request, env: object) => Promise<Response> | Response,
+    {
+      hostname: options.hostname,
+      // Its drain closes a kept-alive connection 500 ms after an early answer (docs/node-http.md):
+      // finishEarlyAnswer does that job instead.
+      autoCleanupIncoming: false,
+      errorHandler: (error) => answerUnreadable(error, readingNow, options.refuse, finish),
+    },
+  );
 
   let shedding: ReturnType<typeof shedConnections> | undefined;
   const listener: RequestListener = function serveRequest(incoming, outgoing) {
@@ -192,7 +200,13 @@ function fetchThenFinish(fetch: NodeFetch, finish: Finish): NodeFetch {
  * Every listener and timer here is on the request's own objects, or on a socket that closes
  * with this answer: nothing accumulates on a connection that carries thousands of requests.
  */
-function finishEarlyAnswer(response: Response, bindings: HttpBindings, closing: WeakSet<Socket>, drainMaxBytes: number, drainTimeoutMs: number): Response | Promise<Response> {
+function finishEarlyAnswer(
+  response: Response,
+  bindings: HttpBindings,
+  closing: WeakSet<Socket>,
+  drainMaxBytes: number,
+  drainTimeoutMs: number,
+): Response | Promise<Response> {
   const { incoming, outgoing } = bindings;
   if (incoming.complete) return response;
   const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
@@ -217,7 +231,13 @@ function declaredLength(incoming: IncomingMessage): number {
 }
 
 /** Writes `response` with `Connection: close`, half-closes, reads until the client closes (docs/node-http.md "Clean early answers"). */
-async function answerThenClose(response: Response, incoming: IncomingMessage, outgoing: ServerResponse, closing: WeakSet<Socket>, drainTimeoutMs: number): Promise<Response> {
+async function answerThenClose(
+  response: Response,
+  incoming: IncomingMessage,
+  outgoing: ServerResponse,
+  closing: WeakSet<Socket>,
+  drainTimeoutMs: number,
+): Promise<Response> {
   const body = new Uint8Array(await response.arrayBuffer());
   const socket = incoming.socket;
   if (socket.destroyed) return RESPONSE_ALREADY_SENT;
@@ -249,7 +269,12 @@ async function answerThenClose(response: Response, incoming: IncomingMessage, ou
  * request the listener is handling: the adapter calls this before its first await (a test pins
  * it); were that to change, the stand-in would still be answered, as `GET /`, kept alive.
  */
-async function answerUnreadable(error: unknown, reading: HttpBindings | undefined, refuse: ServeOptions['refuse'], finish: Finish): Promise<Response> {
+async function answerUnreadable(
+  error: unknown,
+  reading: HttpBindings | undefined,
+  refuse: ServeOptions['refuse'],
+  finish: Finish,
+): Promise<Response> {
   // The app's own fetch answers its errors; nothing else reaches here, but it must not throw.
   if (!(error instanceof RequestError)) return new Response(null, { status: 500 });
   const response = await refuse(standInFor(reading?.incoming));

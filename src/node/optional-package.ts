@@ -22,8 +22,6 @@ export async function importOptional<T>(packageName: string, feature: string, lo
 /** Node's ESM resolver: ERR_MODULE_NOT_FOUND, `Cannot find package '<name>'`. */
 function isMissing(error: unknown, packageName: string): boolean {
   return (
-    error instanceof Error &&
-    (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' &&
-    error.message.includes(`'${packageName}'`)
+    error instanceof Error && (error as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' && error.message.includes(`'${packageName}'`)
   );
 }

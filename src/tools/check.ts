@@ -59,14 +59,18 @@ function judgeProbe(probe: ArchiveRead, config: Config): CheckFinding[] {
   const findings: CheckFinding[] = [];
   if (first > 1) {
     findings.push(
-      fail(`List Issues ignored ${limitParam}=1 and answered ${first} rows: set UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter`),
+      fail(
+        `List Issues ignored ${limitParam}=1 and answered ${first} rows: set UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter`,
+      ),
     );
     return findings;
   }
   findings.push(ok(`the row-limit parameter ${limitParam} is honoured (asked 1 row, got 1)`));
   if (probe.findings.some((finding) => finding.problem === 'repeated_page')) {
     findings.push(
-      fail(`paging by ${style} under ${pagingParam} does not work: the second row came back as the first. Set UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM`),
+      fail(
+        `paging by ${style} under ${pagingParam} does not work: the second row came back as the first. Set UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM`,
+      ),
     );
   } else if (second === undefined || second === 0) {
     findings.push(note('the archive has one row, so paging cannot be checked yet'));
@@ -81,7 +85,9 @@ function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFindi
   const asked = config.listPaging.pageSize;
   const pages = read.pageRows.join(', ');
   const findings = [
-    ok(`the archive: ${publicIssues} public sent issues in ${read.pageRows.length} calls, ${ms} ms (rows per page: ${pages}; ${asked} asked)`),
+    ok(
+      `the archive: ${publicIssues} public sent issues in ${read.pageRows.length} calls, ${ms} ms (rows per page: ${pages}; ${asked} asked)`,
+    ),
     ...read.findings.map((finding) => fail(`${finding.seen}: set ${finding.set}`)),
   ];
   if (read.dropped.count > 0) {
@@ -100,15 +106,28 @@ function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFindi
 export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<CheckResult> {
   const now = deps.now ?? Date.now;
   const findings: CheckFinding[] = [];
-  const told: { level: string; event: string; operation?: unknown; count?: unknown; ids?: unknown; resource?: unknown; status?: unknown }[] = [];
+  const told: {
+    level: string;
+    event: string;
+    operation?: unknown;
+    count?: unknown;
+    ids?: unknown;
+    resource?: unknown;
+    status?: unknown;
+  }[] = [];
   // What the service would log (dropped categories, new states) becomes findings.
   const log: Logger = { log: (level, event, fields) => told.push({ level, event, ...fields }) };
   // One hold-off for both clients: a one-shot probe backs off as the service does.
   const backOff = { holdOff: createMemoryHoldOff(now), waitWhenHeldOffMs: CHECK_WAITS_OUT_MS, sleep: deps.sleep };
   const client = createUpstreamForConfig(config, { fetch: deps.fetch, now, log, ...backOff });
-  const probeClient = createUpstreamForConfig({ ...config, listPaging: { ...config.listPaging, pageSize: 1 } }, { fetch: deps.fetch, now, ...backOff });
+  const probeClient = createUpstreamForConfig(
+    { ...config, listPaging: { ...config.listPaging, pageSize: 1 } },
+    { fetch: deps.fetch, now, ...backOff },
+  );
   if (config.mode === 'demo') {
-    findings.push(note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the embedded demo upstream, not a real one'));
+    findings.push(
+      note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the embedded demo upstream, not a real one'),
+    );
   }
 
   try {
@@ -122,16 +141,25 @@ export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<Ch
   findings.push(...(await archiveFindings(client, probeClient, config, now)));
   for (const entry of told) {
     if (entry.event === 'upstream_rows_dropped' && entry.operation === 'listCategories') {
-      findings.push(fail(`${String(entry.count)} malformed category rows dropped, not served${entry.ids ? ` (ids ${String(entry.ids)})` : ''}`));
+      findings.push(
+        fail(`${String(entry.count)} malformed category rows dropped, not served${entry.ids ? ` (ids ${String(entry.ids)})` : ''}`),
+      );
     }
     if (entry.event === 'upstream_unknown_status') {
-      findings.push(note(`the upstream answered a ${String(entry.resource)} state it does not document: ${String(entry.status)} (accepted)`));
+      findings.push(
+        note(`the upstream answered a ${String(entry.resource)} state it does not document: ${String(entry.status)} (accepted)`),
+      );
     }
   }
   return finish(findings);
 }
 
-async function archiveFindings(client: NewsletterApiClient, probeClient: NewsletterApiClient, config: Config, now: () => number): Promise<CheckFinding[]> {
+async function archiveFindings(
+  client: NewsletterApiClient,
+  probeClient: NewsletterApiClient,
+  config: Config,
+  now: () => number,
+): Promise<CheckFinding[]> {
   const findings: CheckFinding[] = [];
   try {
     const probe = await timed(now, () => probeClient.readArchive(2));

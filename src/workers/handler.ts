@@ -163,7 +163,10 @@ interface KvBinding {
 }
 
 function kvBindingOf(value: unknown): KvBinding | undefined {
-  return typeof value === 'object' && value !== null && typeof (value as KvBinding).get === 'function' && typeof (value as KvBinding).put === 'function'
+  return typeof value === 'object' &&
+    value !== null &&
+    typeof (value as KvBinding).get === 'function' &&
+    typeof (value as KvBinding).put === 'function'
     ? (value as KvBinding)
     : undefined;
 }

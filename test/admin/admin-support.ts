@@ -38,7 +38,13 @@ export async function startServiceWithAdmin({
   const admin = createAdmin({ unreadyAfterSeconds, now: clock.now });
   const service = createAppForConfig(config, { log: silentLogger, clientIp: () => '127.0.0.1', now: clock.now, metrics: admin.metrics });
   const limited = serveWithLimits(
-    { fetch: service.app.fetch, refuse: service.refuse, hostname: '127.0.0.1', port: 0, onShed: (reason) => admin.metrics.connectionShed(reason) },
+    {
+      fetch: service.app.fetch,
+      refuse: service.refuse,
+      hostname: '127.0.0.1',
+      port: 0,
+      onShed: (reason) => admin.metrics.connectionShed(reason),
+    },
     { maxConnections: 1024, headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, clientKeyOf: (address) => address, ...limits },
   );
   const publicServer = limited.server;

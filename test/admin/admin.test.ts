@@ -46,7 +46,8 @@ describe('admin listener /readyz', () => {
     const s = await start({ limits: { maxConnections: 16, overShareAfterMs: 50, slowHeadGraceMs: 5000, sheddingReportMs: 60_000 } });
     expect((await s.adminGet('/readyz')).status).toBe(200);
     const before = await s.scrape();
-    for (const reason of ['idle', 'slow_head', 'over_share']) expect(before).toContain(`newsletter_bff_connections_shed_total{reason="${reason}"} 0`);
+    for (const reason of ['idle', 'slow_head', 'over_share'])
+      expect(before).toContain(`newsletter_bff_connections_shed_total{reason="${reason}"} 0`);
     const port = Number(new URL(s.publicUrl).port);
     const crowd = [];
     for (let index = 0; index < 40; index += 1) {

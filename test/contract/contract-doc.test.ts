@@ -76,7 +76,11 @@ describe('docs/contract.md, against the schemas', () => {
 
   it('gives the archive page, its summaries and their category in "GET /api/issues"', () => {
     const lists = fieldLists(section('### GET /api/issues')).map((list) => list.join(', '));
-    expect(lists).toEqual(expect.arrayContaining([keys(IssueSummarySchema), keys(PublicCategorySchema), keys(ArchivePageBodySchema.shape.meta)].map((list) => list.join(', '))));
+    expect(lists).toEqual(
+      expect.arrayContaining(
+        [keys(IssueSummarySchema), keys(PublicCategorySchema), keys(ArchivePageBodySchema.shape.meta)].map((list) => list.join(', ')),
+      ),
+    );
   });
 
   it('names each query parameter of the archive, its formats and the page size in "GET /api/issues"', () => {
@@ -93,7 +97,9 @@ describe('docs/contract.md, against the schemas', () => {
     const added = Object.keys(IssueDetailSchema.shape).filter((field) => !(field in IssueSummarySchema.shape));
     expect(added.length).toBeGreaterThan(0);
     for (const field of added) expect(named, field).toContain(field);
-    expect(fieldLists(section('### GET /api/issues/:slug')).map((list) => list.join(', '))).toContain(keys(IssueNeighbourSchema).join(', '));
+    expect(fieldLists(section('### GET /api/issues/:slug')).map((list) => list.join(', '))).toContain(
+      keys(IssueNeighbourSchema).join(', '),
+    );
   });
 
   it('gives the categories as the fields of a category listing in "GET /api/categories"', () => {

@@ -32,7 +32,11 @@ describe('openapi.json, generated', () => {
   });
 
   it('gives each public shape exactly the fields of its schema, every one required', () => {
-    for (const [name, schema] of Object.entries({ PublicCategory: PublicCategorySchema, IssueSummary: IssueSummarySchema, IssueDetail: IssueDetailSchema })) {
+    for (const [name, schema] of Object.entries({
+      PublicCategory: PublicCategorySchema,
+      IssueSummary: IssueSummarySchema,
+      IssueDetail: IssueDetailSchema,
+    })) {
       expect(Object.keys(schemas[name]!.properties), name).toEqual(keysOf(schema));
       expect(schemas[name]!.required, name).toEqual(keysOf(schema));
       expect(schemas[name]!.additionalProperties, name).toBe(false);
@@ -44,7 +48,10 @@ describe('openapi.json, generated', () => {
     const parameters = Object.keys(createArchiveQuerySchema(5000).shape);
     for (const method of ['get', 'head']) {
       const named = (generated.paths['/api/issues'][method].parameters as { $ref: string }[]).map(({ $ref }) => $ref.split('/').at(-1));
-      expect(named.filter((name) => parameters.includes(name!)), method).toEqual(parameters);
+      expect(
+        named.filter((name) => parameters.includes(name!)),
+        method,
+      ).toEqual(parameters);
     }
     for (const name of parameters) expect(generated.components.parameters[name], name).toMatchObject({ name, in: 'query' });
   });
@@ -69,7 +76,10 @@ describe('openapi.json, generated', () => {
     for (const [path, item] of Object.entries(generated.paths as Record<string, Json>)) {
       for (const [method, operation] of Object.entries(item).filter(([key]) => !key.startsWith('x-'))) {
         for (const [status, answer] of Object.entries(operation.responses as Record<string, Json>)) {
-          const headers = (answer.$ref ? generated.components.responses[answer.$ref.split('/').at(-1)] : answer).headers as Record<string, Json>;
+          const headers = (answer.$ref ? generated.components.responses[answer.$ref.split('/').at(-1)] : answer).headers as Record<
+            string,
+            Json
+          >;
           expect(Object.keys(headers), `${method} ${path} ${status}`).toEqual(expect.arrayContaining(Object.keys(API_SECURITY_HEADERS)));
         }
       }

@@ -33,13 +33,19 @@ interface LintReport {
 
 describe('openapi.json under Redocly recommended', () => {
   it('has no error, and no warning beyond the ones judged untrue', async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, [redocly, 'lint', '--extends', 'recommended', '--format', 'json', 'openapi.json'], {
-      cwd: root,
-      // Offline and quiet: no usage report, no update check.
-      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
-    }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [redocly, 'lint', '--extends', 'recommended', '--format', 'json', 'openapi.json'],
+      {
+        cwd: root,
+        // Offline and quiet: no usage report, no update check.
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', NO_COLOR: '1' },
+      },
+    ).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? '' }));
     const report = JSON.parse(stdout) as LintReport;
-    const errors = report.problems.filter((problem) => problem.severity === 'error').map((problem) => `${problem.ruleId} ${problem.location[0]?.pointer}: ${problem.message}`);
+    const errors = report.problems
+      .filter((problem) => problem.severity === 'error')
+      .map((problem) => `${problem.ruleId} ${problem.location[0]?.pointer}: ${problem.message}`);
     expect(errors).toEqual([]);
     const warnings = report.problems.map((problem) => `${problem.ruleId} ${problem.location[0]?.pointer}`);
     expect(warnings.sort()).toEqual([...UNTRUE_WARNINGS].sort());

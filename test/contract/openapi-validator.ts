@@ -43,7 +43,10 @@ export function createOpenApiValidator(document: Json) {
     const ref = located.value.$ref;
     if (typeof ref !== 'string' || seen > 10) return located;
     const pointer = ref.slice(1);
-    const value = pointer.split('/').slice(1).reduce<unknown>((node, key) => (node as Json)[key.replace(/~1/g, '/').replace(/~0/g, '~')], document);
+    const value = pointer
+      .split('/')
+      .slice(1)
+      .reduce<unknown>((node, key) => (node as Json)[key.replace(/~1/g, '/').replace(/~0/g, '~')], document);
     return resolve({ value: value as Json, pointer }, seen + 1);
   }
 
@@ -72,7 +75,9 @@ export function createOpenApiValidator(document: Json) {
     const problems: string[] = [];
     const headers = (response.value.headers ?? {}) as Record<string, Json>;
     for (const [name, header] of Object.entries(headers)) {
-      problems.push(...headerProblems(name, resolve({ value: header, pointer: `${response.pointer}/headers/${name}` }), exchange.headers.get(name)));
+      problems.push(
+        ...headerProblems(name, resolve({ value: header, pointer: `${response.pointer}/headers/${name}` }), exchange.headers.get(name)),
+      );
     }
     const content = response.value.content as Record<string, Json> | undefined;
     if (!content || exchange.method === 'HEAD') {
@@ -80,7 +85,8 @@ export function createOpenApiValidator(document: Json) {
       return problems;
     }
     const mediaType = exchange.headers.get('content-type')?.split(';')[0]?.trim().toLowerCase() ?? '';
-    if (!(mediaType in content)) return [...problems, `Content-Type ${JSON.stringify(mediaType)} is not one of ${Object.keys(content).join(', ')}`];
+    if (!(mediaType in content))
+      return [...problems, `Content-Type ${JSON.stringify(mediaType)} is not one of ${Object.keys(content).join(', ')}`];
     // JSON bodies are checked as values; any other media type (the feeds' XML) as its text.
     let body: unknown = exchange.body;
     if (mediaType === 'application/json') {
@@ -113,11 +119,15 @@ export function createOpenApiValidator(document: Json) {
       // Each path item names its answer to the methods it does not list (a 405 with `Allow`).
       const otherMethods = path.item['x-other-methods'] as Json | undefined;
       if (!otherMethods) return [`${exchange.method} ${path.template}: the path documents no answer for other methods (x-other-methods)`];
-      const problems = responseProblems(resolve({ value: otherMethods, pointer: `/paths/${path.template.replace(/\//g, '~1')}/x-other-methods` }), exchange);
+      const problems = responseProblems(
+        resolve({ value: otherMethods, pointer: `/paths/${path.template.replace(/\//g, '~1')}/x-other-methods` }),
+        exchange,
+      );
       const documented = METHODS.filter((name) => name in path.item).map((name) => name.toUpperCase());
       const allow = (exchange.headers.get('allow') ?? '').split(',').map((name) => name.trim());
       if (exchange.status !== 405) problems.unshift(`${exchange.status} for a method the document does not list (405 expected)`);
-      if ([...allow].sort().join() !== [...documented].sort().join()) problems.push(`Allow is ${allow.join(', ')}, the document lists ${documented.join(', ')}`);
+      if ([...allow].sort().join() !== [...documented].sort().join())
+        problems.push(`Allow is ${allow.join(', ')}, the document lists ${documented.join(', ')}`);
       return problems;
     }
     const responses = operation.responses as Record<string, Json>;

@@ -8,13 +8,25 @@ import { createOpenApiValidator, type Exchange } from './openapi-validator.js';
 
 const document = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8')) as Record<string, unknown>;
 const check = createOpenApiValidator(document);
-const schemas = (document.components as { schemas: Record<string, { properties: Record<string, { properties: Record<string, unknown> }> }> }).schemas;
+const schemas = (
+  document.components as { schemas: Record<string, { properties: Record<string, { properties: Record<string, unknown> }> }> }
+).schemas;
 
 /** A real answer of the app, as the contract check sees it, with `change` applied. */
-async function exchangeOf(method: string, path: string, change: (exchange: Exchange) => Exchange = (exchange) => exchange): Promise<Exchange> {
+async function exchangeOf(
+  method: string,
+  path: string,
+  change: (exchange: Exchange) => Exchange = (exchange) => exchange,
+): Promise<Exchange> {
   const { app } = createTestApp();
   const response = await app.request(path, { method, headers: { Origin: 'https://site.example' } });
-  return change({ method, url: `http://bff.test${path}`, status: response.status, headers: new Headers(response.headers), body: await response.text() });
+  return change({
+    method,
+    url: `http://bff.test${path}`,
+    status: response.status,
+    headers: new Headers(response.headers),
+    body: await response.text(),
+  });
 }
 
 describe('openapi.json', () => {
@@ -35,7 +47,8 @@ describe('openapi.json', () => {
   });
 
   it('documents for each route exactly the error statuses its typed answers list (ROUTE_ERRORS)', () => {
-    const statusesOf = (route: keyof typeof ROUTE_ERRORS) => [...new Set(ROUTE_ERRORS[route].map((code) => ERROR_STATUS[code]))].sort((a, b) => a - b);
+    const statusesOf = (route: keyof typeof ROUTE_ERRORS) =>
+      [...new Set(ROUTE_ERRORS[route].map((code) => ERROR_STATUS[code]))].sort((a, b) => a - b);
     const paths = document.paths as Record<string, Record<string, { responses: Record<string, unknown> }>>;
     const errorStatuses = new Set<number>(Object.values(ERROR_STATUS));
     const documented = (path: string, method: string) =>
@@ -90,7 +103,10 @@ describe('the contract check of every response', () => {
   });
 
   it('reports a body field the schema does not have, and a body where none is documented', async () => {
-    const extra = await exchangeOf('GET', '/api/categories', (real) => ({ ...real, body: JSON.stringify({ ok: true, data: [{ name: 'A', slug: 'a', id: 7 }] }) }));
+    const extra = await exchangeOf('GET', '/api/categories', (real) => ({
+      ...real,
+      body: JSON.stringify({ ok: true, data: [{ name: 'A', slug: 'a', id: 7 }] }),
+    }));
     expect(check(extra)).toEqual([expect.stringMatching(/^body: .*must NOT have additional properties/)]);
     const head = await exchangeOf('HEAD', '/api/categories', (real) => ({ ...real, body: '{}' }));
     expect(check(head)).toEqual(['a body where none is documented: {}']);

@@ -1,11 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import {
-  createDemoUpstream,
-  DEMO_API_KEY,
-  DEMO_BASE_URL,
-  DEMO_BLOCKED_EMAIL,
-  type DemoUpstream,
-} from '../../src/demo/upstream.js';
+import { createDemoUpstream, DEMO_API_KEY, DEMO_BASE_URL, DEMO_BLOCKED_EMAIL, type DemoUpstream } from '../../src/demo/upstream.js';
 import { createSamplePublication, type DemoCategory, type DemoIssue } from '../../src/demo/sample-publication.js';
 import { SLUG_PATTERN } from '../../src/core/slug.js';
 import { createUpstreamClient } from '../../src/core/upstream/newsletter-api.js';
@@ -217,13 +211,25 @@ describe('demo upstream Create Subscriber', () => {
 
   it.each([
     ['optInAttestation false', { email: 'reader@example.com', optInAttestation: false, sourceType: 'embed' }, 'optInAttestation'],
-    ['optInAttestation as the string "true"', { email: 'reader@example.com', optInAttestation: 'true', sourceType: 'embed' }, 'optInAttestation'],
+    [
+      'optInAttestation as the string "true"',
+      { email: 'reader@example.com', optInAttestation: 'true', sourceType: 'embed' },
+      'optInAttestation',
+    ],
     ['optInAttestation missing', { email: 'reader@example.com', sourceType: 'embed' }, 'optInAttestation'],
     ['a bad email', { email: 'not-an-email', optInAttestation: true, sourceType: 'embed' }, 'email'],
     ['no email', { optInAttestation: true, sourceType: 'embed' }, 'email'],
     ['an unknown sourceType', { email: 'reader@example.com', optInAttestation: true, sourceType: 'website' }, 'sourceType'],
-    ['a source over 160 characters', { email: 'reader@example.com', optInAttestation: true, sourceType: 'embed', source: 's'.repeat(161) }, 'source'],
-    ['an unknown sourcePlatform', { email: 'reader@example.com', optInAttestation: true, sourceType: 'embed', sourcePlatform: 'myspace' }, 'sourcePlatform'],
+    [
+      'a source over 160 characters',
+      { email: 'reader@example.com', optInAttestation: true, sourceType: 'embed', source: 's'.repeat(161) },
+      'source',
+    ],
+    [
+      'an unknown sourcePlatform',
+      { email: 'reader@example.com', optInAttestation: true, sourceType: 'embed', sourcePlatform: 'myspace' },
+      'sourcePlatform',
+    ],
   ])('answers 422 VALIDATION_ERROR for %s and records nobody', async (_label, input, path) => {
     const demo = createDemoUpstream();
     const before = demo.subscribers.size;
@@ -297,7 +303,12 @@ describe('demo upstream behind the real upstream client', () => {
   it('serves the whole public archive through listAllPublicIssues', async () => {
     const demo = createDemoUpstream();
     const issues = await clientFor(demo).listAllPublicIssues(5000);
-    expect(issues.map((issue) => issue.id).sort()).toEqual(demo.issues.filter(isPublished).map((issue) => issue.id).sort());
+    expect(issues.map((issue) => issue.id).sort()).toEqual(
+      demo.issues
+        .filter(isPublished)
+        .map((issue) => issue.id)
+        .sort(),
+    );
   });
 
   it('maps a hidden issue to kind not_found, a wrong key to auth and the blocked address to refused', async () => {

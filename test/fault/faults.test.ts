@@ -81,7 +81,14 @@ interface FaultCase {
 
 const FAULT_CASES: FaultCase[] = [
   { when: 'never answers', mode: () => ({ kind: 'hang' }), status: 503, getAttempts: 1, postAttempts: 1, failing: true },
-  { when: 'answers only after 2 s', mode: () => ({ kind: 'latency', ms: 2_000 }), status: 503, getAttempts: 1, postAttempts: 1, failing: true },
+  {
+    when: 'answers only after 2 s',
+    mode: () => ({ kind: 'latency', ms: 2_000 }),
+    status: 503,
+    getAttempts: 1,
+    postAttempts: 1,
+    failing: true,
+  },
   {
     when: 'closes the connection before the headers',
     mode: () => ({ kind: 'reset-before-headers' }),
@@ -185,20 +192,35 @@ const FAULT_CASES: FaultCase[] = [
 
 /** Requests no client library would send; each is written to a fresh socket as-is. */
 const MALFORMED_REQUESTS = [
-  { name: 'absolute-form target on another host', raw: 'GET http://evil.example/api/issues HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' },
+  {
+    name: 'absolute-form target on another host',
+    raw: 'GET http://evil.example/api/issues HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+  },
   { name: 'no Host header', raw: 'GET /api/issues HTTP/1.1\r\nConnection: close\r\n\r\n' },
   { name: 'a Host that is not a host', raw: 'GET /api/issues HTTP/1.1\r\nHost: [::1\r\nConnection: close\r\n\r\n' },
   { name: 'a Host with a space and a path', raw: 'GET /api/issues HTTP/1.1\r\nHost: a b/c?d\r\nConnection: close\r\n\r\n' },
-  { name: 'dot segments towards the upstream path', raw: 'GET /api/issues/../../v1/newsletter/subscribers HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' },
-  { name: 'encoded NUL and slashes in the slug', raw: 'GET /api/issues/%00%2f..%2f HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' },
+  {
+    name: 'dot segments towards the upstream path',
+    raw: 'GET /api/issues/../../v1/newsletter/subscribers HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+  },
+  {
+    name: 'encoded NUL and slashes in the slug',
+    raw: 'GET /api/issues/%00%2f..%2f HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n',
+  },
   { name: 'asterisk-form OPTIONS', raw: 'OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' },
-  { name: 'a raw CR inside a header value', raw: 'GET /api/issues HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Bad: a\rb\r\nConnection: close\r\n\r\n' },
+  {
+    name: 'a raw CR inside a header value',
+    raw: 'GET /api/issues HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Bad: a\rb\r\nConnection: close\r\n\r\n',
+  },
   { name: 'obsolete line folding', raw: 'GET /api/issues HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Folded: a\r\n b\r\nConnection: close\r\n\r\n' },
   {
     name: 'Content-Length and Transfer-Encoding together (smuggling)',
     raw: 'POST /api/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\nGET /api/categories HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
   },
-  { name: 'a 64 KB header', raw: `GET /api/issues HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'b'.repeat(64 * 1024)}\r\nConnection: close\r\n\r\n` },
+  {
+    name: 'a 64 KB header',
+    raw: `GET /api/issues HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'b'.repeat(64 * 1024)}\r\nConnection: close\r\n\r\n`,
+  },
   { name: 'not HTTP at all', raw: '\u0016\u0003\u0001\u0000\u00a5\u0001\u0000\u0000\u00a1\u0003\u0003garbage\r\n\r\n' },
   {
     name: 'a subscribe body cut off by the client',
@@ -251,7 +273,6 @@ function upstreamPathOf(route: Route, slug: string): (path: string) => boolean {
       return (path) => path === '/v1/newsletter/subscribers';
   }
 }
-
 
 /** Sends one request and reads the whole answer; every answer goes through the leak scan. */
 async function exchange(origin: string, route: Route, path: string, init: RequestInit = {}): Promise<Exchange> {
@@ -460,7 +481,8 @@ describe('the Node server (production entry) against a faulty upstream, over rea
     // Asked by slug, or (once an archive index is kept) settled by refreshing the index.
     const calls = fault.requestsSince(before).map((call) => call.path);
     expect(calls.length).toBeGreaterThan(0);
-    for (const path of calls) expect(path === `/v1/newsletter/issues/by-slug/never-published-${sequence}` || upstreamPathOf('archive', '')(path)).toBe(true);
+    for (const path of calls)
+      expect(path === `/v1/newsletter/issues/by-slug/never-published-${sequence}` || upstreamPathOf('archive', '')(path)).toBe(true);
     expect(child.exitCode).toBeNull();
   }
 
@@ -477,7 +499,8 @@ describe('the Node server (production entry) against a faulty upstream, over rea
           expect(result.json).toEqual({ ok: true, data: { accepted: true } });
           continue;
         }
-        const calls = result.route === 'subscribe' ? postAttempts : result.route === 'archive' ? (archiveAttempts ?? getAttempts) : getAttempts;
+        const calls =
+          result.route === 'subscribe' ? postAttempts : result.route === 'archive' ? (archiveAttempts ?? getAttempts) : getAttempts;
         if (pauses && result.route !== 'subscribe' && isPaused(result)) {
           expectErrorEnvelope(result, 503, 'UPSTREAM_UNAVAILABLE');
           expectWithinBudget(result);
@@ -525,9 +548,14 @@ describe('the Node server (production entry) against a faulty upstream, over rea
     expect([total - 1, total]).toContain((archive!.json as { meta: { total: number } }).meta.total);
     expect((archive!.json as { data: unknown[] }).data).toHaveLength(2);
     // Counted in the same index the archive answered from (with the issue just published or not).
-    const indexed = (archive!.json as { meta: { total: number } }).meta.total === total ? fault.demo.issues : fault.demo.issues.filter((c) => c !== published);
+    const indexed =
+      (archive!.json as { meta: { total: number } }).meta.total === total
+        ? fault.demo.issues
+        : fault.demo.issues.filter((c) => c !== published);
     const count = (slug: string) => indexed.filter((c) => c.status === 'sent' && c.isPublic && c.slug && c.category?.slug === slug).length;
-    const names = fault.demo.categories.map(({ name, slug }) => ({ name, slug, count: count(slug) })).sort((a, b) => a.name.localeCompare(b.name));
+    const names = fault.demo.categories
+      .map(({ name, slug }) => ({ name, slug, count: count(slug) }))
+      .sort((a, b) => a.name.localeCompare(b.name));
     expect(categories!.json).toEqual({ ok: true, data: names });
     expect(subscribe!.json).toEqual({ ok: true, data: { accepted: true } });
     for (const result of results) expect(result.headers.get('set-cookie')).toBeNull();
@@ -679,27 +707,24 @@ describe('stale content under upstream faults (in-process service, fake clock, r
     ]);
   }
 
-  it.each(FAULT_CASES)(
-    'serves the stale copy within the budget when the cache has expired and the upstream $when',
-    async ({ mode }) => {
-      const clock = freshService();
-      const slug = 'stale-issue';
-      const warmed = await warm(slug);
-      fault.setMode(mode(trap.origin));
-      // Past freshness and past stale-while-revalidate: only stale-if-error can answer now.
-      clock.advance((TTL_SECONDS + SWR_SECONDS + 1) * 1000);
-      const stale = await readAgain(slug);
-      for (const [index, result] of stale.entries()) {
-        expect(result.status, result.body.slice(0, 200)).toBe(200);
-        expect(result.headers.get('x-cache')).toBe('STALE');
-        expect(result.body).toBe(warmed[index]!.body);
-        expect(result.headers.get('etag')).toBe(warmed[index]!.headers.get('etag'));
-        expectWithinBudget(result);
-      }
-      await fault.settled();
-      expect(trap.contacts()).toBe(0);
-    },
-  );
+  it.each(FAULT_CASES)('serves the stale copy within the budget when the cache has expired and the upstream $when', async ({ mode }) => {
+    const clock = freshService();
+    const slug = 'stale-issue';
+    const warmed = await warm(slug);
+    fault.setMode(mode(trap.origin));
+    // Past freshness and past stale-while-revalidate: only stale-if-error can answer now.
+    clock.advance((TTL_SECONDS + SWR_SECONDS + 1) * 1000);
+    const stale = await readAgain(slug);
+    for (const [index, result] of stale.entries()) {
+      expect(result.status, result.body.slice(0, 200)).toBe(200);
+      expect(result.headers.get('x-cache')).toBe('STALE');
+      expect(result.body).toBe(warmed[index]!.body);
+      expect(result.headers.get('etag')).toBe(warmed[index]!.headers.get('etag'));
+      expectWithinBudget(result);
+    }
+    await fault.settled();
+    expect(trap.contacts()).toBe(0);
+  });
 
   it('serves the stale copy at once while one background refresh waits on a hanging upstream', async () => {
     const clock = freshService();
@@ -761,7 +786,15 @@ describe('leak scan', () => {
       const slug = upstream.demo.issues.find((candidate) => candidate.status === 'sent' && candidate.isPublic)!.slug!;
       const issue = await fetch(`${upstream.baseUrl}/newsletter/issues/by-slug/${slug}`, { headers });
       const found = findLeaks(responseText(issue, await issue.text()));
-      for (const label of ['workspace id', 'account set id', 'creator id', 'internal field deliveredCount', 'contentJson body', 'upstream Set-Cookie', 'upstream header name']) {
+      for (const label of [
+        'workspace id',
+        'account set id',
+        'creator id',
+        'internal field deliveredCount',
+        'contentJson body',
+        'upstream Set-Cookie',
+        'upstream header name',
+      ]) {
         expect(found).toContain(label);
       }
       upstream.setMode({ kind: 'status-storm', statuses: [500] });

@@ -68,9 +68,7 @@ describe.each([
       expect(item.id).toBe(page);
       expect(item.published?.toISOString()).toBe(issue.sentAt);
       expect(item.description).toBe(issue.previewText);
-      expect(item.categories.map((category) => category.label ?? category.term)).toEqual(
-        issue.category ? [issue.category.name] : [],
-      );
+      expect(item.categories.map((category) => category.label ?? category.term)).toEqual(issue.category ? [issue.category.name] : []);
     });
     if (feedType === 'atom') expect(feed.items[0]!.updated?.toISOString()).toBe(expected[0]!.sentAt);
   });
@@ -87,7 +85,11 @@ describe.each([
   });
 
   it('is named by PUBLICATION_NAME and links itself absolutely under PUBLIC_BASE_URL', async () => {
-    const { app } = createFeedApp({ SITE_ISSUE_URL, PUBLICATION_NAME: 'Les Carnets & Co', PUBLIC_BASE_URL: 'https://api.news.example.com/bff/' });
+    const { app } = createFeedApp({
+      SITE_ISSUE_URL,
+      PUBLICATION_NAME: 'Les Carnets & Co',
+      PUBLIC_BASE_URL: 'https://api.news.example.com/bff/',
+    });
     const whole = await (await app.request(`/api/issues?format=${format}`)).text();
     expectWellFormed(whole);
     const feed = parseFeed(whole);
@@ -207,18 +209,15 @@ describe('GET /api/issues feeds without SITE_ISSUE_URL', () => {
     { query: '?format=atom', headers: {} },
     { query: '?format=rss', headers: {} },
     { query: '', headers: { Accept: 'application/atom+xml' } },
-  ])(
-    'answers $query $headers with 404 NOT_FOUND saying feeds are off, without an upstream call',
-    async ({ query, headers }) => {
-      const { app, calls } = createFeedApp({});
-      const res = await app.request(`/api/issues${query}`, { headers });
-      expect(res.status).toBe(404);
-      expect(res.headers.get('cache-control')).toBe('no-store');
-      const body = (await res.json()) as { error: { code: string; message: string } };
-      expect(body.error).toEqual({ code: 'NOT_FOUND', message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
-      expect(calls).toHaveLength(0);
-    },
-  );
+  ])('answers $query $headers with 404 NOT_FOUND saying feeds are off, without an upstream call', async ({ query, headers }) => {
+    const { app, calls } = createFeedApp({});
+    const res = await app.request(`/api/issues${query}`, { headers });
+    expect(res.status).toBe(404);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error).toEqual({ code: 'NOT_FOUND', message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
+    expect(calls).toHaveLength(0);
+  });
 
   it('still answers the JSON archive', async () => {
     const { app } = createFeedApp({});

@@ -72,8 +72,7 @@ interface RequestSpec {
 }
 
 function describeSpec(spec: RequestSpec): string {
-  const body =
-    spec.body === undefined ? '' : typeof spec.body === 'string' ? spec.body.slice(0, 300) : `<${spec.body.byteLength} bytes>`;
+  const body = spec.body === undefined ? '' : typeof spec.body === 'string' ? spec.body.slice(0, 300) : `<${spec.body.byteLength} bytes>`;
   return `${spec.method} ${spec.path.slice(0, 300)}\n${spec.headers.map(([n, v]) => `${n}: ${v.slice(0, 120)}`).join('\n')}\n\n${body}`;
 }
 
@@ -165,10 +164,12 @@ async function checkOne(target: FuzzTarget, spec: RequestSpec): Promise<void> {
     } catch {
       fail('a 303 without an absolute Location', spec, status, body);
     }
-    if (url.origin !== ALLOWED_ORIGIN && url.origin !== OWN_ORIGIN) fail(`a 303 to a host that is not allowed: ${location}`, spec, status, body);
+    if (url.origin !== ALLOWED_ORIGIN && url.origin !== OWN_ORIGIN)
+      fail(`a 303 to a host that is not allowed: ${location}`, spec, status, body);
     const errorCode = url.searchParams.get('subscribe_error');
     if (errorCode !== null) {
-      if (errorCode.startsWith('UPSTREAM_') || errorCode === 'INTERNAL_ERROR') fail(`a form post redirected with ${errorCode}`, spec, status, body);
+      if (errorCode.startsWith('UPSTREAM_') || errorCode === 'INTERNAL_ERROR')
+        fail(`a form post redirected with ${errorCode}`, spec, status, body);
       if (callsMade.length > 0) fail(`${callsMade.length} upstream call(s) for a rejected form post`, spec, status, body);
     }
     if (body !== '') fail('a 303 with a body', spec, status, body);
@@ -207,7 +208,8 @@ async function checkOne(target: FuzzTarget, spec: RequestSpec): Promise<void> {
     if (ERROR_STATUS[envelope.error.code] !== status) fail(`${envelope.error.code} sent with status ${status}`, spec, status, body);
     if (response.headers.get('cache-control') !== 'no-store') fail('an error without Cache-Control: no-store', spec, status, body);
     if (status === 405 && !response.headers.get('allow')) fail('a 405 without Allow', spec, status, body);
-    if ((status === 429 || status === 503) && !response.headers.get('retry-after')) fail(`a ${status} without Retry-After`, spec, status, body);
+    if ((status === 429 || status === 503) && !response.headers.get('retry-after'))
+      fail(`a ${status} without Retry-After`, spec, status, body);
     if (callsMade.length > 0 && !isUpstreamNotFound(spec, envelope)) {
       fail(`${callsMade.length} upstream call(s) for input that was rejected with ${envelope.error.code}`, spec, status, body);
     }
@@ -224,7 +226,8 @@ function checkUpstreamCall(call: RecordedCall, spec: RequestSpec, status: number
   if (!call.url.href.startsWith('https://newsletter.test/v1/newsletter/')) fail(`an upstream call to ${call.url.href}`, spec, status, body);
   if (call.method === 'POST') {
     const sent = JSON.parse(call.body ?? '{}') as Record<string, unknown>;
-    for (const key of Object.keys(sent)) if (!SUBSCRIBE_FORWARDED_KEYS.has(key)) fail(`the client's field ${key} was forwarded`, spec, status, body);
+    for (const key of Object.keys(sent))
+      if (!SUBSCRIBE_FORWARDED_KEYS.has(key)) fail(`the client's field ${key} was forwarded`, spec, status, body);
     if (sent.sourceType !== 'embed' || sent.optInAttestation !== true || typeof sent.email !== 'string') {
       fail(`a subscriber was created from ${call.body}`, spec, status, body);
     }
@@ -240,10 +243,50 @@ const POLLUTION_KEYS = ['__proto__', 'constructor', 'prototype'];
 /** Path segments a scanner tries: traversal, encodings, NUL, odd Unicode, near-miss slugs. */
 const hostileSegment = fc.oneof(
   fc.constantFrom(
-    'api', 'issues', 'categories', 'subscribe', '..', '.', '', '%2e%2e', '%2E%2E', '.%2e', '%2F', '%2f..%2f', '%00', 'a%00b',
-    '%', '%zz', '%E0%A4%A', '%C0%AF', '%FF', '..%2F', '%252e%252e', '%5C', '\\', ';', 'a;b=c', '@evil.example',
-    'http:', '//evil.example', 'first-light', 'missing-one', '%F0%9F%92%A9', '💩', '%20', 'a b', 'first-light.json',
-    'first-light/', '-lead', 'trail-', 'x'.repeat(200), 'x'.repeat(201), 'by-slug', '%3Fq', '%23frag', '%0d%0aSet-Cookie:x=1',
+    'api',
+    'issues',
+    'categories',
+    'subscribe',
+    '..',
+    '.',
+    '',
+    '%2e%2e',
+    '%2E%2E',
+    '.%2e',
+    '%2F',
+    '%2f..%2f',
+    '%00',
+    'a%00b',
+    '%',
+    '%zz',
+    '%E0%A4%A',
+    '%C0%AF',
+    '%FF',
+    '..%2F',
+    '%252e%252e',
+    '%5C',
+    '\\',
+    ';',
+    'a;b=c',
+    '@evil.example',
+    'http:',
+    '//evil.example',
+    'first-light',
+    'missing-one',
+    '%F0%9F%92%A9',
+    '💩',
+    '%20',
+    'a b',
+    'first-light.json',
+    'first-light/',
+    '-lead',
+    'trail-',
+    'x'.repeat(200),
+    'x'.repeat(201),
+    'by-slug',
+    '%3Fq',
+    '%23frag',
+    '%0d%0aSet-Cookie:x=1',
     ...POLLUTION_KEYS,
   ),
   fc.string({ maxLength: 24 }),
@@ -254,22 +297,81 @@ const hostileSegment = fc.oneof(
 
 const anyPath = fc.oneof(
   fc.array(hostileSegment, { maxLength: 6 }).map((segments) => `/${segments.join('/')}`),
-  fc.tuple(fc.constantFrom('/api/issues/', '/api/', '/api/issues', '/api/categories/', '/api/subscribe/', '/API/issues/', '/api//issues/'), hostileSegment).map(
-    ([prefix, segment]) => prefix + segment,
+  fc
+    .tuple(
+      fc.constantFrom('/api/issues/', '/api/', '/api/issues', '/api/categories/', '/api/subscribe/', '/API/issues/', '/api//issues/'),
+      hostileSegment,
+    )
+    .map(([prefix, segment]) => prefix + segment),
+  fc.constantFrom(
+    ...PUBLIC_PATHS,
+    '/api/issues/first-light',
+    '/',
+    '/api',
+    '/v1/newsletter/issues',
+    '/api/issues/..%2f..%2fv1%2fnewsletter%2fsubscribers',
   ),
-  fc.constantFrom(...PUBLIC_PATHS, '/api/issues/first-light', '/', '/api', '/v1/newsletter/issues', '/api/issues/..%2f..%2fv1%2fnewsletter%2fsubscribers'),
   fc.integer({ min: 1_000, max: 20_000 }).map((length) => `/api/issues/${'a'.repeat(length)}`),
 );
 
-const anyMethod = fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'get', 'post', 'head', 'PROPFIND', 'FOO', 'M-SEARCH', 'QUERY');
+const anyMethod = fc.constantFrom(
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'OPTIONS',
+  'get',
+  'post',
+  'head',
+  'PROPFIND',
+  'FOO',
+  'M-SEARCH',
+  'QUERY',
+);
 
 const queryValue = fc.oneof(
-  fc.constantFrom('', '0', '1', '20', '100', '101', '-1', '1e3', '0x10', ' 5', '5 ', '１', '9'.repeat(20), 'NaN', 'Infinity', '%00', '%', 'essays', 'ESSAYS', '..', 'a&b=c'),
+  fc.constantFrom(
+    '',
+    '0',
+    '1',
+    '20',
+    '100',
+    '101',
+    '-1',
+    '1e3',
+    '0x10',
+    ' 5',
+    '5 ',
+    '１',
+    '9'.repeat(20),
+    'NaN',
+    'Infinity',
+    '%00',
+    '%',
+    'essays',
+    'ESSAYS',
+    '..',
+    'a&b=c',
+  ),
   fc.string({ maxLength: 20 }).map(encodeURIComponent),
   fc.nat({ max: 10_000_000 }).map(String),
 );
 const queryKey = fc.oneof(
-  fc.constantFrom('limit', 'offset', 'category', 'limit[]', 'offset[0]', '__proto__', '__proto__[limit]', 'constructor[prototype][polluted]', 'toString', 'hasOwnProperty', 'utm_source'),
+  fc.constantFrom(
+    'limit',
+    'offset',
+    'category',
+    'limit[]',
+    'offset[0]',
+    '__proto__',
+    '__proto__[limit]',
+    'constructor[prototype][polluted]',
+    'toString',
+    'hasOwnProperty',
+    'utm_source',
+  ),
   fc.string({ maxLength: 12 }).map(encodeURIComponent),
 );
 const queryString = fc
@@ -277,30 +379,71 @@ const queryString = fc
   .map((pairs) => (pairs.length === 0 ? '' : `?${pairs.map(([key, value]) => (value === undefined ? key : `${key}=${value}`)).join('&')}`));
 
 const oddOrigin = fc.constantFrom(
-  ALLOWED_ORIGIN, OWN_ORIGIN, 'null', 'https://evil.example', 'https://site.example.evil.example', 'https://site.example:443',
-  'HTTPS://SITE.EXAMPLE', 'file://', '*', 'https://site.example/', 'https://xn--sit-example.test', ' https://site.example',
+  ALLOWED_ORIGIN,
+  OWN_ORIGIN,
+  'null',
+  'https://evil.example',
+  'https://site.example.evil.example',
+  'https://site.example:443',
+  'HTTPS://SITE.EXAMPLE',
+  'file://',
+  '*',
+  'https://site.example/',
+  'https://xn--sit-example.test',
+  ' https://site.example',
 );
 const contentType = fc.oneof(
   fc.constantFrom(
-    'application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/json;charset=utf-16',
-    'application/x-www-form-urlencoded', 'multipart/form-data', 'multipart/form-data; boundary=fuzzboundary', 'text/plain',
-    'text/html', 'application/xml', 'application/json;;', ';', 'application/jsonp', 'application/json, text/plain',
-    'application/merge-patch+json', 'multipart/form-data; boundary=', 'application/x-www-form-urlencoded; charset=iso-8859-1',
+    'application/json',
+    'application/json; charset=utf-8',
+    'APPLICATION/JSON',
+    'application/json;charset=utf-16',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data',
+    'multipart/form-data; boundary=fuzzboundary',
+    'text/plain',
+    'text/html',
+    'application/xml',
+    'application/json;;',
+    ';',
+    'application/jsonp',
+    'application/json, text/plain',
+    'application/merge-patch+json',
+    'multipart/form-data; boundary=',
+    'application/x-www-form-urlencoded; charset=iso-8859-1',
   ),
   fc.string({ maxLength: 30 }),
 );
 /** Header values, including CR/LF and NUL attempts (the Request API refuses those; we try anyway). */
 const headerValue = fc.oneof(
   { weight: 6, arbitrary: fc.string({ maxLength: 40 }) },
-  { weight: 2, arbitrary: fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).map((code) => String.fromCharCode(code)), maxLength: 40 }) },
+  {
+    weight: 2,
+    arbitrary: fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).map((code) => String.fromCharCode(code)), maxLength: 40 }),
+  },
   { weight: 1, arbitrary: fc.constantFrom('a\r\nSet-Cookie: injected=1', 'a\nX-Injected: 1', 'a\rb', 'a\u0000b') },
   { weight: 1, arbitrary: fc.integer({ min: 8_000, max: 64_000 }).map((length) => 'h'.repeat(length)) },
 );
 const headerName = fc.oneof(
   fc.constantFrom(
-    'Origin', 'Content-Type', 'Accept', 'If-None-Match', 'X-Forwarded-For', 'Referer', 'Cookie', 'Authorization',
-    'X-Http-Method-Override', 'Access-Control-Request-Method', 'Access-Control-Request-Headers', 'X-Fuzz', 'Accept-Encoding',
-    'Cache-Control', 'Pragma', 'Range', 'X-Request-Id', 'Forwarded',
+    'Origin',
+    'Content-Type',
+    'Accept',
+    'If-None-Match',
+    'X-Forwarded-For',
+    'Referer',
+    'Cookie',
+    'Authorization',
+    'X-Http-Method-Override',
+    'Access-Control-Request-Method',
+    'Access-Control-Request-Headers',
+    'X-Fuzz',
+    'Accept-Encoding',
+    'Cache-Control',
+    'Pragma',
+    'Range',
+    'X-Request-Id',
+    'Forwarded',
   ),
   fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,20}$/),
 );
@@ -309,9 +452,9 @@ const specificHeader = fc.oneof(
   contentType.map((value): [string, string] => ['Content-Type', value]),
   fc.constantFrom('application/json', 'text/html', '*/*', 'application/json;q=0', '').map((value): [string, string] => ['Accept', value]),
   fc.constantFrom('*', '"x"', 'W/"x"', '"a", "b"', ',', 'W/').map((value): [string, string] => ['If-None-Match', value]),
-  fc.constantFrom('https://site.example/page?x=1', 'https://evil.example/', `${OWN_ORIGIN}/form`, 'javascript:alert(1)', 'not a url').map(
-    (value): [string, string] => ['Referer', value],
-  ),
+  fc
+    .constantFrom('https://site.example/page?x=1', 'https://evil.example/', `${OWN_ORIGIN}/form`, 'javascript:alert(1)', 'not a url')
+    .map((value): [string, string] => ['Referer', value]),
 );
 const anyHeaders = fc.array(fc.oneof(specificHeader, fc.tuple(headerName, headerValue)), { maxLength: 6 });
 /** Half of the subscribe cases carry no odd header, so the body alone decides. */
@@ -319,7 +462,10 @@ const fewHeaders = fc.oneof(fc.constant<[string, string][]>([]), anyHeaders);
 
 /** A JSON object's text with a chosen key order, so `__proto__` can be an own key of the text. */
 function objectText(entries: [string, unknown][]): string {
-  return `{${entries.filter(([, value]) => value !== undefined).map(([key, value]) => `${JSON.stringify(key)}:${JSON.stringify(value)}`).join(',')}}`;
+  return `{${entries
+    .filter(([, value]) => value !== undefined)
+    .map(([key, value]) => `${JSON.stringify(key)}:${JSON.stringify(value)}`)
+    .join(',')}}`;
 }
 
 /** Addresses of the everyday shape (zod's email rule is stricter than RFC 5322, as a form's should be). */
@@ -332,15 +478,45 @@ const emailValue = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.constantFrom(
-      'jane@example.com', ' jane@example.com ', 'JANE@EXAMPLE.COM', 'jane@example.com\r\nBcc: x@evil.example', 'jane\u0000@example.com',
-      'not-an-email', '@example.com', 'jane@', '', ' ', `${'a'.repeat(250)}@example.com`, 'jane@example.com,bob@example.com',
-      'jane@[127.0.0.1]', '"quoted"@example.com', 'jäne@exämple.com',
+      'jane@example.com',
+      ' jane@example.com ',
+      'JANE@EXAMPLE.COM',
+      'jane@example.com\r\nBcc: x@evil.example',
+      'jane\u0000@example.com',
+      'not-an-email',
+      '@example.com',
+      'jane@',
+      '',
+      ' ',
+      `${'a'.repeat(250)}@example.com`,
+      'jane@example.com,bob@example.com',
+      'jane@[127.0.0.1]',
+      '"quoted"@example.com',
+      'jäne@exämple.com',
     ),
   },
   { weight: 1, arbitrary: fc.string({ maxLength: 40 }) },
   { weight: 1, arbitrary: fc.constantFrom<unknown>(null, 1, true, [], {}, ['jane@example.com'], { email: 'jane@example.com' }) },
 );
-const attestationValue = fc.constantFrom<unknown>(true, 'true', 'on', '1', 'yes', 'YES', ' on ', false, 'false', 'off', 0, 1, null, [], {}, 'tru', undefined);
+const attestationValue = fc.constantFrom<unknown>(
+  true,
+  'true',
+  'on',
+  '1',
+  'yes',
+  'YES',
+  ' on ',
+  false,
+  'false',
+  'off',
+  0,
+  1,
+  null,
+  [],
+  {},
+  'tru',
+  undefined,
+);
 const subscribeFields = fc.record(
   {
     email: emailValue,
@@ -369,7 +545,13 @@ const plausibleFields = fc.record(
 const pollutionEntries = fc.array(
   fc.tuple(
     fc.constantFrom(...POLLUTION_KEYS),
-    fc.constantFrom<unknown>({ polluted: 'yes', optInAttestation: true, email: 'proto@example.com' }, { prototype: { polluted: 'yes' } }, 'yes', null, []),
+    fc.constantFrom<unknown>(
+      { polluted: 'yes', optInAttestation: true, email: 'proto@example.com' },
+      { prototype: { polluted: 'yes' } },
+      'yes',
+      null,
+      [],
+    ),
   ),
   { minLength: 1, maxLength: 3 },
 );
@@ -391,13 +573,7 @@ function multipartText(entries: [string, unknown][], boundary: string): string {
   return `${parts.join('')}--${boundary}--\r\n`;
 }
 
-const INVALID_UTF8 = [
-  [0xff],
-  [0xc0, 0xaf],
-  [0xed, 0xa0, 0x80],
-  [0xf8, 0x88, 0x80, 0x80, 0x80],
-  [0xe2, 0x82],
-];
+const INVALID_UTF8 = [[0xff], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80, 0x80], [0xe2, 0x82]];
 
 /** A subscribe body and the content type it claims; the two do not always agree, on purpose. */
 /** Mostly plausible submissions, so the forwarding path is exercised as much as the refusals. */
@@ -435,22 +611,35 @@ const hostileBody = fc.oneof(
   fc.integer({ min: 1, max: 3_000 }).map((depth) => ({ type: 'application/json', body: `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` })),
   fc.integer({ min: 8_000, max: 200_000 }).map((length) => ({
     type: 'application/json',
-    body: objectText([['email', `${'a'.repeat(length)}@example.com`], ['optInAttestation', true]]),
+    body: objectText([
+      ['email', `${'a'.repeat(length)}@example.com`],
+      ['optInAttestation', true],
+    ]),
   })),
   fc.constantFrom(8_191, 8_192, 8_193).map((size) => {
     const head = '{"email":"edge@example.com","optInAttestation":true,"source":"';
     return { type: 'application/json', body: `${head}${'s'.repeat(Math.max(0, size - head.length - 2))}"}` };
   }),
-  fc.tuple(fc.constantFrom(...INVALID_UTF8), fc.constantFrom('application/json', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=b')).map(
-    ([bytes, type]) => ({
+  fc
+    .tuple(
+      fc.constantFrom(...INVALID_UTF8),
+      fc.constantFrom('application/json', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=b'),
+    )
+    .map(([bytes, type]) => ({
       type,
-      body: new Uint8Array([...new TextEncoder().encode('{"email":"jane'), ...bytes, ...new TextEncoder().encode('@example.com","optInAttestation":true}')]),
-    }),
-  ),
+      body: new Uint8Array([
+        ...new TextEncoder().encode('{"email":"jane'),
+        ...bytes,
+        ...new TextEncoder().encode('@example.com","optInAttestation":true}'),
+      ]),
+    })),
   fc.tuple(fc.uint8Array({ maxLength: 300 }), contentType).map(([body, type]) => ({ type, body })),
-  fc.tuple(fc.string({ maxLength: 300 }), fc.constantFrom('multipart/form-data; boundary=fuzzboundary', 'multipart/form-data', 'multipart/form-data; boundary="a b"')).map(
-    ([junk, type]) => ({ type, body: `--fuzzboundary\r\n${junk}\r\n--fuzzboundary--` }),
-  ),
+  fc
+    .tuple(
+      fc.string({ maxLength: 300 }),
+      fc.constantFrom('multipart/form-data; boundary=fuzzboundary', 'multipart/form-data', 'multipart/form-data; boundary="a b"'),
+    )
+    .map(([junk, type]) => ({ type, body: `--fuzzboundary\r\n${junk}\r\n--fuzzboundary--` })),
   fc.tuple(fc.string({ maxLength: 200 }), contentType).map(([body, type]) => ({ type, body })),
 );
 
@@ -460,10 +649,7 @@ const subscribeBody = fc.oneof({ weight: 1, arbitrary: plausibleBody }, { weight
 // Properties.
 // ---------------------------------------------------------------------------------------------
 
-async function assertProperty<Ts extends [unknown, ...unknown[]]>(
-  property: fc.IAsyncProperty<Ts>,
-  numRuns: number,
-): Promise<void> {
+async function assertProperty<Ts extends [unknown, ...unknown[]]>(property: fc.IAsyncProperty<Ts>, numRuns: number): Promise<void> {
   await fc.assert(property, { seed: SEED, numRuns, endOnFailure: false });
 }
 
@@ -484,10 +670,17 @@ describe('fuzzing all four routes with hostile input (fast-check, healthy upstre
   it('answers any method on any path with the envelope and no 5xx, calling the upstream only for valid reads', async () => {
     const target = createFuzzTarget();
     await assertProperty(
-      fc.asyncProperty(anyMethod, anyPath, queryString, anyHeaders, fc.option(subscribeBody, { nil: undefined }), async (method, path, query, headers, body) => {
-        const withType: [string, string][] = body ? [['Content-Type', body.type], ...headers] : headers;
-        await checkOne(target, { method, path: path + query, headers: withType, body: body?.body });
-      }),
+      fc.asyncProperty(
+        anyMethod,
+        anyPath,
+        queryString,
+        anyHeaders,
+        fc.option(subscribeBody, { nil: undefined }),
+        async (method, path, query, headers, body) => {
+          const withType: [string, string][] = body ? [['Content-Type', body.type], ...headers] : headers;
+          await checkOne(target, { method, path: path + query, headers: withType, body: body?.body });
+        },
+      ),
       runs(1_200),
     );
     for (const line of target.logs.lines) leaks.scan('log', line);
@@ -531,9 +724,14 @@ describe('fuzzing all four routes with hostile input (fast-check, healthy upstre
   it('answers the categories route the same whatever else the request carries', async () => {
     const target = createFuzzTarget();
     await assertProperty(
-      fc.asyncProperty(fc.constantFrom('GET', 'HEAD', 'OPTIONS', 'POST', 'PUT'), queryString, anyHeaders, async (method, query, headers) => {
-        await checkOne(target, { method, path: `/api/categories${query}`, headers });
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('GET', 'HEAD', 'OPTIONS', 'POST', 'PUT'),
+        queryString,
+        anyHeaders,
+        async (method, query, headers) => {
+          await checkOne(target, { method, path: `/api/categories${query}`, headers });
+        },
+      ),
       runs(300),
     );
     expect(target.calls.filter((call) => call.url.pathname === '/v1/newsletter/categories')).toHaveLength(1);

@@ -16,7 +16,18 @@ import { createFakeClock, createTestApp, TEST_API_KEY, TEST_BASE_URL } from '../
 
 const URL_OF_SERVICE = 'https://bff.example.com';
 /** An issue page's fields but its HTML (the entry's rendered letter). */
-const ENTRY_FIELDS = ['category', 'newer', 'older', 'previewText', 'readingMinutes', 'sentAt', 'slug', 'subject', 'thumbnailUrl', 'updatedAt'];
+const ENTRY_FIELDS = [
+  'category',
+  'newer',
+  'older',
+  'previewText',
+  'readingMinutes',
+  'sentAt',
+  'slug',
+  'subject',
+  'thumbnailUrl',
+  'updatedAt',
+];
 
 /**
  * What Astro gives a loader, kept between builds as Astro's data store keeps it: entries whose
@@ -47,7 +58,10 @@ function createAstroContext(loader: NewsletterLoader) {
     async parseData({ data }) {
       return (await loader.schema()).parse(data) as unknown as typeof data;
     },
-    generateDigest: (data) => createHash('sha256').update(typeof data === 'string' ? data : JSON.stringify(data)).digest('hex'),
+    generateDigest: (data) =>
+      createHash('sha256')
+        .update(typeof data === 'string' ? data : JSON.stringify(data))
+        .digest('hex'),
   };
   return { context, entries, meta, lines, writes: () => writes };
 }
@@ -77,7 +91,10 @@ function createService({ compress = false } = {}) {
         // Decoded, as fetch hands a body to its caller.
         const coding = response.headers.get('content-encoding');
         if (coding !== 'gzip' || !response.body) return response;
-        return new Response(response.body.pipeThrough(new DecompressionStream('gzip')), { status: response.status, headers: response.headers });
+        return new Response(response.body.pipeThrough(new DecompressionStream('gzip')), {
+          status: response.status,
+          headers: response.headers,
+        });
       };
       return fetch as typeof globalThis.fetch;
     },
@@ -114,12 +131,15 @@ describe('newsletterLoader (newsletter-bff/astro)', () => {
   it('drops what a letter must not bring onto the site’s own pages: scripts, handlers, frames', async () => {
     const service = createService();
     service.upstream.edit('planning-next-years-plot', {
-      contentHtml: '<h1>Plot</h1><p onclick="steal()">Dig <a href="javascript:steal()">here</a>.</p><script>steal()</script><iframe src="https://x.example"></iframe>',
+      contentHtml:
+        '<h1>Plot</h1><p onclick="steal()">Dig <a href="javascript:steal()">here</a>.</p><script>steal()</script><iframe src="https://x.example"></iframe>',
     });
     const loader = newsletterLoader({ url: URL_OF_SERVICE, fetch: service.start() });
     const astro = createAstroContext(loader);
     await loader.load(astro.context);
-    expect(astro.entries.get('planning-next-years-plot')?.rendered?.html).toBe('<h1>Plot</h1><p>Dig <a rel="noopener noreferrer" target="_blank">here</a>.</p>');
+    expect(astro.entries.get('planning-next-years-plot')?.rendered?.html).toBe(
+      '<h1>Plot</h1><p>Dig <a rel="noopener noreferrer" target="_blank">here</a>.</p>',
+    );
   });
 
   it('keeps the service’s HTML with sanitize: false, and hands each letter to the site’s own function', async () => {
@@ -130,8 +150,13 @@ describe('newsletterLoader (newsletter-bff/astro)', () => {
     expect(raw.entries.get('planning-next-years-plot')?.rendered?.html).toBe('<h1>Plot</h1><script>x()</script>');
 
     const own = createAstroContext(newsletterLoader({ url: URL_OF_SERVICE }));
-    await build(own.context, { fetch: service.start(), sanitize: (html, issue) => `<section data-slug="${issue.slug}">${html.toUpperCase()}</section>` });
-    expect(own.entries.get('planning-next-years-plot')?.rendered?.html).toBe('<section data-slug="planning-next-years-plot"><H1>PLOT</H1><SCRIPT>X()</SCRIPT></section>');
+    await build(own.context, {
+      fetch: service.start(),
+      sanitize: (html, issue) => `<section data-slug="${issue.slug}">${html.toUpperCase()}</section>`,
+    });
+    expect(own.entries.get('planning-next-years-plot')?.rendered?.html).toBe(
+      '<section data-slug="planning-next-years-plot"><H1>PLOT</H1><SCRIPT>X()</SCRIPT></section>',
+    );
   });
 
   it('on the next build reads no issue of an unchanged archive: each summary’s updatedAt is the one it holds', async () => {
@@ -199,7 +224,9 @@ describe('newsletterLoader (newsletter-bff/astro)', () => {
       String(input).endsWith('/api/issues/planning-next-years-plot')
         ? Response.json({ ok: false, error: { code: 'UPSTREAM_ERROR', message: 'x' } }, { status: 502 })
         : start(input, init)) as typeof globalThis.fetch;
-    await expect(build(astro.context, { fetch: failing })).rejects.toThrow(new SiteReadError('GET /api/issues/planning-next-years-plot answered 502'));
+    await expect(build(astro.context, { fetch: failing })).rejects.toThrow(
+      new SiteReadError('GET /api/issues/planning-next-years-plot answered 502'),
+    );
   });
 
   it('waits out a busy answer for the time it names, as the site builder does', async () => {
@@ -209,7 +236,10 @@ describe('newsletterLoader (newsletter-bff/astro)', () => {
     const busyOnce = (async (input: RequestInfo | URL, init?: RequestInit) => {
       if (refused) return start(input, init);
       refused = true;
-      return Response.json({ ok: false, error: { code: 'UPSTREAM_UNAVAILABLE', message: 'busy' } }, { status: 503, headers: { 'Retry-After': '7' } });
+      return Response.json(
+        { ok: false, error: { code: 'UPSTREAM_UNAVAILABLE', message: 'busy' } },
+        { status: 503, headers: { 'Retry-After': '7' } },
+      );
     }) as typeof globalThis.fetch;
     const waits: number[] = [];
     const astro = createAstroContext(newsletterLoader({ url: URL_OF_SERVICE }));
@@ -245,7 +275,10 @@ function createServiceWithDates(issues: { slug: string; updatedAt: string; html:
       const index = issues.findIndex((issue) => issue.slug === c.req.param('slug'));
       const issue = issues[index];
       if (!issue) return c.json({ ok: false, error: { code: 'NOT_FOUND', message: 'Not found.' } }, 404);
-      return c.json({ ok: true, data: { ...summaryOf(issue), contentHtml: issue.html, newer: neighbour(index - 1), older: neighbour(index + 1) } });
+      return c.json({
+        ok: true,
+        data: { ...summaryOf(issue), contentHtml: issue.html, newer: neighbour(index - 1), older: neighbour(index + 1) },
+      });
     });
   const fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
     requests.push(new URL(String(input)).pathname);
@@ -262,13 +295,20 @@ describe('newsletterLoader with a service that dates its summaries (updatedAt)',
     ]);
     const astro = createAstroContext(newsletterLoader({ url: URL_OF_SERVICE }));
     await build(astro.context, { fetch: service.fetch });
-    expect(astro.entries.get('second')?.data).toMatchObject({ updatedAt: '2026-02-01T00:00:00.000Z', newer: null, older: { slug: 'first' } });
+    expect(astro.entries.get('second')?.data).toMatchObject({
+      updatedAt: '2026-02-01T00:00:00.000Z',
+      newer: null,
+      older: { slug: 'first' },
+    });
 
     service.issues.unshift({ slug: 'third', updatedAt: '2026-03-01T00:00:00.000Z', html: '<p>3</p>' });
     service.requests.length = 0;
     await build(astro.context, { fetch: service.fetch });
     expect(service.requests).toEqual(['/api/issues', '/api/issues/third']);
-    expect(astro.entries.get('second')?.data).toMatchObject({ newer: { slug: 'third', subject: 'THIRD', sentAt: null }, older: { slug: 'first' } });
+    expect(astro.entries.get('second')?.data).toMatchObject({
+      newer: { slug: 'third', subject: 'THIRD', sentAt: null },
+      older: { slug: 'first' },
+    });
     expect(astro.entries.get('second')?.rendered?.html).toBe('<p>2</p>');
     expect(astro.entries.get('third')?.data).toMatchObject({ newer: null, older: { slug: 'second' } });
   });

@@ -34,7 +34,10 @@ process.stdout.write(JSON.stringify(left));
 
 describe('the memory a list page read leaves', () => {
   it('keeps copies of the strings it keeps, not slices that would hold the whole page text alive', () => {
-    const output = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', PROBE], { cwd: fileURLToPath(new URL('../..', import.meta.url)), encoding: 'utf8' });
+    const output = execFileSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', PROBE], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      encoding: 'utf8',
+    });
     const left = JSON.parse(output) as Record<'scanned' | 'sliced', { retained: number; rows: number }>;
     expect(left.scanned.rows).toBe(200);
     expect(left.scanned.retained).toBeLessThan(4 * MIB);

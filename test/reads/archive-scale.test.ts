@@ -13,7 +13,13 @@ const TTL_MS = 60_000;
  * List Issues query recorded (its limit and offset) and what a refresh costs.
  */
 function archiveSite(
-  options: { archive?: ArchiveOptions; variant?: UpstreamVariant; env?: Record<string, string>; maxResponseBytes?: number; declareLength?: boolean } = {},
+  options: {
+    archive?: ArchiveOptions;
+    variant?: UpstreamVariant;
+    env?: Record<string, string>;
+    maxResponseBytes?: number;
+    declareLength?: boolean;
+  } = {},
 ) {
   const clock = createFakeClock(Date.UTC(2026, 1, 1));
   const fake = createFakeUpstream({
@@ -43,7 +49,11 @@ function archiveSite(
     headers.set('Content-Length', String(body.byteLength));
     return new Response(body, { status: answer.status, headers });
   };
-  const { app, clock: appClock, logs } = createTestApp({
+  const {
+    app,
+    clock: appClock,
+    logs,
+  } = createTestApp({
     fetch,
     clock,
     env: { NEWSLETTER_API_BASE_URL: fake.baseUrl, ...options.env },
@@ -102,7 +112,11 @@ describe('an archive of fat rows', () => {
   it('goes straight to pages of about 4 MiB when a page over the body cap declares its length, never reading one near the cap', async () => {
     // 200 rows of ~60 KB are ~12 MB, over a cap of 8 MB: halved (~6 MB) they would fit and be
     // read whole; the declared length says 50 rows (~3 MB) make a page of about 4 MiB.
-    const site = archiveSite({ archive: { issues: 450, contentBytes: 40_000, jsonBytes: 20_000 }, maxResponseBytes: 8_000_000, declareLength: true });
+    const site = archiveSite({
+      archive: { issues: 450, contentBytes: 40_000, jsonBytes: 20_000 },
+      maxResponseBytes: 8_000_000,
+      declareLength: true,
+    });
     expect(await site.total()).toBe(450);
     expect(site.queries.slice(0, 2).map((query) => query.limit)).toEqual([200, 50]);
     expect(new Set(site.queries.slice(1).map((query) => query.limit))).toEqual(new Set([50]));
@@ -147,16 +161,19 @@ describe('keeping the archive fresh', () => {
     { upstream: 'newest sentAt first', variant: { order: 'newest-sent' } as UpstreamVariant },
   ];
 
-  it.each(ORDERS)('reads one page of the 10 newest rows per refresh from an upstream listing $upstream: six TTLs with nothing new cost under 10% of one whole read', async ({ variant }) => {
-    const site = archiveSite({ archive: { issues: 1_000 }, variant });
-    expect(await site.total()).toBe(1_000);
-    const cold = site.queries.length;
-    const whole = site.fake.bytesServed()[LIST]!;
-    for (let ttl = 0; ttl < 6; ttl += 1) await site.refresh();
-    expect(site.queries.slice(cold)).toEqual(Array.from({ length: 6 }, () => HEAD));
-    expect((site.fake.bytesServed()[LIST]! - whole) / whole).toBeLessThan(0.1);
-    expect(await site.total()).toBe(1_000);
-  });
+  it.each(ORDERS)(
+    'reads one page of the 10 newest rows per refresh from an upstream listing $upstream: six TTLs with nothing new cost under 10% of one whole read',
+    async ({ variant }) => {
+      const site = archiveSite({ archive: { issues: 1_000 }, variant });
+      expect(await site.total()).toBe(1_000);
+      const cold = site.queries.length;
+      const whole = site.fake.bytesServed()[LIST]!;
+      for (let ttl = 0; ttl < 6; ttl += 1) await site.refresh();
+      expect(site.queries.slice(cold)).toEqual(Array.from({ length: 6 }, () => HEAD));
+      expect((site.fake.bytesServed()[LIST]! - whole) / whole).toBeLessThan(0.1);
+      expect(await site.total()).toBe(1_000);
+    },
+  );
 
   it.each(ORDERS)('lists a new issue at the next refresh, from one head page, when the upstream lists $upstream', async ({ variant }) => {
     const site = archiveSite({ variant });
@@ -172,16 +189,19 @@ describe('keeping the archive fresh', () => {
     expect(site.fake.callsFor(BY_SLUG)).toBe(0);
   });
 
-  it.each(ORDERS)('serves an edit in the head window at the next refresh, on the archive and on the issue page ($upstream)', async ({ variant }) => {
-    const site = archiveSite({ variant });
-    const third = (await site.slugs(3))[2]!.slug;
-    expect((await site.page(third)).status).toBe(200);
-    site.fake.edit(third, { subject: 'A corrected subject', contentHtml: '<p>Corrected</p>' });
-    await site.refresh();
-    expect((await site.slugs(3))[2]).toMatchObject({ slug: third, subject: 'A corrected subject' });
-    expect(await site.page(third)).toEqual({ status: 200, subject: 'A corrected subject', contentHtml: '<p>Corrected</p>' });
-    expect(site.fake.callsFor(BY_SLUG)).toBe(0);
-  });
+  it.each(ORDERS)(
+    'serves an edit in the head window at the next refresh, on the archive and on the issue page ($upstream)',
+    async ({ variant }) => {
+      const site = archiveSite({ variant });
+      const third = (await site.slugs(3))[2]!.slug;
+      expect((await site.page(third)).status).toBe(200);
+      site.fake.edit(third, { subject: 'A corrected subject', contentHtml: '<p>Corrected</p>' });
+      await site.refresh();
+      expect((await site.slugs(3))[2]).toMatchObject({ slug: third, subject: 'A corrected subject' });
+      expect(await site.page(third)).toEqual({ status: 200, subject: 'A corrected subject', contentHtml: '<p>Corrected</p>' });
+      expect(site.fake.callsFor(BY_SLUG)).toBe(0);
+    },
+  );
 
   it('serves an edit of an issue read by slug as soon as the index shows it, though the copy is still fresh: the copy is read again', async () => {
     const site = archiveSite({ variant: { listWithoutLetters: true } });
@@ -201,7 +221,7 @@ describe('keeping the archive fresh', () => {
     expect(site.fake.slugCalls(second)).toBe(1);
   });
 
-  it('reads an issue copy past its TTL again when the index could not be refreshed, rather than keep it on the stale index\'s word', async () => {
+  it("reads an issue copy past its TTL again when the index could not be refreshed, rather than keep it on the stale index's word", async () => {
     const site = archiveSite({ variant: { listWithoutLetters: true } });
     const newest = (await site.slugs(1))[0]!.slug;
     expect((await site.page(newest)).status).toBe(200);
@@ -350,7 +370,9 @@ describe('readers of listed issues', () => {
     const site = archiveSite({ archive: { issues: 450, contentBytes: 20_000 }, env: { CACHE_MAX_BYTES: String(4 * 1024 * 1024) } });
     const listed = [];
     for (let offset = 0; offset < 450; offset += 100) {
-      listed.push(...((await (await site.app.request(`/api/issues?limit=100&offset=${offset}`)).json()) as { data: { slug: string }[] }).data);
+      listed.push(
+        ...((await (await site.app.request(`/api/issues?limit=100&offset=${offset}`)).json()) as { data: { slug: string }[] }).data,
+      );
     }
     expect(listed).toHaveLength(450);
     const statuses = new Map<number, number>();

@@ -49,7 +49,10 @@ describe('shared entries of cached values', () => {
     ['has no ETag', JSON.stringify({ kind: 'json', body: '{}' })],
     ['has an archive that is not a list', JSON.stringify({ kind: 'archive', all: {} })],
     ['has a summary without a subject', JSON.stringify({ kind: 'archive', all: [{ ...summary('a'), subject: undefined }] })],
-    ['has a summary whose category has no slug', JSON.stringify({ kind: 'archive', all: [{ ...summary('a'), category: { name: 'News' } }] })],
+    [
+      'has a summary whose category has no slug',
+      JSON.stringify({ kind: 'archive', all: [{ ...summary('a'), category: { name: 'News' } }] }),
+    ],
   ])('decode to nothing (a miss) when the payload %s', (_label, payload) => {
     expect(decodeSharedEntry({ payload, fetchedAt: FETCHED_AT })).toBeUndefined();
   });

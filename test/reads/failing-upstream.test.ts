@@ -38,11 +38,17 @@ async function startSite(paths: readonly string[], options: { metrics?: Metrics 
  * Five readers read every path each STEP_MS for `ms` of the fake clock; what they were answered.
  * `onAnswer` sees each answer's X-Cache at the time it came.
  */
-async function poll(site: Awaited<ReturnType<typeof startSite>>, paths: readonly string[], ms: number, onAnswer?: (path: string, state: string, at: number) => void) {
+async function poll(
+  site: Awaited<ReturnType<typeof startSite>>,
+  paths: readonly string[],
+  ms: number,
+  onAnswer?: (path: string, state: string, at: number) => void,
+) {
   const answers = { total: 0, byStatus: new Map<string, number>() };
   for (let elapsed = 0; elapsed < ms; elapsed += STEP_MS) {
     const round = [];
-    for (let reader = 0; reader < READERS; reader += 1) for (const path of paths) round.push(Promise.resolve(site.app.request(path)).then((response) => ({ path, response })));
+    for (let reader = 0; reader < READERS; reader += 1)
+      for (const path of paths) round.push(Promise.resolve(site.app.request(path)).then((response) => ({ path, response })));
     for (const { path, response } of await Promise.all(round)) {
       const state = response.headers.get('x-cache') ?? 'none';
       const key = `${response.status} ${state}`;
@@ -67,42 +73,52 @@ describe.each([
   // Its copy is checked against the archive index, which is refreshed first (a visitor reads the archive before an issue).
   ['an issue by slug', ['/api/issues/planning-next-years-plot']],
 ] as const)('five readers of %s for 40 s against an upstream answering 500', (_label, paths) => {
-  it('make at most 30 upstream calls, are all served the stale copies, and write one warn line', async () => {
-    const site = await startSite(paths);
-    const before = callsOf(site.fake);
-    site.fake.setMode({ kind: 'status-storm', statuses: [500] });
-    const answers = await poll(site, paths, 40_000);
+  it(
+    'make at most 30 upstream calls, are all served the stale copies, and write one warn line',
+    async () => {
+      const site = await startSite(paths);
+      const before = callsOf(site.fake);
+      site.fake.setMode({ kind: 'status-storm', statuses: [500] });
+      const answers = await poll(site, paths, 40_000);
 
-    expect(callsOf(site.fake) - before).toBeLessThanOrEqual(30);
-    // Fresh for the first 2 s, then stale: never an error.
-    expect([...answers.byStatus.keys()].sort()).toEqual(['200 HIT', '200 STALE']);
-    expect(answers.total).toBe(READERS * paths.length * (40_000 / STEP_MS));
-    expect(warnLines(site.logs)).toEqual([expect.objectContaining({ level: 'warn', event: 'upstream_failure', reason: 'upstream_5xx', status: 500 })]);
-  }, SIMULATION_TIMEOUT_MS);
+      expect(callsOf(site.fake) - before).toBeLessThanOrEqual(30);
+      // Fresh for the first 2 s, then stale: never an error.
+      expect([...answers.byStatus.keys()].sort()).toEqual(['200 HIT', '200 STALE']);
+      expect(answers.total).toBe(READERS * paths.length * (40_000 / STEP_MS));
+      expect(warnLines(site.logs)).toEqual([
+        expect.objectContaining({ level: 'warn', event: 'upstream_failure', reason: 'upstream_5xx', status: 500 }),
+      ]);
+    },
+    SIMULATION_TIMEOUT_MS,
+  );
 
-  it('serve a fresh answer within the cap and a TTL after the upstream recovers, and log the spell’s end once with the reads it affected', async () => {
-    const site = await startSite(paths);
-    site.fake.setMode({ kind: 'status-storm', statuses: [500] });
-    const stale = await poll(site, paths, 40_000);
-    const staleAnswers = stale.byStatus.get('200 STALE') ?? 0;
+  it(
+    'serve a fresh answer within the cap and a TTL after the upstream recovers, and log the spell’s end once with the reads it affected',
+    async () => {
+      const site = await startSite(paths);
+      site.fake.setMode({ kind: 'status-storm', statuses: [500] });
+      const stale = await poll(site, paths, 40_000);
+      const staleAnswers = stale.byStatus.get('200 STALE') ?? 0;
 
-    site.fake.setMode({ kind: 'ok' });
-    const recoveredAt = site.clock.now();
-    const firstFresh = new Map<string, number>();
-    let staleAfterRecovery = 0;
-    await poll(site, paths, BACKOFF_CAP_MS + TTL_MS + 2 * STEP_MS, (path, state, at) => {
-      if (state === 'STALE') staleAfterRecovery += 1;
-      else if (!firstFresh.has(path)) firstFresh.set(path, at - recoveredAt);
-    });
-    for (const path of paths) expect(firstFresh.get(path), path).toBeLessThanOrEqual(BACKOFF_CAP_MS + TTL_MS);
+      site.fake.setMode({ kind: 'ok' });
+      const recoveredAt = site.clock.now();
+      const firstFresh = new Map<string, number>();
+      let staleAfterRecovery = 0;
+      await poll(site, paths, BACKOFF_CAP_MS + TTL_MS + 2 * STEP_MS, (path, state, at) => {
+        if (state === 'STALE') staleAfterRecovery += 1;
+        else if (!firstFresh.has(path)) firstFresh.set(path, at - recoveredAt);
+      });
+      for (const path of paths) expect(firstFresh.get(path), path).toBeLessThanOrEqual(BACKOFF_CAP_MS + TTL_MS);
 
-    const ended = site.logs.entries().filter((entry) => entry.event === 'upstream_failure_ended');
-    expect(ended).toEqual([expect.objectContaining({ level: 'info', reason: 'upstream_5xx', endedBy: 'recovered' })]);
-    // Every stale answer while the spell lasted is one it affected (the first round's, before it began, were a refresh's).
-    expect(ended[0]!.readsAffected).toBeGreaterThanOrEqual(staleAnswers - READERS * paths.length);
-    expect(ended[0]!.readsAffected).toBeLessThanOrEqual(staleAnswers + staleAfterRecovery);
-    expect(warnLines(site.logs)).toHaveLength(1);
-  }, SIMULATION_TIMEOUT_MS);
+      const ended = site.logs.entries().filter((entry) => entry.event === 'upstream_failure_ended');
+      expect(ended).toEqual([expect.objectContaining({ level: 'info', reason: 'upstream_5xx', endedBy: 'recovered' })]);
+      // Every stale answer while the spell lasted is one it affected (the first round's, before it began, were a refresh's).
+      expect(ended[0]!.readsAffected).toBeGreaterThanOrEqual(staleAnswers - READERS * paths.length);
+      expect(ended[0]!.readsAffected).toBeLessThanOrEqual(staleAnswers + staleAfterRecovery);
+      expect(warnLines(site.logs)).toHaveLength(1);
+    },
+    SIMULATION_TIMEOUT_MS,
+  );
 });
 
 describe('a healthy upstream (the twin)', () => {
@@ -126,7 +142,8 @@ describe('stale answers in the metrics', () => {
     site.fake.setMode({ kind: 'status-storm', statuses: [500] });
     const answers = await poll(site, paths, 10_000);
     const counted = new Map<string, number>();
-    for (const [route, reason] of recorder.of('staleAnswer')) counted.set(`${String(route)} ${String(reason)}`, (counted.get(`${String(route)} ${String(reason)}`) ?? 0) + 1);
+    for (const [route, reason] of recorder.of('staleAnswer'))
+      counted.set(`${String(route)} ${String(reason)}`, (counted.get(`${String(route)} ${String(reason)}`) ?? 0) + 1);
     expect([...counted.keys()].sort()).toEqual([
       '/api/categories revalidating',
       '/api/categories upstream_5xx',
@@ -144,7 +161,12 @@ describe('a 429 that holds reads off for 30 s, with 500 reads meanwhile', () => 
     const clock = createFakeClock();
     const logs = createLogCapture(clock.now);
     const fake = createFakeUpstream({ apiKey: TEST_API_KEY, baseUrl: TEST_BASE_URL, now: clock.now });
-    const { app } = createAppForConfig(testConfig({ CACHE_TTL_SECONDS: '2' }), { log: logs.log, clientIp: () => '198.51.100.7', fetch: fake.fetch, now: clock.now });
+    const { app } = createAppForConfig(testConfig({ CACHE_TTL_SECONDS: '2' }), {
+      log: logs.log,
+      clientIp: () => '198.51.100.7',
+      fetch: fake.fetch,
+      now: clock.now,
+    });
     const paths = ['/api/issues', '/api/categories'];
     for (const path of paths) expect((await app.request(path)).status).toBe(200);
     fake.setMode({ kind: 'rate-limited', retryAfter: '30' });

@@ -93,7 +93,11 @@ describe('public reads under a slug scan', () => {
 
   it('serve the stale copy when the budget is spent, and a 503 with Retry-After where there is none', async () => {
     // An index cut off at one issue settles no other slug: each is read by slug, within the budget.
-    const { reads, clock, issueStatus } = setup({ slugs: ['first-light', 'second-wind', 'third-eye'], archiveMaxIssues: 1, perClientPerMinute: 4 });
+    const { reads, clock, issueStatus } = setup({
+      slugs: ['first-light', 'second-wind', 'third-eye'],
+      archiveMaxIssues: 1,
+      perClientPerMinute: 4,
+    });
     expect(await issueStatus('second-wind')).toBe(200);
     clock.advance(61_000);
     for (let i = 0; i < 3; i += 1) await issueStatus(`unknown-${i}`);

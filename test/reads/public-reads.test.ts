@@ -98,7 +98,14 @@ describe('public reads', () => {
       listCategories: async () => [],
       createSubscriber: async () => ({}),
     };
-    const reads = createPublicReads({ upstream, now: clock.now, ttlSeconds: 60, maxBytes: MAX_BYTES, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
+    const reads = createPublicReads({
+      upstream,
+      now: clock.now,
+      ttlSeconds: 60,
+      maxBytes: MAX_BYTES,
+      notFoundTtlSeconds: 30,
+      archiveMaxIssues: 5000,
+    });
     await reads.archivePage({ limit: 20, offset: 0 });
     const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
     const pending = reads.issue('late');
@@ -137,7 +144,10 @@ describe('HTTP caching of the public GET routes', () => {
   it('keeps the ETag across hits, answers a matching If-None-Match with 304, and changes it when the content changes', async () => {
     let subject = 'First subject';
     const { fetch } = createScriptedFetch((call) =>
-      jsonResponse({ ok: true, data: call.url.pathname.endsWith('/issues') ? [issue('a-slug', { subject })] : issue('a-slug', { subject }) }),
+      jsonResponse({
+        ok: true,
+        data: call.url.pathname.endsWith('/issues') ? [issue('a-slug', { subject })] : issue('a-slug', { subject }),
+      }),
     );
     const { app, clock } = createTestApp({ fetch });
     const first = await app.request('/api/issues/a-slug');
@@ -180,9 +190,7 @@ describe('HTTP caching of the public GET routes', () => {
       const { app } = createTestApp({ fetch, env: { CACHE_TTL_SECONDS: '120' } });
       const response = await app.request(path);
       expect(response.status).toBe(200);
-      expect(response.headers.get('cache-control')).toBe(
-        'public, max-age=120, stale-while-revalidate=300, stale-if-error=86400',
-      );
+      expect(response.headers.get('cache-control')).toBe('public, max-age=120, stale-while-revalidate=300, stale-if-error=86400');
     },
   );
 
@@ -310,9 +318,7 @@ describe('HTTP caching of the public GET routes', () => {
     });
 
     it('answers every one 503 UPSTREAM_UNAVAILABLE with Retry-After when the upstream answers 429, from one upstream call', async () => {
-      const upstream = createGatedUpstream(() =>
-        jsonResponse({ ok: false, error: { code: 'RATE_LIMITED' } }, 429, { 'Retry-After': '7' }),
-      );
+      const upstream = createGatedUpstream(() => jsonResponse({ ok: false, error: { code: 'RATE_LIMITED' } }, 429, { 'Retry-After': '7' }));
       const { app, clock } = createTestApp({ fetch: upstream.fetch });
       const responses = await fiveAtOnce(app, upstream.release);
       for (const response of responses) {

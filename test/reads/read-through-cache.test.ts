@@ -93,7 +93,7 @@ describe('read-through cache', () => {
     expect(calls).toEqual(['A:one', 'B:two']);
   });
 
-  it('hands the read\'s waitUntil to its loader', async () => {
+  it("hands the read's waitUntil to its loader", async () => {
     const { readThrough } = createCache();
     const given: (WaitUntil | undefined)[] = [];
     const waitUntil: WaitUntil = () => undefined;

@@ -4,7 +4,16 @@ import { createSlugLookup, type IndexCopy } from '../../src/core/reads/slug-look
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 import { createFakeClock } from '../helpers.js';
 
-const summary = (slug: string): IssueSummary => ({ slug, subject: slug, previewText: null, thumbnailUrl: null, sentAt: null, updatedAt: null, category: null, readingMinutes: null });
+const summary = (slug: string): IssueSummary => ({
+  slug,
+  subject: slug,
+  previewText: null,
+  thumbnailUrl: null,
+  sentAt: null,
+  updatedAt: null,
+  category: null,
+  readingMinutes: null,
+});
 
 function copyOf(slugs: string[], fetchedAt: number, complete = true): IndexCopy {
   const value = archiveValue(slugs.map(summary), fetchedAt, complete);

@@ -2,7 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry } from '../../src/core/reads/cached-value.js';
 import { countWords, readingMinutesOf, searchWords, visibleText } from '../../src/core/reads/letter-text.js';
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
-import { addDocument, addSummary, compacted, createTextStore, documentOf, search, textIndexBytes, worthCompacting, type TextIndex } from '../../src/core/reads/text-index.js';
+import {
+  addDocument,
+  addSummary,
+  compacted,
+  createTextStore,
+  documentOf,
+  search,
+  textIndexBytes,
+  worthCompacting,
+  type TextIndex,
+} from '../../src/core/reads/text-index.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 import type { UpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import { createFakeClock } from '../helpers.js';
@@ -26,7 +36,16 @@ describe('the words of a letter', () => {
   });
 
   it('fold case, accents, ligatures and a few letters, and keep an apostrophe inside a word', () => {
-    expect(searchWords('Café CRÈME ﬁne Straße Œuvre naïve year’s don\'t')).toEqual(['cafe', 'creme', 'fine', 'strasse', 'oeuvre', 'naive', 'years', 'dont']);
+    expect(searchWords("Café CRÈME ﬁne Straße Œuvre naïve year’s don't")).toEqual([
+      'cafe',
+      'creme',
+      'fine',
+      'strasse',
+      'oeuvre',
+      'naive',
+      'years',
+      'dont',
+    ]);
     expect(searchWords(visibleText('<p>caf&eacute; &Uuml;ber &#233;t&#xE9;</p>'))).toEqual(['cafe', 'uber', 'ete']);
   });
 
@@ -51,7 +70,7 @@ describe('the words of a letter', () => {
       subject: 'Notes',
       previewText: null,
       categoryName: undefined,
-      letterHtml: '<p>Garlic garlic GARLIC café cafe Cafe year’s years don\'t <b>Café</b></p>',
+      letterHtml: "<p>Garlic garlic GARLIC café cafe Cafe year’s years don't <b>Café</b></p>",
     });
     expect(Array.from(store.recent[slot]!, (word) => store.dictionary.wordOf(word))).toEqual(['notes', 'garlic', 'cafe', 'years', 'dont']);
     expect(store.docs[slot]!.letterWords).toBe(10);
@@ -120,7 +139,8 @@ describe('the text index', () => {
     expect(small.store.docs).toHaveLength(2);
     expect(small.store.dictionary.size).toBe(4);
     expect(textIndexBytes(small)).toBeLessThan(textIndexBytes(text));
-    for (const q of ['epsilon', 'alpha', 'gam', 'delta']) expect(slugsOf(search(small, issues, [q]))).toEqual(slugsOf(search(text, issues, [q])));
+    for (const q of ['epsilon', 'alpha', 'gam', 'delta'])
+      expect(slugsOf(search(small, issues, [q]))).toEqual(slugsOf(search(text, issues, [q])));
     expect(documentOf(small, 'b')?.version).toBe('2026-01-02');
   });
 
@@ -139,7 +159,8 @@ describe('the text index', () => {
     const text = indexOf(issues, { b: `<p>${'zucchini '.repeat(3)} ${'x'.repeat(30)} 漢字 ✓ 🌱 émigré</p>` });
     const decoded = decodeSharedEntry(encodeSharedEntry(archiveValue(issues, 1_700_000_000_000, true, { text })));
     if (decoded?.kind !== 'archive' || !decoded.index.text) throw new Error('expected an archive with its text index');
-    for (const q of ['zucchini', 'emigre', '漢字', 'xxxx']) expect(slugsOf(search(decoded.index.text, issues, searchWords(q)))).toEqual(['b']);
+    for (const q of ['zucchini', 'emigre', '漢字', 'xxxx'])
+      expect(slugsOf(search(decoded.index.text, issues, searchWords(q)))).toEqual(['b']);
     expect(slugsOf(search(decoded.index.text, issues, ['beta']))).toEqual(['b']);
     expect(documentOf(decoded.index.text, 'b')?.letterWords).toBe(documentOf(text, 'b')?.letterWords);
   });
@@ -147,7 +168,11 @@ describe('the text index', () => {
   it('decodes a damaged text index as a miss, not as wrong answers', () => {
     const issues = [summary('a', 'Alpha')];
     const entry = encodeSharedEntry(archiveValue(issues, 1_700_000_000_000, true, { text: indexOf(issues) }));
-    for (const damage of [(t: { words: string }) => (t.words = ''), (t: { postings: string }) => (t.postings = 'AAAA'), (t: { offsets: string }) => (t.offsets = '!')]) {
+    for (const damage of [
+      (t: { words: string }) => (t.words = ''),
+      (t: { postings: string }) => (t.postings = 'AAAA'),
+      (t: { offsets: string }) => (t.offsets = '!'),
+    ]) {
       const payload = JSON.parse(entry.payload) as { text: { words: string; postings: string; offsets: string } };
       damage(payload.text);
       expect(decodeSharedEntry({ ...entry, payload: JSON.stringify(payload) })).toBeUndefined();
@@ -171,13 +196,25 @@ describe('letters the list rows do not carry', () => {
       },
       getIssueBySlug: async (slug) => {
         calls.push(slug);
-        return publicIssue(slug, { contentHtml: letters[slug], updatedAt: '2026-01-05T00:00:00.000Z', sentAt: slug === 'first-light' ? '2026-01-01T00:00:00.000Z' : '2026-01-02T00:00:00.000Z' });
+        return publicIssue(slug, {
+          contentHtml: letters[slug],
+          updatedAt: '2026-01-05T00:00:00.000Z',
+          sentAt: slug === 'first-light' ? '2026-01-01T00:00:00.000Z' : '2026-01-02T00:00:00.000Z',
+        });
       },
       listCategories: async () => [],
       createSubscriber: async () => ({}),
     };
-    const reads = createPublicReads({ upstream, now: clock.now, ttlSeconds: 60, maxBytes: 4 * 1024 * 1024, notFoundTtlSeconds: 30, archiveMaxIssues: 5000 });
-    const page = async (q?: string) => JSON.parse((await reads.archivePage({ limit: 20, offset: 0, q })).rendered.body) as { data: IssueSummary[] };
+    const reads = createPublicReads({
+      upstream,
+      now: clock.now,
+      ttlSeconds: 60,
+      maxBytes: 4 * 1024 * 1024,
+      notFoundTtlSeconds: 30,
+      archiveMaxIssues: 5000,
+    });
+    const page = async (q?: string) =>
+      JSON.parse((await reads.archivePage({ limit: 20, offset: 0, q })).rendered.body) as { data: IssueSummary[] };
     return { reads, calls, clock, page };
   }
 
@@ -185,7 +222,9 @@ describe('letters the list rows do not carry', () => {
     const { reads, page, calls, clock } = leanReads();
     expect((await page()).data.map((issue) => issue.readingMinutes)).toEqual([null, null]);
     expect((await page('sorrel')).data).toEqual([]);
-    const detail = JSON.parse((await reads.issue('first-light')).rendered.body) as { data: { readingMinutes: number; newer: { slug: string } | null } };
+    const detail = JSON.parse((await reads.issue('first-light')).rendered.body) as {
+      data: { readingMinutes: number; newer: { slug: string } | null };
+    };
     expect(detail.data.readingMinutes).toBe(3);
     expect(detail.data.newer?.slug).toBe('second-wind');
     // Its words join the index that lists the same `updatedAt` at once…
@@ -193,7 +232,8 @@ describe('letters the list rows do not carry', () => {
     // …and the next index keeps them, with the reading time in the summary.
     clock.advance(601_000);
     await reads.archivePage({ limit: 20, offset: 0 });
-    for (let turn = 0; turn < 50 && (await reads.archivePage({ limit: 20, offset: 0 })).state !== 'HIT'; turn += 1) await new Promise((resolve) => setTimeout(resolve, 0));
+    for (let turn = 0; turn < 50 && (await reads.archivePage({ limit: 20, offset: 0 })).state !== 'HIT'; turn += 1)
+      await new Promise((resolve) => setTimeout(resolve, 0));
     expect(calls.filter((call) => call === 'archive')).toHaveLength(2);
     expect((await page()).data.map((issue) => [issue.slug, issue.readingMinutes])).toEqual([
       ['second-wind', null],

@@ -2,7 +2,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createFakeUpstream } from '../support/fake-upstream/fake.js';
 import { startHookReceiver, type HookReceiver } from '../support/hook-receiver.js';
 import { createFakeClock } from '../helpers.js';
-import { PATIENT_TIMEOUT_MS, REDIS_TEST_KEY, redisServerAvailable, startInstance, startRedisServer, type Instance, type RedisServer } from './support.js';
+import {
+  PATIENT_TIMEOUT_MS,
+  REDIS_TEST_KEY,
+  redisServerAvailable,
+  startInstance,
+  startRedisServer,
+  type Instance,
+  type RedisServer,
+} from './support.js';
 
 const TTL_MS = 60_000;
 /** As the Node entry waits with REDIS_URL: a TTL and two ticks, so every instance serves the change first. */

@@ -50,7 +50,10 @@ describe.runIf(redisServerAvailable())('Redis failing under several instances', 
     const url = proxy?.url ?? server.url;
     const a = await startInstance(fake, url, { timeoutMs: options.timeoutMs });
     const b = await startInstance(fake, url, { timeoutMs: options.timeoutMs });
-    cleanups.push(() => a.redis.close(), () => b.redis.close());
+    cleanups.push(
+      () => a.redis.close(),
+      () => b.redis.close(),
+    );
     return { server, proxy, fake, a, b };
   }
 

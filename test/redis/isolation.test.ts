@@ -12,7 +12,8 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** Runtime imports of the Redis code (type-only imports vanish when compiled). */
-const REDIS_IMPORT = /^import (?!type )[^;]*from '(?:@redis\/client|\.{1,2}\/(?:[\w.-]+\/)*redis\/[\w.-]+)'|import\('(?:@redis\/client|[^']*redis\/[\w.-]+)'\)/gm;
+const REDIS_IMPORT =
+  /^import (?!type )[^;]*from '(?:@redis\/client|\.{1,2}\/(?:[\w.-]+\/)*redis\/[\w.-]+)'|import\('(?:@redis\/client|[^']*redis\/[\w.-]+)'\)/gm;
 
 describe('the Redis code outside src/node/redis/', () => {
   it('is reached only by the Node entry, through a dynamic import, so nothing else loads the client', () => {

@@ -28,7 +28,14 @@ function linkOver(redis: ReturnType<typeof scriptedRedis>) {
   const lines: { level: string; event: string; [field: string]: unknown }[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as { level: string; event: string }) });
   // Date is faked with the timers (vi.useFakeTimers), so this clock advances with them.
-  const link = createRedisLink({ send: redis.send, timeoutMs: 100, log, probeIntervalMs: 1000, recoveredAfterMs: 5000, now: () => Date.now() });
+  const link = createRedisLink({
+    send: redis.send,
+    timeoutMs: 100,
+    log,
+    probeIntervalMs: 1000,
+    recoveredAfterMs: 5000,
+    now: () => Date.now(),
+  });
   return { link, lines };
 }
 

@@ -1,7 +1,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeUpstream } from '../support/fake-upstream/fake.js';
 import { createFakeClock } from '../helpers.js';
-import { PATIENT_TIMEOUT_MS, redisServerAvailable, startInstance, startRedisServer, startUpstream, upstreamCalls, type Instance, type RedisServer } from './support.js';
+import {
+  PATIENT_TIMEOUT_MS,
+  redisServerAvailable,
+  startInstance,
+  startRedisServer,
+  startUpstream,
+  upstreamCalls,
+  type Instance,
+  type RedisServer,
+} from './support.js';
 
 const SLUG = 'planning-next-years-plot';
 const LIST_ISSUES = 'GET /newsletter/issues';

@@ -25,16 +25,19 @@ export function redisServerAvailable(): boolean {
   return false;
 }
 
-
 /** A throwaway redis-server on a loopback port: no persistence, stopped and started at will. */
 export async function startRedisServer(extraArgs: readonly string[] = []) {
   const port = await freePort();
   let child: ChildProcess | undefined;
 
   async function start(): Promise<void> {
-    const started = spawn(REDIS_SERVER ?? 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const started = spawn(
+      REDIS_SERVER ?? 'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     child = started;
     await new Promise<void>((resolve, reject) => {
       let output = '';
@@ -114,7 +117,10 @@ export const REDIS_TIMEOUT_MS = 100;
 export const PATIENT_TIMEOUT_MS = 2000;
 
 /** One app instance, as the Node entry builds it with REDIS_URL set, over the fake upstream. */
-export async function startInstance(fake: FakeUpstream, redisUrl: string, options: {
+export async function startInstance(
+  fake: FakeUpstream,
+  redisUrl: string,
+  options: {
     timeoutMs?: number;
     recoveredAfterMs?: number;
     now?: () => number;
@@ -123,10 +129,16 @@ export async function startInstance(fake: FakeUpstream, redisUrl: string, option
     compress?: boolean;
     /** The archive watcher's lease (with DEPLOY_HOOK_URL in `env`): short, so a hand-over is seen within a test. */
     watchLeaseMs?: number;
-  } = {}) {
+  } = {},
+) {
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>), redact: [REDIS_TEST_KEY] });
-  const config = testConfig({ NEWSLETTER_API_KEY: REDIS_TEST_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl, REDIS_URL: redisUrl, ...options.env });
+  const config = testConfig({
+    NEWSLETTER_API_KEY: REDIS_TEST_KEY,
+    NEWSLETTER_API_BASE_URL: fake.baseUrl,
+    REDIS_URL: redisUrl,
+    ...options.env,
+  });
   const redis: RedisServices = await connectRedis({
     url: redisUrl,
     timeoutMs: options.timeoutMs ?? REDIS_TIMEOUT_MS,

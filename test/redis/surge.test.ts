@@ -1,6 +1,15 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FakeUpstream } from '../support/fake-upstream/fake.js';
-import { PATIENT_TIMEOUT_MS, redisServerAvailable, startInstance, startRedisServer, startUpstream, upstreamCalls, type Instance, type RedisServer } from './support.js';
+import {
+  PATIENT_TIMEOUT_MS,
+  redisServerAvailable,
+  startInstance,
+  startRedisServer,
+  startUpstream,
+  upstreamCalls,
+  type Instance,
+  type RedisServer,
+} from './support.js';
 
 // docs/subscribe.md "Surges": with REDIS_URL, every instance counts into one rate and sees one surge.
 
@@ -31,12 +40,15 @@ describe.runIf(redisServerAvailable())('a subscribe surge seen by two instances 
     const [a, b] = await startTwo(fake);
     const statuses: number[] = [];
     // Alternating, so neither instance alone gets past half the threshold.
-    for (let n = 0; n < THRESHOLD; n += 1) statuses.push((await (n % 2 ? b : a).subscribe(`person${n}@example.com`, `198.51.100.${n}`)).status);
+    for (let n = 0; n < THRESHOLD; n += 1)
+      statuses.push((await (n % 2 ? b : a).subscribe(`person${n}@example.com`, `198.51.100.${n}`)).status);
     expect(statuses).toEqual(Array(THRESHOLD).fill(200));
     expect((await b.subscribe('late@example.com', '198.51.100.99')).status).toBe(503);
     expect((await a.subscribe('later@example.com', '198.51.100.98')).status).toBe(503);
     expect(upstreamCalls(fake)).toBe(THRESHOLD);
-    expect(b.events('subscribe_surge_started')).toEqual([expect.objectContaining({ ratePerMinute: THRESHOLD + 1, thresholdPerMinute: THRESHOLD })]);
+    expect(b.events('subscribe_surge_started')).toEqual([
+      expect.objectContaining({ ratePerMinute: THRESHOLD + 1, thresholdPerMinute: THRESHOLD }),
+    ]);
     expect(a.events('subscribe_surge_started')).toEqual([expect.objectContaining({ ratePerMinute: THRESHOLD + 2 })]);
   });
 

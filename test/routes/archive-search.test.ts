@@ -113,7 +113,12 @@ function publication(): { categories: DemoCategory[]; issues: DemoIssue[] } {
 
 function searchSite(env: Record<string, string> = {}) {
   const clock = createFakeClock(Date.UTC(2026, 2, 1));
-  const fake = createFakeUpstream({ apiKey: TEST_API_KEY, baseUrl: 'https://newsletter.test/v1', publication: publication(), now: clock.now });
+  const fake = createFakeUpstream({
+    apiKey: TEST_API_KEY,
+    baseUrl: 'https://newsletter.test/v1',
+    publication: publication(),
+    now: clock.now,
+  });
   const test = createTestApp({ fetch: fake.fetch, clock, env: { NEWSLETTER_API_BASE_URL: fake.baseUrl, ...env } });
   const page = async (query: string) => {
     const response = await test.app.request(`/api/issues?${query}`);
@@ -262,7 +267,9 @@ describe('GET /api/issues?q= searches the archive', () => {
       'garlic-in-the-subject',
       'garlic-in-the-letter',
     ]);
-    expect(xml).toContain('<link rel="self" type="application/atom+xml" href="https://api.example.com/api/issues?format=atom&amp;q=garlic+winter"/>');
+    expect(xml).toContain(
+      '<link rel="self" type="application/atom+xml" href="https://api.example.com/api/issues?format=atom&amp;q=garlic+winter"/>',
+    );
   });
 });
 
@@ -285,7 +292,11 @@ describe('issue summaries and pages: updatedAt and reading time', () => {
 });
 
 describe('GET /api/issues/:slug: newer and older', () => {
-  const neighbour = (slug: string, subject: string, day: number) => ({ slug, subject, sentAt: new Date(Date.UTC(2026, 0, day, 9)).toISOString() });
+  const neighbour = (slug: string, subject: string, day: number) => ({
+    slug,
+    subject,
+    sentAt: new Date(Date.UTC(2026, 0, day, 9)).toISOString(),
+  });
 
   it('names the neighbouring public issues in archive order, null at both ends, skipping drafts and private issues', async () => {
     const { issue } = searchSite();
@@ -308,7 +319,8 @@ describe('GET /api/issues/:slug: newer and older', () => {
     const published = fake.publish('brand-new');
     await refresh();
     // The copy of the issue is refreshed in its turn: stale once, then rendered with its new neighbour.
-    for (let turn = 0; turn < 50 && (await issue('no-letter')).newer === null; turn += 1) await new Promise((resolve) => setTimeout(resolve, 0));
+    for (let turn = 0; turn < 50 && (await issue('no-letter')).newer === null; turn += 1)
+      await new Promise((resolve) => setTimeout(resolve, 0));
     expect((await issue('no-letter')).newer).toEqual({ slug: 'brand-new', subject: published.subject, sentAt: published.sentAt });
     expect(fake.callsFor(BY_SLUG)).toBe(bySlug);
     expect((await issue('brand-new')).newer).toBeNull();

@@ -29,10 +29,20 @@ const CATEGORIES_PATH = '/v1/newsletter/categories';
  */
 function createScriptedApp(handler: FetchHandler, issues: unknown[] = []) {
   const upstream = createScriptedFetch((call, index) =>
-    call.url.pathname === CATEGORIES_PATH ? handler(call, index) : jsonResponse({ ok: true, data: call.url.searchParams.get('offset') === '0' || !call.url.searchParams.has('offset') ? issues : [] }),
+    call.url.pathname === CATEGORIES_PATH
+      ? handler(call, index)
+      : jsonResponse({ ok: true, data: call.url.searchParams.get('offset') === '0' || !call.url.searchParams.has('offset') ? issues : [] }),
   );
   const calls = upstream.calls;
-  return { ...createTestApp({ fetch: upstream.fetch }), calls: { get length() { return calls.filter((call) => call.url.pathname === CATEGORIES_PATH).length; }, all: calls } };
+  return {
+    ...createTestApp({ fetch: upstream.fetch }),
+    calls: {
+      get length() {
+        return calls.filter((call) => call.url.pathname === CATEGORIES_PATH).length;
+      },
+      all: calls,
+    },
+  };
 }
 
 /** The public issues of the demo publication in one category, as the route counts them. */
@@ -118,7 +128,16 @@ describe('GET /api/categories', () => {
     const text = await res.text();
     const body = JSON.parse(text) as CategoriesBody;
     for (const category of body.data) expect(Object.keys(category).sort()).toEqual(['count', 'name', 'slug']);
-    for (const internal of ['"id"', 'workspaceId', 'accountSetId', 'createdAt', 'updatedAt', 'cat_0', DEMO_WORKSPACE_ID, DEMO_ACCOUNT_SET_ID]) {
+    for (const internal of [
+      '"id"',
+      'workspaceId',
+      'accountSetId',
+      'createdAt',
+      'updatedAt',
+      'cat_0',
+      DEMO_WORKSPACE_ID,
+      DEMO_ACCOUNT_SET_ID,
+    ]) {
       expect(text).not.toContain(internal);
     }
   });
@@ -152,7 +171,10 @@ describe('GET /api/categories', () => {
 
   it('drops unknown fields the upstream adds to a category', async () => {
     const { app } = createScriptedApp(() =>
-      jsonResponse({ ok: true, data: [{ ...upstreamCategory('c1', 'Herbs', 'herbs'), issueCount: 12, ownerEmail: 'owner@internal.example' }] }),
+      jsonResponse({
+        ok: true,
+        data: [{ ...upstreamCategory('c1', 'Herbs', 'herbs'), issueCount: 12, ownerEmail: 'owner@internal.example' }],
+      }),
     );
     const text = await (await app.request('/api/categories')).text();
     expect(JSON.parse(text)).toEqual({ ok: true, data: [{ name: 'Herbs', slug: 'herbs', count: 0 }] });
@@ -224,7 +246,13 @@ describe('GET /api/categories', () => {
 
   it('serves the other categories when one lacks its name', async () => {
     const { app } = createScriptedApp(() =>
-      jsonResponse({ ok: true, data: [{ id: 'c1', slug: 'nameless' }, { id: 'c2', name: 'Tools', slug: 'tools' }] }),
+      jsonResponse({
+        ok: true,
+        data: [
+          { id: 'c1', slug: 'nameless' },
+          { id: 'c2', name: 'Tools', slug: 'tools' },
+        ],
+      }),
     );
     const res = await app.request('/api/categories');
     expect(res.status).toBe(200);

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { DEMO_ACCOUNT_SET_ID, DEMO_WORKSPACE_ID } from '../../src/demo/sample-publication.js';
 import { createDemoUpstream } from '../../src/demo/upstream.js';
 import type { ErrorBody } from '../../src/core/http/errors.js';
-import { IssueDetailSchema, IssueSummarySchema, type ArchivePageBody, type IssueBody, type IssueSummary } from '../../src/core/public-shapes.js';
+import {
+  IssueDetailSchema,
+  IssueSummarySchema,
+  type ArchivePageBody,
+  type IssueBody,
+  type IssueSummary,
+} from '../../src/core/public-shapes.js';
 import { SLUG_PATTERN } from '../../src/core/slug.js';
 import { TEST_API_KEY, TEST_BASE_URL, createScriptedFetch, createTestApp, jsonResponse, type FetchHandler } from '../helpers.js';
 
@@ -61,7 +67,9 @@ function expectErrorResponse(res: Response, status: number) {
 /** What a public page must show of the demo, worked out from the sample itself: sent, public, valid slug. */
 function expectedDemoSlugs(demo: ReturnType<typeof createDemoUpstream>): string[] {
   return demo.issues
-    .filter((issue) => issue.status === 'sent' && issue.isPublic === true && typeof issue.slug === 'string' && SLUG_PATTERN.test(issue.slug))
+    .filter(
+      (issue) => issue.status === 'sent' && issue.isPublic === true && typeof issue.slug === 'string' && SLUG_PATTERN.test(issue.slug),
+    )
     .sort((a, b) => Date.parse(b.sentAt ?? '') - Date.parse(a.sentAt ?? '') || ((a.slug ?? '') < (b.slug ?? '') ? -1 : 1))
     .map((issue) => issue.slug as string);
 }
@@ -172,7 +180,13 @@ describe('GET /api/issues over the demo upstream', () => {
     for (let offset = 0; offset < 48; offset += 7) {
       const { res, body } = await getList(app, `/api/issues?limit=7&offset=${offset}`);
       expect(res.status).toBe(200);
-      expect(body.meta).toEqual({ total: 48, limit: 7, offset, nextOffset: offset + 7 < 48 ? offset + 7 : null, previousOffset: offset === 0 ? null : offset - 7 });
+      expect(body.meta).toEqual({
+        total: 48,
+        limit: 7,
+        offset,
+        nextOffset: offset + 7 < 48 ? offset + 7 : null,
+        previousOffset: offset === 0 ? null : offset - 7,
+      });
       expect(body.data.length).toBe(Math.min(7, 48 - offset));
       paged.push(...body.data.map((issue) => issue.slug));
     }
@@ -378,7 +392,19 @@ describe('GET /api/issues over a leaky upstream', () => {
     const body = JSON.parse(text) as ArchivePageBody;
     expect(body.data.map((issue) => issue.slug)).toEqual(['good-newest', 'good-older']);
     expect(body.meta.total).toBe(2);
-    for (const hidden of ['draft-issue', 'private-issue', 'visibility-', 'failed-issue', 'sending-issue', 'archived-issue', '../admin', 'has space', 'dotted.slug', 'Issue 10', 'Issue 11']) {
+    for (const hidden of [
+      'draft-issue',
+      'private-issue',
+      'visibility-',
+      'failed-issue',
+      'sending-issue',
+      'archived-issue',
+      '../admin',
+      'has space',
+      'dotted.slug',
+      'Issue 10',
+      'Issue 11',
+    ]) {
       expect(text).not.toContain(hidden);
     }
   });
@@ -528,7 +554,15 @@ describe('GET /api/issues/:slug over a leaky upstream', () => {
 });
 
 describe('shape allow-listing', () => {
-  const internalValues = [DEMO_WORKSPACE_ID, DEMO_ACCOUNT_SET_ID, 'user_demo_editor', '"iss_', 'cat_0', 'segment', 'subscriberCountTargeted'];
+  const internalValues = [
+    DEMO_WORKSPACE_ID,
+    DEMO_ACCOUNT_SET_ID,
+    'user_demo_editor',
+    '"iss_',
+    'cat_0',
+    'segment',
+    'subscriberCountTargeted',
+  ];
 
   it('lists issues with exactly the summary fields and categories as exactly { name, slug }', async () => {
     const { app } = createDemoApp();
@@ -579,7 +613,18 @@ describe('shape allow-listing', () => {
       const text = await res.text();
       const keys = collectKeys(JSON.parse(text));
       for (const key of [...INTERNAL_KEYS, 'secretNote', 'internalScore', 'sourceIssueId']) expect(keys.has(key)).toBe(false);
-      for (const value of ['ws_internal_9q8w', 'acct-set-internal-5e6f', 'iss_internal_0', 'cat_internal_alpha', 'user_internal_editor', 'internal-segment', 'editor-only-content', '4242', 'do-not-publish-this', 'src_internal_1']) {
+      for (const value of [
+        'ws_internal_9q8w',
+        'acct-set-internal-5e6f',
+        'iss_internal_0',
+        'cat_internal_alpha',
+        'user_internal_editor',
+        'internal-segment',
+        'editor-only-content',
+        '4242',
+        'do-not-publish-this',
+        'src_internal_1',
+      ]) {
         expect(text).not.toContain(value);
       }
     }
@@ -601,7 +646,9 @@ describe('an issue whose category slug breaks the slug rule', () => {
   ];
   // List Issues, and Get Issue by slug for the first row.
   const handler: FetchHandler = (call, index) =>
-    call.url.pathname === '/v1/newsletter/issues/by-slug/with-bad-category' ? jsonResponse({ ok: true, data: rows[0] }) : listIssuesHandler(rows)(call, index);
+    call.url.pathname === '/v1/newsletter/issues/by-slug/with-bad-category'
+      ? jsonResponse({ ok: true, data: rows[0] })
+      : listIssuesHandler(rows)(call, index);
 
   it('is listed and opened with category null: no link to a category that could never be opened', async () => {
     const { app } = createScriptedApp(handler);
@@ -687,7 +734,9 @@ describe('upstream failures on the archive (cold cache)', () => {
   });
 
   it('answers 503 UPSTREAM_UNAVAILABLE with Retry-After when the upstream call times out', async () => {
-    const { app, calls } = createScriptedApp(() => Promise.reject(new DOMException('The operation was aborted due to timeout', 'TimeoutError')));
+    const { app, calls } = createScriptedApp(() =>
+      Promise.reject(new DOMException('The operation was aborted due to timeout', 'TimeoutError')),
+    );
     const res = await app.request('/api/issues');
     expectErrorResponse(res, 503);
     expect(res.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
@@ -699,7 +748,10 @@ describe('upstream failures on the archive (cold cache)', () => {
 
   it('answers 503 with the upstream Retry-After of 7 seconds after a 429, and holds off further calls', async () => {
     const { app, calls } = createScriptedApp(() =>
-      jsonResponse({ ok: false, error: { code: 'RATE_LIMITED', message: UPSTREAM_WORDING } }, 429, { ...upstreamHeaders, 'Retry-After': '7' }),
+      jsonResponse({ ok: false, error: { code: 'RATE_LIMITED', message: UPSTREAM_WORDING } }, 429, {
+        ...upstreamHeaders,
+        'Retry-After': '7',
+      }),
     );
     const res = await app.request('/api/issues');
     expectErrorResponse(res, 503);
@@ -726,7 +778,9 @@ describe('upstream failures on the archive (cold cache)', () => {
 
   it('serves the archive when a retried 503 is followed by a success', async () => {
     const { app, calls } = createScriptedApp((call, index) =>
-      index === 0 ? jsonResponse({ ok: false, error: { code: 'BUSY', message: UPSTREAM_WORDING } }, 503) : listIssuesHandler([upstreamIssue(0)])(call, index),
+      index === 0
+        ? jsonResponse({ ok: false, error: { code: 'BUSY', message: UPSTREAM_WORDING } }, 503)
+        : listIssuesHandler([upstreamIssue(0)])(call, index),
     );
     const { res, body } = await getList(app, '/api/issues');
     expect(res.status).toBe(200);
@@ -735,15 +789,23 @@ describe('upstream failures on the archive (cold cache)', () => {
   });
 
   const malformed: [label: string, respond: () => Response][] = [
-    ['a body that is not JSON', () => new Response('{"ok": true, "data": [', { status: 200, headers: { 'Content-Type': 'application/json', ...upstreamHeaders } })],
-    ['an HTML error page with status 200', () => new Response(`<html>${UPSTREAM_WORDING}</html>`, { status: 200, headers: { 'Content-Type': 'text/html' } })],
+    [
+      'a body that is not JSON',
+      () => new Response('{"ok": true, "data": [', { status: 200, headers: { 'Content-Type': 'application/json', ...upstreamHeaders } }),
+    ],
+    [
+      'an HTML error page with status 200',
+      () => new Response(`<html>${UPSTREAM_WORDING}</html>`, { status: 200, headers: { 'Content-Type': 'text/html' } }),
+    ],
     ['data that is not an array', () => jsonResponse({ ok: true, data: { issues: [] } }, 200, upstreamHeaders)],
     ['ok: false with status 200', () => jsonResponse({ ok: false, error: { code: 'X', message: UPSTREAM_WORDING } }, 200, upstreamHeaders)],
     ['an empty body', () => new Response('', { status: 200 })],
   ];
 
   it('serves the archive without the rows that lack their required fields, and shows nothing of them', async () => {
-    const { app } = createScriptedApp(() => jsonResponse({ ok: true, data: [{ id: 42, slug: 'x', note: UPSTREAM_WORDING }] }, 200, upstreamHeaders));
+    const { app } = createScriptedApp(() =>
+      jsonResponse({ ok: true, data: [{ id: 42, slug: 'x', note: UPSTREAM_WORDING }] }, 200, upstreamHeaders),
+    );
     const res = await app.request('/api/issues');
     expect(res.status).toBe(200);
     expect(await res.text()).not.toContain(UPSTREAM_WORDING);

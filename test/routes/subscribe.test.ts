@@ -34,7 +34,12 @@ describe('POST /api/subscribe', () => {
       expect(response.status).toBe(204);
       expect(response.headers.get('access-control-allow-origin')).toBe('https://site.example');
       expect(response.headers.get('access-control-allow-methods')?.split(/\s*,\s*/)).toContain('POST');
-      expect(response.headers.get('access-control-allow-headers')?.toLowerCase().split(/\s*,\s*/)).toContain('content-type');
+      expect(
+        response.headers
+          .get('access-control-allow-headers')
+          ?.toLowerCase()
+          .split(/\s*,\s*/),
+      ).toContain('content-type');
       expect(response.headers.get('vary')).toMatch(/\bOrigin\b/);
       expect(calls).toHaveLength(0);
     });
@@ -77,7 +82,12 @@ describe('POST /api/subscribe', () => {
       });
       await postJson(app, { email: EMAIL, optInAttestation: true });
       expect(subscribeLogLines(logs)).toEqual([
-        expect.objectContaining({ outcome: 'refused_by_upstream', email: MASKED_EMAIL, upstreamStatus: '409', upstreamCode: 'SUBSCRIBER_BLOCKED' }),
+        expect.objectContaining({
+          outcome: 'refused_by_upstream',
+          email: MASKED_EMAIL,
+          upstreamStatus: '409',
+          upstreamCode: 'SUBSCRIBER_BLOCKED',
+        }),
       ]);
     });
 
@@ -162,7 +172,9 @@ describe('POST /api/subscribe: one error path', () => {
     expect(response.status).toBe(500);
     expect(await response.json()).toEqual({ ok: false, error: { code: 'INTERNAL_ERROR', message: 'Something went wrong.' } });
     expect(calls).toHaveLength(0);
-    expect(logs.entries().filter((line) => line.event === 'unhandled_error')).toEqual([expect.objectContaining({ message: 'repeat store exploded' })]);
+    expect(logs.entries().filter((line) => line.event === 'unhandled_error')).toEqual([
+      expect.objectContaining({ message: 'repeat store exploded' }),
+    ]);
     expect(subscribeLogLines(logs)).toEqual([]);
   });
 

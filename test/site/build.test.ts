@@ -44,7 +44,8 @@ describe('the static site built from the demo', () => {
       'page/5/index.html',
     ]);
     for (const category of demo.publication.categories) expect(demo.files.has(`categories/${category.slug}/index.html`)).toBe(true);
-    for (const file of ['feed.xml', 'sitemap.xml', 'robots.txt', '404.html', 'style.css', 'subscribe.js']) expect(demo.files.has(file)).toBe(true);
+    for (const file of ['feed.xml', 'sitemap.xml', 'robots.txt', '404.html', 'style.css', 'subscribe.js'])
+      expect(demo.files.has(file)).toBe(true);
   });
 
   it('lists issues as plain links on the archive pages, newest first, readable without JavaScript', () => {
@@ -75,10 +76,16 @@ describe('the static site built from the demo', () => {
     expect(attr(doc, 'meta[name="twitter:image"]', 'content')).toBe(issue.thumbnailUrl);
     expect(attr(doc, 'link[rel="alternate"][type="application/atom+xml"]', 'href')).toBe('/letters/feed.xml');
     const jsonLd = JSON.parse(textContent(all(doc, 'script[type="application/ld+json"]')));
-    expect(jsonLd).toMatchObject({ '@type': 'Article', headline: issue.subject, datePublished: issue.sentAt, url, image: [issue.thumbnailUrl] });
+    expect(jsonLd).toMatchObject({
+      '@type': 'Article',
+      headline: issue.subject,
+      datePublished: issue.sentAt,
+      url,
+      image: [issue.thumbnailUrl],
+    });
   });
 
-  it('shows the letter inline and its title once: the letter\'s own leading <h1> is dropped', () => {
+  it("shows the letter inline and its title once: the letter's own leading <h1> is dropped", () => {
     for (const issue of demo.publication.issues) {
       const doc = page(`issues/${issue.slug}/index.html`);
       expect(all(doc, 'h1').map((h) => textContent(h))).toEqual([issue.subject]);
@@ -92,7 +99,9 @@ describe('the static site built from the demo', () => {
       expect(all(doc, 'title'), path).toHaveLength(1);
       expect(attr(doc, 'meta[name="description"]', 'content'), path).toBeTruthy();
       expect(attr(doc, 'link[rel="icon"]', 'href'), path).toBe(new URL('favicon.svg', SITE_URL).pathname);
-      expect(attr(doc, 'link[rel="canonical"]', 'href'), path).toBe(path === '404.html' ? undefined : new URL(path.replace(/index\.html$/, ''), SITE_URL).href);
+      expect(attr(doc, 'link[rel="canonical"]', 'href'), path).toBe(
+        path === '404.html' ? undefined : new URL(path.replace(/index\.html$/, ''), SITE_URL).href,
+      );
       const form = all(doc, 'form[data-newsletter-subscribe]');
       expect(form, path).toHaveLength(1);
       expect(form[0]!.attribs.method).toBe('post');
@@ -125,8 +134,15 @@ describe('the static site built from the demo', () => {
     // An older issue edited after the newest was sent.
     const issues = demo.publication.issues.map((issue, at) => (at === 3 ? { ...issue, updatedAt: '2027-03-04T05:06:07.000Z' } : issue));
     const files = buildSite({ ...demo.publication, issues }, siteOptions(assets));
-    const lastmod = new Map([...files.get('sitemap.xml')!.matchAll(/<loc>([^<]+)<\/loc>\s*<lastmod>([^<]+)<\/lastmod>/g)].map((m) => [m[1], m[2]]));
-    const changed = (issue: IssueDetail) => [issue.updatedAt, issue.sentAt].filter((date): date is string => date !== null).sort().at(-1)!.slice(0, 10);
+    const lastmod = new Map(
+      [...files.get('sitemap.xml')!.matchAll(/<loc>([^<]+)<\/loc>\s*<lastmod>([^<]+)<\/lastmod>/g)].map((m) => [m[1], m[2]]),
+    );
+    const changed = (issue: IssueDetail) =>
+      [issue.updatedAt, issue.sentAt]
+        .filter((date): date is string => date !== null)
+        .sort()
+        .at(-1)!
+        .slice(0, 10);
     for (const issue of issues) expect(lastmod.get(`${SITE_URL}issues/${issue.slug}/`)).toBe(changed(issue));
     expect(lastmod.get(`${SITE_URL}issues/${issues[3]!.slug}/`)).toBe('2027-03-04');
     expect(lastmod.get(SITE_URL)).toBe('2027-03-04');
@@ -136,14 +152,17 @@ describe('the static site built from the demo', () => {
 
   it('links each issue page to the newer and older issue, none at the ends, and shows its reading time', () => {
     const issues = demo.publication.issues;
-    const links = (slug: string) => all(page(`issues/${slug}/index.html`), '.neighbours a').map((a) => [a.attribs.rel, a.attribs.href, textContent(a)]);
+    const links = (slug: string) =>
+      all(page(`issues/${slug}/index.html`), '.neighbours a').map((a) => [a.attribs.rel, a.attribs.href, textContent(a)]);
     expect(links(issues[0]!.slug)).toEqual([['next', `/letters/issues/${issues[1]!.slug}/`, `Older: ${issues[1]!.subject} →`]]);
     expect(links(issues[5]!.slug)).toEqual([
       ['prev', `/letters/issues/${issues[4]!.slug}/`, `← Newer: ${issues[4]!.subject}`],
       ['next', `/letters/issues/${issues[6]!.slug}/`, `Older: ${issues[6]!.subject} →`],
     ]);
     expect(links(issues.at(-1)!.slug)).toEqual([['prev', `/letters/issues/${issues.at(-2)!.slug}/`, `← Newer: ${issues.at(-2)!.subject}`]]);
-    expect(textContent(all(page(`issues/${issues[0]!.slug}/index.html`), '.issue-header .meta')[0]!)).toContain(`${issues[0]!.readingMinutes} min read`);
+    expect(textContent(all(page(`issues/${issues[0]!.slug}/index.html`), '.issue-header .meta')[0]!)).toContain(
+      `${issues[0]!.readingMinutes} min read`,
+    );
     expect(textContent(all(page('index.html'), '.issue-card .meta')[0]!)).toContain(`${issues[0]!.readingMinutes} min read`);
   });
 
@@ -157,7 +176,9 @@ describe('the static site built from the demo', () => {
     expect(script.attribs['data-root']).toBe('/letters/');
     expect(script.attribs['data-api']).toBe(API_URL);
     const items = all(search, '.all-issues li');
-    expect(items.map((item) => all(item, 'a')[0]!.attribs.href)).toEqual(demo.publication.issues.map((issue) => `/letters/issues/${issue.slug}/`));
+    expect(items.map((item) => all(item, 'a')[0]!.attribs.href)).toEqual(
+      demo.publication.issues.map((issue) => `/letters/issues/${issue.slug}/`),
+    );
     expect(items[0]!.attribs['data-words']).toContain('planning');
     expect(demo.files.get('search.js')).toContain('/api/issues?');
   });
@@ -271,14 +292,27 @@ describe('a publication whose issues name a category the categories route does n
     const issue = letterIn('orphan', { name: 'Unlisted', slug: 'unlisted' });
     const files = buildSite({ issues: [issue], categories: [{ name: 'Listed', slug: 'listed' }] }, siteOptions(assets));
     expect(files.has('categories/unlisted/index.html')).toBe(true);
-    expect(all(parseHtml(files.get('index.html')!), '.categories a').map((a) => textContent(a))).toEqual(['All issues', 'Listed', 'Unlisted']);
+    expect(all(parseHtml(files.get('index.html')!), '.categories a').map((a) => textContent(a))).toEqual([
+      'All issues',
+      'Listed',
+      'Unlisted',
+    ]);
   });
 });
 
 describe('a publication from a service that passes an issue category whose slug cannot be a folder', () => {
   it('shows that category by name without a link, writes no page for it, and every link resolves', () => {
     const issue = letterIn('ampersand', { name: 'Cats & Dogs', slug: 'c&d' });
-    const files = buildSite({ issues: [issue], categories: [{ name: 'Listed', slug: 'listed' }, { name: 'Cats & Dogs', slug: 'c&d' }] }, siteOptions(assets));
+    const files = buildSite(
+      {
+        issues: [issue],
+        categories: [
+          { name: 'Listed', slug: 'listed' },
+          { name: 'Cats & Dogs', slug: 'c&d' },
+        ],
+      },
+      siteOptions(assets),
+    );
     expect([...files.keys()].filter((path) => path.startsWith('categories/'))).toEqual(['categories/listed/index.html']);
     const index = parseHtml(files.get('index.html')!);
     expect(all(index, 'a.category')).toEqual([]);

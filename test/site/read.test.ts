@@ -40,9 +40,7 @@ describe('readPublication', () => {
     const fetch = async () => {
       throw new TypeError('fetch failed');
     };
-    await expect(readPublication({ apiUrl: API_URL, fetch })).rejects.toThrow(
-      `could not read /api/issues from ${API_URL}: fetch failed`,
-    );
+    await expect(readPublication({ apiUrl: API_URL, fetch })).rejects.toThrow(`could not read /api/issues from ${API_URL}: fetch failed`);
   });
 
   it('waits the Retry-After of a 503 or 429 and asks again, then reads on', async () => {
@@ -55,7 +53,10 @@ describe('readPublication', () => {
 
   it('reads a Retry-After date against its clock, and never waits more than a minute at once', async () => {
     const now = () => Date.parse('2026-01-01T00:00:00Z');
-    const service = refusingThenDemo([() => busy(503, { 'Retry-After': 'Thu, 01 Jan 2026 00:00:30 GMT' }), () => busy(503, { 'Retry-After': '86400' })]);
+    const service = refusingThenDemo([
+      () => busy(503, { 'Retry-After': 'Thu, 01 Jan 2026 00:00:30 GMT' }),
+      () => busy(503, { 'Retry-After': '86400' }),
+    ]);
     await readPublication({ apiUrl: API_URL, fetch: service.fetch, sleep: service.sleep, now });
     expect(service.waits).toEqual([30_000, 60_000]);
   });

@@ -27,7 +27,11 @@ function filesContaining(files: ReadonlyMap<string, string>, text: string): stri
 
 describe('site:build against a default service of 450 issues from the fake upstream', () => {
   it('reads every issue and writes its page, with no setting raised', async () => {
-    const fake = createFakeUpstream({ apiKey: API_KEY, baseUrl: 'https://upstream.test/v1', publication: createArchive({ issues: ISSUES }) });
+    const fake = createFakeUpstream({
+      apiKey: API_KEY,
+      baseUrl: 'https://upstream.test/v1',
+      publication: createArchive({ issues: ISSUES }),
+    });
     const service = createDefaultService({ NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl }, fake.fetch);
     const publication = await readPublication({ apiUrl: API_URL, fetch: service.fetch, sleep: service.sleep, now: service.now });
     expect(publication.issues).toHaveLength(ISSUES);
@@ -43,10 +47,21 @@ describe('site:build against a default service of 450 issues from the fake upstr
 
 describe('site:build --read-upstream (the service in the build process, the key from the environment)', () => {
   it('reads 450 issues from the upstream and never puts the key in the site or a log line', async () => {
-    const fake = createFakeUpstream({ apiKey: API_KEY, baseUrl: 'https://upstream.test/v1', publication: createArchive({ issues: ISSUES }) });
+    const fake = createFakeUpstream({
+      apiKey: API_KEY,
+      baseUrl: 'https://upstream.test/v1',
+      publication: createArchive({ issues: ISSUES }),
+    });
     const lines: string[] = [];
-    const fetch = createInProcessService({ NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl }, { fetch: fake.fetch, write: (line) => lines.push(line) });
-    const publication = await readPublication({ apiUrl: API_URL, fetch, sleep: async () => expect.unreachable('a build in process is never refused') });
+    const fetch = createInProcessService(
+      { NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: fake.baseUrl },
+      { fetch: fake.fetch, write: (line) => lines.push(line) },
+    );
+    const publication = await readPublication({
+      apiUrl: API_URL,
+      fetch,
+      sleep: async () => expect.unreachable('a build in process is never refused'),
+    });
     expect(publication.issues).toHaveLength(ISSUES);
     expect(fake.callsFor(BY_SLUG)).toBe(0);
     const files = buildSite(publication, siteOptions(assets));
@@ -55,9 +70,12 @@ describe('site:build --read-upstream (the service in the build process, the key 
   });
 
   it('refuses to start on a configuration the service would refuse, naming the variable, never the key', () => {
-    expect(() => createInProcessService({ NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: 'http://upstream.example/v1' }, { write: () => undefined })).toThrow(
-      /NEWSLETTER_API_BASE_URL/,
-    );
+    expect(() =>
+      createInProcessService(
+        { NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: 'http://upstream.example/v1' },
+        { write: () => undefined },
+      ),
+    ).toThrow(/NEWSLETTER_API_BASE_URL/);
     try {
       createInProcessService({ NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: 'nope' }, { write: () => undefined });
     } catch (error) {
@@ -81,8 +99,20 @@ describe('npm run site:build -- --read-upstream (the built command)', () => {
   it('writes the site from the upstream with the key from the environment; the key is in no file and no output', async () => {
     const child = spawn(
       process.execPath,
-      ['dist/tools/site/main.js', '--read-upstream', '--api', 'https://news-api.example.com', '--site-url', 'https://news.example.com/', '--out', out],
-      { env: { PATH: process.env.PATH, NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: upstream.baseUrl, NODE_ENV: 'production' }, stdio: ['ignore', 'pipe', 'pipe'] },
+      [
+        'dist/tools/site/main.js',
+        '--read-upstream',
+        '--api',
+        'https://news-api.example.com',
+        '--site-url',
+        'https://news.example.com/',
+        '--out',
+        out,
+      ],
+      {
+        env: { PATH: process.env.PATH, NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: upstream.baseUrl, NODE_ENV: 'production' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -2,7 +2,17 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TURNSTILE_RESPONSE_FIELD } from '../../src/core/subscribe/challenge.js';
 import { closeServer, createScriptedFetch, createTestApp } from '../helpers.js';
-import { BROWSER_ACCEPT, EMAIL, REDIRECT_URL, expectAccepted, expectErrorCode, expectRedirect, postForm, postJson, subscriberCreated } from './support.js';
+import {
+  BROWSER_ACCEPT,
+  EMAIL,
+  REDIRECT_URL,
+  expectAccepted,
+  expectErrorCode,
+  expectRedirect,
+  postForm,
+  postJson,
+  subscriberCreated,
+} from './support.js';
 
 // docs/contract.md "POST /api/subscribe": the Turnstile check, against a fake siteverify on loopback.
 
@@ -141,7 +151,11 @@ describe('POST /api/subscribe with Turnstile', () => {
   it('sends a form post without a valid token back with ?subscribe_error=CAPTCHA_FAILED', async () => {
     const verifier = await startVerifier();
     const { app, calls } = createChallengedApp(verifier.url, { SUBSCRIBE_REDIRECT_URL: REDIRECT_URL });
-    const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', [TURNSTILE_RESPONSE_FIELD]: 'forged' }, { Accept: BROWSER_ACCEPT });
+    const response = await postForm(
+      app,
+      { email: EMAIL, optInAttestation: 'on', [TURNSTILE_RESPONSE_FIELD]: 'forged' },
+      { Accept: BROWSER_ACCEPT },
+    );
     expect(expectRedirect(response).searchParams.get('subscribe_error')).toBe('CAPTCHA_FAILED');
     expect(calls).toHaveLength(0);
   });
@@ -158,7 +172,9 @@ describe('POST /api/subscribe with Turnstile', () => {
     expect(response.headers.get('retry-after')).toBe('5');
     await expectErrorCode(response, 503, 'UPSTREAM_UNAVAILABLE');
     expect(calls).toHaveLength(0);
-    expect(subscribeLines()).toEqual([expect.objectContaining({ outcome: 'failed', reason: 'CAPTCHA_UNAVAILABLE', captcha: reason, level })]);
+    expect(subscribeLines()).toEqual([
+      expect.objectContaining({ outcome: 'failed', reason: 'CAPTCHA_UNAVAILABLE', captcha: reason, level }),
+    ]);
     expect(logs.lines.join('\n')).not.toContain(SECRET);
   });
 
@@ -173,7 +189,10 @@ describe('POST /api/subscribe with Turnstile', () => {
 
   it('runs the honeypot, rate limit, origin and validation checks first, spending no token on them', async () => {
     const verifier = await startVerifier();
-    const { app, calls } = createChallengedApp(verifier.url, { SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '3', ALLOWED_ORIGINS: 'https://site.example' });
+    const { app, calls } = createChallengedApp(verifier.url, {
+      SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '3',
+      ALLOWED_ORIGINS: 'https://site.example',
+    });
     await expectAccepted(await postJson(app, { ...subscription('pass-1'), website: 'spam' }));
     await expectErrorCode(await postJson(app, subscription('pass-2'), { Origin: 'https://evil.example' }), 403, 'FORBIDDEN_ORIGIN');
     await expectErrorCode(await postJson(app, { ...subscription('pass-3'), email: 'nope' }), 422, 'VALIDATION_ERROR');

@@ -36,10 +36,7 @@ describe('POST /api/subscribe', () => {
       expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200]);
       expect(new Set(replies.map((reply) => reply.type)).size).toBe(1);
       // The repeat of jane@example.com was answered without a second upstream call.
-      expect(calls.map((call) => (JSON.parse(call.body ?? '{}') as { email: string }).email)).toEqual([
-        EMAIL,
-        'refused@example.com',
-      ]);
+      expect(calls.map((call) => (JSON.parse(call.body ?? '{}') as { email: string }).email)).toEqual([EMAIL, 'refused@example.com']);
     });
 
     it('answers the same address again within 10 minutes without a second upstream call', async () => {
@@ -70,16 +67,13 @@ describe('POST /api/subscribe', () => {
       { status: 400, code: 'NOT_FOUND' },
       { status: 409, code: 'SUBSCRIBER_BLOCKED' },
       { status: 410, code: 'SUBSCRIBER_UNSUBSCRIBED' },
-    ])(
-      'answers 200 with the success body when the upstream refuses the address with $status $code',
-      async ({ status, code }) => {
-        const { app, calls } = createSubscribeApp({
-          handler: () => upstreamFailure(status, code, `Subscriber ${EMAIL} cannot be subscribed: it is ${code}`),
-        });
-        await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }));
-        expect(calls).toHaveLength(1);
-      },
-    );
+    ])('answers 200 with the success body when the upstream refuses the address with $status $code', async ({ status, code }) => {
+      const { app, calls } = createSubscribeApp({
+        handler: () => upstreamFailure(status, code, `Subscriber ${EMAIL} cannot be subscribed: it is ${code}`),
+      });
+      await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }));
+      expect(calls).toHaveLength(1);
+    });
 
     // Issue 4: "any upstream 4xx other than 401/422/429" gets the identical reply. A 403 that only
     // some addresses get would otherwise tell a caller those addresses are special.
@@ -133,9 +127,7 @@ describe('POST /api/subscribe', () => {
     it("answers the demo upstream's blocked address exactly like a new address", async () => {
       const clock = createFakeClock();
       const demo = createDemoUpstream({ apiKey: TEST_API_KEY, now: clock.now });
-      const upstream = createScriptedFetch((call) =>
-        demo.fetch(call.url, { method: call.method, headers: call.headers, body: call.body }),
-      );
+      const upstream = createScriptedFetch((call) => demo.fetch(call.url, { method: call.method, headers: call.headers, body: call.body }));
       const { app } = createTestApp({ fetch: upstream.fetch, clock, env: { NEWSLETTER_API_BASE_URL: demo.baseUrl } });
 
       const fresh = await postJson(app, { email: 'new-reader@example.com', optInAttestation: true });
@@ -161,7 +153,11 @@ describe('POST /api/subscribe', () => {
           jsonResponse(
             {
               ok: false,
-              error: { code: 'VALIDATION_ERROR', message: upstreamMessage, details: [{ path: 'email', message: 'Disposable domain rejected' }] },
+              error: {
+                code: 'VALIDATION_ERROR',
+                message: upstreamMessage,
+                details: [{ path: 'email', message: 'Disposable domain rejected' }],
+              },
             },
             422,
           ),

@@ -1,13 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TEST_API_KEY } from '../helpers.js';
-import {
-  EMAIL,
-  createSubscribeApp,
-  postJson,
-  postForm,
-  forwardedBody,
-  expectAccepted,
-} from './support.js';
+import { EMAIL, createSubscribeApp, postJson, postForm, forwardedBody, expectAccepted } from './support.js';
 
 // docs/contract.md "POST /api/subscribe": the Create Subscriber body, built field by field from the visitor's input and the configuration.
 
@@ -95,14 +88,18 @@ describe('POST /api/subscribe', () => {
 
     it('sends the API key as a bearer token and passes on no header of the visitor', async () => {
       const { app, calls } = createSubscribeApp();
-      await postJson(app, { email: EMAIL, optInAttestation: true }, {
-        Cookie: 'session=visitor-cookie',
-        'X-Forwarded-For': '198.51.100.23',
-        'User-Agent': 'VisitorBrowser/1.0',
-        Referer: 'https://site.example/newsletter',
-        Origin: 'https://site.example',
-        'X-Custom-Visitor': 'visitor-value',
-      });
+      await postJson(
+        app,
+        { email: EMAIL, optInAttestation: true },
+        {
+          Cookie: 'session=visitor-cookie',
+          'X-Forwarded-For': '198.51.100.23',
+          'User-Agent': 'VisitorBrowser/1.0',
+          Referer: 'https://site.example/newsletter',
+          Origin: 'https://site.example',
+          'X-Custom-Visitor': 'visitor-value',
+        },
+      );
       expect(calls).toHaveLength(1);
       const headers = calls[0]?.headers ?? new Headers();
       expect(headers.get('authorization')).toBe(`Bearer ${TEST_API_KEY}`);

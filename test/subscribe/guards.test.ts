@@ -28,11 +28,7 @@ describe('POST /api/subscribe', () => {
 
     it('answers a filled honeypot in a form post with the success body and makes no upstream call', async () => {
       const { app, calls } = createSubscribeApp();
-      const response = await postForm(
-        app,
-        { email: EMAIL, optInAttestation: 'on', website: 'spam' },
-        { Accept: 'application/json' },
-      );
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', website: 'spam' }, { Accept: 'application/json' });
       await expectAccepted(response);
       expect(calls).toHaveLength(0);
     });
@@ -116,7 +112,11 @@ describe('POST /api/subscribe', () => {
       for (let attempt = 1; attempt <= 10; attempt += 1) {
         await expectAccepted(await postJson(app, { email: `reader${attempt}@example.com`, optInAttestation: true }, fromIp('192.0.2.1')));
       }
-      await expectErrorCode(await postJson(app, { email: 'reader11@example.com', optInAttestation: true }, fromIp('192.0.2.1')), 429, 'RATE_LIMITED');
+      await expectErrorCode(
+        await postJson(app, { email: 'reader11@example.com', optInAttestation: true }, fromIp('192.0.2.1')),
+        429,
+        'RATE_LIMITED',
+      );
       expect(calls).toHaveLength(10);
     });
 
@@ -207,7 +207,13 @@ describe('POST /api/subscribe', () => {
     });
 
     it('counts every address of one IPv6 /64 as one visitor, and another /64 apart', async () => {
-      const { statuses } = await statusesFor(['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2:abcd::9', '2001:DB8:1:2::ffff', '2001:db8:1:3::1']);
+      const { statuses } = await statusesFor([
+        '2001:db8:1:2::1',
+        '2001:db8:1:2::2',
+        '2001:db8:1:2:abcd::9',
+        '2001:DB8:1:2::ffff',
+        '2001:db8:1:3::1',
+      ]);
       expect(statuses).toEqual([200, 200, 200, 429, 200]);
     });
 
@@ -247,14 +253,22 @@ describe('POST /api/subscribe', () => {
 
     it('sends a post without JavaScript from a foreign Origin to SUBSCRIBE_REDIRECT_URL with ?subscribe_error=FORBIDDEN_ORIGIN', async () => {
       const { app, calls } = createSubscribeApp({ env: { ...env, SUBSCRIBE_REDIRECT_URL: REDIRECT_URL } });
-      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Origin: 'https://evil.example', Accept: BROWSER_ACCEPT });
+      const response = await postForm(
+        app,
+        { email: EMAIL, optInAttestation: 'on' },
+        { Origin: 'https://evil.example', Accept: BROWSER_ACCEPT },
+      );
       expect(expectRedirect(response).href).toBe(`${REDIRECT_URL}?subscribe_error=FORBIDDEN_ORIGIN#subscribe-error`);
       expect(calls).toHaveLength(0);
     });
 
     it('answers a form post from a foreign Origin that asks for JSON with the JSON envelope', async () => {
       const { app, calls } = createSubscribeApp({ env: { ...env, SUBSCRIBE_REDIRECT_URL: REDIRECT_URL } });
-      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Origin: 'https://evil.example', Accept: 'application/json' });
+      const response = await postForm(
+        app,
+        { email: EMAIL, optInAttestation: 'on' },
+        { Origin: 'https://evil.example', Accept: 'application/json' },
+      );
       await expectErrorCode(response, 403, 'FORBIDDEN_ORIGIN');
       expect(calls).toHaveLength(0);
     });

@@ -111,12 +111,14 @@ describe('POST /api/subscribe', () => {
       expect(calls).toHaveLength(0);
     });
 
-    it.each([
-      { label: 'an array', raw: '[{"email":"jane@example.com","optInAttestation":true}]' },
-      { label: 'a string', raw: '"jane@example.com"' },
-      { label: 'null', raw: 'null' },
-      { label: 'a number', raw: '42' },
-    ].map((entry) => [entry.label, entry] as const))('returns 422 (never 500) and makes no upstream call when the JSON body is %s', async (_label, { raw }) => {
+    it.each(
+      [
+        { label: 'an array', raw: '[{"email":"jane@example.com","optInAttestation":true}]' },
+        { label: 'a string', raw: '"jane@example.com"' },
+        { label: 'null', raw: 'null' },
+        { label: 'a number', raw: '42' },
+      ].map((entry) => [entry.label, entry] as const),
+    )('returns 422 (never 500) and makes no upstream call when the JSON body is %s', async (_label, { raw }) => {
       const { app, calls } = createSubscribeApp();
       const response = await postJson(app, raw);
       await expectValidationError(response, '(body)');
@@ -125,26 +127,32 @@ describe('POST /api/subscribe', () => {
   });
 
   describe('validation', () => {
-    it.each([
-      { label: 'email is missing', body: { optInAttestation: true }, path: 'email' },
-      { label: 'email is empty', body: { email: '   ', optInAttestation: true }, path: 'email' },
-      { label: 'email is not an address', body: { email: 'not-an-email', optInAttestation: true }, path: 'email' },
-      { label: 'email is not a string', body: { email: ['jane@example.com'], optInAttestation: true }, path: 'email' },
-      { label: 'email is 255 characters long', body: { email: emailOfLength(255), optInAttestation: true }, path: 'email' },
-      { label: 'email contains CR/LF', body: { email: 'jane@example.com\r\nBcc: x@example.com', optInAttestation: true }, path: 'email' },
-      { label: 'email contains a bare LF', body: { email: 'jane\n@example.com', optInAttestation: true }, path: 'email' },
-      { label: 'email contains NUL', body: { email: 'jane@example.com\u0000', optInAttestation: true }, path: 'email' },
-      { label: 'optInAttestation is missing', body: { email: EMAIL }, path: 'optInAttestation' },
-      { label: 'optInAttestation is false', body: { email: EMAIL, optInAttestation: false }, path: 'optInAttestation' },
-      { label: 'optInAttestation is "false"', body: { email: EMAIL, optInAttestation: 'false' }, path: 'optInAttestation' },
-      { label: 'optInAttestation is "no"', body: { email: EMAIL, optInAttestation: 'no' }, path: 'optInAttestation' },
-      { label: 'optInAttestation is 0', body: { email: EMAIL, optInAttestation: 0 }, path: 'optInAttestation' },
-      { label: 'optInAttestation is "maybe"', body: { email: EMAIL, optInAttestation: 'maybe' }, path: 'optInAttestation' },
-      { label: 'optInAttestation is null', body: { email: EMAIL, optInAttestation: null }, path: 'optInAttestation' },
-      { label: 'source is over 160 characters', body: { email: EMAIL, optInAttestation: true, source: 's'.repeat(161) }, path: 'source' },
-      { label: 'source contains CR/LF', body: { email: EMAIL, optInAttestation: true, source: 'footer\r\nInjected: 1' }, path: 'source' },
-      { label: "sourcePlatform is 'facebook'", body: { email: EMAIL, optInAttestation: true, sourcePlatform: 'facebook' }, path: 'sourcePlatform' },
-    ].map((entry) => [entry.label, entry] as const))('returns 422 and makes no upstream call when %s', async (_label, { body, path }) => {
+    it.each(
+      [
+        { label: 'email is missing', body: { optInAttestation: true }, path: 'email' },
+        { label: 'email is empty', body: { email: '   ', optInAttestation: true }, path: 'email' },
+        { label: 'email is not an address', body: { email: 'not-an-email', optInAttestation: true }, path: 'email' },
+        { label: 'email is not a string', body: { email: ['jane@example.com'], optInAttestation: true }, path: 'email' },
+        { label: 'email is 255 characters long', body: { email: emailOfLength(255), optInAttestation: true }, path: 'email' },
+        { label: 'email contains CR/LF', body: { email: 'jane@example.com\r\nBcc: x@example.com', optInAttestation: true }, path: 'email' },
+        { label: 'email contains a bare LF', body: { email: 'jane\n@example.com', optInAttestation: true }, path: 'email' },
+        { label: 'email contains NUL', body: { email: 'jane@example.com\u0000', optInAttestation: true }, path: 'email' },
+        { label: 'optInAttestation is missing', body: { email: EMAIL }, path: 'optInAttestation' },
+        { label: 'optInAttestation is false', body: { email: EMAIL, optInAttestation: false }, path: 'optInAttestation' },
+        { label: 'optInAttestation is "false"', body: { email: EMAIL, optInAttestation: 'false' }, path: 'optInAttestation' },
+        { label: 'optInAttestation is "no"', body: { email: EMAIL, optInAttestation: 'no' }, path: 'optInAttestation' },
+        { label: 'optInAttestation is 0', body: { email: EMAIL, optInAttestation: 0 }, path: 'optInAttestation' },
+        { label: 'optInAttestation is "maybe"', body: { email: EMAIL, optInAttestation: 'maybe' }, path: 'optInAttestation' },
+        { label: 'optInAttestation is null', body: { email: EMAIL, optInAttestation: null }, path: 'optInAttestation' },
+        { label: 'source is over 160 characters', body: { email: EMAIL, optInAttestation: true, source: 's'.repeat(161) }, path: 'source' },
+        { label: 'source contains CR/LF', body: { email: EMAIL, optInAttestation: true, source: 'footer\r\nInjected: 1' }, path: 'source' },
+        {
+          label: "sourcePlatform is 'facebook'",
+          body: { email: EMAIL, optInAttestation: true, sourcePlatform: 'facebook' },
+          path: 'sourcePlatform',
+        },
+      ].map((entry) => [entry.label, entry] as const),
+    )('returns 422 and makes no upstream call when %s', async (_label, { body, path }) => {
       const { app, calls } = createSubscribeApp();
       const response = await postJson(app, body);
       await expectValidationError(response, path);
@@ -238,7 +246,10 @@ describe('POST /api/subscribe', () => {
       const { app, calls } = createSubscribeApp();
       await expectAccepted(await postJson(app, { email: 'info@xn--e1afmkfd.xn--p1ai', optInAttestation: true }));
       await expectAccepted(await postForm(app, { email: 'kontakt@пример.рф', optInAttestation: 'on' }, { Accept: 'application/json' }));
-      expect(calls.map((call) => (forwardedBody(call) as { email: string }).email)).toEqual(['info@xn--e1afmkfd.xn--p1ai', 'kontakt@xn--e1afmkfd.xn--p1ai']);
+      expect(calls.map((call) => (forwardedBody(call) as { email: string }).email)).toEqual([
+        'info@xn--e1afmkfd.xn--p1ai',
+        'kontakt@xn--e1afmkfd.xn--p1ai',
+      ]);
     });
 
     it('returns 422 for a local part in Unicode, which the upstream cannot be relied on to deliver', async () => {
@@ -282,7 +293,9 @@ describe('createSubscribeInputSchema', () => {
 
   it('accepts only the boolean true from JSON, not its text', () => {
     expect(parseOrThrow(jsonSchema, { email: EMAIL, optInAttestation: true }).optInAttestation).toBe(true);
-    expect(() => parseOrThrow(jsonSchema, { email: EMAIL, optInAttestation: 'true' })).toThrow(expect.objectContaining({ code: 'VALIDATION_ERROR' }));
+    expect(() => parseOrThrow(jsonSchema, { email: EMAIL, optInAttestation: 'true' })).toThrow(
+      expect.objectContaining({ code: 'VALIDATION_ERROR' }),
+    );
   });
 
   it('trims the address and turns a blank source or platform into none', () => {

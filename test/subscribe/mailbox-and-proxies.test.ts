@@ -55,7 +55,12 @@ describe('one mailbox, one address', () => {
 describe('throwaway addresses (SUBSCRIBE_BLOCK_DISPOSABLE)', () => {
   it(`reads mailchecker's list: a listed domain and its subdomains, not ordinary ones`, async () => {
     const isDisposable = await loadDisposableDomains();
-    expect(['mailinator.com', 'MAILINATOR.com', 'x.mailinator.com', 'guerrillamail.com'].map(isDisposable)).toEqual([true, true, true, true]);
+    expect(['mailinator.com', 'MAILINATOR.com', 'x.mailinator.com', 'guerrillamail.com'].map(isDisposable)).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
     expect(['gmail.com', 'example.com', 'proton.me', 'com'].map(isDisposable)).toEqual([false, false, false, false]);
   });
 
@@ -81,7 +86,11 @@ describe('throwaway addresses (SUBSCRIBE_BLOCK_DISPOSABLE)', () => {
 describe('trusted proxies by address (TRUSTED_PROXIES)', () => {
   const env = { SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '3', TRUSTED_PROXIES: '10.0.0.0/8' };
   const post = (app: ReturnType<typeof createMultiClientApp>['app'], n: number, socket: string, forwarded: string) =>
-    postJson(app, { email: `reader${n}@example.com`, optInAttestation: true }, { 'X-Test-Socket-Ip': socket, 'X-Forwarded-For': forwarded });
+    postJson(
+      app,
+      { email: `reader${n}@example.com`, optInAttestation: true },
+      { 'X-Test-Socket-Ip': socket, 'X-Forwarded-For': forwarded },
+    );
 
   it('does not read X-Forwarded-For from a client that reaches the port directly: 3 of 6 spoofed posts pass a limit of 3', async () => {
     const { app, calls } = createMultiClientApp(env);

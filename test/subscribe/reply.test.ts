@@ -101,11 +101,7 @@ describe('POST /api/subscribe', () => {
 
     it('redirects an oversized form post to ?subscribe_error=PAYLOAD_TOO_LARGE with no upstream call', async () => {
       const { app, calls } = createSubscribeApp({ env: redirectEnv });
-      const response = await postForm(
-        app,
-        { email: EMAIL, optInAttestation: 'on', padding: 'x'.repeat(9000) },
-        { Accept: BROWSER_ACCEPT },
-      );
+      const response = await postForm(app, { email: EMAIL, optInAttestation: 'on', padding: 'x'.repeat(9000) }, { Accept: BROWSER_ACCEPT });
       expect(expectRedirect(response).searchParams.get('subscribe_error')).toBe('PAYLOAD_TOO_LARGE');
       expect(calls).toHaveLength(0);
     });
@@ -189,7 +185,11 @@ describe('POST /api/subscribe', () => {
         const headers = { Accept: BROWSER_ACCEPT, Origin: 'https://blog.example', Referer: 'https://blog.example/' };
         const elsewhere = await postForm(app, { email: EMAIL, optInAttestation: 'on', returnTo: 'https://evil.example/phish' }, headers);
         expect(expectRedirect(elsewhere).href).toBe('https://blog.example/?subscribed=1#subscribed');
-        const anonymous = await postForm(app, { email: 'b@example.com', optInAttestation: 'on', returnTo: 'https://evil.example/phish' }, { Accept: BROWSER_ACCEPT });
+        const anonymous = await postForm(
+          app,
+          { email: 'b@example.com', optInAttestation: 'on', returnTo: 'https://evil.example/phish' },
+          { Accept: BROWSER_ACCEPT },
+        );
         await expectAccepted(anonymous);
       });
 
@@ -201,7 +201,13 @@ describe('POST /api/subscribe', () => {
 
       it('is not read from a JSON post, which gets JSON', async () => {
         const { app } = createSubscribeApp();
-        await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true, returnTo: 'https://site.example/page/2/' }, { Origin: 'https://site.example' }));
+        await expectAccepted(
+          await postJson(
+            app,
+            { email: EMAIL, optInAttestation: true, returnTo: 'https://site.example/page/2/' },
+            { Origin: 'https://site.example' },
+          ),
+        );
       });
     });
 
@@ -260,17 +266,20 @@ describe('POST /api/subscribe', () => {
       await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }, { Accept: BROWSER_ACCEPT }));
     });
 
-    it.each([
-      { label: '200', send: (app: TestApp) => postJson(app, { email: EMAIL, optInAttestation: true }) },
-      { label: '303', send: (app: TestApp) => postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Accept: BROWSER_ACCEPT }) },
-      { label: '403', send: (app: TestApp) => postJson(app, {}, { Origin: 'https://evil.example' }) },
-      { label: '413', send: (app: TestApp) => postChunked(app, 'x'.repeat(9000)) },
-      {
-        label: '415',
-        send: (app: TestApp) => Promise.resolve(app.request(PATH, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'x' })),
-      },
-      { label: '422', send: (app: TestApp) => postJson(app, { email: EMAIL }) },
-    ].map((entry) => [entry.label, entry] as const))('marks a %s subscribe response Cache-Control: no-store', async (label, { send }) => {
+    it.each(
+      [
+        { label: '200', send: (app: TestApp) => postJson(app, { email: EMAIL, optInAttestation: true }) },
+        { label: '303', send: (app: TestApp) => postForm(app, { email: EMAIL, optInAttestation: 'on' }, { Accept: BROWSER_ACCEPT }) },
+        { label: '403', send: (app: TestApp) => postJson(app, {}, { Origin: 'https://evil.example' }) },
+        { label: '413', send: (app: TestApp) => postChunked(app, 'x'.repeat(9000)) },
+        {
+          label: '415',
+          send: (app: TestApp) =>
+            Promise.resolve(app.request(PATH, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: 'x' })),
+        },
+        { label: '422', send: (app: TestApp) => postJson(app, { email: EMAIL }) },
+      ].map((entry) => [entry.label, entry] as const),
+    )('marks a %s subscribe response Cache-Control: no-store', async (label, { send }) => {
       const { app } = createSubscribeApp({ env: redirectEnv });
       const response = await send(app);
       expect(String(response.status)).toBe(label);
@@ -278,7 +287,6 @@ describe('POST /api/subscribe', () => {
     });
   });
 });
-
 
 describe('redirectTarget and reply on their own', () => {
   /** A bare app that answers every POST with `reply`, optionally with an error. */
@@ -293,14 +301,20 @@ describe('redirectTarget and reply on their own', () => {
   });
 
   it('sends a form post back to an allowed referring page with 303, the query and the fragment', async () => {
-    const response = await replyApp(undefined).request('http://bff.example/', formPost({ Referer: 'https://site.example/join?subscribed=0' }));
+    const response = await replyApp(undefined).request(
+      'http://bff.example/',
+      formPost({ Referer: 'https://site.example/join?subscribed=0' }),
+    );
     expect(response.status).toBe(303);
     expect(response.headers.get('cache-control')).toBe('no-store');
     expect(response.headers.get('location')).toBe('https://site.example/join?subscribed=1#subscribed');
   });
 
   it('answers JSON when the referring page is not an allowed origin, or when the form asks for JSON', async () => {
-    const requests: Record<string, string>[] = [{ Referer: 'https://evil.example/' }, { Referer: 'https://site.example/', Accept: 'application/json' }];
+    const requests: Record<string, string>[] = [
+      { Referer: 'https://evil.example/' },
+      { Referer: 'https://site.example/', Accept: 'application/json' },
+    ];
     for (const headers of requests) {
       const response = await replyApp(undefined).request('http://bff.example/', formPost(headers));
       expect(response.status).toBe(200);

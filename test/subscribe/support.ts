@@ -36,7 +36,10 @@ export function upstreamFailure(status: number, code: string, message: string, h
 
 /** The real app and upstream client over a scripted upstream whose calls are recorded. */
 export function createSubscribeApp(
-  options: { env?: Record<string, string>; handler?: FetchHandler; clientIp?: string } & Pick<TestAppOptions, 'deps' | 'turnstile' | 'metrics'> = {},
+  options: { env?: Record<string, string>; handler?: FetchHandler; clientIp?: string } & Pick<
+    TestAppOptions,
+    'deps' | 'turnstile' | 'metrics'
+  > = {},
 ) {
   const upstream = createScriptedFetch(options.handler ?? subscriberCreated);
   const { handler: _handler, ...rest } = options;

@@ -119,8 +119,8 @@ describe('the alert webhook (ALERT_WEBHOOK_URL)', () => {
     expect(await postMany(app, 0, THRESHOLD + 3)).toEqual([...Array(THRESHOLD).fill(200), 503, 503, 503]);
     await receiver.received(1);
     expect(calls).toHaveLength(THRESHOLD);
-    await expect.poll(() => logs.entries().filter((line) => line.event === 'alert_webhook_failed')).toEqual([
-      expect.objectContaining({ level: 'warn', alert: 'subscribe_surge_started', status: 500 }),
-    ]);
+    await expect
+      .poll(() => logs.entries().filter((line) => line.event === 'alert_webhook_failed'))
+      .toEqual([expect.objectContaining({ level: 'warn', alert: 'subscribe_surge_started', status: 500 })]);
   });
 });

@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { TURNSTILE_RESPONSE_FIELD } from '../../src/core/subscribe/challenge.js';
 import { jsonResponse } from '../helpers.js';
 import { createMetricsRecorder } from '../metrics-recorder.js';
-import { BROWSER_ACCEPT, REDIRECT_URL, createSubscribeApp, expectAccepted, expectRedirect, postForm, postJson, subscribeLogLines } from './support.js';
+import {
+  BROWSER_ACCEPT,
+  REDIRECT_URL,
+  createSubscribeApp,
+  expectAccepted,
+  expectRedirect,
+  postForm,
+  postJson,
+  subscribeLogLines,
+} from './support.js';
 
 // docs/subscribe.md "Surges": the service-wide count, its start, hold and end on the fake clock,
 // and what a surge does with and without Turnstile. Runs on Node and in workerd; the alert
@@ -17,7 +26,11 @@ const SURGE_ENV = {
   SUBSCRIBE_SURGE_SECONDS: String(HOLD_SECONDS),
   SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '10000',
 };
-const TURNSTILE_ENV = { TURNSTILE_SECRET_KEY: '0x4AAAAAAA-fake-turnstile-secret', TURNSTILE_SITE_KEY: SITE_KEY, TURNSTILE_VERIFY_URL: 'https://verify.test/siteverify' };
+const TURNSTILE_ENV = {
+  TURNSTILE_SECRET_KEY: '0x4AAAAAAA-fake-turnstile-secret',
+  TURNSTILE_SITE_KEY: SITE_KEY,
+  TURNSTILE_VERIFY_URL: 'https://verify.test/siteverify',
+};
 
 const subscription = (n: number, token?: string) => ({
   email: `person${n}@domain${n % 3}.example`,
@@ -31,7 +44,9 @@ function fakeSiteverify() {
   const fetch: typeof globalThis.fetch = async (_input, init) => {
     const token = new URLSearchParams(String(init?.body)).get('response') ?? '';
     checked.push(token);
-    return jsonResponse(token.startsWith('pass-') ? { success: true, 'error-codes': [] } : { success: false, 'error-codes': ['invalid-input-response'] });
+    return jsonResponse(
+      token.startsWith('pass-') ? { success: true, 'error-codes': [] } : { success: false, 'error-codes': ['invalid-input-response'] },
+    );
   };
   return { fetch, checked };
 }
@@ -80,7 +95,13 @@ describe('subscribe surges without Turnstile: new addresses are paused', () => {
     await expectAccepted(await postJson(app, subscription(51)));
     expect(calls).toHaveLength(THRESHOLD + 1);
     expect(surgeLines(logs).map((line) => line.event)).toEqual(['subscribe_surge_started', 'subscribe_surge_ended']);
-    expect(surgeLines(logs)[1]).toMatchObject({ level: 'warn', durationSeconds: HOLD_SECONDS, paused: 2, challenged: 0, response: 'pause' });
+    expect(surgeLines(logs)[1]).toMatchObject({
+      level: 'warn',
+      durationSeconds: HOLD_SECONDS,
+      paused: 2,
+      challenged: 0,
+      response: 'pause',
+    });
   });
 
   it('keeps the surge on while the flood goes on past the hold', async () => {
@@ -127,20 +148,26 @@ describe('subscribe surges without Turnstile: new addresses are paused', () => {
     expect(await postMany(app, 0, 40)).toEqual(Array(40).fill(200));
     expect(calls).toHaveLength(40);
   });
-
 });
 
 describe('subscribe surges with Turnstile', () => {
   it('TURNSTILE_MODE=surge asks for nothing in quiet times, then 403 CAPTCHA_REQUIRED with the site key during a surge', async () => {
     const verifier = fakeSiteverify();
-    const { app, calls, logs } = createSubscribeApp({ env: { ...SURGE_ENV, ...TURNSTILE_ENV, TURNSTILE_MODE: 'surge' }, turnstile: { fetch: verifier.fetch } });
+    const { app, calls, logs } = createSubscribeApp({
+      env: { ...SURGE_ENV, ...TURNSTILE_ENV, TURNSTILE_MODE: 'surge' },
+      turnstile: { fetch: verifier.fetch },
+    });
     expect(await postMany(app, 0, THRESHOLD)).toEqual(Array(THRESHOLD).fill(200));
     expect(verifier.checked).toEqual([]);
     const required = await postJson(app, subscription(THRESHOLD));
     expect(required.status).toBe(403);
     expect(await required.json()).toEqual({
       ok: false,
-      error: { code: 'CAPTCHA_REQUIRED', message: expect.any(String), details: [{ path: TURNSTILE_RESPONSE_FIELD, message: expect.any(String), siteKey: SITE_KEY }] },
+      error: {
+        code: 'CAPTCHA_REQUIRED',
+        message: expect.any(String),
+        details: [{ path: TURNSTILE_RESPONSE_FIELD, message: expect.any(String), siteKey: SITE_KEY }],
+      },
     });
     expect(calls).toHaveLength(THRESHOLD);
     // The form renders the widget and resubmits with a token: a real visitor passes.
@@ -165,7 +192,10 @@ describe('subscribe surges with Turnstile', () => {
 
   it('TURNSTILE_MODE=always keeps asking every visitor; the end line counts who was challenged', async () => {
     const verifier = fakeSiteverify();
-    const { app, calls, logs, clock } = createSubscribeApp({ env: { ...SURGE_ENV, ...TURNSTILE_ENV }, turnstile: { fetch: verifier.fetch } });
+    const { app, calls, logs, clock } = createSubscribeApp({
+      env: { ...SURGE_ENV, ...TURNSTILE_ENV },
+      turnstile: { fetch: verifier.fetch },
+    });
     expect((await postJson(app, subscription(0))).status).toBe(403);
     expect(await postMany(app, 1, THRESHOLD + 2, 'pass-x')).toEqual(Array(THRESHOLD + 2).fill(200));
     // Valid tokens from a bot farm are still a surge: the owner is told, and each one is checked.

@@ -33,7 +33,14 @@ export async function startHookReceiver(options: { statuses?: number[]; onCall?:
       } catch {
         body = undefined;
       }
-      const call: HookCall = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, raw, body, status: statuses.shift() ?? 200 };
+      const call: HookCall = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        raw,
+        body,
+        status: statuses.shift() ?? 200,
+      };
       calls.push(call);
       void Promise.resolve(options.onCall?.(call)).finally(() => {
         res.writeHead(call.status, { 'Content-Type': 'application/json' }).end('{}');

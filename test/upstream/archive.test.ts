@@ -12,9 +12,7 @@ describe('reading the whole archive', () => {
   it('reads the whole archive with status=sent&isPublic=true', async () => {
     const { client, calls } = setupClient(() => jsonResponse({ ok: true, data: [] }));
     await client.listAllPublicIssues(5000);
-    expect(calls.map((call) => call.url.href)).toEqual([
-      `${TEST_BASE_URL}/newsletter/issues?status=sent&isPublic=true&limit=200&offset=0`,
-    ]);
+    expect(calls.map((call) => call.url.href)).toEqual([`${TEST_BASE_URL}/newsletter/issues?status=sent&isPublic=true&limit=200&offset=0`]);
   });
 
   /** An upstream whose List Issues pages through `archive` by limit and offset. */
@@ -77,7 +75,9 @@ describe('reading the whole archive', () => {
 
   it('fails the whole read when a later page fails', async () => {
     const archive = pagedArchive(300);
-    const { client, calls } = setupClient((call, index) => (index === 1 ? jsonResponse(errorBody('UNAUTHORIZED'), 401) : archive(call, index)));
+    const { client, calls } = setupClient((call, index) =>
+      index === 1 ? jsonResponse(errorBody('UNAUTHORIZED'), 401) : archive(call, index),
+    );
     expect((await failureOf(client.listAllPublicIssues(5000))).kind).toBe('auth');
     expect(calls).toHaveLength(2);
   });
@@ -215,7 +215,10 @@ describe('the order a whole read finds', () => {
 });
 
 describe('reading the head of the archive', () => {
-  const known = (...ids: string[]) => (id: string) => ids.includes(id);
+  const known =
+    (...ids: string[]) =>
+    (id: string) =>
+      ids.includes(id);
   const keep = (issue: UpstreamIssue) => issue.id;
 
   it('reads one page of 10 rows when it holds a known row', async () => {
@@ -229,7 +232,12 @@ describe('reading the head of the archive', () => {
 
   it('reads on while pages hold only new rows, at most five, and says when none held a known row', async () => {
     // 80 rows sent a minute apart, newest first, none of them known.
-    const list = listOf(Array.from({ length: 80 }, (_, index) => ({ ...row(`r${index}`, 31, 1), sentAt: new Date(Date.UTC(2026, 0, 31) - index * 60_000).toISOString() })));
+    const list = listOf(
+      Array.from({ length: 80 }, (_, index) => ({
+        ...row(`r${index}`, 31, 1),
+        sentAt: new Date(Date.UTC(2026, 0, 31) - index * 60_000).toISOString(),
+      })),
+    );
     const head = await readArchiveHead(list, { isKnownId: known(), reduceRow: keep, pageSize: 200, order: 'sent' });
     expect(list.asked).toEqual([0, 10, 20, 30, 40]);
     expect(head.anchored).toBe(false);

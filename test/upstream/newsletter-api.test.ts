@@ -120,7 +120,6 @@ describe('upstream client and the shape of a success body', () => {
     const { client } = setupClient(() => jsonResponse({ ok: true, data: upstreamIssue(3, { subject: undefined }) }));
     expect((await failureOf(client.getIssueBySlug('issue-3'))).kind).toBe('bad_response');
   });
-
 });
 
 describe('upstream client and the error envelope', () => {
@@ -196,17 +195,14 @@ describe('upstream client URL building with hostile slugs', () => {
     expect(calls).toHaveLength(0);
   });
 
-  it.each(['a', 'A1', 'what-to-sow_in-March', `a${'b'.repeat(198)}c`])(
-    'requests the valid slug %s under the base path',
-    async (slug) => {
-      const { client, calls } = setupClient(() => jsonResponse({ ok: true, data: upstreamIssue(1) }));
-      await client.getIssueBySlug(slug);
-      expect(calls).toHaveLength(1);
-      expect(calls[0]?.url.origin).toBe('https://newsletter.test');
-      expect(calls[0]?.url.pathname).toBe(`/v1/newsletter/issues/by-slug/${encodeURIComponent(slug)}`);
-      expect(calls[0]?.url.search).toBe('');
-    },
-  );
+  it.each(['a', 'A1', 'what-to-sow_in-March', `a${'b'.repeat(198)}c`])('requests the valid slug %s under the base path', async (slug) => {
+    const { client, calls } = setupClient(() => jsonResponse({ ok: true, data: upstreamIssue(1) }));
+    await client.getIssueBySlug(slug);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.url.origin).toBe('https://newsletter.test');
+    expect(calls[0]?.url.pathname).toBe(`/v1/newsletter/issues/by-slug/${encodeURIComponent(slug)}`);
+    expect(calls[0]?.url.search).toBe('');
+  });
 });
 
 // getIssueBySlug's SLUG_PATTERN stops every hostile slug first, so these call the builder

@@ -81,5 +81,4 @@ describe('reading a list page without building the members it does not keep', ()
     expect(issues.map((issue) => issue.id)).toEqual(['iss_0001', 'iss_0002']);
     for (const issue of issues) expect(issue).not.toHaveProperty('contentJson');
   });
-
 });

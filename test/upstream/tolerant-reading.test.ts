@@ -32,13 +32,20 @@ describe('reading a list row by row', () => {
   });
 
   it('drops a category without a slug and keeps the others', async () => {
-    const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: [{ id: 'cat_1', name: 'Guides' }, upstreamCategory('tools', 'Tools')] }));
+    const { client, logs } = clientAnswering(() =>
+      jsonResponse({ ok: true, data: [{ id: 'cat_1', name: 'Guides' }, upstreamCategory('tools', 'Tools')] }),
+    );
     expect(await client.listCategories()).toEqual([{ name: 'Tools', slug: 'tools' }]);
     expect(logs.entries()[0]).toMatchObject({ event: 'upstream_rows_dropped', operation: 'listCategories', count: 1, ids: 'cat_1' });
   });
 
   it('drops a category whose slug breaks the slug rule (it could not be linked) and counts it in the one warn line', async () => {
-    const rows = [upstreamCategory('c&d', 'Cats & Dogs'), upstreamCategory('tools', 'Tools'), { id: 'cat_2', name: 'Guides' }, upstreamCategory('a/b', 'Slash')];
+    const rows = [
+      upstreamCategory('c&d', 'Cats & Dogs'),
+      upstreamCategory('tools', 'Tools'),
+      { id: 'cat_2', name: 'Guides' },
+      upstreamCategory('a/b', 'Slash'),
+    ];
     const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: rows }));
     expect(await client.listCategories()).toEqual([{ name: 'Tools', slug: 'tools' }]);
     // `cat_c&d` and `cat_a/b` are not plain ids: counted, not named.
@@ -65,11 +72,15 @@ describe('states the upstream documentation does not list', () => {
     const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: [upstreamIssue(1, { status: 'archived' })] }));
     expect(await client.listIssues(LIST)).toHaveLength(1);
     await client.listIssues(LIST);
-    expect(logs.entries()).toEqual([expect.objectContaining({ level: 'info', event: 'upstream_unknown_status', resource: 'issue', status: 'archived' })]);
+    expect(logs.entries()).toEqual([
+      expect.objectContaining({ level: 'info', event: 'upstream_unknown_status', resource: 'issue', status: 'archived' }),
+    ]);
   });
 
   it('says nothing about the documented states', async () => {
-    const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: [upstreamIssue(1), upstreamIssue(2, { status: 'draft' })] }));
+    const { client, logs } = clientAnswering(() =>
+      jsonResponse({ ok: true, data: [upstreamIssue(1), upstreamIssue(2, { status: 'draft' })] }),
+    );
     await client.listIssues(LIST);
     expect(logs.lines).toEqual([]);
   });
@@ -89,7 +100,9 @@ describe('a subscription the upstream accepted', () => {
     const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: { status: 'pending' } }));
     await client.createSubscriber(SUBSCRIBER_BODY);
     await client.createSubscriber(SUBSCRIBER_BODY);
-    expect(logs.entries()).toEqual([expect.objectContaining({ level: 'info', event: 'upstream_unknown_status', resource: 'subscriber', status: 'pending' })]);
+    expect(logs.entries()).toEqual([
+      expect.objectContaining({ level: 'info', event: 'upstream_unknown_status', resource: 'subscriber', status: 'pending' }),
+    ]);
   });
 
   it.each([

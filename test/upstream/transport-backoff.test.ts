@@ -135,12 +135,15 @@ describe('the pause after failed reads', () => {
     ['a not-found', () => jsonResponse(errorBody('NOT_FOUND'), 404)],
     ['a refusal (409)', () => jsonResponse(errorBody('CONFLICT'), 409)],
     ['a body of the wrong shape', () => jsonResponse({ ok: true, data: 'no list' })],
-  ] as [string, FetchHandler][])('does not pause after %s, which is about one resource: the next read goes out at once', async (_label, handler) => {
-    const { transport, calls } = setup(handler);
-    await failureOf(transport.get());
-    await failureOf(transport.get());
-    expect(calls).toHaveLength(2);
-  });
+  ] as [string, FetchHandler][])(
+    'does not pause after %s, which is about one resource: the next read goes out at once',
+    async (_label, handler) => {
+      const { transport, calls } = setup(handler);
+      await failureOf(transport.get());
+      await failureOf(transport.get());
+      expect(calls).toHaveLength(2);
+    },
+  );
 
   it('ends a streak on a not-found: the upstream answered', async () => {
     let status = 500;

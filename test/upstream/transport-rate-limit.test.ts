@@ -63,7 +63,9 @@ describe('transport and 429', () => {
     });
     await failureOf(transport.get());
     for (let refused = 0; refused < 5; refused += 1) await failureOf(transport.get());
-    expect(starts).toEqual([{ operation: 'read', call: `GET ${THING_URL.pathname}`, untilMs: clock.now() + 30_000, retryAfterSeconds: 30 }]);
+    expect(starts).toEqual([
+      { operation: 'read', call: `GET ${THING_URL.pathname}`, untilMs: clock.now() + 30_000, retryAfterSeconds: 30 },
+    ]);
 
     clock.advance(30_001);
     await failureOf(transport.get());
@@ -114,9 +116,10 @@ describe('transport and 429', () => {
 describe('transport error messages', () => {
   const hostileMessage = `${UPSTREAM_SENTENCE}; your key ${TEST_API_KEY} is wrong`;
   const cases: readonly [string, FetchHandler][] = [
-    ...[400, 401, 403, 404, 409, 422, 429, 500, 501, 503].map(
-      (status): [string, FetchHandler] => [`a ${status} error envelope`, () => jsonResponse(errorBody('SOME_CODE', hostileMessage), status)],
-    ),
+    ...[400, 401, 403, 404, 409, 422, 429, 500, 501, 503].map((status): [string, FetchHandler] => [
+      `a ${status} error envelope`,
+      () => jsonResponse(errorBody('SOME_CODE', hostileMessage), status),
+    ]),
     ['a 200 with the wrong shape', () => jsonResponse({ ok: true, data: [hostileMessage] })],
     ['a 200 HTML page', () => new Response(`<p>${hostileMessage}</p>`, { status: 200 })],
     ['a redirect', () => new Response(hostileMessage, { status: 302, headers: { Location: `https://evil.example/?k=${TEST_API_KEY}` } })],

@@ -85,9 +85,7 @@ describe('transport failures', () => {
   });
 
   it('succeeds after one retry with the backoff delay recorded when a 5xx is followed by success', async () => {
-    const { transport, calls, sleeps } = setup((_call, index) =>
-      index === 0 ? jsonResponse(errorBody('INTERNAL'), 503) : thingsOk(),
-    );
+    const { transport, calls, sleeps } = setup((_call, index) => (index === 0 ? jsonResponse(errorBody('INTERNAL'), 503) : thingsOk()));
     expect(await transport.get()).toEqual([{ id: 'thing_1' }]);
     expect(calls).toHaveLength(2);
     expect(sleeps).toEqual([50]);
@@ -225,20 +223,17 @@ describe('transport failures', () => {
     expect(await transport.get()).toEqual([{ id: 'thing_1' }]);
   });
 
-  it.each([301, 302, 307, 308])(
-    'returns kind bad_response for a %i to another host and never follows it',
-    async (status) => {
-      const { transport, calls, sleeps } = setup(
-        () => new Response(null, { status, headers: { Location: 'https://collector.evil.example/steal' } }),
-      );
-      const error = await failureOf(transport.get());
-      expect(error.kind).toBe('bad_response');
-      expect(error.status).toBe(status);
-      expect(calls).toHaveLength(1);
-      expect(calls[0]?.url.host).toBe(THING_URL.host);
-      expect(sleeps).toEqual([]);
-    },
-  );
+  it.each([301, 302, 307, 308])('returns kind bad_response for a %i to another host and never follows it', async (status) => {
+    const { transport, calls, sleeps } = setup(
+      () => new Response(null, { status, headers: { Location: 'https://collector.evil.example/steal' } }),
+    );
+    const error = await failureOf(transport.get());
+    expect(error.kind).toBe('bad_response');
+    expect(error.status).toBe(status);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.url.host).toBe(THING_URL.host);
+    expect(sleeps).toEqual([]);
+  });
 });
 
 describe('transport options', () => {

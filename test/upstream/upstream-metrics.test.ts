@@ -7,9 +7,12 @@ import { categoriesOk, errorBody, failureOf, setupClient, SUBSCRIBER_BODY } from
 describe('upstream client metrics', () => {
   it('reports one call per operation, with its time and, when it failed, the error it threw', async () => {
     const { metrics, of } = createMetricsRecorder();
-    const { client } = setupClient((call) => (call.url.pathname.endsWith('/categories') ? categoriesOk() : jsonResponse(errorBody('NOT_FOUND'), 404)), {
-      metrics,
-    });
+    const { client } = setupClient(
+      (call) => (call.url.pathname.endsWith('/categories') ? categoriesOk() : jsonResponse(errorBody('NOT_FOUND'), 404)),
+      {
+        metrics,
+      },
+    );
     await client.listCategories();
     const missing = await failureOf(client.getIssueBySlug('no-such-issue'));
     const calls = of('upstreamCall');
@@ -21,7 +24,9 @@ describe('upstream client metrics', () => {
 
   it('reports each retry, and a call made with retries once, when it ends', async () => {
     const { metrics, of } = createMetricsRecorder();
-    const { client, calls } = setupClient((_call, index) => (index < 2 ? jsonResponse(errorBody('UNAVAILABLE'), 503) : categoriesOk()), { metrics });
+    const { client, calls } = setupClient((_call, index) => (index < 2 ? jsonResponse(errorBody('UNAVAILABLE'), 503) : categoriesOk()), {
+      metrics,
+    });
     await client.listCategories();
     expect(calls).toHaveLength(3);
     expect(of('upstreamRetry')).toEqual([[], []]);
@@ -30,9 +35,12 @@ describe('upstream client metrics', () => {
 
   it('reports the hold-off a 429 adds, counting overlapping hold-offs once, and a held-off call by its error', async () => {
     const { metrics, of } = createMetricsRecorder();
-    const { client, clock } = setupClient((_call, index) => jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': index === 0 ? '120' : '60' }), {
-      metrics,
-    });
+    const { client, clock } = setupClient(
+      (_call, index) => jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': index === 0 ? '120' : '60' }),
+      {
+        metrics,
+      },
+    );
     await failureOf(client.createSubscriber(SUBSCRIBER_BODY));
     expect(of('upstreamHoldOff')).toEqual([[120]]);
     clock.advance(30_000);

@@ -25,7 +25,17 @@ async function siteOver(variant: UpstreamVariant, env: Record<string, string> = 
   const listCalls = fake.callsFor(LIST_CALLS);
   const check = await runCheck(config, { fetch: fake.fetch, now: clock.now });
   const warnings = logs.entries().filter((entry) => entry.level === 'warn');
-  return { fake, app, logs, status: response.status, total: body.meta?.total, listCalls, warnings, check, failures: check.findings.filter((f) => f.status === 'fail').map((f) => f.message) };
+  return {
+    fake,
+    app,
+    logs,
+    status: response.status,
+    total: body.meta?.total,
+    listCalls,
+    warnings,
+    check,
+    failures: check.findings.filter((f) => f.status === 'fail').map((f) => f.message),
+  };
 }
 
 describe('an upstream that pages as the assumptions guess', () => {

@@ -18,15 +18,32 @@ const summary = (slug: string, subject = `About ${slug}`): IssueSummary => ({
 /** An index of `rows` ([slug, updatedAt, subject?]) as the archive read makes it. */
 function indexOf(rows: [string, string | null, string?][]): ArchiveIndex {
   const sources = new Map(rows.map(([slug, updatedAt]) => [slug, { id: `id-${slug}`, updatedAt }]));
-  const value = archiveValue(rows.map(([slug, , subject]) => summary(slug, subject)), 0, true, { sources });
+  const value = archiveValue(
+    rows.map(([slug, , subject]) => summary(slug, subject)),
+    0,
+    true,
+    { sources },
+  );
   if (value.kind !== 'archive') throw new Error('not an index');
   return value.index;
 }
 
 describe('what changed between two looks at the archive', () => {
   it('names new, edited (a moved updatedAt) and unpublished issues, and nothing else', () => {
-    const before = snapshotOf(indexOf([['a', 't1'], ['b', 't1'], ['c', 't1']]));
-    const after = snapshotOf(indexOf([['d', 't2'], ['a', 't1'], ['b', 't2']]));
+    const before = snapshotOf(
+      indexOf([
+        ['a', 't1'],
+        ['b', 't1'],
+        ['c', 't1'],
+      ]),
+    );
+    const after = snapshotOf(
+      indexOf([
+        ['d', 't2'],
+        ['a', 't1'],
+        ['b', 't2'],
+      ]),
+    );
     expect(changesBetween(before, after)).toEqual([
       { slug: 'd', kind: 'new' },
       { slug: 'b', kind: 'edited' },

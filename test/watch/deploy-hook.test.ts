@@ -18,7 +18,13 @@ afterEach(async () => {
  * DEPLOY_HOOK_URL pointing at a local receiver, and its watch ticked by hand as the Node entry's
  * timer ticks it. No visitor asks for anything unless a test says so.
  */
-async function watchedSite(options: { statuses?: number[]; onCall?: (call: HookCall, site: { app: ReturnType<typeof createTestApp>['app'] }) => Promise<void>; hookUrl?: string } = {}) {
+async function watchedSite(
+  options: {
+    statuses?: number[];
+    onCall?: (call: HookCall, site: { app: ReturnType<typeof createTestApp>['app'] }) => Promise<void>;
+    hookUrl?: string;
+  } = {},
+) {
   const clock = createFakeClock(Date.UTC(2026, 1, 1));
   const fake = createFakeUpstream({
     apiKey: TEST_API_KEY,
@@ -29,7 +35,11 @@ async function watchedSite(options: { statuses?: number[]; onCall?: (call: HookC
   let app: ReturnType<typeof createTestApp>['app'] | undefined;
   const receiver = await startHookReceiver({ statuses: options.statuses, onCall: (call) => options.onCall?.(call, { app: app! }) });
   receivers.push(receiver);
-  const site = createTestApp({ fetch: fake.fetch, clock, env: { NEWSLETTER_API_BASE_URL: fake.baseUrl, DEPLOY_HOOK_URL: options.hookUrl ?? receiver.url } });
+  const site = createTestApp({
+    fetch: fake.fetch,
+    clock,
+    env: { NEWSLETTER_API_BASE_URL: fake.baseUrl, DEPLOY_HOOK_URL: options.hookUrl ?? receiver.url },
+  });
   app = site.app;
   const watch = site.archiveWatch!;
   return {
@@ -53,7 +63,9 @@ describe('the build hook (DEPLOY_HOOK_URL)', () => {
     expect(site.fake.callsFor(LIST)).toBeGreaterThan(0);
     for (let ttl = 0; ttl < 6; ttl += 1) await site.nextTtl();
     expect(site.receiver.calls).toEqual([]);
-    expect(site.events('archive_watch_started')).toEqual([expect.objectContaining({ level: 'info', issues: 60, hook: site.receiver.origin })]);
+    expect(site.events('archive_watch_started')).toEqual([
+      expect.objectContaining({ level: 'info', issues: 60, hook: site.receiver.origin }),
+    ]);
   });
 
   it('calls the hook once for several changes found by one look, naming each slug and how it changed', async () => {
@@ -88,7 +100,9 @@ describe('the build hook (DEPLOY_HOOK_URL)', () => {
     const seen: { listed: string[]; page: string | undefined }[] = [];
     const site = await watchedSite({
       onCall: async (_call, { app }) => {
-        const listed = ((await (await app.request('/api/issues?limit=3')).json()) as { data: { slug: string }[] }).data.map((issue) => issue.slug);
+        const listed = ((await (await app.request('/api/issues?limit=3')).json()) as { data: { slug: string }[] }).data.map(
+          (issue) => issue.slug,
+        );
         const page = (await (await app.request('/api/issues/issue-59-weekly-notes')).json()) as { data?: { subject: string } };
         seen.push({ listed, page: page.data?.subject });
       },
@@ -123,7 +137,9 @@ describe('the build hook (DEPLOY_HOOK_URL)', () => {
     site.clock.advance(1_000);
     await site.tick();
     expect(site.receiver.calls.map((call) => call.status)).toEqual([500, 503, 200]);
-    expect(site.receiver.calls.map((call) => call.body?.changes)).toEqual(Array.from({ length: 3 }, () => [{ slug: 'new-one', kind: 'new' }]));
+    expect(site.receiver.calls.map((call) => call.body?.changes)).toEqual(
+      Array.from({ length: 3 }, () => [{ slug: 'new-one', kind: 'new' }]),
+    );
     for (let ttl = 0; ttl < 3; ttl += 1) await site.nextTtl();
     expect(site.receiver.calls).toHaveLength(3);
     expect(site.events('deploy_hook_failed').map((line) => [line.status, line.attempts, line.retryInSeconds])).toEqual([
@@ -153,7 +169,9 @@ describe('the build hook (DEPLOY_HOOK_URL)', () => {
     await site.tick();
     site.fake.publish('new-one');
     await site.nextTtl();
-    expect(site.events('deploy_hook_failed')).toEqual([expect.objectContaining({ level: 'warn', reason: 'unreachable', attempts: 1, retryInSeconds: 5 })]);
+    expect(site.events('deploy_hook_failed')).toEqual([
+      expect.objectContaining({ level: 'warn', reason: 'unreachable', attempts: 1, retryInSeconds: 5 }),
+    ]);
     expect(site.logs.lines.join('\n')).not.toContain('unreachable-token-not-real');
   });
 

@@ -3,9 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createWorker } from '../../src/workers/handler.js';
 import { createFakeClock, createScriptedFetch, jsonResponse, TEST_API_KEY } from '../helpers.js';
 
-const ISSUES = [
-  { id: 'i1', slug: 'first-issue', subject: 'First', status: 'sent', isPublic: true, sentAt: '2026-01-02T00:00:00.000Z' },
-];
+const ISSUES = [{ id: 'i1', slug: 'first-issue', subject: 'First', status: 'sent', isPublic: true, sentAt: '2026-01-02T00:00:00.000Z' }];
 
 let hostCounter = 0;
 
@@ -43,7 +41,9 @@ function setup(sharedCache: Cache | null) {
     clock,
     request,
     /** Archive loads: List Issues calls for the first page. */
-    archiveLoads: () => upstream.calls.filter((call) => call.url.pathname.endsWith('/newsletter/issues') && call.url.searchParams.get('offset') === '0').length,
+    archiveLoads: () =>
+      upstream.calls.filter((call) => call.url.pathname.endsWith('/newsletter/issues') && call.url.searchParams.get('offset') === '0')
+        .length,
     hold: () => (held = true),
     async releaseAll() {
       held = false;

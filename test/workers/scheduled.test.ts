@@ -13,8 +13,16 @@ function setup() {
   const state = { subject: 'Original', down: false };
   const upstream = createScriptedFetch((call) => {
     if (state.down) return new Response('unavailable', { status: 503 });
-    if (call.url.pathname.endsWith('/newsletter/categories')) return jsonResponse({ ok: true, data: [{ id: 'c1', name: 'Tools', slug: 'tools' }] });
-    const issue = { id: 'i1', slug: 'only-issue', subject: state.subject, status: 'sent', isPublic: true, sentAt: '2026-01-02T00:00:00.000Z' };
+    if (call.url.pathname.endsWith('/newsletter/categories'))
+      return jsonResponse({ ok: true, data: [{ id: 'c1', name: 'Tools', slug: 'tools' }] });
+    const issue = {
+      id: 'i1',
+      slug: 'only-issue',
+      subject: state.subject,
+      status: 'sent',
+      isPublic: true,
+      sentAt: '2026-01-02T00:00:00.000Z',
+    };
     return jsonResponse({ ok: true, data: call.url.searchParams.get('offset') === '0' ? [issue] : [] });
   });
   const env = {
@@ -24,7 +32,8 @@ function setup() {
     CACHE_TTL_SECONDS: '60',
   };
   const lines: string[] = [];
-  const isolate = () => createWorker({ fetch: upstream.fetch, now: clock.now, write: (line) => lines.push(line), sharedCache: caches.default });
+  const isolate = () =>
+    createWorker({ fetch: upstream.fetch, now: clock.now, write: (line) => lines.push(line), sharedCache: caches.default });
   async function run(worker: ReturnType<typeof createWorker>) {
     const ctx = createExecutionContext();
     await worker.scheduled({ ...CRON, scheduledTime: clock.now() }, env, ctx);
@@ -130,7 +139,11 @@ async function hookSetup() {
     createdAt: `2026-01-${String(day - 1).padStart(2, '0')}T09:00:00.000Z`,
     updatedAt: `2026-01-${String(day).padStart(2, '0')}T09:00:00.000Z`,
   });
-  const state = { issues: [issue('second-issue', 'Second', 3), issue('first-issue', 'First', 2)], hookStatuses: [] as number[], down: false };
+  const state = {
+    issues: [issue('second-issue', 'Second', 3), issue('first-issue', 'First', 2)],
+    hookStatuses: [] as number[],
+    down: false,
+  };
   const hookCalls: { status: number; body: { changes: { slug: string; kind: string }[] } }[] = [];
   const upstream = createScriptedFetch(async (call) => {
     if (call.url.hostname === 'hooks.example') {
@@ -153,7 +166,8 @@ async function hookSetup() {
     DEPLOY_HOOK_STATE: kv,
   };
   const lines: string[] = [];
-  const isolate = () => createWorker({ fetch: upstream.fetch, now: clock.now, write: (line) => lines.push(line), sharedCache: caches.default });
+  const isolate = () =>
+    createWorker({ fetch: upstream.fetch, now: clock.now, write: (line) => lines.push(line), sharedCache: caches.default });
   /** A run a minute and a second after the last: the copies are past their TTL of 60 s. */
   async function run(worker: ReturnType<typeof createWorker>) {
     clock.advance(61_000);
@@ -180,7 +194,10 @@ describe('the build hook from the Cron Trigger (DEPLOY_HOOK_URL)', () => {
     expect(hookCalls).toHaveLength(1);
     state.issues[1] = { ...state.issues[1]!, subject: 'Second, corrected', updatedAt: '2026-01-05T09:00:00.000Z' };
     await run(isolate());
-    expect(hookCalls.map((call) => call.body.changes)).toEqual([[{ slug: 'third-issue', kind: 'new' }], [{ slug: 'second-issue', kind: 'edited' }]]);
+    expect(hookCalls.map((call) => call.body.changes)).toEqual([
+      [{ slug: 'third-issue', kind: 'new' }],
+      [{ slug: 'second-issue', kind: 'edited' }],
+    ]);
     expect(lines.join('\n')).not.toContain('workers-hook-token-not-real');
     expect(lines.join('\n')).not.toContain(TEST_API_KEY);
   });

@@ -175,7 +175,14 @@ describe('Worker entry (workerd)', () => {
     expect(((await fresh.json()) as { data: { subject: string } }).data.subject).toBe('Revised');
     // The issue and the archive index read for its neighbours (its page, and the page that adds
     // nothing), then both again: the index the copy is checked against, and the issue by slug.
-    expect(upstream.calls.map((call) => call.url.pathname.split('/').at(-1))).toEqual(['first-issue', 'issues', 'issues', 'issues', 'issues', 'first-issue']);
+    expect(upstream.calls.map((call) => call.url.pathname.split('/').at(-1))).toEqual([
+      'first-issue',
+      'issues',
+      'issues',
+      'issues',
+      'issues',
+      'first-issue',
+    ]);
   });
 });
 
@@ -379,7 +386,11 @@ describe('Cache API tier shared by isolates (workerd)', () => {
 describe('REDIS_URL on Workers', () => {
   it('is ignored with one warn line per isolate: the platform shares the cache tier and the limit', async () => {
     const lines: string[] = [];
-    const worker = createWorker({ fetch: createScriptedFetch(upstreamHandler()).fetch, write: (line) => lines.push(line), sharedCache: null });
+    const worker = createWorker({
+      fetch: createScriptedFetch(upstreamHandler()).fetch,
+      write: (line) => lines.push(line),
+      sharedCache: null,
+    });
     const env = bindings({ REDIS_URL: 'redis://:hunter2-not-real@cache.example:6379' });
     expect((await call(worker, env, '/api/categories')).status).toBe(200);
     expect((await call(worker, env, '/api/categories')).status).toBe(200);

@@ -152,7 +152,10 @@ const ConfigSchema = z.object({
       z.pipe(
         z.string({ error: 'must be a comma-separated list of origins' }),
         z.transform((value: string, ctx): '*' | string[] => {
-          const entries = value.split(',').map((entry) => entry.trim()).filter(Boolean);
+          const entries = value
+            .split(',')
+            .map((entry) => entry.trim())
+            .filter(Boolean);
           if (entries.includes('*')) {
             if (entries.length > 1) addIssue(ctx, 'must be either * alone or a list of origins');
             return '*';
@@ -160,10 +163,7 @@ const ConfigSchema = z.object({
           // An origin is scheme + host [+ port]: a path, query, userinfo or trailing slash means a typo.
           const invalid = entries.filter((entry) => parseHttpUrl(entry)?.origin !== entry);
           if (invalid.length > 0) {
-            addIssue(
-              ctx,
-              `has entries that are not origins (scheme://host[:port], no path or trailing slash): ${invalid.join(', ')}`,
-            );
+            addIssue(ctx, `has entries that are not origins (scheme://host[:port], no path or trailing slash): ${invalid.join(', ')}`);
           }
           return entries;
         }),
@@ -195,19 +195,15 @@ const ConfigSchema = z.object({
   ),
   SUBSCRIBE_REDIRECT_URL: preprocess(
     blankToUndefined,
-    z.optional(
-      z.string().check(z.refine((value) => parseHttpUrl(value) !== undefined, { error: 'must be an absolute http(s) URL' })),
-    ),
+    z.optional(z.string().check(z.refine((value) => parseHttpUrl(value) !== undefined, { error: 'must be an absolute http(s) URL' }))),
   ),
   SUBSCRIBE_HONEYPOT_FIELD: preprocess(
     blankToUndefined,
     z._default(
-      z
-        .string()
-        .check(
-          z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
-          z.refine((value) => !SUBSCRIBE_FIELDS.includes(value), { error: 'must not be one of the real form fields' }),
-        ),
+      z.string().check(
+        z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
+        z.refine((value) => !SUBSCRIBE_FIELDS.includes(value), { error: 'must not be one of the real form fields' }),
+      ),
       'website',
     ),
   ),
@@ -221,14 +217,12 @@ const ConfigSchema = z.object({
   SITE_ISSUE_URL: preprocess(
     blankToUndefined,
     z.optional(
-      z
-        .string()
-        .check(
-          z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
-          z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
-            error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
-          }),
-        ),
+      z.string().check(
+        z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
+        z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
+          error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
+        }),
+      ),
     ),
   ),
   PUBLICATION_NAME: preprocess(
@@ -293,12 +287,16 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
   const parsed = result.data;
-  if (parsed && parsed.REQUEST_TIMEOUT_SECONDS < parsed.HEADERS_TIMEOUT_SECONDS) problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
+  if (parsed && parsed.REQUEST_TIMEOUT_SECONDS < parsed.HEADERS_TIMEOUT_SECONDS)
+    problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
   if (parsed && parsed.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(parsed)) {
     problems.set('UPSTREAM_LIST_PAGING_PARAM', 'UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
   }
   if (parsed && parsed.TURNSTILE_MODE === 'surge' && !(parsed.TURNSTILE_SECRET_KEY && parsed.TURNSTILE_SITE_KEY)) {
-    problems.set('TURNSTILE_MODE', 'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)');
+    problems.set(
+      'TURNSTILE_MODE',
+      'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)',
+    );
   }
   if (parsed && parsed.TRUSTED_PROXIES && parsed.TRUST_PROXY_HOPS > 0) {
     problems.set('TRUSTED_PROXIES', 'TRUSTED_PROXIES and TRUST_PROXY_HOPS are two ways to say the same: set one of them');

@@ -59,12 +59,10 @@ function queryParameterName(fallback: string) {
   return preprocess(
     blankToUndefined,
     z._default(
-      z
-        .string()
-        .check(
-          z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
-          z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
-        ),
+      z.string().check(
+        z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
+        z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
+      ),
       fallback,
     ),
   );
@@ -87,7 +85,13 @@ function booleanVariable(fallback: boolean) {
       const given = blankToUndefined(value);
       return typeof given === 'boolean' ? String(given) : typeof given === 'string' ? given.trim().toLowerCase() : given;
     },
-    z._default(z.pipe(z.enum(['true', 'false'], { error: 'must be true or false' }), z.transform((value) => value === 'true')), fallback),
+    z._default(
+      z.pipe(
+        z.enum(['true', 'false'], { error: 'must be true or false' }),
+        z.transform((value) => value === 'true'),
+      ),
+      fallback,
+    ),
   );
 }
 
@@ -109,7 +113,8 @@ export const CLIENT_ADDRESS_VARIABLES = {
       z.string({ error: 'must be a comma-separated list of addresses or CIDR networks' }),
       z.transform((value: string, ctx) => {
         const { list, invalid } = parseAddressList(value);
-        if (invalid.length > 0) addIssue(ctx, `has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
+        if (invalid.length > 0)
+          addIssue(ctx, `has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
         return list;
       }),
     ),
@@ -119,7 +124,9 @@ export const CLIENT_ADDRESS_VARIABLES = {
 /** docs/security.md, docs/subscribe.md. */
 export const CHALLENGE_VARIABLES = {
   TURNSTILE_SECRET_KEY: optionalText(),
-  TURNSTILE_SITE_KEY: optionalVariable(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }))),
+  TURNSTILE_SITE_KEY: optionalVariable(
+    z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' })),
+  ),
   TURNSTILE_VERIFY_URL: preprocess(blankToUndefined, z._default(z.string().check(httpsUrl), TURNSTILE_SITEVERIFY_URL)),
   TURNSTILE_MODE: preprocess(blankToUndefined, z._default(z.enum(['always', 'surge'], { error: 'must be always or surge' }), 'always')),
 };
@@ -152,7 +159,9 @@ function isHookUrl(value: string): boolean {
 export const DEPLOY_HOOK_VARIABLES = {
   // Never echoed: a build hook's URL is its credential.
   DEPLOY_HOOK_URL: optionalVariable(
-    z.string({ error: `${HTTPS_ONLY}, without a user or password` }).check(z.refine(isHookUrl, { error: `${HTTPS_ONLY}, without a user or password` })),
+    z
+      .string({ error: `${HTTPS_ONLY}, without a user or password` })
+      .check(z.refine(isHookUrl, { error: `${HTTPS_ONLY}, without a user or password` })),
   ),
 };
 
@@ -160,7 +169,9 @@ export const DEPLOY_HOOK_VARIABLES = {
 export const SHARED_STATE_VARIABLES = {
   // Validated for shape only, and never echoed: the URL may carry a password.
   REDIS_URL: optionalVariable(
-    z.string({ error: 'must be a redis:// or rediss:// URL' }).check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' })),
+    z
+      .string({ error: 'must be a redis:// or rediss:// URL' })
+      .check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' })),
   ),
   REDIS_TIMEOUT_MS: wholeNumberVariable(10, 5000, 100),
 };

@@ -56,7 +56,9 @@ export function createErrorBodySchemas() {
   const ValidationIssue = z.strictObject({
     path: z.string(),
     message: z.string(),
-    siteKey: z.optional(z.string()).check(z.meta({ description: '`CAPTCHA_REQUIRED` only: the Turnstile site key to render the widget with.' })),
+    siteKey: z
+      .optional(z.string())
+      .check(z.meta({ description: '`CAPTCHA_REQUIRED` only: the Turnstile site key to render the widget with.' })),
   });
   const ErrorBody = z.strictObject({
     ok: z.literal(false),
@@ -135,19 +137,25 @@ export class ApiError extends Error {
 }
 
 /** The codes answered with `Status` (403 is FORBIDDEN_ORIGIN, CAPTCHA_FAILED or CAPTCHA_REQUIRED). */
-export type ErrorCodeOf<Status extends ErrorStatus> = { [Code in ErrorCode]: (typeof ERROR_STATUS)[Code] extends Status ? Code : never }[ErrorCode];
+export type ErrorCodeOf<Status extends ErrorStatus> = {
+  [Code in ErrorCode]: (typeof ERROR_STATUS)[Code] extends Status ? Code : never;
+}[ErrorCode];
 
 /** The body of an error answer with `Status` (any error by default), as docs/contract.md shapes it. */
 type SchemaErrorBody = z.infer<ErrorBodySchemas['ErrorBody']>;
 type Flat<T> = { [Key in keyof T]: T[Key] } & {};
-export type ErrorBody<Status extends ErrorStatus = ErrorStatus> = Flat<Omit<SchemaErrorBody, 'error'> & { error: Flat<Omit<SchemaErrorBody['error'], 'code'> & { code: ErrorCodeOf<Status> }> }>;
+export type ErrorBody<Status extends ErrorStatus = ErrorStatus> = Flat<
+  Omit<SchemaErrorBody, 'error'> & { error: Flat<Omit<SchemaErrorBody['error'], 'code'> & { code: ErrorCodeOf<Status> }> }
+>;
 
 /**
  * The error answers with these statuses, one typed response per status, so that `hc<AppType>`'s
  * `if (res.status === 404)` narrows the body to the NOT_FOUND envelope. Only a type: a handler
  * throws and the app's onError renders (renderError).
  */
-export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'> : never;
+export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus
+  ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'>
+  : never;
 
 /** The body of an error response, exactly as docs/contract.md shapes it. */
 export function errorEnvelope(error: ApiError): ErrorBody {
@@ -177,7 +185,10 @@ export const REQUEST_TIMEOUT = 408;
  * out), for the access log and the metrics: nothing is sent, the connection is closed. Undefined
  * while the request is still there. `timedOut` tells the listener's timeout from the client's hang-up.
  */
-export function cutOffStatus(c: Context, timedOut: (c: Context) => boolean): typeof CLIENT_CLOSED_REQUEST | typeof REQUEST_TIMEOUT | undefined {
+export function cutOffStatus(
+  c: Context,
+  timedOut: (c: Context) => boolean,
+): typeof CLIENT_CLOSED_REQUEST | typeof REQUEST_TIMEOUT | undefined {
   if (!c.req.raw.signal?.aborted) return undefined;
   return timedOut(c) ? REQUEST_TIMEOUT : CLIENT_CLOSED_REQUEST;
 }

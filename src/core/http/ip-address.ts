@@ -102,7 +102,10 @@ export interface AddressList {
 export function parseAddressList(text: string): { list: AddressList; invalid: string[] } {
   const networks: { groups: number[]; bits: number }[] = [];
   const invalid: string[] = [];
-  const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   for (const entry of entries.flatMap((entry) => NAMED_RANGES[entry.toLowerCase()] ?? [entry])) {
     const [address = '', bitsText, ...rest] = entry.split('/');
     const canonical = parseIp(address);

@@ -11,12 +11,7 @@ export interface RateLimiter {
 }
 
 /** Fixed windows in a bounded lru-cache: a flood of new IPs evicts the oldest counters instead of growing memory. */
-export function createMemoryRateLimiter(options: {
-  limit: number;
-  windowMs: number;
-  now: () => number;
-  maxKeys?: number;
-}): RateLimiter {
+export function createMemoryRateLimiter(options: { limit: number; windowMs: number; now: () => number; maxKeys?: number }): RateLimiter {
   const { limit, windowMs, now } = options;
   const windows = new LRUCache<string, { count: number; startedAt: number }>({
     max: options.maxKeys ?? 50_000,

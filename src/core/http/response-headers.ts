@@ -157,13 +157,21 @@ function grantedOrigin(origins: OriginPolicy, origin: string | undefined): strin
   return origin && origins.isAllowed(origin) ? origin : undefined;
 }
 
-const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
+const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Expose-Headers': EXPOSE_HEADERS,
+};
 
 /**
  * A response that already carries this request's headers, as a plain record: @hono/node-server
  * writes such a response straight to the socket (a `Headers` object would be converted back).
  */
-export function respond(c: Context, body: string | Uint8Array<ArrayBuffer> | null, status: number, headers: Record<string, string>): Response {
+export function respond(
+  c: Context,
+  body: string | Uint8Array<ArrayBuffer> | null,
+  status: number,
+  headers: Record<string, string>,
+): Response {
   c.set('responseHeadersApplied', true);
   return new Response(body, { status, headers: Object.assign({}, c.get('responseHeaders'), headers) });
 }

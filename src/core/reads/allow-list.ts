@@ -48,7 +48,13 @@ export function toIssueDetail(
   letter: { contentHtml: string | null; readingMinutes: number },
   neighbours: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
 ): IssueDetail {
-  return { ...summary, readingMinutes: letter.readingMinutes, contentHtml: letter.contentHtml, newer: neighbours.newer, older: neighbours.older };
+  return {
+    ...summary,
+    readingMinutes: letter.readingMinutes,
+    contentHtml: letter.contentHtml,
+    newer: neighbours.newer,
+    older: neighbours.older,
+  };
 }
 
 /** What an issue page shows of a neighbouring issue. */

@@ -43,7 +43,8 @@ function textIndexOf(index: ArchiveIndex): TextIndex {
   if (text === undefined) {
     const store = createTextStore();
     const slots = new Map<string, number>();
-    for (const summary of index.all) slots.set(summary.slug, addSummary(store, summary, index.sources.get(summary.slug)?.updatedAt ?? null));
+    for (const summary of index.all)
+      slots.set(summary.slug, addSummary(store, summary, index.sources.get(summary.slug)?.updatedAt ?? null));
     text = { store, slots };
     summaryTextIndexes.set(index, text);
   }

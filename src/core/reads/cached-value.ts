@@ -69,7 +69,11 @@ export function archiveValue(
   complete = false,
   rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync; text?: TextIndex | undefined } = {},
 ): CachedValue {
-  return { kind: 'archive', index: buildArchiveIndex(all, complete, rows.sources ?? new Map(), rows.sync ?? NO_SYNC, rows.text), fetchedAt };
+  return {
+    kind: 'archive',
+    index: buildArchiveIndex(all, complete, rows.sources ?? new Map(), rows.sync ?? NO_SYNC, rows.text),
+    fetchedAt,
+  };
 }
 
 export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string, neighbours?: string): CachedValue {
@@ -184,7 +188,13 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
           sync: Number.isFinite(value.index.sync.fullReadAt) ? encodeSync(value.index.sync) : undefined,
           text: value.index.text && encodeTextIndex(value.index.text),
         })
-      : JSON.stringify({ kind: 'json', body: value.rendered.body, etag: value.rendered.etag, version: value.version, neighbours: value.neighbours });
+      : JSON.stringify({
+          kind: 'json',
+          body: value.rendered.body,
+          etag: value.rendered.etag,
+          version: value.version,
+          neighbours: value.neighbours,
+        });
   return { payload, fetchedAt: value.fetchedAt };
 }
 
@@ -203,9 +213,15 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const parsed = SharedPayloadSchema.safeParse(json);
   if (!parsed.success) return undefined;
   const payload = parsed.data;
-  if (payload.kind === 'json') return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version, payload.neighbours);
+  if (payload.kind === 'json')
+    return jsonValue({ body: payload.body, etag: payload.etag }, entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
-  const sync = payload.sync && { order: payload.sync.order, fullReadAt: payload.sync.fullReadAt, listing: payload.sync.ids, head: payload.sync.head };
+  const sync = payload.sync && {
+    order: payload.sync.order,
+    fullReadAt: payload.sync.fullReadAt,
+    listing: payload.sync.ids,
+    head: payload.sync.head,
+  };
   const text = payload.text && decodeTextIndex(payload.text);
   if (payload.text && !text) return undefined;
   return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }), ...(text && { text }) });

@@ -1,8 +1,24 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics.js';
-import type { ArchivePageBody, CategoriesBody, CategoryListing, IssueBody, IssueNeighbour, IssueSummary, PublicCategory } from '../public-shapes.js';
-import { compareByName, compareNewestFirst, isPublicIssue, toIssueDetail, toIssueNeighbour, toIssueSummary, toPublicCategory } from './allow-list.js';
+import type {
+  ArchivePageBody,
+  CategoriesBody,
+  CategoryListing,
+  IssueBody,
+  IssueNeighbour,
+  IssueSummary,
+  PublicCategory,
+} from '../public-shapes.js';
+import {
+  compareByName,
+  compareNewestFirst,
+  isPublicIssue,
+  toIssueDetail,
+  toIssueNeighbour,
+  toIssueSummary,
+  toPublicCategory,
+} from './allow-list.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import { UpstreamError } from '../upstream/transport.js';
 import {
@@ -35,15 +51,7 @@ import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createIndexedSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
-import {
-  addSummary,
-  compacted,
-  createTextStore,
-  documentOf,
-  worthCompacting,
-  type TextIndex,
-  type TextStore,
-} from './text-index.js';
+import { addSummary, compacted, createTextStore, documentOf, worthCompacting, type TextIndex, type TextStore } from './text-index.js';
 
 export type { RenderedJson } from './rendered-json.js';
 export type { ArchiveQuery } from './archive-pages.js';
@@ -256,7 +264,10 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const contents = createContentKeeper(prior);
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
     if (upstream.readPublicArchive) {
-      const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow: contents.reduceRow, expectedRows: prior?.sync.listing.length });
+      const read = await upstream.readPublicArchive(options.archiveMaxIssues, {
+        reduceRow: contents.reduceRow,
+        expectedRows: prior?.sync.listing.length,
+      });
       const clean = read.dropped.count === 0 && read.findings.length === 0;
       const answeredAt = now();
       // Paging that did not work as configured leaves the listing unsure: no head refreshes then.
@@ -269,7 +280,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
     const answeredAt = now();
-    const value = indexValue(rows, answeredAt, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, listing: [] }, contents.store, true);
+    const value = indexValue(
+      rows,
+      answeredAt,
+      rows.length < options.archiveMaxIssues,
+      { order: undefined, fullReadAt: time, listing: [] },
+      contents.store,
+      true,
+    );
     await contents.seed(answeredAt, value);
     return value;
   }
@@ -282,7 +300,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   async function refreshHead(prior: ArchiveIndex, order: ListOrder): Promise<CachedValue | undefined> {
     const contents = createContentKeeper(prior);
     const known = new Set(prior.sync.listing);
-    const head = await upstream.readPublicArchiveHead!({ isKnownId: (id) => known.has(id), reduceRow: contents.reduceRow, validators: prior.sync.head, order });
+    const head = await upstream.readPublicArchiveHead!({
+      isKnownId: (id) => known.has(id),
+      reduceRow: contents.reduceRow,
+      validators: prior.sync.head,
+      order,
+    });
     // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
     if (head.unchanged) return { kind: 'archive', index: prior, fetchedAt: now() };
     const placed = head.anchored && head.inOrder ? placeHead(prior.sync.listing, head.ids, head.dropped.ids) : undefined;
@@ -319,7 +342,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * index in `store`; after a whole read (`whole`), compacted into a store of its own documents
    * (dropping what edits, unpublished letters and head refreshes left in the one it shared).
    */
-  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync, store: TextStore, whole = false): CachedValue {
+  function indexValue(
+    rows: readonly KeptRow[],
+    fetchedAt: number,
+    complete: boolean,
+    sync: ArchiveSync,
+    store: TextStore,
+    whole = false,
+  ): CachedValue {
     const bySlug = new Map<string, IssueSummary>();
     const sources = new Map<string, IssueSource>();
     const slots = new Map<string, number>();
@@ -413,7 +443,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
           const key = ISSUE_KEY_PREFIX + summary.slug;
           const neighbours = neighboursIn(index, summary.slug);
           const detail = toIssueDetail(summary, { contentHtml, readingMinutes }, neighbours);
-          const copy = jsonValue(await renderJson({ ok: true, data: detail } satisfies IssueBody), fetchedAt, version, neighboursKey(neighbours));
+          const copy = jsonValue(
+            await renderJson({ ok: true, data: detail } satisfies IssueBody),
+            fetchedAt,
+            version,
+            neighboursKey(neighbours),
+          );
           cache.seed(key, copy);
           compressBehind(key, copy);
         }
@@ -484,7 +519,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
   }
 
-  async function loadIssueCopy(slug: string, waitUntil: WaitUntil | undefined, client: string | undefined, previous: CachedValue | undefined) {
+  async function loadIssueCopy(
+    slug: string,
+    waitUntil: WaitUntil | undefined,
+    client: string | undefined,
+    previous: CachedValue | undefined,
+  ) {
     let archive = cache.peek(ARCHIVE_KEY);
     // A copy is checked against an index at least as fresh as itself: a stale index is refreshed
     // first (joining a refresh under way). One that could not be refreshed is stale still: the
@@ -495,7 +535,11 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const index = archive?.kind === 'archive' ? archive : undefined;
     const listed = index?.index.slugs.has(slug) === true;
     const version = index?.index.sources.get(slug)?.updatedAt;
-    const trusted = index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && isFresh(index.fetchedAt + rules.ttlMs, now());
+    const trusted =
+      index !== undefined &&
+      previous !== undefined &&
+      index.fetchedAt >= previous.fetchedAt &&
+      isFresh(index.fetchedAt + rules.ttlMs, now());
     if (trusted && previous?.kind === 'json' && previous.version !== undefined && previous.version === version) {
       // The same letter; its neighbours may have changed (an issue published or unpublished beside it).
       const neighbours = neighboursIn(index.index, slug);
@@ -527,7 +571,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     const minutes = readingMinutesOf(typeof issue.contentHtml === 'string' ? countWords(issue.contentHtml) : 0);
     // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
-    const neighbourIndex = index?.index ?? (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }).then(archiveOf, () => undefined));
+    const neighbourIndex =
+      index?.index ?? (await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }).then(archiveOf, () => undefined));
     if (typeof issue.contentHtml === 'string' && neighbourIndex) addLetterToSearch(neighbourIndex, issue, issue.contentHtml);
     const neighbours = neighboursIn(neighbourIndex, slug);
     const summary = toIssueSummary(issue, typeof issue.contentHtml === 'string' ? minutes : null);
@@ -556,7 +601,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    */
   function outdatedByIndex(slug: string, copy: CachedValue | undefined): boolean {
     const archive = cache.peek(ARCHIVE_KEY);
-    if (archive?.kind !== 'archive' || copy?.kind !== 'json' || copy.version === undefined || archive.fetchedAt < copy.fetchedAt) return false;
+    if (archive?.kind !== 'archive' || copy?.kind !== 'json' || copy.version === undefined || archive.fetchedAt < copy.fetchedAt)
+      return false;
     const version = archive.index.sources.get(slug)?.updatedAt;
     return version !== undefined && version !== null && version !== copy.version;
   }
@@ -666,14 +712,17 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       // a copy handed back stale says the refresh failed.
       const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
-      if (archive.state === 'STALE' || categories.state === 'STALE') throw new Error('the upstream refresh failed; the copies stay as they were');
+      if (archive.state === 'STALE' || categories.state === 'STALE')
+        throw new Error('the upstream refresh failed; the copies stay as they were');
       if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
       return { issues: archive.value.index.all.length };
     },
 
     async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}) {
       const fresh = (value: CachedValue | undefined) =>
-        value?.kind === 'archive' && isFresh(value.fetchedAt + rules.ttlMs, now()) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
+        value?.kind === 'archive' && isFresh(value.fetchedAt + rules.ttlMs, now())
+          ? { index: value.index, fetchedAt: value.fetchedAt }
+          : undefined;
       const kept = fresh(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
       if (sharedCache) {

@@ -242,19 +242,20 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       // Its upstream calls are held off until `retryAt`: the stale copy answers, and nothing loads.
       const heldOff = current?.retryAt !== undefined && time < current.retryAt;
       try {
-        entry = heldOff ? lru.get(key, { allowStale: true }) : await lru.fetch(key, {
-          context: { load, waitUntil, client },
-          forceRefresh,
-          allowStale:
-            !forceRefresh &&
-            (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff),
-          // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
-          // load to `undefined` for every caller but the first (who alone sees the error in its
-          // status), and "failed" would read as "does not exist": this way the shared promise
-          // rejects, so every waiter of one cold load gets the same error.
-          allowStaleOnFetchRejection: current !== undefined,
-          status,
-        });
+        entry = heldOff
+          ? lru.get(key, { allowStale: true })
+          : await lru.fetch(key, {
+              context: { load, waitUntil, client },
+              forceRefresh,
+              allowStale:
+                !forceRefresh && (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, options) || backingOff),
+              // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
+              // load to `undefined` for every caller but the first (who alone sees the error in its
+              // status), and "failed" would read as "does not exist": this way the shared promise
+              // rejects, so every waiter of one cold load gets the same error.
+              allowStaleOnFetchRejection: current !== undefined,
+              status,
+            });
       } catch (error) {
         if (!abortReasons.has(error as object)) throw error;
         // The load found nothing and was overtaken meanwhile: lru-cache rejects its readers with

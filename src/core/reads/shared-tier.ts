@@ -60,7 +60,12 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
   const refreshing = new Map<string, Promise<void>>();
 
   /** The loader's answer replaces the shared copy; a value found gone leaves the tier too. */
-  async function refresh(key: string, waitUntil: WaitUntil | undefined, client: string | undefined, previous: V | undefined): Promise<void> {
+  async function refresh(
+    key: string,
+    waitUntil: WaitUntil | undefined,
+    client: string | undefined,
+    previous: V | undefined,
+  ): Promise<void> {
     try {
       const value = await load(key, waitUntil, client, previous);
       await (value === undefined ? store.delete(key) : store.put(key, encode(value)));
@@ -137,10 +142,7 @@ const FORMAT_VERSION = 'v1';
  * `fetchedAt`, like the in-memory tier. On `*.workers.dev` the Cache API stores nothing: this
  * tier then just misses.
  */
-export function createWorkersSharedCache(
-  cache: Cache,
-  options: { namespace: string; apiKey: string; maxAgeSeconds: number },
-): SharedTier {
+export function createWorkersSharedCache(cache: Cache, options: { namespace: string; apiKey: string; maxAgeSeconds: number }): SharedTier {
   // Computed once, on first use (digesting is asynchronous, and creating the tier must not be).
   let prefix: Promise<string> | undefined;
   const urlOf = async (key: string) => {

@@ -44,7 +44,10 @@ export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
     if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
       lastRefreshAt = time;
       refreshing = refresh(context)
-        .then((newer) => newer ?? 'failed', () => 'failed' as const)
+        .then(
+          (newer) => newer ?? 'failed',
+          () => 'failed' as const,
+        )
         .finally(() => {
           refreshing = undefined;
         });

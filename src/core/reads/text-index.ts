@@ -203,7 +203,11 @@ function numbersOfText(store: TextStore, text: string, found: number[]): number 
   };
   scanWords(text, {
     ascii(start, end, upper, apostrophe) {
-      seen(apostrophe || end - start > MAX_WORD_LENGTH ? dictionary.add(asciiWord(text, start, end, upper, apostrophe)) : dictionary.addRun(text, start, end, upper));
+      seen(
+        apostrophe || end - start > MAX_WORD_LENGTH
+          ? dictionary.add(asciiWord(text, start, end, upper, apostrophe))
+          : dictionary.addRun(text, start, end, upper),
+      );
     },
     other: (word) => seen(dictionary.add(word)),
   });
@@ -226,7 +230,12 @@ export function addDocument(store: TextStore, version: string | null, fields: Se
 
 /** A document of `summary`, with its letter when given. */
 export function addSummary(store: TextStore, summary: IssueSummary, version: string | null, letterHtml?: string): number {
-  return addDocument(store, version, { subject: summary.subject, previewText: summary.previewText, categoryName: summary.category?.name, letterHtml });
+  return addDocument(store, version, {
+    subject: summary.subject,
+    previewText: summary.previewText,
+    categoryName: summary.category?.name,
+    letterHtml,
+  });
 }
 
 /** The document of `slug` in this index, if it has one. */
@@ -328,7 +337,13 @@ export function compacted(text: TextIndex): TextIndex {
   const slots = new Map<string, number>();
   for (const [slug, slot] of text.slots) slots.set(slug, newSlot[slot]!);
   return {
-    store: { dictionary, docs, packed: { slots: docs.length, offsets, bytes: bytes.slice(0, length) }, recent: [], marks: new Int32Array(0) },
+    store: {
+      dictionary,
+      docs,
+      packed: { slots: docs.length, offsets, bytes: bytes.slice(0, length) },
+      recent: [],
+      marks: new Int32Array(0),
+    },
     slots,
   };
 }
@@ -435,7 +450,12 @@ export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
   const words = Array.from({ length: store.dictionary.size }, (_, number) => store.dictionary.wordOf(number)).join('\n');
-  const docs = store.docs.map((doc, slot): EncodedTextIndex['docs'][number] => [slugOf.get(slot)!, doc.version, numbersToBase64(doc.subject), doc.letterWords]);
+  const docs = store.docs.map((doc, slot): EncodedTextIndex['docs'][number] => [
+    slugOf.get(slot)!,
+    doc.version,
+    numbersToBase64(doc.subject),
+    doc.letterWords,
+  ]);
   return { words, offsets: numbersToBase64(store.packed.offsets), postings: toBase64(store.packed.bytes), docs };
 }
 

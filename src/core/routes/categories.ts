@@ -13,7 +13,9 @@ export function createCategoriesRoutes(options: {
 }) {
   const { reads, cacheControl, clientIp = () => undefined } = options;
   // The error answers are typed for `hc` (ROUTE_ERRORS); the app's onError renders them.
-  return new Hono().get('/categories', async function listCategories(c): Promise<ReadAnswer<CategoriesBody> | ErrorAnswer<RouteErrorStatus<'/api/categories'>>> {
+  return new Hono().get('/categories', async function listCategories(c): Promise<
+    ReadAnswer<CategoriesBody> | ErrorAnswer<RouteErrorStatus<'/api/categories'>>
+  > {
     return sendRead(c, await reads.categories(waitUntilOf(c), clientIp(c)), cacheControl);
   });
 }

@@ -33,7 +33,10 @@ function createArchiveQueryValidator(queries: ArchiveQueries): ArchiveQueryValid
   return async function validateArchiveQuery(c, next) {
     const url = c.req.url;
     const at = url.indexOf('?');
-    c.req.addValidatedData('query', queries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries()));
+    c.req.addValidatedData(
+      'query',
+      queries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries()),
+    );
     await next();
   };
 }

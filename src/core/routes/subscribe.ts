@@ -42,9 +42,10 @@ export interface SubscribeRoutesOptions {
 }
 
 // Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
-const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: SubscribeJsonInput }; out: {} }> = async function declareJsonInput(_c, next) {
-  await next();
-};
+const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: SubscribeJsonInput }; out: {} }> =
+  async function declareJsonInput(_c, next) {
+    await next();
+  };
 
 const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
   details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }],
@@ -62,7 +63,19 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
  * a short HTML page.
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
-  const { upstream, config, origins, rateLimiter, clientIp, now, log, challenge, surge, isDisposableDomain, metrics = noopMetrics } = options;
+  const {
+    upstream,
+    config,
+    origins,
+    rateLimiter,
+    clientIp,
+    now,
+    log,
+    challenge,
+    surge,
+    isDisposableDomain,
+    metrics = noopMetrics,
+  } = options;
   const requestTimedOut = options.requestTimedOut ?? (() => false);
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
 
@@ -106,7 +119,9 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
         }
         const fields = parseSubscribeFields(c, input);
         if (isDisposableDomain?.(fields.domain)) throw DISPOSABLE_REFUSAL;
-        const surging = surge ? await surge.attempt({ ip: rateLimitKey(c), domain: fields.domain, mailbox: fields.normalized }, waitUntilOf(c)) : false;
+        const surging = surge
+          ? await surge.attempt({ ip: rateLimitKey(c), domain: fields.domain, mailbox: fields.normalized }, waitUntilOf(c))
+          : false;
         // After validation, so a typo does not spend the visitor's one-use token.
         if (challenge && (config.turnstileMode === 'always' || surging)) {
           if (surging) surge?.challenged();

@@ -40,7 +40,9 @@ export async function forwardSubscription(
     }
     const { kind: upstreamKind, upstreamCode } = failure;
     // With a hint the status is the clue (a 404 on our path, a 401 for our key), so it is logged too.
-    const logged = hint ? { email, upstreamKind, upstreamStatus: String(failure.status), upstreamCode, hint } : { email, upstreamKind, upstreamCode };
+    const logged = hint
+      ? { email, upstreamKind, upstreamStatus: String(failure.status), upstreamCode, hint }
+      : { email, upstreamKind, upstreamCode };
     throw new SubscribeFailure(
       error.code,
       { outcome: 'failed', fields: logged, level },

@@ -18,7 +18,8 @@ const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : 
 export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
 
 /** zod's own `email` pattern, with an A-label top-level domain (`xn--p1ai`) allowed too. */
-const EMAIL_PATTERN = /^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
+const EMAIL_PATTERN =
+  /^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
 /** RFC 5321 §4.5.3.1. */
 const MAX_LOCAL_PART = 64;
 const MAX_DOMAIN_LABEL = 63;
@@ -46,7 +47,12 @@ function lengthProblem(email: string): string | undefined {
   const at = email.lastIndexOf('@');
   if (email.length > MAX_ADDRESS) return `must be at most ${MAX_ADDRESS} characters`;
   if (at > MAX_LOCAL_PART) return `must have at most ${MAX_LOCAL_PART} characters before the @`;
-  if (email.slice(at + 1).split('.').some((label) => label.length > MAX_DOMAIN_LABEL)) {
+  if (
+    email
+      .slice(at + 1)
+      .split('.')
+      .some((label) => label.length > MAX_DOMAIN_LABEL)
+  ) {
     return `must have at most ${MAX_DOMAIN_LABEL} characters between the dots of its domain`;
   }
   return undefined;
@@ -106,7 +112,11 @@ const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES)
 
 /** openapi.json's words for the body's fields. */
 export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonSchemaWords } = {
-  email: { format: 'email', description: 'Trimmed before it is checked. RFC 5321 lengths: a local part of at most 64 characters, domain labels of at most 63. A domain in Unicode is accepted and sent upstream as its A-labels, which are what is measured.' },
+  email: {
+    format: 'email',
+    description:
+      'Trimmed before it is checked. RFC 5321 lengths: a local part of at most 64 characters, domain labels of at most 63. A domain in Unicode is accepted and sent upstream as its A-labels, which are what is measured.',
+  },
   optInAttestation: { description: 'The subscriber confirmed they opted in; anything else is a 422 and nothing goes upstream.' },
   source: { description: 'A label; `SUBSCRIBE_DEFAULT_SOURCE` when absent.' },
 };

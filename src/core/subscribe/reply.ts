@@ -81,7 +81,11 @@ export function reply(c: Context, target: URL | undefined, error?: ApiError): Re
     // site's <noscript> messages). A fragment the configured redirect URL has is kept.
     // CAPTCHA_REQUIRED has its own: the page says that the check needs JavaScript.
     if (!target.hash) {
-      target.hash = !error ? NO_SCRIPT_ANCHORS.success : error.code === 'CAPTCHA_REQUIRED' ? NO_SCRIPT_ANCHORS.challenge : NO_SCRIPT_ANCHORS.error;
+      target.hash = !error
+        ? NO_SCRIPT_ANCHORS.success
+        : error.code === 'CAPTCHA_REQUIRED'
+          ? NO_SCRIPT_ANCHORS.challenge
+          : NO_SCRIPT_ANCHORS.error;
     }
     return c.redirect(target.href, 303);
   }

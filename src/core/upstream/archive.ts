@@ -108,7 +108,11 @@ export function smallerPageSize(limit: number): number | undefined {
 function lighterPageSize(limit: number, bytes: number): number {
   let size = limit;
   // Bounded: each turn divides `size` by at least 2.
-  for (let smaller = smallerPageSize(size); smaller !== undefined && (size * bytes) / limit > TARGET_PAGE_BYTES; smaller = smallerPageSize(size)) {
+  for (
+    let smaller = smallerPageSize(size);
+    smaller !== undefined && (size * bytes) / limit > TARGET_PAGE_BYTES;
+    smaller = smallerPageSize(size)
+  ) {
     size = smaller;
   }
   return size;
@@ -255,7 +259,10 @@ export async function readWholeArchive<K = UpstreamIssue>(
         // memory of a load (docs/upstream.md "Pages of a few MiB").
         const halved = smallerPageSize(limit);
         const lighter = Number.isFinite(declared) ? lighterPageSize(limit, declared) : limit;
-        const smaller = shrinks < MAX_SHRINKS && !(declared >= lastDeclared && declared !== Number.POSITIVE_INFINITY) && halved !== undefined ? Math.min(halved, lighter) : undefined;
+        const smaller =
+          shrinks < MAX_SHRINKS && !(declared >= lastDeclared && declared !== Number.POSITIVE_INFINITY) && halved !== undefined
+            ? Math.min(halved, lighter)
+            : undefined;
         if (smaller === undefined) throw error;
         shrinks += 1;
         lastDeclared = declared;
@@ -355,7 +362,16 @@ export async function readArchiveHead<K>(
   for (let page = 1; page <= HEAD_MAX_PAGES; page += 1) {
     const listed = await listPage({ limit, offset, page, conditional: page === 1 ? options.validators : undefined });
     if (listed.notModified) {
-      return { unchanged: true, issues, ids, anchored: true, inOrder: true, validators: options.validators, pageRows, dropped: { count: 0, ids: [] } };
+      return {
+        unchanged: true,
+        issues,
+        ids,
+        anchored: true,
+        inOrder: true,
+        validators: options.validators,
+        pageRows,
+        dropped: { count: 0, ids: [] },
+      };
     }
     if (page === 1) validators = listed.validators;
     const received = listed.rows.length + listed.droppedIds.length;
@@ -374,7 +390,16 @@ export async function readArchiveHead<K>(
     if (anchored || !watch.holds(options.order) || received < limit) break;
     offset += received;
   }
-  return { unchanged: false, issues, ids, anchored, inOrder: watch.holds(options.order), validators, pageRows, dropped: { count: droppedCount, ids: dropped } };
+  return {
+    unchanged: false,
+    issues,
+    ids,
+    anchored,
+    inOrder: watch.holds(options.order),
+    validators,
+    pageRows,
+    dropped: { count: droppedCount, ids: dropped },
+  };
 }
 
 /**

@@ -231,7 +231,10 @@ export function createTransport(options: TransportOptions): Transport {
       throw new UpstreamError('bad_response', `upstream answered with a redirect (${status}); not followed`, { status });
     }
     if (!isSuccessStatus(status)) throw await failureFromResponse(response, call);
-    const validators = { etag: response.headers.get('etag') ?? undefined, lastModified: response.headers.get('last-modified') ?? undefined };
+    const validators = {
+      etag: response.headers.get('etag') ?? undefined,
+      lastModified: response.headers.get('last-modified') ?? undefined,
+    };
     // The text is not kept in a variable, so a large page is let go once parsed.
     const parsed = schema.safeParse(parseJson(await readCapped(response, status, options.onBytes), status, options.parse));
     if (validators.etag !== undefined || validators.lastModified !== undefined) options.onValidators?.(validators);

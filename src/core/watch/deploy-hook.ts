@@ -23,7 +23,12 @@ export interface DeployHookOptions {
 }
 
 export function deployHookBody(changes: readonly ArchiveChange[]): DeployHookBody {
-  return { event: 'archive_changed', counts: countByKind(changes), changes: changes.slice(0, MAX_NAMED_CHANGES), more: Math.max(0, changes.length - MAX_NAMED_CHANGES) };
+  return {
+    event: 'archive_changed',
+    counts: countByKind(changes),
+    changes: changes.slice(0, MAX_NAMED_CHANGES),
+    more: Math.max(0, changes.length - MAX_NAMED_CHANGES),
+  };
 }
 
 /** Its origin only: a build hook's path is its token (docs/security.md "What the service guarantees"). */

@@ -51,11 +51,11 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
   const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
     new Histogram({ name: PREFIX + name, help, labelNames, buckets, registers });
 
-  const requests = counter(
-    'http_requests_total',
-    'Requests answered by the public listener, by route template, method and status.',
-    ['route', 'method', 'status'],
-  );
+  const requests = counter('http_requests_total', 'Requests answered by the public listener, by route template, method and status.', [
+    'route',
+    'method',
+    'status',
+  ]);
   const requestSeconds = histogram(
     'http_request_duration_seconds',
     'Time from a request reaching the app to its response, by route template and method.',
@@ -77,11 +77,10 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES) or ttl (expired).',
     ['reason'],
   );
-  const upstreamCalls = counter(
-    'upstream_calls_total',
-    'Calls of the upstream API (retries included), by operation and outcome.',
-    ['operation', 'outcome'],
-  );
+  const upstreamCalls = counter('upstream_calls_total', 'Calls of the upstream API (retries included), by operation and outcome.', [
+    'operation',
+    'outcome',
+  ]);
   const upstreamSeconds = histogram(
     'upstream_call_duration_seconds',
     'Time an upstream call took, retries included, by operation and outcome.',
@@ -128,7 +127,11 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
     stats.renderedPageBytes,
     stats.notFoundBytes,
   ]);
-  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', (stats) => [stats.entries, stats.renderedPages, stats.notFoundEntries]);
+  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', (stats) => [
+    stats.entries,
+    stats.renderedPages,
+    stats.notFoundEntries,
+  ]);
 
   // Counted from zero: a series that appears only with its first event breaks rate() and alerts.
   for (const result of ['hit', 'miss', 'stale']) cacheReads.inc({ result }, 0);

@@ -24,9 +24,7 @@ export function createRedisSharedTier(
       const value = `${entry.fetchedAt}\n${entry.payload}`;
       // Too large to share: the stale shared copy, if any, must not outlive this fresher value.
       const command =
-        Buffer.byteLength(value) > maxValueBytes
-          ? ['DEL', keyOf(key)]
-          : ['SET', keyOf(key), value, 'EX', String(options.maxAgeSeconds)];
+        Buffer.byteLength(value) > maxValueBytes ? ['DEL', keyOf(key)] : ['SET', keyOf(key), value, 'EX', String(options.maxAgeSeconds)];
       await link.send(command).catch(() => undefined);
     },
     async delete(key) {

@@ -52,10 +52,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
   function withTimeout(args: string[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
       // A late timer runs before that turn's socket reads: one step later, an answer that arrived counts.
-      const timer = setTimeout(
-        () => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))),
-        timeoutMs,
-      );
+      const timer = setTimeout(() => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))), timeoutMs);
       options.send(args).then(
         (reply) => {
           clearTimeout(timer);

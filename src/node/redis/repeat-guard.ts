@@ -3,11 +3,7 @@ import type { RedisKeys } from './keys.js';
 import type { RedisLink } from './link.js';
 
 /** Redis holds only the keyed hash; `local` is asked first and always written, so an outage forgets nothing. */
-export function createRedisRepeatGuard(
-  link: RedisLink,
-  keys: RedisKeys,
-  options: { windowMs: number; local: RepeatGuard },
-): RepeatGuard {
+export function createRedisRepeatGuard(link: RedisLink, keys: RedisKeys, options: { windowMs: number; local: RepeatGuard }): RepeatGuard {
   const { windowMs, local } = options;
   return {
     async isRepeat(normalizedEmail) {

@@ -98,10 +98,11 @@ export async function connectRedis(options: RedisServicesOptions): Promise<Redis
     watchLease: createRedisWatchLease(link, keys, { leaseMs: options.watchLeaseMs }),
     watchStore: createRedisWatchStore(link, keys),
     healthy: link.healthy,
-    ping: () => link.send(['PING']).then(
-      () => true,
-      () => false,
-    ),
+    ping: () =>
+      link.send(['PING']).then(
+        () => true,
+        () => false,
+      ),
     async close() {
       link.close();
       client.destroy();

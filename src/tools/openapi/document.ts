@@ -14,7 +14,12 @@ import {
 import { CACHE_STATES } from '../../core/reads/read-through-cache.js';
 import { MEDIA_TYPES } from '../../core/routes/archive-format.js';
 import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/archive-query.js';
-import { FORM_CHECKED_VALUES, SUBSCRIBE_FIELD_DOCS, SUBSCRIBE_MAX_BODY_BYTES, SubscribeJsonInputSchema } from '../../core/subscribe/input.js';
+import {
+  FORM_CHECKED_VALUES,
+  SUBSCRIBE_FIELD_DOCS,
+  SUBSCRIBE_MAX_BODY_BYTES,
+  SubscribeJsonInputSchema,
+} from '../../core/subscribe/input.js';
 import * as z from '../../core/zod.js';
 
 /*
@@ -39,7 +44,8 @@ function listInWords(items: readonly string[], last: 'and' | 'or' = 'and'): stri
 /** Drops a format's regex and the safe-integer bounds nobody set; adds the URL protocol rule zod leaves out. */
 function tidy({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodTypes; jsonSchema: z.core.JSONSchema.BaseSchema }): void {
   const def = zodSchema._zod.def as { check?: string; pattern?: RegExp; protocol?: RegExp };
-  if (def.check === 'string_format' && jsonSchema.format !== undefined && jsonSchema.pattern === def.pattern?.source) delete jsonSchema.pattern;
+  if (def.check === 'string_format' && jsonSchema.format !== undefined && jsonSchema.pattern === def.pattern?.source)
+    delete jsonSchema.pattern;
   if (def.protocol) jsonSchema.pattern = `^${def.protocol.source.replace(/^\^|\$$/g, '')}:`;
   if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
   if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
@@ -80,7 +86,12 @@ function worded(properties: Record<string, Json>, words: Record<string, object |
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, SUBSCRIBE_FIELD_DOCS);
-  const json: Json = { ...sent, properties: fields, description: 'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).' };
+  const json: Json = {
+    ...sent,
+    properties: fields,
+    description:
+      'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).',
+  };
   const { description: _description, ...email } = fields.email!;
   const sourcePlatform = fields.sourcePlatform!;
   const form: Json = {
@@ -91,7 +102,12 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
       email,
       optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(FORM_CHECKED_VALUES, 'or')} (any case).` },
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
-      [honeypotField]: { type: 'string', maxLength: 0, description: 'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.' },
+      [honeypotField]: {
+        type: 'string',
+        maxLength: 0,
+        description:
+          'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.',
+      },
     },
   };
   return { json, form };
@@ -191,7 +207,13 @@ function headersOf(names: readonly string[]): Record<string, Json> {
   return headers;
 }
 
-const COMMON_HEADERS = ['X-Request-Id', ...Object.keys(API_SECURITY_HEADERS), 'Access-Control-Allow-Origin', 'Access-Control-Expose-Headers', 'Vary'];
+const COMMON_HEADERS = [
+  'X-Request-Id',
+  ...Object.keys(API_SECURITY_HEADERS),
+  'Access-Control-Allow-Origin',
+  'Access-Control-Expose-Headers',
+  'Vary',
+];
 const READ_HEADERS = ['Cache-Control-Public', 'ETag', 'Content-Encoding', 'X-Cache', 'Age'];
 
 interface ErrorWording {
@@ -210,10 +232,13 @@ function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
       when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
       details: true,
     },
-    BAD_REQUEST: { when: 'Node only: the request\'s `Host` header or path cannot be read as a URL (answered before any route).' },
+    BAD_REQUEST: { when: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route)." },
     NOT_FOUND: { when: 'No such issue, or no such route.' },
     METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
-    FORBIDDEN_ORIGIN: { when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).', html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.' },
+    FORBIDDEN_ORIGIN: {
+      when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
+      html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.',
+    },
     CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
     CAPTCHA_REQUIRED: {
       when:
@@ -243,12 +268,11 @@ function htmlContent(pages: readonly (string | undefined)[]): Json {
 /** One response component per error status, named after its first code (`ValidationError`). */
 function errorResponses(wording: Record<ErrorCode, ErrorWording>): Map<number, { name: string; response: Json; head: Json }> {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][]) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][])
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   const responses = new Map<number, { name: string; response: Json; head: Json }>();
   for (const [status, codes] of byStatus) {
-    const name = codes[0]!
-      .toLowerCase()
-      .replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+    const name = codes[0]!.toLowerCase().replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
     const description = codes.map((one) => `${status} ${code(one)}: ${wording[one].when}`).join(' ');
     const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => wording[one].headers ?? []))]);
     const details = codes.every((one) => wording[one].details);
@@ -260,7 +284,11 @@ function errorResponses(wording: Record<ErrorCode, ErrorWording>): Map<number, {
     const schema = { allOf: [schemaRef('ErrorBody'), { type: 'object', properties: { error } }] };
     responses.set(status, {
       name,
-      response: { description, headers, content: { 'application/json': { schema }, ...htmlContent(codes.map((one) => wording[one].html)) } },
+      response: {
+        description,
+        headers,
+        content: { 'application/json': { schema }, ...htmlContent(codes.map((one) => wording[one].html)) },
+      },
       head: { description: `${description} (HEAD: no body)`, headers },
     });
   }
@@ -273,7 +301,14 @@ interface PathSpec {
   route: keyof typeof ROUTE_ERRORS;
   pathParameters?: readonly Json[];
   get?: { operationId: string; summary: string; description: string; parameters: readonly Json[]; ok: Json };
-  post?: { operationId: string; summary: string; description: string; parameters: readonly Json[]; requestBody: Json; answers: Record<string, Json> };
+  post?: {
+    operationId: string;
+    summary: string;
+    description: string;
+    parameters: readonly Json[];
+    requestBody: Json;
+    answers: Record<string, Json>;
+  };
 }
 
 function createPaths(specs: readonly PathSpec[], errors: ReturnType<typeof errorResponses>, used: Set<string>): Json {
@@ -304,7 +339,11 @@ function createPaths(specs: readonly PathSpec[], errors: ReturnType<typeof error
         description: `The headers \`GET ${spec.path}\` would send, with the same validation and caching; no body.`,
         tags: ['reads'],
         parameters: [...pathParameters, ...parameters],
-        responses: { '200': { ...okHeaders, description: 'As GET, without the body.' }, '304': responseRef('NotModifiedHead'), ...errorAnswers(spec.route, true) },
+        responses: {
+          '200': { ...okHeaders, description: 'As GET, without the body.' },
+          '304': responseRef('NotModifiedHead'),
+          ...errorAnswers(spec.route, true),
+        },
       };
     }
     if (post) {
@@ -355,7 +394,8 @@ export function createOpenApiDocument(version: string): Json {
         get: {
           operationId: 'listIssues',
           summary: 'A page of the public archive, newest first',
-          description: 'Sent, website-visible issues, newest `sentAt` first (undated last, ties by slug). Unknown query parameters are ignored.',
+          description:
+            'Sent, website-visible issues, newest `sentAt` first (undated last, ties by slug). Unknown query parameters are ignored.',
           parameters: [...Object.keys(queryParameters).map(parameter), parameter('If-None-Match'), parameter('Accept')],
           ok: readAnswer(
             'The data, from the cache or the upstream: JSON, or a feed when `format` or `Accept` asks for one. Every answer of this route carries `Vary: Accept` (with `Origin` unless every origin is allowed).',
@@ -370,7 +410,8 @@ export function createOpenApiDocument(version: string): Json {
         get: {
           operationId: 'getIssue',
           summary: 'One public issue with its HTML',
-          description: 'A slug that does not match the pattern is a 422 without an upstream call; an unknown, unsent or private issue a 404.',
+          description:
+            'A slug that does not match the pattern is a 422 without an upstream call; an unknown, unsent or private issue a 404.',
           parameters: [parameter('If-None-Match')],
           ok: readAnswer('The data, from the cache or the upstream.', { [MEDIA_TYPES.json]: { schema: schemaRef('IssueBody') } }),
         },
@@ -424,13 +465,19 @@ export function createOpenApiDocument(version: string): Json {
   );
 
   const responses: Record<string, Json> = {
-    NotModified: { description: 'The `If-None-Match` names the current `ETag`: no body.', headers: headersOf(['Cache-Control-Public', 'ETag', 'X-Cache', 'Age']) },
+    NotModified: {
+      description: 'The `If-None-Match` names the current `ETag`: no body.',
+      headers: headersOf(['Cache-Control-Public', 'ETag', 'X-Cache', 'Age']),
+    },
     Preflight: {
       description: 'A CORS preflight (`Access-Control-Allow-*` only for an allowed origin); no body.',
       headers: headersOf(['Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age']),
     },
   };
-  responses.NotModifiedHead = { ...responses.NotModified, description: 'The `If-None-Match` names the current `ETag`: no body. (HEAD: no body)' };
+  responses.NotModifiedHead = {
+    ...responses.NotModified,
+    description: 'The `If-None-Match` names the current `ETag`: no body. (HEAD: no body)',
+  };
   for (const { name, response, head } of [...errors.values()]) {
     responses[name] = response;
     responses[`${name}Head`] = head;

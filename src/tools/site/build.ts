@@ -80,7 +80,10 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     const path = issuePath(issue.slug);
     const newer = issues[at - 1];
     const older = issues[at + 1];
-    files.set(fileOf(path), renderIssuePage(site, issue, { newer: newer ? toIssueNeighbour(newer) : null, older: older ? toIssueNeighbour(older) : null }));
+    files.set(
+      fileOf(path),
+      renderIssuePage(site, issue, { newer: newer ? toIssueNeighbour(newer) : null, older: older ? toIssueNeighbour(older) : null }),
+    );
     sitemap.push({ loc: paths.absolute(path), lastmod: issueUpdatedAt(issue) });
   });
   files.set(fileOf(SEARCH_PATH), renderSearchPage(site, issues, options.searchApiUrl));

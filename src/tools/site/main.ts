@@ -55,7 +55,8 @@ async function main(): Promise<void> {
   // A bad --site-url or --search-api fails before anything is read.
   createSitePaths(values['site-url']);
   const searchApi = values['search-api'] ?? values.api;
-  if (searchApi !== 'none' && !/^https?:$/.test(new URL(searchApi).protocol)) throw new Error('--search-api must be an http(s) URL or none');
+  if (searchApi !== 'none' && !/^https?:$/.test(new URL(searchApi).protocol))
+    throw new Error('--search-api must be an http(s) URL or none');
   // sanitize-html is optional: loaded before any read.
   const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
   const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
@@ -69,7 +70,9 @@ async function main(): Promise<void> {
     readFile(new URL('subscribe-form.html', examples), 'utf8'),
     readPublication({
       apiUrl: values.api,
-      fetch: values['read-upstream'] ? createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) }) : undefined,
+      fetch: values['read-upstream']
+        ? createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) })
+        : undefined,
       onWait: ({ path, status, ms, attempt }) =>
         process.stderr.write(`${path} answered ${status}: waiting ${Math.ceil(ms / 1000)} s before retry ${attempt}\n`),
     }),

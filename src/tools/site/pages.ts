@@ -67,9 +67,7 @@ function searchForm(site: SiteIdentity, value = ''): string {
 
 function issueCard(site: SiteIdentity, issue: IssueSummary): string {
   const href = escapeHtml(site.paths.href(issuePath(issue.slug)));
-  const image = issue.thumbnailUrl
-    ? `<img src="${escapeHtml(issue.thumbnailUrl)}" alt="" loading="lazy" decoding="async">`
-    : '';
+  const image = issue.thumbnailUrl ? `<img src="${escapeHtml(issue.thumbnailUrl)}" alt="" loading="lazy" decoding="async">` : '';
   return `<li class="issue-card">
 <div class="thumb">${image}</div>
 <div class="issue-text">
@@ -101,12 +99,18 @@ export interface Neighbours {
 function neighboursNav(site: SiteIdentity, neighbours: Neighbours): string {
   if (!neighbours.newer && !neighbours.older) return '';
   const link = (issue: IssueNeighbour | null, rel: 'prev' | 'next', label: string) =>
-    issue ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}" rel="${rel}">${label}</a>` : '';
+    issue
+      ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}" rel="${rel}">${label}</a>`
+      : '';
   return `<nav class="neighbours" aria-label="Newer and older issues">${link(neighbours.newer, 'prev', `← Newer: ${escapeHtml(neighbours.newer?.subject ?? '')}`)}${link(neighbours.older, 'next', `Older: ${escapeHtml(neighbours.older?.subject ?? '')} →`)}</nav>`;
 }
 
 /** The letter's sanitised HTML inline: indexable, readable without JavaScript. */
-export function renderIssuePage(site: SiteIdentity, issue: IssueDetail, neighbours: Neighbours = { newer: issue.newer, older: issue.older }): string {
+export function renderIssuePage(
+  site: SiteIdentity,
+  issue: IssueDetail,
+  neighbours: Neighbours = { newer: issue.newer, older: issue.older },
+): string {
   const url = site.paths.absolute(issuePath(issue.slug));
   const letter = issue.contentHtml ? withoutLeadingTitle(sanitizeLetter(issue.contentHtml), issue.subject) : '';
   const description = truncate(issue.previewText || letterText(letter) || site.description, DESCRIPTION_MAX);
@@ -140,13 +144,21 @@ ${neighboursNav(site, neighbours)}
 /** The box, and every issue with the words search.js filters by without a service (or the browser's find without JavaScript). */
 export function renderSearchPage(site: SiteIdentity, issues: readonly IssueSummary[], searchApiUrl: string | undefined): string {
   const head = [
-    renderHead(site, { title: `Search · ${site.title}`, description: `Search the archive of ${site.title}.`, canonical: site.paths.absolute(SEARCH_PATH) }, 'website'),
+    renderHead(
+      site,
+      { title: `Search · ${site.title}`, description: `Search the archive of ${site.title}.`, canonical: site.paths.absolute(SEARCH_PATH) },
+      'website',
+    ),
     '<meta name="robots" content="noindex">',
     `<script src="${escapeHtml(site.paths.href('search.js'))}" defer data-root="${escapeHtml(site.paths.href(''))}"${searchApiUrl ? ` data-api="${escapeHtml(searchApiUrl)}"` : ''}></script>`,
   ].join('\n');
   const item = (issue: IssueSummary) => {
     const words = [...new Set(searchWords([issue.subject, issue.previewText ?? '', issue.category?.name ?? ''].join(' ')))].join(' ');
-    const parts = [`<a href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}">${escapeHtml(issue.subject)}</a>`, timeHtml(issue.sentAt), issue.category ? escapeHtml(issue.category.name) : ''];
+    const parts = [
+      `<a href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}">${escapeHtml(issue.subject)}</a>`,
+      timeHtml(issue.sentAt),
+      issue.category ? escapeHtml(issue.category.name) : '',
+    ];
     return `<li data-words="${escapeHtml(words)}">${parts.filter(Boolean).join(' · ')}</li>`;
   };
   const main = `<section class="archive" aria-labelledby="search-title">

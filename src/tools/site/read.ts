@@ -86,7 +86,11 @@ export async function readPublication(options: ReadOptions): Promise<Publication
 }
 
 /** `map` with at most `limit` calls in flight; results keep the input's order. */
-export async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, map: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapWithConcurrency<T, R>(
+  items: readonly T[],
+  limit: number,
+  map: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {

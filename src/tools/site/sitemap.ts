@@ -15,7 +15,13 @@ export function renderSitemap(entries: readonly SitemapEntry[]): string {
       '  </url>',
     ].join('\n'),
   );
-  return ['<?xml version="1.0" encoding="utf-8"?>', '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">', ...urls, '</urlset>', ''].join('\n');
+  return [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">',
+    ...urls,
+    '</urlset>',
+    '',
+  ].join('\n');
 }
 
 /** Every crawler may read everything; the sitemap says where the pages are. */

@@ -66,7 +66,9 @@ function createProse(n: number): () => string {
       const parts: string[] = [];
       for (let i = 0; i < length; i += 1) {
         const roll = random();
-        parts.push(roll < 0.02 ? own[Math.floor(random() * own.length)]! : roll < 0.04 ? `${word()}'s` : roll < 0.1 ? `${word()},` : word());
+        parts.push(
+          roll < 0.02 ? own[Math.floor(random() * own.length)]! : roll < 0.04 ? `${word()}'s` : roll < 0.1 ? `${word()},` : word(),
+        );
       }
       const first = parts[0]!;
       parts[0] = first.charAt(0).toUpperCase() + first.slice(1);
@@ -132,7 +134,14 @@ export interface ArchiveOptions {
  * ~`contentBytes` of HTML each, with every internal field the service sends, so the BFF's
  * allow-list and schema work on realistic rows. Every fifth issue has no category.
  */
-export function createArchive({ issues = 300, categories = 4, contentBytes = 5 * 1024, jsonBytes = 0, draftLeads = false, prose = 'lorem' }: ArchiveOptions = {}): Archive {
+export function createArchive({
+  issues = 300,
+  categories = 4,
+  contentBytes = 5 * 1024,
+  jsonBytes = 0,
+  draftLeads = false,
+  prose = 'lorem',
+}: ArchiveOptions = {}): Archive {
   const time = Date.UTC(2026, 0, 1, 9, 0, 0);
   const cats: DemoCategory[] = Array.from({ length: categories }, (_, i) => ({
     id: `cat_${i + 1}`,

@@ -164,7 +164,9 @@ describe('the fake upstream under load and faults', () => {
   });
 
   it('hangs until the caller gives up', async () => {
-    const { fake, call } = fakeWith({ delay: (_ms, signal) => new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason))) });
+    const { fake, call } = fakeWith({
+      delay: (_ms, signal) => new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason))),
+    });
     fake.setMode({ kind: 'hang' });
     const controller = new AbortController();
     const pending = call(LIST, { signal: controller.signal });

@@ -133,7 +133,11 @@ export function createFakeUpstream(options: FakeUpstreamOptions = {}) {
         controller.enqueue(chunk);
       },
     });
-    return new Response(answer.body.pipeThrough(counter), { status: answer.status, statusText: answer.statusText, headers: answer.headers });
+    return new Response(answer.body.pipeThrough(counter), {
+      status: answer.status,
+      statusText: answer.statusText,
+      headers: answer.headers,
+    });
   }
 
   /** The issue with `slug` in the publication, or an error naming it. */

@@ -180,13 +180,28 @@ export async function startFakeUpstreamServer(options: Omit<FakeUpstreamOptions,
     pendingResponses: () => open.size,
     /** Resolves once at least `count` responses are pending: a request sent in the background has arrived. */
     pending: (count: number, withinMs = 3_000) =>
-      waitUntil(waiters, () => open.size >= count, withinMs, () => `${open.size} of ${count} upstream response(s) pending`),
+      waitUntil(
+        waiters,
+        () => open.size >= count,
+        withinMs,
+        () => `${open.size} of ${count} upstream response(s) pending`,
+      ),
     /** Resolves once no response is pending: a pending one means the caller walked away without closing it. */
     settled: (withinMs = 3_000) =>
-      waitUntil(waiters, () => open.size === 0, withinMs, () => `${open.size} upstream response(s) still pending`),
+      waitUntil(
+        waiters,
+        () => open.size === 0,
+        withinMs,
+        () => `${open.size} upstream response(s) still pending`,
+      ),
     /** Resolves once no connection at all is open. */
     drained: (withinMs = 3_000) =>
-      waitUntil(waiters, () => sockets.size === 0, withinMs, () => `${sockets.size} upstream connection(s) still open`),
+      waitUntil(
+        waiters,
+        () => sockets.size === 0,
+        withinMs,
+        () => `${sockets.size} upstream connection(s) still open`,
+      ),
     /** Stops everything: slow answers, every connection, the listener. */
     async stop(): Promise<void> {
       for (const abort of aborts) abort.abort();

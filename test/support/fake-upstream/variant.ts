@@ -81,7 +81,12 @@ export function rewriteBody(operation: string, body: unknown, variant: UpstreamV
   };
   if (operation === 'listIssues' && Array.isArray(envelope.data) && (variant.nullSubjectSlug !== undefined || variant.listWithoutLetters)) {
     const same = (issue: unknown): unknown => issue;
-    return { ...envelope, data: envelope.data.map(variant.nullSubjectSlug !== undefined ? nullSubject : same).map(variant.listWithoutLetters ? withoutLetter : same) };
+    return {
+      ...envelope,
+      data: envelope.data
+        .map(variant.nullSubjectSlug !== undefined ? nullSubject : same)
+        .map(variant.listWithoutLetters ? withoutLetter : same),
+    };
   }
   if (variant.nullSubjectSlug !== undefined && operation === 'issueBySlug') return { ...envelope, data: nullSubject(envelope.data) };
   if (variant.pendingSubscribers && operation === 'createSubscriber' && typeof envelope.data === 'object') {
