@@ -86,7 +86,11 @@ async function readers(origin, until, onAnswer) {
 }
 
 const notInfo = (lines, from = 0) => lines.slice(from).filter((line) => line.level !== 'info');
-const byEvent = (lines) => lines.reduce((counts, line) => ({ ...counts, [line.event]: (counts[line.event] ?? 0) + 1 }), {});
+const byEvent = (lines) => {
+  const counts = {};
+  for (const line of lines) counts[line.event] = (counts[line.event] ?? 0) + 1;
+  return counts;
+};
 
 async function main() {
   const fake = await startFakeUpstreamServer({ apiKey: API_KEY });

@@ -7,7 +7,6 @@ import { createServer } from 'node:net';
 import { createApp } from '../dist/core/app.js';
 import { parseConfig } from '../dist/core/config/config.js';
 import { createFakeUpstream } from '../build/test/support/fake-upstream/fake.js';
-import { silentLogger } from '../dist/core/log.js';
 import { connectRedis } from '../dist/node/redis/services.js';
 import { createUpstreamClient } from '../dist/core/upstream/newsletter-api.js';
 

@@ -341,11 +341,13 @@ export function report(results) {
   if (meta.oursAccessLog) {
     say('');
     say(
-      (meta.oursAccessLog.sink === 'null'
-        ? 'BFF stdout (access log) went to /dev/null; '
-        : `BFF stdout (access log) during the run: ${fmtInt(meta.oursAccessLog.lines)} lines, ${fmtInt(meta.oursAccessLog.bytes)} bytes (${
-            meta.oursAccessLog.sink === 'file' ? 'written to a file, counted afterwards' : 'piped to the bench and counted'
-          }); `) + `RSS ${fmtMiB(meta.oursStartRssMiB)} at start → ${fmtMiB(meta.oursEndRss?.rssMiB)} at end`,
+      `${
+        meta.oursAccessLog.sink === 'null'
+          ? 'BFF stdout (access log) went to /dev/null; '
+          : `BFF stdout (access log) during the run: ${fmtInt(meta.oursAccessLog.lines)} lines, ${fmtInt(meta.oursAccessLog.bytes)} bytes (${
+              meta.oursAccessLog.sink === 'file' ? 'written to a file, counted afterwards' : 'piped to the bench and counted'
+            }); `
+      }RSS ${fmtMiB(meta.oursStartRssMiB)} at start → ${fmtMiB(meta.oursEndRss?.rssMiB)} at end`,
     );
   }
 

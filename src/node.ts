@@ -124,13 +124,13 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       if (config.mode === 'demo') {
         process.stdout.write(
-          [
+          `${[
             '',
             '  DEMO MODE: no NEWSLETTER_API_KEY is set, so this serves an embedded sample publication.',
             '  Nothing is sent to a real newsletter service. Set NEWSLETTER_API_KEY and',
             '  NEWSLETTER_API_BASE_URL to serve your own newsletter.',
             '',
-          ].join('\n') + '\n',
+          ].join('\n')}\n`,
         );
       }
       process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);

@@ -319,7 +319,9 @@ describe('the server build under a crowd', () => {
         `the renderer opened ${toService.opened()} connections to the service, at most ${toService.peak()} at once`,
     );
     expect(answers.map((answer) => answer.status)).toEqual(requests.map(() => 200));
-    answers.forEach((answer, index) => expect(answer.body).toContain(`<title>${escapeHtml(requests[index]!.title)}</title>`));
+    answers.forEach((answer, index) => {
+      expect(answer.body).toContain(`<title>${escapeHtml(requests[index]!.title)}</title>`);
+    });
     expect(answers.filter((answer) => /internal server error/i.test(answer.body))).toEqual([]);
     expect(toService.peak()).toBeLessThanOrEqual(RENDERER_MAX_IN_FLIGHT);
   });

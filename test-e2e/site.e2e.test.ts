@@ -352,7 +352,7 @@ describe('the example site, in Chromium against the demo server', () => {
     await page.getByLabel(/^Yes, email me each new issue/).check();
     const [request] = await Promise.all([page.waitForRequest(`${server.origin}/api/subscribe`), button.click()]);
     expect(request.headers()['content-type']).toBe('application/json');
-    expect(request.headers()['accept']).toBe('application/json');
+    expect(request.headers().accept).toBe('application/json');
     expect(JSON.parse(request.postData() ?? '')).toEqual({ email: 'reader.js@example.com', optInAttestation: true, website: '' });
     await expect.poll(() => button.getAttribute('aria-disabled')).toBe('true');
     expect(await status.textContent()).toBe('Subscribing…');
@@ -485,8 +485,8 @@ describe('the example site, in Chromium against the demo server', () => {
     const response = await responseSeen;
     expect(response.status()).toBe(303);
     // The site's own page, kept by its <meta name="referrer"> whatever Referrer-Policy its host sends.
-    expect((await response.request().allHeaders())['referer']).toBe(`${server.origin}/`);
-    expect(response.headers()['location']).toBe(`${server.origin}/?subscribed=1#subscribed`);
+    expect((await response.request().allHeaders()).referer).toBe(`${server.origin}/`);
+    expect(response.headers().location).toBe(`${server.origin}/?subscribed=1#subscribed`);
     await page.waitForURL(`${server.origin}/?subscribed=1#subscribed`);
     // No script reads the query: the fragment makes the success message the CSS :target.
     expect(await page.locator('#subscribed').isVisible()).toBe(true);
@@ -597,7 +597,7 @@ describe('the example site, in Chromium against the demo server', () => {
     await page.locator('form[data-newsletter-subscribe]').evaluate((form) => (form as HTMLFormElement).submit());
     const refused = await refusedSeen;
     expect(refused.status()).toBe(403);
-    expect((await refused.request().allHeaders())['origin']).toBe(unlistedSite.origin);
+    expect((await refused.request().allHeaders()).origin).toBe(unlistedSite.origin);
     // Raw JSON would mean nothing to a visitor without JavaScript: the service answers with a page in words.
     expect(refused.headers()['content-type']).toBe('text/html; charset=UTF-8');
     await page.waitForURL(`${server.origin}/api/subscribe`);

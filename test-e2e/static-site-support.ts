@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
 import { promisify } from 'node:util';
-import { CONTENT_TYPES, listen, ROOT, SITE_DIR, type StaticSite } from './support.js';
+import { CONTENT_TYPES, listen, ROOT, type StaticSite } from './support.js';
 
 const run = promisify(execFile);
 

@@ -186,7 +186,7 @@ describe('the static site built by npm run site:build, in Chromium', () => {
     expect(response.status()).toBe(303);
     // Across origins the Referer is the site's origin only (strict-origin-when-cross-origin), so the
     // visitor lands on the archive; SUBSCRIBE_REDIRECT_URL names a thank-you page instead.
-    expect(response.headers()['location']).toBe(`${host.origin}/?subscribed=1#subscribed`);
+    expect(response.headers().location).toBe(`${host.origin}/?subscribed=1#subscribed`);
     await page.waitForURL(`${host.origin}/?subscribed=1#subscribed`);
     expect(await page.locator('#subscribed').isVisible()).toBe(true);
     await shot(page, 'static-nojs-subscribed');

@@ -4,11 +4,6 @@ import { createDemoUpstream } from '../src/demo/upstream.js';
 import { createUpstreamClient } from '../src/core/upstream/newsletter-api.js';
 import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse, testConfig } from './helpers.js';
 
-interface ErrorBody {
-  ok: false;
-  error: { code: string; message: string; details?: unknown };
-}
-
 const KNOWN_SLUG = 'meet-the-rooftop-beekeepers-of-eastside';
 const GET_ROUTES = ['/api/issues', `/api/issues/${KNOWN_SLUG}`, '/api/categories'];
 const ALLOWED_ORIGIN = 'https://site.example';

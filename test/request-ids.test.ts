@@ -25,7 +25,9 @@ describe('createRequestIds', () => {
   it('writes each random byte as its two hex digits, in order', () => {
     vi.spyOn(crypto, 'getRandomValues').mockImplementation(<T extends ArrayBufferView | null>(array: T): T => {
       const bytes = array as unknown as Uint8Array;
-      bytes.forEach((_, i) => (bytes[i] = i));
+      bytes.forEach((_, i) => {
+        bytes[i] = i;
+      });
       return array;
     });
     const newRequestId = createRequestIds(2);

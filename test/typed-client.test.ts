@@ -8,7 +8,6 @@ import {
   IssueBodySchema as IssueBody,
   SubscribeBodySchema as SubscribeBody,
   type CategoryListing,
-  type PublicCategory,
 } from '../src/core/public-shapes.js';
 import type * as z from '../src/core/zod.js';
 import { createTestApp } from './helpers.js';

@@ -33,7 +33,9 @@ const cpuBefore = process.cpuUsage();
 let text = (() => {
   const store = createTextStore();
   const slots = new Map();
-  archive.issues.forEach((issue, at) => slots.set(issue.slug, addSummary(store, summaries[at], issue.updatedAt, issue.contentHtml)));
+  archive.issues.forEach((issue, at) => {
+    slots.set(issue.slug, addSummary(store, summaries[at], issue.updatedAt, issue.contentHtml));
+  });
   return compacted({ store, slots });
 })();
 const cpu = process.cpuUsage(cpuBefore);

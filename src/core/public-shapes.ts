@@ -25,31 +25,25 @@ export const IssueSummarySchema = z.strictObject({
   slug: SlugSchema,
   subject: z.string(),
   previewText: z.nullable(z.string()).check(z.meta({ description: "The letter's preview line; null when the letter has none." })),
-  thumbnailUrl: z
-    .nullable(z.url({ protocol: /^https?$/ }))
-    .check(
-      z.meta({
-        description:
-          'Only http(s) URLs, so a site can put it in `<img src>`; null when the letter has no picture, or its address is not http(s).',
-      }),
-    ),
+  thumbnailUrl: z.nullable(z.url({ protocol: /^https?$/ })).check(
+    z.meta({
+      description:
+        'Only http(s) URLs, so a site can put it in `<img src>`; null when the letter has no picture, or its address is not http(s).',
+    }),
+  ),
   sentAt: isoOrNull('When the letter was sent; null when the upstream gives no valid date (such issues are listed last).'),
   updatedAt: isoOrNull('When the upstream last changed the issue; null when it does not say.'),
-  category: z
-    .nullable(PublicCategorySchema)
-    .check(
-      z.meta({
-        description: "The issue's category; null when it has none, or when its slug could not be linked (it breaks the slug rule).",
-      }),
-    ),
-  readingMinutes: z
-    .nullable(z.int().check(z.gte(1)))
-    .check(
-      z.meta({
-        description:
-          "Minutes to read the letter (its words at about 230 a minute, at least 1); null where the service does not hold the letter's text.",
-      }),
-    ),
+  category: z.nullable(PublicCategorySchema).check(
+    z.meta({
+      description: "The issue's category; null when it has none, or when its slug could not be linked (it breaks the slug rule).",
+    }),
+  ),
+  readingMinutes: z.nullable(z.int().check(z.gte(1))).check(
+    z.meta({
+      description:
+        "Minutes to read the letter (its words at about 230 a minute, at least 1); null where the service does not hold the letter's text.",
+    }),
+  ),
 });
 
 export const IssueNeighbourSchema = z.strictObject({
@@ -65,14 +59,12 @@ export const IssueDetailSchema = z.extend(IssueSummarySchema, {
       z.gte(1),
       z.meta({ description: 'Minutes to read the letter: its words (none when it has no HTML) at about 230 a minute, at least 1.' }),
     ),
-  contentHtml: z
-    .nullable(z.string())
-    .check(
-      z.meta({
-        description:
-          "The issue's HTML, as the upstream holds it (sanitise it before putting it in a page of your own origin); null when the upstream has no HTML for it.",
-      }),
-    ),
+  contentHtml: z.nullable(z.string()).check(
+    z.meta({
+      description:
+        "The issue's HTML, as the upstream holds it (sanitise it before putting it in a page of your own origin); null when the upstream has no HTML for it.",
+    }),
+  ),
   newer: z.nullable(IssueNeighbourSchema).check(z.meta({ description: 'The next public issue sent after this one; null for the newest.' })),
   older: z.nullable(IssueNeighbourSchema).check(z.meta({ description: 'The public issue sent before this one; null for the oldest.' })),
 });

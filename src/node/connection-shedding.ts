@@ -87,7 +87,7 @@ export function shedConnections(server: Server, options: SheddingOptions) {
   function stopWaiting(held: Held) {
     if (idle.delete(held) || !fresh.delete(held)) return;
     const { client } = held;
-    if (client !== undefined && client.fresh.delete(held)) moveBucket(client, client.fresh.size + 1);
+    if (client?.fresh.delete(held)) moveBucket(client, client.fresh.size + 1);
   }
 
   function release(held: Held) {

@@ -228,7 +228,7 @@ const MALFORMED_REQUESTS = [
   },
   {
     name: 'a chunked subscribe body larger than the limit',
-    raw: `POST /api/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${'4000\r\n' + 'x'.repeat(0x4000) + '\r\n'}0\r\n\r\n`,
+    raw: `POST /api/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n${`4000\r\n${'x'.repeat(0x4000)}\r\n`}0\r\n\r\n`,
   },
 ];
 /** How long a raw exchange may take before the client end gives up (a half-sent body never completes). */

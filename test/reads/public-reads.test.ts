@@ -56,7 +56,7 @@ describe('public reads', () => {
   // 100,000 reads one after another: slow on a busy machine, however fast each one is.
   it('keeps entries and bytes within CACHE_MAX_BYTES when 100,000 distinct slugs are requested', async () => {
     // An archive cut off at its cap (one issue) settles nothing, so every slug is read by slug.
-    const { reads, calls, clock } = createReads({ archiveMaxIssues: 1 });
+    const { reads, calls } = createReads({ archiveMaxIssues: 1 });
     await reads.archivePage({ limit: 20, offset: 0 });
     let peakBytes = 0;
     for (let i = 0; i < 100_000; i += 1) {
@@ -77,7 +77,7 @@ describe('public reads', () => {
   }, 60_000);
 
   it('is not evicted by a slug scan: the archive stays cached while 50,000 unknown slugs are tried', async () => {
-    const { reads, calls, clock } = createReads();
+    const { reads, calls } = createReads();
     await reads.archivePage({ limit: 20, offset: 0 });
     for (let i = 0; i < 50_000; i += 1) await reads.issue(`unknown-${i}`).catch(() => undefined);
     const page = await reads.archivePage({ limit: 20, offset: 0 });

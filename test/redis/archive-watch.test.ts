@@ -22,7 +22,7 @@ const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 describe.runIf(redisServerAvailable())('the archive watch of several instances sharing one Redis (DEPLOY_HOOK_URL)', () => {
   let server: RedisServer;
   let instances: Instance[] = [];
-  let receivers: HookReceiver[] = [];
+  const receivers: HookReceiver[] = [];
 
   beforeAll(async () => {
     server = await startRedisServer();

@@ -24,7 +24,7 @@ function expected(text: string): unknown {
 }
 
 /** A value nested `depth` arrays and objects deep, as text. */
-const deeplyNested = (depth: number) => '[{"a":'.repeat(depth) + '1' + '}]'.repeat(depth);
+const deeplyNested = (depth: number) => `${'[{"a":'.repeat(depth)}1${'}]'.repeat(depth)}`;
 
 describe('reading a list page without building the members it does not keep', () => {
   it('matches JSON.parse for what it keeps, whatever the members it leaves out hold', () => {

@@ -1,5 +1,4 @@
 import { describe, it, expect, vi } from 'vitest';
-import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { isWorkerd, jsonResponse, TEST_API_KEY } from '../helpers.js';
 import { connectionReset, errorBody, failureOf, timeoutError } from './fixtures.js';
 import { setupTransport as setup, THING, THING_URL, thingsOk } from './transport-fixtures.js';

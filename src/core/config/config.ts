@@ -298,7 +298,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
       'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)',
     );
   }
-  if (parsed && parsed.TRUSTED_PROXIES && parsed.TRUST_PROXY_HOPS > 0) {
+  if (parsed?.TRUSTED_PROXIES && parsed.TRUST_PROXY_HOPS > 0) {
     problems.set('TRUSTED_PROXIES', 'TRUSTED_PROXIES and TRUST_PROXY_HOPS are two ways to say the same: set one of them');
   }
   if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');

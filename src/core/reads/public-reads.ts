@@ -554,7 +554,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return undefined;
     }
     if (!listed) chargeUnlistedRead(client);
-    let issue;
+    let issue: UpstreamIssue;
     try {
       issue = await upstream.getIssueBySlug(slug);
     } catch (error) {

@@ -274,7 +274,9 @@ export function compacted(text: TextIndex): TextIndex {
   const { store } = text;
   const newSlot = new Int32Array(store.docs.length).fill(-1);
   const kept = [...new Set(text.slots.values())].sort((a, b) => a - b);
-  kept.forEach((slot, at) => (newSlot[slot] = at));
+  kept.forEach((slot, at) => {
+    newSlot[slot] = at;
+  });
   const wordCount = store.dictionary.size;
   // Pass 1: how many kept documents each word is in.
   const counts = new Uint32Array(wordCount + 1);
@@ -484,7 +486,9 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
 function numbersToBase64(numbers: Uint32Array): string {
   const bytes = new Uint8Array(numbers.length * 4);
   const view = new DataView(bytes.buffer);
-  numbers.forEach((number, i) => view.setUint32(i * 4, number, true));
+  numbers.forEach((number, i) => {
+    view.setUint32(i * 4, number, true);
+  });
   return toBase64(bytes);
 }
 

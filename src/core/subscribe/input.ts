@@ -19,7 +19,7 @@ export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
 
 /** zod's own `email` pattern, with an A-label top-level domain (`xn--p1ai`) allowed too. */
 const EMAIL_PATTERN =
-  /^(?:[A-Za-z0-9_'+\-]+\.)*[A-Za-z0-9_'+\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
+  /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
 /** RFC 5321 §4.5.3.1. */
 const MAX_LOCAL_PART = 64;
 const MAX_DOMAIN_LABEL = 63;

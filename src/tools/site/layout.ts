@@ -63,8 +63,7 @@ const SNIPPET_NAME = 'of the newsletter.';
 /** examples/subscribe-form.html's form, pointed at the service and named for the publication. */
 export function subscribeFormFrom(snippet: string, apiUrl: string, title: string): string {
   const form = /<form[\s\S]*<\/form>/.exec(snippet)?.[0];
-  if (!form || !form.includes(SNIPPET_SERVICE))
-    throw new Error('the subscribe form snippet has no <form> posting to its placeholder address');
+  if (!form?.includes(SNIPPET_SERVICE)) throw new Error('the subscribe form snippet has no <form> posting to its placeholder address');
   return form.replaceAll(SNIPPET_SERVICE, escapeHtml(apiUrl.replace(/\/+$/, ''))).replace(SNIPPET_NAME, `of ${escapeHtml(title)}.`);
 }
 

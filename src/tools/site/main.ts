@@ -22,22 +22,25 @@ const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <
 A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
 
+const parseOptions = () =>
+  parseArgs({
+    options: {
+      api: { type: 'string' },
+      'site-url': { type: 'string' },
+      out: { type: 'string' },
+      'read-upstream': { type: 'boolean', default: false },
+      'search-api': { type: 'string' },
+      title: { type: 'string' },
+      description: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+
 /** `npm run site:build`: exit 1 on any failure. */
 async function main(): Promise<void> {
-  let values;
+  let values: ReturnType<typeof parseOptions>['values'];
   try {
-    ({ values } = parseArgs({
-      options: {
-        api: { type: 'string' },
-        'site-url': { type: 'string' },
-        out: { type: 'string' },
-        'read-upstream': { type: 'boolean', default: false },
-        'search-api': { type: 'string' },
-        title: { type: 'string' },
-        description: { type: 'string' },
-        help: { type: 'boolean', default: false },
-      },
-    }));
+    ({ values } = parseOptions());
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n${USAGE}`);
     process.exitCode = 1;

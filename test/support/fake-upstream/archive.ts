@@ -22,7 +22,7 @@ function contentHtml(n: number, bytes: number, prose: Prose): string {
   for (let paragraph = 1; html.length < bytes; paragraph += 1) {
     html += `<p>${next()}<a href="https://example.com/read/${n}/${paragraph}">more</a></p>`;
   }
-  return html.slice(0, bytes - 4) + '</p>';
+  return `${html.slice(0, bytes - 4)}</p>`;
 }
 
 /** `lorem`: one sentence over and over (a few dozen distinct words); `varied`: prose with a vocabulary, as real letters have. */

@@ -120,7 +120,9 @@ export async function startFakeUpstreamServer(options: Omit<FakeUpstreamOptions,
   async function send(response: Response, res: ServerResponse): Promise<void> {
     if (res.destroyed) return;
     const headers: Record<string, string> = {};
-    response.headers.forEach((value, name) => (headers[name] = value));
+    response.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
     const reader = response.body?.getReader();
     try {
       const first = reader ? await reader.read() : { done: true as const, value: undefined };
