@@ -116,12 +116,8 @@ export async function connectRedis(options: {
 /** One round trip; a counter that lost its expiry gets one again. */
 const FIXED_WINDOW_SCRIPT = `
 local count = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if count == 1 or ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {count, ttl}`;
+if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return {count, redis.call('PTTL', KEYS[1])}`;
 
 /** The subscribe limit for every instance at once; while Redis is unavailable, per instance (`fallback`). */
 function redisRateLimiter(
@@ -209,22 +205,13 @@ function redisSharedTier(link: RedisLink, prefix: string, maxAgeSeconds: number)
 
 /** Keeps the later of the stored and the given time, and expires with it. */
 const HOLD_UNTIL_SCRIPT = `
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local untilMs = tonumber(ARGV[1])
-if untilMs > current then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-end
+if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[1]) or '0') then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
 return 1`;
 
 /** The in-memory `failed`, on `count:lastFailedAt`. */
 const FAILED_SCRIPT = `
-local raw = redis.call('GET', KEYS[1])
-local count, last = 0, -1
-if raw then
-  local sep = string.find(raw, ':', 1, true)
-  count = tonumber(string.sub(raw, 1, sep - 1)) or 0
-  last = tonumber(string.sub(raw, sep + 1)) or -1
-end
+local count, last = string.match(redis.call('GET', KEYS[1]) or '', '^(%d+):(-?%d+)$')
+count, last = tonumber(count) or 0, tonumber(last) or -1
 local started, failed = tonumber(ARGV[1]), tonumber(ARGV[2])
 if count == 0 or started > last then count = count + 1 end
 if failed > last then last = failed end
@@ -270,12 +257,6 @@ function redisHoldOff(link: RedisLink, prefix: string, local: HoldOff, now: () =
 /** Takes the lease when free, renews it when held by this instance; 1 when held after. */
 const HOLD_LEASE_SCRIPT = `
 local holder = redis.call('GET', KEYS[1])
-if holder == false then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-if holder == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0`;
+if holder ~= false and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`;
