@@ -7,27 +7,23 @@ import type { Config } from '../core/config/config.js';
 import { rateLimitKeyOf } from '../core/http/ip-address.js';
 import type { ConnectionShedReason } from '../core/metrics.js';
 
-/** The limits a test may set smaller (docs/node-http.md). */
+/** The limits tests set smaller; what each means: docs/node-http.md. */
 const DEFAULTS = {
   /** How often Node checks the two timeouts (its own 30 s would let a slow head linger 45 s). */
   connectionsCheckingIntervalMs: 2000,
-  /** Above the cap, a kept-alive connection idle this long may be closed to make room (the last resort). */
+  /** Above the cap, how long a connection must have been idle, have sent no whole head, or been fresh to make room. */
   idleGraceMs: 1000,
-  /** Above the cap, a connection without a whole request head after this long may be closed. */
   slowHeadGraceMs: 2000,
-  /** Above the cap, a fresh connection of the address holding the most may be closed once this old. */
   overShareAfterMs: 250,
   /** How long after its last shed the listener still reports shedding (readiness). */
   sheddingReportMs: 10_000,
-  /** After an early answer, a body declared this long or shorter is read and the connection kept... */
+  /** After an early answer, a body declared this long or shorter is read, and the connection kept if it ends within the drain time. */
   drainMaxBytes: 64 * 1024,
-  /** ...if it ends within this long; a connection closed after an answer is read this long at most. */
   drainTimeoutMs: 2000,
 };
 
 /** How the Node listener holds its connections (docs/contract.md "Availability under abuse"). */
 export type ServerLimits = Partial<typeof DEFAULTS> & {
-  /** Connections held before new ones make room; Node refuses past `hardCeiling(maxConnections)`. */
   maxConnections: number;
   /** The client a connection counts for (the rate limits' key); undefined: none, as behind a proxy. */
   clientKeyOf?: (address: string) => string | undefined;
@@ -40,10 +36,7 @@ const RECHECK_MS = 100;
 /** How many of a rule's oldest candidates (or clients, for `over_share`) are weighed. */
 const WINDOW = 16;
 
-/**
- * Node's own `maxConnections`, past which a connection is closed on accept: room for connections
- * that arrive while every held one has a request in flight, which are answered and closed.
- */
+/** Node's own `maxConnections`: room above the cap for connections that arrive while every held one has a request in flight. */
 export function hardCeiling(maxConnections: number): number {
   return maxConnections + Math.max(16, Math.ceil(maxConnections / 8));
 }
@@ -69,7 +62,7 @@ export function limitsOf(
 
 export interface ServeOptions {
   fetch: (request: Request, env: object) => Response | Promise<Response>;
-  /** The app's answer to a stand-in for a request the adapter could not read (`createApp`'s `refuse`). */
+  /** `createApp`'s answer to a request the adapter could not read. */
   refuse: (request: Request) => Response | Promise<Response>;
   hostname: string;
   port: number;
@@ -85,7 +78,7 @@ type Limits = Required<ServerLimits>;
  */
 export function serveWithLimits(options: ServeOptions, given: ServerLimits, onListening?: (info: AddressInfo) => void) {
   const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
-  /** Sockets closing after an answer: a request read on one after that is not run. */
+  /** Sockets closing after an answer: a request pipelined behind it is not run. */
   const closing = new WeakSet<Socket>();
   // The request being handed to the adapter, for its errorHandler (two variables, not an object a request).
   let readingIncoming: IncomingMessage | undefined;
@@ -128,7 +121,6 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
   const shedding = shedConnections(server, limits, options.onShed);
   server.on('request', (incoming: IncomingMessage, outgoing: ServerResponse) => {
     shedding.requestStarted(incoming, outgoing);
-    // The connection said close already: this request was pipelined behind that answer.
     if (closing.has(incoming.socket)) return void incoming.resume();
     // Above the cap a connection is not kept for another request: its answer makes room.
     if (shedding.overCap()) outgoing.setHeader('Connection', 'close');
@@ -156,7 +148,9 @@ function finishEarlyAnswer(response: Response, bindings: HttpBindings, closing: 
   const { incoming, outgoing } = bindings;
   if (incoming.complete) return response;
   const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
-  if (!saysClose && declaredLength(incoming) <= limits.drainMaxBytes) {
+  // Chunked or unreadable: it could be any length.
+  const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
+  if (!saysClose && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
     const timer = setTimeout(() => incoming.socket.destroy(), limits.drainTimeoutMs).unref();
     const stop = () => clearTimeout(timer);
     incoming.once('end', stop);
@@ -165,21 +159,12 @@ function finishEarlyAnswer(response: Response, bindings: HttpBindings, closing: 
     incoming.resume();
     return response;
   }
+  // Node would close the socket as soon as a `Connection: close` answer is written, and closing it
+  // with unread input makes the kernel send a reset that can destroy the answer in the client's
+  // buffer. So: write the answer, half-close, read until the client closes, destroy after the drain time.
   return answerThenClose(response, bindings, closing, limits.drainTimeoutMs);
 }
 
-/** Infinite when chunked or unreadable (it could be any length). */
-function declaredLength(incoming: IncomingMessage): number {
-  if (incoming.headers['transfer-encoding'] !== undefined) return Number.POSITIVE_INFINITY;
-  const declared = Number(incoming.headers['content-length'] ?? 0);
-  return Number.isSafeInteger(declared) ? declared : Number.POSITIVE_INFINITY;
-}
-
-/**
- * Node would close the socket as soon as a `Connection: close` answer is written, and closing it
- * with unread input makes the kernel send a reset that can destroy the answer in the client's
- * buffer. So: write the answer, half-close, read until the client closes, destroy after `drainTimeoutMs`.
- */
 async function answerThenClose(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, drainTimeoutMs: number) {
   const body = new Uint8Array(await response.arrayBuffer());
   const socket = incoming.socket;

@@ -10,10 +10,9 @@ import { createAppForConfig } from '../core/service.js';
 
 type Env = Record<string, unknown>;
 
-/** The optional bindings (see wrangler.toml): Workers Rate Limiting, and the KV namespace of the archive watch. */
+/** The optional bindings (see wrangler.toml): Workers Rate Limiting, and the KV namespace of the archive watch (one key). */
 const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
 const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
-/** The one key the watch uses in it. */
 const WATCH_STATE_KEY = 'archive-watch';
 const SECRETS = ['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL'];
 
@@ -42,7 +41,8 @@ export function createWorker(options: WorkerOptions = {}) {
   const newRequestId = createRequestIds();
 
   function build(env: Env) {
-    const log = createLogger({ write, now: options.now, redact: SECRETS.map((name) => stringOrUndefined(env[name])) });
+    const secrets = SECRETS.map((name) => env[name]).filter((value) => typeof value === 'string');
+    const log = createLogger({ write, now: options.now, redact: secrets });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
       // Logged once per isolate; the visitor gets a generic 500 and never the details.
@@ -140,8 +140,6 @@ export function createWorker(options: WorkerOptions = {}) {
     },
   };
 }
-
-const stringOrUndefined = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 /** A binding of the runtime, when `value` has the methods used of it. */
 function bindingOf<T>(value: unknown, ...methods: string[]): T | undefined {
