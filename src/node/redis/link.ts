@@ -34,20 +34,13 @@ export function createRedisLink(options: {
   let spell: { startedAt: number; lastFailureAt: number; failures: number } | undefined;
 
   function withTimeout(args: string[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      // A late timer runs before that turn's socket reads: one step later, an answer that arrived counts.
-      const timer = setTimeout(() => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))), timeoutMs);
-      options.send(args).then(
-        (reply) => {
-          clearTimeout(timer);
-          resolve(reply);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(new RedisUnavailable(reasonOf(error)));
-        },
-      );
+    let timer: NodeJS.Timeout | undefined;
+    // A late timer runs before that turn's socket reads: one step later, an answer that arrived counts.
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))), timeoutMs);
     });
+    const answer = options.send(args).catch((error: unknown) => Promise.reject(new RedisUnavailable(reasonOf(error))));
+    return Promise.race([answer, late]).finally(() => clearTimeout(timer));
   }
 
   /** Also told of a connection error the client reports before any command notices. */
