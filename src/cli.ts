@@ -8,11 +8,8 @@ import { startNode } from './node.js';
 const commands: Record<string, CliCommand> = {
   start: {
     summary: 'run the service; demo mode without NEWSLETTER_API_KEY',
-    run: ({ env }) => {
-      // Failures exit by themselves.
-      void startNode(env);
-      return undefined;
-    },
+    // Runs until stopped; failures exit by themselves.
+    run: ({ env }) => void startNode(env),
   },
   check: {
     summary: 'probe the configured upstream read-only and report what the site would get (exit 0 ok, 1 broken, 2 bad config)',

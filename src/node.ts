@@ -1,28 +1,31 @@
+import type { HttpBindings } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
+import { parseConfig } from './core/config/config.js';
 import { createNodeClientIp } from './core/http/client-ip.js';
 import { headerOfIncoming } from './core/http/request-header.js';
-import { parseConfig } from './core/config/config.js';
-import { createDemoSite } from './demo/site.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
+import { cachePolicies, sharedTierMaxAgeSeconds } from './core/reads/cache-policies.js';
+import { createAppForConfig, linkOriginOf } from './core/service.js';
+import { createDemoSite } from './demo/site.js';
+import type { Admin } from './node/admin/admin.js';
 import { createNodeBodyEncoder } from './node/compression.js';
 import { limitsOf, serveWithLimits, timedOutByListener } from './node/listener.js';
-import type { Config } from './core/config/config.js';
-import type { Logger } from './core/log.js';
 import { importOptional, MissingPackageError } from './node/optional-package.js';
-import { cachePolicies, sharedTierMaxAgeSeconds } from './core/reads/cache-policies.js';
 import type { RedisServices } from './node/redis/services.js';
-import type { Admin } from './node/admin/admin.js';
-import { createAppForConfig, linkOriginOf } from './core/service.js';
 
 /** How often a surge looks at the rate without an attempt: well inside any hold it may have. */
 const SURGE_CHECK_INTERVAL_MS = 5000;
 /** How often ACCESS_LOG=summary writes its `cache_hits` lines. */
 const HIT_SUMMARY_INTERVAL_MS = 60_000;
-/**
- * How often the archive watch (DEPLOY_HOOK_URL) ticks: it reads the upstream only once its copy
- * is past its TTL, so a tick is cheap; a second bounds how late a change or a retry goes out.
- */
+/** How often the archive watch (DEPLOY_HOOK_URL) ticks: it reads the upstream only once its copy is past its TTL. */
 const WATCH_TICK_MS = 1000;
+
+const DEMO_BANNER = `
+  DEMO MODE: no NEWSLETTER_API_KEY is set, so this serves an embedded sample publication.
+  Nothing is sent to a real newsletter service. Set NEWSLETTER_API_KEY and
+  NEWSLETTER_API_BASE_URL to serve your own newsletter.
+
+`;
 
 /**
  * Runs the service on Node (the CLI's `start`): config from `env`, demo or real upstream,
@@ -42,12 +45,29 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     write: writer.write,
     redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl],
   });
+  // The optional packages are imported here, and only when their feature is configured.
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;
   try {
-    admin = config.adminPort === undefined ? undefined : await startAdmin(config);
-    redis = config.redisUrl ? await startRedis(config, config.redisUrl, log) : undefined;
+    if (config.adminPort !== undefined) {
+      const feature = "ADMIN_PORT (the admin listener's /metrics)";
+      const { createAdmin } = await importOptional('prom-client', feature, () => import('./node/admin/admin.js'));
+      admin = createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
+    }
+    if (config.redisUrl) {
+      const feature = 'REDIS_URL (state shared by several instances)';
+      const { connectRedis } = await importOptional('@redis/client', feature, () => import('./node/redis/services.js'));
+      redis = await connectRedis({
+        url: config.redisUrl,
+        timeoutMs: config.redisTimeoutMs,
+        namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
+        apiKey: config.apiKey ?? 'demo',
+        subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
+        cacheMaxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
+        log,
+      });
+    }
     if (config.subscribeBlockDisposable) {
       const { loadDisposableDomains } = await import('./core/subscribe/disposable-domains.js');
       isDisposableDomain = await loadDisposableDomains();
@@ -62,10 +82,12 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     return;
   }
   for (const notice of parsed.notices) log.log('warn', 'config_notice', { notice });
-  // The demo site renders search results with the app's own routes: bound once the app exists.
-  let serveApi: ((path: string, env: unknown) => Promise<Response>) | undefined;
-  const api = (path: string, env: unknown) => (serveApi ? serveApi(path, env) : Promise.reject(new Error('the app is not ready')));
-  const { app, refuse, stats, upstream, logAccess, surge, archiveWatch } = createAppForConfig(config, {
+
+  // The demo site renders search results with the app's own routes, each its own request: Node's
+  // headers are read from the bindings, so it gets the visitor's socket and none of the page's headers.
+  const api = async (path: string, env: unknown) =>
+    service.app.request(path, undefined, { ...(env as object), incoming: { headers: {}, socket: (env as HttpBindings).incoming.socket } });
+  const service = createAppForConfig(config, {
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
     log,
@@ -83,19 +105,16 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),
     requestTimedOut: timedOutByListener,
     requestHeader: headerOfIncoming,
-    ...(isDisposableDomain && { isDisposableDomain }),
+    isDisposableDomain,
     // With Redis, one instance watches; the others' copies of the archive come from Redis within a
     // TTL (and a tick) of the change, so the hook waits that long for all of them to serve it.
-    ...(redis && {
-      archiveWatch: { store: redis.watchStore, lease: redis.watchLease, settleMs: config.cacheTtlSeconds * 1000 + 2 * WATCH_TICK_MS },
-    }),
+    archiveWatch: redis && {
+      store: redis.watchStore,
+      lease: redis.watchLease,
+      settleMs: config.cacheTtlSeconds * 1000 + 2 * WATCH_TICK_MS,
+    },
   });
-  // Its own request: Node's request headers are read from the bindings (headerOfIncoming), so the
-  // bindings it gets keep the visitor's socket and none of the page request's headers.
-  serveApi = async (path, env) => {
-    const { incoming } = env as { incoming: { socket: unknown } };
-    return app.request(path, undefined, { ...(env as object), incoming: { headers: {}, socket: incoming.socket } });
-  };
+  const { surge, logAccess, archiveWatch, stats } = service;
   // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
   if (surge) setInterval(() => void surge.check((promise) => void promise), SURGE_CHECK_INTERVAL_MS).unref();
   if (config.accessLog === 'summary') setInterval(() => logAccess.writeHitSummary(), HIT_SUMMARY_INTERVAL_MS).unref();
@@ -105,44 +124,26 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     setInterval(() => void archiveWatch.tick(), WATCH_TICK_MS).unref();
   }
   /** The last words: what the summary counted since it last wrote, and every line still buffered. */
-  const stopLogging = () => {
+  const exit = (code: number) => {
     logAccess.writeHitSummary();
     writer.stop();
+    process.exit(code);
   };
 
-  const metrics = admin?.metrics;
   const { server, shedding } = serveWithLimits(
-    {
-      fetch: app.fetch,
-      refuse,
-      hostname: config.host,
-      port: config.port,
-      ...(metrics && { onShed: (reason) => metrics.connectionShed(reason) }),
-    },
+    { fetch: service.app.fetch, refuse: service.refuse, hostname: config.host, port: config.port, onShed: admin?.metrics.connectionShed },
     limitsOf(config),
     (info) => {
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-      if (config.mode === 'demo') {
-        process.stdout.write(
-          `${[
-            '',
-            '  DEMO MODE: no NEWSLETTER_API_KEY is set, so this serves an embedded sample publication.',
-            '  Nothing is sent to a real newsletter service. Set NEWSLETTER_API_KEY and',
-            '  NEWSLETTER_API_BASE_URL to serve your own newsletter.',
-            '',
-          ].join('\n')}\n`,
-        );
-      }
+      if (config.mode === 'demo') process.stdout.write(DEMO_BANNER);
       process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);
     },
   );
-
   // A port in use or a host that cannot be bound: one clear line, not an unhandled 'error' event.
   server.on('error', (error: NodeJS.ErrnoException) => {
     const reason = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
     process.stderr.write(`newsletter-bff could not listen on ${config.host} port ${config.port}: ${reason}\n`);
-    stopLogging();
-    process.exit(1);
+    exit(1);
   });
 
   if (admin && config.adminPort !== undefined) {
@@ -152,13 +153,12 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       publicServer: server,
       shedding,
       stats,
-      probe: () => upstream.listCategories(),
-      ...(redis && { redisHealthy: redis.healthy }),
+      probe: () => service.upstream.listCategories(),
+      redisHealthy: redis?.healthy,
       onListening: (url) => process.stdout.write(`newsletter-bff admin (/healthz, /readyz, /metrics) on ${url}\n`),
       onFatal: (line) => {
         process.stderr.write(`${line}\n`);
-        stopLogging();
-        process.exit(1);
+        exit(1);
       },
     });
   }
@@ -173,53 +173,13 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     server.close(() => {
       log.log('info', 'cache_stats', { ...stats() });
       void redis?.close();
-      stopLogging();
-      process.exit(0);
+      exit(0);
     });
-    if ('closeIdleConnections' in server) {
-      server.closeIdleConnections();
-      // A keep-alive connection whose response finishes now would otherwise idle until its timeout.
-      setInterval(() => server.closeIdleConnections(), 50).unref();
-    }
-    setTimeout(() => {
-      stopLogging();
-      process.exit(0);
-    }, 10_000).unref();
+    server.closeIdleConnections();
+    // A keep-alive connection whose response finishes now would otherwise idle until its timeout.
+    setInterval(() => server.closeIdleConnections(), 50).unref();
+    setTimeout(() => exit(0), 10_000).unref();
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-}
-
-/**
- * The admin listener (ADMIN_PORT). It and prom-client, an optional package, are imported here,
- * and only here, so that without ADMIN_PORT neither is loaded.
- */
-async function startAdmin(config: Config): Promise<Admin> {
-  const { createAdmin } = await importOptional(
-    'prom-client',
-    "ADMIN_PORT (the admin listener's /metrics)",
-    () => import('./node/admin/admin.js'),
-  );
-  return createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
-}
-
-/**
- * The shared state of several instances (docs/deployment.md "Several instances"). The client, an
- * optional package, is imported here, and only here, so that without REDIS_URL it is never loaded.
- */
-async function startRedis(config: Config, url: string, log: Logger): Promise<RedisServices> {
-  const { connectRedis } = await importOptional(
-    '@redis/client',
-    'REDIS_URL (state shared by several instances)',
-    () => import('./node/redis/services.js'),
-  );
-  return connectRedis({
-    url,
-    timeoutMs: config.redisTimeoutMs,
-    namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
-    apiKey: config.apiKey ?? 'demo',
-    subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
-    cacheMaxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
-    log,
-  });
 }

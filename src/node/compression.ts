@@ -1,21 +1,15 @@
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
-import type { BodyEncoder, ContentCoding } from '../core/reads/rendered-json.js';
+import type { BodyEncoder } from '../core/reads/rendered-json.js';
 
 const brotli = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
-
-export interface NodeBodyEncoderOptions {
-  /** Shorter bodies are kept as text only. */
-  minBytes?: number;
-}
 
 /**
  * `br` and `gzip` copies of a cached body, made once per copy on libuv's thread pool, never on a
  * request; kept only when a tenth smaller. Levels and the threshold: docs/node-http.md.
  */
-export function createNodeBodyEncoder(options: NodeBodyEncoderOptions = {}): BodyEncoder {
-  const { minBytes = DEFAULT_MIN_BYTES } = options;
+export function createNodeBodyEncoder({ minBytes = 1024 } = {}): BodyEncoder {
   return async function encodeBody(body) {
     const text = Buffer.from(body);
     if (text.length < minBytes) return [];
@@ -23,24 +17,17 @@ export function createNodeBodyEncoder(options: NodeBodyEncoderOptions = {}): Bod
       brotli(text, {
         params: {
           [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-          [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
+          [constants.BROTLI_PARAM_QUALITY]: 9,
           [constants.BROTLI_PARAM_SIZE_HINT]: text.length,
         },
       }),
-      gzipAsync(text, { level: GZIP_LEVEL }),
+      gzipAsync(text, { level: 9 }),
     ]);
-    const copies: { coding: ContentCoding; body: Uint8Array<ArrayBuffer> }[] = [];
-    for (const [coding, copy] of [
-      ['br', br],
-      ['gzip', gz],
-    ] as const) {
-      // zlib's output is never backed by a SharedArrayBuffer.
-      if (copy.length <= text.length * 0.9) copies.push({ coding, body: copy as Uint8Array<ArrayBuffer> });
-    }
-    return copies;
+    // zlib's output is never backed by a SharedArrayBuffer.
+    const copies = [
+      { coding: 'br', body: br },
+      { coding: 'gzip', body: gz },
+    ] as Awaited<ReturnType<BodyEncoder>>;
+    return copies.filter((copy) => copy.body.length <= text.length * 0.9);
   };
 }
-
-const DEFAULT_MIN_BYTES = 1024;
-const BROTLI_QUALITY = 9;
-const GZIP_LEVEL = 9;

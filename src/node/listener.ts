@@ -1,65 +1,46 @@
 import { getRequestListener, RequestError, type HttpBindings } from '@hono/node-server';
-import type { Context } from 'hono';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
-import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import type { Context } from 'hono';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Config } from '../core/config/config.js';
 import { rateLimitKeyOf } from '../core/http/ip-address.js';
 import type { ConnectionShedReason } from '../core/metrics.js';
-import { shedConnections } from './connection-shedding.js';
+
+/** The limits tests set smaller; what each means: docs/node-http.md. */
+const DEFAULTS = {
+  /** How often Node checks the two timeouts (its own 30 s would let a slow head linger 45 s). */
+  connectionsCheckingIntervalMs: 2000,
+  /** Above the cap, how long a connection must have been idle, have sent no whole head, or been fresh to make room. */
+  idleGraceMs: 1000,
+  slowHeadGraceMs: 2000,
+  overShareAfterMs: 250,
+  /** How long after its last shed the listener still reports shedding (readiness). */
+  sheddingReportMs: 10_000,
+  /** After an early answer, a body declared this long or shorter is read, and the connection kept if it ends within the drain time. */
+  drainMaxBytes: 64 * 1024,
+  drainTimeoutMs: 2000,
+};
 
 /** How the Node listener holds its connections (docs/contract.md "Availability under abuse"). */
-export interface ServerLimits {
-  /** Connections held before new ones make room (node-connection-shedding.ts); Node refuses past `hardCeiling(maxConnections)`. */
+export type ServerLimits = Partial<typeof DEFAULTS> & {
   maxConnections: number;
-  /**
-   * The client a connection counts for, from its peer address: the rate limits' key (IPv6 by
-   * prefix). Undefined: no connection counts for a client (behind a trusted proxy every peer is
-   * the proxy, which must cap its own clients).
-   */
+  /** The client a connection counts for (the rate limits' key); undefined: none, as behind a proxy. */
   clientKeyOf?: (address: string) => string | undefined;
-  /** Time a client has to send its whole request head. */
   headersTimeoutMs: number;
-  /** Time a client has to send its whole request, head and body. */
   requestTimeoutMs: number;
-  /** How often Node checks the two timeouts (its default, 30 s, would let a slow head linger 45 s). */
-  connectionsCheckingIntervalMs?: number;
-  /** An idle keep-alive connection is closed after this long (Node's default, 5 s). */
-  keepAliveTimeoutMs?: number;
-  /** Near the cap, a kept-alive connection idle this long may be closed to make room (the last resort). */
-  idleGraceMs?: number;
-  /** Near the cap, a connection without a whole request head after this long may be closed to make room. */
-  slowHeadGraceMs?: number;
-  /** Near the cap, a fresh connection of the address holding the most may be closed once this old. */
-  overShareAfterMs?: number;
-  /** How long after its last shed the listener still reports shedding. */
-  sheddingReportMs?: number;
-  /** After an early answer, a body declared this long or shorter is read and the connection kept... */
-  drainMaxBytes?: number;
-  /** ...if it ends within this long; a connection closed after an answer is read this long at most. */
-  drainTimeoutMs?: number;
-}
+};
 
-const DEFAULT_CHECKING_INTERVAL_MS = 2000;
-const DEFAULT_KEEP_ALIVE_TIMEOUT_MS = 5000;
-const DEFAULT_IDLE_GRACE_MS = 1000;
-const DEFAULT_SLOW_HEAD_GRACE_MS = 2000;
-const DEFAULT_OVER_SHARE_AFTER_MS = 250;
+/** While above the cap with nothing to close, how often it looks again. */
 const RECHECK_MS = 100;
-const DEFAULT_SHEDDING_REPORT_MS = 10_000;
-const DEFAULT_DRAIN_MAX_BYTES = 64 * 1024;
-const DEFAULT_DRAIN_TIMEOUT_MS = 2000;
+/** How many of a rule's oldest candidates (or clients, for `over_share`) are weighed. */
+const WINDOW = 16;
 
-/**
- * Node's own `maxConnections`: past it a connection is closed on accept, before the listener sees
- * it. An eighth above MAX_CONNECTIONS (at least 16): room for connections that arrive while every
- * held one has a request in flight, which are answered and closed rather than refused.
- */
+/** Node's own `maxConnections`: room above the cap for connections that arrive while every held one has a request in flight. */
 export function hardCeiling(maxConnections: number): number {
   return maxConnections + Math.max(16, Math.ceil(maxConnections / 8));
 }
 
-/** The configured limits (MAX_CONNECTIONS, the timeouts, the client key). */
 export function limitsOf(
   config: Pick<
     Config,
@@ -69,8 +50,7 @@ export function limitsOf(
   const { trustedProxies } = config;
   return {
     maxConnections: config.maxConnections,
-    // Behind trusted proxies the peer is a proxy: counting it as one client would put everyone over share.
-    // With TRUSTED_PROXIES a listed peer counts for no client, and any other peer is a client of its own.
+    // Behind proxies every peer is a proxy, which counts for no client (it caps its own).
     ...(config.trustProxyHops === 0 && {
       clientKeyOf: (address: string) =>
         trustedProxies?.includes(address) ? undefined : rateLimitKeyOf(address, config.rateLimitIpv6Prefix),
@@ -80,81 +60,70 @@ export function limitsOf(
   };
 }
 
-/** @hono/node-server's `fetch` callback on an HTTP/1 server: its second argument holds the request's objects. */
-type NodeFetch = (request: Request, env: HttpBindings) => Response | Promise<Response>;
-
-export interface LimitedServer {
-  server: Server;
-  /** Whether the listener is shedding connections (readiness reports it). */
-  shedding: () => boolean;
-}
-
 export interface ServeOptions {
   fetch: (request: Request, env: object) => Response | Promise<Response>;
-  /** The app's answer to a stand-in for a request the adapter could not read (`createApp`'s `refuse`). */
+  /** `createApp`'s answer to a request the adapter could not read. */
   refuse: (request: Request) => Response | Promise<Response>;
   hostname: string;
   port: number;
-  /** Told of each connection closed to make room (the metric). */
   onShed?: (reason: ConnectionShedReason) => void;
 }
 
+type Limits = Required<ServerLimits>;
+
 /**
- * The public listener: @hono/node-server's request listener (`getRequestListener`, with its
- * `errorHandler` and `autoCleanupIncoming` options) on a `node:http` server with the limits
- * applied before the first connection is accepted, connections shed near the cap, and clean,
- * honest early answers. Public APIs only (docs/node-http.md "Public APIs only").
+ * @hono/node-server's request listener on a `node:http` server with the limits applied before
+ * the first connection, connections shed above the cap, and clean, honest early answers.
+ * Public APIs only (docs/node-http.md "Public APIs only").
  */
-export function serveWithLimits(options: ServeOptions, limits: ServerLimits, onListening?: (info: AddressInfo) => void): LimitedServer {
-  const drainMaxBytes = limits.drainMaxBytes ?? DEFAULT_DRAIN_MAX_BYTES;
-  const drainTimeoutMs = limits.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
-  /** Sockets closing after an answer: a request read on one after that is not run. */
+export function serveWithLimits(options: ServeOptions, given: ServerLimits, onListening?: (info: AddressInfo) => void) {
+  const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
+  /** Sockets closing after an answer: a request pipelined behind it is not run. */
   const closing = new WeakSet<Socket>();
-  /** The request the adapter's listener is handling, for `errorHandler` (two variables, not an object a request). */
+  // The request being handed to the adapter, for its errorHandler (two variables, not an object a request).
   let readingIncoming: IncomingMessage | undefined;
   let readingOutgoing: ServerResponse | undefined;
+  const finish = (response: Response, bindings: HttpBindings) => finishEarlyAnswer(response, bindings, closing, limits);
 
-  const finish = (response: Response, bindings: HttpBindings) =>
-    finishEarlyAnswer(response, bindings, closing, drainMaxBytes, drainTimeoutMs);
-  // An HTTP/1 server (no http2 `createServer`): the bindings are always HttpBindings.
   const adapterListener = getRequestListener(
-    fetchThenFinish(options.fetch as NodeFetch, finish) as (request: Request, env: object) => Promise<Response> | Response,
+    (request, env) => {
+      // An HTTP/1 server: the bindings are always HttpBindings.
+      const bindings = env as HttpBindings;
+      const answer = options.fetch(request, bindings);
+      // A GET or HEAD has no body to speak of: Node discards one after the answer.
+      if (bindings.incoming.method === 'GET' || bindings.incoming.method === 'HEAD') return answer;
+      return answer instanceof Promise ? answer.then((response) => finish(response, bindings)) : finish(answer, bindings);
+    },
     {
       hostname: options.hostname,
-      // Its drain closes a kept-alive connection 500 ms after an early answer (docs/node-http.md):
-      // finishEarlyAnswer does that job instead.
+      // Its drain closes a kept-alive connection 500 ms after an early answer (docs/node-http.md): finish does that job.
       autoCleanupIncoming: false,
-      errorHandler: (error) =>
-        answerUnreadable(
-          error,
-          readingIncoming && readingOutgoing && { incoming: readingIncoming, outgoing: readingOutgoing },
-          options.refuse,
-          finish,
-        ),
+      // A request Node parsed but the adapter cannot make a Request of (a Host or path it refuses):
+      // the app answers a stand-in, finished like any early answer. Called before the adapter's
+      // first await, so the request is still the one noted (a test pins it; were that to change,
+      // the stand-in would still be answered, as `GET /`, kept alive).
+      errorHandler: async (error) => {
+        if (!(error instanceof RequestError)) return new Response(null, { status: 500 });
+        const incoming = readingIncoming;
+        const outgoing = readingOutgoing;
+        const response = await options.refuse(standInFor(incoming));
+        return incoming && outgoing ? finish(response, { incoming, outgoing }) : response;
+      },
     },
   );
 
-  const server = createServer(serverOptionsFor(limits));
-  server.maxConnections = hardCeiling(limits.maxConnections);
-  const shedding = shedConnections(server, {
-    maxConnections: limits.maxConnections,
-    clientKeyOf: limits.clientKeyOf,
-    idleGraceMs: limits.idleGraceMs ?? DEFAULT_IDLE_GRACE_MS,
-    slowHeadGraceMs: limits.slowHeadGraceMs ?? DEFAULT_SLOW_HEAD_GRACE_MS,
-    overShareAfterMs: limits.overShareAfterMs ?? DEFAULT_OVER_SHARE_AFTER_MS,
-    recheckMs: Math.min(RECHECK_MS, limits.overShareAfterMs ?? DEFAULT_OVER_SHARE_AFTER_MS),
-    reportMs: limits.sheddingReportMs ?? DEFAULT_SHEDDING_REPORT_MS,
-    onShed: options.onShed,
+  const server = createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
   });
-  // The one 'request' listener: what shedding needs of a request is done here, not by a listener of its own.
-  server.on('request', function serveRequest(incoming: IncomingMessage, outgoing: ServerResponse) {
-    // In flight until it is done: its connection is not shed meanwhile.
+  server.maxConnections = hardCeiling(limits.maxConnections);
+  const shedding = shedConnections(server, limits, options.onShed);
+  server.on('request', (incoming: IncomingMessage, outgoing: ServerResponse) => {
     shedding.requestStarted(incoming, outgoing);
-    // The connection said close already: this request was pipelined behind that answer.
     if (closing.has(incoming.socket)) return void incoming.resume();
     // Above the cap a connection is not kept for another request: its answer makes room.
     if (shedding.overCap()) outgoing.setHeader('Connection', 'close');
-    // The adapter calls errorHandler, when it cannot read the request, before its first await.
     readingIncoming = incoming;
     readingOutgoing = outgoing;
     try {
@@ -165,62 +134,24 @@ export function serveWithLimits(options: ServeOptions, limits: ServerLimits, onL
     }
   });
   server.listen(options.port, options.hostname, () => onListening?.(server.address() as AddressInfo));
-  return { server, shedding: () => shedding.isShedding() };
-}
-
-/** The options `http.createServer` needs for the limits (the checking interval is fixed at creation). */
-export function serverOptionsFor(limits: ServerLimits): ServerOptions {
-  return {
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
-    connectionsCheckingInterval: limits.connectionsCheckingIntervalMs ?? DEFAULT_CHECKING_INTERVAL_MS,
-    keepAliveTimeout: limits.keepAliveTimeoutMs ?? DEFAULT_KEEP_ALIVE_TIMEOUT_MS,
-  };
-}
-
-type Finish = (response: Response, bindings: HttpBindings) => Response | Promise<Response>;
-
-/** The app's answer, then, for a body not read whole, what becomes of the rest (finishEarlyAnswer). */
-function fetchThenFinish(fetch: NodeFetch, finish: Finish): NodeFetch {
-  return function fetchThenFinishEarly(request, bindings) {
-    const answer = fetch(request, bindings);
-    // A GET or HEAD has no body to speak of: Node discards one after the answer.
-    if (bindings.incoming.method === 'GET' || bindings.incoming.method === 'HEAD') return answer;
-    return answer instanceof Promise ? answer.then((response) => finish(response, bindings)) : finish(answer, bindings);
-  };
+  return { server, shedding: shedding.isShedding };
 }
 
 /**
- * Clean, honest early answers. An answer ready before the request body was read (413, 415, 403,
- * 429, …) must reach the client whole, at once, and say truly whether the connection serves
- * another request:
- *
- * - a body declared `drainMaxBytes` or shorter is read and discarded after the answer, which
- *   keeps the connection (Node parses the next request after it); a client that stalls is cut
- *   off after `drainTimeoutMs`;
- * - any other (chunked, longer, or the listener above its cap) is answered with
- *   `Connection: close`, written here: Node closes a connection whose answer says so as soon as
- *   it is written, and closing a socket with unread input makes the kernel send a reset, which
- *   can destroy the answer in the client's buffer. So the answer is written, the server
- *   half-closes (the client reads the answer, then end of stream), goes on reading until the
- *   client closes its side, and destroys the socket after `drainTimeoutMs` at most.
- *
- * Every listener and timer here is on the request's own objects, or on a socket that closes
- * with this answer: nothing accumulates on a connection that carries thousands of requests.
+ * An answer ready before the request body was read (413, 415, 403, 429, …) must reach the client
+ * whole and say truly whether the connection serves another request (docs/node-http.md "Clean
+ * early answers"): a short declared body is drained and the connection kept; any other is answered
+ * with `Connection: close` and a half-close. Listeners and timers are on the request's own objects,
+ * or on a socket that closes with this answer: nothing accumulates on a long-lived connection.
  */
-function finishEarlyAnswer(
-  response: Response,
-  bindings: HttpBindings,
-  closing: WeakSet<Socket>,
-  drainMaxBytes: number,
-  drainTimeoutMs: number,
-): Response | Promise<Response> {
+function finishEarlyAnswer(response: Response, bindings: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
   const { incoming, outgoing } = bindings;
   if (incoming.complete) return response;
   const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
-  if (!saysClose && declaredLength(incoming) <= drainMaxBytes) {
-    const timer = setTimeout(() => incoming.socket.destroy(), drainTimeoutMs);
-    timer.unref();
+  // Chunked or unreadable: it could be any length.
+  const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
+  if (!saysClose && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
+    const timer = setTimeout(() => incoming.socket.destroy(), limits.drainTimeoutMs).unref();
     const stop = () => clearTimeout(timer);
     incoming.once('end', stop);
     incoming.once('close', stop);
@@ -228,24 +159,13 @@ function finishEarlyAnswer(
     incoming.resume();
     return response;
   }
-  return answerThenClose(response, incoming, outgoing, closing, drainTimeoutMs);
+  // Node would close the socket as soon as a `Connection: close` answer is written, and closing it
+  // with unread input makes the kernel send a reset that can destroy the answer in the client's
+  // buffer. So: write the answer, half-close, read until the client closes, destroy after the drain time.
+  return answerThenClose(response, bindings, closing, limits.drainTimeoutMs);
 }
 
-/** A body's declared length; infinite when chunked or unreadable (it could be any length). */
-function declaredLength(incoming: IncomingMessage): number {
-  if (incoming.headers['transfer-encoding'] !== undefined) return Number.POSITIVE_INFINITY;
-  const declared = Number(incoming.headers['content-length'] ?? 0);
-  return Number.isSafeInteger(declared) ? declared : Number.POSITIVE_INFINITY;
-}
-
-/** Writes `response` with `Connection: close`, half-closes, reads until the client closes (docs/node-http.md "Clean early answers"). */
-async function answerThenClose(
-  response: Response,
-  incoming: IncomingMessage,
-  outgoing: ServerResponse,
-  closing: WeakSet<Socket>,
-  drainTimeoutMs: number,
-): Promise<Response> {
+async function answerThenClose(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, drainTimeoutMs: number) {
   const body = new Uint8Array(await response.arrayBuffer());
   const socket = incoming.socket;
   if (socket.destroyed) return RESPONSE_ALREADY_SENT;
@@ -255,55 +175,31 @@ async function answerThenClose(
   });
   headers.push('Content-Length', String(body.byteLength), 'Connection', 'close');
   closing.add(socket);
-  const timer = setTimeout(() => socket.destroy(), drainTimeoutMs);
-  timer.unref();
-  // This socket carries nothing after this answer: one listener on it, once.
+  const timer = setTimeout(() => socket.destroy(), drainTimeoutMs).unref();
   socket.once('close', () => clearTimeout(timer));
   outgoing.writeHead(response.status, headers);
   outgoing.write(body);
   // Not `outgoing.end()`: Node would destroy the socket once the answer is written.
   socket.end();
   incoming.resume();
-  // The adapter's own marker: it writes nothing more. (Made when its module loads, before
-  // getRequestListener replaces the global Response, as the adapter's check of it needs.)
+  // The adapter's marker that it writes nothing more (made when its module loads, as its check needs).
   return RESPONSE_ALREADY_SENT;
-}
-
-/**
- * The adapter's `errorHandler`: a request Node parsed but @hono/node-server cannot make a
- * Request of (a Host or path it refuses) is answered by the app (`refuse`: 400 `BAD_REQUEST`,
- * its headers and access line) from a stand-in with the request's method, a path safe to parse
- * and the headers the answer depends on, then finished like any early answer. `reading` is the
- * request the listener is handling: the adapter calls this before its first await (a test pins
- * it); were that to change, the stand-in would still be answered, as `GET /`, kept alive.
- */
-async function answerUnreadable(
-  error: unknown,
-  reading: HttpBindings | undefined,
-  refuse: ServeOptions['refuse'],
-  finish: Finish,
-): Promise<Response> {
-  // The app's own fetch answers its errors; nothing else reaches here, but it must not throw.
-  if (!(error instanceof RequestError)) return new Response(null, { status: 500 });
-  const response = await refuse(standInFor(reading?.incoming));
-  return reading ? finish(response, reading) : response;
 }
 
 /** Request-target characters kept as sent in the stand-in's path; any other is percent-encoded. */
 const UNSAFE_IN_PATH = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g;
 
+/** The request's method, a path safe to parse and the headers the answer depends on. */
 function standInFor(incoming: IncomingMessage | undefined): Request {
   const target = incoming?.url ?? '/';
   const path = target.startsWith('/') ? target.split('?')[0]!.replace(UNSAFE_IN_PATH, encodeURIComponent) : '/';
   const headers = new Headers();
   for (const name of ['origin', 'x-request-id']) {
     const value = incoming?.headers[name];
-    if (typeof value === 'string') {
-      try {
-        headers.set(name, value);
-      } catch {
-        // A value Headers refuses is left out: the answer is the same without it.
-      }
+    try {
+      if (typeof value === 'string') headers.set(name, value);
+    } catch {
+      // A value Headers refuses is left out: the answer is the same without it.
     }
   }
   const url = `http://localhost${path}`;
@@ -316,12 +212,190 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
 }
 
 /**
- * Whether the listener's REQUEST_TIMEOUT_SECONDS cut this request off. Node then answers 408
- * itself and destroys the socket with ERR_HTTP_REQUEST_TIMEOUT; the body read reports only
- * "aborted", as for a client that hung up. The socket's public `errored` tells the two apart, so
- * the access log and the metrics say 408, not 499 (docs/node-http.md).
+ * Whether REQUEST_TIMEOUT_SECONDS cut this request off: Node answers 408 itself and the body read
+ * reports only "aborted", as for a client that hung up; the socket's `errored` tells the two apart.
  */
 export function timedOutByListener(c: Context): boolean {
   const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
   return (socket?.errored as NodeJS.ErrnoException | null | undefined)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+}
+
+interface Client {
+  key: string;
+  held: number;
+  /** Its connections that have sent no request yet, oldest first. */
+  fresh: Set<Held>;
+}
+
+interface Held {
+  socket: Socket;
+  client: Client | undefined;
+  /** Requests read and not yet done (more than one when the client pipelines). */
+  inFlight: number;
+  /** When it was accepted, or when its last request was done. */
+  since: number;
+  /** Whether it has carried a request: between requests it is idle, before its first fresh. */
+  served: boolean;
+  gone: boolean;
+}
+
+/**
+ * Which connections make room above MAX_CONNECTIONS (docs/node-http.md "A crowd at one address"),
+ * in this order: `slow_head`, `over_share`, then `idle` (a pool may send its next request on it at
+ * any moment). A connection with a request in flight is never closed.
+ */
+function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
+  const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
+  const bySocket = new WeakMap<Socket, Held>();
+  const clients = new Map<string, Client>();
+  /** Connections that have sent no request yet, oldest first. */
+  const fresh = new Set<Held>();
+  /** Kept-alive connections between requests, longest idle first. */
+  const idle = new Set<Held>();
+  /** Clients by their count of fresh connections, to find the one holding most at once. */
+  const byFresh = new Map<number, Set<Client>>();
+  let mostFresh = 0;
+  let open = 0;
+  let lastShedAt = Number.NEGATIVE_INFINITY;
+  let recheck: NodeJS.Timeout | undefined;
+
+  function moveBucket(client: Client, from: number) {
+    const to = client.fresh.size;
+    if (from > 0) byFresh.get(from)?.delete(client);
+    if (to > 0) {
+      let bucket = byFresh.get(to);
+      if (bucket === undefined) byFresh.set(to, (bucket = new Set()));
+      bucket.add(client);
+    }
+    if (to > mostFresh) mostFresh = to;
+    while (mostFresh > 0 && !byFresh.get(mostFresh)?.size) mostFresh -= 1;
+  }
+
+  function startWaiting(held: Held) {
+    held.since = performance.now();
+    if (held.served) return void idle.add(held);
+    fresh.add(held);
+    const { client } = held;
+    if (client === undefined) return;
+    client.fresh.add(held);
+    moveBucket(client, client.fresh.size - 1);
+  }
+
+  function stopWaiting(held: Held) {
+    if (idle.delete(held) || !fresh.delete(held)) return;
+    const { client } = held;
+    if (client?.fresh.delete(held)) moveBucket(client, client.fresh.size + 1);
+  }
+
+  function release(held: Held) {
+    if (held.gone) return;
+    held.gone = true;
+    open -= 1;
+    stopWaiting(held);
+    const { client } = held;
+    if (client !== undefined && --client.held === 0) clients.delete(client.key);
+  }
+
+  const heldBy = (held: Held) => held.client?.held ?? 0;
+
+  /** Of the oldest `WINDOW` in `set` past `graceMs`, the one whose client holds the most connections. */
+  function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
+    let best: Held | undefined;
+    let weighed = 0;
+    // Oldest first: once one is within the grace, every later one is too.
+    for (const held of set) {
+      if (at - held.since < graceMs || weighed === WINDOW) break;
+      weighed += 1;
+      if (best === undefined || heldBy(held) > heldBy(best)) best = held;
+    }
+    return best;
+  }
+
+  /**
+   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one
+   * once it is `overShareAfterMs` old; failing that, the oldest of the client holding the most,
+   * young or not, when that is more than its share (the cap divided between the clients).
+   */
+  function overShare(at: number): Held | undefined {
+    let weighed = 0;
+    for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {
+      for (const client of byFresh.get(count) ?? []) {
+        const oldest = client.fresh.values().next().value;
+        if (oldest !== undefined && at - oldest.since >= overShareAfterMs) return oldest;
+        weighed += 1;
+        if (weighed === WINDOW) break;
+      }
+    }
+    if (mostFresh <= Math.ceil(maxConnections / clients.size)) return undefined;
+    const top: Client = byFresh.get(mostFresh)!.values().next().value!;
+    return top.fresh.values().next().value;
+  }
+
+  /** Closes one connection by the rules; false when none may go. */
+  function makeRoom(): boolean {
+    const at = performance.now();
+    const candidates: [ConnectionShedReason, () => Held | undefined][] = [
+      ['slow_head', () => pick(fresh, slowHeadGraceMs, at)],
+      ['over_share', () => overShare(at)],
+      ['idle', () => pick(idle, idleGraceMs, at)],
+    ];
+    for (const [reason, find] of candidates) {
+      const held = find();
+      if (held === undefined) continue;
+      release(held);
+      lastShedAt = performance.now();
+      held.socket.destroy();
+      onShed?.(reason);
+      return true;
+    }
+    return false;
+  }
+
+  function shedDownToCap() {
+    clearTimeout(recheck);
+    while (open > maxConnections && makeRoom());
+    // Connections age into the rules: look again while the listener stays above its cap.
+    recheck = open > maxConnections ? setTimeout(shedDownToCap, Math.min(RECHECK_MS, overShareAfterMs)).unref() : undefined;
+  }
+
+  server.on('connection', (socket: Socket) => {
+    const key = socket.remoteAddress === undefined ? undefined : clientKeyOf(socket.remoteAddress);
+    let client: Client | undefined;
+    if (key !== undefined) {
+      client = clients.get(key);
+      if (client === undefined) clients.set(key, (client = { key, held: 0, fresh: new Set() }));
+      client.held += 1;
+    }
+    const held: Held = { socket, client, inFlight: 0, since: 0, served: false, gone: false };
+    bySocket.set(socket, held);
+    open += 1;
+    startWaiting(held);
+    // One listener per connection, however many requests it carries.
+    socket.once('close', () => release(held));
+    if (open > maxConnections) shedDownToCap();
+  });
+
+  const done = (held: Held) => {
+    held.inFlight -= 1;
+    if (held.inFlight === 0 && !held.gone) startWaiting(held);
+  };
+
+  return {
+    /** A request read on its connection: in flight until its answer and its body are done. Called first. */
+    requestStarted(request: IncomingMessage, response: ServerResponse) {
+      const held = bySocket.get(request.socket);
+      if (held === undefined || held.gone) return;
+      if (held.inFlight === 0) stopWaiting(held);
+      held.inFlight += 1;
+      held.served = true;
+      // Listeners on this request's own objects, never on the socket. The request is usually
+      // whole (a GET always), or closed, by the time its answer is: then one listener does.
+      response.on('close', () => {
+        if (request.complete || request.closed) done(held);
+        else request.on('close', () => done(held));
+      });
+    },
+    overCap: () => open > maxConnections,
+    isShedding: () => open > maxConnections || performance.now() - lastShedAt < limits.sheddingReportMs,
+  };
 }

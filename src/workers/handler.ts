@@ -1,15 +1,25 @@
-import type { ExecutionContext, Hono } from 'hono';
+import type { ExecutionContext } from 'hono';
 import { parseConfig } from '../core/config/config.js';
-import { createLogger, type Logger } from '../core/log.js';
-import { cachePolicies, NO_STORE, sharedTierMaxAgeSeconds } from '../core/reads/cache-policies.js';
 import { createBindingRateLimiter, type RateLimitBinding } from '../core/http/rate-limit.js';
 import { createRequestIds } from '../core/http/request-ids.js';
 import { API_SECURITY_HEADERS } from '../core/http/response-headers.js';
-import { createAppForConfig } from '../core/service.js';
+import { createLogger } from '../core/log.js';
+import { cachePolicies, NO_STORE, sharedTierMaxAgeSeconds } from '../core/reads/cache-policies.js';
 import { createWorkersSharedCache } from '../core/reads/shared-tier.js';
-import type { ArchiveWatch, WatchStore } from '../core/watch/archive-watch.js';
+import { createAppForConfig } from '../core/service.js';
 
 type Env = Record<string, unknown>;
+
+/** The optional bindings (see wrangler.toml): Workers Rate Limiting, and the KV namespace of the archive watch (one key). */
+const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
+const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
+const WATCH_STATE_KEY = 'archive-watch';
+const SECRETS = ['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL'];
+
+const GENERIC_ERROR = JSON.stringify({
+  ok: false,
+  error: { code: 'INTERNAL_ERROR', message: 'The service is not configured correctly.' },
+});
 
 /** Test seams of the Worker; production uses the runtime's own. */
 export interface WorkerOptions {
@@ -21,38 +31,23 @@ export interface WorkerOptions {
   sharedCache?: Cache | null;
 }
 
-const GENERIC_ERROR = JSON.stringify({
-  ok: false,
-  error: { code: 'INTERNAL_ERROR', message: 'The service is not configured correctly.' },
-});
-
-/** The binding name of the optional Workers Rate Limiting binding (see wrangler.toml). */
-export const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
-
-/** Creates a Worker handler: `{ fetch(request, env, ctx), scheduled(controller, env, ctx) }` with one app per isolate. */
+/** A Worker handler, `{ fetch, scheduled }`, with one app per isolate. */
 export function createWorker(options: WorkerOptions = {}) {
   const write = options.write ?? ((line: string) => console.log(line));
   // Built on the first request: bindings cannot change within an isolate (a deploy starts new
   // ones), and the in-memory cache lives as long as the app.
-  let built: Built | undefined;
+  let built: ReturnType<typeof build> | undefined;
   // Ids of the answers a misconfigured isolate gives (a configured one's come from its header rules).
   const newRequestId = createRequestIds();
 
-  function build(env: Env): Built {
-    if (built) return built;
-    const secrets = [
-      stringOrUndefined(env.NEWSLETTER_API_KEY),
-      stringOrUndefined(env.TURNSTILE_SECRET_KEY),
-      stringOrUndefined(env.ALERT_WEBHOOK_URL),
-      stringOrUndefined(env.DEPLOY_HOOK_URL),
-    ];
+  function build(env: Env) {
+    const secrets = SECRETS.map((name) => env[name]).filter((value) => typeof value === 'string');
     const log = createLogger({ write, now: options.now, redact: secrets });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
       // Logged once per isolate; the visitor gets a generic 500 and never the details.
       for (const problem of parsed.problems) log.log('error', 'config_error', { problem });
-      built = { app: undefined, log };
-      return built;
+      return { log, app: undefined, refreshFromUpstream: undefined, archiveWatch: undefined };
     }
     const { config } = parsed;
     if (config.redisUrl) {
@@ -65,10 +60,15 @@ export function createWorker(options: WorkerOptions = {}) {
         hint: 'SUBSCRIBE_BLOCK_DISPOSABLE needs the mailchecker list, loaded on Node only (its 1 MB would not fit a Worker); throwaway domains are not refused here',
       });
     }
-    const binding = rateLimitBindingOf(env[RATE_LIMIT_BINDING]);
-    const store = options.sharedCache === undefined ? defaultSharedCache() : options.sharedCache;
-    const watchState = kvBindingOf(env[WATCH_STATE_BINDING]);
-    if (config.deployHookUrl && !watchState) {
+    const binding = bindingOf<RateLimitBinding>(env[RATE_LIMIT_BINDING], 'limit');
+    const store =
+      options.sharedCache === undefined ? (globalThis as { caches?: { default?: Cache } }).caches?.default : options.sharedCache;
+    const kv = bindingOf<{ get(key: string): Promise<string | null>; put(key: string, value: string): Promise<void> }>(
+      env[WATCH_STATE_BINDING],
+      'get',
+      'put',
+    );
+    if (config.deployHookUrl && !kv) {
       log.log('warn', 'deploy_hook_state_in_memory', {
         hint: `bind a KV namespace as ${WATCH_STATE_BINDING} (wrangler.toml): without it the watch remembers what it saw in this isolate only, and a Cron Trigger run in a new isolate takes its first look again, announcing nothing`,
       });
@@ -81,7 +81,7 @@ export function createWorker(options: WorkerOptions = {}) {
         fetch: options.fetch,
         now: options.now,
         clientIp: (c) => c.req.header('cf-connecting-ip'),
-        rateLimiter: binding ? createBindingRateLimiter(binding) : undefined,
+        rateLimiter: binding && createBindingRateLimiter(binding),
         sharedCache: store
           ? createWorkersSharedCache(store, {
               namespace: config.mode === 'demo' ? 'demo' : (config.apiBaseUrl ?? ''),
@@ -89,42 +89,38 @@ export function createWorker(options: WorkerOptions = {}) {
               maxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
             })
           : undefined,
-        // The Cron Trigger refreshes the index just before each look; its runs may land in any
-        // isolate, so the state is read from the KV namespace at every one.
-        archiveWatch: { store: watchState && createKvWatchStore(watchState), reloadEachTick: true, loadIndex: false, fetch: options.fetch },
+        // The Cron Trigger refreshes the index just before each look; its runs may land in any isolate,
+        // so the state is read from KV at every one (eventually consistent: docs/deployment-workers.md "Build hooks").
+        archiveWatch: {
+          store: kv && { load: async () => (await kv.get(WATCH_STATE_KEY)) ?? undefined, save: (state) => kv.put(WATCH_STATE_KEY, state) },
+          reloadEachTick: true,
+          loadIndex: false,
+          fetch: options.fetch,
+        },
       },
     );
-    built = { app: app as unknown as Hono, log, refreshFromUpstream, archiveWatch };
-    return built;
+    return { log, app, refreshFromUpstream, archiveWatch };
   }
 
   return {
     fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
-      const { app, log } = build(env);
-      if (!app) {
-        // Still one access line and a request id, so a visitor's report can be matched to the log.
-        const requestId = newRequestId();
-        log.log('info', 'request', { method: request.method, path: new URL(request.url).pathname, status: 500, requestId });
-        return new Response(GENERIC_ERROR, {
-          status: 500,
-          headers: {
-            ...API_SECURITY_HEADERS,
-            'Content-Type': 'application/json',
-            'Cache-Control': NO_STORE,
-            'X-Request-Id': requestId,
-          },
-        });
-      }
-      return app.fetch(request, env, ctx);
+      const { app, log } = (built ??= build(env));
+      if (app) return app.fetch(request, env, ctx);
+      // Still one access line and a request id, so a visitor's report can be matched to the log.
+      const requestId = newRequestId();
+      log.log('info', 'request', { method: request.method, path: new URL(request.url).pathname, status: 500, requestId });
+      return new Response(GENERIC_ERROR, {
+        status: 500,
+        headers: { ...API_SECURITY_HEADERS, 'Content-Type': 'application/json', 'Cache-Control': NO_STORE, 'X-Request-Id': requestId },
+      });
     },
 
     /**
-     * A Cron Trigger (wrangler.toml `[triggers] crons`): reads the archive and the categories from
-     * the upstream into the Cache API tier, so visitors find a copy there and none of them waits
-     * for a cold archive load (docs/deployment-workers.md). One log line each run.
+     * A Cron Trigger (wrangler.toml `[triggers] crons`) reads the archive and the categories into
+     * the Cache API tier, so no visitor waits for a cold archive load (docs/deployment-workers.md).
      */
     async scheduled(controller: { cron: string; scheduledTime: number }, env: Env, ctx: ExecutionContext): Promise<void> {
-      const { refreshFromUpstream, archiveWatch, log } = build(env);
+      const { refreshFromUpstream, archiveWatch, log } = (built ??= build(env));
       if (!refreshFromUpstream) return;
       const clock = options.now ?? Date.now;
       const started = clock();
@@ -135,11 +131,8 @@ export function createWorker(options: WorkerOptions = {}) {
         log.log('info', 'scheduled_refresh', { cron: controller.cron, issues, ms: clock() - started });
       } catch (error) {
         // The copies stay as they were (stale-if-error); the next run or a visitor tries again.
-        log.log('warn', 'scheduled_refresh_failed', {
-          cron: controller.cron,
-          reason: error instanceof Error ? error.message : 'unknown',
-          ms: clock() - started,
-        });
+        const reason = error instanceof Error ? error.message : 'unknown';
+        log.log('warn', 'scheduled_refresh_failed', { cron: controller.cron, reason, ms: clock() - started });
       }
       // DEPLOY_HOOK_URL: the index just refreshed is compared with the last look (a failed refresh
       // has nothing new to compare, but a call still due is made).
@@ -148,58 +141,10 @@ export function createWorker(options: WorkerOptions = {}) {
   };
 }
 
-interface Built {
-  app: Hono | undefined;
-  log: Logger;
-  refreshFromUpstream?: (waitUntil: (promise: Promise<unknown>) => void) => Promise<{ issues: number }>;
-  archiveWatch?: ArchiveWatch | undefined;
-}
-
-/** The binding name of the optional KV namespace where the archive watch keeps its state (see wrangler.toml). */
-export const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
-/** The one key the watch uses in it. */
-const WATCH_STATE_KEY = 'archive-watch';
-
-/** The part of a Workers KV binding the watch uses. */
-interface KvBinding {
-  get(key: string): Promise<string | null>;
-  put(key: string, value: string): Promise<void>;
-}
-
-function kvBindingOf(value: unknown): KvBinding | undefined {
-  return typeof value === 'object' &&
-    value !== null &&
-    typeof (value as KvBinding).get === 'function' &&
-    typeof (value as KvBinding).put === 'function'
-    ? (value as KvBinding)
+/** A binding of the runtime, when `value` has the methods used of it. */
+function bindingOf<T>(value: unknown, ...methods: string[]): T | undefined {
+  const object = value as Record<string, unknown> | null | undefined;
+  return typeof object === 'object' && object !== null && methods.every((name) => typeof object[name] === 'function')
+    ? (value as T)
     : undefined;
-}
-
-/**
- * The watch's state in a KV namespace, readable by every isolate and location a Cron Trigger
- * runs in. KV is eventually consistent (a write may take up to a minute to show elsewhere), so a
- * run right after one in another location may read the state before it: docs/deployment-workers.md
- * "Build hooks" says what that costs.
- */
-function createKvWatchStore(kv: KvBinding): WatchStore {
-  return {
-    load: async () => (await kv.get(WATCH_STATE_KEY)) ?? undefined,
-    save: (state) => kv.put(WATCH_STATE_KEY, state),
-  };
-}
-
-function stringOrUndefined(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-function rateLimitBindingOf(value: unknown): RateLimitBinding | undefined {
-  return typeof value === 'object' && value !== null && typeof (value as RateLimitBinding).limit === 'function'
-    ? (value as RateLimitBinding)
-    : undefined;
-}
-
-/** `caches.default` where the runtime has it (Workers), nothing elsewhere. */
-function defaultSharedCache(): Cache | undefined {
-  const storage = (globalThis as { caches?: { default?: Cache } }).caches;
-  return storage?.default;
 }

@@ -1,43 +1,38 @@
 import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
 import type { Server } from 'node:net';
 import type { Metrics } from '../../core/metrics.js';
-import { createAdminApp } from './routes.js';
+import { NO_STORE } from '../../core/reads/cache-policies.js';
 import { createPrometheusMetrics, type CacheFigures } from './prometheus.js';
 import { createReadiness, upstreamOutcome } from './readiness.js';
 
-export interface AdminOptions {
-  /** ADMIN_UNREADY_AFTER_SECONDS. */
-  unreadyAfterSeconds: number;
-  now?: () => number;
-  /** prom-client's process and runtime metrics (default true). */
-  defaultMetrics?: boolean;
-}
+/** How long a not-ready /readyz waits for its probe: within a load balancer's usual 5 s timeout. */
+const PROBE_WAIT_MS = 2000;
+const NO_STORE_HEADERS = { 'Cache-Control': NO_STORE };
 
-export interface ServiceView {
-  stats: () => CacheFigures;
-  /** One light upstream call for a not-ready /readyz. */
-  probe: () => Promise<unknown>;
-  /** A metric only: an instance serves from memory without Redis. */
-  redisHealthy?: () => boolean;
-  shedding?: () => boolean;
-}
-
-export interface ListenOptions extends ServiceView {
+export interface ListenOptions {
   host: string;
   port: number;
   /** The public listener, whose open connections are counted. */
   publicServer: Pick<Server, 'on'>;
+  shedding?: () => boolean;
+  stats: () => CacheFigures;
+  /** One light upstream call, made when /readyz finds the instance not ready. */
+  probe: () => Promise<unknown>;
+  /** A metric only: an instance serves from memory without Redis. */
+  redisHealthy?: () => boolean;
   onListening: (url: string) => void;
   /** The line to print before exiting when the port cannot be bound. */
   onFatal: (line: string) => void;
 }
 
 /**
- * ADMIN_PORT: Prometheus `Metrics` for the app, readiness fed by the same upstream calls, and a
- * listener for /healthz, /readyz and /metrics. Created before the app, started after it.
+ * ADMIN_PORT (docs/deployment.md "Health and metrics"): Prometheus `Metrics` for the app, readiness
+ * fed by the same upstream calls, and, once the app exists, /healthz, /readyz and /metrics on a
+ * port of their own (loopback by default), never on the public one.
  */
-export function createAdmin(options: AdminOptions) {
-  const prometheus = createPrometheusMetrics({ defaultMetrics: options.defaultMetrics });
+export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => number }) {
+  const prometheus = createPrometheusMetrics();
   const readiness = createReadiness({ unreadyAfterMs: options.unreadyAfterSeconds * 1000, now: options.now });
   const metrics: Metrics = {
     ...prometheus.metrics,
@@ -47,30 +42,52 @@ export function createAdmin(options: AdminOptions) {
     },
   };
 
-  function app(service: ServiceView) {
+  function listen(service: ListenOptions) {
+    const { registry } = prometheus;
     prometheus.watchCaches(service.stats);
     if (service.redisHealthy) prometheus.watchRedis(service.redisHealthy);
+    prometheus.trackConnections(service.publicServer);
+    const { shedding = () => false } = service;
     const cacheWarm = () => service.stats().entries > 0;
-    return createAdminApp({ registry: prometheus.registry, readiness, cacheWarm, shedding: service.shedding, probe: service.probe });
+    // Without traffic there are no calls to learn from: a not-ready /readyz makes one (shared by
+    // concurrent checks), or an instance out of rotation would never see the upstream come back.
+    let probing: Promise<unknown> | undefined;
+    const probeOnce = () =>
+      (probing ??= service
+        .probe()
+        .catch(() => undefined)
+        .finally(() => {
+          probing = undefined;
+        }));
+
+    const app = new Hono()
+      .get('/healthz', (c) => c.text('ok\n', 200, NO_STORE_HEADERS))
+      .get('/readyz', async (c) => {
+        // A shedding listener is not the upstream's doing: no probe would change the answer.
+        if (!shedding() && !readiness.state(cacheWarm()).ready) {
+          let timer: NodeJS.Timeout | undefined;
+          await Promise.race([probeOnce(), new Promise((resolve) => (timer = setTimeout(resolve, PROBE_WAIT_MS)))]);
+          clearTimeout(timer);
+        }
+        const state = readiness.state(cacheWarm(), shedding());
+        if (state.ready) return c.text('ready\n', 200, NO_STORE_HEADERS);
+        return c.text(`not ready: ${state.reason}\n`, 503, NO_STORE_HEADERS);
+      })
+      .get('/metrics', async (c) => c.body(await registry.metrics(), 200, { ...NO_STORE_HEADERS, 'Content-Type': registry.contentType }))
+      .notFound((c) => c.text('not found\n', 404, NO_STORE_HEADERS));
+
+    const server = serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => {
+      const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+      service.onListening(`http://${host}:${info.port}`);
+    });
+    server.on('error', (error: NodeJS.ErrnoException) => {
+      const reason = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
+      service.onFatal(`newsletter-bff could not listen on ${service.host} port ${service.port} (ADMIN_PORT): ${reason}`);
+    });
+    return server;
   }
 
-  return {
-    metrics,
-    app,
-    drain: () => readiness.drain(),
-    listen(listen: ListenOptions) {
-      prometheus.trackConnections(listen.publicServer);
-      const server = serve({ fetch: app(listen).fetch, hostname: listen.host, port: listen.port }, (info) => {
-        const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-        listen.onListening(`http://${host}:${info.port}`);
-      });
-      server.on('error', (error: NodeJS.ErrnoException) => {
-        const reason = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
-        listen.onFatal(`newsletter-bff could not listen on ${listen.host} port ${listen.port} (ADMIN_PORT): ${reason}`);
-      });
-      return server;
-    },
-  };
+  return { metrics, listen, drain: readiness.drain };
 }
 
 export type Admin = ReturnType<typeof createAdmin>;

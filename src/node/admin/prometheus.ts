@@ -5,14 +5,10 @@ import { STALE_REASONS } from '../../core/upstream/failure-policy.js';
 import { upstreamOutcome } from './readiness.js';
 
 /** As `createApp`'s `stats()` gives them. */
-export interface CacheFigures {
-  entries: number;
-  bytes: number;
-  notFoundEntries: number;
-  notFoundBytes: number;
-  renderedPages: number;
-  renderedPageBytes: number;
-}
+export type CacheFigures = Record<
+  'entries' | 'bytes' | 'notFoundEntries' | 'notFoundBytes' | 'renderedPages' | 'renderedPageBytes',
+  number
+>;
 
 const PREFIX = 'newsletter_bff_';
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS']);
@@ -38,10 +34,10 @@ const READ_ROUTES = ['/api/issues', '/api/issues/:slug', '/api/categories'] as c
 const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 /** `Metrics` for Prometheus (Node only), named by its conventions. */
-export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = {}) {
+export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
   const registry = new Registry();
   const registers = [registry];
-  if (options.defaultMetrics ?? true) {
+  if (defaultMetrics) {
     collectDefaultMetrics({ register: registry });
     for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   }
@@ -107,31 +103,27 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
   );
   const connections = new Gauge({ name: `${PREFIX}open_connections`, help: 'Open connections to the public listener.', registers });
   let cacheStats: (() => CacheFigures) | undefined;
-  const cacheGauge = (name: string, help: string, pick: (stats: CacheFigures) => [number, number, number]) =>
+  const cacheGauge = (name: string, help: string, fields: Record<string, keyof CacheFigures>) =>
     new Gauge({
-      name: `${PREFIX}${name}`,
+      name: PREFIX + name,
       help,
       labelNames: ['cache'],
       registers,
       collect() {
         const stats = cacheStats?.();
-        if (!stats) return;
-        const [upstreamData, renderedPages, notFound] = pick(stats);
-        this.set({ cache: 'upstream_data' }, upstreamData);
-        this.set({ cache: 'rendered_pages' }, renderedPages);
-        this.set({ cache: 'not_found' }, notFound);
+        if (stats) for (const [cache, field] of Object.entries(fields)) this.set({ cache }, stats[field]);
       },
     });
-  cacheGauge('cache_bytes', 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).', (stats) => [
-    stats.bytes,
-    stats.renderedPageBytes,
-    stats.notFoundBytes,
-  ]);
-  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', (stats) => [
-    stats.entries,
-    stats.renderedPages,
-    stats.notFoundEntries,
-  ]);
+  cacheGauge('cache_bytes', 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).', {
+    upstream_data: 'bytes',
+    rendered_pages: 'renderedPageBytes',
+    not_found: 'notFoundBytes',
+  });
+  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', {
+    upstream_data: 'entries',
+    rendered_pages: 'renderedPages',
+    not_found: 'notFoundEntries',
+  });
 
   // Counted from zero: a series that appears only with its first event breaks rate() and alerts.
   for (const result of ['hit', 'miss', 'stale']) cacheReads.inc({ result }, 0);
@@ -189,12 +181,11 @@ export function createPrometheusMetrics(options: { defaultMetrics?: boolean } = 
   };
 }
 
-/** The rate limit and the challenge are rejections worth telling apart. */
+/** The rate limit and the challenge are rejections worth telling apart (an unavailable verifier is `failed`). */
+const TOLD_APART: readonly (string | undefined)[] = ['RATE_LIMITED', 'CAPTCHA_FAILED', 'CAPTCHA_REQUIRED'];
+
 export function subscribeOutcome(outcome: string, reason: string | undefined): string {
-  if (outcome === 'rejected' && reason === 'RATE_LIMITED') return 'rate_limited';
-  // A verifier that could not answer (CAPTCHA_UNAVAILABLE) is `failed`.
-  if (outcome === 'rejected' && reason === 'CAPTCHA_FAILED') return 'captcha_failed';
-  if (outcome === 'rejected' && reason === 'CAPTCHA_REQUIRED') return 'captcha_required';
+  if (outcome === 'rejected' && TOLD_APART.includes(reason)) return reason!.toLowerCase();
   if (outcome === 'refused_by_upstream') return 'refused';
   return (SUBSCRIBE_OUTCOMES as readonly string[]).includes(outcome) ? outcome : 'other';
 }

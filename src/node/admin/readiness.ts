@@ -13,20 +13,11 @@ const ANSWERED: ReadonlySet<string> = new Set(['ok', 'not_found', 'validation', 
 /** It is not. A 429 or a hold-off counts neither way: the cache serves meanwhile. */
 const FAILED: ReadonlySet<string> = new Set(['unavailable', 'timeout', 'bad_response', 'auth', 'error']);
 
-export type ReadinessState = { ready: true } | { ready: false; reason: string };
-
-export interface ReadinessOptions {
-  /** ADMIN_UNREADY_AFTER_SECONDS, in ms. */
-  unreadyAfterMs: number;
-  now?: () => number;
-}
-
 /**
  * `/readyz`: ready once the upstream has answered (or the cache is warm), not while shedding or
  * while every call has failed for `unreadyAfterMs`; a shorter outage is bridged by stale copies.
  */
-export function createReadiness(options: ReadinessOptions) {
-  const { unreadyAfterMs, now = Date.now } = options;
+export function createReadiness({ unreadyAfterMs, now = Date.now }: { unreadyAfterMs: number; now?: (() => number) | undefined }) {
   let answered = false;
   let failingSince: number | undefined;
   let draining = false;
@@ -39,13 +30,12 @@ export function createReadiness(options: ReadinessOptions) {
         failingSince ??= now();
       }
     },
-    state(cacheWarm: boolean, shedding = false): ReadinessState {
+    state(cacheWarm: boolean, shedding = false): { ready: true } | { ready: false; reason: string } {
       if (draining) return { ready: false, reason: 'shutting down' };
       if (shedding) return { ready: false, reason: 'the public listener is shedding connections (MAX_CONNECTIONS)' };
       if (!answered && !cacheWarm) return { ready: false, reason: 'the upstream has not answered yet' };
       if (failingSince !== undefined && now() - failingSince >= unreadyAfterMs) {
-        const seconds = Math.floor((now() - failingSince) / 1000);
-        return { ready: false, reason: `every upstream call has failed for ${seconds} s` };
+        return { ready: false, reason: `every upstream call has failed for ${Math.floor((now() - failingSince) / 1000)} s` };
       }
       return { ready: true };
     },
@@ -55,5 +45,3 @@ export function createReadiness(options: ReadinessOptions) {
     },
   };
 }
-
-export type Readiness = ReturnType<typeof createReadiness>;

@@ -1,29 +1,5 @@
 import type { Logger } from '../../core/log.js';
 
-/**
- * Every command bounded by a short timeout, a known outage answered at once: a caller falls back to
- * memory, and no visitor waits longer than one timeout for Redis, or fails because of it.
- */
-export interface RedisLink {
-  send(args: readonly string[]): Promise<unknown>;
-  /** False during an outage spell. */
-  healthy(): boolean;
-  /** A connection error the client reported before any command noticed. */
-  markDown(reason: string): void;
-  close(): void;
-}
-
-export interface RedisLinkOptions {
-  send: (args: string[]) => Promise<unknown>;
-  timeoutMs: number;
-  log: Logger;
-  /** Visitor requests are never probes. */
-  probeIntervalMs?: number;
-  /** A Redis that answers PING but refuses writes is one outage, not one a second. */
-  recoveredAfterMs?: number;
-  now?: () => number;
-}
-
 export class RedisUnavailable extends Error {
   constructor(readonly reason: string) {
     super(`redis unavailable: ${reason}`);
@@ -32,40 +8,42 @@ export class RedisUnavailable extends Error {
 }
 
 /** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
-function reasonOf(error: unknown): string {
-  if (!(error instanceof Error)) return 'error';
-  return /^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name;
-}
+const reasonOf = (error: unknown) => (error instanceof Error ? (/^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name) : 'error');
+
+export type RedisLink = ReturnType<typeof createRedisLink>;
 
 /**
- * A failed command makes Redis down: commands are refused at once while PING probes. One line
- * starts an outage spell and one ends it, once every command has been answered for `recoveredAfterMs`.
+ * Every command bounded by `timeoutMs`, so no visitor waits longer than that for Redis. A failed one
+ * makes Redis down: commands are refused at once (callers fall back to memory) while PING probes,
+ * never a visitor's request. One line starts an outage spell and one ends it, once every command
+ * has been answered for `recoveredAfterMs` (a Redis that answers PING but refuses writes is one outage).
  */
-export function createRedisLink(options: RedisLinkOptions): RedisLink {
+export function createRedisLink(options: {
+  send: (args: string[]) => Promise<unknown>;
+  timeoutMs: number;
+  log: Logger;
+  probeIntervalMs?: number | undefined;
+  recoveredAfterMs?: number | undefined;
+  now?: () => number;
+}) {
   const { timeoutMs, log, probeIntervalMs = 1000, recoveredAfterMs = 30_000, now = Date.now } = options;
   let up = true;
   let closed = false;
-  let probe: ReturnType<typeof setInterval> | undefined;
+  let probe: NodeJS.Timeout | undefined;
   let probing = false;
   let spell: { startedAt: number; lastFailureAt: number; failures: number } | undefined;
 
   function withTimeout(args: string[]): Promise<unknown> {
-    return new Promise((resolve, reject) => {
-      // A late timer runs before that turn's socket reads: one step later, an answer that arrived counts.
-      const timer = setTimeout(() => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))), timeoutMs);
-      options.send(args).then(
-        (reply) => {
-          clearTimeout(timer);
-          resolve(reply);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(new RedisUnavailable(reasonOf(error)));
-        },
-      );
+    let timer: NodeJS.Timeout | undefined;
+    // A late timer runs before that turn's socket reads: one step later, an answer that arrived counts.
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))), timeoutMs);
     });
+    const answer = options.send(args).catch((error: unknown) => Promise.reject(new RedisUnavailable(reasonOf(error))));
+    return Promise.race([answer, late]).finally(() => clearTimeout(timer));
   }
 
+  /** Also told of a connection error the client reports before any command notices. */
   function markDown(reason: string): void {
     if (closed) return;
     up = false;
@@ -77,38 +55,32 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
     }
     spell = { startedAt: at, lastFailureAt: at, failures: 1 };
     log.log('warn', 'redis_unavailable', { reason, fallback: 'in-memory limits, guards and cache until it is back' });
-    probe = setInterval(onTick, probeIntervalMs);
-    probe.unref?.();
+    probe = setInterval(onTick, probeIntervalMs).unref();
   }
 
-  function onTick(): void {
+  async function onTick() {
     if (!up) {
-      void probeOnce();
+      if (probing) return;
+      probing = true;
+      // Still down on a failure: the next tick probes again.
+      await withTimeout(['PING']).then(
+        () => {
+          if (!closed) up = true;
+        },
+        () => undefined,
+      );
+      probing = false;
       return;
     }
     if (!spell || now() - spell.lastFailureAt < recoveredAfterMs) return;
     const { startedAt, failures } = spell;
     spell = undefined;
     clearInterval(probe);
-    probe = undefined;
     log.log('info', 'redis_available', { outageSeconds: Math.round((now() - startedAt) / 1000), failedCommands: failures });
   }
 
-  async function probeOnce(): Promise<void> {
-    if (probing) return;
-    probing = true;
-    // Still down on a failure: the next tick probes again.
-    await withTimeout(['PING']).then(
-      () => {
-        if (!closed) up = true;
-      },
-      () => undefined,
-    );
-    probing = false;
-  }
-
   return {
-    async send(args) {
+    async send(args: readonly string[]): Promise<unknown> {
       if (closed) throw new RedisUnavailable('closed');
       if (!up) throw new RedisUnavailable('outage');
       try {
@@ -118,6 +90,7 @@ export function createRedisLink(options: RedisLinkOptions): RedisLink {
         throw error;
       }
     },
+    /** False during an outage spell. */
     healthy: () => spell === undefined && !closed,
     markDown,
     close() {
