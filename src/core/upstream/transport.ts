@@ -7,7 +7,6 @@ import {
   MAX_RETRY_AFTER_SECONDS,
   NOT_FOUND_STATUS,
 } from './assumptions.js';
-import { UpstreamError } from './upstream-error.js';
 import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type HoldState, type OperationClass } from './hold-off.js';
 
 /*
@@ -15,18 +14,55 @@ import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, t
  * read, the hold-offs of hold-off.ts, and error messages that never carry the upstream's text.
  */
 
-export { UpstreamError, type UpstreamErrorKind } from './upstream-error.js';
+/** How an upstream call failed; failure-policy.ts maps each kind to one of docs/contract.md's codes. */
+export type UpstreamErrorKind =
+  | 'auth'
+  | 'not_found'
+  | 'validation'
+  | 'rate_limited'
+  | 'timeout'
+  | 'unavailable'
+  | 'refused'
+  | 'bad_response';
+
+interface UpstreamErrorDetails {
+  status?: number;
+  retryAfterSeconds?: number;
+  /** The upstream's error code when well formed, for logs only. */
+  upstreamCode?: string;
+  /** Why a call was held off without going out (a `rate_limited` error without a status). */
+  heldOffBy?: 'retry_after' | 'backoff';
+  heldUntilMs?: number;
+  cause?: unknown;
+}
+
+/** The one error of the upstream client. Its message is our own wording: never the upstream's text, a header or the key. */
+export class UpstreamError extends Error {
+  readonly kind: UpstreamErrorKind;
+  readonly status: number | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly upstreamCode: string | undefined;
+  readonly heldOffBy: UpstreamErrorDetails['heldOffBy'];
+  readonly heldUntilMs: number | undefined;
+
+  constructor(kind: UpstreamErrorKind, message: string, details: UpstreamErrorDetails = {}) {
+    super(message, { cause: details.cause });
+    this.name = 'UpstreamError';
+    this.kind = kind;
+    this.status = details.status;
+    this.retryAfterSeconds = details.retryAfterSeconds;
+    this.upstreamCode = details.upstreamCode;
+    this.heldOffBy = details.heldOffBy;
+    this.heldUntilMs = details.heldUntilMs;
+  }
+}
 
 /** Transient failures, retried within the budget. Not 429 (held off), nor 408/409 (undocumented upstream). */
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
-
 /** What a timed-out call tells our caller to wait: a guess of our own, short enough to retry soon. */
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
-
 /** An error code worth keeping for the logs: upper-case and short, so never free text or a key. */
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
-
-export type UpstreamMethod = 'GET' | 'POST';
 
 export interface TransportOptions {
   timeoutMs: number;
@@ -54,17 +90,14 @@ export interface TransportOptions {
 }
 
 export interface TransportRequest<T> {
-  method: UpstreamMethod;
+  method: 'GET' | 'POST';
   url: URL;
   /** The whole success body must match it. */
   schema: z.ZodMiniType<T>;
   /** Sent as JSON. */
   body?: unknown;
-  /** Whose hold-off applies: by default a GET is a read and a POST a write. */
-  operation?: OperationClass;
-  /** Sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1). */
+  /** Sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1); a 304 then returns `notModified()`. */
   conditional?: Validators | undefined;
-  /** What a 304 to `conditional` returns (without it a 304 is a redirect-class failure). */
   notModified?: () => T;
   onValidators?: (validators: Validators) => void;
   onBytes?: (bytes: number) => void;
@@ -89,7 +122,7 @@ export class ResponseTooLarge extends UpstreamError {
 export type Transport = <T>(request: TransportRequest<T>) => Promise<T>;
 
 interface Call {
-  method: UpstreamMethod;
+  method: 'GET' | 'POST';
   url: URL;
   operation: OperationClass;
 }
@@ -123,8 +156,8 @@ export function createTransport(options: TransportOptions): Transport {
   const reported: Record<OperationClass, number> = { read: 0, write: 0 };
 
   return async function request<T>(options: TransportRequest<T>): Promise<T> {
-    const { method, url, operation } = options;
-    const call: Call = { method, url, operation: operation ?? (method === 'GET' ? 'read' : 'write') };
+    const { method, url } = options;
+    const call: Call = { method, url, operation: method === 'GET' ? 'read' : 'write' };
     // Only reads back off after failures: a subscribe is one person's attempt, answered as it goes.
     const backsOff = call.operation === 'read';
     let held = await admit(call);
