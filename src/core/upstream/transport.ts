@@ -150,7 +150,7 @@ export function createTransport(options: TransportOptions): Transport {
     metrics = noopMetrics,
     waitWhenHeldOffMs = 0,
   } = options;
-  /** Per class, the probe out during a failure streak: the other calls wait for its answer. */
+  /** Per class, the one probe out during a failure streak: the other calls wait for its answer. */
   const probing = new Map<OperationClass, Promise<void>>();
   /** The latest hold-off reported per class, so concurrent calls that met one 429 report it once. */
   const reported: Record<OperationClass, number> = { read: 0, write: 0 };
@@ -271,13 +271,8 @@ export function createTransport(options: TransportOptions): Transport {
     // The text is not kept in a variable, so a large page is let go once parsed.
     const parsed = schema.safeParse(parseJson(await readCapped(response, status, options.onBytes), status, options.parse));
     if (validators.etag !== undefined || validators.lastModified !== undefined) options.onValidators?.(validators);
-    if (!parsed.success) {
-      throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, {
-        status,
-        cause: parsed.error,
-      });
-    }
-    return parsed.data;
+    if (parsed.success) return parsed.data;
+    throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, { status, cause: parsed.error });
   }
 
   async function failureFromResponse(response: Response, call: Call): Promise<UpstreamError> {
@@ -372,13 +367,10 @@ export function createTransport(options: TransportOptions): Transport {
 
   function transportError(error: unknown): UpstreamError {
     const name = error instanceof Error ? error.name : '';
-    if (name === 'TimeoutError' || name === 'AbortError') {
-      return new UpstreamError('timeout', `upstream did not answer within ${timeoutMs} ms`, {
-        retryAfterSeconds: TIMEOUT_RETRY_AFTER_SECONDS,
-        cause: error,
-      });
-    }
-    return new UpstreamError('unavailable', 'could not reach the upstream', { cause: error });
+    if (name !== 'TimeoutError' && name !== 'AbortError')
+      return new UpstreamError('unavailable', 'could not reach the upstream', { cause: error });
+    const details = { retryAfterSeconds: TIMEOUT_RETRY_AFTER_SECONDS, cause: error };
+    return new UpstreamError('timeout', `upstream did not answer within ${timeoutMs} ms`, details);
   }
 }
 
@@ -399,8 +391,7 @@ export function parseRetryAfter(value: string | null, nowMs: number): number | u
   // Only an IMF-fixdate is read as a date: Date.parse would take '-5' or '1.5' for a year.
   if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed)) return undefined;
   const date = Date.parse(trimmed);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(1, Math.ceil((date - nowMs) / 1000));
+  return Number.isNaN(date) ? undefined : Math.max(1, Math.ceil((date - nowMs) / 1000));
 }
 
 async function discard(response: Response): Promise<void> {
