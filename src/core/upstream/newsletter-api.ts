@@ -122,7 +122,20 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     notFoundCode: NOT_FOUND_CODE,
   });
   const { metrics = noopMetrics } = options;
-  const request = <T>(operation: string, call: TransportRequest<T>) => timed(metrics, operation, () => transport(call));
+
+  /** One call of `operation` (its retries included), timed for `metrics`, with how it ended. */
+  async function request<T>(operation: string, call: TransportRequest<T>): Promise<T> {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const value = await transport(call);
+      metrics.upstreamCall(operation, seconds());
+      return value;
+    } catch (error) {
+      metrics.upstreamCall(operation, seconds(), error);
+      throw error;
+    }
+  }
 
   /** One List Issues call, read row by row, paged as configured. */
   async function listRows(query: ListIssuesQuery, conditional?: Validators): Promise<ListedPage> {
@@ -202,25 +215,12 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     async createSubscriber(body): Promise<UpstreamSubscriber> {
       const url = buildUrl(UPSTREAM_PATHS.createSubscriber);
       const { data } = await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body });
-      const status = typeof data === 'object' && data !== null ? (data as { status?: unknown }).status : undefined;
+      const status = (data as { status?: unknown } | null | undefined)?.status;
       const subscriber = { status: typeof status === 'string' ? status : undefined };
       notices.subscriberStatus(subscriber.status);
       return subscriber;
     },
   };
-}
-
-/** Runs one call of `operation` (its retries included) and tells `metrics` how long it took and how it ended. */
-async function timed<T>(metrics: Pick<Metrics, 'upstreamCall'>, operation: string, call: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  try {
-    const value = await call();
-    metrics.upstreamCall(operation, (performance.now() - started) / 1000);
-    return value;
-  } catch (error) {
-    metrics.upstreamCall(operation, (performance.now() - started) / 1000, error);
-    throw error;
-  }
 }
 
 const MAX_NAMED_IDS = 10;

@@ -4,13 +4,13 @@ import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 import type { IndexCopy } from '../reads/slug-lookup.js';
 import {
+  CHANGE_KINDS,
   changesBetween,
   countByKind,
   mergeChanges,
   snapshotOf,
   type ArchiveChange,
   type ArchiveSnapshot,
-  type ChangeKind,
 } from './archive-changes.js';
 import type { DeployHookResult } from './deploy-hook.js';
 
@@ -54,17 +54,12 @@ interface WatchState {
   dueAt: number;
 }
 
-const KINDS = ['new', 'edited', 'unpublished'] as const satisfies readonly ChangeKind[];
 const StoredStateSchema = z.object({
   seen: z.array(z.tuple([z.string(), z.string()])),
-  pending: z.array(z.object({ slug: z.string(), kind: z.enum(KINDS) })),
+  pending: z.array(z.object({ slug: z.string(), kind: z.enum(CHANGE_KINDS) })),
   attempts: z.number(),
   dueAt: z.number(),
 });
-
-function encodeState(state: WatchState): string {
-  return JSON.stringify({ seen: [...state.seen], pending: state.pending, attempts: state.attempts, dueAt: state.dueAt });
-}
 
 /** Undefined for none, or one that does not parse (another version's): a first look again. */
 function decodeState(text: string | undefined): WatchState | undefined {
@@ -101,7 +96,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
 
   async function save(next: WatchState): Promise<void> {
     state = next;
-    await store.save(encodeState(next));
+    await store.save(JSON.stringify({ ...next, seen: [...next.seen] }));
   }
 
   async function look(copy: IndexCopy): Promise<void> {
