@@ -63,23 +63,12 @@ function smallerPageSize(limit: number): number | undefined {
 }
 
 /** The page size whose pages weigh about TARGET_PAGE_BYTES, judged by one of `limit` rows weighing `bytes`. */
-function lighterPageSize(limit: number, bytes: number): number {
-  let size = limit;
-  // Bounded: each turn divides `size` by at least 2.
-  for (
-    let smaller = smallerPageSize(size);
-    smaller !== undefined && (size * bytes) / limit > TARGET_PAGE_BYTES;
-    smaller = smallerPageSize(size)
-  ) {
-    size = smaller;
-  }
-  return size;
+function lighterPageSize(limit: number, bytes: number, size = limit): number {
+  const smaller = smallerPageSize(size);
+  return smaller !== undefined && (size * bytes) / limit > TARGET_PAGE_BYTES ? lighterPageSize(limit, bytes, smaller) : size;
 }
 
-/**
- * Watches the order sent rows arrive in, by both dates at once (most publications draft and send in
- * order). A row without a readable date breaks that date's order: nothing is assumed of it.
- */
+/** Watches the order sent rows arrive in, by both dates at once; a row without a readable date breaks that date's order. */
 function createOrderWatch() {
   const last = { sent: Number.POSITIVE_INFINITY, created: Number.POSITIVE_INFINITY };
   const holds = { sent: true, created: true };
@@ -101,10 +90,8 @@ function createOrderWatch() {
 }
 
 /**
- * Reads the whole archive, trusting none of the paging guesses (docs/upstream.md "Assumptions"): pages
- * are read until one is empty or adds no new id, within `maxIssues` and a page cap; offsets advance by
- * the rows received; a page over the body cap is asked again with fewer rows; once two full pages of
- * new rows prove paging works, pages are read a few at a time.
+ * Reads the whole archive, trusting none of the paging guesses (docs/upstream.md "Assumptions" and "How
+ * the archive is read and kept fresh"): until a page is empty or adds no new id, within `maxIssues` and a page cap.
  */
 export async function readWholeArchive<K = UpstreamIssue>(
   listPage: ListPage,
@@ -228,18 +215,15 @@ export async function readWholeArchive<K = UpstreamIssue>(
 }
 
 /** What a refresh read at the head of an archive found. */
-export interface HeadRead<K> {
+export interface HeadRead<K> extends Pick<ArchiveRead<K>, 'issues' | 'pageRows' | 'dropped'> {
   /** The first page answered 304. */
   unchanged: boolean;
-  issues: K[];
   ids: string[];
   /** A known row was met: the head can be placed in the listing (`placeHead`). */
   anchored: boolean;
   /** The rows kept the order the last whole read found. */
   inOrder: boolean;
   validators?: Validators | undefined;
-  pageRows: number[];
-  dropped: { count: number; ids: string[] };
 }
 
 /** Rows per head page (small: a row may carry a whole letter), and head pages read at most before a whole read. */
@@ -247,9 +231,8 @@ const HEAD_PAGE_ROWS = 10;
 const HEAD_MAX_PAGES = 5;
 
 /**
- * Reads the newest rows of an archive listed newest first by `order`, a small page at a time, until a
- * page holds a known row. The first page is conditional on `validators`. Says when no known row came
- * within a few pages, or when the rows broke the order: the caller then reads the whole archive.
+ * Reads the newest rows of an archive listed newest first by `order`, a small page at a time, until a page holds
+ * a known row; says when none came, or the order broke: the caller then reads the whole archive.
  */
 export async function readArchiveHead<K>(
   listPage: ListPage,

@@ -31,8 +31,6 @@ import { noopMetrics, type Metrics } from '../metrics.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
 import { parseRowList } from './row-scanner.js';
 
-export type { ListIssuesQuery } from './schemas.js';
-
 export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {
   /** Root ending in `/v1`, as validated by parseConfig. */
   baseUrl: string;

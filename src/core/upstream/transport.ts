@@ -9,10 +9,7 @@ import {
 } from './assumptions.js';
 import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type HoldState, type OperationClass } from './hold-off.js';
 
-/*
- * JSON over HTTP in the manner of unjs/ofetch, written here for what ofetch lacks: a capped body
- * read, the hold-offs of hold-off.ts, and error messages that never carry the upstream's text.
- */
+/* JSON over HTTP as unjs/ofetch does it, plus what it lacks: capped reads, hold-offs, errors without the upstream's text. */
 
 /** How an upstream call failed; failure-policy.ts maps each kind to one of docs/contract.md's codes. */
 export type UpstreamErrorKind =
@@ -68,7 +65,7 @@ export interface TransportOptions {
   timeoutMs: number;
   fetch?: typeof globalThis.fetch;
   maxResponseBytes?: number;
-  /** Retries after the first attempt (docs/contract.md "Upstream calls"); POSTs are not retried by default. */
+  /** Retries after the first attempt (docs/contract.md "Upstream calls"); none for a POST by default. */
   getRetries?: number;
   postRetries?: number;
   baseDelayMs?: number;
@@ -94,7 +91,6 @@ export interface TransportRequest<T> {
   url: URL;
   /** The whole success body must match it. */
   schema: z.ZodMiniType<T>;
-  /** Sent as JSON. */
   body?: unknown;
   /** Sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1); a 304 then returns `notModified()`. */
   conditional?: Validators | undefined;
@@ -119,18 +115,11 @@ export class ResponseTooLarge extends UpstreamError {
   }
 }
 
-export type Transport = <T>(request: TransportRequest<T>) => Promise<T>;
-
-interface Call {
-  method: 'GET' | 'POST';
-  url: URL;
-  operation: OperationClass;
-}
+type Call = Pick<TransportRequest<unknown>, 'method' | 'url'> & { operation: OperationClass };
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Creates the one function that makes an HTTP call to the upstream and reads its JSON answer. */
-export function createTransport(options: TransportOptions): Transport {
+export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
   const {
     timeoutMs,
     fetch: fetchImpl = globalThis.fetch.bind(globalThis),
