@@ -1,25 +1,19 @@
 /**
- * Every fact about the newsletter service that its interface leaves "not shown", as one named
- * constant each (docs/upstream.md "Assumptions"). The client, the demo upstream, the test fakes
- * and the bench simulator all read them from here, so a wrong guess is a one-line change.
+ * Every fact about the newsletter service that its interface leaves "not shown", as one named constant
+ * each (docs/upstream.md "Assumptions"): the client, the demo upstream, the test fakes and the bench read
+ * them from here, so a wrong guess is a one-line change.
  */
 
-/**
- * How List Issues pages (none of it is shown). The defaults are the guesses below; each can be
- * set by configuration when an upstream differs (UPSTREAM_LIST_*).
- */
+/** How List Issues pages (none of it is shown): the guesses below unless configured (UPSTREAM_LIST_*). */
 export interface ListPaging {
-  /** Name of the row-limit parameter. */
   limitParam: string;
   /** `offset`: the parameter counts rows to skip; `page`: it is a 1-based page number. */
   style: 'offset' | 'page';
-  /** Name of the offset or page-number parameter. */
   pagingParam: string;
-  /** Rows asked per page. */
   pageSize: number;
 }
 
-/** The upstream paths we call, as segments under the base URL (documented, kept together here). */
+/** The upstream paths we call, as segments under the base URL (documented). */
 export const UPSTREAM_PATHS = {
   listIssues: ['newsletter', 'issues'],
   issueBySlug: ['newsletter', 'issues', 'by-slug'],
@@ -35,10 +29,7 @@ export const LIST_ISSUES_OFFSET_PARAM = 'offset';
 export const LIST_ISSUES_PAGE_PARAM = 'page';
 /** List Issues' documented maximum of rows per call. */
 export const LIST_ISSUES_MAX_ROWS = 200;
-/**
- * How List Issues pages unless configured otherwise (UPSTREAM_LIST_*): these guesses, never
- * trusted as facts; src/core/upstream/archive.ts reports when the upstream answers otherwise.
- */
+/** Guesses, never trusted as facts: archive.ts reports when the upstream answers otherwise. */
 export const DEFAULT_LIST_PAGING: ListPaging = {
   limitParam: LIST_ISSUES_LIMIT_PARAM,
   style: 'offset',
@@ -51,7 +42,7 @@ export const LIST_ISSUES_DEFAULT_ROWS = 50;
 export const NOT_FOUND_STATUS = 404;
 /** Success statuses other than Create Issue's 201 are not shown: any 2xx is accepted. */
 export const isSuccessStatus = (status: number): boolean => status >= 200 && status < 300;
-/** How long to hold off after a 429 that carries no usable `Retry-After` (no rate limits are shown). */
+/** How long to hold off after a 429 without a usable `Retry-After` (no rate limits are shown). */
 export const DEFAULT_RETRY_AFTER_SECONDS = 30;
 /** A longer `Retry-After` is capped, so one odd header cannot silence the site for a day. */
 export const MAX_RETRY_AFTER_SECONDS = 600;

@@ -1,21 +1,11 @@
 import type { Config } from '../config/config.js';
 import { createDemoUpstream } from '../../demo/upstream.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { HoldOff, HoldOffStart } from './hold-off.js';
-import { createUpstreamClient, type NewsletterApiClient } from './newsletter-api.js';
+import { createUpstreamClient, type NewsletterApiClient, type UpstreamClientOptions } from './newsletter-api.js';
 
-export interface UpstreamForConfigDeps {
-  fetch?: typeof globalThis.fetch | undefined;
-  now?: (() => number) | undefined;
-  log?: Logger | undefined;
-  metrics?: Metrics | undefined;
-  holdOff?: HoldOff | undefined;
+export interface UpstreamForConfigDeps
+  extends Pick<UpstreamClientOptions, 'fetch' | 'now' | 'log' | 'metrics' | 'holdOff' | 'waitWhenHeldOffMs' | 'sleep'> {
   /** Demo mode's public origin, for the sample thumbnails. */
   demoOrigin?: string | undefined;
-  /** `check` only (TransportOptions.waitWhenHeldOffMs). */
-  waitWhenHeldOffMs?: number | undefined;
-  sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
 /** The configured upstream or the demo; the service and `check` both build theirs here, so `check` probes what the site calls. */
@@ -30,18 +20,15 @@ export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigD
     holdOff: deps.holdOff,
     waitWhenHeldOffMs: deps.waitWhenHeldOffMs,
     sleep: deps.sleep,
-    onHoldOff: (start: HoldOffStart) => logHoldOff(deps.log, start),
+    onHoldOff: (start) =>
+      deps.log?.log('warn', 'upstream_hold_off', {
+        operation: start.operation,
+        refusedCall: start.call,
+        until: new Date(start.untilMs).toISOString(),
+        retryAfterSeconds: start.retryAfterSeconds,
+      }),
     baseUrl: demo ? demo.baseUrl : (config.apiBaseUrl ?? ''),
     apiKey: demo ? demo.apiKey : (config.apiKey ?? ''),
     fetch: demo ? demo.fetch : deps.fetch,
-  });
-}
-
-function logHoldOff(log: Logger | undefined, start: HoldOffStart): void {
-  log?.log('warn', 'upstream_hold_off', {
-    operation: start.operation,
-    refusedCall: start.call,
-    until: new Date(start.untilMs).toISOString(),
-    retryAfterSeconds: start.retryAfterSeconds,
   });
 }

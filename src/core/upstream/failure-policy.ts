@@ -5,10 +5,9 @@ import { UpstreamError } from './transport.js';
 
 export type UpstreamOperation = 'read' | 'subscribe';
 
+/** `error` is `undefined` when subscribe answers as a success; level `error` with a `hint` when the deployment looks misconfigured. */
 export interface UpstreamFailureAnswer {
-  /** `undefined` when subscribe answers it as a success. */
   error: ApiError | undefined;
-  /** `error` when the deployment is likely misconfigured, with a `hint` of what to check. */
   level: LogLevel;
   hint: string | undefined;
 }
@@ -28,10 +27,9 @@ const VALIDATION_CODE = 'VALIDATION_ERROR';
 const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
 
 /**
- * Maps an upstream failure to our answer (docs/contract.md "Errors we return" and the table in
- * "POST /api/subscribe"). On a read an upstream not-found is a missing list path (unknown slugs are
- * our 404 before this), so a wrong base URL. On subscribe only what every address gets alike may be
- * an error, so the answer never tells new, already subscribed and refused apart.
+ * Maps an upstream failure to our answer (docs/contract.md "Errors we return", "POST /api/subscribe").
+ * On a read an upstream not-found is a missing list path (unknown slugs are our 404 before this). On
+ * subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
  */
 export function answerUpstreamFailure(failure: UpstreamError, operation: UpstreamOperation): UpstreamFailureAnswer {
   return operation === 'read' ? answerReadFailure(failure) : answerSubscribeFailure(failure);
@@ -49,11 +47,6 @@ function answerSubscribeFailure(failure: UpstreamError): UpstreamFailureAnswer {
     return { error: new ApiError('UPSTREAM_ERROR', { cause: failure }), level: 'error', hint };
   }
   const inputError = failure.kind === 'validation' && (failure.upstreamCode === undefined || failure.upstreamCode === VALIDATION_CODE);
-  if (failure.kind === 'refused' || failure.kind === 'not_found' || (failure.kind === 'validation' && !inputError)) {
-    return REFUSALS_WORTH_A_WARNING.has(failure.status ?? 0)
-      ? { error: undefined, level: 'warn', hint: UPSTREAM_HINTS.subscribeRefused }
-      : { error: undefined, level: 'info', hint: undefined };
-  }
   if (inputError) {
     const error = new ApiError('VALIDATION_ERROR', {
       message: 'The newsletter service did not accept this subscription.',
@@ -61,6 +54,11 @@ function answerSubscribeFailure(failure: UpstreamError): UpstreamFailureAnswer {
       cause: failure,
     });
     return { error, level: 'warn', hint: undefined };
+  }
+  if (failure.kind === 'refused' || failure.kind === 'not_found' || failure.kind === 'validation') {
+    return REFUSALS_WORTH_A_WARNING.has(failure.status ?? 0)
+      ? { error: undefined, level: 'warn', hint: UPSTREAM_HINTS.subscribeRefused }
+      : { error: undefined, level: 'info', hint: undefined };
   }
   return { error: transientOrUpstreamError(failure), level: 'warn', hint: undefined };
 }
@@ -77,8 +75,9 @@ export function readErrorFromUpstream(failure: UpstreamError): ApiError {
   return answerReadFailure(failure).error;
 }
 
-/** Why reads are failing: a closed set of labels. `backing_off`: a pause another instance started (Redis). */
-const FAILURE_REASONS = [
+/** Why reads are stale or failing: a closed set of labels. `backing_off`: a pause another instance started (Redis). */
+export const STALE_REASONS = [
+  'revalidating',
   'upstream_5xx',
   'unreachable',
   'timeout',
@@ -89,10 +88,8 @@ const FAILURE_REASONS = [
   'refused',
   'backing_off',
 ] as const;
-export type FailureReason = (typeof FAILURE_REASONS)[number];
-
-export type StaleReason = FailureReason | 'revalidating';
-export const STALE_REASONS: readonly StaleReason[] = ['revalidating', ...FAILURE_REASONS];
+export type StaleReason = (typeof STALE_REASONS)[number];
+export type FailureReason = Exclude<StaleReason, 'revalidating'>;
 
 const REASON_OF_KIND: Partial<Record<UpstreamError['kind'], FailureReason>> = {
   unavailable: 'unreachable',
@@ -109,19 +106,12 @@ export function failureReasonOf(failure: UpstreamError): FailureReason {
   return REASON_OF_KIND[failure.kind] ?? 'refused';
 }
 
-interface Spell {
-  reason: FailureReason;
-  startedAt: number;
-  reads: number;
-  failedLoads: number;
-}
-
 /** Failing reads logged by the spell, not by the request: docs/upstream.md "One line per spell". */
 export function createFailureSpells(options: { log: Logger; now: () => number }) {
   const { log, now } = options;
-  let spell: Spell | undefined;
+  let spell: { reason: FailureReason; startedAt: number; reads: number; failedLoads: number } | undefined;
 
-  function end(current: Spell, endedBy: FailureReason | 'recovered'): void {
+  function end(current: NonNullable<typeof spell>, endedBy: FailureReason | 'recovered'): void {
     spell = undefined;
     log.log('info', 'upstream_failure_ended', {
       reason: current.reason,
@@ -150,16 +140,8 @@ export function createFailureSpells(options: { log: Logger; now: () => number })
       // A 429's spell is announced by the transport's `upstream_hold_off` line.
       if (failure.kind === 'rate_limited' && failure.status !== undefined) return;
       const { level, hint } = answerReadFailure(failure);
-      log.log(level, 'upstream_failure', {
-        key,
-        during: 'cache load',
-        reason,
-        kind: failure.kind,
-        status: failure.status,
-        upstreamCode: failure.upstreamCode,
-        message: failure.message,
-        hint,
-      });
+      const { kind, status, upstreamCode, message } = failure;
+      log.log(level, 'upstream_failure', { key, during: 'cache load', reason, kind, status, upstreamCode, message, hint });
     },
     /** A copy the upstream gave at `fetchedAt` ends a spell begun before it. */
     loaded(fetchedAt: number): void {

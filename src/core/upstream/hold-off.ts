@@ -1,16 +1,15 @@
 /**
- * After a 429 the upstream says how long to wait; after failures (5xx, timeouts, our key refused)
- * the pause grows with each failed round (docs/upstream.md "Backing off a failing upstream").
- * Behind an interface so Redis can share the state between processes.
+ * After a 429 the upstream says how long to wait; after failures (5xx, timeouts, our key refused) the
+ * pause grows with each failed round (docs/upstream.md "Backing off a failing upstream"). Behind an
+ * interface so Redis can share the state between processes.
  */
 
 /** Reads and writes are held off apart: a scan that exhausts the upstream's patience must not silence subscribe. */
 export type OperationClass = 'read' | 'write';
 
+/** Calls of a class are held off until `untilMs`; `streak`: rounds of failed calls since the upstream last answered one. */
 export interface HoldState {
-  /** Calls of this class are held off until then (ms since the epoch). */
   untilMs: number;
-  /** Rounds of failed calls since the upstream last answered one. */
   streak: number;
 }
 
@@ -18,10 +17,18 @@ export interface HoldOff {
   state(operation: OperationClass): HoldState | Promise<HoldState>;
   /** An earlier time never shortens a longer hold-off. */
   hold(operation: OperationClass, untilMs: number): void | Promise<void>;
-  /** Counts a failed call into the streak once per round (concurrent calls that fail together count once); returns it. */
+  /** Counts a failed call into the streak once per round (calls that fail together count once); returns it. */
   failed(operation: OperationClass, startedAtMs: number, failedAtMs: number): number | Promise<number>;
   /** The upstream answered: the streak ends. */
   answered(operation: OperationClass): void | Promise<void>;
+}
+
+/** What the log line says when a 429 starts a hold-off: the refused call's method and path, never its query or a header. */
+export interface HoldOffStart {
+  operation: OperationClass;
+  call: string;
+  untilMs: number;
+  retryAfterSeconds: number;
 }
 
 const BACKOFF_BASE_MS = 1000;
@@ -63,13 +70,4 @@ export function createMemoryHoldOff(now: () => number = Date.now): HoldOff {
       streaks[operation].count = 0;
     },
   };
-}
-
-/** What the log line says when a 429 starts a hold-off. */
-export interface HoldOffStart {
-  operation: OperationClass;
-  /** Method and path of the refused call: never the query or a header. */
-  call: string;
-  untilMs: number;
-  retryAfterSeconds: number;
 }

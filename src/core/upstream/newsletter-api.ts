@@ -13,6 +13,8 @@ import {
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import {
   IssueEnvelope,
+  KNOWN_ISSUE_STATUSES,
+  KNOWN_SUBSCRIBER_STATUSES,
   ListedCategorySchema,
   readRows,
   RowListEnvelope,
@@ -27,10 +29,7 @@ import {
 } from './schemas.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
-import { createUpstreamNotices } from './notices.js';
 import { parseRowList } from './row-scanner.js';
-
-export type { ListIssuesQuery } from './schemas.js';
 
 export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {
   /** Root ending in `/v1`, as validated by parseConfig. */
@@ -40,23 +39,19 @@ export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' 
   postRetries?: number;
   /** How List Issues pages; the guesses of assumptions.ts by default. */
   paging?: ListPaging | undefined;
-  /** Where what the upstream does unexpectedly is told (paging, dropped rows, new states). */
+  /** Told what the upstream does unexpectedly (paging, dropped rows, new states). */
   log?: Logger | undefined;
-  /** Told of each operation's calls, retries and hold-offs (no-op by default). */
   metrics?: Pick<Metrics, 'upstreamCall' | 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
 /** The four upstream operations a public site needs, and nothing else. */
 export interface UpstreamClient {
   listIssues(query: ListIssuesQuery): Promise<UpstreamIssue[]>;
-  /** Reads the whole public archive page by page (see `readWholeArchive`), logging what it found. */
+  /** Reads the whole public archive (`readWholeArchive`), logging what it found. */
   listAllPublicIssues(maxIssues: number): Promise<UpstreamIssue[]>;
-  /**
-   * The same read and logs, with what it found: whether the index it makes can be complete, and
-   * the order the upstream lists in. `reduceRow` says what is kept of each row.
-   */
+  /** The same read and logs, with what it found (completeness, order); `reduceRow` says what is kept of each row. */
   readPublicArchive?<K>(maxIssues: number, options: ArchiveReadOptions<K>): Promise<ArchiveRead<K>>;
-  /** The newest rows of the archive, down to a page holding a known row (see `readArchiveHead`), for a refresh. */
+  /** The newest rows of the archive, for a refresh (`readArchiveHead`). */
   readPublicArchiveHead?<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>>;
   getIssueBySlug(slug: string): Promise<UpstreamIssue>;
   listCategories(): Promise<UpstreamCategory[]>;
@@ -66,35 +61,27 @@ export interface UpstreamClient {
 export interface HeadReadOptions<K> {
   isKnownId: (id: string) => boolean;
   reduceRow: (row: UpstreamIssue) => K;
-  /** The head page's validators from the last refresh. */
   validators?: Validators | undefined;
   /** The order the last whole read found: the head must keep it. */
   order: ListOrder;
 }
 
-/** The real client also answers what `check` asks: the archive read with what it found. */
+/** The real client also answers what `check` asks: the archive read of `listAllPublicIssues`, what it found returned, not logged. */
 export interface NewsletterApiClient extends UpstreamClient {
-  /** The archive read of `listAllPublicIssues`, with what it found returned instead of logged. */
   readArchive(maxIssues: number): Promise<ArchiveRead>;
 }
 
 /** What the transport hands back for a list page that answered 304: compared by identity. */
 const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze([]) as unknown as unknown[] });
 
-/**
- * The members of a listed row that are read (the schema's): the others, the editor state
- * `contentJson` above all, are never built (row-scanner.ts).
- */
+/** The members of a listed row that are read: the others, the editor state above all, are never built (row-scanner.ts). */
 const ISSUE_ROW_FIELDS: ReadonlySet<string> = new Set(Object.keys(UpstreamIssueSchema.shape));
 const parseIssueRows = (text: string) => parseRowList(text, ISSUE_ROW_FIELDS);
 
 /** The error code of Get Issue By Slug's not-found answer (docs/upstream.md "Errors"). */
 const NOT_FOUND_CODE = 'NOT_FOUND';
 
-/**
- * Builds upstream URLs under `baseUrl`: each segment is percent-encoded, and the finished URL
- * must be exactly the path we meant, under the configured base, or the call is refused.
- */
+/** Builds upstream URLs under `baseUrl`: each segment percent-encoded, and the URL exactly the path meant, or refused. */
 export function createUpstreamUrlBuilder(baseUrl: string) {
   const base = new URL(baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
@@ -106,9 +93,8 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
     }
     const expectedPath = `${basePath}/${segments.map(encodeURIComponent).join('/')}`;
     const url = new URL(base.origin + expectedPath);
-    // The URL parser is the judge of what a path means: if it resolved a dot segment or moved to
-    // another origin, a slug could walk to another upstream operation or host, so refuse. This
-    // is the one check for `.` and `..` (encodeURIComponent leaves them as they are).
+    // The URL parser judges what a path means: a dot segment it resolved (encodeURIComponent leaves
+    // `.` and `..`) or another origin would let a slug walk to another operation or host.
     if (url.origin !== base.origin || url.pathname !== expectedPath) {
       throw new UpstreamError('validation', 'refused an upstream URL outside the configured base path');
     }
@@ -134,9 +120,22 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     notFoundCode: NOT_FOUND_CODE,
   });
   const { metrics = noopMetrics } = options;
-  const request = <T>(operation: string, call: TransportRequest<T>) => timed(metrics, operation, () => transport(call));
 
-  /** One List Issues call, read row by row, paged as configured; conditional when given validators. */
+  /** One call of `operation` (its retries included), timed for `metrics`, with how it ended. */
+  async function request<T>(operation: string, call: TransportRequest<T>): Promise<T> {
+    const started = performance.now();
+    const seconds = () => (performance.now() - started) / 1000;
+    try {
+      const value = await transport(call);
+      metrics.upstreamCall(operation, seconds());
+      return value;
+    } catch (error) {
+      metrics.upstreamCall(operation, seconds(), error);
+      throw error;
+    }
+  }
+
+  /** One List Issues call, read row by row, paged as configured. */
   async function listRows(query: ListIssuesQuery, conditional?: Validators): Promise<ListedPage> {
     const url = buildUrl(UPSTREAM_PATHS.listIssues, {
       status: query.status,
@@ -198,9 +197,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     readPublicArchive,
     readPublicArchiveHead,
     async getIssueBySlug(slug) {
-      if (!SLUG_PATTERN.test(slug)) {
-        throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');
-      }
+      if (!SLUG_PATTERN.test(slug)) throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');
       const url = buildUrl([...UPSTREAM_PATHS.issueBySlug, slug]);
       const issue = (await request('get_issue_by_slug', { method: 'GET', url, schema: IssueEnvelope })).data;
       notices.issueStatus(issue.status);
@@ -216,7 +213,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     async createSubscriber(body): Promise<UpstreamSubscriber> {
       const url = buildUrl(UPSTREAM_PATHS.createSubscriber);
       const { data } = await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body });
-      const status = typeof data === 'object' && data !== null ? (data as { status?: unknown }).status : undefined;
+      const status = (data as { status?: unknown } | null | undefined)?.status;
       const subscriber = { status: typeof status === 'string' ? status : undefined };
       notices.subscriberStatus(subscriber.status);
       return subscriber;
@@ -224,15 +221,39 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
   };
 }
 
-/** Runs one call of `operation` (its retries included) and tells `metrics` how long it took and how it ended. */
-async function timed<T>(metrics: Pick<Metrics, 'upstreamCall'>, operation: string, call: () => Promise<T>): Promise<T> {
-  const started = performance.now();
-  try {
-    const value = await call();
-    metrics.upstreamCall(operation, (performance.now() - started) / 1000);
-    return value;
-  } catch (error) {
-    metrics.upstreamCall(operation, (performance.now() - started) / 1000, error);
-    throw error;
+const MAX_NAMED_IDS = 10;
+/** Bounded: an upstream inventing states cannot grow this without end. */
+const MAX_NOTED_STATES = 64;
+
+/** What the upstream does that its documentation does not say, told to the owner without failing a visitor. */
+function createUpstreamNotices(log: Logger | undefined) {
+  const noted = new Set<string>();
+
+  function newState(resource: 'issue' | 'subscriber', known: ReadonlySet<string>, status: string | undefined): void {
+    if (!log || status === undefined || known.has(status)) return;
+    const key = `${resource}:${status}`;
+    if (noted.has(key) || noted.size >= MAX_NOTED_STATES) return;
+    noted.add(key);
+    log.log('info', 'upstream_unknown_status', { resource, status: status.slice(0, 40) });
   }
+
+  return {
+    issueStatus: (status: string) => newState('issue', KNOWN_ISSUE_STATUSES, status),
+    subscriberStatus: (status: string | undefined) => newState('subscriber', KNOWN_SUBSCRIBER_STATUSES, status),
+    dropped(operation: 'listIssues' | 'listCategories', count: number, ids: readonly (string | undefined)[]): void {
+      if (!log || count === 0) return;
+      const named = ids.filter((id): id is string => id !== undefined).slice(0, MAX_NAMED_IDS);
+      log.log('warn', 'upstream_rows_dropped', { operation, count, ids: named.join(',') || undefined });
+    },
+    paging({ findings, pageRows, issues }: ArchiveRead<unknown>): void {
+      if (!log || findings.length === 0) return;
+      log.log('warn', 'upstream_paging', {
+        problems: findings.map((finding) => finding.problem).join(','),
+        seen: findings.map((finding) => finding.seen).join('; '),
+        set: findings.map((finding) => finding.set).join('; '),
+        calls: pageRows.length,
+        issues: issues.length,
+      });
+    },
+  };
 }

@@ -1,10 +1,7 @@
 import { SLUG_PATTERN } from '../slug.js';
 import * as z from '../zod.js';
 
-/*
- * The upstream resources we read (docs/upstream.md "Resources and their fields"): fields we read
- * are checked strictly, others are neither required nor kept, so a change to them cannot take a site down.
- */
+/* The upstream resources (docs/upstream.md "Resources and their fields"): fields we read are checked strictly, others ignored. */
 
 export const SUBSCRIBER_SOURCE_TYPES = ['manual', 'subscribe_page', 'social_post', 'embed', 'import', 'api', 'referral'] as const;
 export const SOURCE_PLATFORMS = ['x', 'linkedin'] as const;
@@ -14,10 +11,7 @@ export const UpstreamCategorySchema = z.object({
   slug: z.string(),
 });
 
-/**
- * A row of List Categories: its slug must keep the slug rule, since `?category=` refuses any other
- * (dropped like a malformed row). An issue's own `category` stays loose: it must not drop the issue.
- */
+/** A List Categories row must keep the slug rule `?category=` asks (else dropped); an issue's own `category` stays loose. */
 export const ListedCategorySchema = z.object({
   name: z.string(),
   slug: z.string().check(z.regex(SLUG_PATTERN)),
@@ -41,7 +35,7 @@ export const UpstreamIssueSchema = z.object({
   createdAt: z.nullish(z.string()),
 });
 
-/** The documented states; another one is logged once (notices.ts). */
+/** The documented states; another one is logged once (newsletter-api.ts). */
 export const KNOWN_ISSUE_STATUSES: ReadonlySet<string> = new Set(['draft', 'sending', 'sent', 'failed']);
 export const KNOWN_SUBSCRIBER_STATUSES: ReadonlySet<string> = new Set(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked']);
 
@@ -55,14 +49,10 @@ export const UpstreamErrorBodySchema = z.object({
   error: z.object({ code: z.string(), message: z.string(), details: z.optional(z.unknown()) }),
 });
 
-function successEnvelope<T extends z.ZodMiniType>(data: T) {
-  return z.object({ ok: z.literal(true), data });
-}
-
 /** Read row by row (`readRows`), so one malformed row cannot fail the others. */
-export const RowListEnvelope = successEnvelope(z.array(z.unknown()));
-export const IssueEnvelope = successEnvelope(UpstreamIssueSchema);
-export const SubscriberEnvelope = successEnvelope(z.unknown());
+export const RowListEnvelope = z.object({ ok: z.literal(true), data: z.array(z.unknown()) });
+export const IssueEnvelope = z.object({ ok: z.literal(true), data: UpstreamIssueSchema });
+export const SubscriberEnvelope = z.object({ ok: z.literal(true), data: z.unknown() });
 
 export type UpstreamIssue = z.infer<typeof UpstreamIssueSchema>;
 export type UpstreamCategory = z.infer<typeof UpstreamCategorySchema>;
@@ -76,12 +66,11 @@ export function readRows<T>(rows: readonly unknown[], schema: z.ZodMiniType<T>):
   const droppedIds: (string | undefined)[] = [];
   for (const row of rows) {
     const result = schema.safeParse(row);
-    if (result.success) {
-      parsed.push(result.data);
-      continue;
+    if (result.success) parsed.push(result.data);
+    else {
+      const id = (row as { id?: unknown } | null)?.id;
+      droppedIds.push(typeof id === 'string' && LOGGABLE_ID.test(id) ? id : undefined);
     }
-    const id = typeof row === 'object' && row !== null ? (row as { id?: unknown }).id : undefined;
-    droppedIds.push(typeof id === 'string' && LOGGABLE_ID.test(id) ? id : undefined);
   }
   return { rows: parsed, droppedIds };
 }

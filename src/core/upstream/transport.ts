@@ -7,32 +7,65 @@ import {
   MAX_RETRY_AFTER_SECONDS,
   NOT_FOUND_STATUS,
 } from './assumptions.js';
-import { UpstreamError } from './upstream-error.js';
 import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type HoldState, type OperationClass } from './hold-off.js';
 
-/*
- * JSON over HTTP in the manner of unjs/ofetch, written here for what ofetch lacks: a capped body
- * read, the hold-offs of hold-off.ts, and error messages that never carry the upstream's text.
- */
+/* JSON over HTTP as unjs/ofetch does it, plus what it lacks: capped reads, hold-offs, errors without the upstream's text. */
 
-export { UpstreamError, type UpstreamErrorKind } from './upstream-error.js';
+/** How an upstream call failed; failure-policy.ts maps each kind to one of docs/contract.md's codes. */
+export type UpstreamErrorKind =
+  | 'auth'
+  | 'not_found'
+  | 'validation'
+  | 'rate_limited'
+  | 'timeout'
+  | 'unavailable'
+  | 'refused'
+  | 'bad_response';
+
+interface UpstreamErrorDetails {
+  status?: number;
+  retryAfterSeconds?: number;
+  /** The upstream's error code when well formed, for logs only. */
+  upstreamCode?: string;
+  /** Why a call was held off without going out (a `rate_limited` error without a status). */
+  heldOffBy?: 'retry_after' | 'backoff';
+  heldUntilMs?: number;
+  cause?: unknown;
+}
+
+/** The one error of the upstream client. Its message is our own wording: never the upstream's text, a header or the key. */
+export class UpstreamError extends Error {
+  readonly kind: UpstreamErrorKind;
+  readonly status: number | undefined;
+  readonly retryAfterSeconds: number | undefined;
+  readonly upstreamCode: string | undefined;
+  readonly heldOffBy: UpstreamErrorDetails['heldOffBy'];
+  readonly heldUntilMs: number | undefined;
+
+  constructor(kind: UpstreamErrorKind, message: string, details: UpstreamErrorDetails = {}) {
+    super(message, { cause: details.cause });
+    this.name = 'UpstreamError';
+    this.kind = kind;
+    this.status = details.status;
+    this.retryAfterSeconds = details.retryAfterSeconds;
+    this.upstreamCode = details.upstreamCode;
+    this.heldOffBy = details.heldOffBy;
+    this.heldUntilMs = details.heldUntilMs;
+  }
+}
 
 /** Transient failures, retried within the budget. Not 429 (held off), nor 408/409 (undocumented upstream). */
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
-
 /** What a timed-out call tells our caller to wait: a guess of our own, short enough to retry soon. */
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
-
 /** An error code worth keeping for the logs: upper-case and short, so never free text or a key. */
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
-
-export type UpstreamMethod = 'GET' | 'POST';
 
 export interface TransportOptions {
   timeoutMs: number;
   fetch?: typeof globalThis.fetch;
   maxResponseBytes?: number;
-  /** Retries after the first attempt (docs/contract.md "Upstream calls"); POSTs are not retried by default. */
+  /** Retries after the first attempt (docs/contract.md "Upstream calls"); none for a POST by default. */
   getRetries?: number;
   postRetries?: number;
   baseDelayMs?: number;
@@ -54,17 +87,13 @@ export interface TransportOptions {
 }
 
 export interface TransportRequest<T> {
-  method: UpstreamMethod;
+  method: 'GET' | 'POST';
   url: URL;
   /** The whole success body must match it. */
   schema: z.ZodMiniType<T>;
-  /** Sent as JSON. */
   body?: unknown;
-  /** Whose hold-off applies: by default a GET is a read and a POST a write. */
-  operation?: OperationClass;
-  /** Sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1). */
+  /** Sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1); a 304 then returns `notModified()`. */
   conditional?: Validators | undefined;
-  /** What a 304 to `conditional` returns (without it a 304 is a redirect-class failure). */
   notModified?: () => T;
   onValidators?: (validators: Validators) => void;
   onBytes?: (bytes: number) => void;
@@ -86,18 +115,11 @@ export class ResponseTooLarge extends UpstreamError {
   }
 }
 
-export type Transport = <T>(request: TransportRequest<T>) => Promise<T>;
-
-interface Call {
-  method: UpstreamMethod;
-  url: URL;
-  operation: OperationClass;
-}
+type Call = Pick<TransportRequest<unknown>, 'method' | 'url'> & { operation: OperationClass };
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Creates the one function that makes an HTTP call to the upstream and reads its JSON answer. */
-export function createTransport(options: TransportOptions): Transport {
+export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
   const {
     timeoutMs,
     fetch: fetchImpl = globalThis.fetch.bind(globalThis),
@@ -117,14 +139,14 @@ export function createTransport(options: TransportOptions): Transport {
     metrics = noopMetrics,
     waitWhenHeldOffMs = 0,
   } = options;
-  /** Per class, the probe out during a failure streak: the other calls wait for its answer. */
+  /** Per class, the one probe out during a failure streak: the other calls wait for its answer. */
   const probing = new Map<OperationClass, Promise<void>>();
   /** The latest hold-off reported per class, so concurrent calls that met one 429 report it once. */
   const reported: Record<OperationClass, number> = { read: 0, write: 0 };
 
   return async function request<T>(options: TransportRequest<T>): Promise<T> {
-    const { method, url, operation } = options;
-    const call: Call = { method, url, operation: operation ?? (method === 'GET' ? 'read' : 'write') };
+    const { method, url } = options;
+    const call: Call = { method, url, operation: method === 'GET' ? 'read' : 'write' };
     // Only reads back off after failures: a subscribe is one person's attempt, answered as it goes.
     const backsOff = call.operation === 'read';
     let held = await admit(call);
@@ -238,13 +260,8 @@ export function createTransport(options: TransportOptions): Transport {
     // The text is not kept in a variable, so a large page is let go once parsed.
     const parsed = schema.safeParse(parseJson(await readCapped(response, status, options.onBytes), status, options.parse));
     if (validators.etag !== undefined || validators.lastModified !== undefined) options.onValidators?.(validators);
-    if (!parsed.success) {
-      throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, {
-        status,
-        cause: parsed.error,
-      });
-    }
-    return parsed.data;
+    if (parsed.success) return parsed.data;
+    throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, { status, cause: parsed.error });
   }
 
   async function failureFromResponse(response: Response, call: Call): Promise<UpstreamError> {
@@ -339,13 +356,10 @@ export function createTransport(options: TransportOptions): Transport {
 
   function transportError(error: unknown): UpstreamError {
     const name = error instanceof Error ? error.name : '';
-    if (name === 'TimeoutError' || name === 'AbortError') {
-      return new UpstreamError('timeout', `upstream did not answer within ${timeoutMs} ms`, {
-        retryAfterSeconds: TIMEOUT_RETRY_AFTER_SECONDS,
-        cause: error,
-      });
-    }
-    return new UpstreamError('unavailable', 'could not reach the upstream', { cause: error });
+    if (name !== 'TimeoutError' && name !== 'AbortError')
+      return new UpstreamError('unavailable', 'could not reach the upstream', { cause: error });
+    const details = { retryAfterSeconds: TIMEOUT_RETRY_AFTER_SECONDS, cause: error };
+    return new UpstreamError('timeout', `upstream did not answer within ${timeoutMs} ms`, details);
   }
 }
 
@@ -366,8 +380,7 @@ export function parseRetryAfter(value: string | null, nowMs: number): number | u
   // Only an IMF-fixdate is read as a date: Date.parse would take '-5' or '1.5' for a year.
   if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed)) return undefined;
   const date = Date.parse(trimmed);
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(1, Math.ceil((date - nowMs) / 1000));
+  return Number.isNaN(date) ? undefined : Math.max(1, Math.ceil((date - nowMs) / 1000));
 }
 
 async function discard(response: Response): Promise<void> {

@@ -1,7 +1,8 @@
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 
-export type ChangeKind = 'new' | 'edited' | 'unpublished';
+export const CHANGE_KINDS = ['new', 'edited', 'unpublished'] as const;
+export type ChangeKind = (typeof CHANGE_KINDS)[number];
 
 export interface ArchiveChange {
   slug: string;

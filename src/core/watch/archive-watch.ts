@@ -4,13 +4,13 @@ import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 import type { IndexCopy } from '../reads/slug-lookup.js';
 import {
+  CHANGE_KINDS,
   changesBetween,
   countByKind,
   mergeChanges,
   snapshotOf,
   type ArchiveChange,
   type ArchiveSnapshot,
-  type ChangeKind,
 } from './archive-changes.js';
 import type { DeployHookResult } from './deploy-hook.js';
 
@@ -46,48 +46,29 @@ const HOOK_RETRY_MAX_MS = 10 * 60_000;
 /** A failing upstream is not polled every tick (the read cache's own pause). */
 const WATCH_READ_PAUSE_MS = 30_000;
 
+/** `attempts`: failed calls in a row for `pending`; `dueAt`: not called before then (a change settling, or a failed call backing off). */
 interface WatchState {
   seen: ArchiveSnapshot;
   pending: ArchiveChange[];
-  /** Failed calls in a row for `pending`. */
   attempts: number;
-  /** Not called before then: a change settling, or a failed call backing off. */
   dueAt: number;
 }
 
-const KINDS = ['new', 'edited', 'unpublished'] as const satisfies readonly ChangeKind[];
 const StoredStateSchema = z.object({
   seen: z.array(z.tuple([z.string(), z.string()])),
-  pending: z.array(z.object({ slug: z.string(), kind: z.enum(KINDS) })),
+  pending: z.array(z.object({ slug: z.string(), kind: z.enum(CHANGE_KINDS) })),
   attempts: z.number(),
   dueAt: z.number(),
 });
 
-function encodeState(state: WatchState): string {
-  return JSON.stringify({ seen: [...state.seen], pending: state.pending, attempts: state.attempts, dueAt: state.dueAt });
-}
-
 /** Undefined for none, or one that does not parse (another version's): a first look again. */
 function decodeState(text: string | undefined): WatchState | undefined {
-  if (text === undefined) return undefined;
-  let json: unknown;
   try {
-    json = JSON.parse(text);
+    const parsed = StoredStateSchema.safeParse(JSON.parse(text ?? 'null'));
+    return parsed.success ? { ...parsed.data, seen: new Map(parsed.data.seen) } : undefined;
   } catch {
     return undefined;
   }
-  const parsed = StoredStateSchema.safeParse(json);
-  return parsed.success ? { ...parsed.data, seen: new Map(parsed.data.seen) } : undefined;
-}
-
-function createMemoryWatchStore(): WatchStore {
-  let stored: string | undefined;
-  return {
-    load: async () => stored,
-    save: async (state) => {
-      stored = state;
-    },
-  };
 }
 
 /**
@@ -96,7 +77,13 @@ function createMemoryWatchStore(): WatchStore {
  */
 export function createArchiveWatch(options: ArchiveWatchOptions) {
   const { readIndex, callHook, hookLabel, lease, now, log, settleMs = 0, reloadEachTick = false } = options;
-  const store = options.store ?? createMemoryWatchStore();
+  let stored: string | undefined;
+  const store: WatchStore = options.store ?? {
+    load: async () => stored,
+    save: async (state) => {
+      stored = state;
+    },
+  };
   /** Trusted while this instance holds the lease. */
   let state: WatchState | undefined;
   let loaded = false;
@@ -109,7 +96,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
 
   async function save(next: WatchState): Promise<void> {
     state = next;
-    await store.save(encodeState(next));
+    await store.save(JSON.stringify({ ...next, seen: [...next.seen] }));
   }
 
   async function look(copy: IndexCopy): Promise<void> {

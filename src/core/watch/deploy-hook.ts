@@ -1,30 +1,15 @@
-import { countByKind, type ArchiveChange, type ChangeKind } from './archive-changes.js';
+import { countByKind, type ArchiveChange } from './archive-changes.js';
 
 const DEFAULT_HOOK_TIMEOUT_MS = 10_000;
 /** The body stays small whatever changed (a whole category renamed, say). */
 export const MAX_NAMED_CHANGES = 100;
 
-/** What changed, never the key or the hook's own address. */
-export interface DeployHookBody {
-  event: 'archive_changed';
-  counts: Record<ChangeKind, number>;
-  changes: ArchiveChange[];
-  /** Changes left out of `changes`. */
-  more: number;
-}
-
 export type DeployHookResult = { ok: true; status: number } | { ok: false; status?: number; reason: 'status' | 'timeout' | 'unreachable' };
 
-export interface DeployHookOptions {
-  /** DEPLOY_HOOK_URL: any URL that takes a POST. */
-  url: string;
-  fetch?: typeof globalThis.fetch;
-  timeoutMs?: number;
-}
-
-export function deployHookBody(changes: readonly ArchiveChange[]): DeployHookBody {
+/** What changed (`more`: changes left out), never the key or the hook's own address. */
+export function deployHookBody(changes: readonly ArchiveChange[]) {
   return {
-    event: 'archive_changed',
+    event: 'archive_changed' as const,
     counts: countByKind(changes),
     changes: changes.slice(0, MAX_NAMED_CHANGES),
     more: Math.max(0, changes.length - MAX_NAMED_CHANGES),
@@ -41,7 +26,12 @@ export function describeHookUrl(url: string): string {
 }
 
 /** One JSON POST, no redirect followed. Never throws: the watch retries a failure with backoff. */
-export function createDeployHook(options: DeployHookOptions): (changes: readonly ArchiveChange[]) => Promise<DeployHookResult> {
+export function createDeployHook(options: {
+  /** DEPLOY_HOOK_URL: any URL that takes a POST. */
+  url: string;
+  fetch?: typeof globalThis.fetch;
+  timeoutMs?: number;
+}): (changes: readonly ArchiveChange[]) => Promise<DeployHookResult> {
   const { url, fetch = globalThis.fetch, timeoutMs = DEFAULT_HOOK_TIMEOUT_MS } = options;
   return async function callDeployHook(changes) {
     try {
