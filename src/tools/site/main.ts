@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createInProcessService } from './in-process.js';
 import { importOptional } from '../../node/optional-package.js';
-import { createSitePaths } from './paths.js';
 import { readPublication } from './read.js';
 import { siteDigest, writeSite } from './write.js';
 
@@ -56,10 +55,10 @@ async function main(): Promise<void> {
     return;
   }
   // A bad --site-url or --search-api fails before anything is read.
-  createSitePaths(values['site-url']);
+  const isHttp = (url: string) => /^https?:$/.test(new URL(url).protocol);
+  if (!isHttp(values['site-url'])) throw new Error('the site URL must be http(s)');
   const searchApi = values['search-api'] ?? values.api;
-  if (searchApi !== 'none' && !/^https?:$/.test(new URL(searchApi).protocol))
-    throw new Error('--search-api must be an http(s) URL or none');
+  if (searchApi !== 'none' && !isHttp(searchApi)) throw new Error('--search-api must be an http(s) URL or none');
   // sanitize-html is optional: loaded before any read.
   const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
   const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
