@@ -108,10 +108,8 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
     async load(context) {
       const { store, meta, logger, parseData, generateDigest } = context;
       const client = createReadClient({
+        ...options,
         apiUrl: url,
-        fetch: options.fetch,
-        sleep: options.sleep,
-        now: options.now,
         onWait: ({ path, status, ms }) => logger.info(`${path} answered ${status}: reading it again in ${Math.ceil(ms / 1000)} s`),
       });
       const sanitize = options.sanitize ?? (await defaultSanitizer());

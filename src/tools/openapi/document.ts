@@ -58,7 +58,7 @@ function embedded(jsonSchema: z.core.JSONSchema.BaseSchema): Json {
 }
 
 function componentSchemas(): Record<string, Json> {
-  const errors = createErrorBodySchemas();
+  const components = z.registry<{ id: string }>();
   const named = {
     Slug: SlugSchema,
     PublicCategory: PublicCategorySchema,
@@ -68,10 +68,8 @@ function componentSchemas(): Record<string, Json> {
     IssueBody: IssueBodySchema,
     CategoriesBody: CategoriesBodySchema,
     SubscribeBody: SubscribeBodySchema,
-    ErrorBody: errors.ErrorBody,
-    ValidationIssue: errors.ValidationIssue,
+    ...createErrorBodySchemas(),
   };
-  const components = z.registry<{ id: string }>();
   for (const [id, schema] of Object.entries(named)) components.add(schema, { id });
   const { schemas } = z.toJSONSchema(components, { uri: (id) => `${SCHEMAS}${id}`, override: tidy });
   return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, embedded(schema)]));
@@ -221,39 +219,37 @@ interface ErrorWording {
 }
 
 /** A new code in ERROR_STATUS does not compile until it is worded here. */
-function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
-  return {
-    VALIDATION_ERROR: {
-      when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
-      details: true,
-    },
-    BAD_REQUEST: { when: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route)." },
-    NOT_FOUND: { when: 'No such issue, or no such route.' },
-    METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
-    FORBIDDEN_ORIGIN: {
-      when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
-      html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.',
-    },
-    CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
-    CAPTCHA_REQUIRED: {
-      when:
-        'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
-        '`details[0].siteKey` is the site key to render the widget with.',
-    },
-    PAYLOAD_TOO_LARGE: { when: `The body is over ${maxBodyBytes / 1024} KiB.` },
-    UNSUPPORTED_MEDIA_TYPE: { when: 'The body is not JSON, URL-encoded or multipart form data.' },
-    RATE_LIMITED: {
-      when: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
-      headers: ['Retry-After'],
-    },
-    UPSTREAM_ERROR: { when: 'The newsletter service failed, rejected our key, or answered with something malformed.' },
-    UPSTREAM_UNAVAILABLE: {
-      when: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
-      headers: ['Retry-After'],
-    },
-    INTERNAL_ERROR: { when: 'An unexpected failure; it is logged with the request id.' },
-  };
-}
+const ERROR_WORDING: Record<ErrorCode, ErrorWording> = {
+  VALIDATION_ERROR: {
+    when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
+    details: true,
+  },
+  BAD_REQUEST: { when: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route)." },
+  NOT_FOUND: { when: 'No such issue, or no such route.' },
+  METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
+  FORBIDDEN_ORIGIN: {
+    when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
+    html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.',
+  },
+  CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
+  CAPTCHA_REQUIRED: {
+    when:
+      'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
+      '`details[0].siteKey` is the site key to render the widget with.',
+  },
+  PAYLOAD_TOO_LARGE: { when: `The body is over ${SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.` },
+  UNSUPPORTED_MEDIA_TYPE: { when: 'The body is not JSON, URL-encoded or multipart form data.' },
+  RATE_LIMITED: {
+    when: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
+    headers: ['Retry-After'],
+  },
+  UPSTREAM_ERROR: { when: 'The newsletter service failed, rejected our key, or answered with something malformed.' },
+  UPSTREAM_UNAVAILABLE: {
+    when: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
+    headers: ['Retry-After'],
+  },
+  INTERNAL_ERROR: { when: 'An unexpected failure; it is logged with the request id.' },
+};
 
 /** One response component per error status, named after its first code (`ValidationError`), and one for HEAD. */
 function errorResponses(wording: Record<ErrorCode, ErrorWording>): { names: Map<number, string>; responses: Record<string, Json> } {
@@ -345,7 +341,7 @@ export function createOpenApiDocument(version: string): Json {
 
   const queryParameters = archiveQueryParameters(config.archiveMaxIssues);
   const inputs = subscribeInputs(config.honeypotField);
-  const errors = errorResponses(errorWording(SUBSCRIBE_MAX_BODY_BYTES));
+  const errors = errorResponses(ERROR_WORDING);
   const feed = {
     schema: {
       type: 'string',

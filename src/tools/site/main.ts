@@ -21,35 +21,31 @@ const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <
 A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
 
-const parseOptions = () =>
-  parseArgs({
-    options: {
-      api: { type: 'string' },
-      'site-url': { type: 'string' },
-      out: { type: 'string' },
-      'read-upstream': { type: 'boolean', default: false },
-      'search-api': { type: 'string' },
-      title: { type: 'string' },
-      description: { type: 'string' },
-      help: { type: 'boolean', default: false },
-    },
-  });
+const OPTIONS = {
+  api: { type: 'string' },
+  'site-url': { type: 'string' },
+  out: { type: 'string' },
+  'read-upstream': { type: 'boolean', default: false },
+  'search-api': { type: 'string' },
+  title: { type: 'string' },
+  description: { type: 'string' },
+  help: { type: 'boolean', default: false },
+} as const;
 
 /** `npm run site:build`: exit 1 on any failure. */
 async function main(): Promise<void> {
-  let values: ReturnType<typeof parseOptions>['values'];
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>> | undefined;
   try {
-    ({ values } = parseOptions());
+    parsed = parseArgs({ options: OPTIONS });
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
-    process.exitCode = 1;
-    return;
+    process.stderr.write(`${(error as Error).message}\n`);
   }
-  if (values.help) {
+  const values = parsed?.values;
+  if (values?.help) {
     process.stdout.write(USAGE);
     return;
   }
-  if (!values.api || !values['site-url'] || !values.out) {
+  if (!values?.api || !values['site-url'] || !values.out) {
     process.stderr.write(USAGE);
     process.exitCode = 1;
     return;
