@@ -57,13 +57,13 @@ export interface DemoUpstreamOptions {
   order?: 'created' | 'newest-sent' | 'oldest-sent';
 }
 
-/** Sorts List Issues' rows as `order` says; ties by id, so pages never overlap. */
-function listOrder(order: DemoUpstreamOptions['order']): (a: DemoIssue, b: DemoIssue) => number {
-  const sent = (issue: DemoIssue) => issue.sentAt ?? '';
-  if (order === 'newest-sent') return (a, b) => sent(b).localeCompare(sent(a)) || a.id.localeCompare(b.id);
-  if (order === 'oldest-sent') return (a, b) => sent(a).localeCompare(sent(b)) || a.id.localeCompare(b.id);
-  return (a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id);
-}
+const sent = (issue: DemoIssue) => issue.sentAt ?? '';
+/** List Issues' orders; ties by id, so pages never overlap. */
+const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: DemoIssue, b: DemoIssue) => number> = {
+  created: (a, b) => b.createdAt.localeCompare(a.createdAt),
+  'newest-sent': (a, b) => sent(b).localeCompare(sent(a)),
+  'oldest-sent': (a, b) => sent(a).localeCompare(sent(b)),
+};
 
 /** The details of a 422, one per rule broken: `[path, broken, message]`. */
 function invalid(rules: [path: string, broken: boolean, message: string][]): { path: string; message: string }[] {
@@ -79,16 +79,10 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
   const { categories, issues } = options.publication ?? createSamplePublication(options.siteOrigin);
-  const subscribers = new Map<string, DemoSubscriber>();
-  subscribers.set(DEMO_BLOCKED_EMAIL, {
-    id: 'sub_blocked',
-    emailNormalized: DEMO_BLOCKED_EMAIL,
-    emailOriginal: DEMO_BLOCKED_EMAIL,
-    status: 'blocked',
-    sourceType: 'import',
-    source: undefined,
-    sourcePlatform: undefined,
-  });
+  const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
+  const subscribers = new Map<string, DemoSubscriber>([
+    [DEMO_BLOCKED_EMAIL, { id: 'sub_blocked', ...blocked, status: 'blocked', sourceType: 'import' }],
+  ]);
   const base = new URL(DEMO_BASE_URL);
 
   const app = new Hono().basePath(base.pathname);
@@ -113,7 +107,7 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
     const matching = issues
       .filter((issue) => status === undefined || issue.status === status)
       .filter((issue) => isPublic === undefined || issue.isPublic === (isPublic === 'true'))
-      .sort(listOrder(options.order));
+      .sort((a, b) => LIST_ORDERS[options.order ?? 'created'](a, b) || a.id.localeCompare(b.id));
     return c.json({ ok: true, data: matching.slice(skip, skip + rows) });
   });
 
