@@ -35,15 +35,13 @@ export function createReadClient(options: ReadOptions) {
   const fetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const now = options.now ?? Date.now;
-  const fetchOnce = (input: RequestInfo | URL, init: RequestInit | undefined, path: string) =>
-    fetch(input, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) }).catch((error: unknown) => {
-      throw new SiteReadError(`could not read ${path} from ${options.apiUrl}: ${(error as Error).message}`, { cause: error });
-    });
   return hc<AppType>(options.apiUrl.replace(/\/+$/, ''), {
     async fetch(input: RequestInfo | URL, init?: RequestInit) {
       const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
       for (let attempt = 1; ; attempt++) {
-        const response = await fetchOnce(input, init, path);
+        const response = await fetch(input, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) }).catch((error: unknown) => {
+          throw new SiteReadError(`could not read ${path} from ${options.apiUrl}: ${(error as Error).message}`, { cause: error });
+        });
         const ms = attempt <= MAX_RETRIES ? retryWaitMs(response, attempt, now()) : undefined;
         if (ms === undefined) return response;
         await response.body?.cancel();
