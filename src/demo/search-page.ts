@@ -53,15 +53,12 @@ function card(issue: IssueSummary): string {
 }
 
 function pagerHtml(q: string, page: number, pages: number): string {
-  const href = (to: number) => escapeHtml(`?${new URLSearchParams({ q, ...(to > 1 ? { page: String(to) } : {}) })}`);
-  const newer =
-    page > 1
-      ? `<a id="pager-newer" href="${href(Math.min(page - 1, pages))}" rel="prev">← Newer issues</a>`
-      : '<a id="pager-newer" aria-disabled="true">← Newer issues</a>';
-  const older =
-    page < pages
-      ? `<a id="pager-older" href="${href(page + 1)}" rel="next">Older issues →</a>`
-      : '<a id="pager-older" aria-disabled="true">Older issues →</a>';
+  const link = (id: string, to: number | false, rel: string, label: string) =>
+    to
+      ? `<a id="${id}" href="${escapeHtml(`?${new URLSearchParams({ q, ...(to > 1 ? { page: String(to) } : {}) })}`)}" rel="${rel}">${label}</a>`
+      : `<a id="${id}" aria-disabled="true">${label}</a>`;
+  const newer = link('pager-newer', page > 1 && Math.min(page - 1, pages), 'prev', '← Newer issues');
+  const older = link('pager-older', page < pages && page + 1, 'next', 'Older issues →');
   return `<nav class="pager" id="pager" aria-label="Archive pages"${pages > 1 ? '' : ' hidden'}>${newer}<span id="pager-position">Page ${page} of ${pages}</span>${older}</nav>`;
 }
 
@@ -83,24 +80,18 @@ export async function renderSearchPage(
   const query = new URLSearchParams({ q, limit: String(PAGE_SIZE), offset: String((pageNumber - 1) * PAGE_SIZE) });
   const response = await api(`/api/issues?${query}`).catch(() => undefined);
   const body = response?.ok ? ((await response.json()) as ArchivePageBody) : undefined;
-  if (!body) {
-    const message = 'Sorry, the archive could not be searched just now. Try again in a moment.';
-    return replaceOnce(
+  const state = (message: string) =>
+    replaceOnce(
       replaceOnce(html, SLOTS.empty, '<div class="state" id="archive-empty">'),
       SLOTS.emptyText,
       `<p id="archive-empty-text">${message}</p>`,
     );
-  }
+  if (!body) return state('Sorry, the archive could not be searched just now. Try again in a moment.');
   const { total } = body.meta;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   html = replaceOnce(html, SLOTS.pager, pagerHtml(q, pageNumber, pages));
   if (body.data.length === 0) {
-    const message = total > 0 ? 'This page is empty.' : q ? `No issues match “${escapeHtml(q)}”.` : 'No issues have been published yet.';
-    return replaceOnce(
-      replaceOnce(html, SLOTS.empty, '<div class="state" id="archive-empty">'),
-      SLOTS.emptyText,
-      `<p id="archive-empty-text">${message}</p>`,
-    );
+    return state(total > 0 ? 'This page is empty.' : q ? `No issues match “${escapeHtml(q)}”.` : 'No issues have been published yet.');
   }
   const counted = q
     ? `${total} ${total === 1 ? 'issue matches' : 'issues match'} “${escapeHtml(q)}”`

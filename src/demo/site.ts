@@ -22,6 +22,9 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
 };
 /** Text worth compressing; images other than SVG already are. */
 const COMPRESSIBLE = new Set(['.html', '.css', '.js', '.svg', '.txt']);
+const brotli = promisify(brotliCompress);
+const gzipped = promisify(gzip);
+const BROTLI_BEST = { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11 } };
 /** Pages and config.js are checked again on every visit; the other files are kept a while (reads/cache-policies.ts). */
 const PAGE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.sitePage);
 const FILE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.siteFile);
@@ -29,32 +32,26 @@ const FILE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.siteFile);
 interface Variant {
   body: Uint8Array<ArrayBuffer>;
   etag: string;
+  coding?: 'br' | 'gzip';
 }
 
 interface SiteFile {
   type: string;
   cacheControl: string;
-  identity: Variant;
-  gzip?: Variant;
-  br?: Variant;
+  /** Brotli and gzip first for text; the file as it is last. */
+  variants: Variant[];
 }
 
 export interface DemoSiteOptions {
-  /**
-   * The service's own routes, in process (the app's `request`, with the visitor's request's
-   * bindings): search results are rendered with them for a page read without JavaScript.
-   */
+  /** The service's own routes, in process (the app's `request`, with the visitor's bindings), for search results without JavaScript. */
   api?: (path: string, env: unknown) => Promise<Response>;
 }
 
 /**
- * The example site (examples/site beside dist/) for demo mode, read once into memory: every file
- * with its type, `Cache-Control`, a strong `ETag` (a matching `If-None-Match` is a 304) and, for
- * text, gzip and Brotli forms chosen by `Accept-Encoding`. Paths map to the files read, so no
+ * The example site (examples/site beside dist/) for demo mode, read once into memory, so no
  * request reaches the file system. With TURNSTILE_SITE_KEY set, config.js is served with the key
- * filled in, so the subscribe form shows the widget; the file on disk stays the template a site
- * owner copies. The archive page with `?q=` (the search box's GET form) comes with the matches
- * already in it (search-page.ts), so search works without JavaScript.
+ * filled in (the file on disk stays the template a site owner copies). The archive page with `?q=`
+ * comes with the matches in it (search-page.ts), so search works without JavaScript.
  */
 export function createDemoSite(turnstileSiteKey: string | undefined, options: DemoSiteOptions = {}): MiddlewareHandler {
   const root = fileURLToPath(new URL('../../examples/site', import.meta.url));
@@ -67,23 +64,23 @@ export function createDemoSite(turnstileSiteKey: string | undefined, options: De
     const q = c.req.query('q');
     if (path === '/index.html' && q !== undefined && options.api) {
       const api = options.api;
-      const html = await renderSearchPage(new TextDecoder().decode(file.identity.body), { q, page: c.req.query('page') }, (apiPath) =>
-        api(apiPath, c.env),
+      const html = await renderSearchPage(
+        new TextDecoder().decode(file.variants.at(-1)!.body),
+        { q, page: c.req.query('page') },
+        (apiPath) => api(apiPath, c.env),
       );
       // Made for this query: not kept by a browser or a cache (the search is cheap, the queries many).
       const headers = { 'Content-Type': file.type, 'Cache-Control': NO_STORE };
       return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(html, 200, headers);
     }
     const accepted = c.req.header('accept-encoding');
-    const variant = (acceptsEncoding(accepted, 'br') && file.br) || (acceptsEncoding(accepted, 'gzip') && file.gzip) || file.identity;
+    const variant = file.variants.find((one) => !one.coding || acceptsEncoding(accepted, one.coding))!;
     const headers: Record<string, string> = { 'Cache-Control': file.cacheControl, ETag: variant.etag };
-    if (file.gzip) headers.Vary = 'Accept-Encoding';
+    if (file.variants.length > 1) headers.Vary = 'Accept-Encoding';
     if (ifNoneMatchMatches(c.req.header('if-none-match'), variant.etag)) return c.body(null, 304, headers);
     headers['Content-Type'] = file.type;
-    if (variant === file.br) headers['Content-Encoding'] = 'br';
-    if (variant === file.gzip) headers['Content-Encoding'] = 'gzip';
-    if (c.req.method === 'HEAD') return c.body(null, 200, headers);
-    return c.body(variant.body, 200, headers);
+    if (variant.coding) headers['Content-Encoding'] = variant.coding;
+    return c.req.method === 'HEAD' ? c.body(null, 200, headers) : c.body(variant.body, 200, headers);
   };
 }
 
@@ -105,21 +102,21 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
           body = new TextEncoder().encode(filled) as Uint8Array<ArrayBuffer>;
         }
         const extension = extname(path);
-        const file: SiteFile = {
+        const compressed = COMPRESSIBLE.has(extension)
+          ? ([
+              ['br', await brotli(body, BROTLI_BEST)],
+              ['gzip', await gzipped(body, { level: 9 })],
+            ] as const)
+          : [];
+        // Each form has its own ETag: a cache must not answer one encoding's 304 for another.
+        const variants = compressed.map(
+          ([coding, bytes]): Variant => ({ coding, body: new Uint8Array(bytes), etag: etagOf(body, `-${coding}`) }),
+        );
+        files.set(path, {
           type: CONTENT_TYPES[extension] ?? 'application/octet-stream',
           cacheControl: extension === '.html' || path === '/config.js' ? PAGE_CACHE_CONTROL : FILE_CACHE_CONTROL,
-          identity: { body, etag: etagOf(body, '') },
-        };
-        if (COMPRESSIBLE.has(extension)) {
-          const [gzipped, brotli] = await Promise.all([
-            promisify(gzip)(body, { level: 9 }),
-            promisify(brotliCompress)(body, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11 } }),
-          ]);
-          // Each form has its own ETag: a cache must not answer one encoding's 304 for another.
-          file.gzip = { body: new Uint8Array(gzipped), etag: etagOf(body, '-gzip') };
-          file.br = { body: new Uint8Array(brotli), etag: etagOf(body, '-br') };
-        }
-        files.set(path, file);
+          variants: [...variants, { body, etag: etagOf(body, '') }],
+        });
       }),
   );
   return files;

@@ -57,12 +57,17 @@ export interface DemoUpstreamOptions {
   order?: 'created' | 'newest-sent' | 'oldest-sent';
 }
 
-/** Sorts List Issues' rows as `order` says; ties by id, so pages never overlap. */
-function listOrder(order: DemoUpstreamOptions['order']): (a: DemoIssue, b: DemoIssue) => number {
-  const sent = (issue: DemoIssue) => issue.sentAt ?? '';
-  if (order === 'newest-sent') return (a, b) => sent(b).localeCompare(sent(a)) || a.id.localeCompare(b.id);
-  if (order === 'oldest-sent') return (a, b) => sent(a).localeCompare(sent(b)) || a.id.localeCompare(b.id);
-  return (a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id);
+const sent = (issue: DemoIssue) => issue.sentAt ?? '';
+/** List Issues' orders; ties by id, so pages never overlap. */
+const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: DemoIssue, b: DemoIssue) => number> = {
+  created: (a, b) => b.createdAt.localeCompare(a.createdAt),
+  'newest-sent': (a, b) => sent(b).localeCompare(sent(a)),
+  'oldest-sent': (a, b) => sent(a).localeCompare(sent(b)),
+};
+
+/** The details of a 422, one per rule broken: `[path, broken, message]`. */
+function invalid(rules: [path: string, broken: boolean, message: string][]): { path: string; message: string }[] {
+  return rules.filter(([, broken]) => broken).map(([path, , message]) => ({ path, message }));
 }
 
 function fail(c: Context, status: number, code: string, message: string, details?: unknown) {
@@ -74,16 +79,10 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
   const { categories, issues } = options.publication ?? createSamplePublication(options.siteOrigin);
-  const subscribers = new Map<string, DemoSubscriber>();
-  subscribers.set(DEMO_BLOCKED_EMAIL, {
-    id: 'sub_blocked',
-    emailNormalized: DEMO_BLOCKED_EMAIL,
-    emailOriginal: DEMO_BLOCKED_EMAIL,
-    status: 'blocked',
-    sourceType: 'import',
-    source: undefined,
-    sourcePlatform: undefined,
-  });
+  const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
+  const subscribers = new Map<string, DemoSubscriber>([
+    [DEMO_BLOCKED_EMAIL, { id: 'sub_blocked', ...blocked, status: 'blocked', sourceType: 'import' }],
+  ]);
   const base = new URL(DEMO_BASE_URL);
 
   const app = new Hono().basePath(base.pathname);
@@ -96,24 +95,19 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
 
   app.get(path(UPSTREAM_PATHS.listIssues), (c) => {
     const { status, isPublic, [LIST_ISSUES_LIMIT_PARAM]: limit, [LIST_ISSUES_OFFSET_PARAM]: offset } = c.req.query();
-    const problems: { path: string; message: string }[] = [];
     const rows = limit === undefined ? LIST_ISSUES_DEFAULT_ROWS : Number(limit);
     const skip = offset === undefined ? 0 : Number(offset);
-    if (!Number.isInteger(rows) || rows < 1 || rows > LIST_ISSUES_MAX_ROWS) {
-      problems.push({ path: LIST_ISSUES_LIMIT_PARAM, message: `must be 1 to ${LIST_ISSUES_MAX_ROWS}` });
-    }
-    if (!Number.isInteger(skip) || skip < 0) problems.push({ path: LIST_ISSUES_OFFSET_PARAM, message: 'must be 0 or more' });
-    if (status !== undefined && !['draft', 'sending', 'sent', 'failed'].includes(status)) {
-      problems.push({ path: 'status', message: 'unknown status' });
-    }
-    if (isPublic !== undefined && isPublic !== 'true' && isPublic !== 'false') {
-      problems.push({ path: 'isPublic', message: 'must be a boolean' });
-    }
+    const problems = invalid([
+      [LIST_ISSUES_LIMIT_PARAM, !Number.isInteger(rows) || rows < 1 || rows > LIST_ISSUES_MAX_ROWS, `must be 1 to ${LIST_ISSUES_MAX_ROWS}`],
+      [LIST_ISSUES_OFFSET_PARAM, !Number.isInteger(skip) || skip < 0, 'must be 0 or more'],
+      ['status', status !== undefined && !['draft', 'sending', 'sent', 'failed'].includes(status), 'unknown status'],
+      ['isPublic', isPublic !== undefined && isPublic !== 'true' && isPublic !== 'false', 'must be a boolean'],
+    ]);
     if (problems.length > 0) return fail(c, 422, 'VALIDATION_ERROR', 'Invalid query', problems);
     const matching = issues
       .filter((issue) => status === undefined || issue.status === status)
       .filter((issue) => isPublic === undefined || issue.isPublic === (isPublic === 'true'))
-      .sort(listOrder(options.order));
+      .sort((a, b) => LIST_ORDERS[options.order ?? 'created'](a, b) || a.id.localeCompare(b.id));
     return c.json({ ok: true, data: matching.slice(skip, skip + rows) });
   });
 
@@ -129,17 +123,15 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
   app.post(path(UPSTREAM_PATHS.createSubscriber), async (c) => {
     const body: unknown = await c.req.json().catch(() => undefined);
     const input = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
-    const problems: { path: string; message: string }[] = [];
     const email = typeof input.email === 'string' ? input.email.trim() : '';
-    if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) problems.push({ path: 'email', message: 'Invalid email' });
-    if (input.optInAttestation !== true) problems.push({ path: 'optInAttestation', message: 'Must be true' });
-    if (!SUBSCRIBER_SOURCE_TYPES.includes(input.sourceType as never)) problems.push({ path: 'sourceType', message: 'Invalid' });
-    if (input.source !== undefined && (typeof input.source !== 'string' || input.source.length > 160)) {
-      problems.push({ path: 'source', message: 'At most 160 characters' });
-    }
-    if (input.sourcePlatform !== undefined && !SOURCE_PLATFORMS.includes(input.sourcePlatform as never)) {
-      problems.push({ path: 'sourcePlatform', message: 'Invalid' });
-    }
+    const { source, sourcePlatform } = input;
+    const problems = invalid([
+      ['email', !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email), 'Invalid email'],
+      ['optInAttestation', input.optInAttestation !== true, 'Must be true'],
+      ['sourceType', !SUBSCRIBER_SOURCE_TYPES.includes(input.sourceType as never), 'Invalid'],
+      ['source', source !== undefined && (typeof source !== 'string' || source.length > 160), 'At most 160 characters'],
+      ['sourcePlatform', sourcePlatform !== undefined && !SOURCE_PLATFORMS.includes(sourcePlatform as never), 'Invalid'],
+    ]);
     if (problems.length > 0) return fail(c, 422, 'VALIDATION_ERROR', 'Invalid subscriber', problems);
 
     const normalized = email.toLowerCase();
@@ -154,8 +146,8 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
       emailOriginal: email,
       status: 'subscribed',
       sourceType: String(input.sourceType),
-      source: typeof input.source === 'string' ? input.source : undefined,
-      sourcePlatform: typeof input.sourcePlatform === 'string' ? input.sourcePlatform : undefined,
+      source: typeof source === 'string' ? source : undefined,
+      sourcePlatform: typeof sourcePlatform === 'string' ? sourcePlatform : undefined,
     };
     subscribers.set(normalized, subscriber);
     return c.json({

@@ -6,6 +6,7 @@
 import { z } from 'zod/v3';
 import { importOptional } from '../node/optional-package.js';
 import type { IssueDetail, IssueNeighbour, IssueSummary } from '../core/public-shapes.js';
+import { toIssueNeighbour } from '../core/reads/allow-list.js';
 import { createReadClient, DEFAULT_CONCURRENCY, mapWithConcurrency, readArchive, SiteReadError } from '../tools/site/read.js';
 
 export type { IssueNeighbour };
@@ -74,22 +75,21 @@ interface SyncState {
   issues: Record<string, { etag?: string; updatedAt?: string | null }>;
 }
 
-const CATEGORY = z.object({ name: z.string(), slug: z.string() }).passthrough();
-const NEIGHBOUR = z.object({ slug: z.string(), subject: z.string(), sentAt: z.string().nullable() });
-
 function issueSchema(): z.ZodType<NewsletterIssueData> {
+  const text = z.string().nullable();
+  const neighbour = z.object({ slug: z.string(), subject: z.string(), sentAt: text }).nullable().optional();
   return z
     .object({
       slug: z.string(),
       subject: z.string(),
-      previewText: z.string().nullable(),
-      thumbnailUrl: z.string().nullable(),
-      sentAt: z.string().nullable(),
-      category: CATEGORY.nullable(),
-      updatedAt: z.string().nullable().optional(),
+      previewText: text,
+      thumbnailUrl: text,
+      sentAt: text,
+      category: z.object({ name: z.string(), slug: z.string() }).passthrough().nullable(),
+      updatedAt: text.optional(),
       readingMinutes: z.number().nullable().optional(),
-      newer: NEIGHBOUR.nullable().optional(),
-      older: NEIGHBOUR.nullable().optional(),
+      newer: neighbour,
+      older: neighbour,
     })
     .passthrough() as z.ZodType<NewsletterIssueData>;
 }
@@ -108,10 +108,8 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
     async load(context) {
       const { store, meta, logger, parseData, generateDigest } = context;
       const client = createReadClient({
+        ...options,
         apiUrl: url,
-        fetch: options.fetch,
-        sleep: options.sleep,
-        now: options.now,
         onWait: ({ path, status, ms }) => logger.info(`${path} answered ${status}: reading it again in ${Math.ceil(ms / 1000)} s`),
       });
       const sanitize = options.sanitize ?? (await defaultSanitizer());
@@ -132,11 +130,14 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
         const known = previous?.issues[summary.slug];
         // Absent from an older service.
         const updatedAt: string | null | undefined = summary.updatedAt;
+        // Held data brought up to date from the archive, neighbours too where the service gives them.
         const keep = (entry: NewsletterEntry) => {
           next.issues[summary.slug] = { ...known, updatedAt };
           counts.unchanged++;
-          const neighbours = { newer: neighbourOf(summaries[index - 1]), older: neighbourOf(summaries[index + 1]) };
-          return write(refreshed(entry.data, summary, neighbours), () => entry.rendered);
+          const data: Record<string, unknown> = { ...entry.data, ...summary };
+          if ('newer' in entry.data) data.newer = neighbourOf(summaries[index - 1]);
+          if ('older' in entry.data) data.older = neighbourOf(summaries[index + 1]);
+          return write(data, () => entry.rendered);
         };
         if (held && known && updatedAt != null && known.updatedAt === updatedAt) return keep(held);
         // The uncompressed copy's ETag is the same on every instance, compressed copy or not.
@@ -166,10 +167,9 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
 
 /** Undefined when there is none, it is unreadable, or of another service. */
 function readState(value: string | undefined, url: string): SyncState | undefined {
-  if (value === undefined) return undefined;
   try {
-    const state = JSON.parse(value) as Partial<SyncState>;
-    return state.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null
+    const state = JSON.parse(value ?? 'null') as Partial<SyncState> | null;
+    return state?.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null
       ? (state as SyncState)
       : undefined;
   } catch {
@@ -177,17 +177,7 @@ function readState(value: string | undefined, url: string): SyncState | undefine
   }
 }
 
-function neighbourOf(summary: IssueSummary | undefined): IssueNeighbour | null {
-  return summary ? { slug: summary.slug, subject: summary.subject, sentAt: summary.sentAt } : null;
-}
-
-/** A held entry's data brought up to date from the archive, neighbours too where the service gives them. */
-function refreshed(held: Record<string, unknown>, summary: IssueSummary, neighbours: Pick<NewsletterIssueData, 'newer' | 'older'>) {
-  const data: Record<string, unknown> = { ...held, ...summary };
-  if ('newer' in held) data.newer = neighbours.newer;
-  if ('older' in held) data.older = neighbours.older;
-  return data;
-}
+const neighbourOf = (summary: IssueSummary | undefined) => (summary ? toIssueNeighbour(summary) : null);
 
 async function defaultSanitizer(): Promise<(html: string) => string> {
   const { sanitizeLetter } = await importOptional(

@@ -4,7 +4,6 @@ import { createRedactor } from '../core/redact.js';
 import { isPublicIssue } from '../core/reads/allow-list.js';
 import type { ArchiveRead } from '../core/upstream/archive.js';
 import { createUpstreamForConfig } from '../core/upstream/configured-client.js';
-import type { NewsletterApiClient } from '../core/upstream/newsletter-api.js';
 import { UpstreamError } from '../core/upstream/transport.js';
 import { UPSTREAM_HINTS } from '../core/upstream/failure-policy.js';
 import { createMemoryHoldOff } from '../core/upstream/hold-off.js';
@@ -45,78 +44,72 @@ function failureMessage(call: string, error: unknown): string {
   return `${call} failed: ${error.message}`;
 }
 
-async function timed<T>(now: () => number, call: () => Promise<T>): Promise<{ value: T; ms: number }> {
-  const started = now();
-  const value = await call();
-  return { value, ms: Math.round(now() - started) };
-}
-
 /** Whether the row limit and paging work, asked one row at a time. */
 function judgeProbe(probe: ArchiveRead, config: Config): CheckFinding[] {
   const { limitParam, pagingParam, style } = config.listPaging;
   const [first = 0, second] = probe.pageRows;
   if (first === 0) return [note('the archive is empty, so the row limit and paging cannot be checked yet')];
-  const findings: CheckFinding[] = [];
   if (first > 1) {
-    findings.push(
+    return [
       fail(
         `List Issues ignored ${limitParam}=1 and answered ${first} rows: set UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter`,
       ),
-    );
-    return findings;
+    ];
   }
-  findings.push(ok(`the row-limit parameter ${limitParam} is honoured (asked 1 row, got 1)`));
+  const limit = ok(`the row-limit parameter ${limitParam} is honoured (asked 1 row, got 1)`);
   if (probe.findings.some((finding) => finding.problem === 'repeated_page')) {
-    findings.push(
+    return [
+      limit,
       fail(
         `paging by ${style} under ${pagingParam} does not work: the second row came back as the first. Set UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM`,
       ),
-    );
-  } else if (second === undefined || second === 0) {
-    findings.push(note('the archive has one row, so paging cannot be checked yet'));
-  } else {
-    findings.push(ok(`paging by ${style} under ${pagingParam} works (the next position answered the next row)`));
+    ];
   }
-  return findings;
+  if (!second) return [limit, note('the archive has one row, so paging cannot be checked yet')];
+  return [limit, ok(`paging by ${style} under ${pagingParam} works (the next position answered the next row)`)];
 }
 
 function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFinding[] {
   const publicIssues = read.issues.filter(isPublicIssue).length;
-  const asked = config.listPaging.pageSize;
-  const pages = read.pageRows.join(', ');
-  const findings = [
-    ok(
-      `the archive: ${publicIssues} public sent issues in ${read.pageRows.length} calls, ${ms} ms (rows per page: ${pages}; ${asked} asked)`,
-    ),
+  const { count, ids } = read.dropped;
+  const pages = `rows per page: ${read.pageRows.join(', ')}; ${config.listPaging.pageSize} asked`;
+  const shownIds = ids.slice(0, 10).join(', ');
+  return [
+    ok(`the archive: ${publicIssues} public sent issues in ${read.pageRows.length} calls, ${ms} ms (${pages})`),
     ...read.findings.map((finding) => fail(`${finding.seen}: set ${finding.set}`)),
+    count > 0
+      ? fail(`${count} malformed issue ${count === 1 ? 'row' : 'rows'} dropped, not served${shownIds ? ` (ids ${shownIds})` : ''}`)
+      : ok('no malformed issue rows dropped'),
+    ...(publicIssues < read.issues.length
+      ? [note(`${read.issues.length - publicIssues} rows are not served: not sent, not public, or without a usable slug`)]
+      : []),
   ];
-  if (read.dropped.count > 0) {
-    const ids = read.dropped.ids.slice(0, 10).join(', ');
-    const rows = read.dropped.count === 1 ? 'row' : 'rows';
-    findings.push(fail(`${read.dropped.count} malformed issue ${rows} dropped, not served${ids ? ` (ids ${ids})` : ''}`));
-  } else {
-    findings.push(ok('no malformed issue rows dropped'));
-  }
-  if (publicIssues < read.issues.length) {
-    findings.push(note(`${read.issues.length - publicIssues} rows are not served: not sent, not public, or without a usable slug`));
-  }
-  return findings;
 }
 
 export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<CheckResult> {
   const now = deps.now ?? Date.now;
+  const timed = async <T>(call: () => Promise<T>) => {
+    const started = now();
+    const value = await call();
+    return { value, ms: Math.round(now() - started) };
+  };
   const findings: CheckFinding[] = [];
-  const told: {
-    level: string;
-    event: string;
-    operation?: unknown;
-    count?: unknown;
-    ids?: unknown;
-    resource?: unknown;
-    status?: unknown;
-  }[] = [];
+  const told: CheckFinding[] = [];
   // What the service would log (dropped categories, new states) becomes findings.
-  const log: Logger = { log: (level, event, fields) => told.push({ level, event, ...fields }) };
+  const log: Logger = {
+    log: (_level, event, fields = {}) => {
+      if (event === 'upstream_rows_dropped' && fields.operation === 'listCategories') {
+        told.push(
+          fail(`${String(fields.count)} malformed category rows dropped, not served${fields.ids ? ` (ids ${String(fields.ids)})` : ''}`),
+        );
+      }
+      if (event === 'upstream_unknown_status') {
+        told.push(
+          note(`the upstream answered a ${String(fields.resource)} state it does not document: ${String(fields.status)} (accepted)`),
+        );
+      }
+    },
+  };
   // One hold-off for both clients: a one-shot probe backs off as the service does.
   const backOff = { holdOff: createMemoryHoldOff(now), waitWhenHeldOffMs: CHECK_WAITS_OUT_MS, sleep: deps.sleep };
   const client = createUpstreamForConfig(config, { fetch: deps.fetch, now, log, ...backOff });
@@ -131,60 +124,33 @@ export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<Ch
   }
 
   try {
-    const categories = await timed(now, () => client.listCategories());
-    findings.push(ok(`the key is accepted (List Categories answered in ${categories.ms} ms)`));
-    findings.push(ok(`categories: ${categories.value.length}`));
+    const categories = await timed(() => client.listCategories());
+    findings.push(
+      ok(`the key is accepted (List Categories answered in ${categories.ms} ms)`),
+      ok(`categories: ${categories.value.length}`),
+    );
   } catch (error) {
     findings.push(fail(failureMessage('List Categories', error)));
     if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return finish(findings);
   }
-  findings.push(...(await archiveFindings(client, probeClient, config, now)));
-  for (const entry of told) {
-    if (entry.event === 'upstream_rows_dropped' && entry.operation === 'listCategories') {
-      findings.push(
-        fail(`${String(entry.count)} malformed category rows dropped, not served${entry.ids ? ` (ids ${String(entry.ids)})` : ''}`),
-      );
-    }
-    if (entry.event === 'upstream_unknown_status') {
-      findings.push(
-        note(`the upstream answered a ${String(entry.resource)} state it does not document: ${String(entry.status)} (accepted)`),
-      );
-    }
-  }
-  return finish(findings);
-}
-
-async function archiveFindings(
-  client: NewsletterApiClient,
-  probeClient: NewsletterApiClient,
-  config: Config,
-  now: () => number,
-): Promise<CheckFinding[]> {
-  const findings: CheckFinding[] = [];
   try {
-    const probe = await timed(now, () => probeClient.readArchive(2));
+    const probe = await timed(() => probeClient.readArchive(2));
     findings.push(...judgeProbe(probe.value, config).map((finding) => ({ ...finding, message: `${finding.message} (${probe.ms} ms)` })));
-    const archive = await timed(now, () => client.readArchive(config.archiveMaxIssues));
+    const archive = await timed(() => client.readArchive(config.archiveMaxIssues));
     findings.push(...judgeArchive(archive.value, archive.ms, config));
     const first = archive.value.issues.find(isPublicIssue);
     if (first) {
-      const issue = await timed(now, () => client.getIssueBySlug(first.slug));
+      const issue = await timed(() => client.getIssueBySlug(first.slug));
       findings.push(ok(`Get Issue By Slug answered ${first.slug} in ${issue.ms} ms`));
     }
   } catch (error) {
     findings.push(fail(failureMessage('List Issues or Get Issue By Slug', error)));
   }
-  return findings;
+  return finish([...findings, ...told]);
 }
 
 function finish(findings: CheckFinding[]): CheckResult {
   return { findings, exitCode: findings.some((finding) => finding.status === 'fail') ? 1 : 0 };
-}
-
-async function checkEnvironment(env: ConfigSource, deps: CheckDeps = {}): Promise<CheckResult> {
-  const parsed = parseConfig(env);
-  if (!parsed.ok) return { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
-  return runCheck(parsed.config, deps);
 }
 
 const LABELS = { ok: 'ok  ', fail: 'FAIL', note: 'note' } as const;
@@ -194,23 +160,20 @@ const SUMMARIES = {
   2: 'the configuration is invalid; nothing was checked (see README.md "Configuration")',
 } as const;
 
-function formatCheck(result: CheckResult): string[] {
-  const failures = result.findings.filter((finding) => finding.status === 'fail').length;
-  return [
-    ...result.findings.map((finding) => `${LABELS[finding.status]}  ${finding.message}`),
-    `check: ${SUMMARIES[result.exitCode]} (${failures} failing, exit ${result.exitCode})`,
-  ];
-}
-
 export interface CheckMainOptions extends CheckDeps {
   env: ConfigSource;
   write: (line: string) => void;
 }
 
 export async function main(options: CheckMainOptions): Promise<number> {
-  const result = await checkEnvironment(options.env, options);
+  const parsed = parseConfig(options.env);
+  const result: CheckResult = parsed.ok
+    ? await runCheck(parsed.config, options)
+    : { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
+  const failures = result.findings.filter((finding) => finding.status === 'fail').length;
   // No finding holds the key; this is the last line of defence.
   const redact = createRedactor([options.env.NEWSLETTER_API_KEY]);
-  for (const line of formatCheck(result)) options.write(redact(line));
+  for (const { status, message } of result.findings) options.write(redact(`${LABELS[status]}  ${message}`));
+  options.write(redact(`check: ${SUMMARIES[result.exitCode]} (${failures} failing, exit ${result.exitCode})`));
   return result.exitCode;
 }

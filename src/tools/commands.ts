@@ -19,21 +19,17 @@ export interface CliOptions {
   defaultCommand: string;
 }
 
-const EXIT_USAGE = 2;
+const HELP_FLAGS = ['-h', '--help', 'help'];
 
-const HELP_FLAGS = new Set(['-h', '--help', 'help']);
-const VERSION_FLAGS = new Set(['-v', '--version']);
-
-export function usage(options: CliOptions): string {
-  const width = Math.max(...Object.keys(options.commands).map((name) => name.length));
-  const commands = Object.entries(options.commands).map(
-    ([name, command]) => `  ${name.padEnd(width)}  ${command.summary}${name === options.defaultCommand ? ' (the default)' : ''}`,
-  );
+function usage({ name, commands, defaultCommand }: CliOptions): string {
+  const width = Math.max(...Object.keys(commands).map((command) => command.length));
   return [
-    `Usage: ${options.name} [command]`,
+    `Usage: ${name} [command]`,
     '',
     'Commands:',
-    ...commands,
+    ...Object.entries(commands).map(
+      ([command, { summary }]) => `  ${command.padEnd(width)}  ${summary}${command === defaultCommand ? ' (the default)' : ''}`,
+    ),
     '',
     'Options:',
     '  -h, --help     show this help',
@@ -46,26 +42,21 @@ export function usage(options: CliOptions): string {
 
 export async function runCli(args: readonly string[], options: CliOptions, io: CliIo): Promise<number | undefined> {
   const [first, ...rest] = args;
-  if (first !== undefined && HELP_FLAGS.has(first)) {
-    io.stdout(usage(options));
-    return 0;
-  }
-  if (first !== undefined && VERSION_FLAGS.has(first)) {
+  if (first === '-v' || first === '--version') {
     io.stdout(`${options.version()}\n`);
     return 0;
   }
   const name = first ?? options.defaultCommand;
   const command = Object.hasOwn(options.commands, name) ? options.commands[name] : undefined;
-  if (command === undefined) return usageError(`unknown command "${name}"`, options, io);
-  if (rest.length > 0 && rest.every((arg) => HELP_FLAGS.has(arg))) {
+  // `--help` alone, or after a command.
+  if (HELP_FLAGS.includes(name) || (command && rest.length > 0 && rest.every((arg) => HELP_FLAGS.includes(arg)))) {
     io.stdout(usage(options));
     return 0;
   }
-  if (rest.length > 0) return usageError(`unexpected argument "${rest[0]}" after "${name}"`, options, io);
+  if (command === undefined || rest.length > 0) {
+    const problem = command === undefined ? `unknown command "${name}"` : `unexpected argument "${rest[0]}" after "${name}"`;
+    io.stderr(`${options.name}: ${problem}\n\n${usage(options)}`);
+    return 2;
+  }
   return command.run(io);
-}
-
-function usageError(problem: string, options: CliOptions, io: CliIo): number {
-  io.stderr(`${options.name}: ${problem}\n\n${usage(options)}`);
-  return EXIT_USAGE;
 }

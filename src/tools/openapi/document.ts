@@ -58,7 +58,7 @@ function embedded(jsonSchema: z.core.JSONSchema.BaseSchema): Json {
 }
 
 function componentSchemas(): Record<string, Json> {
-  const errors = createErrorBodySchemas();
+  const components = z.registry<{ id: string }>();
   const named = {
     Slug: SlugSchema,
     PublicCategory: PublicCategorySchema,
@@ -68,10 +68,8 @@ function componentSchemas(): Record<string, Json> {
     IssueBody: IssueBodySchema,
     CategoriesBody: CategoriesBodySchema,
     SubscribeBody: SubscribeBodySchema,
-    ErrorBody: errors.ErrorBody,
-    ValidationIssue: errors.ValidationIssue,
+    ...createErrorBodySchemas(),
   };
-  const components = z.registry<{ id: string }>();
   for (const [id, schema] of Object.entries(named)) components.add(schema, { id });
   const { schemas } = z.toJSONSchema(components, { uri: (id) => `${SCHEMAS}${id}`, override: tidy });
   return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, embedded(schema)]));
@@ -138,62 +136,57 @@ const HEADER_PARAMETERS: Record<string, Json> = Object.fromEntries(
   }).map(([name, description]) => [name, { name, in: 'header', ...(description && { description }), schema: { type: 'string' } }]),
 );
 
+/** A response header's component; `required` means every answer that lists it carries it. */
+const header = (description: string | undefined, schema: Json, required = false): Json => ({
+  ...(description && { description }),
+  ...(required && { required }),
+  schema,
+});
+
 function responseHeaders(cacheStates: readonly string[]): Record<string, Json> {
-  const security: Record<string, Json> = Object.fromEntries(
-    Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, { required: true, schema: { const: value } }]),
+  const security = Object.fromEntries(
+    Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header(undefined, { const: value }, true)]),
   );
   // Demo mode's example site has a policy of its own; both forbid framing.
   const policy = API_SECURITY_HEADERS['Content-Security-Policy'];
   if (policy !== undefined) {
-    security['Content-Security-Policy'] = {
-      description: `${code(policy)} on the API's answers; the demo's example site has its own policy for the paths it serves.`,
-      required: true,
-      schema: { type: 'string', pattern: "frame-ancestors 'none'" },
-    };
+    const words = `${code(policy)} on the API's answers; the demo's example site has its own policy for the paths it serves.`;
+    security['Content-Security-Policy'] = header(words, { type: 'string', pattern: "frame-ancestors 'none'" }, true);
   }
+  const text = { type: 'string' };
   return {
-    'X-Request-Id': {
-      description: "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).",
-      required: true,
-      schema: { type: 'string', pattern: INCOMING_REQUEST_ID.source },
-    },
+    'X-Request-Id': header(
+      "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).",
+      { type: 'string', pattern: INCOMING_REQUEST_ID.source },
+      true,
+    ),
     ...security,
-    'Access-Control-Allow-Origin': {
-      description: "The request's allowed `Origin`, or `*` when every origin is allowed.",
-      schema: { type: 'string' },
-    },
-    'Access-Control-Expose-Headers': { schema: { const: CORS_POLICY.exposeHeaders.join(',') } },
-    'Access-Control-Allow-Methods': { schema: { const: CORS_POLICY.allowMethods.join(',') } },
-    'Access-Control-Allow-Headers': { schema: { const: CORS_POLICY.allowHeaders.join(',') } },
-    'Access-Control-Max-Age': { schema: { type: 'integer', const: CORS_POLICY.maxAge } },
-    Vary: {
-      description: '`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).',
-      schema: { type: 'string' },
-    },
-    'Cache-Control-Public': {
-      description: 'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.',
-      required: true,
-      schema: { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' },
-    },
-    'Cache-Control-No-Store': {
-      description: 'Subscribe answers and errors are never cached.',
-      required: true,
-      schema: { const: 'no-store' },
-    },
-    ETag: {
-      description: 'A strong validator of the representation sent: each content coding has its own.',
-      required: true,
-      schema: { type: 'string', pattern: '^"[^"]+"$' },
-    },
-    'Content-Encoding': {
-      description: '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).',
-      schema: { type: 'string', enum: ['br', 'gzip'] },
-    },
-    'X-Cache': { description: "How this service's cache answered.", required: true, schema: { enum: [...cacheStates] } },
-    Age: { description: 'Seconds since a STALE copy was fetched.', schema: { type: 'integer', minimum: 0 } },
-    'Retry-After': { description: 'Seconds to wait before trying again.', required: true, schema: { type: 'integer', minimum: 1 } },
-    Allow: { description: 'The methods this path answers.', required: true, schema: { type: 'string' } },
-    Location: { description: 'The page to go back to.', required: true, schema: { type: 'string', format: 'uri' } },
+    'Access-Control-Allow-Origin': header("The request's allowed `Origin`, or `*` when every origin is allowed.", text),
+    'Access-Control-Expose-Headers': header(undefined, { const: CORS_POLICY.exposeHeaders.join(',') }),
+    'Access-Control-Allow-Methods': header(undefined, { const: CORS_POLICY.allowMethods.join(',') }),
+    'Access-Control-Allow-Headers': header(undefined, { const: CORS_POLICY.allowHeaders.join(',') }),
+    'Access-Control-Max-Age': header(undefined, { type: 'integer', const: CORS_POLICY.maxAge }),
+    Vary: header('`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).', text),
+    'Cache-Control-Public': header(
+      'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.',
+      { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' },
+      true,
+    ),
+    'Cache-Control-No-Store': header('Subscribe answers and errors are never cached.', { const: 'no-store' }, true),
+    ETag: header(
+      'A strong validator of the representation sent: each content coding has its own.',
+      { type: 'string', pattern: '^"[^"]+"$' },
+      true,
+    ),
+    'Content-Encoding': header(
+      '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).',
+      { type: 'string', enum: ['br', 'gzip'] },
+    ),
+    'X-Cache': header("How this service's cache answered.", { enum: [...cacheStates] }, true),
+    Age: header('Seconds since a STALE copy was fetched.', { type: 'integer', minimum: 0 }),
+    'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 1 }, true),
+    Allow: header('The methods this path answers.', text, true),
+    Location: header('The page to go back to.', { type: 'string', format: 'uri' }, true),
   };
 }
 
@@ -226,143 +219,118 @@ interface ErrorWording {
 }
 
 /** A new code in ERROR_STATUS does not compile until it is worded here. */
-function errorWording(maxBodyBytes: number): Record<ErrorCode, ErrorWording> {
-  return {
-    VALIDATION_ERROR: {
-      when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
-      details: true,
-    },
-    BAD_REQUEST: { when: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route)." },
-    NOT_FOUND: { when: 'No such issue, or no such route.' },
-    METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
-    FORBIDDEN_ORIGIN: {
-      when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
-      html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.',
-    },
-    CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
-    CAPTCHA_REQUIRED: {
-      when:
-        'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
-        '`details[0].siteKey` is the site key to render the widget with.',
-    },
-    PAYLOAD_TOO_LARGE: { when: `The body is over ${maxBodyBytes / 1024} KiB.` },
-    UNSUPPORTED_MEDIA_TYPE: { when: 'The body is not JSON, URL-encoded or multipart form data.' },
-    RATE_LIMITED: {
-      when: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
-      headers: ['Retry-After'],
-    },
-    UPSTREAM_ERROR: { when: 'The newsletter service failed, rejected our key, or answered with something malformed.' },
-    UPSTREAM_UNAVAILABLE: {
-      when: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
-      headers: ['Retry-After'],
-    },
-    INTERNAL_ERROR: { when: 'An unexpected failure; it is logged with the request id.' },
-  };
-}
+const ERROR_WORDING: Record<ErrorCode, ErrorWording> = {
+  VALIDATION_ERROR: {
+    when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
+    details: true,
+  },
+  BAD_REQUEST: { when: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route)." },
+  NOT_FOUND: { when: 'No such issue, or no such route.' },
+  METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
+  FORBIDDEN_ORIGIN: {
+    when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
+    html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.',
+  },
+  CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
+  CAPTCHA_REQUIRED: {
+    when:
+      'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
+      '`details[0].siteKey` is the site key to render the widget with.',
+  },
+  PAYLOAD_TOO_LARGE: { when: `The body is over ${SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.` },
+  UNSUPPORTED_MEDIA_TYPE: { when: 'The body is not JSON, URL-encoded or multipart form data.' },
+  RATE_LIMITED: {
+    when: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
+    headers: ['Retry-After'],
+  },
+  UPSTREAM_ERROR: { when: 'The newsletter service failed, rejected our key, or answered with something malformed.' },
+  UPSTREAM_UNAVAILABLE: {
+    when: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
+    headers: ['Retry-After'],
+  },
+  INTERNAL_ERROR: { when: 'An unexpected failure; it is logged with the request id.' },
+};
 
-function htmlContent(pages: readonly (string | undefined)[]): Json {
-  const description = pages.find((page) => page !== undefined);
-  return description === undefined ? {} : { 'text/html': { schema: { type: 'string', description } } };
-}
-
-/** One response component per error status, named after its first code (`ValidationError`). */
-function errorResponses(wording: Record<ErrorCode, ErrorWording>): Map<number, { name: string; response: Json; head: Json }> {
+/** One response component per error status, named after its first code (`ValidationError`), and one for HEAD. */
+function errorResponses(wording: Record<ErrorCode, ErrorWording>): { names: Map<number, string>; responses: Record<string, Json> } {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][])
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  const responses = new Map<number, { name: string; response: Json; head: Json }>();
+  const names = new Map<number, string>();
+  const responses: Record<string, Json> = {};
   for (const [status, codes] of byStatus) {
     const name = codes[0]!.toLowerCase().replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
     const description = codes.map((one) => `${status} ${code(one)}: ${wording[one].when}`).join(' ');
     const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => wording[one].headers ?? []))]);
-    const details = codes.every((one) => wording[one].details);
     const error: Json = { type: 'object', properties: { code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } };
-    if (details) {
+    if (codes.every((one) => wording[one].details)) {
       (error.properties as Json).details = { type: 'array', items: schemaRef('ValidationIssue') };
       error.required = ['details'];
     }
     const schema = { allOf: [schemaRef('ErrorBody'), { type: 'object', properties: { error } }] };
-    responses.set(status, {
-      name,
-      response: {
-        description,
-        headers,
-        content: { 'application/json': { schema }, ...htmlContent(codes.map((one) => wording[one].html)) },
-      },
-      head: { description: `${description} (HEAD: no body)`, headers },
-    });
+    const html = codes.map((one) => wording[one].html).find((page) => page !== undefined);
+    const content = { 'application/json': { schema }, ...(html && { 'text/html': { schema: { type: 'string', description: html } } }) };
+    names.set(status, name);
+    responses[name] = { description, headers, content };
+    responses[`${name}Head`] = { description: `${description} (HEAD: no body)`, headers };
   }
-  return responses;
+  return { names, responses };
 }
 
-/** HEAD is derived from GET; every path answers its preflight and a 405. */
-interface PathSpec {
-  path: string;
-  route: keyof typeof ROUTE_ERRORS;
-  pathParameters?: readonly Json[];
-  get?: { operationId: string; summary: string; description: string; parameters: readonly Json[]; ok: Json };
-  post?: {
-    operationId: string;
-    summary: string;
-    description: string;
-    parameters: readonly Json[];
-    requestBody: Json;
-    answers: Record<string, Json>;
-  };
-}
+const parameter = (name: string) => ref(`#/components/parameters/${name}`);
+const responseRef = (name: string) => ref(`#/components/responses/${name}`);
 
-function createPaths(specs: readonly PathSpec[], errors: ReturnType<typeof errorResponses>, used: Set<string>): Json {
-  const responseRef = (name: string) => {
-    used.add(name);
-    return ref(`#/components/responses/${name}`);
-  };
-  const errorAnswers = (route: PathSpec['route'], head: boolean) => {
-    const statuses = [...new Set(ROUTE_ERRORS[route].map((one) => ERROR_STATUS[one]))].sort((a, b) => a - b);
-    return Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errors.get(status)!.name}${head ? 'Head' : ''}`)]));
-  };
-  const paths: Json = {};
-  for (const spec of specs) {
-    const item: Json = {};
-    const { get, post, pathParameters = [] } = spec;
-    if (get) {
-      const { ok, parameters, ...named } = get;
-      item.get = {
-        ...named,
-        tags: ['reads'],
-        parameters: [...pathParameters, ...parameters],
-        responses: { '200': ok, '304': responseRef('NotModified'), ...errorAnswers(spec.route, false) },
-      };
-      const { content: _content, ...okHeaders } = ok;
-      item.head = {
-        operationId: `${get.operationId}Head`,
-        summary: `${get.summary} (headers only)`,
-        description: `The headers \`GET ${spec.path}\` would send, with the same validation and caching; no body.`,
-        tags: ['reads'],
-        parameters: [...pathParameters, ...parameters],
-        responses: {
-          '200': { ...okHeaders, description: 'As GET, without the body.' },
-          '304': responseRef('NotModifiedHead'),
-          ...errorAnswers(spec.route, true),
-        },
-      };
-    }
-    if (post) {
-      const { answers, parameters, requestBody, ...named } = post;
-      item.post = { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers(spec.route, false) } };
-    }
-    item.options = {
-      operationId: `${get?.operationId ?? post!.operationId}Preflight`,
-      summary: 'CORS preflight',
-      description:
-        'Answered for any origin with 204; `Access-Control-Allow-*` is granted only to an `Origin` in `ALLOWED_ORIGINS` (or any, with `*`), never with credentials.',
-      tags: ['cors'],
-      parameters: [...pathParameters, ref('#/components/parameters/Origin'), ref('#/components/parameters/Access-Control-Request-Method')],
-      responses: { '204': responseRef('Preflight') },
+type Operation = { operationId: string; summary: string; description: string; parameters: readonly Json[] };
+
+/** A path's item: its GET and HEAD (derived from GET) or its POST, its preflight and its 405; `{slug}` becomes `:slug` in ROUTE_ERRORS. */
+function pathItem(
+  path: string,
+  errorNames: Map<number, string>,
+  operation: Operation & ({ ok: Json } | { requestBody: Json; answers: Json }),
+): Json {
+  const route = path.replace(/\{(\w+)\}/g, ':$1') as keyof typeof ROUTE_ERRORS;
+  const statuses = [...new Set(ROUTE_ERRORS[route].map((one) => ERROR_STATUS[one]))].sort((a, b) => a - b);
+  const errorAnswers = (suffix: string) =>
+    Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errorNames.get(status)}${suffix}`)]));
+  const pathParameters = [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => parameter(name!));
+  const item: Json = {};
+  if ('ok' in operation) {
+    const { ok, parameters, ...named } = operation;
+    const all = [...pathParameters, ...parameters];
+    item.get = {
+      ...named,
+      tags: ['reads'],
+      parameters: all,
+      responses: { '200': ok, '304': responseRef('NotModified'), ...errorAnswers('') },
     };
-    item['x-other-methods'] = responseRef('MethodNotAllowed');
-    paths[spec.path] = item;
+    const { content: _content, ...okHeaders } = ok;
+    item.head = {
+      operationId: `${named.operationId}Head`,
+      summary: `${named.summary} (headers only)`,
+      description: `The headers \`GET ${path}\` would send, with the same validation and caching; no body.`,
+      tags: ['reads'],
+      parameters: all,
+      responses: {
+        '200': { ...okHeaders, description: 'As GET, without the body.' },
+        '304': responseRef('NotModifiedHead'),
+        ...errorAnswers('Head'),
+      },
+    };
+  } else {
+    const { answers, requestBody, parameters, ...named } = operation;
+    item.post = { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers('') } };
   }
-  return paths;
+  item.options = {
+    operationId: `${operation.operationId}Preflight`,
+    summary: 'CORS preflight',
+    description:
+      'Answered for any origin with 204; `Access-Control-Allow-*` is granted only to an `Origin` in `ALLOWED_ORIGINS` (or any, with `*`), never with credentials.',
+    tags: ['cors'],
+    parameters: [...pathParameters, parameter('Origin'), parameter('Access-Control-Request-Method')],
+    responses: { '204': responseRef('Preflight') },
+  };
+  item['x-other-methods'] = responseRef('MethodNotAllowed');
+  return item;
 }
 
 /** Pure: the same code gives the same bytes. */
@@ -373,9 +341,7 @@ export function createOpenApiDocument(version: string): Json {
 
   const queryParameters = archiveQueryParameters(config.archiveMaxIssues);
   const inputs = subscribeInputs(config.honeypotField);
-  const errors = errorResponses(errorWording(SUBSCRIBE_MAX_BODY_BYTES));
-  const parameter = (name: string) => ref(`#/components/parameters/${name}`);
-  const categoryFields = Object.keys(PublicCategorySchema.shape).join(', ');
+  const errors = errorResponses(ERROR_WORDING);
   const feed = {
     schema: {
       type: 'string',
@@ -384,104 +350,78 @@ export function createOpenApiDocument(version: string): Json {
     },
   };
   const readAnswer = (description: string, content: Json): Json => ({ description, headers: headersOf(READ_HEADERS), content });
+  const jsonOf = (name: string) => ({ [MEDIA_TYPES.json]: { schema: schemaRef(name) } });
+  const fromCache = 'The data, from the cache or the upstream.';
 
-  const used = new Set<string>();
-  const paths = createPaths(
-    [
-      {
-        path: '/api/issues',
-        route: '/api/issues',
-        get: {
-          operationId: 'listIssues',
-          summary: 'A page of the public archive, newest first',
-          description:
-            'Sent, website-visible issues, newest `sentAt` first (undated last, ties by slug). Unknown query parameters are ignored.',
-          parameters: [...Object.keys(queryParameters).map(parameter), parameter('If-None-Match'), parameter('Accept')],
-          ok: readAnswer(
-            'The data, from the cache or the upstream: JSON, or a feed when `format` or `Accept` asks for one. Every answer of this route carries `Vary: Accept` (with `Origin` unless every origin is allowed).',
-            { [MEDIA_TYPES.json]: { schema: schemaRef('ArchivePageBody') }, [MEDIA_TYPES.atom]: feed, [MEDIA_TYPES.rss]: feed },
-          ),
+  const paths: Json = {
+    '/api/issues': pathItem('/api/issues', errors.names, {
+      operationId: 'listIssues',
+      summary: 'A page of the public archive, newest first',
+      description:
+        'Sent, website-visible issues, newest `sentAt` first (undated last, ties by slug). Unknown query parameters are ignored.',
+      parameters: [...Object.keys(queryParameters).map(parameter), parameter('If-None-Match'), parameter('Accept')],
+      ok: readAnswer(
+        'The data, from the cache or the upstream: JSON, or a feed when `format` or `Accept` asks for one. Every answer of this route carries `Vary: Accept` (with `Origin` unless every origin is allowed).',
+        { ...jsonOf('ArchivePageBody'), [MEDIA_TYPES.atom]: feed, [MEDIA_TYPES.rss]: feed },
+      ),
+    }),
+    '/api/issues/{slug}': pathItem('/api/issues/{slug}', errors.names, {
+      operationId: 'getIssue',
+      summary: 'One public issue with its HTML',
+      description: 'A slug that does not match the pattern is a 422 without an upstream call; an unknown, unsent or private issue a 404.',
+      parameters: [parameter('If-None-Match')],
+      ok: readAnswer(fromCache, jsonOf('IssueBody')),
+    }),
+    '/api/categories': pathItem('/api/categories', errors.names, {
+      operationId: 'listCategories',
+      summary: 'Categories for archive navigation, sorted by name',
+      description: `Every category of the publication as \`{ ${Object.keys(PublicCategorySchema.shape).join(', ')} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
+      parameters: [parameter('If-None-Match')],
+      ok: readAnswer(fromCache, jsonOf('CategoriesBody')),
+    }),
+    '/api/subscribe': pathItem('/api/subscribe', errors.names, {
+      operationId: 'subscribe',
+      summary: 'Subscribe one email address',
+      description:
+        'The reply never reveals whether the address was new, already subscribed or refused by the upstream for its status. The rate limit and the origin check run before the body is read. ' +
+        'A form post (not JSON, no `Accept: application/json`) gets a 303 to the configured success URL, or to the page its `returnTo` field names (an absolute URL on the allowed origin the post came from; never forwarded upstream), or to the allowed page it came from (its `Referer`), with `?subscribed=1` or `?subscribe_error=<CODE>` (and `#subscribed` / `#subscribe-error`), for errors too. ' +
+        `A filled honeypot field (${code(config.honeypotField)} by default) is answered as a success.`,
+      parameters: [parameter('Origin')],
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': { schema: schemaRef('SubscribeJsonInput') },
+          'application/x-www-form-urlencoded': { schema: schemaRef('SubscribeFormInput') },
+          'multipart/form-data': { schema: schemaRef('SubscribeFormInput') },
         },
       },
-      {
-        path: '/api/issues/{slug}',
-        route: '/api/issues/:slug',
-        pathParameters: [parameter('slug')],
-        get: {
-          operationId: 'getIssue',
-          summary: 'One public issue with its HTML',
-          description:
-            'A slug that does not match the pattern is a 422 without an upstream call; an unknown, unsent or private issue a 404.',
-          parameters: [parameter('If-None-Match')],
-          ok: readAnswer('The data, from the cache or the upstream.', { [MEDIA_TYPES.json]: { schema: schemaRef('IssueBody') } }),
+      answers: {
+        '200': {
+          description: 'Accepted (a JSON caller).',
+          headers: headersOf(['Cache-Control-No-Store']),
+          content: jsonOf('SubscribeBody'),
+        },
+        '303': {
+          description: 'A form post: back to a page, success or failure in its query and fragment.',
+          headers: headersOf(['Cache-Control-No-Store', 'Location']),
         },
       },
-      {
-        path: '/api/categories',
-        route: '/api/categories',
-        get: {
-          operationId: 'listCategories',
-          summary: 'Categories for archive navigation, sorted by name',
-          description: `Every category of the publication as \`{ ${categoryFields} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
-          parameters: [parameter('If-None-Match')],
-          ok: readAnswer('The data, from the cache or the upstream.', { [MEDIA_TYPES.json]: { schema: schemaRef('CategoriesBody') } }),
-        },
-      },
-      {
-        path: '/api/subscribe',
-        route: '/api/subscribe',
-        post: {
-          operationId: 'subscribe',
-          summary: 'Subscribe one email address',
-          description:
-            'The reply never reveals whether the address was new, already subscribed or refused by the upstream for its status. The rate limit and the origin check run before the body is read. ' +
-            'A form post (not JSON, no `Accept: application/json`) gets a 303 to the configured success URL, or to the page its `returnTo` field names (an absolute URL on the allowed origin the post came from; never forwarded upstream), or to the allowed page it came from (its `Referer`), with `?subscribed=1` or `?subscribe_error=<CODE>` (and `#subscribed` / `#subscribe-error`), for errors too. ' +
-            `A filled honeypot field (${code(config.honeypotField)} by default) is answered as a success.`,
-          parameters: [parameter('Origin')],
-          requestBody: {
-            required: true,
-            content: {
-              'application/json': { schema: schemaRef('SubscribeJsonInput') },
-              'application/x-www-form-urlencoded': { schema: schemaRef('SubscribeFormInput') },
-              'multipart/form-data': { schema: schemaRef('SubscribeFormInput') },
-            },
-          },
-          answers: {
-            '200': {
-              description: 'Accepted (a JSON caller).',
-              headers: headersOf(['Cache-Control-No-Store']),
-              content: { 'application/json': { schema: schemaRef('SubscribeBody') } },
-            },
-            '303': {
-              description: 'A form post: back to a page, success or failure in its query and fragment.',
-              headers: headersOf(['Cache-Control-No-Store', 'Location']),
-            },
-          },
-        },
-      },
-    ],
-    errors,
-    used,
-  );
+    }),
+  };
 
+  const notModified = 'The `If-None-Match` names the current `ETag`: no body.';
+  const notModifiedHeaders = headersOf(['Cache-Control-Public', 'ETag', 'X-Cache', 'Age']);
   const responses: Record<string, Json> = {
-    NotModified: {
-      description: 'The `If-None-Match` names the current `ETag`: no body.',
-      headers: headersOf(['Cache-Control-Public', 'ETag', 'X-Cache', 'Age']),
-    },
+    NotModified: { description: notModified, headers: notModifiedHeaders },
     Preflight: {
       description: 'A CORS preflight (`Access-Control-Allow-*` only for an allowed origin); no body.',
       headers: headersOf(['Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age']),
     },
+    NotModifiedHead: { description: `${notModified} (HEAD: no body)`, headers: notModifiedHeaders },
+    ...errors.responses,
   };
-  responses.NotModifiedHead = {
-    ...responses.NotModified,
-    description: 'The `If-None-Match` names the current `ETag`: no body. (HEAD: no body)',
-  };
-  for (const { name, response, head } of [...errors.values()]) {
-    responses[name] = response;
-    responses[`${name}Head`] = head;
-  }
+  // An unused component is a lint warning.
+  const used = new Set(JSON.stringify(paths).match(/(?<=#\/components\/responses\/)\w+/g));
 
   return {
     openapi: '3.1.0',
@@ -512,7 +452,6 @@ export function createOpenApiDocument(version: string): Json {
         ...HEADER_PARAMETERS,
       },
       headers: responseHeaders(CACHE_STATES),
-      // An unused component is a lint warning.
       responses: Object.fromEntries(Object.entries(responses).filter(([name]) => used.has(name))),
       schemas: { ...componentSchemas(), SubscribeJsonInput: inputs.json, SubscribeFormInput: inputs.form },
     },

@@ -1,13 +1,24 @@
 import { renderAtomFeed } from '../../core/feeds/atom.js';
 import { issueUpdatedAt, latestUpdate } from '../../core/feeds/options.js';
+import { xmlElement } from '../../core/feeds/xml.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
 import { toIssueNeighbour } from '../../core/reads/allow-list.js';
-import { FEED_PATH, subscribeFormFrom, type SiteIdentity } from './layout.js';
-import { LETTER_CSS } from './letter-style.js';
-import { renderArchivePage, renderIssuePage, renderNotFoundPage, renderSearchPage } from './pages.js';
-import { archivePath, createSitePaths, fileOf, isSafeSegment, issuePath, SEARCH_PATH } from './paths.js';
+import {
+  archivePath,
+  createSitePaths,
+  FEED_PATH,
+  fileOf,
+  isSafeSegment,
+  issuePath,
+  renderArchivePage,
+  renderIssuePage,
+  renderNotFoundPage,
+  renderSearchPage,
+  SEARCH_PATH,
+  type SiteIdentity,
+  subscribeFormFrom,
+} from './pages.js';
 import { SEARCH_JS } from './search-script.js';
-import { renderRobots, renderSitemap, type SitemapEntry } from './sitemap.js';
 
 /** Read through the four routes (read.ts). */
 export interface Publication {
@@ -27,94 +38,107 @@ export interface SiteOptions {
   description: string;
   /** examples/site's files and examples/subscribe-form.html. */
   assets: { styleCss: string; subscribeJs: string; faviconSvg: string; subscribeFormSnippet: string };
-  pageSize?: number;
 }
 
 // As archive.js pages.
-const DEFAULT_PAGE_SIZE = 10;
+const PAGE_SIZE = 10;
 // As the service's feed route.
 const FEED_ENTRIES = 20;
 // Not the clock: same input, same bytes.
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
+/** Appended to the example site's style.css. */
+const LETTER_CSS = `
+/* Static site: the letter's own HTML, inline in the issue page. */
+.letter { background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: 1.5rem; font: 1.0625rem/1.65 Georgia, "Iowan Old Style", serif; overflow-wrap: anywhere; }
+.letter h1, .letter h2, .letter h3 { font-family: system-ui, sans-serif; line-height: 1.25; }
+.letter img { max-width: 100%; height: auto; }
+.letter blockquote { margin: 1.25rem 0; padding: .25rem 1rem; border-left: 4px solid #7aa36a; color: #3d4d3d; font-style: italic; }
+.letter table { border-collapse: collapse; max-width: 100%; }
+.letter > :first-child { margin-top: 0; }
+.letter > :last-child { margin-bottom: 0; }
+`;
+
 /** The whole static site as path → content, from data only: the same publication gives the same bytes. */
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = createSitePaths(options.siteUrl);
+  const { title, description, assets } = options;
   const site: SiteIdentity = {
-    title: options.title,
-    description: options.description,
-    subscribeForm: subscribeFormFrom(options.assets.subscribeFormSnippet, options.apiUrl, options.title),
+    title,
+    description,
+    subscribeForm: subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title),
     paths,
   };
-  const pageSize = options.pageSize ?? DEFAULT_PAGE_SIZE;
   const issues = publication.issues.filter((issue) => isSafeSegment(issue.slug));
   const categories = withIssueCategories(publication.categories, issues).filter((category) => isSafeSegment(category.slug));
   const files = new Map<string, string>();
-  const sitemap: SitemapEntry[] = [];
+  const sitemap: { loc: string; lastmod: string | null }[] = [];
+  const page = (path: string, html: string, lastmod: string | null) => {
+    files.set(fileOf(path), html);
+    sitemap.push({ loc: paths.absolute(path), lastmod });
+  };
 
   const listings = [
     { category: undefined, issues },
     ...categories.map((category) => ({ category, issues: issues.filter((issue) => issue.category?.slug === category.slug) })),
   ];
-  for (const listing of listings) {
-    const pages = Math.max(1, Math.ceil(listing.issues.length / pageSize));
+  for (const { category, issues: listed } of listings) {
+    const pages = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
     // Its latest change dates every page of a listing.
-    const lastmod = latestUpdate(listing.issues, EPOCH);
-    for (let page = 1; page <= pages; page++) {
-      const path = archivePath(page, listing.category?.slug);
-      const view = {
-        issues: listing.issues.slice((page - 1) * pageSize, page * pageSize),
-        page,
-        pages,
-        total: listing.issues.length,
-        categories,
-        ...(listing.category ? { category: listing.category } : {}),
-      };
-      files.set(fileOf(path), renderArchivePage(site, view));
-      sitemap.push({ loc: paths.absolute(path), lastmod });
+    const lastmod = latestUpdate(listed, EPOCH);
+    for (let at = 1; at <= pages; at++) {
+      const view = { issues: listed.slice((at - 1) * PAGE_SIZE, at * PAGE_SIZE), page: at, pages, total: listed.length, categories };
+      page(archivePath(at, category?.slug), renderArchivePage(site, category ? { ...view, category } : view), lastmod);
     }
   }
-
   // Neighbours from the pages this build writes, so each link has its page.
+  const neighbour = (next: IssueDetail | undefined) => (next ? toIssueNeighbour(next) : null);
   issues.forEach((issue, at) => {
-    const path = issuePath(issue.slug);
-    const newer = issues[at - 1];
-    const older = issues[at + 1];
-    files.set(
-      fileOf(path),
-      renderIssuePage(site, issue, { newer: newer ? toIssueNeighbour(newer) : null, older: older ? toIssueNeighbour(older) : null }),
-    );
-    sitemap.push({ loc: paths.absolute(path), lastmod: issueUpdatedAt(issue) });
+    const neighbours = { newer: neighbour(issues[at - 1]), older: neighbour(issues[at + 1]) };
+    page(issuePath(issue.slug), renderIssuePage(site, issue, neighbours), issueUpdatedAt(issue));
   });
+
   files.set(fileOf(SEARCH_PATH), renderSearchPage(site, issues, options.searchApiUrl));
   files.set('search.js', SEARCH_JS);
-
-  files.set(
-    FEED_PATH,
-    renderAtomFeed(issues.slice(0, FEED_ENTRIES), {
-      issueUrl: (slug) => paths.absolute(issuePath(slug)),
-      feedUrl: paths.absolute(FEED_PATH),
-      siteUrl: paths.absolute(''),
-      title: options.title,
-      description: options.description,
-      updated: latestUpdate(issues, EPOCH),
-    }),
+  const feed = {
+    issueUrl: (slug: string) => paths.absolute(issuePath(slug)),
+    feedUrl: paths.absolute(FEED_PATH),
+    siteUrl: paths.absolute(''),
+    title,
+    description,
+    updated: latestUpdate(issues, EPOCH),
+  };
+  files.set(FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), feed));
+  const urls = sitemap.map(({ loc, lastmod }) =>
+    [
+      '  <url>',
+      `    ${xmlElement('loc', loc)}`,
+      ...(lastmod ? [`    ${xmlElement('lastmod', lastmod.slice(0, 10))}`] : []),
+      '  </url>',
+    ].join('\n'),
   );
-  files.set('sitemap.xml', renderSitemap(sitemap));
-  files.set('robots.txt', renderRobots(paths.absolute('sitemap.xml')));
+  const urlset = [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">',
+    ...urls,
+    '</urlset>',
+    '',
+  ];
+  files.set('sitemap.xml', urlset.join('\n'));
+  // Every crawler may read everything; the sitemap says where the pages are.
+  files.set('robots.txt', `User-agent: *\nAllow: /\n\nSitemap: ${paths.absolute('sitemap.xml')}\n`);
   files.set('404.html', renderNotFoundPage(site));
-  files.set('style.css', options.assets.styleCss + LETTER_CSS);
-  files.set('favicon.svg', options.assets.faviconSvg);
-  files.set('subscribe.js', options.assets.subscribeJs);
+  files.set('style.css', assets.styleCss + LETTER_CSS);
+  files.set('favicon.svg', assets.faviconSvg);
+  files.set('subscribe.js', assets.subscribeJs);
   return files;
 }
 
 /** The route's categories, plus any an issue names that it lacks (by name), so no category link leads nowhere. */
 function withIssueCategories(listed: readonly PublicCategory[], issues: readonly IssueDetail[]): PublicCategory[] {
-  const bySlug = new Map(listed.map((category) => [category.slug, category]));
   const added = new Map<string, PublicCategory>();
   for (const { category } of issues) {
-    if (category && !bySlug.has(category.slug) && !added.has(category.slug)) added.set(category.slug, category);
+    if (category && !listed.some((known) => known.slug === category.slug) && !added.has(category.slug)) added.set(category.slug, category);
   }
   return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
 }

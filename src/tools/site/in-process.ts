@@ -2,10 +2,7 @@ import { parseConfig } from '../../core/config/config.js';
 import { createLogger } from '../../core/log.js';
 import { createAppForConfig } from '../../core/service.js';
 
-/**
- * The service in the build's own process, configured from `env` as `npm start` would be: a build
- * reads the upstream with the key and runs no service. It reads only the public shapes; logs are redacted.
- */
+/** The service in the build's own process, configured from `env` as `npm start` would be, for a build that reads the upstream itself. */
 export function createInProcessService(
   env: Record<string, string | undefined>,
   options: { fetch?: typeof globalThis.fetch; write: (line: string) => void },

@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createInProcessService } from './in-process.js';
 import { importOptional } from '../../node/optional-package.js';
-import { createSitePaths } from './paths.js';
 import { readPublication } from './read.js';
 import { siteDigest, writeSite } from './write.js';
 
@@ -22,44 +21,40 @@ const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <
 A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
 
-const parseOptions = () =>
-  parseArgs({
-    options: {
-      api: { type: 'string' },
-      'site-url': { type: 'string' },
-      out: { type: 'string' },
-      'read-upstream': { type: 'boolean', default: false },
-      'search-api': { type: 'string' },
-      title: { type: 'string' },
-      description: { type: 'string' },
-      help: { type: 'boolean', default: false },
-    },
-  });
+const OPTIONS = {
+  api: { type: 'string' },
+  'site-url': { type: 'string' },
+  out: { type: 'string' },
+  'read-upstream': { type: 'boolean', default: false },
+  'search-api': { type: 'string' },
+  title: { type: 'string' },
+  description: { type: 'string' },
+  help: { type: 'boolean', default: false },
+} as const;
 
 /** `npm run site:build`: exit 1 on any failure. */
 async function main(): Promise<void> {
-  let values: ReturnType<typeof parseOptions>['values'];
+  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>> | undefined;
   try {
-    ({ values } = parseOptions());
+    parsed = parseArgs({ options: OPTIONS });
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
-    process.exitCode = 1;
-    return;
+    process.stderr.write(`${(error as Error).message}\n`);
   }
-  if (values.help) {
+  const values = parsed?.values;
+  if (values?.help) {
     process.stdout.write(USAGE);
     return;
   }
-  if (!values.api || !values['site-url'] || !values.out) {
+  if (!values?.api || !values['site-url'] || !values.out) {
     process.stderr.write(USAGE);
     process.exitCode = 1;
     return;
   }
   // A bad --site-url or --search-api fails before anything is read.
-  createSitePaths(values['site-url']);
+  const isHttp = (url: string) => /^https?:$/.test(new URL(url).protocol);
+  if (!isHttp(values['site-url'])) throw new Error('the site URL must be http(s)');
   const searchApi = values['search-api'] ?? values.api;
-  if (searchApi !== 'none' && !/^https?:$/.test(new URL(searchApi).protocol))
-    throw new Error('--search-api must be an http(s) URL or none');
+  if (searchApi !== 'none' && !isHttp(searchApi)) throw new Error('--search-api must be an http(s) URL or none');
   // sanitize-html is optional: loaded before any read.
   const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
   const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);

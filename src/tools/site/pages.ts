@@ -1,13 +1,163 @@
+import { xmlText } from '../../core/feeds/xml.js';
 import type { IssueDetail, IssueNeighbour, IssueSummary, PublicCategory } from '../../core/public-shapes.js';
 import { searchWords } from '../../core/reads/letter-text.js';
-import { articleExtras, renderHead } from './head.js';
-import { escapeHtml, timeHtml, truncate } from './html.js';
-import { renderPage, type SiteIdentity } from './layout.js';
-import { archivePath, isSafeSegment, issuePath, SEARCH_PATH } from './paths.js';
+import { SLUG_PATTERN } from '../../core/slug.js';
 import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
+
+/*
+ * A page path is relative to the site's root: a folder ending in `/`, or a file. Links use the
+ * site URL's own path, so a site built for https://example.com/letters/ works from that folder.
+ */
+export interface SitePaths {
+  absolute(path: string): string;
+  /** From the site's root folder (`/letters/issues/x/`). */
+  href(path: string): string;
+}
+
+/** `siteUrl` must be absolute http(s); a missing trailing slash is added. */
+export function createSitePaths(siteUrl: string): SitePaths {
+  const root = new URL(siteUrl);
+  if (root.protocol !== 'https:' && root.protocol !== 'http:') throw new Error('the site URL must be http(s)');
+  root.search = '';
+  root.hash = '';
+  if (!root.pathname.endsWith('/')) root.pathname += '/';
+  return { absolute: (path) => root.href + path, href: (path) => root.pathname + path };
+}
+
+/** `''` is the archive's first page. */
+export function archivePath(page: number, category?: string): string {
+  const base = category === undefined ? '' : `categories/${category}/`;
+  return page <= 1 ? base : `${base}page/${page}/`;
+}
+
+export const issuePath = (slug: string) => `issues/${slug}/`;
+export const SEARCH_PATH = 'search/';
+export const FEED_PATH = 'feed.xml';
+export const fileOf = (path: string) => (path === '' || path.endsWith('/') ? `${path}index.html` : path);
+/** A slug becomes a folder name: the slug rule, checked here for categories too. */
+export const isSafeSegment = (slug: string) => SLUG_PATTERN.test(slug);
+
+/** One audited escape guards every page and feed: HTML forbids the same characters. */
+const escapeHtml = xmlText;
 
 // Search engines show about this much of a description.
 const DESCRIPTION_MAX = 160;
+
+export interface SiteIdentity {
+  title: string;
+  description: string;
+  /** Already pointed at the service (`subscribeFormFrom`). */
+  subscribeForm: string;
+  paths: SitePaths;
+}
+
+/** JSON inside `<script>`: no value can close the element; U+2028/U+2029 escaped for older parsers. */
+function inlineJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/** "15 November 2026" in UTC, by hand so the bytes do not depend on the ICU build. */
+function timeHtml(iso: string | null): string {
+  if (!iso) return '';
+  const date = new Date(iso);
+  return `<time datetime="${escapeHtml(iso)}">${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}</time>`;
+}
+
+/** At most `max` characters, cut at a word boundary with an ellipsis. */
+function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
+}
+
+interface HeadTags {
+  title: string;
+  /** On a shared card the site's name shows anyway (defaults to `title`). */
+  socialTitle?: string;
+  description: string;
+  canonical?: string;
+  image?: string | null;
+  /** Already HTML. */
+  extra?: string[];
+}
+
+function renderHead(site: SiteIdentity, tags: HeadTags, ogType: 'website' | 'article'): string {
+  const meta = (attribute: 'name' | 'property', key: string, value: string) =>
+    `<meta ${attribute}="${key}" content="${escapeHtml(value)}">`;
+  const social = tags.socialTitle ?? tags.title;
+  return [
+    `<title>${escapeHtml(tags.title)}</title>`,
+    meta('name', 'description', tags.description),
+    ...(tags.canonical ? [`<link rel="canonical" href="${escapeHtml(tags.canonical)}">`] : []),
+    meta('property', 'og:site_name', site.title),
+    meta('property', 'og:type', ogType),
+    meta('property', 'og:title', social),
+    meta('property', 'og:description', tags.description),
+    ...(tags.canonical ? [meta('property', 'og:url', tags.canonical)] : []),
+    ...(tags.image ? [meta('property', 'og:image', tags.image)] : []),
+    meta('name', 'twitter:card', tags.image ? 'summary_large_image' : 'summary'),
+    meta('name', 'twitter:title', social),
+    meta('name', 'twitter:description', tags.description),
+    ...(tags.image ? [meta('name', 'twitter:image', tags.image)] : []),
+    ...(tags.extra ?? []),
+  ].join('\n');
+}
+
+function renderPage(site: SiteIdentity, parts: { head: string; main: string; skipLinkLabel: string }): string {
+  const href = (path: string) => escapeHtml(site.paths.href(path));
+  const title = escapeHtml(site.title);
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<!-- The no-JavaScript subscribe path redirects back to the Referer: keep it sent even if the host says no-referrer. -->
+<meta name="referrer" content="strict-origin-when-cross-origin">
+${parts.head}
+<link rel="alternate" type="application/atom+xml" title="${title}" href="${href(FEED_PATH)}">
+<link rel="icon" href="${href('favicon.svg')}" type="image/svg+xml">
+<link rel="stylesheet" href="${href('style.css')}">
+<script src="${href('subscribe.js')}" defer></script>
+</head>
+<body>
+<a class="skip-link" href="#main">${escapeHtml(parts.skipLinkLabel)}</a>
+<header class="site-header">
+  <div class="wrap">
+    <a class="brand" href="${href('')}">${title}</a>
+    <p class="tagline">${escapeHtml(site.description)}</p>
+  </div>
+</header>
+<main id="main" class="wrap layout">
+${parts.main}
+<aside class="subscribe-box" aria-labelledby="subscribe-title">
+  <h2 id="subscribe-title">Get the next issue</h2>
+  <p>New issues by email. No spam, and you can leave with one click.</p>
+${site.subscribeForm}
+</aside>
+</main>
+<footer class="site-footer">
+  <div class="wrap">
+    <p><a href="${href('')}">Archive</a> · <a href="${href(FEED_PATH)}">Atom feed</a></p>
+  </div>
+</footer>
+</body>
+</html>
+`;
+}
+
+// The snippet's placeholders: its service address and its name for the publication.
+const SNIPPET_SERVICE = 'https://newsletter-bff.example.com';
+const SNIPPET_NAME = 'of the newsletter.';
+
+/** examples/subscribe-form.html's form, pointed at the service and named for the publication. */
+export function subscribeFormFrom(snippet: string, apiUrl: string, title: string): string {
+  const form = /<form[\s\S]*<\/form>/.exec(snippet)?.[0];
+  if (!form?.includes(SNIPPET_SERVICE)) throw new Error('the subscribe form snippet has no <form> posting to its placeholder address');
+  return form.replaceAll(SNIPPET_SERVICE, escapeHtml(apiUrl.replace(/\/+$/, ''))).replace(SNIPPET_NAME, `of ${escapeHtml(title)}.`);
+}
 
 export interface ArchivePage {
   issues: readonly IssueSummary[];
@@ -25,10 +175,10 @@ export function renderArchivePage(site: SiteIdentity, view: ArchivePage): string
   const heading = view.category ? view.category.name : 'Archive';
   const title = [heading, view.page > 1 ? `page ${view.page}` : undefined, site.title].filter(Boolean).join(' · ');
   const description = view.category ? `Issues of ${site.title} in ${view.category.name}.` : site.description;
-  const pager = (page: number) => paths.href(archivePath(page, slug));
+  const pager = (page: number) => escapeHtml(paths.href(archivePath(page, slug)));
   const extra = [
-    ...(view.page > 1 ? [`<link rel="prev" href="${escapeHtml(pager(view.page - 1))}">`] : []),
-    ...(view.page < view.pages ? [`<link rel="next" href="${escapeHtml(pager(view.page + 1))}">`] : []),
+    ...(view.page > 1 ? [`<link rel="prev" href="${pager(view.page - 1)}">`] : []),
+    ...(view.page < view.pages ? [`<link rel="next" href="${pager(view.page + 1)}">`] : []),
   ];
   const head = renderHead(site, { title, description, canonical: paths.absolute(archivePath(view.page, slug)), extra }, 'website');
   const categoryLink = (label: string, target: string | undefined) =>
@@ -42,9 +192,9 @@ export function renderArchivePage(site: SiteIdentity, view: ArchivePage): string
   const pagerNav =
     view.pages > 1
       ? `<nav class="pager" aria-label="Archive pages">` +
-        (view.page > 1 ? `<a href="${escapeHtml(pager(view.page - 1))}" rel="prev">← Newer issues</a>` : '<span></span>') +
+        (view.page > 1 ? `<a href="${pager(view.page - 1)}" rel="prev">← Newer issues</a>` : '<span></span>') +
         `<span>Page ${view.page} of ${view.pages}</span>` +
-        (view.page < view.pages ? `<a href="${escapeHtml(pager(view.page + 1))}" rel="next">Older issues →</a>` : '<span></span>') +
+        (view.page < view.pages ? `<a href="${pager(view.page + 1)}" rel="next">Older issues →</a>` : '<span></span>') +
         `</nav>`
       : '';
   const main = `<section class="archive" aria-labelledby="archive-title">
@@ -58,20 +208,19 @@ ${pagerNav}
   return renderPage(site, { head, main, skipLinkLabel: 'Skip to the archive' });
 }
 
-function searchForm(site: SiteIdentity, value = ''): string {
+function searchForm(site: SiteIdentity): string {
   return `<form class="search" id="search" role="search" method="get" action="${escapeHtml(site.paths.href(SEARCH_PATH))}">
 <label for="search-q">Search the archive</label>
-<div class="search-row"><input id="search-q" name="q" type="search" maxlength="200" autocomplete="off" spellcheck="false"${value ? ` value="${escapeHtml(value)}"` : ''}><button type="submit">Search</button></div>
+<div class="search-row"><input id="search-q" name="q" type="search" maxlength="200" autocomplete="off" spellcheck="false"><button type="submit">Search</button></div>
 </form>`;
 }
 
 function issueCard(site: SiteIdentity, issue: IssueSummary): string {
-  const href = escapeHtml(site.paths.href(issuePath(issue.slug)));
   const image = issue.thumbnailUrl ? `<img src="${escapeHtml(issue.thumbnailUrl)}" alt="" loading="lazy" decoding="async">` : '';
   return `<li class="issue-card">
 <div class="thumb">${image}</div>
 <div class="issue-text">
-<h2><a href="${href}">${escapeHtml(issue.subject)}</a></h2>
+<h2><a href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}">${escapeHtml(issue.subject)}</a></h2>
 ${metaLine(site, issue)}
 ${issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` : ''}
 </div>
@@ -91,41 +240,43 @@ function metaLine(site: SiteIdentity, issue: IssueSummary): string {
   return `<p class="meta">${parts.join(' · ')}</p>`;
 }
 
-export interface Neighbours {
-  newer: IssueNeighbour | null;
-  older: IssueNeighbour | null;
-}
-
-function neighboursNav(site: SiteIdentity, neighbours: Neighbours): string {
-  if (!neighbours.newer && !neighbours.older) return '';
-  const link = (issue: IssueNeighbour | null, rel: 'prev' | 'next', label: string) =>
-    issue
-      ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}" rel="${rel}">${label}</a>`
-      : '';
-  return `<nav class="neighbours" aria-label="Newer and older issues">${link(neighbours.newer, 'prev', `← Newer: ${escapeHtml(neighbours.newer?.subject ?? '')}`)}${link(neighbours.older, 'next', `Older: ${escapeHtml(neighbours.older?.subject ?? '')} →`)}</nav>`;
-}
-
 /** The letter's sanitised HTML inline: indexable, readable without JavaScript. */
 export function renderIssuePage(
   site: SiteIdentity,
   issue: IssueDetail,
-  neighbours: Neighbours = { newer: issue.newer, older: issue.older },
+  neighbours: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
 ): string {
   const url = site.paths.absolute(issuePath(issue.slug));
   const letter = issue.contentHtml ? withoutLeadingTitle(sanitizeLetter(issue.contentHtml), issue.subject) : '';
   const description = truncate(issue.previewText || letterText(letter) || site.description, DESCRIPTION_MAX);
-  const head = renderHead(
-    site,
-    {
-      title: `${issue.subject} · ${site.title}`,
-      socialTitle: issue.subject,
-      description,
-      canonical: url,
-      image: issue.thumbnailUrl,
-      extra: articleExtras(site, issue, url, description),
-    },
-    'article',
-  );
+  const article = {
+    '@context': 'https://schema.org',
+    '@type': 'Article',
+    headline: issue.subject,
+    description,
+    url,
+    mainEntityOfPage: url,
+    ...(issue.sentAt ? { datePublished: issue.sentAt } : {}),
+    ...(issue.thumbnailUrl ? { image: [issue.thumbnailUrl] } : {}),
+    ...(issue.category ? { articleSection: issue.category.name } : {}),
+    publisher: { '@type': 'Organization', name: site.title, url: site.paths.absolute('') },
+  };
+  const extra = [
+    ...(issue.sentAt ? [`<meta property="article:published_time" content="${escapeHtml(issue.sentAt)}">`] : []),
+    ...(issue.category ? [`<meta property="article:section" content="${escapeHtml(issue.category.name)}">`] : []),
+    `<script type="application/ld+json">${inlineJson(article)}</script>`,
+  ];
+  const tags = { title: `${issue.subject} · ${site.title}`, socialTitle: issue.subject, description, canonical: url, extra };
+  const head = renderHead(site, { ...tags, image: issue.thumbnailUrl }, 'article');
+  const link = (to: IssueNeighbour | null, rel: 'prev' | 'next', label: string) =>
+    to
+      ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${escapeHtml(site.paths.href(issuePath(to.slug)))}" rel="${rel}">${label}</a>`
+      : '';
+  const { newer, older } = neighbours;
+  const nav =
+    newer || older
+      ? `<nav class="neighbours" aria-label="Newer and older issues">${link(newer, 'prev', `← Newer: ${escapeHtml(newer?.subject ?? '')}`)}${link(older, 'next', `Older: ${escapeHtml(older?.subject ?? '')} →`)}</nav>`
+      : '';
   const main = `<div class="issue-page">
 <p class="back"><a href="${escapeHtml(site.paths.href(''))}">← All issues</a></p>
 <article class="issue" aria-labelledby="issue-title">
@@ -136,7 +287,7 @@ ${issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` 
 </header>
 ${letter ? `<div class="letter">\n${letter}\n</div>` : '<p class="state">This issue has no web version.</p>'}
 </article>
-${neighboursNav(site, neighbours)}
+${nav}
 </div>`;
   return renderPage(site, { head, main, skipLinkLabel: 'Skip to the issue' });
 }

@@ -6,8 +6,6 @@ import type { Publication } from './build.js';
 export interface ReadOptions {
   apiUrl: string;
   fetch?: typeof globalThis.fetch;
-  /** Issue pages read at once: a build is one visitor, not a crowd. */
-  concurrency?: number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
   /** So a long build says why it pauses. */
@@ -18,6 +16,7 @@ export interface ReadOptions {
 const PAGE_LIMIT = 100;
 // A bound for the loop.
 const MAX_PAGES = 1000;
+/** Issue pages read at once: a build is one visitor, not a crowd. */
 export const DEFAULT_CONCURRENCY = 4;
 const TIMEOUT_MS = 30_000;
 /** A build waits out a budget or a hold-off, and still ends when the service stays busy. */
@@ -32,19 +31,17 @@ export class SiteReadError extends Error {
 }
 
 /** `hc<AppType>` with a timeout and a retry after a busy answer; shared by the site builder and the Astro loader. */
-export function createReadClient(options: Pick<ReadOptions, 'apiUrl' | 'fetch' | 'sleep' | 'now' | 'onWait'>) {
+export function createReadClient(options: ReadOptions) {
   const fetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const now = options.now ?? Date.now;
-  const fetchOnce = (input: RequestInfo | URL, init: RequestInit | undefined, path: string) =>
-    fetch(input, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) }).catch((error: unknown) => {
-      throw new SiteReadError(`could not read ${path} from ${options.apiUrl}: ${(error as Error).message}`, { cause: error });
-    });
   return hc<AppType>(options.apiUrl.replace(/\/+$/, ''), {
     async fetch(input: RequestInfo | URL, init?: RequestInit) {
       const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
       for (let attempt = 1; ; attempt++) {
-        const response = await fetchOnce(input, init, path);
+        const response = await fetch(input, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) }).catch((error: unknown) => {
+          throw new SiteReadError(`could not read ${path} from ${options.apiUrl}: ${(error as Error).message}`, { cause: error });
+        });
         const ms = attempt <= MAX_RETRIES ? retryWaitMs(response, attempt, now()) : undefined;
         if (ms === undefined) return response;
         await response.body?.cancel();
@@ -72,12 +69,10 @@ export async function readArchive(client: ReturnType<typeof createReadClient>): 
 export async function readPublication(options: ReadOptions): Promise<Publication> {
   const client = createReadClient(options);
   const summaries = await readArchive(client);
-
   const categoriesResponse = await client.api.categories.$get();
   if (categoriesResponse.status !== 200) throw new SiteReadError(`GET /api/categories answered ${categoriesResponse.status}`);
   const { data: categories } = await categoriesResponse.json();
-
-  const issues = await mapWithConcurrency(summaries, options.concurrency ?? DEFAULT_CONCURRENCY, async (summary) => {
+  const issues = await mapWithConcurrency(summaries, DEFAULT_CONCURRENCY, async (summary) => {
     const response = await client.api.issues[':slug'].$get({ param: { slug: summary.slug } });
     if (response.status !== 200) throw new SiteReadError(`GET /api/issues/${summary.slug} answered ${response.status}`);
     return (await response.json()).data;
