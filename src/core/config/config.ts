@@ -8,8 +8,8 @@ import { MIN_API_KEY_LENGTH, createRedactor } from '../redact.js';
 import { addIssue, blankToUndefined, preprocess, wholeNumber } from '../validation.js';
 
 /*
- * Every variable of docs/configuration.md: its rule and default in ConfigSchema, and the Config
- * field it fills in FIELDS. Blank is unset everywhere; a Worker binding may hold a number or a boolean.
+ * Every variable of docs/configuration.md, in one table (VARIABLES): the Config field it fills, its
+ * rule and its default. Blank is unset everywhere; a Worker binding may hold a number or a boolean.
  */
 
 const MIB = 1024 * 1024;
@@ -119,158 +119,128 @@ function parsePublicBaseUrl(value: string): string {
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
-const ConfigSchema = z.object({
-  // Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
-  NEWSLETTER_API_KEY: optional(
-    z
-      .string({ error: 'must be a string' })
-      .check(
-        z.regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII with no spaces' }),
-        z.minLength(MIN_API_KEY_LENGTH, { error: `is shorter than ${MIN_API_KEY_LENGTH} characters (was all of it copied?)` }),
-        z.maxLength(4096, { error: 'is longer than 4096 characters' }),
-      ),
-  ),
-  NEWSLETTER_API_BASE_URL: optional(parsed(parseBaseUrl, 'must be a URL')),
-  ALLOWED_ORIGINS: withDefault(parsed(parseOrigins, 'must be a comma-separated list of origins'), []),
-  PORT: count(1, 65535, 8787),
-  HOST: withDefault(satisfying(isListenHost, 'must be a host name or an IP address (such as 127.0.0.1, 0.0.0.0 or ::)'), '127.0.0.1'),
-  CACHE_TTL_SECONDS: count(1, 86_400, 60),
-  // 0 (unset): as CACHE_TTL_SECONDS.
-  CATEGORIES_TTL_SECONDS: count(1, 86_400, 0),
-  CACHE_MAX_BYTES: count(MIB, 4096 * MIB, 64 * MIB),
-  NOT_FOUND_CACHE_TTL_SECONDS: count(1, 3600, 30),
-  ARCHIVE_MAX_ISSUES: count(200, 100_000, 5000),
-  UPSTREAM_TIMEOUT_MS: count(100, 60_000, 8000),
-  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: count(1, 10_000, 10),
-  SUBSCRIBE_SOURCE_TYPE: oneOf(SUBSCRIBER_SOURCE_TYPES, 'embed'),
-  SUBSCRIBE_DEFAULT_SOURCE: withDefault(z.string().check(z.maxLength(160, { error: 'must be at most 160 characters' })), 'website'),
-  SUBSCRIBE_REDIRECT_URL: optional(satisfying((value) => parseHttpUrl(value) !== undefined, 'must be an absolute http(s) URL')),
-  SUBSCRIBE_HONEYPOT_FIELD: withDefault(
-    z.string().check(
-      z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
-      z.refine((value) => !SUBSCRIBE_FIELDS.includes(value), { error: 'must not be one of the real form fields' }),
+// Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
+const apiKey = z
+  .string({ error: 'must be a string' })
+  .check(
+    z.regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII with no spaces' }),
+    z.minLength(MIN_API_KEY_LENGTH, { error: `is shorter than ${MIN_API_KEY_LENGTH} characters (was all of it copied?)` }),
+    z.maxLength(4096, { error: 'is longer than 4096 characters' }),
+  );
+const listenHost = (examples: string) =>
+  withDefault(satisfying(isListenHost, `must be a host name or an IP address (such as ${examples})`), '127.0.0.1');
+const atMost = (max: number) => z.string().check(z.maxLength(max, { error: `must be at most ${max} characters` }));
+const honeypotField = z.string().check(
+  z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
+  z.refine((value) => !SUBSCRIBE_FIELDS.includes(value), { error: 'must not be one of the real form fields' }),
+);
+function parseProxies(value: string) {
+  const { list, invalid } = parseAddressList(value);
+  if (invalid.length === 0) return list;
+  return fail(`has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
+}
+const flag = preprocess(
+  (value) => {
+    const text = bindingText(value);
+    return typeof text === 'string' ? text.toLowerCase() : text;
+  },
+  z._default(
+    z.pipe(
+      z.enum(['true', 'false'], { error: 'must be true or false' }),
+      z.transform((value) => value === 'true'),
     ),
-    'website',
+    false,
   ),
-  // docs/node-http.md "What a connection costs" says why 4096.
-  MAX_CONNECTIONS: count(16, 1_000_000, 4096),
-  // No longer used; accepted with a notice at start-up.
-  MAX_CONNECTIONS_PER_CLIENT: count(1, 1_000_000, 0),
-  HEADERS_TIMEOUT_SECONDS: count(1, 15, 10),
-  REQUEST_TIMEOUT_SECONDS: count(1, 30, 30),
-  TRUST_PROXY_HOPS: count(0, 10, 0),
-  RATE_LIMIT_IPV6_PREFIX: count(32, 128, 64),
-  TRUSTED_PROXIES: optional(
-    parsed((value) => {
-      const { list, invalid } = parseAddressList(value);
-      if (invalid.length === 0) return list;
-      return fail(`has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
-    }, 'must be a comma-separated list of addresses or CIDR networks'),
-  ),
-  TURNSTILE_SECRET_KEY: optional(z.string()),
-  TURNSTILE_SITE_KEY: optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }))),
-  TURNSTILE_VERIFY_URL: withDefault(z.string().check(httpsUrl), 'https://challenges.cloudflare.com/turnstile/v0/siteverify'),
-  TURNSTILE_MODE: oneOf(['always', 'surge'], 'always'),
-  // 0 turns surge detection off; docs/subscribe.md says why 30.
-  SUBSCRIBE_SURGE_PER_MINUTE: count(0, 100_000, 30),
-  SUBSCRIBE_SURGE_SECONDS: count(10, 86_400, 600),
-  SUBSCRIBE_BLOCK_DISPOSABLE: preprocess(
-    (value) => {
-      const text = bindingText(value);
-      return typeof text === 'string' ? text.toLowerCase() : text;
-    },
-    z._default(
-      z.pipe(
-        z.enum(['true', 'false'], { error: 'must be true or false' }),
-        z.transform((value) => value === 'true'),
-      ),
-      false,
-    ),
-  ),
-  ALERT_WEBHOOK_URL: optional(z.string({ error: HTTPS_ONLY }).check(httpsUrl)),
-  ARCHIVE_RESYNC_SECONDS: count(10, 86_400, 600),
-  INDEX_REFRESH_MIN_SECONDS: count(0, 300, 5),
-  READ_BUDGET_PER_MINUTE: count(1, 100_000, 120),
-  READ_BUDGET_PER_CLIENT_PER_MINUTE: count(1, 100_000, 30),
-  DEPLOY_HOOK_URL: optional(z.string({ error: HOOK_URL_RULE }).check(z.refine(isHookUrl, { error: HOOK_URL_RULE }))),
-  // Validated for shape only, and never echoed: the URL may carry a password.
-  REDIS_URL: optional(
-    z
-      .string({ error: 'must be a redis:// or rediss:// URL' })
-      .check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' })),
-  ),
-  REDIS_TIMEOUT_MS: count(10, 5000, 100),
-  SITE_ISSUE_URL: optional(
-    z.string().check(
-      z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
-      z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
-        error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
-      }),
-    ),
-  ),
-  PUBLICATION_NAME: optional(z.string().check(z.maxLength(200, { error: 'must be at most 200 characters' }))),
-  PUBLIC_BASE_URL: optional(parsed(parsePublicBaseUrl)),
-  NODE_ENV: optional(z.string()),
-  // How List Issues pages is not documented: the defaults are guesses (docs/upstream.md "Assumptions").
-  UPSTREAM_LIST_LIMIT_PARAM: withDefault(queryParameterName, DEFAULT_LIST_PAGING.limitParam),
-  UPSTREAM_LIST_PAGING: oneOf(['offset', 'page'], DEFAULT_LIST_PAGING.style),
-  UPSTREAM_LIST_PAGING_PARAM: optional(queryParameterName),
-  UPSTREAM_LIST_PAGE_SIZE: count(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize),
-  // 0 stands for "unset" (the default is not validated): no admin listener.
-  ADMIN_PORT: count(1, 65535, 0),
-  ADMIN_HOST: withDefault(satisfying(isListenHost, 'must be a host name or an IP address (such as 127.0.0.1 or ::1)'), '127.0.0.1'),
-  ADMIN_UNREADY_AFTER_SECONDS: count(1, 3600, 60),
-  ACCESS_LOG: oneOf(['summary', 'all'], 'summary'),
-});
+);
+// Validated for shape only, and never echoed: the URL may carry a password.
+const redisUrl = z
+  .string({ error: 'must be a redis:// or rediss:// URL' })
+  .check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }));
+const siteIssueUrl = z.string().check(
+  z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
+  z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
+    error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
+  }),
+);
+const PROXY_LIST = 'must be a comma-separated list of addresses or CIDR networks';
+const SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
 
+/** Each variable: the Config field it fills (null: worked out in parseConfig), and its rule and default. */
+const VARIABLES = {
+  NEWSLETTER_API_KEY: ['apiKey', optional(apiKey)],
+  NEWSLETTER_API_BASE_URL: ['apiBaseUrl', optional(parsed(parseBaseUrl, 'must be a URL'))],
+  ALLOWED_ORIGINS: ['allowedOrigins', withDefault(parsed(parseOrigins, 'must be a comma-separated list of origins'), [])],
+  PORT: ['port', count(1, 65535, 8787)],
+  HOST: ['host', listenHost('127.0.0.1, 0.0.0.0 or ::')],
+  CACHE_TTL_SECONDS: ['cacheTtlSeconds', count(1, 86_400, 60)],
+  // 0 (unset): as CACHE_TTL_SECONDS.
+  CATEGORIES_TTL_SECONDS: [null, count(1, 86_400, 0)],
+  CACHE_MAX_BYTES: ['cacheMaxBytes', count(MIB, 4096 * MIB, 64 * MIB)],
+  NOT_FOUND_CACHE_TTL_SECONDS: ['notFoundTtlSeconds', count(1, 3600, 30)],
+  ARCHIVE_MAX_ISSUES: ['archiveMaxIssues', count(200, 100_000, 5000)],
+  UPSTREAM_TIMEOUT_MS: ['upstreamTimeoutMs', count(100, 60_000, 8000)],
+  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: ['subscribeRateLimitPerMinute', count(1, 10_000, 10)],
+  SUBSCRIBE_SOURCE_TYPE: ['subscribeSourceType', oneOf(SUBSCRIBER_SOURCE_TYPES, 'embed')],
+  SUBSCRIBE_DEFAULT_SOURCE: ['subscribeDefaultSource', withDefault(atMost(160), 'website')],
+  SUBSCRIBE_REDIRECT_URL: [
+    'subscribeRedirectUrl',
+    optional(satisfying((value) => parseHttpUrl(value) !== undefined, 'must be an absolute http(s) URL')),
+  ],
+  SUBSCRIBE_HONEYPOT_FIELD: ['honeypotField', withDefault(honeypotField, 'website')],
+  // docs/node-http.md "What a connection costs" says why 4096.
+  MAX_CONNECTIONS: ['maxConnections', count(16, 1_000_000, 4096)],
+  // No longer used; accepted with a notice at start-up.
+  MAX_CONNECTIONS_PER_CLIENT: [null, count(1, 1_000_000, 0)],
+  HEADERS_TIMEOUT_SECONDS: [null, count(1, 15, 10)],
+  REQUEST_TIMEOUT_SECONDS: [null, count(1, 30, 30)],
+  TRUST_PROXY_HOPS: ['trustProxyHops', count(0, 10, 0)],
+  RATE_LIMIT_IPV6_PREFIX: ['rateLimitIpv6Prefix', count(32, 128, 64)],
+  TRUSTED_PROXIES: ['trustedProxies', optional(parsed(parseProxies, PROXY_LIST))],
+  TURNSTILE_SECRET_KEY: ['turnstileSecretKey', optional(z.string())],
+  TURNSTILE_SITE_KEY: [
+    'turnstileSiteKey',
+    optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }))),
+  ],
+  TURNSTILE_VERIFY_URL: ['turnstileVerifyUrl', withDefault(z.string().check(httpsUrl), SITEVERIFY_URL)],
+  TURNSTILE_MODE: ['turnstileMode', oneOf(['always', 'surge'], 'always')],
+  // 0 turns surge detection off; docs/subscribe.md says why 30.
+  SUBSCRIBE_SURGE_PER_MINUTE: ['subscribeSurgePerMinute', count(0, 100_000, 30)],
+  SUBSCRIBE_SURGE_SECONDS: ['subscribeSurgeSeconds', count(10, 86_400, 600)],
+  SUBSCRIBE_BLOCK_DISPOSABLE: ['subscribeBlockDisposable', flag],
+  ALERT_WEBHOOK_URL: ['alertWebhookUrl', optional(z.string({ error: HTTPS_ONLY }).check(httpsUrl))],
+  ARCHIVE_RESYNC_SECONDS: ['archiveResyncSeconds', count(10, 86_400, 600)],
+  INDEX_REFRESH_MIN_SECONDS: ['indexRefreshMinSeconds', count(0, 300, 5)],
+  READ_BUDGET_PER_MINUTE: ['readBudgetPerMinute', count(1, 100_000, 120)],
+  READ_BUDGET_PER_CLIENT_PER_MINUTE: ['readBudgetPerClientPerMinute', count(1, 100_000, 30)],
+  DEPLOY_HOOK_URL: ['deployHookUrl', optional(z.string({ error: HOOK_URL_RULE }).check(z.refine(isHookUrl, { error: HOOK_URL_RULE })))],
+  REDIS_URL: ['redisUrl', optional(redisUrl)],
+  REDIS_TIMEOUT_MS: ['redisTimeoutMs', count(10, 5000, 100)],
+  SITE_ISSUE_URL: ['siteIssueUrl', optional(siteIssueUrl)],
+  PUBLICATION_NAME: ['publicationName', optional(atMost(200))],
+  PUBLIC_BASE_URL: ['publicBaseUrl', optional(parsed(parsePublicBaseUrl))],
+  NODE_ENV: [null, optional(z.string())],
+  // How List Issues pages is not documented: the defaults are guesses (docs/upstream.md "Assumptions").
+  UPSTREAM_LIST_LIMIT_PARAM: [null, withDefault(queryParameterName, DEFAULT_LIST_PAGING.limitParam)],
+  UPSTREAM_LIST_PAGING: [null, oneOf(['offset', 'page'], DEFAULT_LIST_PAGING.style)],
+  UPSTREAM_LIST_PAGING_PARAM: [null, optional(queryParameterName)],
+  UPSTREAM_LIST_PAGE_SIZE: [null, count(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize)],
+  // 0 stands for "unset" (the default is not validated): no admin listener.
+  ADMIN_PORT: [null, count(1, 65535, 0)],
+  ADMIN_HOST: ['adminHost', listenHost('127.0.0.1 or ::1')],
+  ADMIN_UNREADY_AFTER_SECONDS: ['adminUnreadyAfterSeconds', count(1, 3600, 60)],
+  ACCESS_LOG: ['accessLog', oneOf(['summary', 'all'], 'summary')],
+} as const;
+
+type Variables = typeof VARIABLES;
+const ConfigSchema = z.object(
+  Object.fromEntries(Object.entries(VARIABLES).map(([name, [, rule]]) => [name, rule])) as {
+    -readonly [Name in keyof Variables]: Variables[Name][1];
+  },
+);
 type Env = z.output<typeof ConfigSchema>;
 
-/** The Config fields read straight from one variable each. */
-const FIELDS = {
-  apiKey: 'NEWSLETTER_API_KEY',
-  apiBaseUrl: 'NEWSLETTER_API_BASE_URL',
-  allowedOrigins: 'ALLOWED_ORIGINS',
-  port: 'PORT',
-  host: 'HOST',
-  cacheTtlSeconds: 'CACHE_TTL_SECONDS',
-  cacheMaxBytes: 'CACHE_MAX_BYTES',
-  notFoundTtlSeconds: 'NOT_FOUND_CACHE_TTL_SECONDS',
-  archiveMaxIssues: 'ARCHIVE_MAX_ISSUES',
-  upstreamTimeoutMs: 'UPSTREAM_TIMEOUT_MS',
-  subscribeRateLimitPerMinute: 'SUBSCRIBE_RATE_LIMIT_PER_MINUTE',
-  subscribeSourceType: 'SUBSCRIBE_SOURCE_TYPE',
-  subscribeDefaultSource: 'SUBSCRIBE_DEFAULT_SOURCE',
-  subscribeRedirectUrl: 'SUBSCRIBE_REDIRECT_URL',
-  honeypotField: 'SUBSCRIBE_HONEYPOT_FIELD',
-  trustProxyHops: 'TRUST_PROXY_HOPS',
-  maxConnections: 'MAX_CONNECTIONS',
-  rateLimitIpv6Prefix: 'RATE_LIMIT_IPV6_PREFIX',
-  turnstileSecretKey: 'TURNSTILE_SECRET_KEY',
-  turnstileSiteKey: 'TURNSTILE_SITE_KEY',
-  turnstileVerifyUrl: 'TURNSTILE_VERIFY_URL',
-  subscribeSurgePerMinute: 'SUBSCRIBE_SURGE_PER_MINUTE',
-  subscribeSurgeSeconds: 'SUBSCRIBE_SURGE_SECONDS',
-  turnstileMode: 'TURNSTILE_MODE',
-  subscribeBlockDisposable: 'SUBSCRIBE_BLOCK_DISPOSABLE',
-  alertWebhookUrl: 'ALERT_WEBHOOK_URL',
-  trustedProxies: 'TRUSTED_PROXIES',
-  readBudgetPerMinute: 'READ_BUDGET_PER_MINUTE',
-  readBudgetPerClientPerMinute: 'READ_BUDGET_PER_CLIENT_PER_MINUTE',
-  indexRefreshMinSeconds: 'INDEX_REFRESH_MIN_SECONDS',
-  archiveResyncSeconds: 'ARCHIVE_RESYNC_SECONDS',
-  deployHookUrl: 'DEPLOY_HOOK_URL',
-  redisUrl: 'REDIS_URL',
-  redisTimeoutMs: 'REDIS_TIMEOUT_MS',
-  siteIssueUrl: 'SITE_ISSUE_URL',
-  publicationName: 'PUBLICATION_NAME',
-  publicBaseUrl: 'PUBLIC_BASE_URL',
-  adminHost: 'ADMIN_HOST',
-  adminUnreadyAfterSeconds: 'ADMIN_UNREADY_AFTER_SECONDS',
-  accessLog: 'ACCESS_LOG',
-} as const satisfies Record<string, keyof Env>;
-
-/** The parsed configuration: the fields of FIELDS, and those worked out from several variables. */
-export type Config = { -readonly [Field in keyof typeof FIELDS]-?: Env[(typeof FIELDS)[Field]] } & {
+/** The parsed configuration: a field per variable of VARIABLES that names one, and those worked out in parseConfig. */
+export type Config = { -readonly [Name in keyof Variables as Variables[Name][0] & string]: Env[Name] } & {
   /** `upstream` talks to the configured service; `demo` to the embedded sample publication. */
   mode: 'upstream' | 'demo';
   /** CATEGORIES_TTL_SECONDS, or CACHE_TTL_SECONDS unless set (reads/cache-policies.ts). */
@@ -347,7 +317,8 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     const redact = createRedactor([...SECRET_VARIABLES].map((name) => source[name]));
     return { ok: false, problems: [...problems].map(([name, line]) => (SECRET_VARIABLES.has(name) ? line : redact(line))) };
   }
-  const fields = Object.fromEntries(Object.entries(FIELDS).map(([field, name]) => [field, env[name]]));
+  const direct = Object.entries(VARIABLES).filter(([, [field]]) => field !== null);
+  const fields = Object.fromEntries(direct.map(([name, [field]]) => [field, env[name as keyof Env]]));
   const config: Config = {
     ...(fields as Omit<Config, 'mode' | 'categoriesTtlSeconds' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'listPaging' | 'adminPort'>),
     mode: env.NEWSLETTER_API_KEY ? 'upstream' : 'demo',

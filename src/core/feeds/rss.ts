@@ -2,6 +2,9 @@ import type { IssueSummary } from '../public-shapes.js';
 import type { FeedOptions } from './options.js';
 import { xmlElement, xmlText } from './xml.js';
 
+/** RFC 822 with four-digit years (RFC 1123): what `toUTCString` writes. */
+const rfc822 = (iso: string) => new Date(iso).toUTCString();
+
 /** An RSS 2.0 document, with an Atom `self` link (the RSS Advisory Board's best practice). */
 export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
   const lines = [
@@ -35,9 +38,4 @@ function rssItem(issue: IssueSummary, options: FeedOptions): string {
     '    </item>',
   ];
   return lines.join('\n');
-}
-
-/** RFC 822 with four-digit years (RFC 1123): what `toUTCString` writes. */
-function rfc822(iso: string): string {
-  return new Date(iso).toUTCString();
 }
