@@ -261,30 +261,26 @@ export type ConfigSource = Readonly<Record<string, unknown>>;
 /** Every variable the configuration reads (docs/configuration.md has a row for each). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(ConfigSchema.shape);
 
-/** Cross-variable rules: checked once each variable is valid alone. */
-const CONSISTENCY: readonly [name: string, broken: (env: Env) => boolean, line: string][] = [
-  [
-    'REQUEST_TIMEOUT_SECONDS',
-    (env) => env.REQUEST_TIMEOUT_SECONDS < env.HEADERS_TIMEOUT_SECONDS,
-    'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS',
-  ],
-  [
-    'UPSTREAM_LIST_PAGING_PARAM',
-    (env) => env.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(env),
-    'UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM',
-  ],
-  [
-    'TURNSTILE_MODE',
-    (env) => env.TURNSTILE_MODE === 'surge' && !(env.TURNSTILE_SECRET_KEY && env.TURNSTILE_SITE_KEY),
-    'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)',
-  ],
-  [
-    'TRUSTED_PROXIES',
-    (env) => env.TRUSTED_PROXIES !== undefined && env.TRUST_PROXY_HOPS > 0,
-    'TRUSTED_PROXIES and TRUST_PROXY_HOPS are two ways to say the same: set one of them',
-  ],
-  ['ADMIN_PORT', (env) => env.ADMIN_PORT === env.PORT, 'ADMIN_PORT must differ from PORT'],
-];
+const NO_LONGER_PER_CLIENT =
+  'MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS the listener closes idle kept-alive connections, then request heads not sent in time, from the address holding most (docs/node-http.md)';
+
+/** Rules across variables, once each is valid alone: each line is the problem of the variable it starts with. */
+function inconsistencies(env: Env): string[] {
+  const lines: string[] = [];
+  if (env.REQUEST_TIMEOUT_SECONDS < env.HEADERS_TIMEOUT_SECONDS)
+    lines.push('REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
+  if (env.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(env))
+    lines.push('UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
+  if (env.TURNSTILE_MODE === 'surge' && !(env.TURNSTILE_SECRET_KEY && env.TURNSTILE_SITE_KEY)) {
+    lines.push(
+      'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)',
+    );
+  }
+  if (env.TRUSTED_PROXIES && env.TRUST_PROXY_HOPS > 0)
+    lines.push('TRUSTED_PROXIES and TRUST_PROXY_HOPS are two ways to say the same: set one of them');
+  if (env.ADMIN_PORT === env.PORT) lines.push('ADMIN_PORT must differ from PORT');
+  return lines;
+}
 
 /**
  * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
@@ -309,9 +305,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
   const env = result.data;
-  for (const [name, broken, line] of CONSISTENCY) {
-    if (env && broken(env)) problems.set(name, line);
-  }
+  for (const line of env ? inconsistencies(env) : []) problems.set(line.split(/[ =]/)[0]!, line);
   if (!env || problems.size > 0) {
     // A secret pasted into another variable is not echoed; a secret's own lines are our wording only.
     const redact = createRedactor([...SECRET_VARIABLES].map((name) => source[name]));
@@ -333,13 +327,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     },
     adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
   };
-  const notices =
-    env.MAX_CONNECTIONS_PER_CLIENT === 0
-      ? []
-      : [
-          'MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS the listener closes idle kept-alive connections, then request heads not sent in time, from the address holding most (docs/node-http.md)',
-        ];
-  return { ok: true, config, notices };
+  return { ok: true, config, notices: env.MAX_CONNECTIONS_PER_CLIENT === 0 ? [] : [NO_LONGER_PER_CLIENT] };
 }
 
 /** The paging parameter's name: as set, or the guess for the paging style. */
