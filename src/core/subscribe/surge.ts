@@ -24,15 +24,21 @@ export function minuteOf(at: number): number {
   return Math.floor(at / MINUTE_MS);
 }
 
+/** A value per fixed minute, this one's and the one before's (empty unless it was the minute just before). */
+function lastTwoMinutes<T>(empty: () => T): (at: number) => [current: T, previous: T] {
+  let [minute, current, previous] = [0, empty(), empty()];
+  return (at) => {
+    if (minuteOf(at) !== minute) [minute, current, previous] = [minuteOf(at), empty(), minuteOf(at) === minute + 1 ? current : empty()];
+    return [current, previous];
+  };
+}
+
 export function createMemorySurgeCounter(): SurgeCounter {
-  let [minute, current, previous] = [0, 0, 0];
+  const minutes = lastTwoMinutes(() => ({ attempts: 0 }));
   function count(at: number, added: number): number {
-    if (minuteOf(at) !== minute) {
-      previous = minuteOf(at) === minute + 1 ? current : 0;
-      [minute, current] = [minuteOf(at), 0];
-    }
-    current += added;
-    return slidingRate(current, previous, at);
+    const [current, previous] = minutes(at);
+    current.attempts += added;
+    return slidingRate(current.attempts, previous.attempts, at);
   }
   return { add: (at) => count(at, 1), rate: (at) => count(at, 0) };
 }
@@ -73,10 +79,9 @@ export function createSurgeWatch(options: {
 }) {
   const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
-  // This minute's and the last one's distinct visitors, as this instance saw them: [ips, domains, mailboxes].
-  const emptyWindow = (minute: number) => ({ minute, sets: [new Set<string>(), new Set<string>(), new Set<string>()] });
-  let [seen, before] = [emptyWindow(0), emptyWindow(0)];
-  const distinct = (index: number) => new Set([...before.sets[index]!, ...seen.sets[index]!]).size;
+  // The last two minutes' distinct visitors, as this instance saw them: ips, domains, mailboxes.
+  const visitors = lastTwoMinutes(() => [new Set<string>(), new Set<string>(), new Set<string>()]);
+  const distinct = (at: number, index: number) => new Set(visitors(at).flatMap((sets) => [...sets[index]!])).size;
 
   function announce(payload: SurgeAlert, background: Background, hint?: string): void {
     const { text, event, at, ...figures } = payload;
@@ -90,7 +95,7 @@ export function createSurgeWatch(options: {
     if (rate > perMinute && surge) surge.lastAboveAt = at;
     else if (rate > perMinute) {
       surge = { startedAt: at, lastAboveAt: at, attempts: 0, challenged: 0, paused: 0 };
-      const [ratePerMinute, distinctIps, distinctDomains] = [Math.round(rate), distinct(0), distinct(1)];
+      const [ratePerMinute, distinctIps, distinctDomains] = [Math.round(rate), distinct(at, 0), distinct(at, 1)];
       const text =
         `newsletter-bff: subscribe surge started, ${ratePerMinute} attempts a minute (threshold ${perMinute}) ` +
         `from ${distinctIps} IPs, ${distinctDomains} domains; ` +
@@ -100,7 +105,7 @@ export function createSurgeWatch(options: {
         thresholdPerMinute: perMinute,
         distinctIps,
         distinctDomains,
-        distinctAddresses: distinct(2),
+        distinctAddresses: distinct(at, 2),
         response,
       };
       announce({ text, event: 'subscribe_surge_started', at: iso, ...figures }, background, HINTS[response]);
@@ -118,10 +123,9 @@ export function createSurgeWatch(options: {
     /** Counts an attempt that passed validation, honeypot and origin (`ip`: its rate-limit key); true while a surge is on. */
     async attempt(attempt: { ip: string | undefined; domain: string; mailbox: string }, background: Background): Promise<boolean> {
       const at = now();
-      if (minuteOf(at) !== seen.minute)
-        [before, seen] = [minuteOf(at) === seen.minute + 1 ? seen : emptyWindow(0), emptyWindow(minuteOf(at))];
+      const [seen] = visitors(at);
       [attempt.ip, attempt.domain, attempt.mailbox].forEach((value, index) => {
-        if (value !== undefined && seen.sets[index]!.size < MAX_DISTINCT) seen.sets[index]!.add(value);
+        if (value !== undefined && seen[index]!.size < MAX_DISTINCT) seen[index]!.add(value);
       });
       evaluate(await counter.add(at), at, background);
       if (surge) surge.attempts += 1;
