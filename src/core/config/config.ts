@@ -163,6 +163,8 @@ const siteIssueUrl = z.string().check(
   }),
 );
 const PROXY_LIST = 'must be a comma-separated list of addresses or CIDR networks';
+const absoluteUrl = satisfying((value) => parseHttpUrl(value) !== undefined, 'must be an absolute http(s) URL');
+const siteKey = z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }));
 const SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
 
 /** Each variable: the Config field it fills (null: worked out in parseConfig), and its rule and default. */
@@ -182,10 +184,7 @@ const VARIABLES = {
   SUBSCRIBE_RATE_LIMIT_PER_MINUTE: ['subscribeRateLimitPerMinute', count(1, 10_000, 10)],
   SUBSCRIBE_SOURCE_TYPE: ['subscribeSourceType', oneOf(SUBSCRIBER_SOURCE_TYPES, 'embed')],
   SUBSCRIBE_DEFAULT_SOURCE: ['subscribeDefaultSource', withDefault(atMost(160), 'website')],
-  SUBSCRIBE_REDIRECT_URL: [
-    'subscribeRedirectUrl',
-    optional(satisfying((value) => parseHttpUrl(value) !== undefined, 'must be an absolute http(s) URL')),
-  ],
+  SUBSCRIBE_REDIRECT_URL: ['subscribeRedirectUrl', optional(absoluteUrl)],
   SUBSCRIBE_HONEYPOT_FIELD: ['honeypotField', withDefault(honeypotField, 'website')],
   // docs/node-http.md "What a connection costs" says why 4096.
   MAX_CONNECTIONS: ['maxConnections', count(16, 1_000_000, 4096)],
@@ -197,10 +196,7 @@ const VARIABLES = {
   RATE_LIMIT_IPV6_PREFIX: ['rateLimitIpv6Prefix', count(32, 128, 64)],
   TRUSTED_PROXIES: ['trustedProxies', optional(parsed(parseProxies, PROXY_LIST))],
   TURNSTILE_SECRET_KEY: ['turnstileSecretKey', optional(z.string())],
-  TURNSTILE_SITE_KEY: [
-    'turnstileSiteKey',
-    optional(z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }))),
-  ],
+  TURNSTILE_SITE_KEY: ['turnstileSiteKey', optional(siteKey)],
   TURNSTILE_VERIFY_URL: ['turnstileVerifyUrl', withDefault(z.string().check(httpsUrl), SITEVERIFY_URL)],
   TURNSTILE_MODE: ['turnstileMode', oneOf(['always', 'surge'], 'always')],
   // 0 turns surge detection off; docs/subscribe.md says why 30.
