@@ -139,19 +139,11 @@ function parseProxies(value: string) {
   if (invalid.length === 0) return list;
   return fail(`has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
 }
-const flag = preprocess(
-  (value) => {
-    const text = bindingText(value);
-    return typeof text === 'string' ? text.toLowerCase() : text;
-  },
-  z._default(
-    z.pipe(
-      z.enum(['true', 'false'], { error: 'must be true or false' }),
-      z.transform((value) => value === 'true'),
-    ),
-    false,
-  ),
-);
+function parseFlag(value: string): boolean {
+  const text = value.toLowerCase();
+  return text === 'true' || (text === 'false' ? false : fail('must be true or false'));
+}
+const flag = preprocess(bindingText, z._default(parsed(parseFlag, 'must be true or false'), false));
 // Validated for shape only, and never echoed: the URL may carry a password.
 const redisUrl = z
   .string({ error: 'must be a redis:// or rediss:// URL' })

@@ -125,24 +125,19 @@ export function isFormPost(c: Context): boolean {
   return FORM_TYPES.has(mediaTypeOf(c));
 }
 
-const bodyError = (message: string) => new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message }] });
+/** A catch handler: whatever reading the body threw, the visitor is told this. */
+const bodyError = (message: string) => (): never => {
+  throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message }] });
+};
 
 /** JSON, a urlencoded or a multipart form; anything else is a 415. */
 export async function readSubscribeBody(c: Context): Promise<Record<string, unknown>> {
   const mediaType = mediaTypeOf(c);
   if (!ACCEPTED_TYPES.has(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-  if (mediaType !== 'application/json')
-    return c.req.parseBody().catch(() => {
-      throw bodyError('must be a valid form submission');
-    });
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(await c.req.text());
-  } catch {
-    throw bodyError('must be valid JSON');
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw bodyError('must be a JSON object');
-  return parsed as Record<string, unknown>;
+  if (mediaType !== 'application/json') return c.req.parseBody().catch(bodyError('must be a valid form submission'));
+  const parsed: unknown = await c.req.text().then(JSON.parse).catch(bodyError('must be valid JSON'));
+  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  return bodyError('must be a JSON object')();
 }
 
 /** Throws VALIDATION_ERROR. Own properties of the known fields only: `__proto__` and others are dropped. */

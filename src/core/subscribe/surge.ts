@@ -95,19 +95,13 @@ export function createSurgeWatch(options: {
     if (rate > perMinute && surge) surge.lastAboveAt = at;
     else if (rate > perMinute) {
       surge = { startedAt: at, lastAboveAt: at, attempts: 0, challenged: 0, paused: 0 };
-      const [ratePerMinute, distinctIps, distinctDomains] = [Math.round(rate), distinct(at, 0), distinct(at, 1)];
+      const [distinctIps, distinctDomains, distinctAddresses] = [distinct(at, 0), distinct(at, 1), distinct(at, 2)];
+      const ratePerMinute = Math.round(rate);
       const text =
         `newsletter-bff: subscribe surge started, ${ratePerMinute} attempts a minute (threshold ${perMinute}) ` +
         `from ${distinctIps} IPs, ${distinctDomains} domains; ` +
         (response === 'challenge' ? 'every subscribe now needs a Turnstile token.' : 'new addresses are paused.');
-      const figures = {
-        ratePerMinute,
-        thresholdPerMinute: perMinute,
-        distinctIps,
-        distinctDomains,
-        distinctAddresses: distinct(at, 2),
-        response,
-      };
+      const figures = { ratePerMinute, thresholdPerMinute: perMinute, distinctIps, distinctDomains, distinctAddresses, response };
       announce({ text, event: 'subscribe_surge_started', at: iso, ...figures }, background, HINTS[response]);
     } else if (surge && at - surge.lastAboveAt >= holdSeconds * 1000) {
       const { startedAt, attempts, challenged, paused } = surge;
