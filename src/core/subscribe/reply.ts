@@ -48,9 +48,8 @@ export function returnToPage(c: Context, input: Record<string, unknown>, origins
 export function redirectTarget(c: Context, redirectUrl: string | undefined, origins: OriginPolicy, returnTo?: URL): URL | undefined {
   if (!isNoScriptPost(c)) return undefined;
   if (redirectUrl || returnTo) return new URL(redirectUrl || returnTo!);
-  const referer = c.req.header('referer');
-  const refererOrigin = parseHttpUrl(referer)?.origin;
-  return referer && refererOrigin && origins.isAllowed(refererOrigin) ? new URL(referer) : undefined;
+  const referer = parseHttpUrl(c.req.header('referer'));
+  return referer && origins.isAllowed(referer.origin) ? referer : undefined;
 }
 
 /** The one success (200 JSON or 303), or an error as a 303 to a form's page or as the JSON envelope. */
@@ -71,10 +70,8 @@ export function reply(c: Context, target: URL | undefined, error?: ApiError): Re
 }
 
 /**
- * A post refused for its origin (403 FORBIDDEN_ORIGIN). Its page is not ours to send anyone back
- * to, so a visitor without JavaScript goes to the configured redirect URL with
- * `?subscribe_error=FORBIDDEN_ORIGIN`, or, without one, gets a short page saying what happened
- * (raw JSON would mean nothing to them). A JSON caller gets the envelope.
+ * 403 FORBIDDEN_ORIGIN: that page is not ours to send anyone back to, so a no-script post goes to the
+ * configured redirect URL or gets a short page (raw JSON means nothing to a visitor); JSON gets the envelope.
  */
 export function refusedOriginReply(c: Context, redirectUrl: string | undefined, error: ApiError): Response {
   if (!isNoScriptPost(c)) return reply(c, undefined, error);
