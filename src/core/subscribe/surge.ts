@@ -28,7 +28,11 @@ export function minuteOf(at: number): number {
 function lastTwoMinutes<T>(empty: () => T): (at: number) => [current: T, previous: T] {
   let [minute, current, previous] = [0, empty(), empty()];
   return (at) => {
-    if (minuteOf(at) !== minute) [minute, current, previous] = [minuteOf(at), empty(), minuteOf(at) === minute + 1 ? current : empty()];
+    const now = minuteOf(at);
+    if (now !== minute) {
+      previous = now === minute + 1 ? current : empty();
+      [minute, current] = [now, empty()];
+    }
     return [current, previous];
   };
 }
