@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadDisposableDomains } from '../../src/core/subscribe/disposable-domains.js';
-import { domainOf, mailboxKeyOf } from '../../src/core/subscribe/mailbox.js';
+import { domainOf, mailboxKeyOf } from '../../src/core/subscribe/input.js';
 import {
   createMultiClientApp,
   createSubscribeApp,

@@ -1,271 +1,274 @@
-import type { AccessLogMode } from '../http/access-log.js';
 import * as z from '../zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from '../upstream/schemas.js';
-import type { ListPaging } from '../upstream/assumptions.js';
-import { DEFAULT_LIST_PAGING, LIST_ISSUES_PAGE_PARAM } from '../upstream/assumptions.js';
+import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM, type ListPaging } from '../upstream/assumptions.js';
 import { parseHttpUrl } from '../http/origins.js';
+import { parseAddressList } from '../http/ip-address.js';
 import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
-import {
-  ARCHIVE_READ_VARIABLES,
-  CHALLENGE_VARIABLES,
-  CLIENT_ADDRESS_VARIABLES,
-  DEPLOY_HOOK_VARIABLES,
-  NODE_LISTENER_VARIABLES,
-  SHARED_STATE_VARIABLES,
-  SUBSCRIBE_SURGE_VARIABLES,
-  UPSTREAM_PAGING_VARIABLES,
-  isHttpsOrLoopback,
-  isListenHost,
-  optionalText,
-  wholeNumberVariable,
-} from './variables.js';
-import type { AddressList } from '../http/ip-address.js';
 import { MIN_API_KEY_LENGTH, createRedactor } from '../redact.js';
-import { addIssue, blankToUndefined, preprocess } from '../validation.js';
+import { addIssue, blankToUndefined, preprocess, wholeNumber } from '../validation.js';
 
-/** The parsed configuration: every variable of docs/configuration.md. */
-export interface Config {
+/*
+ * Every variable of docs/configuration.md, in one table (VARIABLES): the Config field it fills, its
+ * rule and its default. Blank is unset everywhere; a Worker binding may hold a number or a boolean.
+ */
+
+const MIB = 1024 * 1024;
+/** Where SITE_ISSUE_URL takes the issue's slug. */
+export const SLUG_PLACEHOLDER = '{slug}';
+/** Never echoed: a webhook's or a build hook's URL is its credential. */
+const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL']);
+const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+
+/** https, or plain http to this machine only (a local fake). */
+function isHttpsOrLoopback(url: URL | undefined): boolean {
+  const loopback = url?.hostname === 'localhost' || url?.hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(url?.hostname ?? '');
+  return url?.protocol === 'https:' || (url?.protocol === 'http:' && loopback);
+}
+
+/** A DNS name, an IPv4 address or a bare IPv6 address (two colons at least: `127.0.0.1:8787` is refused). */
+function isListenHost(host: string): boolean {
+  return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
+}
+
+function isRedisUrl(value: string): boolean {
+  const url = URL.parse(value);
+  return (url?.protocol === 'redis:' || url?.protocol === 'rediss:') && url.hostname !== '' && !url.search && !url.hash;
+}
+
+const optional = <S extends z.ZodMiniType>(schema: S) => preprocess(blankToUndefined, z.optional(schema));
+
+function withDefault<S extends z.ZodMiniType>(schema: S, fallback: z.core.util.NoUndefined<z.output<S>>) {
+  return preprocess(blankToUndefined, z._default(schema, fallback));
+}
+
+/** A Worker binding may hold a number or a boolean. */
+function bindingText(value: unknown): unknown {
+  const given = blankToUndefined(value);
+  return typeof given === 'number' || typeof given === 'boolean' ? String(given) : given;
+}
+
+const count = (min: number, max: number, fallback: number) => wholeNumber(min, max, fallback, bindingText);
+
+function oneOf<const Values extends readonly [string, ...string[]]>(values: Values, fallback: Values[number]) {
+  const error = values.length === 2 ? `must be ${values[0]} or ${values[1]}` : `must be one of ${values.join(', ')}`;
+  return withDefault(z.enum(values, { error }), fallback);
+}
+
+const satisfying = (test: (value: string) => boolean, error: string) => z.string().check(z.refine(test, { error }));
+const httpsUrl = z.refine<string>((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY });
+/** No user or password: fetch refuses a URL that carries them. */
+const HOOK_URL_RULE = `${HTTPS_ONLY}, without a user or password`;
+function isHookUrl(value: string): boolean {
+  const url = parseHttpUrl(value);
+  return isHttpsOrLoopback(url) && url?.username === '' && url.password === '';
+}
+/** Never one List Issues' filters already use. */
+const queryParameterName = z.string().check(
+  z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
+  z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
+);
+
+class Problem extends Error {}
+
+function fail(line: string): never {
+  throw new Problem(line);
+}
+
+/** Text turned into a value; a `fail` on the way is the variable's problem line. */
+function parsed<T>(parse: (value: string) => T, typeError?: string) {
+  return z.pipe(
+    z.string(typeError === undefined ? undefined : { error: typeError }),
+    z.transform((value: string, ctx) => {
+      try {
+        return parse(value);
+      } catch (error) {
+        if (!(error instanceof Problem)) throw error;
+        addIssue(ctx, error.message);
+        return z.NEVER;
+      }
+    }),
+  );
+}
+
+function parseBaseUrl(value: string): string {
+  const url = URL.parse(value) ?? fail('must be an absolute URL such as https://api.example.com/v1');
+  const path = url.pathname.replace(/\/+$/, '');
+  if (!isHttpsOrLoopback(url)) return fail('must use https (plain http is accepted only for a loopback host)');
+  if (url.username || url.password || url.search || url.hash) return fail('must not carry credentials, a query or a fragment');
+  return path.endsWith('/v1') ? `${url.origin}${path}` : fail('must end in /v1');
+}
+
+function parseOrigins(value: string): '*' | readonly string[] {
+  const entries = value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+  if (entries.includes('*')) return entries.length > 1 ? fail('must be either * alone or a list of origins') : '*';
+  // An origin is scheme + host [+ port]: a path, query, userinfo or trailing slash means a typo.
+  const invalid = entries.filter((entry) => parseHttpUrl(entry)?.origin !== entry);
+  if (invalid.length === 0) return entries;
+  return fail(`has entries that are not origins (scheme://host[:port], no path or trailing slash): ${invalid.join(', ')}`);
+}
+
+function parsePublicBaseUrl(value: string): string {
+  const url = parseHttpUrl(value);
+  if (!url || url.username || url.password || url.search || url.hash) {
+    return fail('must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com');
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}
+
+// Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
+const apiKey = z
+  .string({ error: 'must be a string' })
+  .check(
+    z.regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII with no spaces' }),
+    z.minLength(MIN_API_KEY_LENGTH, { error: `is shorter than ${MIN_API_KEY_LENGTH} characters (was all of it copied?)` }),
+    z.maxLength(4096, { error: 'is longer than 4096 characters' }),
+  );
+const listenHost = (examples: string) =>
+  withDefault(satisfying(isListenHost, `must be a host name or an IP address (such as ${examples})`), '127.0.0.1');
+const atMost = (max: number) => z.string().check(z.maxLength(max, { error: `must be at most ${max} characters` }));
+const honeypotField = z.string().check(
+  z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
+  z.refine((value) => !SUBSCRIBE_FIELDS.includes(value), { error: 'must not be one of the real form fields' }),
+);
+function parseProxies(value: string) {
+  const { list, invalid } = parseAddressList(value);
+  if (invalid.length === 0) return list;
+  return fail(`has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
+}
+function parseFlag(value: string): boolean {
+  const text = value.toLowerCase();
+  return text === 'true' || (text === 'false' ? false : fail('must be true or false'));
+}
+const flag = preprocess(bindingText, z._default(parsed(parseFlag, 'must be true or false'), false));
+// Validated for shape only, and never echoed: the URL may carry a password.
+const redisUrl = z
+  .string({ error: 'must be a redis:// or rediss:// URL' })
+  .check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }));
+const siteIssueUrl = z.string().check(
+  z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
+  z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
+    error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
+  }),
+);
+const PROXY_LIST = 'must be a comma-separated list of addresses or CIDR networks';
+const absoluteUrl = satisfying((value) => parseHttpUrl(value) !== undefined, 'must be an absolute http(s) URL');
+const siteKey = z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }));
+const SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
+
+/** Each variable: the Config field it fills (null: worked out in parseConfig), and its rule and default. */
+const VARIABLES = {
+  NEWSLETTER_API_KEY: ['apiKey', optional(apiKey)],
+  NEWSLETTER_API_BASE_URL: ['apiBaseUrl', optional(parsed(parseBaseUrl, 'must be a URL'))],
+  ALLOWED_ORIGINS: ['allowedOrigins', withDefault(parsed(parseOrigins, 'must be a comma-separated list of origins'), [])],
+  PORT: ['port', count(1, 65535, 8787)],
+  HOST: ['host', listenHost('127.0.0.1, 0.0.0.0 or ::')],
+  CACHE_TTL_SECONDS: ['cacheTtlSeconds', count(1, 86_400, 60)],
+  // 0 (unset): as CACHE_TTL_SECONDS.
+  CATEGORIES_TTL_SECONDS: [null, count(1, 86_400, 0)],
+  CACHE_MAX_BYTES: ['cacheMaxBytes', count(MIB, 4096 * MIB, 64 * MIB)],
+  NOT_FOUND_CACHE_TTL_SECONDS: ['notFoundTtlSeconds', count(1, 3600, 30)],
+  ARCHIVE_MAX_ISSUES: ['archiveMaxIssues', count(200, 100_000, 5000)],
+  UPSTREAM_TIMEOUT_MS: ['upstreamTimeoutMs', count(100, 60_000, 8000)],
+  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: ['subscribeRateLimitPerMinute', count(1, 10_000, 10)],
+  SUBSCRIBE_SOURCE_TYPE: ['subscribeSourceType', oneOf(SUBSCRIBER_SOURCE_TYPES, 'embed')],
+  SUBSCRIBE_DEFAULT_SOURCE: ['subscribeDefaultSource', withDefault(atMost(160), 'website')],
+  SUBSCRIBE_REDIRECT_URL: ['subscribeRedirectUrl', optional(absoluteUrl)],
+  SUBSCRIBE_HONEYPOT_FIELD: ['honeypotField', withDefault(honeypotField, 'website')],
+  // docs/node-http.md "What a connection costs" says why 4096.
+  MAX_CONNECTIONS: ['maxConnections', count(16, 1_000_000, 4096)],
+  // No longer used; accepted with a notice at start-up.
+  MAX_CONNECTIONS_PER_CLIENT: [null, count(1, 1_000_000, 0)],
+  HEADERS_TIMEOUT_SECONDS: [null, count(1, 15, 10)],
+  REQUEST_TIMEOUT_SECONDS: [null, count(1, 30, 30)],
+  TRUST_PROXY_HOPS: ['trustProxyHops', count(0, 10, 0)],
+  RATE_LIMIT_IPV6_PREFIX: ['rateLimitIpv6Prefix', count(32, 128, 64)],
+  TRUSTED_PROXIES: ['trustedProxies', optional(parsed(parseProxies, PROXY_LIST))],
+  TURNSTILE_SECRET_KEY: ['turnstileSecretKey', optional(z.string())],
+  TURNSTILE_SITE_KEY: ['turnstileSiteKey', optional(siteKey)],
+  TURNSTILE_VERIFY_URL: ['turnstileVerifyUrl', withDefault(z.string().check(httpsUrl), SITEVERIFY_URL)],
+  TURNSTILE_MODE: ['turnstileMode', oneOf(['always', 'surge'], 'always')],
+  // 0 turns surge detection off; docs/subscribe.md says why 30.
+  SUBSCRIBE_SURGE_PER_MINUTE: ['subscribeSurgePerMinute', count(0, 100_000, 30)],
+  SUBSCRIBE_SURGE_SECONDS: ['subscribeSurgeSeconds', count(10, 86_400, 600)],
+  SUBSCRIBE_BLOCK_DISPOSABLE: ['subscribeBlockDisposable', flag],
+  ALERT_WEBHOOK_URL: ['alertWebhookUrl', optional(z.string({ error: HTTPS_ONLY }).check(httpsUrl))],
+  ARCHIVE_RESYNC_SECONDS: ['archiveResyncSeconds', count(10, 86_400, 600)],
+  INDEX_REFRESH_MIN_SECONDS: ['indexRefreshMinSeconds', count(0, 300, 5)],
+  READ_BUDGET_PER_MINUTE: ['readBudgetPerMinute', count(1, 100_000, 120)],
+  READ_BUDGET_PER_CLIENT_PER_MINUTE: ['readBudgetPerClientPerMinute', count(1, 100_000, 30)],
+  DEPLOY_HOOK_URL: ['deployHookUrl', optional(z.string({ error: HOOK_URL_RULE }).check(z.refine(isHookUrl, { error: HOOK_URL_RULE })))],
+  REDIS_URL: ['redisUrl', optional(redisUrl)],
+  REDIS_TIMEOUT_MS: ['redisTimeoutMs', count(10, 5000, 100)],
+  SITE_ISSUE_URL: ['siteIssueUrl', optional(siteIssueUrl)],
+  PUBLICATION_NAME: ['publicationName', optional(atMost(200))],
+  PUBLIC_BASE_URL: ['publicBaseUrl', optional(parsed(parsePublicBaseUrl))],
+  NODE_ENV: [null, optional(z.string())],
+  // How List Issues pages is not documented: the defaults are guesses (docs/upstream.md "Assumptions").
+  UPSTREAM_LIST_LIMIT_PARAM: [null, withDefault(queryParameterName, DEFAULT_LIST_PAGING.limitParam)],
+  UPSTREAM_LIST_PAGING: [null, oneOf(['offset', 'page'], DEFAULT_LIST_PAGING.style)],
+  UPSTREAM_LIST_PAGING_PARAM: [null, optional(queryParameterName)],
+  UPSTREAM_LIST_PAGE_SIZE: [null, count(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize)],
+  // 0 stands for "unset" (the default is not validated): no admin listener.
+  ADMIN_PORT: [null, count(1, 65535, 0)],
+  ADMIN_HOST: ['adminHost', listenHost('127.0.0.1 or ::1')],
+  ADMIN_UNREADY_AFTER_SECONDS: ['adminUnreadyAfterSeconds', count(1, 3600, 60)],
+  ACCESS_LOG: ['accessLog', oneOf(['summary', 'all'], 'summary')],
+} as const;
+
+type Variables = typeof VARIABLES;
+const ConfigSchema = z.object(
+  Object.fromEntries(Object.entries(VARIABLES).map(([name, [, rule]]) => [name, rule])) as {
+    -readonly [Name in keyof Variables]: Variables[Name][1];
+  },
+);
+type Env = z.output<typeof ConfigSchema>;
+
+/** The parsed configuration: a field per variable of VARIABLES that names one, and those worked out in parseConfig. */
+export type Config = { -readonly [Name in keyof Variables as Variables[Name][0] & string]: Env[Name] } & {
   /** `upstream` talks to the configured service; `demo` to the embedded sample publication. */
   mode: 'upstream' | 'demo';
-  apiKey: string | undefined;
-  /** Upstream root without a trailing slash, ending in `/v1`. */
-  apiBaseUrl: string | undefined;
-  /** `'*'` allows any origin; otherwise exact origins (`https://example.com`). */
-  allowedOrigins: '*' | readonly string[];
-  port: number;
-  host: string;
-  cacheTtlSeconds: number;
-  /** Freshness of the categories (CATEGORIES_TTL_SECONDS; CACHE_TTL_SECONDS unless set): see reads/cache-policies.ts. */
+  /** CATEGORIES_TTL_SECONDS, or CACHE_TTL_SECONDS unless set (reads/cache-policies.ts). */
   categoriesTtlSeconds: number;
-  cacheMaxBytes: number;
-  notFoundTtlSeconds: number;
-  archiveMaxIssues: number;
-  upstreamTimeoutMs: number;
-  subscribeRateLimitPerMinute: number;
-  subscribeSourceType: (typeof SUBSCRIBER_SOURCE_TYPES)[number];
-  subscribeDefaultSource: string;
-  subscribeRedirectUrl: string | undefined;
-  honeypotField: string;
-  trustProxyHops: number;
-  /** Node's listener limits, the IPv6 prefix counted as one visitor, Turnstile (off without a secret). */
-  maxConnections: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
-  rateLimitIpv6Prefix: number;
-  turnstileSecretKey: string | undefined;
-  turnstileSiteKey: string | undefined;
-  turnstileVerifyUrl: string;
-  /** Surges of subscribe attempts (docs/subscribe.md): 0 per minute turns detection off. */
-  subscribeSurgePerMinute: number;
-  subscribeSurgeSeconds: number;
-  /** `always`: every subscribe needs a token; `surge`: only during a surge. */
-  turnstileMode: 'always' | 'surge';
-  subscribeBlockDisposable: boolean;
-  alertWebhookUrl: string | undefined;
-  /** Proxies whose X-Forwarded-For is read (TRUSTED_PROXIES); TRUST_PROXY_HOPS applies without it. */
-  trustedProxies: AddressList | undefined;
-  /** Cold upstream reads per minute for all visitors, and for one client IP (docs/contract.md "Availability under abuse"). */
-  readBudgetPerMinute: number;
-  readBudgetPerClientPerMinute: number;
-  /** Shortest time between two archive index refreshes that a slug missing from it may cause. */
-  indexRefreshMinSeconds: number;
-  /** How often the archive is read whole when refreshes read only its head (catches edits and unpublished issues). */
-  archiveResyncSeconds: number;
-  /** A build hook POSTed once per change of the archive, which is then watched without visitors; none when unset. */
-  deployHookUrl: string | undefined;
-  /** Redis shared by several Node instances (limits, guards, a cache tier); none when unset. */
-  redisUrl: string | undefined;
-  /** Every Redis command's timeout: slower counts as an outage, and memory takes over. */
-  redisTimeoutMs: number;
-  /** An issue's public page with `{slug}` in it; feeds of the archive route are off without it. */
-  siteIssueUrl: string | undefined;
-  /** The publication's name: the feeds' title and author (the site's host when unset). */
-  publicationName: string | undefined;
-  /** Where this service is reached publicly, without a trailing slash: the feeds' absolute `self` link (none when unset). */
-  publicBaseUrl: string | undefined;
-  /** How List Issues pages (UPSTREAM_LIST_*): the guesses of docs/upstream.md "Assumptions" by default. */
   listPaging: ListPaging;
   /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
   adminPort: number | undefined;
-  adminHost: string;
-  /** /readyz answers 503 once every upstream call has failed for this long. */
-  adminUnreadyAfterSeconds: number;
-  /** A `request` line for every request (`all`), or fresh cached hits counted into a summary a minute (core/http/access-log.ts). */
-  accessLog: AccessLogMode;
-}
+};
 
-/**
- * `notices`: lines for the log at start-up about a setting that is accepted but no longer does
- * what its name says (the configuration still starts).
- */
+/** `notices`: log lines at start-up about a setting that is accepted but no longer does what its name says. */
 export type ConfigResult = { ok: true; config: Config; notices: string[] } | { ok: false; problems: string[] };
 
 /** Environment variables arrive as strings (Node) or as Worker bindings of any type. */
 export type ConfigSource = Readonly<Record<string, unknown>>;
 
-const MIB = 1024 * 1024;
-/** Where SITE_ISSUE_URL takes the issue's slug. */
-export const SLUG_PLACEHOLDER = '{slug}';
-const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL']);
-
-const ConfigSchema = z.object({
-  // Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
-  NEWSLETTER_API_KEY: preprocess(
-    blankToUndefined,
-    z.optional(
-      z
-        .string({ error: 'must be a string' })
-        .check(
-          z.regex(/^[\x21-\x7e]+$/, { error: 'must be printable ASCII with no spaces' }),
-          z.minLength(MIN_API_KEY_LENGTH, { error: `is shorter than ${MIN_API_KEY_LENGTH} characters (was all of it copied?)` }),
-          z.maxLength(4096, { error: 'is longer than 4096 characters' }),
-        ),
-    ),
-  ),
-  NEWSLETTER_API_BASE_URL: preprocess(
-    blankToUndefined,
-    z.optional(
-      z.pipe(
-        z.string({ error: 'must be a URL' }),
-        z.transform((value: string, ctx) => {
-          let url: URL;
-          try {
-            url = new URL(value);
-          } catch {
-            addIssue(ctx, 'must be an absolute URL such as https://api.example.com/v1');
-            return z.NEVER;
-          }
-          const path = url.pathname.replace(/\/+$/, '');
-          if (!isHttpsOrLoopback(url)) {
-            addIssue(ctx, 'must use https (plain http is accepted only for a loopback host)');
-          } else if (url.username || url.password || url.search || url.hash) {
-            addIssue(ctx, 'must not carry credentials, a query or a fragment');
-          } else if (!path.endsWith('/v1')) {
-            addIssue(ctx, 'must end in /v1');
-          }
-          return `${url.origin}${path}`;
-        }),
-      ),
-    ),
-  ),
-  ALLOWED_ORIGINS: preprocess(
-    blankToUndefined,
-    z._default(
-      z.pipe(
-        z.string({ error: 'must be a comma-separated list of origins' }),
-        z.transform((value: string, ctx): '*' | string[] => {
-          const entries = value
-            .split(',')
-            .map((entry) => entry.trim())
-            .filter(Boolean);
-          if (entries.includes('*')) {
-            if (entries.length > 1) addIssue(ctx, 'must be either * alone or a list of origins');
-            return '*';
-          }
-          // An origin is scheme + host [+ port]: a path, query, userinfo or trailing slash means a typo.
-          const invalid = entries.filter((entry) => parseHttpUrl(entry)?.origin !== entry);
-          if (invalid.length > 0) {
-            addIssue(ctx, `has entries that are not origins (scheme://host[:port], no path or trailing slash): ${invalid.join(', ')}`);
-          }
-          return entries;
-        }),
-      ),
-      [],
-    ),
-  ),
-  PORT: wholeNumberVariable(1, 65535, 8787),
-  HOST: preprocess(
-    blankToUndefined,
-    z._default(
-      z.string().check(z.refine(isListenHost, { error: 'must be a host name or an IP address (such as 127.0.0.1, 0.0.0.0 or ::)' })),
-      '127.0.0.1',
-    ),
-  ),
-  CACHE_TTL_SECONDS: wholeNumberVariable(1, 86_400, 60),
-  // 0 (unset): as CACHE_TTL_SECONDS.
-  CATEGORIES_TTL_SECONDS: wholeNumberVariable(1, 86_400, 0),
-  CACHE_MAX_BYTES: wholeNumberVariable(MIB, 4096 * MIB, 64 * MIB),
-  NOT_FOUND_CACHE_TTL_SECONDS: wholeNumberVariable(1, 3600, 30),
-  ARCHIVE_MAX_ISSUES: wholeNumberVariable(200, 100_000, 5000),
-  UPSTREAM_TIMEOUT_MS: wholeNumberVariable(100, 60_000, 8000),
-  SUBSCRIBE_RATE_LIMIT_PER_MINUTE: wholeNumberVariable(1, 10_000, 10),
-  SUBSCRIBE_SOURCE_TYPE: preprocess(
-    blankToUndefined,
-    z._default(z.enum(SUBSCRIBER_SOURCE_TYPES, { error: `must be one of ${SUBSCRIBER_SOURCE_TYPES.join(', ')}` }), 'embed'),
-  ),
-  SUBSCRIBE_DEFAULT_SOURCE: preprocess(
-    blankToUndefined,
-    z._default(z.string().check(z.maxLength(160, { error: 'must be at most 160 characters' })), 'website'),
-  ),
-  SUBSCRIBE_REDIRECT_URL: preprocess(
-    blankToUndefined,
-    z.optional(z.string().check(z.refine((value) => parseHttpUrl(value) !== undefined, { error: 'must be an absolute http(s) URL' }))),
-  ),
-  SUBSCRIBE_HONEYPOT_FIELD: preprocess(
-    blankToUndefined,
-    z._default(
-      z.string().check(
-        z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
-        z.refine((value) => !SUBSCRIBE_FIELDS.includes(value), { error: 'must not be one of the real form fields' }),
-      ),
-      'website',
-    ),
-  ),
-  ...NODE_LISTENER_VARIABLES,
-  ...CLIENT_ADDRESS_VARIABLES,
-  ...CHALLENGE_VARIABLES,
-  ...SUBSCRIBE_SURGE_VARIABLES,
-  ...ARCHIVE_READ_VARIABLES,
-  ...DEPLOY_HOOK_VARIABLES,
-  ...SHARED_STATE_VARIABLES,
-  SITE_ISSUE_URL: preprocess(
-    blankToUndefined,
-    z.optional(
-      z.string().check(
-        z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
-        z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
-          error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
-        }),
-      ),
-    ),
-  ),
-  PUBLICATION_NAME: preprocess(
-    blankToUndefined,
-    z.optional(z.string().check(z.maxLength(200, { error: 'must be at most 200 characters' }))),
-  ),
-  PUBLIC_BASE_URL: preprocess(
-    blankToUndefined,
-    z.optional(
-      z.pipe(
-        z.string(),
-        z.transform((value: string, ctx) => {
-          const url = parseHttpUrl(value);
-          if (!url || url.username || url.password || url.search || url.hash) {
-            addIssue(ctx, 'must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com');
-            return z.NEVER;
-          }
-          return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
-        }),
-      ),
-    ),
-  ),
-  NODE_ENV: optionalText(),
-  ...UPSTREAM_PAGING_VARIABLES,
-  // 0 stands for "unset" (the default is not validated): no admin listener.
-  ADMIN_PORT: wholeNumberVariable(1, 65535, 0),
-  ADMIN_HOST: preprocess(
-    blankToUndefined,
-    z._default(
-      z.string().check(z.refine(isListenHost, { error: 'must be a host name or an IP address (such as 127.0.0.1 or ::1)' })),
-      '127.0.0.1',
-    ),
-  ),
-  ADMIN_UNREADY_AFTER_SECONDS: wholeNumberVariable(1, 3600, 60),
-  ACCESS_LOG: preprocess(blankToUndefined, z._default(z.enum(['summary', 'all'], { error: 'must be summary or all' }), 'summary')),
-});
-
 /** Every variable the configuration reads (docs/configuration.md has a row for each). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(ConfigSchema.shape);
+
+const NO_LONGER_PER_CLIENT =
+  'MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS the listener closes idle kept-alive connections, then request heads not sent in time, from the address holding most (docs/node-http.md)';
+
+/** Rules across variables, once each is valid alone: each line is the problem of the variable it starts with. */
+function inconsistencies(env: Env): string[] {
+  const lines: string[] = [];
+  if (env.REQUEST_TIMEOUT_SECONDS < env.HEADERS_TIMEOUT_SECONDS)
+    lines.push('REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
+  if (env.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(env))
+    lines.push('UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
+  if (env.TURNSTILE_MODE === 'surge' && !(env.TURNSTILE_SECRET_KEY && env.TURNSTILE_SITE_KEY)) {
+    lines.push(
+      'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)',
+    );
+  }
+  if (env.TRUSTED_PROXIES && env.TRUST_PROXY_HOPS > 0)
+    lines.push('TRUSTED_PROXIES and TRUST_PROXY_HOPS are two ways to say the same: set one of them');
+  if (env.ADMIN_PORT === env.PORT) lines.push('ADMIN_PORT must differ from PORT');
+  return lines;
+}
 
 /**
  * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
@@ -281,8 +284,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   // Checked on the raw values so they are reported even when another variable is invalid.
   const hasKey = blankToUndefined(source.NEWSLETTER_API_KEY) !== undefined;
   const hasBaseUrl = blankToUndefined(source.NEWSLETTER_API_BASE_URL) !== undefined;
-  const production = blankToUndefined(source.NODE_ENV) === 'production';
-  if (!hasKey && production) {
+  if (!hasKey && blankToUndefined(source.NODE_ENV) === 'production') {
     problems.set('NEWSLETTER_API_KEY', 'NEWSLETTER_API_KEY is required when NODE_ENV=production');
   } else if (!hasKey && hasBaseUrl) {
     problems.set('NEWSLETTER_API_KEY', 'NEWSLETTER_API_KEY is required when NEWSLETTER_API_BASE_URL is set (unset both to run the demo)');
@@ -290,100 +292,34 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   if (hasKey && !hasBaseUrl) {
     problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   }
-  const parsed = result.data;
-  if (parsed && parsed.REQUEST_TIMEOUT_SECONDS < parsed.HEADERS_TIMEOUT_SECONDS)
-    problems.set('REQUEST_TIMEOUT_SECONDS', 'REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
-  if (parsed && parsed.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(parsed)) {
-    problems.set('UPSTREAM_LIST_PAGING_PARAM', 'UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
-  }
-  if (parsed && parsed.TURNSTILE_MODE === 'surge' && !(parsed.TURNSTILE_SECRET_KEY && parsed.TURNSTILE_SITE_KEY)) {
-    problems.set(
-      'TURNSTILE_MODE',
-      'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)',
-    );
-  }
-  if (parsed?.TRUSTED_PROXIES && parsed.TRUST_PROXY_HOPS > 0) {
-    problems.set('TRUSTED_PROXIES', 'TRUSTED_PROXIES and TRUST_PROXY_HOPS are two ways to say the same: set one of them');
-  }
-  if (result.data && result.data.ADMIN_PORT === result.data.PORT) problems.set('ADMIN_PORT', 'ADMIN_PORT must differ from PORT');
-  if (!result.success || problems.size > 0) {
+  const env = result.data;
+  for (const line of env ? inconsistencies(env) : []) problems.set(line.split(/[ =]/)[0]!, line);
+  if (!env || problems.size > 0) {
     // A secret pasted into another variable is not echoed; a secret's own lines are our wording only.
     const redact = createRedactor([...SECRET_VARIABLES].map((name) => source[name]));
     return { ok: false, problems: [...problems].map(([name, line]) => (SECRET_VARIABLES.has(name) ? line : redact(line))) };
   }
-  const env = result.data;
-  return {
-    ok: true,
-    notices: noticesFor(env),
-    config: {
-      mode: env.NEWSLETTER_API_KEY ? 'upstream' : 'demo',
-      apiKey: env.NEWSLETTER_API_KEY,
-      apiBaseUrl: env.NEWSLETTER_API_BASE_URL,
-      allowedOrigins: env.ALLOWED_ORIGINS,
-      port: env.PORT,
-      host: env.HOST,
-      cacheTtlSeconds: env.CACHE_TTL_SECONDS,
-      categoriesTtlSeconds: env.CATEGORIES_TTL_SECONDS === 0 ? env.CACHE_TTL_SECONDS : env.CATEGORIES_TTL_SECONDS,
-      cacheMaxBytes: env.CACHE_MAX_BYTES,
-      notFoundTtlSeconds: env.NOT_FOUND_CACHE_TTL_SECONDS,
-      archiveMaxIssues: env.ARCHIVE_MAX_ISSUES,
-      upstreamTimeoutMs: env.UPSTREAM_TIMEOUT_MS,
-      subscribeRateLimitPerMinute: env.SUBSCRIBE_RATE_LIMIT_PER_MINUTE,
-      subscribeSourceType: env.SUBSCRIBE_SOURCE_TYPE,
-      subscribeDefaultSource: env.SUBSCRIBE_DEFAULT_SOURCE,
-      subscribeRedirectUrl: env.SUBSCRIBE_REDIRECT_URL,
-      honeypotField: env.SUBSCRIBE_HONEYPOT_FIELD,
-      trustProxyHops: env.TRUST_PROXY_HOPS,
-      maxConnections: env.MAX_CONNECTIONS,
-      headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
-      requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
-      rateLimitIpv6Prefix: env.RATE_LIMIT_IPV6_PREFIX,
-      turnstileSecretKey: env.TURNSTILE_SECRET_KEY,
-      turnstileSiteKey: env.TURNSTILE_SITE_KEY,
-      turnstileVerifyUrl: env.TURNSTILE_VERIFY_URL,
-      subscribeSurgePerMinute: env.SUBSCRIBE_SURGE_PER_MINUTE,
-      subscribeSurgeSeconds: env.SUBSCRIBE_SURGE_SECONDS,
-      turnstileMode: env.TURNSTILE_MODE,
-      subscribeBlockDisposable: env.SUBSCRIBE_BLOCK_DISPOSABLE,
-      alertWebhookUrl: env.ALERT_WEBHOOK_URL,
-      trustedProxies: env.TRUSTED_PROXIES,
-      readBudgetPerMinute: env.READ_BUDGET_PER_MINUTE,
-      readBudgetPerClientPerMinute: env.READ_BUDGET_PER_CLIENT_PER_MINUTE,
-      indexRefreshMinSeconds: env.INDEX_REFRESH_MIN_SECONDS,
-      archiveResyncSeconds: env.ARCHIVE_RESYNC_SECONDS,
-      deployHookUrl: env.DEPLOY_HOOK_URL,
-      redisUrl: env.REDIS_URL,
-      redisTimeoutMs: env.REDIS_TIMEOUT_MS,
-      siteIssueUrl: env.SITE_ISSUE_URL,
-      publicationName: env.PUBLICATION_NAME,
-      publicBaseUrl: env.PUBLIC_BASE_URL,
-      listPaging: {
-        limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,
-        style: env.UPSTREAM_LIST_PAGING,
-        pagingParam: pagingParamOf(env),
-        pageSize: env.UPSTREAM_LIST_PAGE_SIZE,
-      },
-      adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
-      adminHost: env.ADMIN_HOST,
-      adminUnreadyAfterSeconds: env.ADMIN_UNREADY_AFTER_SECONDS,
-      accessLog: env.ACCESS_LOG,
+  const direct = Object.entries(VARIABLES).filter(([, [field]]) => field !== null);
+  const fields = Object.fromEntries(direct.map(([name, [field]]) => [field, env[name as keyof Env]]));
+  const config: Config = {
+    ...(fields as Omit<Config, 'mode' | 'categoriesTtlSeconds' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'listPaging' | 'adminPort'>),
+    mode: env.NEWSLETTER_API_KEY ? 'upstream' : 'demo',
+    categoriesTtlSeconds: env.CATEGORIES_TTL_SECONDS === 0 ? env.CACHE_TTL_SECONDS : env.CATEGORIES_TTL_SECONDS,
+    headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
+    requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
+    listPaging: {
+      limitParam: env.UPSTREAM_LIST_LIMIT_PARAM,
+      style: env.UPSTREAM_LIST_PAGING,
+      pagingParam: pagingParamOf(env),
+      pageSize: env.UPSTREAM_LIST_PAGE_SIZE,
     },
+    adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
   };
+  return { ok: true, config, notices: env.MAX_CONNECTIONS_PER_CLIENT === 0 ? [] : [NO_LONGER_PER_CLIENT] };
 }
 
 /** The paging parameter's name: as set, or the guess for the paging style. */
-function pagingParamOf(env: { UPSTREAM_LIST_PAGING: ListPaging['style']; UPSTREAM_LIST_PAGING_PARAM?: string | undefined }): string {
+function pagingParamOf(env: Env): string {
   if (env.UPSTREAM_LIST_PAGING_PARAM !== undefined) return env.UPSTREAM_LIST_PAGING_PARAM;
   return env.UPSTREAM_LIST_PAGING === 'page' ? LIST_ISSUES_PAGE_PARAM : DEFAULT_LIST_PAGING.pagingParam;
-}
-
-/** What a setting that no longer does what its name says does now (docs/configuration.md). */
-function noticesFor(env: { MAX_CONNECTIONS_PER_CLIENT: number }): string[] {
-  const notices: string[] = [];
-  if (env.MAX_CONNECTIONS_PER_CLIENT !== 0) {
-    notices.push(
-      'MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS the listener closes idle kept-alive connections, then request heads not sent in time, from the address holding most (docs/node-http.md)',
-    );
-  }
-  return notices;
 }

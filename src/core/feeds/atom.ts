@@ -4,7 +4,7 @@ import { xmlElement, xmlText } from './xml.js';
 
 /** An Atom 1.0 document (RFC 4287) of the issues, in the order given: the same input gives the same bytes. */
 export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
-  const lines = [
+  return [
     '<?xml version="1.0" encoding="utf-8"?>',
     '<feed xmlns="http://www.w3.org/2005/Atom">',
     `  ${xmlElement('title', options.title)}`,
@@ -18,15 +18,14 @@ export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOpt
     ...issues.map((issue) => atomEntry(issue, options)),
     '</feed>',
     '',
-  ];
-  return lines.join('\n');
+  ].join('\n');
 }
 
 function atomEntry(issue: IssueSummary, options: FeedOptions): string {
   const url = options.issueUrl(issue.slug);
   // An issue without any date still needs <updated> (§4.1.2): the feed's own date stands in.
   const date = issueUpdatedAt(issue) ?? options.updated;
-  const lines = [
+  return [
     '  <entry>',
     `    ${xmlElement('title', issue.subject, { type: 'text' })}`,
     `    <link rel="alternate" type="text/html" href="${xmlText(url)}"/>`,
@@ -37,6 +36,5 @@ function atomEntry(issue: IssueSummary, options: FeedOptions): string {
     ...(issue.previewText ? [`    ${xmlElement('summary', issue.previewText, { type: 'text' })}`] : []),
     ...(issue.category ? [`    <category term="${xmlText(issue.category.slug)}" label="${xmlText(issue.category.name)}"/>`] : []),
     '  </entry>',
-  ];
-  return lines.join('\n');
+  ].join('\n');
 }

@@ -1,9 +1,8 @@
 import type { IssueSummary } from '../public-shapes.js';
 
-/** Every URL absolute, built by the caller. */
+/** Every URL absolute, built by the caller; `feedUrl` (`rel="self"`) only when the caller knows its address. */
 export interface FeedOptions {
   issueUrl: (slug: string) => string;
-  /** `rel="self"`; none when the caller does not know its address. */
   feedUrl?: string;
   siteUrl: string;
   title: string;
@@ -16,17 +15,18 @@ export interface FeedOptions {
 
 /** The later of `updatedAt` and `sentAt` (an upstream may not move `updatedAt` on sending); null without either. */
 export function issueUpdatedAt(issue: Pick<IssueSummary, 'sentAt' | 'updatedAt'>): string | null {
-  const updated = issue.updatedAt === null ? Number.NaN : Date.parse(issue.updatedAt);
-  const sent = issue.sentAt === null ? Number.NaN : Date.parse(issue.sentAt);
-  if (Number.isNaN(updated)) return Number.isNaN(sent) ? null : new Date(sent).toISOString();
-  return new Date(Number.isNaN(sent) ? updated : Math.max(updated, sent)).toISOString();
+  const times = [issue.updatedAt, issue.sentAt].map((date) => (date === null ? Number.NaN : Date.parse(date)));
+  const known = times.filter((time) => !Number.isNaN(time));
+  return known.length === 0 ? null : new Date(Math.max(...known)).toISOString();
 }
 
 export function latestUpdate(issues: readonly IssueSummary[], fallback: string): string {
-  let latest: string | undefined;
-  for (const issue of issues) {
-    const updated = issueUpdatedAt(issue);
-    if (updated !== null && (latest === undefined || updated > latest)) latest = updated;
-  }
-  return latest ?? fallback;
+  // ISO dates in one format: their text sorts as their times do.
+  return (
+    issues
+      .map(issueUpdatedAt)
+      .filter((date) => date !== null)
+      .sort()
+      .at(-1) ?? fallback
+  );
 }

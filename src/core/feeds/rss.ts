@@ -2,9 +2,12 @@ import type { IssueSummary } from '../public-shapes.js';
 import type { FeedOptions } from './options.js';
 import { xmlElement, xmlText } from './xml.js';
 
+/** RFC 822 with four-digit years (RFC 1123): what `toUTCString` writes. */
+const rfc822 = (iso: string) => new Date(iso).toUTCString();
+
 /** An RSS 2.0 document, with an Atom `self` link (the RSS Advisory Board's best practice). */
 export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
-  const lines = [
+  return [
     '<?xml version="1.0" encoding="utf-8"?>',
     '<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom">',
     '  <channel>',
@@ -18,13 +21,12 @@ export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOpti
     '  </channel>',
     '</rss>',
     '',
-  ];
-  return lines.join('\n');
+  ].join('\n');
 }
 
 function rssItem(issue: IssueSummary, options: FeedOptions): string {
   const url = options.issueUrl(issue.slug);
-  const lines = [
+  return [
     '    <item>',
     `      ${xmlElement('title', issue.subject)}`,
     `      ${xmlElement('link', url)}`,
@@ -33,11 +35,5 @@ function rssItem(issue: IssueSummary, options: FeedOptions): string {
     ...(issue.previewText ? [`      ${xmlElement('description', issue.previewText)}`] : []),
     ...(issue.category ? [`      ${xmlElement('category', issue.category.name)}`] : []),
     '    </item>',
-  ];
-  return lines.join('\n');
-}
-
-/** RFC 822 with four-digit years (RFC 1123): what `toUTCString` writes. */
-function rfc822(iso: string): string {
-  return new Date(iso).toUTCString();
+  ].join('\n');
 }

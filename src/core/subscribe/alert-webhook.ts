@@ -1,22 +1,18 @@
 import type { Logger } from '../log.js';
 import type { SurgeAlert } from './surge.js';
 
-const DEFAULT_ALERT_TIMEOUT_MS = 5000;
-
-export interface AlertWebhookOptions {
-  /** ALERT_WEBHOOK_URL: a Slack-compatible webhook, or any receiver of a JSON POST. */
+/**
+ * Sends a surge's start and end to ALERT_WEBHOOK_URL, a Slack-compatible webhook or any receiver of a
+ * JSON POST (docs/subscribe.md "Alert webhook"). Always resolves: a failing receiver is logged, never
+ * waited on by visitors. The URL is a credential: never logged.
+ */
+export function createAlertWebhook(options: {
   url: string;
   log: Logger;
   fetch?: typeof globalThis.fetch;
   timeoutMs?: number;
-}
-
-/**
- * Sends a surge's start and end to the owner's webhook (docs/subscribe.md "Alert webhook"). Always
- * resolves: a failing receiver is logged, never waited on by visitors. The URL is a credential: never logged.
- */
-export function createAlertWebhook(options: AlertWebhookOptions): (payload: SurgeAlert) => Promise<void> {
-  const { url, log, fetch = globalThis.fetch, timeoutMs = DEFAULT_ALERT_TIMEOUT_MS } = options;
+}): (payload: SurgeAlert) => Promise<void> {
+  const { url, log, fetch = globalThis.fetch, timeoutMs = 5000 } = options;
   return async function sendAlert(payload) {
     try {
       const response = await fetch(url, {

@@ -2,9 +2,6 @@ import type { Context } from 'hono';
 import { SubscribeFailure } from './outcome.js';
 
 export const TURNSTILE_RESPONSE_FIELD = 'cf-turnstile-response';
-const MAX_TOKEN_LENGTH = 2048;
-/** A subscriber waits for this check: a slower verifier counts as down. */
-const DEFAULT_VERIFY_TIMEOUT_MS = 3000;
 /** Error codes that mean our secret is wrong, not the visitor's token: an operator must act. */
 const OUR_MISTAKES = new Set(['missing-input-secret', 'invalid-input-secret']);
 
@@ -18,39 +15,36 @@ export interface TurnstileChallengeOptions {
   verifyUrl: string;
   clientIp: (c: Context) => string | undefined;
   fetch?: typeof globalThis.fetch;
+  /** A subscriber waits for this check: a slower verifier counts as down. */
   timeoutMs?: number;
 }
 
-type Verdict = { passed: true } | { passed: false; errorCodes: string } | { unavailable: string; level: 'warn' | 'error' };
+const failed = (captcha: string) =>
+  new SubscribeFailure('CAPTCHA_FAILED', { outcome: 'rejected', fields: { reason: 'CAPTCHA_FAILED', captcha } });
+
+const unavailable = (captcha: string, level: 'warn' | 'error' = 'warn') =>
+  new SubscribeFailure(
+    'UPSTREAM_UNAVAILABLE',
+    { outcome: 'failed', fields: { reason: 'CAPTCHA_UNAVAILABLE', captcha }, level },
+    { message: 'The anti-bot check could not be completed. Try again later.', retryAfter: 5 },
+  );
 
 /**
  * Cloudflare Turnstile (or any siteverify-compatible verifier) on subscribe. A verifier that is
  * down or refuses our secret fails closed (503): an outage must not let a waiting bot through.
  */
 export function createTurnstileChallenge(options: TurnstileChallengeOptions): SubscribeChallenge {
-  const { secretKey, siteKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = DEFAULT_VERIFY_TIMEOUT_MS } = options;
+  const { secretKey, siteKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = 3000 } = options;
 
-  async function verify(token: string, remoteIp: string | undefined): Promise<Verdict> {
-    const form = new URLSearchParams({ secret: secretKey, response: token });
-    if (remoteIp) form.set('remoteip', remoteIp);
-    let answer: unknown;
+  async function siteverify(form: URLSearchParams): Promise<unknown> {
     try {
       const response = await fetch(verifyUrl, { method: 'POST', body: form, signal: AbortSignal.timeout(timeoutMs) });
-      if (!response.ok) {
-        await response.body?.cancel();
-        return { unavailable: `status ${response.status}`, level: 'warn' };
-      }
-      answer = await response.json();
+      if (response.ok) return await response.json();
+      await response.body?.cancel();
+      return unavailable(`status ${response.status}`);
     } catch (error) {
-      return { unavailable: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable', level: 'warn' };
+      return unavailable(error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable');
     }
-    const { success, 'error-codes': codes } = (answer ?? {}) as { success?: unknown; 'error-codes'?: unknown };
-    if (success === true) return { passed: true };
-    const errorCodes = Array.isArray(codes) ? codes.filter((code) => typeof code === 'string').join(',') : '';
-    if (codes === undefined && success === undefined) return { unavailable: 'not a siteverify answer', level: 'warn' };
-    if (Array.isArray(codes) && codes.some((code) => OUR_MISTAKES.has(code))) return { unavailable: errorCodes, level: 'error' };
-    if (Array.isArray(codes) && codes.includes('internal-error')) return { unavailable: errorCodes, level: 'warn' };
-    return { passed: false, errorCodes };
   }
 
   return async function checkTurnstile(c, input) {
@@ -64,22 +58,19 @@ export function createTurnstileChallenge(options: TurnstileChallengeOptions): Su
         { details: [siteKey ? { ...detail, siteKey } : detail] },
       );
     }
-    if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) {
-      throw new SubscribeFailure('CAPTCHA_FAILED', { outcome: 'rejected', fields: { reason: 'CAPTCHA_FAILED', captcha: 'malformed' } });
-    }
-    const verdict = await verify(token, clientIp(c));
-    if ('unavailable' in verdict) {
-      throw new SubscribeFailure(
-        'UPSTREAM_UNAVAILABLE',
-        { outcome: 'failed', fields: { reason: 'CAPTCHA_UNAVAILABLE', captcha: verdict.unavailable }, level: verdict.level },
-        { message: 'The anti-bot check could not be completed. Try again later.', retryAfter: 5 },
-      );
-    }
-    if (!verdict.passed) {
-      throw new SubscribeFailure('CAPTCHA_FAILED', {
-        outcome: 'rejected',
-        fields: { reason: 'CAPTCHA_FAILED', captcha: verdict.errorCodes || 'rejected' },
-      });
-    }
+    if (typeof token !== 'string' || token.length > 2048) throw failed('malformed');
+    const form = new URLSearchParams({ secret: secretKey, response: token });
+    const remoteIp = clientIp(c);
+    if (remoteIp) form.set('remoteip', remoteIp);
+    const answer = await siteverify(form);
+    if (answer instanceof SubscribeFailure) throw answer;
+    const { success, 'error-codes': codes } = (answer ?? {}) as { success?: unknown; 'error-codes'?: unknown };
+    if (success === true) return;
+    if (codes === undefined && success === undefined) throw unavailable('not a siteverify answer');
+    const list: unknown[] = Array.isArray(codes) ? codes : [];
+    const errorCodes = list.filter((code) => typeof code === 'string').join(',');
+    if (list.some((code) => OUR_MISTAKES.has(code as string))) throw unavailable(errorCodes, 'error');
+    if (list.includes('internal-error')) throw unavailable(errorCodes);
+    throw failed(errorCodes || 'rejected');
   };
 }

@@ -12,13 +12,8 @@ interface DisposableList {
 export async function loadDisposableDomains(load: () => Promise<DisposableList> = importMailchecker): Promise<(domain: string) => boolean> {
   const domains = (await importOptional('mailchecker', 'SUBSCRIBE_BLOCK_DISPOSABLE=true', load)).blacklist();
   return function isDisposableDomain(domain: string): boolean {
-    let rest = domain.toLowerCase();
-    for (;;) {
-      if (domains.has(rest)) return true;
-      const dot = rest.indexOf('.');
-      if (dot === -1) return false;
-      rest = rest.slice(dot + 1);
-    }
+    const labels = domain.toLowerCase().split('.');
+    return labels.some((_, index) => domains.has(labels.slice(index).join('.')));
   };
 }
 

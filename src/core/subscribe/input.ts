@@ -1,7 +1,6 @@
 import type { Context } from 'hono';
 import * as z from '../zod.js';
 import { ApiError } from '../http/errors.js';
-import { domainOf, mailboxKeyOf } from './mailbox.js';
 import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
 import { blankToUndefined, parseOrThrow, preprocess, type JsonSchemaWords } from '../validation.js';
 
@@ -12,8 +11,6 @@ const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form
 const ACCEPTED_TYPES = new Set(['application/json', ...FORM_TYPES]);
 const NO_CONTROL_CHARACTERS = /^\P{Cc}*$/u;
 
-const trimmed = (value: unknown) => (typeof value === 'string' ? value.trim() : value);
-
 /** What a ticked form checkbox may send for `optInAttestation` (trimmed, any case). */
 export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
 
@@ -21,9 +18,7 @@ export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
 const EMAIL_PATTERN =
   /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
 /** RFC 5321 §4.5.3.1. */
-const MAX_LOCAL_PART = 64;
-const MAX_DOMAIN_LABEL = 63;
-const MAX_ADDRESS = 254;
+const [MAX_LOCAL_PART, MAX_DOMAIN_LABEL, MAX_ADDRESS] = [64, 63, 254];
 const UNICODE_DOMAIN = /^[\p{L}\p{M}\p{N}.\u3002\uFF0E\uFF61-]+$/u;
 
 /**
@@ -44,17 +39,11 @@ function toAsciiDomain(value: string): string {
 }
 
 function lengthProblem(email: string): string | undefined {
-  const at = email.lastIndexOf('@');
   if (email.length > MAX_ADDRESS) return `must be at most ${MAX_ADDRESS} characters`;
-  if (at > MAX_LOCAL_PART) return `must have at most ${MAX_LOCAL_PART} characters before the @`;
-  if (
-    email
-      .slice(at + 1)
-      .split('.')
-      .some((label) => label.length > MAX_DOMAIN_LABEL)
-  ) {
+  if (email.lastIndexOf('@') > MAX_LOCAL_PART) return `must have at most ${MAX_LOCAL_PART} characters before the @`;
+  const labels = domainOf(email).split('.');
+  if (labels.some((label) => label.length > MAX_DOMAIN_LABEL))
     return `must have at most ${MAX_DOMAIN_LABEL} characters between the dots of its domain`;
-  }
   return undefined;
 }
 
@@ -65,7 +54,7 @@ function lengthProblem(email: string): string | undefined {
 export function createSubscribeInputSchema(checkedValues: readonly string[]) {
   return z.object({
     email: preprocess(
-      trimmed,
+      (value) => (typeof value === 'string' ? value.trim() : value),
       z.pipe(
         z
           .string({ error: 'is required' })
@@ -126,24 +115,29 @@ export const SUBSCRIBE_FIELDS: readonly string[] = Object.keys(SubscribeJsonInpu
 /** The JSON body `hc<AppType>` sends. */
 export type SubscribeJsonInput = z.output<typeof SubscribeJsonInputSchema>;
 
-/** The fields, validated, with the address's mailbox key (mailbox.ts) and domain. */
+/** The fields, validated, with the address's mailbox key (mailboxKeyOf) and domain. */
 export type SubscribeFields = SubscribeJsonInput & { normalized: string; domain: string };
 
-function mediaTypeOf(c: Context): string | undefined {
-  return c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase() || undefined;
-}
+const mediaTypeOf = (c: Context) => c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase() ?? '';
 
 /** An HTML form post can get a 303 instead of JSON. */
 export function isFormPost(c: Context): boolean {
-  const mediaType = mediaTypeOf(c);
-  return mediaType !== undefined && FORM_TYPES.has(mediaType);
+  return FORM_TYPES.has(mediaTypeOf(c));
 }
+
+/** A catch handler: whatever reading the body threw, the visitor is told this. */
+const bodyError = (message: string) => (): never => {
+  throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message }] });
+};
 
 /** JSON, a urlencoded or a multipart form; anything else is a 415. */
 export async function readSubscribeBody(c: Context): Promise<Record<string, unknown>> {
   const mediaType = mediaTypeOf(c);
-  if (!mediaType || !ACCEPTED_TYPES.has(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-  return mediaType === 'application/json' ? readJsonObject(c) : readForm(c);
+  if (!ACCEPTED_TYPES.has(mediaType)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
+  if (mediaType !== 'application/json') return c.req.parseBody().catch(bodyError('must be a valid form submission'));
+  const parsed: unknown = await c.req.text().then(JSON.parse).catch(bodyError('must be valid JSON'));
+  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+  return bodyError('must be a JSON object')();
 }
 
 /** Throws VALIDATION_ERROR. Own properties of the known fields only: `__proto__` and others are dropped. */
@@ -154,23 +148,24 @@ export function parseSubscribeFields(c: Context, input: Record<string, unknown>)
   return { ...fields, normalized: mailboxKeyOf(fields.email), domain: domainOf(fields.email) };
 }
 
-async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(await c.req.text());
-  } catch {
-    throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message: 'must be valid JSON' }] });
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message: 'must be a JSON object' }] });
-  }
-  return parsed as Record<string, unknown>;
+/*
+ * One key per mailbox, for the repeat guard and the surge count (docs/subscribe.md "Mailbox keys");
+ * what goes upstream stays as typed.
+ */
+
+/** Providers known to deliver `j.a.n.e@` to `jane@`, each mapped to its one domain. */
+const DOTS_IGNORED: Readonly<Record<string, string>> = { 'gmail.com': 'gmail.com', 'googlemail.com': 'gmail.com' };
+
+export function domainOf(email: string): string {
+  return email.slice(email.lastIndexOf('@') + 1).toLowerCase();
 }
 
-async function readForm(c: Context): Promise<Record<string, unknown>> {
-  try {
-    return await c.req.parseBody();
-  } catch {
-    throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message: 'must be a valid form submission' }] });
-  }
+/** Lower-cased, a `+tag` dropped (RFC 5233), and for providers that ignore dots, dots dropped and the domain unified. */
+export function mailboxKeyOf(email: string): string {
+  const local = email.slice(0, email.lastIndexOf('@')).toLowerCase();
+  const plus = local.indexOf('+');
+  // A local part that is only a tag (`+x@`) is kept whole.
+  const untagged = plus > 0 ? local.slice(0, plus) : local;
+  const unified = DOTS_IGNORED[domainOf(email)];
+  return unified === undefined ? `${untagged}@${domainOf(email)}` : `${untagged.replaceAll('.', '')}@${unified}`;
 }

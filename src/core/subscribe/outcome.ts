@@ -1,23 +1,19 @@
 import { ApiError, type ApiErrorOptions, type ErrorCode } from '../http/errors.js';
 import type { LogLevel } from '../log.js';
 
-/** How a subscribe attempt ended. `abandoned`: the client hung up (499); `timed_out`: REQUEST_TIMEOUT_SECONDS (408). */
-export type SubscribeOutcome =
-  | 'forwarded'
-  | 'deduped'
-  | 'honeypot'
-  | 'refused_by_upstream'
-  | 'rejected'
-  | 'paused'
-  | 'failed'
-  | 'abandoned'
-  | 'timed_out';
+/** How an attempt that is not an error ended. `abandoned`: the client hung up (499); `timed_out`: REQUEST_TIMEOUT_SECONDS (408). */
+type Settled = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'abandoned' | 'timed_out';
 
-export type RecordOutcome = (outcome: SubscribeOutcome, fields?: Record<string, string | undefined>, level?: LogLevel) => void;
+export type RecordOutcome = (
+  outcome: Settled | SubscribeFailure['outcome'],
+  fields?: Record<string, string | undefined>,
+  level?: LogLevel,
+) => void;
 
 /** An attempt that ends in an error, with its log line's fields; the route's one error handler logs and answers. */
 export class SubscribeFailure extends ApiError {
-  readonly outcome: Exclude<SubscribeOutcome, 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'abandoned' | 'timed_out'>;
+  override readonly name = 'SubscribeFailure';
+  readonly outcome: 'rejected' | 'paused' | 'failed';
   readonly logFields: Record<string, string | undefined>;
   readonly level: LogLevel | undefined;
 
@@ -27,7 +23,6 @@ export class SubscribeFailure extends ApiError {
     options: ApiErrorOptions = {},
   ) {
     super(code, options);
-    this.name = 'SubscribeFailure';
     this.outcome = log.outcome;
     this.logFields = log.fields ?? {};
     this.level = log.level;

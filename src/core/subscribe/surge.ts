@@ -17,39 +17,37 @@ export interface SurgeCounter {
 
 /** The previous fixed minute weighted by how much of it the sliding minute still covers. */
 export function slidingRate(current: number, previous: number, at: number): number {
-  const covered = 1 - (at % MINUTE_MS) / MINUTE_MS;
-  return current + previous * covered;
+  return current + previous * (1 - (at % MINUTE_MS) / MINUTE_MS);
 }
 
 export function minuteOf(at: number): number {
   return Math.floor(at / MINUTE_MS);
 }
 
-export function createMemorySurgeCounter(): SurgeCounter {
-  let minute = 0;
-  let current = 0;
-  let previous = 0;
-  function roll(at: number): void {
+/** A value per fixed minute, this one's and the one before's (empty unless it was the minute just before). */
+function lastTwoMinutes<T>(empty: () => T): (at: number) => [current: T, previous: T] {
+  let [minute, current, previous] = [0, empty(), empty()];
+  return (at) => {
     const now = minuteOf(at);
-    if (now === minute) return;
-    previous = now === minute + 1 ? current : 0;
-    current = 0;
-    minute = now;
-  }
-  return {
-    add(at) {
-      roll(at);
-      current += 1;
-      return slidingRate(current, previous, at);
-    },
-    rate(at) {
-      roll(at);
-      return slidingRate(current, previous, at);
-    },
+    if (now !== minute) {
+      previous = now === minute + 1 ? current : empty();
+      [minute, current] = [now, empty()];
+    }
+    return [current, previous];
   };
 }
 
-type Counts<Name extends string> = Record<Name, number> & { response: SurgeResponse };
+export function createMemorySurgeCounter(): SurgeCounter {
+  const minutes = lastTwoMinutes(() => ({ attempts: 0 }));
+  function count(at: number, added: number): number {
+    const [current, previous] = minutes(at);
+    current.attempts += added;
+    return slidingRate(current.attempts, previous.attempts, at);
+  }
+  return { add: (at) => count(at, 1), rate: (at) => count(at, 0) };
+}
+
+type Counts<Name extends string> = Record<Name, number> & { response: 'challenge' | 'pause' };
 
 /** What the owner's webhook receives (docs/subscribe.md "Alert webhook"): counts only, never an address. */
 export type SurgeAlert = { text: string; at: string } & (
@@ -59,111 +57,74 @@ export type SurgeAlert = { text: string; at: string } & (
   | ({ event: 'subscribe_surge_ended' } & Counts<'durationSeconds' | 'attempts' | 'challenged' | 'paused'>)
 );
 
-/** During a surge: ask for a Turnstile token, or pause new addresses. */
-export type SurgeResponse = 'challenge' | 'pause';
+/** Workers' waitUntil; on Node the promise simply runs. */
+type Background = (promise: Promise<unknown>) => void;
 
-/** `ip`: the rate-limit key of its address. */
-export interface SurgeAttempt {
-  ip: string | undefined;
-  domain: string;
-  mailbox: string;
-}
+const HINTS = {
+  challenge: 'every subscribe now needs a Turnstile token until the rate stays low',
+  pause: 'new addresses are paused (503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
+};
 
-export interface SurgeWatchOptions {
-  /** SUBSCRIBE_SURGE_PER_MINUTE. */
+/**
+ * docs/subscribe.md "Surges": per-IP and per-address limits never trip for a bot posting distinct
+ * addresses from rotating IPs, so attempts are also counted for the whole service. During a surge
+ * a subscribe needs a Turnstile token (`challenge`), or new addresses are paused (`pause`).
+ */
+export function createSurgeWatch(options: {
   perMinute: number;
   /** SUBSCRIBE_SURGE_SECONDS: how long the rate must stay low for a surge to end. */
   holdSeconds: number;
-  response: SurgeResponse;
+  response: 'challenge' | 'pause';
   counter: SurgeCounter;
   now: () => number;
   log: Logger;
   metrics: Pick<Metrics, 'subscribeSurge'>;
   alert?: ((payload: SurgeAlert) => Promise<void>) | undefined;
-}
-
-/** Workers' waitUntil; on Node the promise simply runs. */
-export type Background = (promise: Promise<unknown>) => void;
-
-/**
- * docs/subscribe.md "Surges": per-IP and per-address limits never trip for a bot posting distinct
- * addresses from rotating IPs, so attempts are also counted for the whole service.
- */
-export function createSurgeWatch(options: SurgeWatchOptions) {
+}) {
   const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
-  // The last two minutes' distinct visitors, as this instance saw them.
-  const emptyWindow = (minute: number) => ({ minute, ips: new Set<string>(), domains: new Set<string>(), mailboxes: new Set<string>() });
-  let seen = emptyWindow(0);
-  let before = seen;
+  // The last two minutes' distinct visitors, as this instance saw them: ips, domains, mailboxes.
+  const visitors = lastTwoMinutes(() => [new Set<string>(), new Set<string>(), new Set<string>()]);
+  const distinct = (at: number, index: number) => new Set(visitors(at).flatMap((sets) => [...sets[index]!])).size;
 
-  function remember(attempt: SurgeAttempt, at: number): void {
-    const minute = minuteOf(at);
-    if (minute !== seen.minute) {
-      before = minute === seen.minute + 1 ? seen : emptyWindow(0);
-      seen = emptyWindow(minute);
-    }
-    const add = (set: Set<string>, value: string | undefined) => {
-      if (value !== undefined && set.size < MAX_DISTINCT) set.add(value);
-    };
-    add(seen.ips, attempt.ip);
-    add(seen.domains, attempt.domain);
-    add(seen.mailboxes, attempt.mailbox);
+  function announce(payload: SurgeAlert, background: Background, hint?: string): void {
+    const { text, event, at, ...figures } = payload;
+    metrics.subscribeSurge(event === 'subscribe_surge_started');
+    log.log('warn', event, hint ? { ...figures, hint } : figures);
+    if (alert) background(alert(payload));
   }
-
-  const distinct = (pick: (window: typeof seen) => Set<string>) => new Set([...pick(before), ...pick(seen)]).size;
 
   function evaluate(rate: number, at: number, background: Background): void {
-    if (rate > perMinute) {
-      if (surge) surge.lastAboveAt = at;
-      else start(rate, at, background);
+    const iso = new Date(at).toISOString();
+    if (rate > perMinute && surge) surge.lastAboveAt = at;
+    else if (rate > perMinute) {
+      surge = { startedAt: at, lastAboveAt: at, attempts: 0, challenged: 0, paused: 0 };
+      const [distinctIps, distinctDomains, distinctAddresses] = [distinct(at, 0), distinct(at, 1), distinct(at, 2)];
+      const ratePerMinute = Math.round(rate);
+      const text =
+        `newsletter-bff: subscribe surge started, ${ratePerMinute} attempts a minute (threshold ${perMinute}) ` +
+        `from ${distinctIps} IPs, ${distinctDomains} domains; ` +
+        (response === 'challenge' ? 'every subscribe now needs a Turnstile token.' : 'new addresses are paused.');
+      const figures = { ratePerMinute, thresholdPerMinute: perMinute, distinctIps, distinctDomains, distinctAddresses, response };
+      announce({ text, event: 'subscribe_surge_started', at: iso, ...figures }, background, HINTS[response]);
     } else if (surge && at - surge.lastAboveAt >= holdSeconds * 1000) {
-      end(at, background);
+      const { startedAt, attempts, challenged, paused } = surge;
+      const durationSeconds = Math.round((at - startedAt) / 1000);
+      surge = undefined;
+      const text = `newsletter-bff: subscribe surge ended after ${durationSeconds} s: ${attempts} attempts, ${challenged} challenged, ${paused} paused.`;
+      const figures = { durationSeconds, attempts, challenged, paused, response };
+      announce({ text, event: 'subscribe_surge_ended', at: iso, ...figures }, background);
     }
-  }
-
-  function start(rate: number, at: number, background: Background): void {
-    surge = { startedAt: at, lastAboveAt: at, attempts: 0, challenged: 0, paused: 0 };
-    const figures = {
-      ratePerMinute: Math.round(rate),
-      thresholdPerMinute: perMinute,
-      distinctIps: distinct((window) => window.ips),
-      distinctDomains: distinct((window) => window.domains),
-      distinctAddresses: distinct((window) => window.mailboxes),
-      response,
-    };
-    metrics.subscribeSurge(true);
-    log.log('warn', 'subscribe_surge_started', {
-      ...figures,
-      hint:
-        response === 'challenge'
-          ? 'every subscribe now needs a Turnstile token until the rate stays low'
-          : 'new addresses are paused (503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
-    });
-    const text =
-      `newsletter-bff: subscribe surge started, ${figures.ratePerMinute} attempts a minute (threshold ${perMinute}) ` +
-      `from ${figures.distinctIps} IPs, ${figures.distinctDomains} domains; ` +
-      (response === 'challenge' ? 'every subscribe now needs a Turnstile token.' : 'new addresses are paused.');
-    if (alert) background(alert({ text, event: 'subscribe_surge_started', at: new Date(at).toISOString(), ...figures }));
-  }
-
-  function end(at: number, background: Background): void {
-    const { startedAt, attempts, challenged, paused } = surge!;
-    surge = undefined;
-    const figures = { durationSeconds: Math.round((at - startedAt) / 1000), attempts, challenged, paused, response };
-    metrics.subscribeSurge(false);
-    log.log('warn', 'subscribe_surge_ended', figures);
-    const text =
-      `newsletter-bff: subscribe surge ended after ${figures.durationSeconds} s: ${figures.attempts} attempts, ` +
-      `${figures.challenged} challenged, ${figures.paused} paused.`;
-    if (alert) background(alert({ text, event: 'subscribe_surge_ended', at: new Date(at).toISOString(), ...figures }));
   }
 
   return {
-    /** Counts an attempt that passed validation, honeypot and origin; true while a surge is on. */
-    async attempt(attempt: SurgeAttempt, background: Background): Promise<boolean> {
+    /** Counts an attempt that passed validation, honeypot and origin (`ip`: its rate-limit key); true while a surge is on. */
+    async attempt(attempt: { ip: string | undefined; domain: string; mailbox: string }, background: Background): Promise<boolean> {
       const at = now();
-      remember(attempt, at);
+      const [seen] = visitors(at);
+      [attempt.ip, attempt.domain, attempt.mailbox].forEach((value, index) => {
+        if (value !== undefined && seen[index]!.size < MAX_DISTINCT) seen[index]!.add(value);
+      });
       evaluate(await counter.add(at), at, background);
       if (surge) surge.attempts += 1;
       return surge !== undefined;
@@ -176,9 +137,8 @@ export function createSurgeWatch(options: SurgeWatchOptions) {
     },
     /** Looks at the rate without an attempt, so a surge ends on time when the flood stops. */
     async check(background: Background): Promise<void> {
-      if (!surge) return;
       const at = now();
-      evaluate(await counter.rate(at), at, background);
+      if (surge) evaluate(await counter.rate(at), at, background);
     },
     active: () => surge !== undefined,
     /** The hold: the shortest a surge can still last. */
