@@ -141,6 +141,7 @@ const SharedPayloadSchema = z.union([
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
+  const sync = value.kind === 'archive' ? value.index.sync : NO_SYNC;
   const payload =
     value.kind === 'archive'
       ? JSON.stringify({
@@ -148,7 +149,9 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
           all: value.index.all,
           complete: value.index.complete,
           sources: [...value.index.sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
-          sync: Number.isFinite(value.index.sync.fullReadAt) ? encodeSync(value.index.sync) : undefined,
+          sync: Number.isFinite(sync.fullReadAt)
+            ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
+            : undefined,
           text: value.index.text && encodeTextIndex(value.index.text),
         })
       : JSON.stringify({
@@ -159,10 +162,6 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
           neighbours: value.neighbours,
         });
   return { payload, fetchedAt: value.fetchedAt };
-}
-
-function encodeSync(sync: ArchiveSync) {
-  return { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head };
 }
 
 /** `undefined` (a miss) for an entry that does not parse. */
@@ -179,12 +178,8 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   if (payload.kind === 'json')
     return jsonValue(renderedWithEtag(payload.body, payload.etag), entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
-  const sync = payload.sync && {
-    order: payload.sync.order,
-    fullReadAt: payload.sync.fullReadAt,
-    listing: payload.sync.ids,
-    head: payload.sync.head,
-  };
+  const stored = payload.sync;
+  const sync = stored && { order: stored.order, fullReadAt: stored.fullReadAt, listing: stored.ids, head: stored.head };
   const text = payload.text && decodeTextIndex(payload.text);
   if (payload.text && !text) return undefined;
   return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }), ...(text && { text }) });

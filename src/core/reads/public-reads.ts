@@ -418,15 +418,6 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
 
   /** Slugs whose issue copy is being loaded now (see `seed`). */
   const issuesLoading = new Set<string>();
-  async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
-    const slug = key.slice(ISSUE_KEY_PREFIX.length);
-    issuesLoading.add(slug);
-    try {
-      return await loadIssueCopy(slug, waitUntil, client, previous);
-    } finally {
-      issuesLoading.delete(slug);
-    }
-  }
 
   const gone = (slug: string) => {
     notFound.set(slug, true);
@@ -438,6 +429,16 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
    * row the index lists with the same `updatedAt` is kept without a call. Only reads the index
    * cannot justify (not listed) are charged to the read budget.
    */
+  async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
+    const slug = key.slice(ISSUE_KEY_PREFIX.length);
+    issuesLoading.add(slug);
+    try {
+      return await loadIssueCopy(slug, waitUntil, client, previous);
+    } finally {
+      issuesLoading.delete(slug);
+    }
+  }
+
   async function loadIssueCopy(slug: string, waitUntil: WaitUntil | undefined, client: string | undefined, previous?: CachedValue) {
     let archive = cache.peek(ARCHIVE_KEY);
     // A copy is checked against an index at least as fresh as itself: a stale index is refreshed first.

@@ -72,7 +72,9 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
     const base = stored ?? previous;
     if (stored !== undefined && isWithinStaleWhileRevalidate(staleAt, time, rules)) {
       // This isolate asks again after REFRESH_FAILURE_BACKOFF_MS, by when the refresh has landed.
-      waitUntil?.(refreshOnce(key, waitUntil, client, base));
+      // Started before `waitUntil?.()`, which would skip it where there is none (Node).
+      const refreshing = refreshOnce(key, waitUntil, client, base);
+      waitUntil?.(refreshing);
       return stored;
     }
     let value: V | undefined;

@@ -239,10 +239,7 @@ function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) =
   }
 }
 
-/**
- * The same index over a new store holding only its own documents and the words they use, every
- * word's list packed. A counting sort over the lists, linear in their length.
- */
+/** The same index over a new store holding only its own documents and the words they use, every word's list packed. */
 export function compacted(text: TextIndex): TextIndex {
   const { store } = text;
   const newSlot = new Int32Array(store.docs.length).fill(-1);
@@ -250,61 +247,38 @@ export function compacted(text: TextIndex): TextIndex {
   kept.forEach((slot, at) => {
     newSlot[slot] = at;
   });
-  const wordCount = store.dictionary.size;
-  // Pass 1: how many kept documents each word is in.
-  const counts = new Uint32Array(wordCount + 1);
-  for (let word = 0; word < wordCount; word += 1) {
+  // Each word's kept slots, renumbered, ascending (the recent slots all come after the packed ones).
+  const lists: number[][] = Array.from({ length: store.dictionary.size }, () => []);
+  lists.forEach((list, word) => {
     forEachPackedSlot(store.packed, word, (slot) => {
-      if (newSlot[slot]! >= 0) counts[word]! += 1;
+      if (newSlot[slot]! >= 0) list.push(newSlot[slot]!);
     });
-  }
-  const recentKept = store.recent.map((_, i) => newSlot[store.packed.slots + i]! >= 0);
-  store.recent.forEach((words, i) => {
-    if (recentKept[i]) for (const word of words) counts[word]! += 1;
   });
-  // Words in use, numbered afresh in their old order.
-  const dictionary = createDictionary();
-  const wordNumber = new Int32Array(wordCount).fill(-1);
-  const start = new Uint32Array(wordCount + 1);
-  let total = 0;
-  for (let word = 0; word < wordCount; word += 1) {
-    start[word] = total;
-    total += counts[word]!;
-    if (counts[word]! > 0) wordNumber[word] = dictionary.add(store.dictionary.wordOf(word));
-  }
-  start[wordCount] = total;
-  // Pass 2: each word's kept slots, packed ones first (the recent ones are all later), ascending.
-  const entries = new Uint32Array(total);
-  const cursor = start.slice();
-  for (let word = 0; word < wordCount; word += 1) {
-    forEachPackedSlot(store.packed, word, (slot) => {
-      const renumbered = newSlot[slot]!;
-      if (renumbered >= 0) entries[cursor[word]!++] = renumbered;
-    });
-  }
   store.recent.forEach((words, i) => {
-    if (!recentKept[i]) return;
     const renumbered = newSlot[store.packed.slots + i]!;
-    for (const word of words) entries[cursor[word]!++] = renumbered;
+    if (renumbered >= 0) for (const word of words) lists[word]!.push(renumbered);
   });
-  // Pass 3: the gaps, in variable-length bytes.
-  const bytes = new Uint8Array(5 * total);
-  const offsets = new Uint32Array(dictionary.size + 1);
+  // The words in use, numbered afresh in their old order, each list as gaps in variable-length bytes.
+  const dictionary = createDictionary();
+  const wordNumber = new Int32Array(lists.length).fill(-1);
+  const bytes = new Uint8Array(5 * lists.reduce((total, list) => total + list.length, 0));
+  const offsets = [0];
   let length = 0;
-  for (let word = 0; word < wordCount; word += 1) {
-    if (wordNumber[word]! < 0) continue;
+  lists.forEach((list, word) => {
+    if (list.length === 0) return;
+    wordNumber[word] = dictionary.add(store.dictionary.wordOf(word));
     let previous = 0;
-    for (let at = start[word]!; at < start[word + 1]!; at += 1) {
-      let gap = entries[at]! - previous;
-      previous = entries[at]!;
+    for (const slot of list) {
+      let gap = slot - previous;
+      previous = slot;
       while (gap >= 0x80) {
         bytes[length++] = (gap & 0x7f) | 0x80;
         gap >>>= 7;
       }
       bytes[length++] = gap;
     }
-    offsets[wordNumber[word]! + 1] = length;
-  }
+    offsets.push(length);
+  });
   const docs = kept.map((slot): TextDoc => {
     const doc = store.docs[slot]!;
     return { ...doc, subject: Uint32Array.from(doc.subject, (word) => wordNumber[word]!).sort() };
@@ -315,7 +289,7 @@ export function compacted(text: TextIndex): TextIndex {
     store: {
       dictionary,
       docs,
-      packed: { slots: docs.length, offsets, bytes: bytes.slice(0, length) },
+      packed: { slots: docs.length, offsets: Uint32Array.from(offsets), bytes: bytes.slice(0, length) },
       recent: [],
       marks: new Int32Array(0),
     },
@@ -478,7 +452,5 @@ function fromBase64(text: string): Uint8Array | undefined {
   } catch {
     return undefined;
   }
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
-  return bytes;
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
