@@ -47,7 +47,7 @@ import {
 import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
-import { addSummary, compacted, createTextStore, documentOf, worthCompacting, type TextIndex, type TextStore } from './text-index.js';
+import { addSummary, compacted, createTextStore, documentOf, worthCompacting, type TextIndex } from './text-index.js';
 
 /** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
 export interface PublicRead<T = unknown> {
@@ -244,12 +244,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     } else {
       rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
     }
-    const answeredAt = now();
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
-    const complete = clean && rows.length < options.archiveMaxIssues;
-    const value = indexValue(rows, answeredAt, complete, sync, contents.store, true);
-    await contents.seed(answeredAt, value);
-    return value;
+    return indexValue(rows, clean && rows.length < options.archiveMaxIssues, sync, contents, true);
   }
 
   /**
@@ -276,19 +272,18 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       slot: prior.text?.slots.get(summary.slug),
     }));
     const kept = [...head.issues, ...priorRows.filter((row) => !replaced.has(row.source.id))];
-    const answeredAt = now();
     // A row the head could not read is an issue the index cannot show: by slug until the next whole read.
     const complete = prior.complete && head.dropped.count === 0 && kept.length < options.archiveMaxIssues;
-    const value = indexValue(kept, answeredAt, complete, { ...prior.sync, listing: placed.listing, head: head.validators }, contents.store);
-    await contents.seed(answeredAt, value);
-    return value;
+    return indexValue(kept, complete, { ...prior.sync, listing: placed.listing, head: head.validators }, contents);
   }
 
   /**
-   * The cached index of `rows` (newest first, public ones only), its text index in `store`; after
-   * a whole read, compacted into a store of its own documents.
+   * The cached index of `rows` (newest first, public ones only), stamped when the upstream answered,
+   * its text index compacted after a whole read; the letters the rows carried are seeded.
    */
-  function indexValue(rows: readonly KeptRow[], fetchedAt: number, complete: boolean, sync: ArchiveSync, store: TextStore, whole = false) {
+  async function indexValue(rows: readonly KeptRow[], complete: boolean, sync: ArchiveSync, contents: ContentKeeper, whole = false) {
+    const fetchedAt = now();
+    const { store } = contents;
     const bySlug = new Map<string, IssueSummary>();
     const sources = new Map<string, IssueSource>();
     const slots = new Map<string, number>();
@@ -300,7 +295,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     let text: TextIndex = { store, slots };
     if (whole && worthCompacting(text)) text = compacted(text);
-    return archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync, text });
+    const value = archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync, text });
+    await contents.seed(fetchedAt, value);
+    return value;
   }
 
   const positions = new WeakMap<ArchiveIndex, Map<string, number>>();
@@ -376,6 +373,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       },
     };
   }
+  type ContentKeeper = ReturnType<typeof createContentKeeper>;
   const loadArchive = withSharedCopy(loadArchiveFromUpstream, rules.archive);
 
   const readArchive = (waitUntil: WaitUntil | undefined, client: string | undefined, forceRefresh = false) =>
