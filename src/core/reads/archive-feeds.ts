@@ -10,20 +10,17 @@ import type { PublicRead, PublicReads } from './public-reads.js';
 import type { WaitUntil } from './read-through-cache.js';
 import { renderBody, renderedBytes, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 
-/** The feed representations of the archive route (docs/contract.md "GET /api/issues"). */
-export type FeedFormat = 'atom' | 'rss';
+type FeedFormat = 'atom' | 'rss';
 
-export interface ArchiveFeedsOptions {
+interface ArchiveFeedsOptions {
   reads: Pick<PublicReads, 'archiveIndex'>;
-  /** SITE_ISSUE_URL: an issue's public page, with `{slug}` where its slug goes. */
+  /** SITE_ISSUE_URL, with `{slug}` where the slug goes. */
   siteIssueUrl: string;
-  /** PUBLICATION_NAME: the feeds' title and author; the site's host when unset. */
+  /** PUBLICATION_NAME; the site's host when unset. */
   publicationName?: string | undefined;
-  /** PUBLIC_BASE_URL: where this service answers, for the feeds' `self` link; none when unset. */
+  /** PUBLIC_BASE_URL, for the feeds' `self` link. */
   publicBaseUrl?: string | undefined;
-  /** The rendered-feeds share of CACHE_MAX_BYTES (memory-budget.ts), compressed copies included. */
   maxBytes: number;
-  /** Compressed copies of each feed, made once per rendering (Node's encoder); none where not given. */
   encodeBody?: BodyEncoder | undefined;
 }
 
@@ -36,22 +33,15 @@ const RENDERERS: Readonly<Record<FeedFormat, (issues: readonly IssueSummary[], o
   atom: renderAtomFeed,
   rss: renderRssFeed,
 };
-/** The route's default page size: a feed's `self` link names `limit` only when it differs. */
+/** The route's default page size: a `self` link names `limit` only when it differs. */
 const DEFAULT_LIMIT = 20;
-/** An empty feed is dated by a fixed instant rather than the clock: the same index, the same bytes. */
+/** An empty feed is dated by a fixed instant: the same index, the same bytes. */
 const EPOCH = '1970-01-01T00:00:00.000Z';
-/** Where the route answers under PUBLIC_BASE_URL (see `selfLink`). */
-const ROUTE_PATH = '/api/issues';
 
-/**
- * Feeds of the archive, cut from the same cached index as the JSON pages and rendered (and
- * compressed) once per index and query: a feed reader's poll of an unchanged archive only copies bytes.
- */
+/** Feeds of the archive, cut from the cached index and rendered (and compressed) once per index and query. */
 export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
   const { reads, siteIssueUrl, publicBaseUrl } = options;
-  // Slugs are URL-safe by the route's rule; encoded all the same, so a template's query stays one.
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
-  // The site's home: all that SITE_ISSUE_URL says of it is its origin.
   const siteUrl = new URL('/', issueUrl('slug')).href;
   const siteName = options.publicationName ?? new URL(siteUrl).host;
   const rendered = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
@@ -76,7 +66,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
   return {
     async feed(query, format, waitUntil) {
       const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(waitUntil);
-      // A search's feed is made for each request and not kept, as its JSON page (archive-pages.ts).
+      // A search's feed is not kept, as its JSON page.
       if (query.q !== undefined) return { rendered: await render(index, query, format), state, ageSeconds, staleReason };
       const key = `${format}:${archivePageKey(query)}`;
       const cached = rendered.get(key);
@@ -92,16 +82,12 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
   };
 }
 
-/**
- * The feed's own address: the public base URL the service is told, and a query built from the
- * validated query alone. Never built from the `Host` header, which the client writes; a feed
- * without PUBLIC_BASE_URL has no `self` link rather than a relative one.
- */
+/** Never built from the `Host` header, which the client writes: from PUBLIC_BASE_URL and the validated query alone. */
 function selfLink(publicBaseUrl: string, query: ArchiveQuery, format: FeedFormat): string {
   const params = new URLSearchParams({ format });
   if (query.category !== undefined) params.set('category', query.category);
   if (query.q !== undefined) params.set('q', query.q);
   if (query.limit !== DEFAULT_LIMIT) params.set('limit', String(query.limit));
   if (query.offset > 0) params.set('offset', String(query.offset));
-  return `${publicBaseUrl}${ROUTE_PATH}?${params}`;
+  return `${publicBaseUrl}/api/issues?${params}`;
 }

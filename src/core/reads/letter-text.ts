@@ -1,101 +1,29 @@
-/**
- * The words of a letter, as search and reading time count them (docs/contract.md "GET /api/issues",
- * "Search"): the visible text of its HTML, folded so that case and accents do not matter.
- * Runtime-neutral and linear in the length of the HTML (no regular expression that can backtrack
- * over a letter).
- */
+// The words of a letter, as search and reading time count them (docs/contract.md "Search"): the
+// visible text of its HTML, folded so that case and accents do not matter. Linear in the length of
+// the HTML (no regular expression that can backtrack over a letter).
 
-/** Reading speed of docs/contract.md: about 230 words a minute. */
-export const WORDS_PER_MINUTE = 230;
-/**
- * A word is kept (and a query word compared) to this many characters: longer runs are link
- * targets, encoded images or ids, and cutting them keeps one junk token from bloating the index.
- * A query word cut the same way still finds what it names, since search matches word starts.
- */
+const WORDS_PER_MINUTE = 230;
+/** Longer runs are link targets, encoded images or ids: cut, they cannot bloat the index (search matches word starts). */
 export const MAX_WORD_LENGTH = 40;
 
 /** Elements whose content is not read as text. */
 const SKIPPED = new Set(['script', 'style', 'head', 'template', 'noscript', 'svg', 'math', 'iframe', 'object']);
 /** Elements inside a word's run (`<b>wo</b>rd` is one word); every other tag separates words. */
-const INLINE = new Set([
-  'a',
-  'abbr',
-  'b',
-  'bdi',
-  'bdo',
-  'cite',
-  'code',
-  'data',
-  'del',
-  'dfn',
-  'em',
-  'font',
-  'i',
-  'ins',
-  'kbd',
-  'mark',
-  'q',
-  's',
-  'samp',
-  'small',
-  'span',
-  'strike',
-  'strong',
-  'sub',
-  'sup',
-  'time',
-  'tt',
-  'u',
-  'var',
-]);
+const INLINE = new Set(
+  'a abbr b bdi bdo cite code data del dfn em font i ins kbd mark q s samp small span strike strong sub sup time tt u var'.split(' '),
+);
 
-/** The named entities a letter uses for text; accented letters are spelled `&eacute;` and read as their base letter. */
-const ENTITIES: Readonly<Record<string, string>> = {
-  amp: '&',
-  lt: '<',
-  gt: '>',
-  quot: '"',
-  apos: "'",
-  nbsp: ' ',
-  shy: '',
-  zwj: '',
-  zwnj: '',
-  rsquo: '’',
-  lsquo: '‘',
-  rdquo: '”',
-  ldquo: '“',
-  sbquo: '‚',
-  bdquo: '„',
-  mdash: '—',
-  ndash: '–',
-  hellip: '…',
-  middot: '·',
-  bull: '•',
-  laquo: '«',
-  raquo: '»',
-  copy: '©',
-  reg: '®',
-  trade: '™',
-  deg: '°',
-  euro: '€',
-  pound: '£',
-  szlig: 'ss',
-  aelig: 'ae',
-  AElig: 'AE',
-  oelig: 'oe',
-  OElig: 'OE',
-  eth: 'd',
-  ETH: 'D',
-  thorn: 'th',
-  THORN: 'TH',
-};
+/** The named entities a letter uses for text, `name=text` (accented letters are read as their base letter below). */
+const ENTITIES: Readonly<Record<string, string>> = Object.fromEntries(
+  [
+    `amp=&,lt=<,gt=>,quot=",apos=',nbsp= ,shy=,zwj=,zwnj=,rsquo=’,lsquo=‘,rdquo=”,ldquo=“,sbquo=‚,bdquo=„,mdash=—,ndash=–,hellip=…,middot=·`,
+    `bull=•,laquo=«,raquo=»,copy=©,reg=®,trade=™,deg=°,euro=€,pound=£,szlig=ss,aelig=ae,AElig=AE,oelig=oe,OElig=OE,eth=d,ETH=D,thorn=th,THORN=TH`,
+  ].flatMap((list) => list.split(',').map((pair) => pair.split('='))),
+);
 /** `&eacute;`, `&Uuml;`, `&ccedil;`, `&oslash;`…: the letter before the mark's name. */
 const ACCENTED_ENTITY = /^([A-Za-z])(acute|grave|circ|uml|tilde|cedil|ring|slash|caron)$/;
 
-/**
- * The visible text of an HTML letter: tags dropped (a space for those that separate words),
- * comments and the content of script, style and head dropped, character references decoded.
- */
+/** Tags, comments and the content of SKIPPED elements dropped (a space where they separate words), references decoded. */
 export function visibleText(html: string): string {
   const parts: string[] = [];
   let at = 0;
@@ -138,7 +66,7 @@ export function visibleText(html: string): string {
   return parts.join('');
 }
 
-/** The lower-case name of the tag whose `<` is just before `from`, or undefined for `<!doctype`, `<?` and text. */
+/** The lower-case name of the tag whose `<` is just before `from`; undefined for `<!doctype`, `<?` and text. */
 function tagName(html: string, from: number): string | undefined {
   const start = html.charCodeAt(from) === 0x2f ? from + 1 : from;
   if (!isAsciiLetter(html.charCodeAt(start))) return undefined;
@@ -185,13 +113,9 @@ const INNER_APOSTROPHE = /(?<=[\p{L}\p{N}])['’ʼ](?=[\p{L}\p{N}])/gu;
 const WORD = /[\p{L}\p{N}]+/gu;
 
 /**
- * The words of a text as search compares them: compatibility-decomposed with the marks removed
- * (`Café` → `cafe`, `ﬁ` → `fi`), lower case, a few letters folded (`ß` → `ss`), split on
- * anything that is not a letter or a digit, each cut to MAX_WORD_LENGTH. In text order, repeats kept.
- *
- * ASCII words (most of a letter in a Latin script) are cut out with a character loop; only a
- * run holding anything else goes through Unicode normalisation and the regular expressions, which
- * over a whole letter took most of an archive read's time.
+ * The words of a text as search compares them: marks removed (`Café` → `cafe`, `ﬁ` → `fi`), lower
+ * case, a few letters folded (`ß` → `ss`), cut to MAX_WORD_LENGTH; in order, repeats kept. ASCII
+ * runs skip Unicode normalisation, which over a whole letter took most of an archive read's time.
  */
 export function searchWords(text: string): string[] {
   const words: string[] = [];
@@ -204,20 +128,18 @@ export function searchWords(text: string): string[] {
   return words;
 }
 
-/** Where `scanWords` puts each word: an ASCII run by its bounds (no string made yet), any other as a string. */
-export interface WordSink {
+/** An ASCII run is handed over by its bounds (no string made yet), any other word as a string. */
+interface WordSink {
   ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void;
   other(word: string): void;
 }
 
-/** Hands each word of `text` to `sink`, in order (the words `searchWords` lists). */
 export function scanWords(text: string, sink: WordSink): void {
   let start = -1;
-  /** The run holds capitals (ASCII ones: lower-cased as they are). */
   let upper = false;
-  /** The run holds an apostrophe between two of its characters (dropped: `year's` → `years`). */
+  /** An apostrophe between two of its characters (dropped: `year's` → `years`). */
   let apostrophe = false;
-  /** The run holds a character beyond ASCII: it takes the Unicode path. */
+  /** A character beyond ASCII: the run takes the Unicode path. */
   let foreign = false;
   const length = text.length;
   for (let at = 0; at <= length; at += 1) {
@@ -251,7 +173,6 @@ export function scanWords(text: string, sink: WordSink): void {
   }
 }
 
-/** The word an ASCII run spells: lower case, without its apostrophes, cut to MAX_WORD_LENGTH. */
 export function asciiWord(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
   const run = text.slice(start, end);
   const word = apostrophe ? run.replace(APOSTROPHES, '') : run;
@@ -275,7 +196,6 @@ function isPunctuation(code: number): boolean {
   return code === 0xa0 || code === 0xab || code === 0xbb || code === 0xb7 || (code >= 0x2000 && code <= 0x206f) || code === 0x3000;
 }
 
-/** The words of a run that holds characters beyond ASCII, handed to `sink`. */
 function foldedWords(run: string, sink: WordSink): void {
   const folded = run
     .normalize('NFKD')
@@ -286,12 +206,10 @@ function foldedWords(run: string, sink: WordSink): void {
   for (const word of folded.match(WORD) ?? []) sink.other(word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word);
 }
 
-/** Minutes to read `words` words at WORDS_PER_MINUTE, rounded, at least 1. */
 export function readingMinutesOf(words: number): number {
   return Math.max(1, Math.round(words / WORDS_PER_MINUTE));
 }
 
-/** How many words a letter's HTML holds (repeats counted): what its reading time is counted from. */
 export function countWords(html: string): number {
   let count = 0;
   const counted = () => {
@@ -301,7 +219,7 @@ export function countWords(html: string): number {
   return count;
 }
 
-/** A hash of text[start, end) in lower case (ASCII capitals folded, as asciiWord does). */
+/** A hash of text[start, end) with ASCII capitals folded, as asciiWord does. */
 export function hashOf(text: string, start: number, end: number): number {
   let hash = 0;
   for (let at = start; at < end; at += 1) hash = (Math.imul(hash, 31) + lowerCode(text.charCodeAt(at))) | 0;
@@ -312,7 +230,6 @@ function lowerCode(code: number): number {
   return code >= 0x41 && code <= 0x5a ? code + 0x20 : code;
 }
 
-/** Whether `word` is what text[start, end) spells in lower case. */
 export function spells(word: string, text: string, start: number, end: number): boolean {
   if (word.length !== end - start) return false;
   for (let i = 0; i < word.length; i += 1) if (word.charCodeAt(i) !== lowerCode(text.charCodeAt(start + i))) return false;

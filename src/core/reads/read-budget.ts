@@ -3,27 +3,25 @@ import { UpstreamError } from '../upstream/transport.js';
 
 /**
  * How many cold upstream reads visitors may cause (docs/contract.md "Availability under abuse"):
- * token buckets, one per client IP and one for everyone, so a scan from one address, or from
- * many, cannot spend the upstream's rate limit that subscribing needs too.
+ * token buckets, one per client IP and one for everyone, so a scan cannot spend the upstream's
+ * rate limit that subscribing needs too.
  */
 export interface ReadBudget {
-  /** Takes one upstream read for `client`, or throws ReadBudgetExceeded when none is left. */
+  /** Throws ReadBudgetExceeded when no read is left. */
   take(client: string | undefined): void;
 }
 
-export interface ReadBudgetOptions {
-  /** Cold upstream reads per minute for all visitors together. */
+interface ReadBudgetOptions {
   totalPerMinute: number;
-  /** Cold upstream reads per minute for one client IP. */
   perClientPerMinute: number;
   now: () => number;
-  /** Client buckets kept at most; a flood of new addresses evicts the oldest (default 50,000). */
+  /** Client buckets kept at most (default 50,000). */
   maxClients?: number;
-  /** A bucket that had tokens ran dry: one call per episode, for one log line. */
+  /** A bucket ran dry: one call per dry spell. */
   onExhausted?: (scope: 'client' | 'total') => void;
 }
 
-/** A refused read: a 503 UPSTREAM_UNAVAILABLE with Retry-After, or the stale copy where one exists. */
+/** A 503 UPSTREAM_UNAVAILABLE with Retry-After, or the stale copy where one exists. */
 export class ReadBudgetExceeded extends UpstreamError {
   constructor(retryAfterSeconds: number) {
     super('rate_limited', 'the read budget for upstream calls is spent', { retryAfterSeconds });
@@ -31,17 +29,15 @@ export class ReadBudgetExceeded extends UpstreamError {
   }
 }
 
-/** A bucket holds at most this share of a minute's tokens: a quarter, so 15 seconds' worth. */
+/** A bucket holds at most 15 seconds' worth of tokens. */
 const BURST_SHARE = 0.25;
 
 interface Bucket {
   tokens: number;
   at: number;
-  /** Set when the bucket refused, cleared when it gives again: one report per dry spell. */
   dry: boolean;
 }
 
-/** A bucket's size and refill, from a rate per minute. */
 function bucketRule(perMinute: number) {
   return { capacity: Math.max(1, Math.ceil(perMinute * BURST_SHARE)), perMs: perMinute / 60_000 };
 }
@@ -53,7 +49,7 @@ export function createReadBudget(options: ReadBudgetOptions): ReadBudget {
   const total: Bucket = { tokens: totalRule.capacity, at: now(), dry: false };
   const clients = new LRUCache<string, Bucket>({ max: options.maxClients ?? 50_000 });
 
-  /** Refills `bucket` for the time passed; returns the ms until it holds one token (0: it does). */
+  /** Refills `bucket`; the ms until it holds one token. */
   function refill(bucket: Bucket, rule: ReturnType<typeof bucketRule>, time: number): number {
     bucket.tokens = Math.min(rule.capacity, bucket.tokens + Math.max(0, time - bucket.at) * rule.perMs);
     bucket.at = time;
@@ -69,7 +65,7 @@ export function createReadBudget(options: ReadBudgetOptions): ReadBudget {
   return {
     take(client) {
       const time = now();
-      // A read whose address is unknown (no socket, as in a test's app.request) counts in the total only.
+      // A read whose address is unknown counts in the total only.
       let own = client === undefined ? undefined : clients.get(client);
       if (client !== undefined && !own) {
         own = { tokens: clientRule.capacity, at: time, dry: false };

@@ -8,13 +8,12 @@ export type CacheState = (typeof CACHE_STATES)[number];
 /** Schedules work that must outlive the response (Workers' `waitUntil`; on Node it simply runs). */
 export type WaitUntil = (promise: Promise<unknown>) => void;
 
-/** Who a read is for, asked only when it loads: the visitor's IP, charged for the upstream reads (a fresh hit never asks). */
+/** The visitor's IP, asked only when a read loads (for the read budget). */
 export type Visitor = () => string | undefined;
 
-/** A value at once, or its promise: a fresh hit is answered without waiting for anything. */
+/** A value at once, or its promise: a fresh hit is answered without waiting. */
 export type MaybePromise<T> = T | Promise<T>;
 
-/** `next` of `value`: at once when `value` is at hand, else once it resolves. */
 export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
   return value instanceof Promise ? value.then(next) : next(value);
 }
@@ -30,68 +29,53 @@ export interface CacheStats {
 
 /**
  * Loads the value of a key; `undefined` means "does not exist" and removes any stale copy.
- * `client` is the visitor whose read started the load (their IP, for the read budget);
- * `previous` the copy it replaces, if one is kept (to refresh from rather than read anew).
+ * `client` is the visitor's IP; `previous` the copy it replaces, if one is kept.
  */
 export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
 
-/** How one read goes about it, besides its loader. */
 export interface ReadOptions {
-  /** The visitor, whose IP is handed to the loader. */
   client?: Visitor | undefined;
-  /** Load anew even when the copy is fresh (joining a load already under way); the old copy only on failure. */
+  /** Load anew even when the copy is fresh (joining a load under way); the old copy only on failure. */
   forceRefresh?: boolean;
 }
 
-/** How long a value is fresh, and how long past that a stale copy may still be served (docs/contract.md "Caching"). */
+/** How long a value is fresh, then served stale while refreshing, then only when a refresh fails (docs/contract.md "Caching"). */
 export interface FreshnessRules {
   ttlMs: number;
-  /** After `ttlMs`, a stale value is served at once while one background refresh runs. */
   staleWhileRevalidateMs: number;
-  /** After that, a stale value is served only when a refresh fails, up to this age past `ttlMs`. */
   staleIfErrorMs: number;
 }
 
-/** Fresh until `staleAt` (when it was fetched + its TTL): served as it is, nothing loaded. */
+/** `staleAt` is when the value was fetched + its TTL. */
 export function isFresh(staleAt: number, time: number): boolean {
   return time <= staleAt;
 }
 
-/** Stale, but young enough to be served at once while one refresh replaces it. */
 export function isWithinStaleWhileRevalidate(staleAt: number, time: number, rules: FreshnessRules): boolean {
   return time - staleAt <= rules.staleWhileRevalidateMs;
 }
 
-/** Stale, but young enough to be served when a refresh fails; older, it is dropped. */
 export function isWithinStaleIfError(staleAt: number, time: number, rules: FreshnessRules): boolean {
   return time - staleAt <= rules.staleIfErrorMs;
 }
 
 export interface ReadThroughCacheOptions<V> extends FreshnessRules {
-  /** The rules of a key whose copies are fresh for another time than these (categories may be fresh longer). */
+  /** The rules of a key fresh for another time than these (categories may be fresh longer). */
   rulesFor?: (key: string) => FreshnessRules;
   /** When a loaded value was fetched, if earlier than now (a copy from a shared tier). */
   fetchedAtOf?: (value: V) => number | undefined;
-  /** Approximate bytes a value holds in memory. */
   sizeOf: (value: V) => number;
   maxBytes: number;
-  /** One entry may take at most this much (default: half of maxBytes). */
+  /** Default: half of maxBytes. A larger value is served but not kept. */
   maxEntryBytes?: number;
   /** How long a tombstone (a stale value whose source said it is gone) answers "does not exist". */
   notFoundTtlMs: number;
   now: () => number;
   onLoadError?: (key: string, error: unknown) => void;
-  /** A load brought a value (to end a failure spell: src/upstream-failures.ts). */
   onLoaded?: (key: string, value: V) => void;
-  /**
-   * When a load that failed with `error` may be tried again (ms since the epoch): a hold-off's
-   * end. Until then its key's stale copy is served without a load (which could only be held off
-   * too); undefined: the next read may load it at once.
-   */
+  /** When a failed load may be tried again (a hold-off's end): until then the stale copy is served without a load. */
   retryAtOf?: (error: unknown) => number | undefined;
-  /** A loaded value over `maxEntryBytes`: served, but not kept, so every read loads it again. */
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
-  /** Told how each read was answered and of each entry lru-cache drops on its own. */
   metrics?: Pick<Metrics, 'cacheRead' | 'cacheEviction'>;
 }
 
@@ -102,74 +86,60 @@ export interface ReadResult<V> {
 
 export interface ReadThroughCache<V> {
   /**
-   * The value of `key`, loaded with `load` when there is no fresh copy. One key is always
-   * loaded by the same loader: concurrent reads share the load the first one started. A fresh
-   * copy is answered at once, not as a promise.
+   * The value of `key`, loaded with `load` when there is no fresh copy; concurrent reads share one
+   * load. A fresh copy is answered at once, not as a promise.
    */
   read(key: string, load: Loader<V>, waitUntil?: WaitUntil, options?: ReadOptions): MaybePromise<ReadResult<V>>;
-  /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts), without loading it. */
+  /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts). */
   has(key: string): boolean;
-  /**
-   * Keeps `value` for `key` as if it had just been loaded (fresh for the TTL from its
-   * `fetchedAt`), unless it is larger than one entry may be: a copy another read brought along.
-   */
+  /** Keeps `value` as if just loaded (a copy another read brought along), unless it is too large. */
   seed(key: string, value: V): void;
-  /** Whether `value` is the fresh copy of `key` kept; not counted as a use. */
+  /** Whether `value` is the fresh copy of `key` kept. */
   holds(key: string, value: V): boolean;
   /**
-   * Puts `next` in the place of `current` while that is still the fresh copy of `key` kept (a copy
-   * made again behind the answer, its compressed bodies added), fresh as long as `current` was;
-   * whether it did. Counted as no hit. A key with a load in flight is not one to replace: lru-cache
-   * drops that load's answer (loads run on stale copies, and only the archive and the categories
-   * are refreshed while fresh).
+   * Puts `next` in the place of `current` while that is still the fresh copy of `key` (its
+   * compressed bodies added), fresh as long as `current` was; whether it did. Counted as no hit.
    */
   replace(key: string, current: V, next: V): boolean;
-  /** The copy of `key` kept, fresh or stale, without loading or counting anything (it counts as used: the archive index must outlive the issues read from it). */
+  /** The copy of `key` kept, fresh or stale, without loading or counting (it counts as used). */
   peek(key: string): V | undefined;
   stats(): CacheStats;
-  clear(): void;
 }
 
 interface Entry<V> {
   /** `undefined`: a tombstone that replaced a stale value whose source said it is gone. */
   value: V | undefined;
   fetchedAt: number;
-  /** When the entry stops being fresh: `fetchedAt` + its TTL (a tombstone's is shorter). */
   staleAt: number;
   size: number;
-  /** When the last refresh of this (stale) entry failed; starts the refresh back-off. */
+  /** When the last refresh of this stale entry failed: starts the back-off. */
   refreshFailedAt?: number;
-  /** Before this, the stale entry is served without a load: the upstream calls it needs are held off. */
+  /** Before this, the stale entry is served without a load (held off). */
   retryAt?: number;
 }
 
-/** What one read hands to lru-cache's `fetchMethod`: which loader, the request's `waitUntil` and client. */
 interface FetchContext<V> {
   load: Loader<V>;
   waitUntil: WaitUntil | undefined;
   client: Visitor | undefined;
 }
 
-/** lru-cache's options of a read that takes a fresh copy only (one object for every read). */
+/** lru-cache's read options, one object for every read (the hot path). */
 const FRESH_ONLY = { allowStale: false } as const;
 const ANY_AGE = { allowStale: true } as const;
-const NO_READ_OPTIONS: ReadOptions = {};
-
 const TOMBSTONE_BYTES = 64;
 
 /**
- * After a refresh of a key fails, its stale copy is served at once for this long (while one
- * background refresh runs) instead of every request waiting for the upstream to fail again,
- * up to UPSTREAM_TIMEOUT_MS each. Renewed by each failed refresh; never past `staleIfErrorMs`.
+ * After a refresh of a key fails, its stale copy is served at once for this long instead of every
+ * request waiting for the upstream to fail again; never past `staleIfErrorMs`.
  */
 export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
 
 /**
- * A bounded read-through cache on lru-cache's `fetchMethod`, which already gives single-flight
- * (concurrent misses share one load), stale-while-revalidate (`allowStale` +
- * `noDeleteOnStaleGet`) and stale-if-error (`allowStaleOnFetchRejection`). What we add is the
- * time limit on staleness, the back-off after a failed refresh and the HIT/MISS/STALE state
- * (docs/contract.md "Caching").
+ * A bounded read-through cache on lru-cache's `fetchMethod`, which gives single-flight,
+ * stale-while-revalidate (`allowStale` + `noDeleteOnStaleGet`) and stale-if-error
+ * (`allowStaleOnFetchRejection`). We add the time limit on staleness, the back-off after a failed
+ * refresh and the HIT/MISS/STALE state (docs/contract.md "Caching").
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
   const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onLoaded, onTooLarge, fetchedAtOf, retryAtOf, metrics = noopMetrics } = options;
@@ -178,6 +148,14 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
   /** The reasons lru-cache gave when it aborted a load (key set, deleted or evicted meanwhile). */
   const abortReasons = new WeakSet<object>();
+
+  /** A loaded value as an entry: one fetched earlier (by another isolate) is fresh only for what is left of its TTL. */
+  function entryOf(key: string, value: V): Entry<V> & { ttl: number } {
+    const time = now();
+    const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
+    const keyTtlMs = rulesFor(key).ttlMs;
+    return { value, fetchedAt, staleAt: fetchedAt + keyTtlMs, size: sizeOf(value), ttl: keyTtlMs - (time - fetchedAt) };
+  }
 
   const lru: LRUCache<string, Entry<V>, FetchContext<V>> = new LRUCache<string, Entry<V>, FetchContext<V>>({
     maxSize: options.maxBytes,
@@ -191,10 +169,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     allowStale: true,
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,
-    // lru-cache aborts a load in flight when its key is set (an archive read seeding an issue
-    // copy), deleted or evicted, and by default rejects its readers with "replaced", "deleted" or
-    // "evicted". Our loads run on regardless, so their readers get what was loaded; an overtaken
-    // load's value is not stored. (A load that found nothing still rejects: see `read`.)
+    // lru-cache aborts a load in flight when its key is set, deleted or evicted, and would reject
+    // its readers; our loads run on, so their readers get what was loaded (see `read` for a load
+    // that found nothing).
     ignoreFetchAbort: true,
     dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
     fetchMethod: async (key, stale, { context, options: fetchOptions, signal }) => {
@@ -219,38 +196,25 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         onLoadError?.(key, error);
         throw error;
       }
+      const time = now();
       if (value === undefined) {
         if (stale === undefined) return undefined;
         // lru-cache would put the stale value back: replace it with a short-lived tombstone.
-        const time = now();
         fetchOptions.ttl = notFoundTtlMs;
         return { value: undefined, fetchedAt: time, staleAt: time + notFoundTtlMs, size: TOMBSTONE_BYTES };
       }
-      const time = now();
-      const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
-      const keyTtlMs = rulesFor(key).ttlMs;
-      // A copy fetched earlier (by another isolate) is fresh only for what is left of its TTL.
-      fetchOptions.ttl = Math.max(1, keyTtlMs - (time - fetchedAt));
-      const staleAt = fetchedAt + keyTtlMs;
-      // A loader hands back a copy already past its TTL when its source serves it stale: while
-      // refreshing it (the shared tier's stale-while-revalidate) or because refreshing it failed
-      // (stale-if-error). Either way this key is not loaded again for the back-off's length.
+      const { ttl, ...entry } = entryOf(key, value);
+      fetchOptions.ttl = Math.max(1, ttl);
       onLoaded?.(key, value);
-      const size = sizeOf(value);
-      if (size > maxEntryBytes) onTooLarge?.(key, size, maxEntryBytes);
-      return { value, fetchedAt, staleAt, size, refreshFailedAt: staleAt < time ? time : undefined };
+      if (entry.size > maxEntryBytes) onTooLarge?.(key, entry.size, maxEntryBytes);
+      // A copy handed back already stale (its source serves it so) is not loaded again for the back-off's length.
+      return { ...entry, refreshFailedAt: entry.staleAt < time ? time : undefined };
     },
   });
 
-  /** `read` when there is no fresh copy to answer with at once. */
-  async function readThrough(
-    key: string,
-    load: Loader<V>,
-    waitUntil: WaitUntil | undefined,
-    readOptions: ReadOptions,
-  ): Promise<ReadResult<V>> {
+  async function readThrough(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, readOptions: ReadOptions) {
     const { client, forceRefresh = false } = readOptions;
-    let current = lru.peek(key, { allowStale: true });
+    let current = lru.peek(key, ANY_AGE);
     const time = now();
     const rules = rulesFor(key);
     if (current && !isWithinStaleIfError(current.staleAt, time, rules)) {
@@ -264,49 +228,40 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     const heldOff = current?.retryAt !== undefined && time < current.retryAt;
     try {
       entry = heldOff
-        ? lru.get(key, { allowStale: true })
+        ? lru.get(key, ANY_AGE)
         : await lru.fetch(key, {
             context: { load, waitUntil, client },
             forceRefresh,
             allowStale:
               !forceRefresh && (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff),
-            // Only with a stale copy to fall back on. Without one, lru-cache would resolve a failed
-            // load to `undefined` for every caller but the first (who alone sees the error in its
-            // status), and "failed" would read as "does not exist": this way the shared promise
-            // rejects, so every waiter of one cold load gets the same error.
+            // Without a stale copy, lru-cache would resolve a failed load to `undefined` ("does not
+            // exist") for every waiter but the first: this way they all get the error.
             allowStaleOnFetchRejection: current !== undefined,
             status,
           });
     } catch (error) {
       if (!abortReasons.has(error as object)) throw error;
-      // The load found nothing and was overtaken meanwhile: lru-cache rejects its readers with
-      // the abort's reason whatever `ignoreFetchAbort` says. What the key holds now answers (a
-      // copy seeded meanwhile), else the load's own answer: it does not exist.
+      // The load found nothing and was overtaken meanwhile (lru-cache rejects with the abort's
+      // reason): a copy seeded meanwhile answers, else it does not exist.
       entry = lru.get(key, { allowStale: false });
       if (entry !== undefined && !isFresh(entry.staleAt, now())) entry = undefined;
     }
-    let state: CacheState;
-    // Judged by the served entry itself: a request that joined a failing refresh, or a copy
-    // another isolate stored long ago, is stale whatever path lru-cache took to return it.
-    if (entry !== undefined && !isFresh(entry.staleAt, now())) {
-      state = 'STALE';
-      counters.staleServed += 1;
-    } else if (status.fetch === 'hit') {
-      state = 'HIT';
-      counters.hits += 1;
-    } else {
-      state = 'MISS';
-      counters.misses += 1;
-    }
+    // Judged by the served entry itself, whatever path lru-cache took to return it.
+    const state: CacheState = entry !== undefined && !isFresh(entry.staleAt, now()) ? 'STALE' : status.fetch === 'hit' ? 'HIT' : 'MISS';
+    counters[state === 'STALE' ? 'staleServed' : state === 'HIT' ? 'hits' : 'misses'] += 1;
     metrics.cacheRead(state);
-    return { value: entry?.value, state };
+    return { value: entry?.value, state } satisfies ReadResult<V>;
+  }
+
+  function holds(key: string, value: V): boolean {
+    const entry = lru.peek(key, ANY_AGE);
+    return entry !== undefined && entry.value === value && isFresh(entry.staleAt, now());
   }
 
   return {
-    read(key, load, waitUntil, readOptions = NO_READ_OPTIONS) {
+    read(key, load, waitUntil, readOptions = {}) {
       if (readOptions.forceRefresh !== true) {
-        // lru-cache answers a fresh entry without a load in flight; the entry's own staleAt must
-        // agree, as readThrough judges it.
+        // The entry's own staleAt must agree, as readThrough judges it.
         const entry = lru.get(key, FRESH_ONLY);
         if (entry !== undefined && isFresh(entry.staleAt, now())) {
           counters.hits += 1;
@@ -320,22 +275,13 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       return lru.peek(key, ANY_AGE) !== undefined;
     },
     seed(key, value) {
-      const size = sizeOf(value);
-      if (size > maxEntryBytes) return;
-      const time = now();
-      const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
-      const keyTtlMs = rulesFor(key).ttlMs;
-      const ttl = keyTtlMs - (time - fetchedAt);
-      if (ttl <= 0) return;
-      lru.set(key, { value, fetchedAt, staleAt: fetchedAt + keyTtlMs, size }, { ttl });
+      const { ttl, ...entry } = entryOf(key, value);
+      if (entry.size <= maxEntryBytes && ttl > 0) lru.set(key, entry, { ttl });
     },
-    holds(key, value) {
-      const entry = lru.peek(key, { allowStale: true });
-      return entry !== undefined && entry.value === value && isFresh(entry.staleAt, now());
-    },
+    holds,
     replace(key, current, next) {
-      const entry = lru.peek(key, { allowStale: true });
-      if (entry === undefined || entry.value !== current || !isFresh(entry.staleAt, now())) return false;
+      if (!holds(key, current)) return false;
+      const entry = lru.peek(key, ANY_AGE)!;
       const size = sizeOf(next);
       if (size > maxEntryBytes) return false;
       // The entry's own TTL goes on: lru-cache judges freshness by it.
@@ -347,9 +293,6 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     },
     stats() {
       return { ...counters, entries: lru.size, bytes: lru.calculatedSize };
-    },
-    clear() {
-      lru.clear();
     },
   };
 }

@@ -1,66 +1,48 @@
 import type { IssueSummary } from '../public-shapes.js';
 import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, visibleText } from './letter-text.js';
 
-/**
+/*
  * The archive's text index (docs/contract.md "Search"): an inverted index of the distinct words of
- * each public issue's subject, preview text, category name and, where the service holds it, its
- * letter. Each word is stored once in a dictionary and named by its number; each word's list of
- * documents is packed as gaps in variable-length bytes (about a byte per word per letter). It is
- * built with the archive index and follows it as it changes; a search reads it and keeps nothing
- * per query.
+ * each public issue's subject, preview text, category name and, where held, its letter. Each word
+ * is stored once in a dictionary; each word's documents are packed as gaps in variable-length bytes.
  *
- * A query word of three characters or more matches every word that starts with it (`garden` finds
- * `gardens`); a shorter one, only itself (`a` would otherwise match most words of every letter). An
- * issue matches when each query word matches one of its words.
- *
- * A document is a numbered slot in a store. Slots only grow until the store is compacted, so a
- * store is shared by an index and the refreshes that follow it (a refresh adds the slots of new or
- * edited letters, and each index says which slot each of its slugs has). Slots added since the
- * last packing keep their words as a list per document; a whole read compacts the store into a
- * new one that packs only the slots its index uses, and only the words they hold.
+ * A document is a numbered slot in a store shared by an index and the refreshes that follow it
+ * (each adds the slots of new or edited letters). Slots added since the last packing keep their
+ * words as a list per document; a whole read compacts the store into one holding only its index's slots.
  */
 
-/** What the index keeps of one issue besides the lists its words are in. */
 export interface TextDoc {
   /** The `updatedAt` of the row it was made from: a row with another one is read again. */
   version: string | null;
   /** Dictionary numbers of the subject's words, ascending (subject matches rank first). */
   subject: Uint32Array;
-  /** Words in the letter, when the letter was read; `null` when it is not known. */
+  /** Words in the letter; `null` when the letter was not read. */
   letterWords: number | null;
 }
 
-/** The fields of an issue a document is made from. */
 export interface SearchableFields {
   subject: string;
   previewText: string | null;
   categoryName: string | undefined;
-  /** The letter's HTML, when the service holds it. */
   letterHtml?: string | undefined;
 }
 
 /**
  * Every word of a store, once, numbered in the order first seen, in an open-addressing table keyed
- * by a hash of the word's characters: a word of a letter already known is found where it stands in
- * the text, without making a string of it (most words of a letter are). Numbers are never reused,
- * so documents added earlier stay valid while it grows.
+ * by a hash of its characters: a known word of a letter is found without making a string of it.
  */
-export interface Dictionary {
+interface Dictionary {
   readonly size: number;
-  /** The number of `word`, added when new. */
   add(word: string): number;
-  /** The number of `word`, if the dictionary has it. */
   numberOf(word: string): number | undefined;
   /** The number of the ASCII run text[start, end) as asciiWord spells it, added when new. */
   addRun(text: string, start: number, end: number, upper: boolean): number;
-  /** The numbers of the words that start with `prefix`. */
   startingWith(prefix: string): number[];
   wordOf(number: number): string;
-  /** Approximate bytes it holds. */
   bytes(): number;
 }
 
-export function createDictionary(): Dictionary {
+function createDictionary(): Dictionary {
   const words: string[] = [];
   const hashes: number[] = [];
   let wordBytes = 0;
@@ -69,24 +51,33 @@ export function createDictionary(): Dictionary {
   /** Word numbers in the words' order, for prefix ranges; made again once the dictionary has grown. */
   let sorted: Uint32Array | undefined;
 
-  function grow(): void {
-    const next = new Int32Array(table.length * 2);
-    const mask = next.length - 1;
-    for (let number = 0; number < words.length; number += 1) {
-      let at = hashes[number]! & mask;
-      while (next[at] !== 0) at = (at + 1) & mask;
-      next[at] = number + 1;
+  /** Where the word `same` accepts stands in the table, or the empty slot where it would go. */
+  function probe(hash: number, same: (word: string) => boolean): number {
+    const mask = table.length - 1;
+    let at = hash & mask;
+    for (let entry = table[at]!; entry !== 0; entry = table[at]!) {
+      if (hashes[entry - 1] === hash && same(words[entry - 1]!)) break;
+      at = (at + 1) & mask;
     }
-    table = next;
+    return at;
   }
 
-  function insert(word: string, hash: number, at: number): number {
+  function numberAt(at: number, hash: number, word: () => string): number {
+    if (table[at] !== 0) return table[at]! - 1;
     const number = words.length;
-    words.push(word);
+    words.push(word());
     hashes.push(hash);
-    wordBytes += word.length;
+    wordBytes += words[number]!.length;
     table[at] = number + 1;
-    if (2 * words.length > table.length) grow();
+    if (2 * words.length > table.length) {
+      table = new Int32Array(table.length * 2);
+      const mask = table.length - 1;
+      for (let known = 0; known < words.length; known += 1) {
+        let slot = hashes[known]! & mask;
+        while (table[slot] !== 0) slot = (slot + 1) & mask;
+        table[slot] = known + 1;
+      }
+    }
     return number;
   }
 
@@ -96,37 +87,24 @@ export function createDictionary(): Dictionary {
     },
     add(word) {
       const hash = hashOf(word, 0, word.length);
-      const mask = table.length - 1;
-      let at = hash & mask;
-      for (let entry = table[at]!; entry !== 0; entry = table[at]!) {
-        if (hashes[entry - 1] === hash && words[entry - 1] === word) return entry - 1;
-        at = (at + 1) & mask;
-      }
-      return insert(word, hash, at);
+      return numberAt(
+        probe(hash, (known) => known === word),
+        hash,
+        () => word,
+      );
     },
     numberOf(word) {
-      const hash = hashOf(word, 0, word.length);
-      const mask = table.length - 1;
-      for (let at = hash & mask, entry = table[at]!; entry !== 0; at = (at + 1) & mask, entry = table[at]!) {
-        if (hashes[entry - 1] === hash && words[entry - 1] === word) return entry - 1;
-      }
-      return undefined;
+      const entry = table[probe(hashOf(word, 0, word.length), (known) => known === word)]!;
+      return entry === 0 ? undefined : entry - 1;
     },
     addRun(text, start, end, upper) {
       const hash = hashOf(text, start, end);
-      const mask = table.length - 1;
-      let at = hash & mask;
-      for (let entry = table[at]!; entry !== 0; entry = table[at]!) {
-        if (hashes[entry - 1] === hash && spells(words[entry - 1]!, text, start, end)) return entry - 1;
-        at = (at + 1) & mask;
-      }
-      return insert(asciiWord(text, start, end, upper, false), hash, at);
+      const at = probe(hash, (known) => spells(known, text, start, end));
+      return numberAt(at, hash, () => asciiWord(text, start, end, upper, false));
     },
     startingWith(prefix) {
       if (sorted === undefined || sorted.length !== words.length) {
-        const order = Array.from({ length: words.length }, (_, i) => i);
-        order.sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
-        sorted = Uint32Array.from(order);
+        sorted = Uint32Array.from(words.keys()).sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
       }
       const order = sorted;
       let low = 0;
@@ -141,10 +119,8 @@ export function createDictionary(): Dictionary {
       return found;
     },
     wordOf: (number) => words[number]!,
-    bytes() {
-      // Its characters (a byte each for Latin text), a string header, its hash, and its places in the table and the sorted list.
-      return wordBytes + words.length * 40 + table.byteLength;
-    },
+    // Its characters, a string header, its hash, and its places in the table and the sorted list.
+    bytes: () => wordBytes + words.length * 40 + table.byteLength,
   };
 }
 
@@ -155,10 +131,9 @@ interface Packed {
   bytes: Uint8Array;
 }
 
-/** Documents and their words: shared by an archive index and the refreshes that follow it, until a whole read compacts it. */
+/** Documents and their words, shared by an archive index and the refreshes that follow it. */
 export interface TextStore {
   dictionary: Dictionary;
-  /** By slot; a slot no index uses any more keeps its document until the next compaction. */
   docs: TextDoc[];
   packed: Packed;
   /** The words of each slot added since packing (slot `packed.slots + i`), ascending. */
@@ -238,7 +213,6 @@ export function addSummary(store: TextStore, summary: IssueSummary, version: str
   });
 }
 
-/** The document of `slug` in this index, if it has one. */
 export function documentOf(text: TextIndex, slug: string): TextDoc | undefined {
   const slot = text.slots.get(slug);
   return slot === undefined ? undefined : text.store.docs[slot];
@@ -265,11 +239,7 @@ function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) =
   }
 }
 
-/**
- * The same index over a new store holding only its own documents, numbered afresh in slot order,
- * and only the words they use, every word's list packed: it drops what edits, unpublished letters
- * and refreshes left behind. A counting sort over the lists, linear in their length.
- */
+/** The same index over a new store holding only its own documents and the words they use, every word's list packed. */
 export function compacted(text: TextIndex): TextIndex {
   const { store } = text;
   const newSlot = new Int32Array(store.docs.length).fill(-1);
@@ -277,61 +247,38 @@ export function compacted(text: TextIndex): TextIndex {
   kept.forEach((slot, at) => {
     newSlot[slot] = at;
   });
-  const wordCount = store.dictionary.size;
-  // Pass 1: how many kept documents each word is in.
-  const counts = new Uint32Array(wordCount + 1);
-  for (let word = 0; word < wordCount; word += 1) {
+  // Each word's kept slots, renumbered, ascending (the recent slots all come after the packed ones).
+  const lists: number[][] = Array.from({ length: store.dictionary.size }, () => []);
+  lists.forEach((list, word) => {
     forEachPackedSlot(store.packed, word, (slot) => {
-      if (newSlot[slot]! >= 0) counts[word]! += 1;
+      if (newSlot[slot]! >= 0) list.push(newSlot[slot]!);
     });
-  }
-  const recentKept = store.recent.map((_, i) => newSlot[store.packed.slots + i]! >= 0);
-  store.recent.forEach((words, i) => {
-    if (recentKept[i]) for (const word of words) counts[word]! += 1;
   });
-  // Words in use, numbered afresh in their old order.
-  const dictionary = createDictionary();
-  const wordNumber = new Int32Array(wordCount).fill(-1);
-  const start = new Uint32Array(wordCount + 1);
-  let total = 0;
-  for (let word = 0; word < wordCount; word += 1) {
-    start[word] = total;
-    total += counts[word]!;
-    if (counts[word]! > 0) wordNumber[word] = dictionary.add(store.dictionary.wordOf(word));
-  }
-  start[wordCount] = total;
-  // Pass 2: each word's kept slots, packed ones first (the recent ones are all later), ascending.
-  const entries = new Uint32Array(total);
-  const cursor = start.slice();
-  for (let word = 0; word < wordCount; word += 1) {
-    forEachPackedSlot(store.packed, word, (slot) => {
-      const renumbered = newSlot[slot]!;
-      if (renumbered >= 0) entries[cursor[word]!++] = renumbered;
-    });
-  }
   store.recent.forEach((words, i) => {
-    if (!recentKept[i]) return;
     const renumbered = newSlot[store.packed.slots + i]!;
-    for (const word of words) entries[cursor[word]!++] = renumbered;
+    if (renumbered >= 0) for (const word of words) lists[word]!.push(renumbered);
   });
-  // Pass 3: the gaps, in variable-length bytes.
-  const bytes = new Uint8Array(5 * total);
-  const offsets = new Uint32Array(dictionary.size + 1);
+  // The words in use, numbered afresh in their old order, each list as gaps in variable-length bytes.
+  const dictionary = createDictionary();
+  const wordNumber = new Int32Array(lists.length).fill(-1);
+  const bytes = new Uint8Array(5 * lists.reduce((total, list) => total + list.length, 0));
+  const offsets = [0];
   let length = 0;
-  for (let word = 0; word < wordCount; word += 1) {
-    if (wordNumber[word]! < 0) continue;
+  lists.forEach((list, word) => {
+    if (list.length === 0) return;
+    wordNumber[word] = dictionary.add(store.dictionary.wordOf(word));
     let previous = 0;
-    for (let at = start[word]!; at < start[word + 1]!; at += 1) {
-      let gap = entries[at]! - previous;
-      previous = entries[at]!;
+    for (const slot of list) {
+      let gap = slot - previous;
+      previous = slot;
       while (gap >= 0x80) {
         bytes[length++] = (gap & 0x7f) | 0x80;
         gap >>>= 7;
       }
       bytes[length++] = gap;
     }
-    offsets[wordNumber[word]! + 1] = length;
-  }
+    offsets.push(length);
+  });
   const docs = kept.map((slot): TextDoc => {
     const doc = store.docs[slot]!;
     return { ...doc, subject: Uint32Array.from(doc.subject, (word) => wordNumber[word]!).sort() };
@@ -342,7 +289,7 @@ export function compacted(text: TextIndex): TextIndex {
     store: {
       dictionary,
       docs,
-      packed: { slots: docs.length, offsets, bytes: bytes.slice(0, length) },
+      packed: { slots: docs.length, offsets: Uint32Array.from(offsets), bytes: bytes.slice(0, length) },
       recent: [],
       marks: new Int32Array(0),
     },
@@ -350,12 +297,12 @@ export function compacted(text: TextIndex): TextIndex {
   };
 }
 
-/** Whether the store holds slots this index does not use, or slots not yet packed (worth `compacted` after a whole read). */
+/** Whether the store holds slots this index does not use, or slots not yet packed. */
 export function worthCompacting(text: TextIndex): boolean {
   return text.store.recent.length > 0 || text.store.docs.length > text.slots.size;
 }
 
-/** Approximate bytes of a text index: its store (dictionary, packed lists, recent lists, documents) and its slots. */
+/** Approximate bytes of a text index. */
 export function textIndexBytes(text: TextIndex): number {
   const { store } = text;
   let bytes = store.dictionary.bytes() + store.packed.bytes.byteLength + store.packed.offsets.byteLength + store.marks.byteLength;
@@ -367,10 +314,9 @@ export function textIndexBytes(text: TextIndex): number {
 
 /** Query words compared together: one bit each in a 32-bit mark. */
 const WORDS_PER_PASS = 32;
-/** The shortest query word that matches the words it starts (see the module's comment). */
-export const MIN_PREFIX_LENGTH = 3;
+/** A shorter query word matches only itself (`a` would otherwise match most words of every letter). */
+const MIN_PREFIX_LENGTH = 3;
 
-/** The dictionary words a query word matches. */
 function wordsMatching(dictionary: Dictionary, queryWord: string): number[] {
   if (queryWord.length >= MIN_PREFIX_LENGTH) return dictionary.startingWith(queryWord);
   const number = dictionary.numberOf(queryWord);
@@ -378,9 +324,8 @@ function wordsMatching(dictionary: Dictionary, queryWord: string): number[] {
 }
 
 /**
- * The issues of `candidates` (in their order, newest first) whose words match every query word,
- * those whose subject matches more of the words first (a stable sort keeps newest first within
- * each rank). `queryWords` are search words (letter-text.ts `searchWords`), distinct.
+ * The issues of `candidates` whose words match every query word (distinct search words), those
+ * whose subject matches more of them first, else in the candidates' order.
  */
 export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
   const { store } = text;
@@ -425,7 +370,7 @@ export function search(text: TextIndex, candidates: readonly IssueSummary[], que
     const slot = text.slots.get(issue.slug);
     if (slot !== undefined && (matching[slot >>> 5]! & (1 << (slot & 31))) !== 0) matches.push({ issue, rank: subjectHits[slot]! });
   }
-  // Array.prototype.sort is stable: within one rank, the candidates' order (newest first) stays.
+  // A stable sort: within one rank, the candidates' order stays.
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
 }
 
@@ -435,19 +380,14 @@ function bitCount(bits: number): number {
   return count;
 }
 
-/** A text index as the shared tier keeps it (see `encodeTextIndex`). */
-export interface EncodedTextIndex {
+interface EncodedTextIndex {
   words: string;
   offsets: string;
   postings: string;
   docs: [slug: string, version: string | null, subject: string, letterWords: number | null][];
 }
 
-/**
- * A text index for the shared tier, so an instance that takes the archive from it searches the
- * letters too: compacted first, the dictionary's words on lines (a word holds no line break), the
- * packed lists and their offsets as base64, and each document's subject words.
- */
+/** A text index for the shared tier: compacted, the words on lines, the packed lists and offsets as base64. */
 export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
@@ -461,7 +401,7 @@ export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   return { words, offsets: numbersToBase64(store.packed.offsets), postings: toBase64(store.packed.bytes), docs };
 }
 
-/** The text index of a shared entry, or undefined when its parts do not fit together (a damaged entry). */
+/** Undefined when its parts do not fit together (a damaged entry). */
 export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefined {
   const dictionary = createDictionary();
   const words = encoded.words === '' ? [] : encoded.words.split('\n');
@@ -482,7 +422,7 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
   return { store: { dictionary, docs, packed: { slots: docs.length, offsets, bytes }, recent: [], marks: new Int32Array(0) }, slots };
 }
 
-/** 32-bit numbers as base64 of their little-endian bytes (the same on every platform). */
+/** Little-endian: the same on every platform. */
 function numbersToBase64(numbers: Uint32Array): string {
   const bytes = new Uint8Array(numbers.length * 4);
   const view = new DataView(bytes.buffer);
@@ -505,7 +445,6 @@ function toBase64(bytes: Uint8Array): string {
   return btoa(binary);
 }
 
-/** Bytes of base64 text, or undefined for text that is not base64. */
 function fromBase64(text: string): Uint8Array | undefined {
   let binary: string;
   try {
@@ -513,7 +452,5 @@ function fromBase64(text: string): Uint8Array | undefined {
   } catch {
     return undefined;
   }
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i += 1) bytes[i] = binary.charCodeAt(i);
-  return bytes;
+  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
