@@ -19,8 +19,7 @@ import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules } 
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createArchiveQueries } from './routes/archive-query.js';
-import { createCategoriesRoutes } from './routes/categories.js';
-import { createIssuesRoutes } from './routes/issues.js';
+import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
 import { createAlertWebhook } from './subscribe/alert-webhook.js';
 import { createTurnstileChallenge, type TurnstileChallengeOptions } from './subscribe/challenge.js';
@@ -205,19 +204,25 @@ export function createApp(deps: AppDeps) {
     return renderError(c, new ApiError('INTERNAL_ERROR'));
   }
   const pipeline = createPipeline({ headerRules, logAccess, answerError, requestHeader });
-  const readRoutes = { reads, headerRules, clientIp, requestHeader, pipeline };
 
   const api = new Hono()
     .route(
       '/',
-      createIssuesRoutes({
-        ...readRoutes,
-        cacheControl: { archive: cacheControlOf(policies.archive), issue: cacheControlOf(policies.issue) },
+      createReadRoutes({
+        reads,
+        headerRules,
+        clientIp,
+        requestHeader,
+        pipeline,
+        cacheControl: {
+          archive: cacheControlOf(policies.archive),
+          issue: cacheControlOf(policies.issue),
+          categories: cacheControlOf(policies.categories),
+        },
         archiveQueries: createArchiveQueries(config.archiveMaxIssues),
         feeds,
       }),
     )
-    .route('/', createCategoriesRoutes({ ...readRoutes, cacheControl: cacheControlOf(policies.categories) }))
     .route(
       '/',
       createSubscribeRoutes({

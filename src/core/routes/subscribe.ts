@@ -18,7 +18,7 @@ import type { SurgeWatch } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
 export interface SubscribeRoutesOptions {
-  /** What every answer gets (core/http/pipeline.ts), first of the route's handlers. */
+  /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
   first: MiddlewareHandler;
   upstream: UpstreamClient;
   config: Pick<
@@ -27,19 +27,15 @@ export interface SubscribeRoutesOptions {
   >;
   origins: OriginPolicy;
   rateLimiter: RateLimiter;
-  /** Shared between instances (src/redis/) when configured; this process's memory otherwise. */
   repeatGuard?: RepeatGuard;
   clientIp: (c: Context) => string | undefined;
   now: () => number;
   log: Logger;
-  /** Turnstile's check (TURNSTILE_SECRET_KEY); none when no challenge is configured. */
+  /** Turnstile's check (TURNSTILE_SECRET_KEY). */
   challenge?: SubscribeChallenge | undefined;
-  /** Surge detection (SUBSCRIBE_SURGE_PER_MINUTE); none when turned off. */
   surge?: SurgeWatch | undefined;
-  /** SUBSCRIBE_BLOCK_DISPOSABLE's list (disposable-domains.ts); none when the setting is off. */
   isDisposableDomain?: ((domain: string) => boolean) | undefined;
   metrics?: Pick<Metrics, 'subscribe'>;
-  /** Whether the listener's REQUEST_TIMEOUT_SECONDS cut the request off (Node only; see AppDeps). */
   requestTimedOut?: (c: Context) => boolean;
 }
 
@@ -54,15 +50,11 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
 });
 
 /**
- * POST /api/subscribe (docs/contract.md "POST /api/subscribe", docs/subscribe.md). The checks run
- * in this order: origin and rate limit (before a byte of the body is read, whatever its transfer
- * coding), body size, then in the handler media type, parsing, honeypot, validation, throwaway
- * domains, the surge count, the challenge (Turnstile: always, or during a surge), the repeat
- * guard, the surge's pause (no Turnstile) and the upstream. A honeypot hit and a repeat get the
- * same reply as a success. Every refusal is thrown; the route's one error handler logs it once
- * and answers with a 303 to a form's page (the `returnTo` field's, the Referer's or the
- * configured one), the JSON envelope, or, for a post without JavaScript refused for its origin,
- * a short HTML page.
+ * POST /api/subscribe (docs/subscribe.md): origin and rate limit before a byte of the body is read,
+ * body size, then media type, parsing, honeypot, validation, throwaway domains, surge count,
+ * challenge, repeat guard, the surge's pause and the upstream. A honeypot hit and a repeat get a
+ * success's reply. Every refusal is thrown; the route's error handler logs it once and answers a
+ * 303 to the form's page, the JSON envelope, or (a post without JavaScript from a refused origin) a short HTML page.
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
   const {
@@ -148,9 +140,8 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       },
     )
     .onError(function answerRefusal(error, c) {
-      // The body never arrived whole: the client hung up (499) or the listener timed it out (408,
-      // which Node sent itself). Whatever reading it threw, that is what happened, not a refusal.
-      // (A SubscribeFailure came after the body was read: the upstream's or the challenge's answer.)
+      // The body never arrived whole (499, or the listener's 408): that is what happened, whatever reading it threw.
+      // A SubscribeFailure came after the body was read.
       const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
       if (cutOff !== undefined) {
         if (cutOff === REQUEST_TIMEOUT) recorder(c)('timed_out', { reason: 'REQUEST_TIMEOUT' });
