@@ -5,7 +5,7 @@ import { ApiError, type ErrorAnswer, type RouteErrorStatus, cutOffStatus, REQUES
 import { waitUntilOf } from '../http/read-reply.js';
 import { rateLimitKeyOf } from '../http/ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
-import { noopMetrics, type Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../http/origins.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import type { SubscribeChallenge } from '../subscribe/challenge.js';
@@ -35,8 +35,8 @@ export interface SubscribeRoutesOptions {
   challenge?: SubscribeChallenge | undefined;
   surge?: SurgeWatch | undefined;
   isDisposableDomain?: ((domain: string) => boolean) | undefined;
-  metrics?: Pick<Metrics, 'subscribe'>;
-  requestTimedOut?: (c: Context) => boolean;
+  metrics: Pick<Metrics, 'subscribe'>;
+  requestTimedOut: (c: Context) => boolean;
 }
 
 // Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
@@ -57,21 +57,9 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
  * 303 to the form's page, the JSON envelope, or (a post without JavaScript from a refused origin) a short HTML page.
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
-  const {
-    upstream,
-    config,
-    origins,
-    rateLimiter,
-    clientIp,
-    now,
-    log,
-    challenge,
-    surge,
-    isDisposableDomain,
-    metrics = noopMetrics,
-  } = options;
-  const requestTimedOut = options.requestTimedOut ?? (() => false);
-  const repeats = options.repeatGuard ?? createRepeatGuard(now);
+  const { upstream, config, origins, rateLimiter, clientIp, log, metrics, requestTimedOut } = options;
+  const { challenge, surge, isDisposableDomain } = options;
+  const repeats = options.repeatGuard ?? createRepeatGuard(options.now);
 
   const recorder =
     (c: Context): RecordOutcome =>
