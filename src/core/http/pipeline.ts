@@ -26,7 +26,7 @@ export interface PipelineOptions {
 
 // biome-ignore lint/suspicious/noExplicitAny: any route's context, whatever its path and input types
 type AnyContext = Context<any, any, any>;
-type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response | void> | void;
+type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response>;
 
 /**
  * What every answer goes through: its request id, the headers every response carries
@@ -81,8 +81,8 @@ export function createPipeline(options: PipelineOptions) {
         return failed(c, route, startedAt, requestId)(error);
       }
       if (res instanceof Promise)
-        return res.then((settled) => finish(c, settled ?? c.res, route, startedAt), failed(c, route, startedAt, requestId));
-      return finish(c, res ?? c.res, route, startedAt);
+        return res.then((settled) => finish(c, settled, route, startedAt), failed(c, route, startedAt, requestId));
+      return finish(c, res, route, startedAt);
     } as H;
   }
 
