@@ -1,92 +1,72 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
-import { RegExpRouter } from 'hono/router/reg-exp-router';
-import { SmartRouter } from 'hono/router/smart-router';
-import { TrieRouter } from 'hono/router/trie-router';
 import { cors } from 'hono/cors';
+import { TrieRouter } from 'hono/router/trie-router';
 import type { Config } from './config/config.js';
-import { ApiError, renderError, cutOffStatus } from './http/errors.js';
+import { createArchiveFeeds } from './reads/archive-feeds.js';
+import { cacheControlOf, cachePolicies } from './reads/cache-policies.js';
+import { splitMemoryBudget } from './reads/memory-budget.js';
+import { createPublicReads } from './reads/public-reads.js';
+import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
+import type { BodyEncoder } from './reads/rendered-json.js';
+import type { SharedTier } from './reads/shared-tier.js';
 import { createAccessLog } from './http/access-log.js';
+import { ApiError, cutOffStatus, renderError } from './http/errors.js';
+import { createOriginPolicy, listenOrigins } from './http/origins.js';
 import { createPipeline } from './http/pipeline.js';
+import { createMemoryRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { headerOfRequest, type RequestHeader } from './http/request-header.js';
+import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules } from './http/response-headers.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
-import { createOriginPolicy, listenOrigins } from './http/origins.js';
-import { createArchiveFeeds } from './reads/archive-feeds.js';
-import { splitMemoryBudget } from './reads/memory-budget.js';
-import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
-import { createPublicReads } from './reads/public-reads.js';
-import { cacheControlOf, cachePolicies } from './reads/cache-policies.js';
-import { createMemoryRateLimiter, type RateLimiter } from './http/rate-limit.js';
-import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules } from './http/response-headers.js';
-import type { SharedTier } from './reads/shared-tier.js';
-import type { BodyEncoder } from './reads/rendered-json.js';
-import type { RepeatGuard } from './subscribe/guards.js';
-import { createCategoriesRoutes } from './routes/categories.js';
 import { createArchiveQueries } from './routes/archive-query.js';
-import { createIssuesRoutes } from './routes/issues.js';
+import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
-import { createTurnstileChallenge, type TurnstileChallengeOptions } from './subscribe/challenge.js';
 import { createAlertWebhook } from './subscribe/alert-webhook.js';
+import { createTurnstileChallenge, type TurnstileChallengeOptions } from './subscribe/challenge.js';
+import type { RepeatGuard } from './subscribe/guards.js';
 import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from './subscribe/surge.js';
+import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
-import { readErrorFromUpstream, createFailureSpells } from './upstream/failure-policy.js';
 import { createArchiveWatch, type WatchLease, type WatchStore } from './watch/archive-watch.js';
 import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
 
 export interface AppDeps {
   config: Config;
   upstream: UpstreamClient;
-  /** Wall clock in ms for caches and limits (tests inject a fake one). */
+  /** Wall clock in ms for caches and limits. */
   now?: () => number;
   log?: Logger;
   /** The visitor's IP: the socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
   clientIp?: (c: Context) => string | undefined;
-  /**
-   * A request header by its lower-case name, as `c.req.header` reads it (Node reads its own parsed
-   * headers: core/http/request-header.ts). Read a few times for every cached hit.
-   */
+  /** How a request header is read (Node reads its own parsed headers: core/http/request-header.ts). */
   requestHeader?: RequestHeader;
   rateLimiter?: RateLimiter;
-  /**
-   * Answers GET/HEAD of every path outside /api/ (demo mode serves the example site with it).
-   * Without it, only the four API routes exist.
-   */
+  /** Answers GET/HEAD of every path outside /api/ (demo mode's example site). */
   site?: MiddlewareHandler;
   /** A cache tier shared between isolates (Workers' Cache API) or instances (Redis on Node). */
   sharedCache?: SharedTier;
-  /** Test seams of the Turnstile check (TURNSTILE_SECRET_KEY): its fetch and timeout. */
   turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'>;
   /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
   repeatGuard?: RepeatGuard;
-  /** Subscribe attempts counted for every instance (Redis); this process's memory by default. */
   surgeCounter?: SurgeCounter;
-  /** SUBSCRIBE_BLOCK_DISPOSABLE's list, loaded by the entry (src/core/subscribe/disposable-domains.ts). */
+  /** SUBSCRIBE_BLOCK_DISPOSABLE's list (src/core/subscribe/disposable-domains.ts). */
   isDisposableDomain?: (domain: string) => boolean;
-  /** Test seam of the ALERT_WEBHOOK_URL sender: its fetch and timeout. */
   alertWebhook?: { fetch?: typeof globalThis.fetch; timeoutMs?: number };
-  /** How DEPLOY_HOOK_URL's watch runs where it runs (src/core/watch/archive-watch.ts); this process alone by default. */
   archiveWatch?: ArchiveWatchDeps;
-  /** Told of requests, cache reads and subscribe outcomes (Prometheus on Node; nothing by default). */
   metrics?: Metrics;
-  /** Compresses each cached JSON copy once (Node: node/compression.ts); none on Workers, whose edge compresses. */
+  /** Compresses each cached JSON copy once (Node); none on Workers, whose edge compresses. */
   encodeBody?: BodyEncoder;
-  /**
-   * Whether the listener's REQUEST_TIMEOUT_SECONDS cut this request off (Node:
-   * node-server-limits.ts `timedOutByListener`), so it is logged 408, not 499; never on Workers.
-   */
+  /** Whether the listener's REQUEST_TIMEOUT_SECONDS cut this request off (logged 408, not 499); Node only. */
   requestTimedOut?: (c: Context) => boolean;
 }
 
-/** What the entry that runs the archive watch decides: where its state lives, who watches, and the hook's test seams. */
+/** Where DEPLOY_HOOK_URL's watch keeps its state and who watches (src/core/watch/archive-watch.ts). */
 export interface ArchiveWatchDeps {
-  /** Redis (several Node instances) or a KV namespace (Workers); this process's memory by default. */
   store?: WatchStore;
   /** Read the store again at every tick (Workers: another isolate may have run the last one). */
   reloadEachTick?: boolean;
-  /** One watcher among instances (Redis); none: this instance always watches. */
   lease?: WatchLease;
-  /** How long a change found waits before the call (see ArchiveWatchOptions.settleMs); 0 by default. */
   settleMs?: number;
   /** false: each tick takes the index only when a fresh copy is held (the Cron Trigger refreshed it just before). */
   loadIndex?: boolean;
@@ -102,11 +82,7 @@ const PUBLIC_PATHS = {
   '/api/subscribe': ['POST', 'OPTIONS'],
 } as const;
 
-/**
- * The example site's pages (demo mode): scripts and styles from this origin only; issue
- * images may come from any https host; issue HTML is shown in a sandboxed iframe. With
- * Turnstile on, its script and frame come from challenges.cloudflare.com.
- */
+/** The example site's pages (demo mode): issue images from any https host, issue HTML in a sandboxed iframe, Turnstile when on. */
 function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string>> {
   const challenge = turnstile ? ' https://challenges.cloudflare.com' : '';
   return {
@@ -119,23 +95,12 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
   };
 }
 
-/**
- * Creates the whole service from its dependencies: middleware, the four routes and one error
- * path, with the cache counters and the access log's summary the Node entry writes. No globals.
- */
+/** The whole service from its dependencies: the four routes, one pipeline and one error path. No globals. */
 export function createApp(deps: AppDeps) {
-  const {
-    config,
-    upstream,
-    now = Date.now,
-    log = silentLogger,
-    clientIp = () => undefined,
-    metrics = noopMetrics,
-    requestHeader = headerOfRequest,
-  } = deps;
-  const requestTimedOut = deps.requestTimedOut ?? (() => false);
+  const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
+  const { requestHeader = headerOfRequest, requestTimedOut = () => false, site } = deps;
   // The service's own origin counts only where it serves pages posting to itself (demo mode).
-  const origins = createOriginPolicy(config.allowedOrigins, deps.site ? listenOrigins(config.host, config.port) : []);
+  const origins = createOriginPolicy(config.allowedOrigins, site ? listenOrigins(config.host, config.port) : []);
   const policies = cachePolicies(config);
   // A failing upstream is logged once per spell, not once per read it affects.
   const spells = createFailureSpells({ log, now });
@@ -151,7 +116,6 @@ export function createApp(deps: AppDeps) {
       totalPerMinute: config.readBudgetPerMinute,
       perClientPerMinute: config.readBudgetPerClientPerMinute,
       now,
-      // One line when a bucket runs dry, not one per refused read.
       onExhausted: (scope) => log.log('warn', 'read_budget_exhausted', { scope }),
     }),
     indexRefreshMinIntervalMs: config.indexRefreshMinSeconds * 1000,
@@ -172,13 +136,11 @@ export function createApp(deps: AppDeps) {
     metrics,
   });
 
-  const archiveQueries = createArchiveQueries(config.archiveMaxIssues);
   const headerRules = createHeaderRules({
     allowedOrigins: config.allowedOrigins,
     origins,
-    siteSecurityHeaders: deps.site ? siteSecurityHeaders(config.turnstileSiteKey !== undefined) : undefined,
-    // The demo's thumbnails are what its archive's `thumbnailUrl`s point at: a site on
-    // another origin (one built with `npm run site:build`) must be able to show them.
+    siteSecurityHeaders: site ? siteSecurityHeaders(config.turnstileSiteKey !== undefined) : undefined,
+    // The demo's thumbnails are what its archive's `thumbnailUrl`s point at, for sites on other origins too.
     siteEmbeddablePaths: ['/thumbnails/'],
   });
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
@@ -198,18 +160,18 @@ export function createApp(deps: AppDeps) {
         });
 
   // The archive is watched without visitors only for a build hook to tell (the entry runs its ticks).
-  const watchDeps = deps.archiveWatch ?? {};
+  const watch = deps.archiveWatch ?? {};
   const archiveWatch =
     config.deployHookUrl === undefined
       ? undefined
       : createArchiveWatch({
-          readIndex: (watching) => reads.freshArchiveIndex({ load: watchDeps.loadIndex ?? true, upstream: watching }),
-          callHook: createDeployHook({ url: config.deployHookUrl, fetch: watchDeps.fetch, timeoutMs: watchDeps.timeoutMs }),
+          readIndex: (watching) => reads.freshArchiveIndex({ load: watch.loadIndex ?? true, upstream: watching }),
+          callHook: createDeployHook({ url: config.deployHookUrl, fetch: watch.fetch, timeoutMs: watch.timeoutMs }),
           hookLabel: describeHookUrl(config.deployHookUrl),
-          store: watchDeps.store,
-          reloadEachTick: watchDeps.reloadEachTick,
-          lease: watchDeps.lease,
-          settleMs: watchDeps.settleMs,
+          store: watch.store,
+          reloadEachTick: watch.reloadEachTick,
+          lease: watch.lease,
+          settleMs: watch.settleMs,
           now,
           log,
         });
@@ -227,10 +189,8 @@ export function createApp(deps: AppDeps) {
           encodeBody: deps.encodeBody,
         });
 
-  /** The answer to an error a handler threw: its envelope, or a 500 logged once. */
   function answerError(error: unknown, c: Context): Response {
-    // The client hung up before its body arrived (499), or the listener timed it out (408):
-    // nothing to answer and nothing of ours broke; logged once by the access log at info.
+    // The client hung up before its body arrived (499), or the listener timed it out (408): nothing to answer.
     const cutOff = cutOffStatus(c, requestTimedOut);
     if (cutOff !== undefined) return new Response(null, { status: cutOff });
     if (error instanceof ApiError) return renderError(c, error);
@@ -248,20 +208,20 @@ export function createApp(deps: AppDeps) {
   const api = new Hono()
     .route(
       '/',
-      createIssuesRoutes({
+      createReadRoutes({
         reads,
         headerRules,
-        cacheControl: { archive: cacheControlOf(policies.archive), issue: cacheControlOf(policies.issue) },
-        archiveQueries,
-        feeds,
         clientIp,
         requestHeader,
         pipeline,
+        cacheControl: {
+          archive: cacheControlOf(policies.archive),
+          issue: cacheControlOf(policies.issue),
+          categories: cacheControlOf(policies.categories),
+        },
+        archiveQueries: createArchiveQueries(config.archiveMaxIssues),
+        feeds,
       }),
-    )
-    .route(
-      '/',
-      createCategoriesRoutes({ reads, headerRules, cacheControl: cacheControlOf(policies.categories), clientIp, requestHeader, pipeline }),
     )
     .route(
       '/',
@@ -299,10 +259,9 @@ export function createApp(deps: AppDeps) {
   const answerPreflight = pipeline.route(async (c: Context) => (await preflight(c, async () => {})) as Response);
 
   // Which methods each public path answers, for a request no route took (405 with Allow).
-  const publicPaths = new SmartRouter<{ path: string; allow: readonly string[] }>({ routers: [new RegExpRouter(), new TrieRouter()] });
+  const publicPaths = new TrieRouter<{ path: string; allow: readonly string[] }>();
   for (const [path, allow] of Object.entries(PUBLIC_PATHS)) publicPaths.add('ALL', path, { path, allow });
   const publicPathOf = (c: Context) => publicPaths.match(c.req.method, c.req.path)[0][0]?.[0];
-  const site = deps.site;
 
   /** A request no route took: a method a public path does not answer, a page of the demo site, or nothing. */
   async function noRoute(c: Context): Promise<Response> {
@@ -315,27 +274,17 @@ export function createApp(deps: AppDeps) {
     throw new ApiError('NOT_FOUND');
   }
 
-  // One handler per method and path, each wrapped in the pipeline (core/http/pipeline.ts): no
-  // middleware, so that a fresh cached read is answered at once.
+  // Each handler is wrapped in the pipeline (core/http/pipeline.ts) rather than preceded by middleware.
   const app = new Hono();
   for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, answerPreflight);
   const routes = app.route('/api', api);
   app.notFound(pipeline.unrouted(noRoute, (c) => publicPathOf(c)?.path));
-  // What escaped a pipeline's own handling (none is expected).
   app.onError(answerError);
 
-  // A request @hono/node-server cannot make a Request of (a Host or path it refuses) never
-  // reaches the routes; the Node listener hands a stand-in here, so its answer has the headers,
-  // access line and envelope of every other one (docs/node-http.md "Every answer in the envelope").
-  // The stand-in is a plain Request: its headers are read from it, whatever the runtime's rule.
-  const refusing = createPipeline({
-    headerRules,
-    logAccess,
-    answerError: (error, c) => renderError(c, error instanceof ApiError ? error : new ApiError('INTERNAL_ERROR')),
-    requestHeader: headerOfRequest,
-  });
-  const refusals = new Hono();
-  refusals.all(
+  // A request @hono/node-server cannot make a Request of (a Host or path it refuses) is handed here as a
+  // plain stand-in Request, so its 400 has the headers and access line of every other answer (docs/node-http.md).
+  const refusing = createPipeline({ headerRules, logAccess, answerError, requestHeader: headerOfRequest });
+  const refusals = new Hono().all(
     '*',
     refusing.unrouted(
       () => {
@@ -353,9 +302,9 @@ export function createApp(deps: AppDeps) {
     logAccess,
     /** The Workers Cron Trigger's refresh (workers/handler.ts `scheduled`). */
     refreshFromUpstream: reads.refreshFromUpstream,
-    /** Surge detection, for the Node entry's timer that ends a surge when the flood stops. */
+    /** For the Node entry's timer that ends a surge when the flood stops. */
     surge,
-    /** DEPLOY_HOOK_URL's watch, for the entry's ticks (Node: a timer; Workers: the Cron Trigger); none without it. */
+    /** DEPLOY_HOOK_URL's watch, for the entry's ticks (Node: a timer; Workers: the Cron Trigger). */
     archiveWatch,
   };
 }

@@ -1,6 +1,5 @@
 import { createRedactor } from './redact.js';
 
-/** Severity of a log line. */
 export type LogLevel = 'info' | 'warn' | 'error';
 
 /** A line's own fields: `time`, `level` and `event` are the logger's, never a caller's. */
@@ -12,14 +11,13 @@ export interface Logger {
 }
 
 export interface LoggerOptions {
-  /** Receives one serialized JSON line at a time. */
   write: (line: string) => void;
   now?: () => number;
   /** Strings that must never appear in a line (the API key): replaced as a last line of defence. */
   redact?: readonly (string | undefined)[];
 }
 
-/** Creates a JSON-lines logger: a line is `JSON.stringify({ time, level, event, ...fields })`, every string value passing redaction first. */
+/** A JSON-lines logger: `{ time, level, event, ...fields }`, every string value redacted first. */
 export function createLogger(options: LoggerOptions): Logger {
   const { write, now = Date.now } = options;
   const redact = createRedactor(options.redact ?? []);
@@ -35,7 +33,6 @@ export function createLogger(options: LoggerOptions): Logger {
   };
 }
 
-/** A logger that drops everything (the default where none is given). */
 export const silentLogger: Logger = { log() {} };
 
 /** `jane.doe@example.com` → `j***@example.com`: enough to follow a case in the logs, not to harvest addresses. */
@@ -47,10 +44,7 @@ export function maskEmail(email: string): string {
 
 const EMAIL_LIKE_SEGMENT = /[^/]*(?:@|%40)[^/]*/g;
 
-/**
- * A request path for the access log with every segment holding an `@` (raw or `%40`) masked
- * like an address: `/api/issues/jane.doe@example.com` → `/api/issues/j***@example.com`.
- */
+/** A request path with every segment holding an `@` (raw or `%40`) masked like an address. */
 export function maskEmailsInPath(path: string): string {
   if (!path.includes('@') && !path.includes('%40')) return path;
   return path.replace(EMAIL_LIKE_SEGMENT, (segment) => maskEmail(safeDecode(segment)));
@@ -65,10 +59,8 @@ function safeDecode(segment: string): string {
 }
 
 /**
- * Buffers lines and writes them in batches: a synchronous write per line would be a system call
- * per request, dearer than a cached answer itself. Each line is encoded into the batch's bytes as it
- * comes, so it does not outlive its request as a string. Flushes when the batch is full, on the
- * interval, and on demand. Node only (`Buffer`).
+ * Lines written in batches (a system call per line would be dearer than a cached answer), each
+ * encoded into the batch as it comes; flushed when full, on the interval and on demand. Node only.
  */
 export function createBufferedWriter(
   sink: (chunk: Uint8Array) => void,

@@ -2,11 +2,7 @@ import { PAGE_SIZE } from './routes/archive-query.js';
 import { SLUG_PATTERN } from './slug.js';
 import * as z from './zod.js';
 
-/*
- * The public shapes of docs/contract.md: the one place a field is written (types, openapi.json,
- * the contract tests). They describe; answers are built by reads/allow-list.ts, and the service
- * imports only the types, so these schemas stay out of the Worker bundle.
- */
+// The public shapes of docs/contract.md, written once; answers are built by reads/allow-list.ts (only the types reach the Worker).
 
 export const SlugSchema = z.string().check(z.regex(SLUG_PATTERN));
 

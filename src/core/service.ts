@@ -1,50 +1,23 @@
 import type { Context, MiddlewareHandler } from 'hono';
-import { createApp, type ArchiveWatchDeps } from './app.js';
-import type { Config } from './config/config.js';
 import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from '../demo/sample-publication.js';
+import { createApp, type AppDeps } from './app.js';
+import type { Config } from './config/config.js';
 import type { Logger } from './log.js';
-import type { RequestHeader } from './http/request-header.js';
-import type { BodyEncoder } from './reads/rendered-json.js';
-import type { Metrics } from './metrics.js';
-import type { RateLimiter } from './http/rate-limit.js';
-import type { SharedTier } from './reads/shared-tier.js';
-import type { RepeatGuard } from './subscribe/guards.js';
-import type { SurgeCounter } from './subscribe/surge.js';
 import { createUpstreamForConfig } from './upstream/configured-client.js';
 import type { HoldOff } from './upstream/hold-off.js';
 
-export interface RuntimeDeps {
+/** What an entry (Node, Workers) gives the app besides its config: AppDeps, and the upstream client's own. */
+export interface RuntimeDeps extends Omit<AppDeps, 'config' | 'upstream' | 'site' | 'log' | 'clientIp'> {
   log: Logger;
   clientIp: (c: Context) => string | undefined;
-  /** How a request header is read (Node: the headers `node:http` parsed); Hono's `c.req.header` by default. */
-  requestHeader?: RequestHeader;
   fetch?: typeof globalThis.fetch;
-  now?: () => number;
-  rateLimiter?: RateLimiter;
-  /** Workers' Cache API tier, or Redis on Node when REDIS_URL is set (src/redis/). */
-  sharedCache?: SharedTier;
-  /** Shared through Redis on Node when REDIS_URL is set; per process otherwise. */
-  repeatGuard?: RepeatGuard;
-  /** Subscribe attempts of every instance (Redis) for surge detection; per process otherwise. */
-  surgeCounter?: SurgeCounter;
-  /** SUBSCRIBE_BLOCK_DISPOSABLE's list, loaded by the Node entry. */
-  isDisposableDomain?: (domain: string) => boolean;
   /** Where hold-offs after an upstream 429 are kept: Redis when REDIS_URL is set, this process's memory otherwise. */
   holdOff?: HoldOff;
-  /** Served at / in demo mode only; with a real upstream only the four API routes exist. */
+  /** Served at / in demo mode only. */
   demoSite?: MiddlewareHandler;
-  /** Prometheus on Node when ADMIN_PORT is set; nothing by default. */
-  metrics?: Metrics;
-  /** Node's compressed copies of cached bodies (node/compression.ts); none on Workers. */
-  encodeBody?: BodyEncoder;
-  /** How DEPLOY_HOOK_URL's watch runs here: Redis on Node with REDIS_URL, a KV namespace on Workers. */
-  archiveWatch?: ArchiveWatchDeps;
-  /** Node: whether the listener's request timeout cut a request off (see AppDeps.requestTimedOut). */
-  requestTimedOut?: (c: Context) => boolean;
   /**
-   * Demo mode's public origin, where it serves the example site: the sample thumbnails and the
-   * feeds' issue links point there. Known to the entry (Node: HOST and PORT), never taken from
-   * a request; DEFAULT_DEMO_ORIGIN (`npm run dev:worker`'s address) when not given.
+   * Demo mode's public origin, where the sample thumbnails and the feeds' issue links point: known
+   * to the entry (Node: HOST and PORT), never taken from a request; DEFAULT_DEMO_ORIGIN when not given.
    */
   demoOrigin?: string;
 }
@@ -52,24 +25,19 @@ export interface RuntimeDeps {
 /** The example site's issue page as demo mode serves it (examples/site/archive.js links issues so). */
 export const DEMO_ISSUE_PATH = '/issue.html?slug={slug}';
 
-/**
- * The origin a link to a Node listener on HOST and PORT can use: a wildcard address is not
- * one a browser can visit, so it becomes the loopback address of its family.
- */
+/** The origin a link to a Node listener on HOST and PORT can use: a wildcard address becomes the loopback of its family. */
 export function linkOriginOf(host: string, port: number): string {
   const linkHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${port}`;
 }
 
 /**
- * Creates the app for a parsed config, shared by the Node and Workers entries: chooses the real
- * upstream client, pointed at the configured service or (demo mode) at the embedded demo
- * upstream, then hands it to `createApp`. Returns what `createApp` returns.
+ * The app for a parsed config, shared by the Node and Workers entries, over the configured
+ * upstream or (demo mode) the embedded demo one. Returns what `createApp` does, and the upstream.
  */
 export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   const demoOrigin = deps.demoOrigin ?? DEFAULT_DEMO_ORIGIN;
-  // Demo mode's feeds link to the example site it serves and name the sample publication; it
-  // knows its own public address. Each unless its variable says otherwise.
+  // Demo mode's feeds link to the example site it serves and name the sample publication, unless told otherwise.
   const config: Config =
     given.mode === 'demo'
       ? {
@@ -80,7 +48,7 @@ export function createAppForConfig(given: Config, deps: RuntimeDeps) {
         }
       : given;
   const upstream = createUpstreamForConfig(config, { ...deps, demoOrigin });
-  const { demoSite, demoOrigin: _origin, holdOff: _holdOff, ...rest } = deps;
+  const { demoSite, demoOrigin: _origin, holdOff: _holdOff, fetch: _fetch, ...rest } = deps;
   // The upstream goes back too: the Node entry's readiness check calls it directly.
   return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
 }

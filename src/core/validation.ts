@@ -1,7 +1,7 @@
 import * as z from './zod.js';
 import { ApiError, type ValidationIssue } from './http/errors.js';
 
-/** What openapi.json adds to zod's output for a parameter or field: its words, and what a pipeline through text hides. */
+/** What openapi.json adds to zod's output for a parameter or field. */
 export type JsonSchemaWords = Pick<z.core.JSONSchema.BaseSchema, 'description' | 'type' | 'format' | 'maxLength'>;
 
 /** The classic build's `z.preprocess`, which zod/mini lacks, built as it is. */

@@ -21,25 +21,16 @@ export interface AccessEntry {
 }
 
 /**
- * ACCESS_LOG: `all` writes a `request` line for every request; `summary` writes one for every
- * request but the fresh cached hits (`X-Cache: HIT`, 200 or 304), which are counted instead and
- * written as `cache_hits` lines, one per route and status (a closed set), by `writeHitSummary`
- * (docs/configuration.md "Logs" says why that is the default).
+ * ACCESS_LOG: `all` writes a `request` line for every request; `summary` counts the fresh cached
+ * hits (200 or 304) instead, written as `cache_hits` lines per route, method and status by
+ * `writeHitSummary` (docs/configuration.md "Logs").
  */
 export type AccessLogMode = 'all' | 'summary';
 
-/**
- * The access log: a structured `request` line per request (method, path, status, ms, cache
- * state, request id) and its request metric; with ACCESS_LOG=summary, fresh cached hits are
- * counted into `cache_hits` lines instead (each still in the metric).
- */
+/** The access log: a `request` line and the request metric per request, or a count for a fresh hit in summary mode. */
 export interface AccessLog {
   (entry: AccessEntry): void;
-  /**
-   * The count of fresh hits of one route, method and status when ACCESS_LOG=summary counts them
-   * (undefined otherwise: each has its line): what `logAccess` does for such an entry, for a
-   * caller that answers many alike and keeps it. Called with the request's `startedAt`.
-   */
+  /** What `logAccess` does for a fresh hit of this route, method and status when summary mode counts it (undefined otherwise). */
   hitCounter(route: string | undefined, method: string, status: number): ((startedAt: number) => void) | undefined;
   /** Writes the `cache_hits` lines of what was counted since the last call, and starts counting afresh. */
   writeHitSummary(): void;
@@ -52,55 +43,23 @@ export interface AccessLogOptions {
   now?: () => number;
 }
 
-/** Fresh hits of one method, route, status and cache state, counted since the last summary. */
-interface HitCount {
-  method: string;
-  route: string;
-  status: number;
-  cache: CacheState;
-  requests: number;
-}
-
 export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLogOptions): AccessLog {
   const { mode = 'all', now = Date.now } = options;
   const known = new Set(options.routes);
   // A route template or `other`: never the raw path, so a label or a summary stays a closed set.
   const routeOf = (route: string | undefined) => (route !== undefined && known.has(route) ? route : 'other');
   const measured = metrics !== noopMetrics;
-  const summary = mode === 'summary';
-  const isCounted = (status: number, cache: CacheState | undefined) => summary && cache === 'HIT' && (status === 200 || status === 304);
-
-  /** Every count, in the order each was first made (the summary's lines); found by route, method and status. */
-  const counts: HitCount[] = [];
-  const countsByRoute = new Map<string, Map<string, Map<number, HitCount>>>();
+  const isCounted = (status: number, cache: CacheState | undefined) =>
+    mode === 'summary' && cache === 'HIT' && (status === 200 || status === 304);
+  // In the order each was first made (the summary's lines).
+  const counts = new Map<string, { method: string; route: string; status: number; requests: number }>();
   let countingSince = now();
 
-  function countOf(route: string, method: string, status: number): HitCount {
-    let byMethod = countsByRoute.get(route);
-    if (byMethod === undefined) countsByRoute.set(route, (byMethod = new Map()));
-    let byStatus = byMethod.get(method);
-    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
-    let counted = byStatus.get(status);
-    if (counted === undefined) {
-      byStatus.set(status, (counted = { method, route, status, cache: 'HIT', requests: 0 }));
-      counts.push(counted);
-    }
+  function countOf(route: string, method: string, status: number) {
+    const key = `${route} ${method} ${status}`;
+    let counted = counts.get(key);
+    if (counted === undefined) counts.set(key, (counted = { method, route, status, requests: 0 }));
     return counted;
-  }
-
-  function hitCounter(givenRoute: string | undefined, method: string, status: number) {
-    if (!isCounted(status, 'HIT')) return undefined;
-    const route = routeOf(givenRoute);
-    const counted = countOf(route, method, status);
-    if (!measured) {
-      return () => {
-        counted.requests += 1;
-      };
-    }
-    return (startedAt: number) => {
-      counted.requests += 1;
-      metrics.request(route, method, status, (performance.now() - startedAt) / 1000);
-    };
   }
 
   return Object.assign(
@@ -119,16 +78,24 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
       log.log('info', 'request', { method, path, status, ms: Math.round(ms * 10) / 10, cache, requestId: entry.requestId });
     },
     {
-      hitCounter,
+      hitCounter(given: string | undefined, method: string, status: number) {
+        if (!isCounted(status, 'HIT')) return undefined;
+        const route = routeOf(given);
+        const counted = countOf(route, method, status);
+        return (startedAt: number) => {
+          counted.requests += 1;
+          if (measured) metrics.request(route, method, status, (performance.now() - startedAt) / 1000);
+        };
+      },
       writeHitSummary() {
         const at = now();
         // Tenths: a summary at shutdown may follow the last one by less than a second.
         const seconds = Math.max(0, Math.round((at - countingSince) / 100) / 10);
         countingSince = at;
-        for (const counted of counts) {
+        for (const counted of counts.values()) {
           if (counted.requests === 0) continue;
-          const { method, route, status, cache, requests } = counted;
-          log.log('info', 'cache_hits', { method, route, status, cache, requests, seconds });
+          const { method, route, status, requests } = counted;
+          log.log('info', 'cache_hits', { method, route, status, cache: 'HIT', requests, seconds });
           counted.requests = 0;
         }
       },

@@ -12,14 +12,9 @@ export function clientIpFromForwardedFor(
 ): string | undefined {
   const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
   if (hops <= 0 || !forwardedFor) return socket;
-  const entries = forwardedFor
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
-  if (entries.length === 0) return socket;
-  // Fewer entries than trusted hops: take the farthest address our proxies passed on.
+  const entries = forwardedFor.split(',').filter((entry) => entry.trim() !== '');
+  // Fewer entries than trusted hops: the farthest address our proxies passed on; what is not an address counts as the socket's.
   const chosen = entries[Math.max(0, entries.length - hops)];
-  // What is not an address counts as the socket's.
   return (chosen !== undefined && parseIp(chosen)) || socket;
 }
 
@@ -51,12 +46,8 @@ export function createNodeClientIp(
   socketAddress: (c: Context) => string | undefined,
   trustedProxies?: AddressList,
 ) {
-  if (trustedProxies) {
-    return function clientIpByTrustedProxy(c: Context): string | undefined {
-      return clientIpBehindTrustedProxies(c.req.header('x-forwarded-for'), socketAddress(c), trustedProxies);
-    };
-  }
-  return function nodeClientIp(c: Context): string | undefined {
-    return clientIpFromForwardedFor(c.req.header('x-forwarded-for'), socketAddress(c), trustProxyHops);
-  };
+  return (c: Context): string | undefined =>
+    trustedProxies
+      ? clientIpBehindTrustedProxies(c.req.header('x-forwarded-for'), socketAddress(c), trustedProxies)
+      : clientIpFromForwardedFor(c.req.header('x-forwarded-for'), socketAddress(c), trustProxyHops);
 }

@@ -1,6 +1,5 @@
 import type { Context, TypedResponse } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-// The configured `z` (see core/zod.ts).
 import * as z from '../zod.js';
 import { NO_STORE } from '../reads/cache-policies.js';
 
@@ -24,10 +23,7 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
 
-/**
- * The errors each public route can answer with, besides the 405 of a method it does not take
- * (openapi.json lists them per operation from here).
- */
+/** The errors each public route can answer with besides a 405 (openapi.json lists them per operation). */
 export const ROUTE_ERRORS = {
   '/api/issues': ['NOT_FOUND', 'VALIDATION_ERROR', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'],
   '/api/issues/:slug': ['NOT_FOUND', 'VALIDATION_ERROR', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'],
@@ -46,14 +42,8 @@ export const ROUTE_ERRORS = {
   ],
 } as const satisfies Record<string, readonly ErrorCode[]>;
 
-/**
- * The error envelope's schema: the source of ErrorBody and ValidationIssue, and of openapi.json's
- * ErrorBody (`npm run openapi`). A factory, not a constant: the service builds its envelope
- * itself (errorEnvelope) and never parses one, so the schema is made only where it is read (the
- * generator, the tests) and stays out of the Worker bundle.
- */
+/** The error envelope's schema, for openapi.json and the tests only: made where it is read, so it stays out of the Worker bundle. */
 export function createErrorBodySchemas() {
-  /** One entry of a VALIDATION_ERROR's (or CAPTCHA_REQUIRED's) `details`. */
   const ValidationIssue = z.strictObject({
     path: z.string(),
     message: z.string(),
@@ -72,11 +62,7 @@ export function createErrorBodySchemas() {
   return { ErrorBody, ValidationIssue };
 }
 
-/**
- * The error statuses a route answers, from ROUTE_ERRORS. They are typed into the routes' answers
- * (`ErrorAnswer`), so a typed client can test `res.status === 404` and read the error envelope.
- * A 405 is left out: a typed client always sends the route's own method.
- */
+/** The error statuses a route answers, typed into its answers so a typed client can test `res.status === 404`. */
 export type RouteErrorStatus<Route extends keyof typeof ROUTE_ERRORS> = (typeof ERROR_STATUS)[(typeof ROUTE_ERRORS)[Route][number]];
 
 type ErrorBodySchemas = ReturnType<typeof createErrorBodySchemas>;
@@ -102,9 +88,9 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
 export interface ApiErrorOptions {
   message?: string;
   details?: ValidationIssue[];
-  /** Seconds, sent as `Retry-After` (429, 503). */
+  /** Seconds, sent as `Retry-After`. */
   retryAfter?: number;
-  /** Methods, sent as `Allow` (405). */
+  /** Methods, sent as `Allow`. */
   allow?: readonly string[];
   cause?: unknown;
 }
@@ -118,9 +104,7 @@ export class ApiError extends Error {
   readonly allow: readonly string[] | undefined;
 
   constructor(code: ErrorCode, options: ApiErrorOptions = {}) {
-    // A client error (4xx) is an answer, not a fault: no one reads its stack, and capturing one
-    // walks the whole chain of calls the request came through, a slug scan's 404s each time
-    // (docs/performance.md). A server error keeps its stack.
+    // A client error is an answer, not a fault: no stack, which would be dear for a slug scan's 404s.
     const stackTraceLimit = Error.stackTraceLimit;
     if (ERROR_STATUS[code] < 500) Error.stackTraceLimit = 0;
     try {
@@ -137,38 +121,30 @@ export class ApiError extends Error {
   }
 }
 
-/** The codes answered with `Status` (403 is FORBIDDEN_ORIGIN, CAPTCHA_FAILED or CAPTCHA_REQUIRED). */
-export type ErrorCodeOf<Status extends ErrorStatus> = {
+type ErrorCodeOf<Status extends ErrorStatus> = {
   [Code in ErrorCode]: (typeof ERROR_STATUS)[Code] extends Status ? Code : never;
 }[ErrorCode];
 
-/** The body of an error answer with `Status` (any error by default), as docs/contract.md shapes it. */
+/** The body of an error answer with `Status` (any error by default). */
 type SchemaErrorBody = z.infer<ErrorBodySchemas['ErrorBody']>;
 type Flat<T> = { [Key in keyof T]: T[Key] } & {};
 export type ErrorBody<Status extends ErrorStatus = ErrorStatus> = Flat<
   Omit<SchemaErrorBody, 'error'> & { error: Flat<Omit<SchemaErrorBody['error'], 'code'> & { code: ErrorCodeOf<Status> }> }
 >;
 
-/**
- * The error answers with these statuses, one typed response per status, so that `hc<AppType>`'s
- * `if (res.status === 404)` narrows the body to the NOT_FOUND envelope. Only a type: a handler
- * throws and the app's onError renders (renderError).
- */
+/** One typed response per status, so `hc<AppType>`'s `res.status === 404` narrows the body; a handler throws, onError renders. */
 export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus
   ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'>
   : never;
 
 /** The body of an error response, exactly as docs/contract.md shapes it. */
 export function errorEnvelope(error: ApiError): ErrorBody {
-  const body: { code: ErrorCode; message: string; details?: ValidationIssue[] } = {
-    code: error.code,
-    message: error.message,
-  };
+  const body: { code: ErrorCode; message: string; details?: ValidationIssue[] } = { code: error.code, message: error.message };
   if (error.details) body.details = error.details;
   return { ok: false, error: body };
 }
 
-/** Renders any ApiError as the JSON envelope with its status and headers; errors are never cached. */
+/** Any ApiError as the JSON envelope with its status and headers; errors are never cached. */
 export function renderError(c: Context, error: ApiError) {
   const headers: Record<string, string> = { 'Cache-Control': NO_STORE };
   if (error.retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfter)));
@@ -176,16 +152,12 @@ export function renderError(c: Context, error: ApiError) {
   return c.json(errorEnvelope(error), error.status, headers);
 }
 
-/** Nginx's 499 "client closed request": the client hung up before its request was read whole. */
+/** Nginx's 499: the client hung up before its request was read whole. */
 export const CLIENT_CLOSED_REQUEST = 499;
 /** The listener's REQUEST_TIMEOUT_SECONDS cut the request off; Node answered the 408 itself. */
 export const REQUEST_TIMEOUT = 408;
 
-/**
- * The true status of a request that is gone before it was read whole (its body abandoned or timed
- * out), for the access log and the metrics: nothing is sent, the connection is closed. Undefined
- * while the request is still there. `timedOut` tells the listener's timeout from the client's hang-up.
- */
+/** The true status of a request gone before it was read whole (nothing is sent), for the log and metrics; undefined while it is there. */
 export function cutOffStatus(
   c: Context,
   timedOut: (c: Context) => boolean,
@@ -193,6 +165,3 @@ export function cutOffStatus(
   if (!c.req.raw.signal?.aborted) return undefined;
   return timedOut(c) ? REQUEST_TIMEOUT : CLIENT_CLOSED_REQUEST;
 }
-
-/** An error envelope response with its status, typed for `hc<AppType>`. */
-export type ErrorResponse = ReturnType<typeof renderError>;

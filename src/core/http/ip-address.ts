@@ -2,7 +2,6 @@
 
 // No leading zeros: `010.0.0.1` is octal to some parsers, so it (and `127.1`, `0x7f.0.0.1`) is refused.
 const IPV4 = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-const HEX_GROUP = /^[0-9a-f]{1,4}$/i;
 
 /** RFC 5952 form (an IPv4-mapped address as IPv4), or undefined; accepts `[v6]:port`, `v4:port`, a zone id. */
 export function parseIp(text: string): string | undefined {
@@ -18,53 +17,38 @@ export function parseIp(text: string): string | undefined {
   return formatIpv6(groups);
 }
 
-/** RFC 5952's one spelling: lower-case, no leading zeros, the longest run of 2+ zero groups as `::`. */
-function formatIpv6(groups: readonly number[]): string {
-  let bestStart = -1;
-  let bestLength = 1;
-  for (let start = 0; start < 8; start += 1) {
-    let length = 0;
-    while (start + length < 8 && groups[start + length] === 0) length += 1;
-    if (length > bestLength) [bestStart, bestLength] = [start, length];
+/** WHATWG URL's IPv6 parser and serializer: RFC 4291's grammar, and RFC 5952's one spelling (lower-case, the longest zero run as `::`). */
+function ipv6Text(value: string): string | undefined {
+  if (!value.includes(':') || !/^[\da-f:.]{2,45}$/i.test(value)) return undefined;
+  try {
+    return new URL(`http://[${value}]`).hostname.slice(1, -1);
+  } catch {
+    return undefined;
   }
-  const hex = groups.map((group) => group.toString(16));
-  if (bestStart < 0) return hex.join(':');
-  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
+}
+
+function formatIpv6(groups: readonly number[]): string {
+  return ipv6Text(groups.map((group) => group.toString(16)).join(':'))!;
+}
+
+function parseIpv6Groups(value: string): number[] | undefined {
+  const text = ipv6Text(value);
+  if (text === undefined) return undefined;
+  const [head = '', tail] = text.split('::');
+  const part = (groups: string) => (groups === '' ? [] : groups.split(':').map((group) => Number.parseInt(group, 16)));
+  const [first, last] = [part(head), part(tail ?? '')];
+  return [...first, ...new Array<number>(8 - first.length - last.length).fill(0), ...last];
 }
 
 /** The address for IPv4; for IPv6 its RATE_LIMIT_IPV6_PREFIX network, since one home line gets a whole /64. */
 export function rateLimitKeyOf(ip: string, ipv6PrefixBits: number): string {
   const canonical = parseIp(ip);
   if (canonical === undefined || !canonical.includes(':')) return canonical ?? ip;
-  const groups = parseIpv6Groups(canonical)!;
-  const masked = groups.map((group, index) => {
+  const masked = parseIpv6Groups(canonical)!.map((group, index) => {
     const bits = Math.min(16, Math.max(0, ipv6PrefixBits - index * 16));
     return bits === 0 ? 0 : group & ((0xffff << (16 - bits)) & 0xffff);
   });
   return `${formatIpv6(masked)}/${ipv6PrefixBits}`;
-}
-
-function parseIpv6Groups(value: string): number[] | undefined {
-  if (!value.includes(':') || value.length > 45) return undefined;
-  const halves = value.split('::');
-  if (halves.length > 2) return undefined;
-  const parse = (part: string): number[] | undefined => {
-    if (part === '') return [];
-    const out: number[] = [];
-    const pieces = part.split(':');
-    for (const [index, piece] of pieces.entries()) {
-      if (index === pieces.length - 1 && IPV4.test(piece)) out.push(...ipv4Groups(piece));
-      else if (HEX_GROUP.test(piece)) out.push(Number.parseInt(piece, 16));
-      else return undefined;
-    }
-    return out;
-  };
-  const head = parse(halves[0]!);
-  const tail = halves.length === 2 ? parse(halves[1]!) : [];
-  if (!head || !tail) return undefined;
-  if (halves.length === 1) return head.length === 8 ? head : undefined;
-  const missing = 8 - head.length - tail.length;
-  return missing >= 1 ? [...head, ...new Array<number>(missing).fill(0), ...tail] : undefined;
 }
 
 /** 16-bit groups (2 for IPv4, 8 for IPv6), so one prefix test serves both. */

@@ -1,7 +1,4 @@
-/**
- * The browser origins this service answers (docs/contract.md `ALLOWED_ORIGINS`), plus its own when
- * it serves pages (demo mode). Never taken from `Host`: a client writes it, and would allow itself.
- */
+/** ALLOWED_ORIGINS, plus the service's own when it serves pages (demo mode); never `Host`, which a client writes. */
 export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins: readonly string[] = []) {
   const listed = new Set([...(allowed === '*' ? [] : allowed), ...ownOrigins]);
   return {

@@ -10,9 +10,8 @@ import type { HeaderRules } from './response-headers.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
-    /** How a cached read answered by a handler's own Response was answered, for the access log. */
+    /** How a cached read answered by a handler's own Response (a feed) was answered, for the access log. */
     cacheState: CacheState;
-    /** Why such an answer was stale, for the access log's metric. */
     staleReason: StaleReason | undefined;
   }
 }
@@ -20,92 +19,90 @@ declare module 'hono' {
 export interface PipelineOptions {
   headerRules: HeaderRules;
   logAccess: AccessLog;
-  /** The answer to whatever a handler throws or rejects with (an ApiError's envelope, a 500, …). */
+  /** The answer to whatever a handler throws or rejects with. */
   answerError: (error: unknown, c: Context) => Response;
   requestHeader: RequestHeader;
 }
 
-/** A route handler as Hono calls it: a Response at once or its promise. */
 // biome-ignore lint/suspicious/noExplicitAny: any route's context, whatever its path and input types
-type AnyHandler = (c: Context<any, any, any>, next: () => Promise<void>) => Response | Promise<Response | void> | void;
+type AnyContext = Context<any, any, any>;
+type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response>;
 
 /**
- * What every answer goes through: its request id, the headers every response carries (security
- * headers, `X-Request-Id`, the CORS grant: createHeaderRules), errors turned into their answers,
- * and the access log. Each route's handler is wrapped in it, rather than preceded by Hono
- * middleware, because Hono composes middleware with promises: every answer would wait for a turn
- * of the microtask queue per layer, and @hono/node-server writes a Response it is handed at once
- * only when it is not a promise. So a handler that has its answer at once (a fresh cached read)
- * gets it written at once; one that waits (a load, subscribe) is finished when it settles.
+ * What every answer goes through: its request id, the headers every response carries
+ * (createHeaderRules), errors turned into answers, and the access log. It wraps each route's
+ * handler rather than being Hono middleware: Hono composes middleware with promises, and
+ * @hono/node-server writes a Response at once only when it is not a promise, so a fresh cached
+ * read is written at once.
  */
 export function createPipeline(options: PipelineOptions) {
   const { headerRules, logAccess, answerError, requestHeader } = options;
+  const requestIdOf = (c: Context) => headerRules.requestId(requestHeader(c, 'x-request-id'));
 
   function finish(c: Context, res: Response, route: string | undefined, startedAt: number): Response {
-    // A cached read answered by its handler carries every header already (core/http/read-reply.ts).
-    if (c.get('cacheState') === undefined) {
+    const cache = c.get('cacheState');
+    // A cached read's own Response carries every header already (read-reply.ts).
+    if (cache === undefined) {
       const headers = headerRules.headersFor({ path: c.req.path, origin: requestHeader(c, 'origin'), requestId: c.get('requestId') });
-      const target = res.headers;
       for (const name in headers) {
         // Hono's cors() has answered a preflight: keep its Vary (Origin and the requested headers).
-        if (name === 'Vary' && target.has('vary')) continue;
-        target.set(name, headers[name]!);
+        if (name !== 'Vary' || !res.headers.has('vary')) res.headers.set(name, headers[name]!);
       }
     }
+    const { method, path } = c.req;
     logAccess({
-      method: c.req.method,
-      path: c.req.path,
+      method,
+      path,
       route,
       status: res.status,
       startedAt,
-      cache: c.get('cacheState'),
+      cache,
       requestId: c.get('requestId'),
       staleReason: c.get('staleReason'),
     });
     return res;
   }
 
-  const failed = (c: Context, route: string | undefined, startedAt: number) => (error: unknown) =>
-    finish(c, answerError(error, c), route, startedAt);
+  const failed = (c: Context, route: string | undefined, startedAt: number, requestId: string) => (error: unknown) => {
+    c.set('requestId', requestId);
+    return finish(c, answerError(error, c), route, startedAt);
+  };
 
-  function wrap<H extends AnyHandler>(handler: H, routeOf: ((c: Context) => string | undefined) | undefined): H {
-    // A route's handler answers one route: its template is read once (Hono builds it per call).
-    let routed: string | undefined;
+  function wrap<H extends AnyHandler>(handler: H, routeOf?: (c: Context) => string | undefined): H {
     return function answer(c: Context, next: () => Promise<void>) {
       const startedAt = performance.now();
-      const route = routeOf === undefined ? (routed ??= c.req.routePath) : routeOf(c);
-      c.set('requestId', headerRules.requestId(requestHeader(c, 'x-request-id')));
+      const route = routeOf === undefined ? c.req.routePath : routeOf(c);
+      const requestId = requestIdOf(c);
+      c.set('requestId', requestId);
       let res: ReturnType<H>;
       try {
         res = handler(c, next) as ReturnType<H>;
       } catch (error) {
-        return failed(c, route, startedAt)(error);
+        return failed(c, route, startedAt, requestId)(error);
       }
-      if (res instanceof Promise) return res.then((settled) => finish(c, settled ?? c.res, route, startedAt), failed(c, route, startedAt));
-      return finish(c, res ?? c.res, route, startedAt);
+      if (res instanceof Promise)
+        return res.then((settled) => finish(c, settled, route, startedAt), failed(c, route, startedAt, requestId));
+      return finish(c, res, route, startedAt);
     } as H;
   }
 
   /**
-   * A route answering cached reads: `handler` hands back the read, which `send` answers with the
-   * request id (or a Response of its own, a feed's, after setting `cacheState`). A fresh hit sets
-   * nothing on the context and, with ACCESS_LOG=summary, is counted by a counter this route keeps.
-   * The answer is typed with the route's error answers (ROUTE_ERRORS), for `hc<AppType>`.
+   * A route answering cached reads: `handler` hands back the read, which `send` answers (or a
+   * Response of its own, a feed's, after setting `cacheState`). Fresh hits with ACCESS_LOG=summary
+   * are counted by counters this route keeps. Typed with the route's error answers, for `hc<AppType>`.
    */
-  // biome-ignore lint/suspicious/noExplicitAny: any route's context, whatever its path and input types
-  function read<Route extends keyof typeof ROUTE_ERRORS, C extends Context<any, any, any>, T>(
+  function read<Route extends keyof typeof ROUTE_ERRORS, C extends AnyContext, T>(
     route: Route,
     send: SendRead,
     handler: (c: C, requestId: string) => MaybePromise<PublicRead<T> | Response>,
   ): (c: C) => MaybePromise<ReadAnswer<T> | ErrorAnswer<RouteErrorStatus<Route>>> {
     type Answer = ReadAnswer<T>;
-    // By method and status: GET or HEAD, 200 or 304 (a closed set).
+    // By method and status (a closed set: GET or HEAD, 200 or 304).
     const counters = new Map<string, ((startedAt: number) => void) | undefined>();
     const counterOf = (method: string, status: number) => {
-      const key = method === 'GET' ? (status === 200 ? 'GET 200' : 'GET 304') : `${method} ${status}`;
-      let counter = counters.get(key);
-      if (counter === undefined && !counters.has(key)) counters.set(key, (counter = logAccess.hitCounter(route, method, status)));
-      return counter;
+      const key = method + status;
+      if (!counters.has(key)) counters.set(key, logAccess.hitCounter(route, method, status));
+      return counters.get(key);
     };
 
     function answerRead(c: C, result: PublicRead<T> | Response, requestId: string, startedAt: number): Answer {
@@ -114,65 +111,45 @@ export function createPipeline(options: PipelineOptions) {
         return finish(c, result, route, startedAt) as Answer;
       }
       const res = send(c, result, requestId);
-      const counter = result.state === 'HIT' ? counterOf(c.req.method, res.status) : undefined;
+      const { method, path } = c.req;
+      const counter = result.state === 'HIT' ? counterOf(method, res.status) : undefined;
       if (counter !== undefined) counter(startedAt);
       else
-        logAccess({
-          method: c.req.method,
-          path: c.req.path,
-          route,
-          status: res.status,
-          startedAt,
-          cache: result.state,
-          requestId,
-          staleReason: result.staleReason,
-        });
+        logAccess({ method, path, route, status: res.status, startedAt, cache: result.state, requestId, staleReason: result.staleReason });
       return res;
     }
 
     return function answer(c) {
       const startedAt = performance.now();
-      const requestId = headerRules.requestId(requestHeader(c, 'x-request-id'));
+      const requestId = requestIdOf(c);
       let result: MaybePromise<PublicRead<T> | Response>;
       try {
         result = handler(c, requestId);
       } catch (error) {
-        c.set('requestId', requestId);
-        return failed(c, route, startedAt)(error) as Answer;
+        return failed(c, route, startedAt, requestId)(error) as Answer;
       }
       if (!(result instanceof Promise)) return answerRead(c, result, requestId, startedAt);
       return result.then(
         (settled) => answerRead(c, settled, requestId, startedAt),
-        (error: unknown) => {
-          c.set('requestId', requestId);
-          return failed(c, route, startedAt)(error) as Answer;
-        },
-      );
+        failed(c, route, startedAt, requestId),
+      ) as Promise<Answer>;
     };
   }
 
   return {
     read,
-    /**
-     * The same as Hono middleware, first of a route of several handlers (subscribe: its guards
-     * run before its body is read); an error in them has been answered by the app's error
-     * handler by the time `next` returns.
-     */
+    /** The same as Hono middleware, first of a route of several handlers (subscribe, whose guards run before its body is read). */
     layer: async function answerThrough(c: Context, next: () => Promise<void>): Promise<void> {
       const startedAt = performance.now();
-      c.set('requestId', headerRules.requestId(requestHeader(c, 'x-request-id')));
+      c.set('requestId', requestIdOf(c));
       await next();
       finish(c, c.res, c.req.routePath, startedAt);
     },
     /** `handler` of a route, with everything every answer gets. */
-    route: <H extends AnyHandler>(handler: H): H => wrap(handler, undefined),
-    /**
-     * The answer to a request no route matched (404, 405, the demo site's pages), with the same;
-     * `routeOf` names the route template it is logged and counted under, if any.
-     */
+    route: <H extends AnyHandler>(handler: H): H => wrap(handler),
+    /** The answer to a request no route matched (404, 405, the demo site), logged under `routeOf`'s template, if any. */
     unrouted: <H extends AnyHandler>(handler: H, routeOf: (c: Context) => string | undefined): H => wrap(handler, routeOf),
   };
 }
 
-/** The pipeline's wrappers (createPipeline). */
 export type Pipeline = ReturnType<typeof createPipeline>;

@@ -1,9 +1,6 @@
 import { LRUCache } from 'lru-cache';
 
-export interface RateLimitDecision {
-  allowed: boolean;
-  retryAfterSeconds: number;
-}
+type RateLimitDecision = { allowed: boolean; retryAfterSeconds: number };
 
 /** Counts attempts per key in fixed windows. */
 export interface RateLimiter {
@@ -11,10 +8,10 @@ export interface RateLimiter {
 }
 
 /** Fixed windows in a bounded lru-cache: a flood of new IPs evicts the oldest counters instead of growing memory. */
-export function createMemoryRateLimiter(options: { limit: number; windowMs: number; now: () => number; maxKeys?: number }): RateLimiter {
+export function createMemoryRateLimiter(options: { limit: number; windowMs: number; now: () => number }): RateLimiter {
   const { limit, windowMs, now } = options;
   const windows = new LRUCache<string, { count: number; startedAt: number }>({
-    max: options.maxKeys ?? 50_000,
+    max: 50_000,
     ttl: windowMs,
     perf: { now },
     ttlResolution: 0,

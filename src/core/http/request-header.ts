@@ -7,10 +7,8 @@ export type RequestHeader = (c: Context, name: string) => string | undefined;
 export const headerOfRequest: RequestHeader = (c, name) => c.req.header(name);
 
 /**
- * Node's reading: the headers object `node:http` has parsed already (@hono/node-server reads the
- * host from it to build the URL), where `c.req.header` first checks the name and value again.
- * The same answer for every header this service reads: Node joins repeated ones with `, `, as
- * the Fetch standard does, and its parser has trimmed them and refused control characters.
+ * Node's reading: the headers `node:http` has parsed, which `c.req.header` would check again. The same
+ * answer for every header this service reads: Node joins repeats with `, ` and has trimmed and checked them.
  */
 export const headerOfIncoming: RequestHeader = (c, name) => {
   const value = (c.env as { incoming: { headers: Record<string, string | string[] | undefined> } }).incoming.headers[name];

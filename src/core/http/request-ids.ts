@@ -3,11 +3,8 @@ const ID_BYTES = 16;
 const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
 
 /**
- * New request ids: 32 lower-case hex digits each, 128 random bits from Web Crypto (Node and
- * Workers alike). Like `crypto.randomUUID()`'s, they cannot be guessed and tell nothing of
- * traffic. The bits of `batch` ids are drawn and written out as hex at once, and each id is a
- * slice of that text: a cached hit does little else, and a UUID drawn and written out for each
- * one was a part of its cost worth saving (docs/performance.md).
+ * New request ids: 32 hex digits of 128 random bits from Web Crypto, unguessable and telling nothing
+ * of traffic. A batch is drawn and written out as hex at once, and each id is a slice of that text (docs/performance.md).
  */
 export function createRequestIds(batch = 128): () => string {
   // getRandomValues fills at most 65,536 bytes at once.

@@ -8,12 +8,8 @@ declare module 'hono' {
 }
 
 /**
- * The security headers a browser acts on for a JSON response, OWASP's set for REST answers: it
- * is never sniffed, framed or run, and only over HTTPS. CORS alone decides which origins may read
- * it. The document-only headers (DOCUMENT_SECURITY_HEADERS: `Referrer-Policy`,
- * `Cross-Origin-Resource-Policy` and the rest of `secureHeaders()`'s) are left to HTML pages: on
- * a body that is never rendered they change nothing, and each line costs a cached hit time
- * (docs/security.md).
+ * OWASP's security headers for a JSON answer: never sniffed, framed or run, and only over HTTPS.
+ * The document-only ones (DOCUMENT_SECURITY_HEADERS) change nothing on a body never rendered (docs/security.md).
  */
 export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
@@ -53,38 +49,21 @@ export interface ResponseHeadersOptions {
   origins: OriginPolicy;
   /** Security headers of paths outside /api/ (the demo site); without it, the API's everywhere. */
   siteSecurityHeaders?: Readonly<Record<string, string>>;
-  /** Path prefixes of the site whose files pages on other origins may embed (`Cross-Origin-Resource-Policy: cross-origin`). */
+  /** Path prefixes of the site whose files pages on other origins may embed. */
   siteEmbeddablePaths?: readonly string[];
-  /** New request ids (default `createRequestIds()`: 128 random bits as hex, unguessable and telling nothing of traffic). */
   generateId?: () => string;
 }
 
-/** What the headers of one request's response depend on, as every entry point can read it. */
-export interface HeaderFacts {
-  path: string;
-  /** The `Origin` request header, if any. */
-  origin: string | undefined;
-  /** The request id this response carries (see `requestId`). */
-  requestId: string;
-}
-
 /**
- * The headers every response carries besides its own: security headers, `X-Request-Id`, the
- * CORS grant. Why not Hono's `secureHeaders()`, `requestId()` and `cors()` on every answer
- * (docs/performance.md "Hono's header middlewares"): `cors()` writes to `c.res` before the
- * handler, so Hono rebuilds the response from its body stream and @hono/node-server leaves its
- * fast path; `requestId()`'s `c.header()` is lost on a handler's own `Response`; and each is a
- * layer of middleware (core/http/pipeline.ts says why there are none). `cors()` answers the
- * preflights only.
+ * The headers every response carries besides its own: security headers, `X-Request-Id`, the CORS
+ * grant. Not Hono's `secureHeaders()`, `requestId()` and `cors()`: each is a layer of middleware,
+ * and `cors()` writes to `c.res` before the handler (docs/performance.md). `cors()` answers the preflights only.
  */
 export interface HeaderRules {
   /** An incoming `X-Request-Id` when it is safe to echo, else a new one. */
   requestId(incoming: string | undefined): string;
-  headersFor(facts: HeaderFacts): Record<string, string>;
-  /**
-   * The origin an API answer to this `Origin` grants (`*`, the origin itself) or `undefined`:
-   * besides the request id, the one thing of a request an API answer's headers depend on.
-   */
+  headersFor(facts: { path: string; origin: string | undefined; requestId: string }): Record<string, string>;
+  /** The origin an API answer to this `Origin` grants (`*`, the origin itself) or `undefined`. */
   grantedOrigin(origin: string | undefined): string | undefined;
 }
 
@@ -107,18 +86,13 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
   };
 }
 
-/**
- * The CORS grant of a request with this `Origin` header: the one decision every response and
- * preflight uses. `*` for any origin, the allowed origin echoed (never with credentials), or
- * none. Decided from the configuration alone, never from `Host` or the request target.
- */
+/** The CORS grant for this `Origin`, for every response and preflight: from the configuration alone, never from `Host`. */
 export function corsGrant(origins: OriginPolicy, origin: string | undefined) {
   const granted = grantedOrigin(origins, origin);
   if (granted === undefined) return undefined;
   return granted === '*' ? ANY_ORIGIN_GRANT : { 'Access-Control-Allow-Origin': granted, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 }
 
-/** `Access-Control-Allow-Origin` of `corsGrant`, without building the grant. */
 function grantedOrigin(origins: OriginPolicy, origin: string | undefined): string | undefined {
   if (origins.anyOrigin) return '*';
   return origin && origins.isAllowed(origin) ? origin : undefined;

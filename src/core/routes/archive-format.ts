@@ -1,7 +1,6 @@
 import type { Context } from 'hono';
 import { accepts } from 'hono/accepts';
 
-/** One range of an Accept header as Hono parses it. */
 type Accept = { type: string; q: number };
 
 /** The representations of GET /api/issues (docs/contract.md "GET /api/issues"). */
@@ -16,7 +15,7 @@ export const MEDIA_TYPES: Readonly<Record<Format, string>> = {
 const FORMAT_OF_MEDIA_TYPE = new Map(FORMATS.map((format) => [MEDIA_TYPES[format], format]));
 // JSON first: it wins a tie, and it is the answer when Accept accepts none of the three.
 const SUPPORTED_MEDIA_TYPES = FORMATS.map((format) => MEDIA_TYPES[format]);
-/** Only an Accept header that names a feed type is parsed; every other one gets JSON at once. */
+// Only an Accept header that names a feed type is parsed; every other one gets JSON at once.
 const NAMES_A_FEED = /atom|rss/i;
 
 /** `?format=` when given; otherwise what `accept` (the request's Accept) prefers; JSON by default. */
@@ -28,10 +27,8 @@ export function negotiateFormat(c: Context, named: Format | undefined, accept: s
 }
 
 /**
- * RFC 9110 §12.5.1: each type takes the weight of the most specific range that matches it
- * (`application/atom+xml` over `application/*` over `*∕*`), and the heaviest type wins; at
- * equal weight, the one named more specifically, then the order of `supports`. Hono's own
- * match skips `*∕*`, so `application/atom+xml;q=0.1, *∕*;q=0.8` would give Atom, not JSON.
+ * RFC 9110 §12.5.1: each type takes the weight of the most specific range that matches it, the heaviest
+ * wins, then the more specific, then the order of `supports`. Hono's own match skips `*∕*`.
  */
 function preferredType(ranges: Accept[], config: { supports: string[]; default: string }): string {
   let best: { type: string; q: number; specificity: number } | undefined;

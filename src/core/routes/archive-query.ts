@@ -11,9 +11,6 @@ export const ARCHIVE_VARY = 'Accept';
 /** A page of the archive holds 1 to 100 issues, 20 unless asked (`?limit=`). */
 export const PAGE_SIZE = { min: 1, max: 100, fallback: 20 } as const;
 
-/** Distinct archive query strings remembered with their validated form (bounded in count and bytes). */
-const QUERY_MEMO_MAX_ENTRIES = 1024;
-const QUERY_MEMO_MAX_BYTES = 1024 * 1024;
 /** The longest search, in characters (docs/contract.md "GET /api/issues"). */
 export const MAX_SEARCH_CHARACTERS = 200;
 const SEARCH_RULE = `q must be at most ${MAX_SEARCH_CHARACTERS} characters`;
@@ -31,12 +28,8 @@ function toSearch(q: string | undefined): string | undefined {
 }
 
 /**
- * The query parameters of GET /api/issues and their rules: the one place a parameter is written.
- * The route validates with it; its types (ArchiveRequest, the typed client's query) are inferred
- * from it and `npm run openapi` documents each key as a parameter. Only these keys are read:
- * unknown parameters are dropped and never reach a cache key.
- *
- * @param maxOffset the largest useful offset: the archive never holds more issues than this.
+ * The query parameters of GET /api/issues: the one place a parameter is written (the route, its
+ * types, openapi.json). Unknown parameters are dropped and never reach a cache key.
  */
 export function createArchiveQuerySchema(maxOffset: number) {
   return z.object({
@@ -54,14 +47,9 @@ export function createArchiveQuerySchema(maxOffset: number) {
   });
 }
 
-/** The validated archive query, with the representation asked for by name, if any. */
 export type ArchiveRequest = z.output<ReturnType<typeof createArchiveQuerySchema>>;
 
-/**
- * openapi.json's words for the parameters, JSON Schema keywords laid over what zod says of each
- * (`npm run openapi`). Plain data rather than zod metadata: the service never reads it, so it
- * stays out of the Worker bundle, and zod's registry with it.
- */
+/** openapi.json's words for the parameters: plain data rather than zod metadata, so it stays out of the Worker bundle. */
 export const ARCHIVE_QUERY_DOCS: { [Parameter in keyof ArchiveRequest]?: JsonSchemaWords } = {
   limit: { type: 'integer', description: 'Issues per page.' },
   offset: { type: 'integer', description: 'Issues to skip: at most `ARCHIVE_MAX_ISSUES` (the maximum shown is its default).' },
@@ -81,33 +69,24 @@ export const ARCHIVE_QUERY_DOCS: { [Parameter in keyof ArchiveRequest]?: JsonSch
 };
 
 /**
- * The archive query of GET /api/issues, validated once per distinct query string: the result
- * depends on that string alone, and a site asks for the same few pages over and over, so a
- * cached hit need not run zod.
+ * The archive query, validated once per distinct query string (the URL's, without `?`): a site asks
+ * for the same few pages over and over. `parameters` reads its values when not validated before.
  */
 export interface ArchiveQueries {
-  /**
-   * The validated query of `search` (the URL's query string without `?`, as the URL holds it);
-   * `parameters` reads its values when it was not validated before. Throws a VALIDATION_ERROR.
-   */
   validate(search: string, parameters: () => Record<string, string[]>): Readonly<ArchiveRequest>;
 }
 
-/** @param maxOffset the largest useful offset: the archive never holds more issues than this. */
 export function createArchiveQueries(maxOffset: number): ArchiveQueries {
   const schema = createArchiveQuerySchema(maxOffset);
   const memo = new LRUCache<string, Readonly<ArchiveRequest>>({
-    max: QUERY_MEMO_MAX_ENTRIES,
-    maxSize: QUERY_MEMO_MAX_BYTES,
-    sizeCalculation: (_query, search) => 2 * search.length + 64,
+    max: 1024,
+    maxSize: 1024 * 1024,
+    sizeCalculation: (_q, search) => 2 * search.length + 64,
   });
   return {
     validate(search, parameters) {
       let query = memo.get(search);
-      if (query === undefined) {
-        query = Object.freeze(parseOrThrow(schema, parameters()));
-        memo.set(search, query);
-      }
+      if (query === undefined) memo.set(search, (query = Object.freeze(parseOrThrow(schema, parameters()))));
       return query;
     },
   };

@@ -5,7 +5,7 @@ import { ApiError, type ErrorAnswer, type RouteErrorStatus, cutOffStatus, REQUES
 import { waitUntilOf } from '../http/read-reply.js';
 import { rateLimitKeyOf } from '../http/ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
-import { noopMetrics, type Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../http/origins.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import type { SubscribeChallenge } from '../subscribe/challenge.js';
@@ -18,7 +18,7 @@ import type { SurgeWatch } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
 export interface SubscribeRoutesOptions {
-  /** What every answer gets (core/http/pipeline.ts), first of the route's handlers. */
+  /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
   first: MiddlewareHandler;
   upstream: UpstreamClient;
   config: Pick<
@@ -27,20 +27,16 @@ export interface SubscribeRoutesOptions {
   >;
   origins: OriginPolicy;
   rateLimiter: RateLimiter;
-  /** Shared between instances (src/redis/) when configured; this process's memory otherwise. */
   repeatGuard?: RepeatGuard;
   clientIp: (c: Context) => string | undefined;
   now: () => number;
   log: Logger;
-  /** Turnstile's check (TURNSTILE_SECRET_KEY); none when no challenge is configured. */
+  /** Turnstile's check (TURNSTILE_SECRET_KEY). */
   challenge?: SubscribeChallenge | undefined;
-  /** Surge detection (SUBSCRIBE_SURGE_PER_MINUTE); none when turned off. */
   surge?: SurgeWatch | undefined;
-  /** SUBSCRIBE_BLOCK_DISPOSABLE's list (disposable-domains.ts); none when the setting is off. */
   isDisposableDomain?: ((domain: string) => boolean) | undefined;
-  metrics?: Pick<Metrics, 'subscribe'>;
-  /** Whether the listener's REQUEST_TIMEOUT_SECONDS cut the request off (Node only; see AppDeps). */
-  requestTimedOut?: (c: Context) => boolean;
+  metrics: Pick<Metrics, 'subscribe'>;
+  requestTimedOut: (c: Context) => boolean;
 }
 
 // Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
@@ -54,32 +50,16 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
 });
 
 /**
- * POST /api/subscribe (docs/contract.md "POST /api/subscribe", docs/subscribe.md). The checks run
- * in this order: origin and rate limit (before a byte of the body is read, whatever its transfer
- * coding), body size, then in the handler media type, parsing, honeypot, validation, throwaway
- * domains, the surge count, the challenge (Turnstile: always, or during a surge), the repeat
- * guard, the surge's pause (no Turnstile) and the upstream. A honeypot hit and a repeat get the
- * same reply as a success. Every refusal is thrown; the route's one error handler logs it once
- * and answers with a 303 to a form's page (the `returnTo` field's, the Referer's or the
- * configured one), the JSON envelope, or, for a post without JavaScript refused for its origin,
- * a short HTML page.
+ * POST /api/subscribe (docs/subscribe.md): origin and rate limit before a byte of the body is read,
+ * body size, then media type, parsing, honeypot, validation, throwaway domains, surge count,
+ * challenge, repeat guard, the surge's pause and the upstream. A honeypot hit and a repeat get a
+ * success's reply. Every refusal is thrown; the route's error handler logs it once and answers a
+ * 303 to the form's page, the JSON envelope, or (a post without JavaScript from a refused origin) a short HTML page.
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
-  const {
-    upstream,
-    config,
-    origins,
-    rateLimiter,
-    clientIp,
-    now,
-    log,
-    challenge,
-    surge,
-    isDisposableDomain,
-    metrics = noopMetrics,
-  } = options;
-  const requestTimedOut = options.requestTimedOut ?? (() => false);
-  const repeats = options.repeatGuard ?? createRepeatGuard(now);
+  const { upstream, config, origins, rateLimiter, clientIp, log, metrics, requestTimedOut } = options;
+  const { challenge, surge, isDisposableDomain } = options;
+  const repeats = options.repeatGuard ?? createRepeatGuard(options.now);
 
   const recorder =
     (c: Context): RecordOutcome =>
@@ -148,9 +128,8 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       },
     )
     .onError(function answerRefusal(error, c) {
-      // The body never arrived whole: the client hung up (499) or the listener timed it out (408,
-      // which Node sent itself). Whatever reading it threw, that is what happened, not a refusal.
-      // (A SubscribeFailure came after the body was read: the upstream's or the challenge's answer.)
+      // The body never arrived whole (499, or the listener's 408): that is what happened, whatever reading it threw.
+      // A SubscribeFailure came after the body was read.
       const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
       if (cutOff !== undefined) {
         if (cutOff === REQUEST_TIMEOUT) recorder(c)('timed_out', { reason: 'REQUEST_TIMEOUT' });

@@ -1,59 +1,45 @@
 import { Hono, type Context } from 'hono';
 import { ApiError } from '../http/errors.js';
-import { createReadReplies, waitUntilOf } from '../http/read-reply.js';
 import type { Pipeline } from '../http/pipeline.js';
+import { createReadReplies, waitUntilOf } from '../http/read-reply.js';
 import type { RequestHeader } from '../http/request-header.js';
 import type { HeaderRules } from '../http/response-headers.js';
 import type { ArchiveFeeds } from '../reads/archive-feeds.js';
 import type { PublicRead, PublicReads } from '../reads/public-reads.js';
 import type { MaybePromise } from '../reads/read-through-cache.js';
 import type { ArchivePageBody, IssueBody } from '../public-shapes.js';
+import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
-import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 
-export interface IssuesRoutesOptions {
+export interface ReadRoutesOptions {
   reads: PublicReads;
   headerRules: HeaderRules;
-  /** `Cache-Control` of the archive (its feeds too) and of an issue (reads/cache-policies.ts). */
-  cacheControl: { archive: string; issue: string };
-  /** The archive query's validation, memoised per query string. */
+  /** `Cache-Control` of each read (reads/cache-policies.ts); the feeds have the archive's. */
+  cacheControl: { archive: string; issue: string; categories: string };
   archiveQueries: ArchiveQueries;
   /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
   feeds?: ArchiveFeeds | undefined;
   /** The visitor's IP, charged for the upstream reads the request causes (asked only then). */
-  clientIp?: (c: Context) => string | undefined;
+  clientIp: (c: Context) => string | undefined;
   requestHeader: RequestHeader;
-  /** The pipeline every answer goes through (core/http/pipeline.ts). */
   pipeline: Pipeline;
 }
 
-/**
- * The archive query as `hc` sends it: each parameter of the schema (archive-query.ts) as optional
- * text (limit 20, offset 0 when absent). `format` is left out: the typed client reads JSON, and a
- * feed is not what its `json()` would promise.
- */
+/** The archive query as `hc` sends it: text, `format` left out (the typed client reads JSON). */
 type ArchiveQueryInput = { [Parameter in Exclude<keyof ArchiveRequest, 'format'>]?: string };
 type ArchiveInput = { in: { query: ArchiveQueryInput }; out: { query: ArchiveRequest } };
 
-/** GET /api/issues and GET /api/issues/:slug (docs/contract.md "The four public routes"). */
-export function createIssuesRoutes(options: IssuesRoutesOptions) {
-  const { reads, headerRules, cacheControl, archiveQueries, feeds, pipeline, requestHeader, clientIp = () => undefined } = options;
+/** GET /api/issues, /api/issues/:slug and /api/categories (docs/contract.md "The four public routes"). */
+export function createReadRoutes(options: ReadRoutesOptions) {
+  const { reads, headerRules, cacheControl, archiveQueries, feeds, pipeline, requestHeader, clientIp } = options;
   const replies = (contentType: string, cacheControl: string, vary?: string) =>
     createReadReplies(headerRules, { contentType, cacheControl, vary }, requestHeader);
   const sendArchive = replies('application/json', cacheControl.archive, ARCHIVE_VARY);
-  const sendIssue = replies('application/json', cacheControl.issue);
   const sendFeed = {
     atom: replies(`${MEDIA_TYPES.atom}; charset=utf-8`, cacheControl.archive, ARCHIVE_VARY),
     rss: replies(`${MEDIA_TYPES.rss}; charset=utf-8`, cacheControl.archive, ARCHIVE_VARY),
   };
-
-  /** The archive query, validated once per distinct query string (archive-query.ts). */
-  function archiveQueryOf(c: Context): Readonly<ArchiveRequest> {
-    const url = c.req.url;
-    const at = url.indexOf('?');
-    return archiveQueries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries());
-  }
 
   // The error answers are typed for `hc` (ROUTE_ERRORS, by the route named); the pipeline renders them.
   return new Hono()
@@ -62,10 +48,11 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
       pipeline.read('/api/issues', sendArchive, function listIssues(c: Context<{}, '/issues', ArchiveInput>, requestId): MaybePromise<
         PublicRead<ArchivePageBody> | Response
       > {
-        const query = archiveQueryOf(c);
+        const url = c.req.url;
+        const at = url.indexOf('?');
+        const query = archiveQueries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries());
         const format = negotiateFormat(c, query.format, requestHeader(c, 'accept'));
-        // A feed is another representation of the same route, answered here too (one handler, so a
-        // cached page is answered at once), with its own replies.
+        // A feed is another representation of the same route, with its own replies.
         if (format !== 'json') {
           if (!feeds) throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
           return feeds.feed(query, format, waitUntilOf(c)).then((read) => {
@@ -79,16 +66,27 @@ export function createIssuesRoutes(options: IssuesRoutesOptions) {
     )
     .get(
       '/issues/:slug',
-      pipeline.read('/api/issues/:slug', sendIssue, function getIssue(c: Context<{}, '/issues/:slug'>): MaybePromise<
-        PublicRead<IssueBody>
-      > {
-        // Hono has already percent-decoded the parameter, so `%2F`, `%00` or `%2E%2E` arrive
-        // as the characters themselves and fail the pattern; a double encoding keeps a `%`.
-        const slug = c.req.param('slug');
-        if (!SLUG_PATTERN.test(slug)) {
-          throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
-        }
-        return reads.issue(slug, waitUntilOf(c), () => clientIp(c));
-      }),
+      pipeline.read(
+        '/api/issues/:slug',
+        replies('application/json', cacheControl.issue),
+        function getIssue(c: Context<{}, '/issues/:slug'>): MaybePromise<PublicRead<IssueBody>> {
+          // Hono has percent-decoded the parameter, so `%2F` or `%2E%2E` fail the pattern; a double encoding keeps a `%`.
+          const slug = c.req.param('slug');
+          if (!SLUG_PATTERN.test(slug)) {
+            throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
+          }
+          return reads.issue(slug, waitUntilOf(c), () => clientIp(c));
+        },
+      ),
+    )
+    .get(
+      '/categories',
+      pipeline.read(
+        '/api/categories',
+        replies('application/json', cacheControl.categories),
+        function listCategories(c: Context<{}, '/categories'>) {
+          return reads.categories(waitUntilOf(c), () => clientIp(c));
+        },
+      ),
     );
 }
