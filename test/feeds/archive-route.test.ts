@@ -8,7 +8,7 @@ import { createAppForConfig, linkOriginOf } from '../../src/core/service.js';
 import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
 
 /*
- * The archive route's feeds (routes/issues.ts, reads/archive-feeds.ts), read back with the feed
+ * The archive route's feeds (routes/reads.ts, reads/archive-feeds.ts), read back with the feed
  * parser of feeds.test.ts. Here rather than in test/routes/: that parser's CommonJS dependency
  * does not load in workerd, and test/routes/ runs there too.
  */
