@@ -50,6 +50,14 @@ describe('shared tier around a loader', () => {
     expect(tier.loads).toEqual(['k']);
   });
 
+  it('stores what the loader loads where there is no waitUntil (Node), as where there is one', async () => {
+    const tier = createTier();
+    const fetchedAt = tier.clock.now();
+    expect(await tier.load('k', undefined)).toBe(`fresh@${fetchedAt}`);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(tier.entries.get('k')).toEqual({ payload: 'ok:fresh', fetchedAt });
+  });
+
   it('answers a copy within stale-while-revalidate at once and replaces it with one refresh behind the response', async () => {
     const tier = createTier();
     const fetchedAt = tier.clock.now();

@@ -87,7 +87,11 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
       }
       throw error;
     }
-    if (value !== undefined) waitUntil?.(store.put(key, encode(value)).catch(() => undefined));
+    if (value !== undefined) {
+      // Started before `waitUntil?.()`, as above: where there is none the copy is stored all the same.
+      const storing = store.put(key, encode(value)).catch(() => undefined);
+      waitUntil?.(storing);
+    }
     return value;
   };
 }
