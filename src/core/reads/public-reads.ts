@@ -553,9 +553,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     forceRefresh = false,
   ) {
     const read = cache.read(key, load, waitUntil, forceRefresh ? { client, forceRefresh } : { client });
-    return andThen(read, ({ value, state }: ReadResult<CachedValue>): PublicRead<T> | undefined =>
-      value?.kind === 'json' ? { rendered: value.rendered, state, ...staleness(state, value) } : undefined,
-    );
+    return andThen(read, publicReadOf<T>);
+  }
+
+  // Hoisted, as are the other steps of a cached hit: a closure made per request is a cost every hit pays.
+  function publicReadOf<T>({ value, state }: ReadResult<CachedValue>): PublicRead<T> | undefined {
+    if (value?.kind !== 'json') return undefined;
+    if (state !== 'STALE') return { rendered: value.rendered, state, ageSeconds: undefined, staleReason: undefined };
+    return { rendered: value.rendered, state, ...staleness(state, value) };
   }
 
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
@@ -584,7 +589,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
 
   /** The issue's body; a copy the index shows edited since is read again now, not served while it refreshes. */
   const readIssue = (key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined, outdated: boolean) =>
-    andThen(readJson<IssueBody>(key, loadIssue, waitUntil, client, outdated), (found) => found ?? Promise.reject(noSuchIssue()));
+    andThen(readJson<IssueBody>(key, loadIssue, waitUntil, client, outdated), foundOrNoSuchIssue);
+  const foundOrNoSuchIssue = (found: PublicRead<IssueBody> | undefined) => found ?? Promise.reject(noSuchIssue());
 
   function issue(slug: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined): MaybePromise<PublicRead<IssueBody>> {
     const key = ISSUE_KEY_PREFIX + slug;
