@@ -1,7 +1,8 @@
 /*
- * Reads a List Issues page keeping only the row members we read: JSON.parse would build every member
- * (the editor state too, often as large as the letter) only for the schema to strip it. Skipped members
- * are still checked as JSON (docs/dependencies.md says why not a streaming package).
+ * Reads a List Issues page keeping only the row members we read: JSON.parse would build every
+ * member of every row (the editor state too, often as large as the letter) only for the schema
+ * to strip it. Skipped members are still checked as JSON; kept values are parsed from their own
+ * text, so no slice keeps the page alive (docs/dependencies.md says why not a streaming package).
  */
 
 /** Sticky patterns (RFC 8259): each is tried exactly at `lastIndex`. */
@@ -10,6 +11,9 @@ const PLAIN_CHARACTERS = /[^"\\\u0000-\u001f]*/y;
 const ESCAPE = /["\\/bfnrt]|u[0-9A-Fa-f]{4}/y;
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const LITERAL = /true|false|null/y;
+
+const OBJECT = 1;
+const ARRAY = 2;
 
 function fail(text: string, at: number): never {
   throw new SyntaxError(at >= text.length ? 'Unexpected end of JSON input' : `Unexpected token in JSON at position ${at}`);
@@ -44,7 +48,6 @@ function skipName(text: string, at: number): number {
 
 /** The end of the JSON value at `at`, checked but not built; a stack, not recursion, so no nesting overflows. */
 export function skipValue(text: string, at: number): number {
-  /** The closing character of each object or array still open. */
   const open: number[] = [];
   let index = at;
   for (;;) {
@@ -54,7 +57,7 @@ export function skipValue(text: string, at: number): number {
       const inside = skipWhitespace(text, index + 1);
       const close = code === 0x7b ? 0x7d : 0x5d;
       if (text.charCodeAt(inside) !== close) {
-        open.push(close);
+        open.push(code === 0x7b ? OBJECT : ARRAY);
         index = code === 0x7b ? skipName(text, inside) : inside;
         continue;
       }
@@ -71,56 +74,65 @@ export function skipValue(text: string, at: number): number {
       if (open.length === 0) return index;
       index = skipWhitespace(text, index);
       const next = text.charCodeAt(index);
-      const close = open[open.length - 1];
+      const kind = open[open.length - 1];
       if (next === 0x2c) {
-        index = close === 0x7d ? skipName(text, index + 1) : index + 1;
+        index = kind === OBJECT ? skipName(text, index + 1) : index + 1;
         break;
       }
-      if (next !== close) fail(text, index);
+      if (next !== (kind === OBJECT ? 0x7d : 0x5d)) fail(text, index);
       open.pop();
       index += 1;
     }
   }
 }
 
-/** Walks the object or array whose `{` or `[` is at `at`: `read` returns where each member's value (or element) ends. */
-function eachItem(text: string, at: number, read: (start: number, name: string | undefined) => number): number {
-  const close = text.charCodeAt(at) === 0x7b ? 0x7d : 0x5d;
-  let index = skipWhitespace(text, at + 1);
-  if (text.charCodeAt(index) === close) return index + 1;
+/** Walks the object at `at`: `take` returns where a value it read ends, else the value is skipped. Returns the object's end. */
+function eachMember(text: string, at: number, take: (name: string, start: number) => number | undefined): number {
+  let index = skipWhitespace(text, at);
+  if (text.charCodeAt(index) !== 0x7b) fail(text, index);
+  index = skipWhitespace(text, index + 1);
+  if (text.charCodeAt(index) === 0x7d) return index + 1;
   for (;;) {
-    let name: string | undefined;
-    if (close === 0x7d) {
-      const nameStart = skipWhitespace(text, index);
-      name = JSON.parse(text.slice(nameStart, skipString(text, nameStart))) as string;
-      index = skipName(text, nameStart);
-    }
-    index = skipWhitespace(text, read(skipWhitespace(text, index), name));
+    const nameStart = skipWhitespace(text, index);
+    const nameEnd = skipString(text, nameStart);
+    const name = JSON.parse(text.slice(nameStart, nameEnd)) as string;
+    const start = skipWhitespace(text, skipName(text, nameStart));
+    const end = take(name, start) ?? skipValue(text, start);
+    index = skipWhitespace(text, end);
     const next = text.charCodeAt(index);
-    if (next === close) return index + 1;
+    if (next === 0x7d) return index + 1;
     if (next !== 0x2c) fail(text, index);
     index += 1;
   }
 }
 
-/** Parses the value at `start` from its own text (a copy, never a slice of the page), and says where it ends. */
-function parseValue(text: string, start: number, into: Record<string, unknown>, name: string): number {
-  const end = skipValue(text, start);
-  into[name] = JSON.parse(text.slice(start, end));
-  return end;
+/** One row with only the members in `fields`; anything but an object is `null` (dropped later). */
+function readRow(text: string, at: number, fields: ReadonlySet<string>): { row: unknown; end: number } {
+  const start = skipWhitespace(text, at);
+  if (text.charCodeAt(start) !== 0x7b) return { row: null, end: skipValue(text, start) };
+  const row: Record<string, unknown> = {};
+  const end = eachMember(text, start, (name, valueStart) => {
+    if (!fields.has(name)) return undefined;
+    const valueEnd = skipValue(text, valueStart);
+    row[name] = JSON.parse(text.slice(valueStart, valueEnd));
+    return valueEnd;
+  });
+  return { row, end };
 }
 
-/** One row with only the members in `fields`; anything but an object is `null` (dropped later). */
-function readRow(text: string, start: number, fields: ReadonlySet<string>, rows: unknown[]): number {
-  if (text.charCodeAt(start) !== 0x7b) {
-    rows.push(null);
-    return skipValue(text, start);
+function readRowArray(text: string, at: number, fields: ReadonlySet<string>): { rows: unknown[]; end: number } {
+  const rows: unknown[] = [];
+  let index = skipWhitespace(text, at + 1);
+  if (text.charCodeAt(index) === 0x5d) return { rows, end: index + 1 };
+  for (;;) {
+    const { row, end } = readRow(text, index, fields);
+    rows.push(row);
+    index = skipWhitespace(text, end);
+    const next = text.charCodeAt(index);
+    if (next === 0x5d) return { rows, end: index + 1 };
+    if (next !== 0x2c) fail(text, index);
+    index += 1;
   }
-  const row: Record<string, unknown> = {};
-  rows.push(row);
-  return eachItem(text, start, (valueStart, name = '') =>
-    fields.has(name) ? parseValue(text, valueStart, row, name) : skipValue(text, valueStart),
-  );
 }
 
 /** `{ ok, data: [...] }` as JSON.parse would read it, rows cut to `fields`; text that is not JSON throws a SyntaxError. */
@@ -137,13 +149,16 @@ function readEnvelope(text: string, fields: ReadonlySet<string>): unknown {
   const start = skipWhitespace(text, 0);
   if (text.charCodeAt(start) !== 0x7b) return JSON.parse(text);
   const envelope: Record<string, unknown> = {};
-  const end = eachItem(text, start, (valueStart, name = '') => {
+  const end = eachMember(text, start, (name, valueStart) => {
     if (name === 'data' && text.charCodeAt(valueStart) === 0x5b) {
-      const rows: unknown[] = [];
+      const { rows, end: valueEnd } = readRowArray(text, valueStart, fields);
       envelope.data = rows;
-      return eachItem(text, valueStart, (rowStart) => readRow(text, rowStart, fields, rows));
+      return valueEnd;
     }
-    return name === 'ok' || name === 'data' ? parseValue(text, valueStart, envelope, name) : skipValue(text, valueStart);
+    if (name !== 'ok' && name !== 'data') return undefined;
+    const valueEnd = skipValue(text, valueStart);
+    envelope[name] = JSON.parse(text.slice(valueStart, valueEnd));
+    return valueEnd;
   });
   if (skipWhitespace(text, end) !== text.length) fail(text, skipWhitespace(text, end));
   return envelope;
