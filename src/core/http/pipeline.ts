@@ -29,15 +29,12 @@ type AnyContext = Context<any, any, any>;
 type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response>;
 
 /**
- * What every answer goes through: its request id, the headers every response carries
- * (createHeaderRules), errors turned into answers, and the access log. It wraps each route's
- * handler rather than being Hono middleware: Hono composes middleware with promises, and
- * @hono/node-server writes a Response at once only when it is not a promise, so a fresh cached
- * read is written at once.
+ * What every answer goes through: its request id, the headers every response carries, errors turned into answers,
+ * and the access log. It wraps each route's handler rather than being Hono middleware: Hono composes middleware with
+ * promises, and @hono/node-server writes a Response at once only when it is not a promise.
  */
 export function createPipeline(options: PipelineOptions) {
   const { headerRules, logAccess, answerError, requestHeader } = options;
-  const requestIdOf = (c: Context) => headerRules.requestId(requestHeader(c, 'x-request-id'));
 
   function finish(c: Context, res: Response, route: string | undefined, startedAt: number): Response {
     const cache = c.get('cacheState');
@@ -50,53 +47,41 @@ export function createPipeline(options: PipelineOptions) {
       }
     }
     const { method, path } = c.req;
-    logAccess({
-      method,
-      path,
-      route,
-      status: res.status,
-      startedAt,
-      cache,
-      requestId: c.get('requestId'),
-      staleReason: c.get('staleReason'),
-    });
+    const { status } = res;
+    logAccess({ method, path, route, status, startedAt, cache, requestId: c.get('requestId'), staleReason: c.get('staleReason') });
     return res;
   }
 
+  const requestIdOf = (c: Context) => headerRules.requestId(requestHeader(c, 'x-request-id'));
   const failed = (c: Context, route: string | undefined, startedAt: number, requestId: string) => (error: unknown) => {
     c.set('requestId', requestId);
     return finish(c, answerError(error, c), route, startedAt);
   };
 
-  function wrap<H extends AnyHandler>(handler: H, routeOf?: (c: Context) => string | undefined): H {
-    return function answer(c: Context, next: () => Promise<void>) {
+  function wrap<H extends AnyHandler>(handler: H, routeOf: (c: Context) => string | undefined): H {
+    return async function answer(c: Context, next: () => Promise<void>) {
       const startedAt = performance.now();
-      const route = routeOf === undefined ? c.req.routePath : routeOf(c);
+      const route = routeOf(c);
       const requestId = requestIdOf(c);
       c.set('requestId', requestId);
-      let res: ReturnType<H>;
       try {
-        res = handler(c, next) as ReturnType<H>;
+        return finish(c, await handler(c, next), route, startedAt);
       } catch (error) {
         return failed(c, route, startedAt, requestId)(error);
       }
-      if (res instanceof Promise)
-        return res.then((settled) => finish(c, settled, route, startedAt), failed(c, route, startedAt, requestId));
-      return finish(c, res, route, startedAt);
     } as H;
   }
 
   /**
-   * A route answering cached reads: `handler` hands back the read, which `send` answers (or a
-   * Response of its own, a feed's, after setting `cacheState`). Fresh hits with ACCESS_LOG=summary
-   * are counted by counters this route keeps. Typed with the route's error answers, for `hc<AppType>`.
+   * A route answering cached reads: `handler` hands back the read, which `send` answers (or a Response of its own, a
+   * feed's, after setting `cacheState`). Fresh hits with ACCESS_LOG=summary are counted by counters this route keeps.
+   * Typed with the route's error answers, for `hc<AppType>`.
    */
   function read<Route extends keyof typeof ROUTE_ERRORS, C extends AnyContext, T>(
     route: Route,
     send: SendRead,
     handler: (c: C, requestId: string) => MaybePromise<PublicRead<T> | Response>,
   ): (c: C) => MaybePromise<ReadAnswer<T> | ErrorAnswer<RouteErrorStatus<Route>>> {
-    type Answer = ReadAnswer<T>;
     // By method and status (a closed set: GET or HEAD, 200 or 304).
     const counters = new Map<string, ((startedAt: number) => void) | undefined>();
     const counterOf = (method: string, status: number) => {
@@ -105,10 +90,10 @@ export function createPipeline(options: PipelineOptions) {
       return counters.get(key);
     };
 
-    function answerRead(c: C, result: PublicRead<T> | Response, requestId: string, startedAt: number): Answer {
+    function answerRead(c: C, result: PublicRead<T> | Response, requestId: string, startedAt: number) {
       if (result instanceof Response) {
         c.set('requestId', requestId);
-        return finish(c, result, route, startedAt) as Answer;
+        return finish(c, result, route, startedAt) as ReadAnswer<T>;
       }
       const res = send(c, result, requestId);
       const { method, path } = c.req;
@@ -119,20 +104,19 @@ export function createPipeline(options: PipelineOptions) {
       return res;
     }
 
+    // No closure on a synchronous answer: a fresh hit makes none.
     return function answer(c) {
       const startedAt = performance.now();
       const requestId = requestIdOf(c);
-      let result: MaybePromise<PublicRead<T> | Response>;
       try {
-        result = handler(c, requestId);
+        const result = handler(c, requestId);
+        if (!(result instanceof Promise)) return answerRead(c, result, requestId, startedAt);
+        return result.then((settled) => answerRead(c, settled, requestId, startedAt), failed(c, route, startedAt, requestId)) as Promise<
+          ReadAnswer<T>
+        >;
       } catch (error) {
-        return failed(c, route, startedAt, requestId)(error) as Answer;
+        return failed(c, route, startedAt, requestId)(error) as ReadAnswer<T>;
       }
-      if (!(result instanceof Promise)) return answerRead(c, result, requestId, startedAt);
-      return result.then(
-        (settled) => answerRead(c, settled, requestId, startedAt),
-        failed(c, route, startedAt, requestId),
-      ) as Promise<Answer>;
     };
   }
 
@@ -146,7 +130,7 @@ export function createPipeline(options: PipelineOptions) {
       finish(c, c.res, c.req.routePath, startedAt);
     },
     /** `handler` of a route, with everything every answer gets. */
-    route: <H extends AnyHandler>(handler: H): H => wrap(handler),
+    route: <H extends AnyHandler>(handler: H): H => wrap(handler, (c) => c.req.routePath),
     /** The answer to a request no route matched (404, 405, the demo site), logged under `routeOf`'s template, if any. */
     unrouted: <H extends AnyHandler>(handler: H, routeOf: (c: Context) => string | undefined): H => wrap(handler, routeOf),
   };

@@ -14,7 +14,7 @@ export type ReadAnswer<T> = JsonResponse<T> | NotModified;
 export interface ReadRoute {
   contentType: string;
   cacheControl: string;
-  /** The request headers a negotiated answer depends on (the archive's `Accept`), besides `Origin` and `Accept-Encoding`. */
+  /** The request headers a negotiated answer depends on besides `Origin` and `Accept-Encoding` (the archive's `Accept`). */
   vary?: string | undefined;
 }
 
@@ -23,18 +23,15 @@ export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) =
 
 type HeaderRecord = Readonly<Record<string, string>>;
 
-/** Header records kept per copy, status and coding: one per allowed origin and one for any other; past this many, not kept. */
+/** Records kept per copy and status: one per allowed origin and one for any other, up to this many. */
 const MAX_RECORDS_PER_COPY = 16;
 
 /**
- * The answers of one route's cached reads: the copy's bytes or the compressed copy `Accept-Encoding`
- * chooses, its strong ETag, `X-Cache` (and `Age` when stale), or a 304 when `If-None-Match` names
- * that ETag (RFC 9110 §13.1.2). Besides the request id, a fresh copy's answer depends only on the
- * status, the coding and the granted origin: its header record is worked out once and kept beside
- * the copy. A stale copy's `Age` changes by the second, so its answers are worked out each time.
+ * The answers of one route's cached reads: the copy `Accept-Encoding` chooses, its strong ETag, `X-Cache` (and `Age`
+ * when stale), or a 304 when `If-None-Match` names that ETag (RFC 9110 §13.1.2). Besides the request id, a fresh
+ * copy's headers depend only on the status, the coding and the granted origin, so they are worked out once per copy.
  */
 export function createReadReplies(rules: HeaderRules, route: ReadRoute, requestHeader: RequestHeader): SendRead {
-  // By status and the representation sent (the copy, or a compressed copy of it): records by granted origin ('' for none).
   const records = { 200: new WeakMap<RenderedJson | EncodedCopy, Map<string, HeaderRecord>>(), 304: new WeakMap() };
 
   function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): HeaderRecord {
@@ -48,7 +45,7 @@ export function createReadReplies(rules: HeaderRules, route: ReadRoute, requestH
     if (kept !== undefined) return kept;
     const record = rules.headersFor({ path: c.req.path, origin, requestId: '' });
     record['Cache-Control'] = route.cacheControl;
-    record.ETag = copy?.etag ?? rendered.etag;
+    record.ETag = sent.etag;
     record['X-Cache'] = read.state;
     if (read.ageSeconds !== undefined) record.Age = String(read.ageSeconds);
     // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5).
@@ -58,17 +55,15 @@ export function createReadReplies(rules: HeaderRules, route: ReadRoute, requestH
       record['Content-Type'] = route.contentType;
       if (copy !== undefined) record['Content-Encoding'] = copy.coding;
     }
-    if (reusable) {
-      if (byOrigin === undefined) records[status].set(sent, new Map([[granted, record]]));
-      else if (byOrigin.size < MAX_RECORDS_PER_COPY) byOrigin.set(granted, record);
-    }
+    if (reusable && byOrigin === undefined) records[status].set(sent, new Map([[granted, record]]));
+    else if (reusable && byOrigin!.size < MAX_RECORDS_PER_COPY) byOrigin!.set(granted, record);
     return record;
   }
 
   return function sendRead(c, read, requestId) {
     const { rendered } = read;
     const copy = chooseCopy(requestHeader(c, 'accept-encoding'), rendered.encoded);
-    const status = ifNoneMatchMatches(requestHeader(c, 'if-none-match'), copy?.etag ?? rendered.etag) ? 304 : 200;
+    const status = ifNoneMatchMatches(requestHeader(c, 'if-none-match'), (copy ?? rendered).etag) ? 304 : 200;
     const headers = { ...recordFor(c, read, copy, status) };
     headers['X-Request-Id'] = requestId;
     // A plain header record and bytes: @hono/node-server writes such a response straight to the socket.
@@ -83,18 +78,13 @@ export function ifNoneMatchMatches(header: string | undefined, etag: string): bo
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
 
-/**
- * Workers' `waitUntil` for this request; on Node work simply runs. Looked up only when a load
- * needs it: Hono's `c.executionCtx` throws where there is none, dear on every request.
- */
+/** Workers' `waitUntil`, looked up only when a load needs it: Hono's `c.executionCtx` throws on Node, dear on every request. */
 export function waitUntilOf(c: Context): WaitUntil {
   return (promise) => {
-    let ctx: { waitUntil(promise: Promise<unknown>): void };
     try {
-      ctx = c.executionCtx;
+      c.executionCtx.waitUntil(promise);
     } catch {
-      return;
+      // Node: the work simply runs.
     }
-    ctx.waitUntil(promise);
   };
 }

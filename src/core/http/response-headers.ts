@@ -55,27 +55,22 @@ export interface ResponseHeadersOptions {
 }
 
 /**
- * The headers every response carries besides its own: security headers, `X-Request-Id`, the CORS
- * grant. Not Hono's `secureHeaders()`, `requestId()` and `cors()`: each is a layer of middleware,
- * and `cors()` writes to `c.res` before the handler (docs/performance.md). `cors()` answers the preflights only.
+ * The headers every response carries besides its own: security headers, `X-Request-Id`, the CORS grant. Not Hono's
+ * `secureHeaders()`, `requestId()` and `cors()`: each is a layer of middleware, and `cors()` writes to `c.res` before
+ * the handler (docs/performance.md). `cors()` answers the preflights only.
  */
-export interface HeaderRules {
-  /** An incoming `X-Request-Id` when it is safe to echo, else a new one. */
-  requestId(incoming: string | undefined): string;
-  headersFor(facts: { path: string; origin: string | undefined; requestId: string }): Record<string, string>;
-  /** The origin an API answer to this `Origin` grants (`*`, the origin itself) or `undefined`. */
-  grantedOrigin(origin: string | undefined): string | undefined;
-}
-
-export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules {
+export function createHeaderRules(options: ResponseHeadersOptions) {
   const { allowedOrigins, origins, siteSecurityHeaders, siteEmbeddablePaths = [], generateId = createRequestIds() } = options;
   const embeddableHeaders = siteSecurityHeaders && { ...siteSecurityHeaders, 'Cross-Origin-Resource-Policy': 'cross-origin' };
   // The answer depends on the Origin unless every origin gets the same grant.
   const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
   return {
-    requestId: (incoming) => (incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId()),
-    grantedOrigin: (origin) => grantedOrigin(origins, origin),
-    headersFor({ path, origin, requestId }) {
+    /** An incoming `X-Request-Id` when it is safe to echo, else a new one. */
+    requestId: (incoming: string | undefined): string =>
+      incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId(),
+    /** The origin an API answer to this `Origin` grants (`*`, the origin itself) or `undefined`. */
+    grantedOrigin: (origin: string | undefined) => grantedOrigin(origins, origin),
+    headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
       const isApi = siteSecurityHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(origins, origin) : undefined;
       const siteHeaders = siteEmbeddablePaths.some((prefix) => path.startsWith(prefix)) ? embeddableHeaders : siteSecurityHeaders;
@@ -85,6 +80,8 @@ export function createHeaderRules(options: ResponseHeadersOptions): HeaderRules 
     },
   };
 }
+
+export type HeaderRules = ReturnType<typeof createHeaderRules>;
 
 /** The CORS grant for this `Origin`, for every response and preflight: from the configuration alone, never from `Host`. */
 export function corsGrant(origins: OriginPolicy, origin: string | undefined) {

@@ -5,9 +5,7 @@ import { createReadReplies, waitUntilOf } from '../http/read-reply.js';
 import type { RequestHeader } from '../http/request-header.js';
 import type { HeaderRules } from '../http/response-headers.js';
 import type { ArchiveFeeds } from '../reads/archive-feeds.js';
-import type { PublicRead, PublicReads } from '../reads/public-reads.js';
-import type { MaybePromise } from '../reads/read-through-cache.js';
-import type { ArchivePageBody, IssueBody } from '../public-shapes.js';
+import type { PublicReads } from '../reads/public-reads.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
@@ -41,52 +39,40 @@ export function createReadRoutes(options: ReadRoutesOptions) {
     rss: replies(`${MEDIA_TYPES.rss}; charset=utf-8`, cacheControl.archive, ARCHIVE_VARY),
   };
 
+  const charged = (c: Context) => () => clientIp(c);
+
   // The error answers are typed for `hc` (ROUTE_ERRORS, by the route named); the pipeline renders them.
   return new Hono()
     .get(
       '/issues',
-      pipeline.read('/api/issues', sendArchive, function listIssues(c: Context<{}, '/issues', ArchiveInput>, requestId): MaybePromise<
-        PublicRead<ArchivePageBody> | Response
-      > {
+      pipeline.read('/api/issues', sendArchive, (c: Context<{}, '/issues', ArchiveInput>, requestId) => {
         const url = c.req.url;
         const at = url.indexOf('?');
         const query = archiveQueries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries());
         const format = negotiateFormat(c, query.format, requestHeader(c, 'accept'));
+        if (format === 'json') return reads.archivePage(query, waitUntilOf(c), charged(c));
         // A feed is another representation of the same route, with its own replies.
-        if (format !== 'json') {
-          if (!feeds) throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
-          return feeds.feed(query, format, waitUntilOf(c)).then((read) => {
-            c.set('cacheState', read.state);
-            c.set('staleReason', read.staleReason);
-            return sendFeed[format](c, read, requestId);
-          });
-        }
-        return reads.archivePage(query, waitUntilOf(c), () => clientIp(c));
+        if (!feeds) throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
+        return feeds.feed(query, format, waitUntilOf(c)).then((read) => {
+          c.set('cacheState', read.state);
+          c.set('staleReason', read.staleReason);
+          return sendFeed[format](c, read, requestId);
+        });
       }),
     )
     .get(
       '/issues/:slug',
-      pipeline.read(
-        '/api/issues/:slug',
-        replies('application/json', cacheControl.issue),
-        function getIssue(c: Context<{}, '/issues/:slug'>): MaybePromise<PublicRead<IssueBody>> {
-          // Hono has percent-decoded the parameter, so `%2F` or `%2E%2E` fail the pattern; a double encoding keeps a `%`.
-          const slug = c.req.param('slug');
-          if (!SLUG_PATTERN.test(slug)) {
-            throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
-          }
-          return reads.issue(slug, waitUntilOf(c), () => clientIp(c));
-        },
-      ),
+      pipeline.read('/api/issues/:slug', replies('application/json', cacheControl.issue), (c: Context<{}, '/issues/:slug'>) => {
+        // Hono has percent-decoded the parameter, so `%2F` or `%2E%2E` fail the pattern; a double encoding keeps a `%`.
+        const slug = c.req.param('slug');
+        if (!SLUG_PATTERN.test(slug)) throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
+        return reads.issue(slug, waitUntilOf(c), charged(c));
+      }),
     )
     .get(
       '/categories',
-      pipeline.read(
-        '/api/categories',
-        replies('application/json', cacheControl.categories),
-        function listCategories(c: Context<{}, '/categories'>) {
-          return reads.categories(waitUntilOf(c), () => clientIp(c));
-        },
+      pipeline.read('/api/categories', replies('application/json', cacheControl.categories), (c: Context<{}, '/categories'>) =>
+        reads.categories(waitUntilOf(c), charged(c)),
       ),
     );
 }
