@@ -75,11 +75,8 @@ function createOrderWatch() {
   return {
     see(row: UpstreamIssue): void {
       if (row.status !== 'sent') return;
-      for (const [order, date] of [
-        ['sent', row.sentAt],
-        ['created', row.createdAt],
-      ] as const) {
-        const time = Date.parse(date ?? '');
+      for (const order of ['sent', 'created'] as const) {
+        const time = Date.parse((order === 'sent' ? row.sentAt : row.createdAt) ?? '');
         if (!(time <= last[order])) holds[order] = false;
         else last[order] = time;
       }
@@ -226,6 +223,14 @@ export interface HeadRead<K> extends Pick<ArchiveRead<K>, 'issues' | 'pageRows' 
   validators?: Validators | undefined;
 }
 
+export interface HeadReadOptions<K> {
+  isKnownId: (id: string) => boolean;
+  reduceRow: (row: UpstreamIssue) => K;
+  validators?: Validators | undefined;
+  /** The order the last whole read found: the head must keep it. */
+  order: ListOrder;
+}
+
 /** Rows per head page (small: a row may carry a whole letter), and head pages read at most before a whole read. */
 const HEAD_PAGE_ROWS = 10;
 const HEAD_MAX_PAGES = 5;
@@ -234,16 +239,7 @@ const HEAD_MAX_PAGES = 5;
  * Reads the newest rows of an archive listed newest first by `order`, a small page at a time, until a page holds
  * a known row; says when none came, or the order broke: the caller then reads the whole archive.
  */
-export async function readArchiveHead<K>(
-  listPage: ListPage,
-  options: {
-    isKnownId: (id: string) => boolean;
-    reduceRow: (row: UpstreamIssue) => K;
-    validators?: Validators | undefined;
-    pageSize: number;
-    order: ListOrder;
-  },
-): Promise<HeadRead<K>> {
+export async function readArchiveHead<K>(listPage: ListPage, options: HeadReadOptions<K> & { pageSize: number }): Promise<HeadRead<K>> {
   const limit = Math.min(HEAD_PAGE_ROWS, options.pageSize);
   const read: HeadRead<K> = {
     unchanged: false,
@@ -263,7 +259,7 @@ export async function readArchiveHead<K>(
     const received = listed.rows.length + listed.droppedIds.length;
     read.pageRows.push(received);
     read.dropped.count += listed.droppedIds.length;
-    for (const id of listed.droppedIds) if (id !== undefined) read.dropped.ids.push(id);
+    read.dropped.ids.push(...listed.droppedIds.filter((id) => id !== undefined));
     for (const row of listed.rows) {
       watch.see(row);
       read.issues.push(options.reduceRow(row));

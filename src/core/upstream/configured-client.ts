@@ -20,13 +20,8 @@ export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigD
     holdOff: deps.holdOff,
     waitWhenHeldOffMs: deps.waitWhenHeldOffMs,
     sleep: deps.sleep,
-    onHoldOff: (start) =>
-      deps.log?.log('warn', 'upstream_hold_off', {
-        operation: start.operation,
-        refusedCall: start.call,
-        until: new Date(start.untilMs).toISOString(),
-        retryAfterSeconds: start.retryAfterSeconds,
-      }),
+    onHoldOff: ({ call, untilMs, ...start }) =>
+      deps.log?.log('warn', 'upstream_hold_off', { ...start, refusedCall: call, until: new Date(untilMs).toISOString() }),
     baseUrl: demo ? demo.baseUrl : (config.apiBaseUrl ?? ''),
     apiKey: demo ? demo.apiKey : (config.apiKey ?? ''),
     fetch: demo ? demo.fetch : deps.fetch,

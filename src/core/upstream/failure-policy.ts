@@ -3,10 +3,8 @@ import type { Logger, LogLevel } from '../log.js';
 import { NOT_FOUND_STATUS } from './assumptions.js';
 import { UpstreamError } from './transport.js';
 
-export type UpstreamOperation = 'read' | 'subscribe';
-
 /** `error` is `undefined` when subscribe answers as a success; level `error` with a `hint` when the deployment looks misconfigured. */
-export interface UpstreamFailureAnswer {
+interface UpstreamFailureAnswer {
   error: ApiError | undefined;
   level: LogLevel;
   hint: string | undefined;
@@ -31,7 +29,7 @@ const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
  * On a read an upstream not-found is a missing list path (unknown slugs are our 404 before this). On
  * subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
  */
-export function answerUpstreamFailure(failure: UpstreamError, operation: UpstreamOperation): UpstreamFailureAnswer {
+export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' | 'subscribe'): UpstreamFailureAnswer {
   return operation === 'read' ? answerReadFailure(failure) : answerSubscribeFailure(failure);
 }
 
@@ -46,14 +44,10 @@ function answerSubscribeFailure(failure: UpstreamError): UpstreamFailureAnswer {
     const hint = failure.status === NOT_FOUND_STATUS ? UPSTREAM_HINTS.subscribePathMissing : UPSTREAM_HINTS.rejectedKey;
     return { error: new ApiError('UPSTREAM_ERROR', { cause: failure }), level: 'error', hint };
   }
-  const inputError = failure.kind === 'validation' && (failure.upstreamCode === undefined || failure.upstreamCode === VALIDATION_CODE);
-  if (inputError) {
-    const error = new ApiError('VALIDATION_ERROR', {
-      message: 'The newsletter service did not accept this subscription.',
-      details: [{ path: 'email', message: 'was not accepted' }],
-      cause: failure,
-    });
-    return { error, level: 'warn', hint: undefined };
+  if (failure.kind === 'validation' && (failure.upstreamCode === undefined || failure.upstreamCode === VALIDATION_CODE)) {
+    const message = 'The newsletter service did not accept this subscription.';
+    const details = [{ path: 'email', message: 'was not accepted' }];
+    return { error: new ApiError('VALIDATION_ERROR', { message, details, cause: failure }), level: 'warn', hint: undefined };
   }
   if (failure.kind === 'refused' || failure.kind === 'not_found' || failure.kind === 'validation') {
     return REFUSALS_WORTH_A_WARNING.has(failure.status ?? 0)
@@ -89,7 +83,7 @@ export const STALE_REASONS = [
   'backing_off',
 ] as const;
 export type StaleReason = (typeof STALE_REASONS)[number];
-export type FailureReason = Exclude<StaleReason, 'revalidating'>;
+type FailureReason = Exclude<StaleReason, 'revalidating'>;
 
 const REASON_OF_KIND: Partial<Record<UpstreamError['kind'], FailureReason>> = {
   unavailable: 'unreachable',

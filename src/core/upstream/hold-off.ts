@@ -45,29 +45,26 @@ export function backoffPauseMs(streak: number, random: () => number = Math.rando
 
 /** One process's (or one isolate's) hold-offs. */
 export function createMemoryHoldOff(now: () => number = Date.now): HoldOff {
-  const until: Record<OperationClass, number> = { read: 0, write: 0 };
-  const streaks: Record<OperationClass, { count: number; lastFailedAt: number }> = {
-    read: { count: 0, lastFailedAt: Number.NEGATIVE_INFINITY },
-    write: { count: 0, lastFailedAt: Number.NEGATIVE_INFINITY },
-  };
-  const streakOf = (operation: OperationClass) => {
-    const streak = streaks[operation];
-    if (streak.count > 0 && now() - streak.lastFailedAt > STREAK_FORGOTTEN_AFTER_MS) streak.count = 0;
-    return streak;
+  const initial = () => ({ untilMs: 0, streak: 0, lastFailedAt: Number.NEGATIVE_INFINITY });
+  const classes = { read: initial(), write: initial() };
+  const current = (operation: OperationClass) => {
+    const held = classes[operation];
+    if (held.streak > 0 && now() - held.lastFailedAt > STREAK_FORGOTTEN_AFTER_MS) held.streak = 0;
+    return held;
   };
   return {
-    state: (operation) => ({ untilMs: until[operation], streak: streakOf(operation).count }),
+    state: (operation) => ({ untilMs: classes[operation].untilMs, streak: current(operation).streak }),
     hold(operation, untilMs) {
-      until[operation] = Math.max(until[operation], untilMs);
+      classes[operation].untilMs = Math.max(classes[operation].untilMs, untilMs);
     },
     failed(operation, startedAtMs, failedAtMs) {
-      const streak = streakOf(operation);
-      if (startedAtMs > streak.lastFailedAt || streak.count === 0) streak.count += 1;
-      streak.lastFailedAt = Math.max(streak.lastFailedAt, failedAtMs);
-      return streak.count;
+      const held = current(operation);
+      if (startedAtMs > held.lastFailedAt || held.streak === 0) held.streak += 1;
+      held.lastFailedAt = Math.max(held.lastFailedAt, failedAtMs);
+      return held.streak;
     },
     answered(operation) {
-      streaks[operation].count = 0;
+      classes[operation].streak = 0;
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { Logger } from '../log.js';
+import { noopMetrics, type Metrics } from '../metrics.js';
 import { SLUG_PATTERN } from '../slug.js';
 import {
   readArchiveHead,
@@ -6,11 +7,12 @@ import {
   type ArchiveRead,
   type ArchiveReadOptions,
   type HeadRead,
+  type HeadReadOptions,
   type ListedPage,
-  type ListOrder,
   type PagePosition,
 } from './archive.js';
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
+import { parseRowList } from './row-scanner.js';
 import {
   IssueEnvelope,
   KNOWN_ISSUE_STATUSES,
@@ -27,9 +29,7 @@ import {
   type UpstreamIssue,
   type UpstreamSubscriber,
 } from './schemas.js';
-import { noopMetrics, type Metrics } from '../metrics.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
-import { parseRowList } from './row-scanner.js';
 
 export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {
   /** Root ending in `/v1`, as validated by parseConfig. */
@@ -58,14 +58,6 @@ export interface UpstreamClient {
   createSubscriber(body: CreateSubscriberBody): Promise<UpstreamSubscriber>;
 }
 
-export interface HeadReadOptions<K> {
-  isKnownId: (id: string) => boolean;
-  reduceRow: (row: UpstreamIssue) => K;
-  validators?: Validators | undefined;
-  /** The order the last whole read found: the head must keep it. */
-  order: ListOrder;
-}
-
 /** The real client also answers what `check` asks: the archive read of `listAllPublicIssues`, what it found returned, not logged. */
 export interface NewsletterApiClient extends UpstreamClient {
   readArchive(maxIssues: number): Promise<ArchiveRead>;
@@ -78,9 +70,6 @@ const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze
 const ISSUE_ROW_FIELDS: ReadonlySet<string> = new Set(Object.keys(UpstreamIssueSchema.shape));
 const parseIssueRows = (text: string) => parseRowList(text, ISSUE_ROW_FIELDS);
 
-/** The error code of Get Issue By Slug's not-found answer (docs/upstream.md "Errors"). */
-const NOT_FOUND_CODE = 'NOT_FOUND';
-
 /** Builds upstream URLs under `baseUrl`: each segment percent-encoded, and the URL exactly the path meant, or refused. */
 export function createUpstreamUrlBuilder(baseUrl: string) {
   const base = new URL(baseUrl);
@@ -88,9 +77,7 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
 
   return function buildUpstreamUrl(segments: readonly string[], query?: Record<string, string>): URL {
     // An empty segment stays under the base yet asks for a path we never meant (`by-slug/`).
-    if (segments.includes('')) {
-      throw new UpstreamError('validation', 'refused to build an upstream path with an empty segment');
-    }
+    if (segments.includes('')) throw new UpstreamError('validation', 'refused to build an upstream path with an empty segment');
     const expectedPath = `${basePath}/${segments.map(encodeURIComponent).join('/')}`;
     const url = new URL(base.origin + expectedPath);
     // The URL parser judges what a path means: a dot segment it resolved (encodeURIComponent leaves
@@ -105,11 +92,12 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
 
 /** Creates the only code that talks to the newsletter service. */
 export function createUpstreamClient(options: UpstreamClientOptions): NewsletterApiClient {
-  const { baseUrl, apiKey, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, ...tuning } = options;
+  const { baseUrl, apiKey, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
   const notices = createUpstreamNotices(log);
   const buildUrl = createUpstreamUrlBuilder(baseUrl);
   const transport = createTransport({
     ...tuning,
+    metrics,
     postRetries,
     headers: { Authorization: `Bearer ${apiKey}` },
     // The error envelope `{ ok: false, error: { code } }` (docs/upstream.md "Response envelope").
@@ -117,9 +105,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       const parsed = UpstreamErrorBodySchema.safeParse(body);
       return parsed.success ? parsed.data.error.code : undefined;
     },
-    notFoundCode: NOT_FOUND_CODE,
+    // Get Issue By Slug's not-found code (docs/upstream.md "Errors").
+    notFoundCode: 'NOT_FOUND',
   });
-  const { metrics = noopMetrics } = options;
 
   /** One call of `operation` (its retries included), timed for `metrics`, with how it ended. */
   async function request<T>(operation: string, call: TransportRequest<T>): Promise<T> {
@@ -165,6 +153,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     listRows({ status: 'sent', isPublic: true, limit, offset: paging.style === 'page' ? (page - 1) * limit : offset }, conditional);
   /** A page size learnt from a page over the body cap: later reads start there. */
   let learntPageSize: number | undefined;
+
   async function readArchive<K = UpstreamIssue>(maxIssues: number, options?: ArchiveReadOptions<K>): Promise<ArchiveRead<K>> {
     const read = await readWholeArchive(listPage, paging, maxIssues, { pageSize: learntPageSize, ...options } as ArchiveReadOptions<K>);
     if (read.pageSize < paging.pageSize) learntPageSize = read.pageSize;
@@ -173,29 +162,25 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
 
   async function readPublicArchive<K>(maxIssues: number, options: ArchiveReadOptions<K>): Promise<ArchiveRead<K>> {
     const read = await readArchive(maxIssues, options);
-    notices.dropped('listIssues', read.dropped.count, read.dropped.ids);
+    notices.dropped('listIssues', read.dropped.ids, read.dropped.count);
     notices.paging(read);
-    return read;
-  }
-
-  async function readPublicArchiveHead<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>> {
-    const read = await readArchiveHead(listPage, { ...options, pageSize: learntPageSize ?? paging.pageSize });
-    notices.dropped('listIssues', read.dropped.count, read.dropped.ids);
     return read;
   }
 
   return {
     async listIssues(query) {
       const { rows, droppedIds } = await listRows(query);
-      notices.dropped('listIssues', droppedIds.length, droppedIds);
+      notices.dropped('listIssues', droppedIds);
       return rows;
     },
     readArchive: (maxIssues) => readArchive(maxIssues),
-    async listAllPublicIssues(maxIssues) {
-      return (await readPublicArchive(maxIssues, { reduceRow: (row) => row })).issues;
-    },
+    listAllPublicIssues: async (maxIssues) => (await readPublicArchive(maxIssues, { reduceRow: (row) => row })).issues,
     readPublicArchive,
-    readPublicArchiveHead,
+    async readPublicArchiveHead(options) {
+      const read = await readArchiveHead(listPage, { ...options, pageSize: learntPageSize ?? paging.pageSize });
+      notices.dropped('listIssues', read.dropped.ids, read.dropped.count);
+      return read;
+    },
     async getIssueBySlug(slug) {
       if (!SLUG_PATTERN.test(slug)) throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');
       const url = buildUrl([...UPSTREAM_PATHS.issueBySlug, slug]);
@@ -207,15 +192,15 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       const url = buildUrl(UPSTREAM_PATHS.listCategories);
       const listed = (await request('list_categories', { method: 'GET', url, schema: RowListEnvelope })).data;
       const { rows, droppedIds } = readRows(listed, ListedCategorySchema);
-      notices.dropped('listCategories', droppedIds.length, droppedIds);
+      notices.dropped('listCategories', droppedIds);
       return rows;
     },
-    async createSubscriber(body): Promise<UpstreamSubscriber> {
+    async createSubscriber(body) {
       const url = buildUrl(UPSTREAM_PATHS.createSubscriber);
       const { data } = await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body });
       const status = (data as { status?: unknown } | null | undefined)?.status;
       const subscriber = { status: typeof status === 'string' ? status : undefined };
-      notices.subscriberStatus(subscriber.status);
+      notices.state('subscriber', KNOWN_SUBSCRIBER_STATUSES, subscriber.status);
       return subscriber;
     },
   };
@@ -229,7 +214,7 @@ const MAX_NOTED_STATES = 64;
 function createUpstreamNotices(log: Logger | undefined) {
   const noted = new Set<string>();
 
-  function newState(resource: 'issue' | 'subscriber', known: ReadonlySet<string>, status: string | undefined): void {
+  function state(resource: 'issue' | 'subscriber', known: ReadonlySet<string>, status: string | undefined): void {
     if (!log || status === undefined || known.has(status)) return;
     const key = `${resource}:${status}`;
     if (noted.has(key) || noted.size >= MAX_NOTED_STATES) return;
@@ -238,9 +223,10 @@ function createUpstreamNotices(log: Logger | undefined) {
   }
 
   return {
-    issueStatus: (status: string) => newState('issue', KNOWN_ISSUE_STATUSES, status),
-    subscriberStatus: (status: string | undefined) => newState('subscriber', KNOWN_SUBSCRIBER_STATUSES, status),
-    dropped(operation: 'listIssues' | 'listCategories', count: number, ids: readonly (string | undefined)[]): void {
+    state,
+    issueStatus: (status: string) => state('issue', KNOWN_ISSUE_STATUSES, status),
+    /** `ids`: the dropped rows' ids, `undefined` where unreadable (a whole read's are only the readable ones, with `count`). */
+    dropped(operation: 'listIssues' | 'listCategories', ids: readonly (string | undefined)[], count = ids.length): void {
       if (!log || count === 0) return;
       const named = ids.filter((id): id is string => id !== undefined).slice(0, MAX_NAMED_IDS);
       log.log('warn', 'upstream_rows_dropped', { operation, count, ids: named.join(',') || undefined });

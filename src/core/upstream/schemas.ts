@@ -6,16 +6,10 @@ import * as z from '../zod.js';
 export const SUBSCRIBER_SOURCE_TYPES = ['manual', 'subscribe_page', 'social_post', 'embed', 'import', 'api', 'referral'] as const;
 export const SOURCE_PLATFORMS = ['x', 'linkedin'] as const;
 
-export const UpstreamCategorySchema = z.object({
-  name: z.string(),
-  slug: z.string(),
-});
+export const UpstreamCategorySchema = z.object({ name: z.string(), slug: z.string() });
 
 /** A List Categories row must keep the slug rule `?category=` asks (else dropped); an issue's own `category` stays loose. */
-export const ListedCategorySchema = z.object({
-  name: z.string(),
-  slug: z.string().check(z.regex(SLUG_PATTERN)),
-});
+export const ListedCategorySchema = z.object({ name: z.string(), slug: z.string().check(z.regex(SLUG_PATTERN)) });
 
 export const UpstreamIssueSchema = z.object({
   id: z.string().check(z.minLength(1)),
@@ -40,9 +34,7 @@ export const KNOWN_ISSUE_STATUSES: ReadonlySet<string> = new Set(['draft', 'send
 export const KNOWN_SUBSCRIBER_STATUSES: ReadonlySet<string> = new Set(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked']);
 
 /** The success envelope alone means accepted (docs/contract.md "POST /api/subscribe"); the status is only logged. */
-export interface UpstreamSubscriber {
-  status?: string | undefined;
-}
+export type UpstreamSubscriber = { status?: string | undefined };
 
 export const UpstreamErrorBodySchema = z.object({
   ok: z.literal(false),

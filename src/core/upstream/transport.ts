@@ -7,7 +7,7 @@ import {
   MAX_RETRY_AFTER_SECONDS,
   NOT_FOUND_STATUS,
 } from './assumptions.js';
-import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type HoldState, type OperationClass } from './hold-off.js';
+import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type OperationClass } from './hold-off.js';
 
 /* JSON over HTTP as unjs/ofetch does it, plus what it lacks: capped reads, hold-offs, errors without the upstream's text. */
 
@@ -23,10 +23,10 @@ export type UpstreamErrorKind =
   | 'bad_response';
 
 interface UpstreamErrorDetails {
-  status?: number;
-  retryAfterSeconds?: number;
+  status?: number | undefined;
+  retryAfterSeconds?: number | undefined;
   /** The upstream's error code when well formed, for logs only. */
-  upstreamCode?: string;
+  upstreamCode?: string | undefined;
   /** Why a call was held off without going out (a `rate_limited` error without a status). */
   heldOffBy?: 'retry_after' | 'backoff';
   heldUntilMs?: number;
@@ -54,12 +54,25 @@ export class UpstreamError extends Error {
   }
 }
 
+/** A body over the cap: the caller may ask for less (a list page with fewer rows). */
+export class ResponseTooLarge extends UpstreamError {
+  constructor(
+    status: number,
+    maxResponseBytes: number,
+    readonly declaredBytes?: number,
+  ) {
+    super('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
+  }
+}
+
 /** Transient failures, retried within the budget. Not 429 (held off), nor 408/409 (undocumented upstream). */
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 /** What a timed-out call tells our caller to wait: a guess of our own, short enough to retry soon. */
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 /** An error code worth keeping for the logs: upper-case and short, so never free text or a key. */
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+/** Failures that show the upstream answered: the call was wrong, not the upstream down. */
+const ANSWERED_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['not_found', 'validation', 'refused']);
 
 export interface TransportOptions {
   timeoutMs: number;
@@ -73,7 +86,6 @@ export interface TransportOptions {
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
-  /** Sent on every call (the credentials). */
   headers?: Readonly<Record<string, string>>;
   errorCodeOf?: (body: unknown) => string | undefined;
   /** An error code that means "not found" at any 4xx status. */
@@ -81,7 +93,7 @@ export interface TransportOptions {
   holdOff?: HoldOff;
   /** A hold-off this short is waited out instead of failing (`check` only: a visitor gets a stale copy instead). */
   waitWhenHeldOffMs?: number;
-  /** Told once per hold-off a 429 starts, for one log line. */
+  /** Told once per hold-off a 429 starts. */
   onHoldOff?: (start: HoldOffStart) => void;
   metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
@@ -89,7 +101,6 @@ export interface TransportOptions {
 export interface TransportRequest<T> {
   method: 'GET' | 'POST';
   url: URL;
-  /** The whole success body must match it. */
   schema: z.ZodMiniType<T>;
   body?: unknown;
   /** Sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1); a 304 then returns `notModified()`. */
@@ -105,17 +116,6 @@ export interface Validators {
   etag?: string | undefined;
   lastModified?: string | undefined;
 }
-
-/** A body over the cap: the caller may ask for less (a list page with fewer rows). */
-export class ResponseTooLarge extends UpstreamError {
-  readonly declaredBytes: number | undefined;
-  constructor(status: number, maxResponseBytes: number, declaredBytes?: number) {
-    super('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
-    this.declaredBytes = declaredBytes;
-  }
-}
-
-type Call = Pick<TransportRequest<unknown>, 'method' | 'url'> & { operation: OperationClass };
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -144,86 +144,85 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
   /** The latest hold-off reported per class, so concurrent calls that met one 429 report it once. */
   const reported: Record<OperationClass, number> = { read: 0, write: 0 };
 
-  return async function request<T>(options: TransportRequest<T>): Promise<T> {
-    const { method, url } = options;
-    const call: Call = { method, url, operation: method === 'GET' ? 'read' : 'write' };
+  return async function request<T>(call: TransportRequest<T>): Promise<T> {
+    const operation: OperationClass = call.method === 'GET' ? 'read' : 'write';
     // Only reads back off after failures: a subscribe is one person's attempt, answered as it goes.
-    const backsOff = call.operation === 'read';
-    let held = await admit(call);
-    const probe = backsOff && held.streak > 0 ? probing.get(call.operation) : undefined;
+    const backsOff = operation === 'read';
+    let streak = await admit(operation);
+    const probe = backsOff && streak > 0 ? probing.get(operation) : undefined;
     if (probe !== undefined) {
       await probe;
       // Back: the streak has ended. Still failing: the probe's failure began a new pause.
-      held = await admit(call);
-      if (held.streak > 0) throw heldOff(now(), held.streak);
+      streak = await admit(operation);
+      if (streak > 0) throw heldOff(now(), streak);
     }
-    const failing = backsOff && held.streak > 0;
+    const failing = backsOff && streak > 0;
     let probed = () => {};
-    if (failing) probing.set(call.operation, new Promise<void>((resolve) => (probed = resolve)));
+    if (failing) probing.set(operation, new Promise<void>((resolve) => (probed = resolve)));
     // While failures run, the pause between calls is the retry: one attempt each, never a burst.
-    const retries = failing ? 0 : method === 'GET' ? getRetries : postRetries;
+    const retries = failing ? 0 : operation === 'read' ? getRetries : postRetries;
     const startedAt = now();
     try {
       for (let attempt = 0; ; attempt += 1) {
         try {
-          const answer = await attemptOnce(call, options);
-          if (failing) await holdOff.answered(call.operation);
+          const answer = await attemptOnce(call, operation);
+          if (failing) await holdOff.answered(operation);
           return answer;
         } catch (error) {
-          const retryable = error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries;
-          if (!retryable) {
-            if (backsOff) await settleStreak(call, error, startedAt, failing);
+          if (!(error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries)) {
+            if (backsOff) await settleStreak(operation, error, startedAt, failing);
             throw error;
           }
           metrics.upstreamRetry();
           // Exponential backoff with full jitter (spreads retries of many instances apart).
-          const ceiling = Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
-          await sleep(Math.round(random() * ceiling));
-          held = await holdOff.state(call.operation);
+          await sleep(Math.round(random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt)));
+          const held = await holdOff.state(operation);
           // A 429 met meanwhile holds this retry off; a pause after failures holds only later calls.
-          if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, held.streak);
+          if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, 0);
         }
       }
     } finally {
       if (failing) {
-        probing.delete(call.operation);
+        probing.delete(operation);
         probed();
       }
     }
   };
 
-  /** The hold-off state a call goes out under; throws while its class is held off, unless short enough to wait out. */
-  async function admit(call: Call): Promise<HoldState> {
-    const held = await holdOff.state(call.operation);
+  /** The failure streak a call goes out under; throws while its class is held off, unless short enough to wait out. */
+  async function admit(operation: OperationClass): Promise<number> {
+    const held = await holdOff.state(operation);
     const waitMs = held.untilMs - now();
-    if (waitMs <= 0) return held;
     if (waitMs > waitWhenHeldOffMs) throw heldOff(held.untilMs, held.streak);
-    await sleep(waitMs);
-    return held;
+    if (waitMs > 0) await sleep(waitMs);
+    return held.streak;
   }
 
   function heldOff(untilMs: number, streak: number): UpstreamError {
-    const retryAfterSeconds = Math.max(1, Math.ceil((untilMs - now()) / 1000));
-    const held = { retryAfterSeconds, heldUntilMs: untilMs };
+    const held = { retryAfterSeconds: Math.max(1, Math.ceil((untilMs - now()) / 1000)), heldUntilMs: untilMs };
     return streak > 0
       ? new UpstreamError('rate_limited', `backing off after ${streak} failed rounds of upstream calls`, { ...held, heldOffBy: 'backoff' })
       : new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', { ...held, heldOffBy: 'retry_after' });
   }
 
   /** After a read's last attempt: docs/upstream.md "Backing off a failing upstream". */
-  async function settleStreak(call: Call, error: unknown, startedAt: number, failing: boolean): Promise<void> {
-    if (isUpstreamFailing(error)) {
+  async function settleStreak(operation: OperationClass, error: unknown, startedAt: number, failing: boolean): Promise<void> {
+    if (!(error instanceof UpstreamError)) return;
+    // A 5xx, no answer, or our key refused; not a 429 (its own hold-off) nor one resource's bad body.
+    const upstreamFailing =
+      error.heldOffBy === undefined &&
+      (error.kind === 'unavailable' || error.kind === 'timeout' || error.kind === 'auth' || (error.status ?? 0) >= 500);
+    if (upstreamFailing) {
       const failedAt = now();
-      const streak = await holdOff.failed(call.operation, startedAt, failedAt);
-      await holdOff.hold(call.operation, failedAt + backoffPauseMs(streak, random));
-    } else if (failing && error instanceof UpstreamError && ANSWERED_KINDS.has(error.kind)) {
-      await holdOff.answered(call.operation);
+      const streak = await holdOff.failed(operation, startedAt, failedAt);
+      await holdOff.hold(operation, failedAt + backoffPauseMs(streak, random));
+    } else if (failing && ANSWERED_KINDS.has(error.kind)) {
+      await holdOff.answered(operation);
     }
   }
 
-  async function attemptOnce<T>(call: Call, options: TransportRequest<T>): Promise<T> {
-    const { method, url } = call;
-    const { schema, body, conditional, notModified } = options;
+  async function attemptOnce<T>(call: TransportRequest<T>, operation: OperationClass): Promise<T> {
+    const { method, url, body, conditional } = call;
     // Built from scratch on every call: no header of the visitor's request is ever passed on.
     const headers: Record<string, string> = { ...fixedHeaders, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -244,31 +243,33 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     }
 
     const { status } = response;
-    if (status === 304 && conditional !== undefined && notModified !== undefined) {
+    if (status === 304 && conditional !== undefined && call.notModified !== undefined) {
       await discard(response);
-      return notModified();
+      return call.notModified();
     }
     if (status >= 300 && status < 400) {
       await discard(response);
       throw new UpstreamError('bad_response', `upstream answered with a redirect (${status}); not followed`, { status });
     }
-    if (!isSuccessStatus(status)) throw await failureFromResponse(response, call);
-    const validators = {
-      etag: response.headers.get('etag') ?? undefined,
-      lastModified: response.headers.get('last-modified') ?? undefined,
-    };
+    if (!isSuccessStatus(status)) throw await failureFromResponse(response, call, operation);
+    const etag = response.headers.get('etag') ?? undefined;
+    const lastModified = response.headers.get('last-modified') ?? undefined;
     // The text is not kept in a variable, so a large page is let go once parsed.
-    const parsed = schema.safeParse(parseJson(await readCapped(response, status, options.onBytes), status, options.parse));
-    if (validators.etag !== undefined || validators.lastModified !== undefined) options.onValidators?.(validators);
+    const parsed = call.schema.safeParse(parseJson(await readCapped(response, call.onBytes), status, call.parse));
+    if (etag !== undefined || lastModified !== undefined) call.onValidators?.({ etag, lastModified });
     if (parsed.success) return parsed.data;
     throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, { status, cause: parsed.error });
   }
 
-  async function failureFromResponse(response: Response, call: Call): Promise<UpstreamError> {
+  async function failureFromResponse(
+    response: Response,
+    call: TransportRequest<unknown>,
+    operation: OperationClass,
+  ): Promise<UpstreamError> {
     const { status } = response;
     let upstreamCode: string | undefined;
     try {
-      const code = errorCodeOf(parseJson(await readCapped(response, status), status));
+      const code = errorCodeOf(parseJson(await readCapped(response), status));
       upstreamCode = code !== undefined && WELL_FORMED_CODE.test(code) ? code : undefined;
     } catch {
       // The status alone decides the kind; an unreadable error body changes nothing.
@@ -281,11 +282,9 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     }
     if (status === 422) return new UpstreamError('validation', 'upstream rejected the request as invalid (422)', details);
     if (status === 429) {
-      const retryAfterSeconds = Math.min(
-        MAX_RETRY_AFTER_SECONDS,
-        parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS,
-      );
-      await holdOffAfter429(call, retryAfterSeconds);
+      const asked = parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS;
+      const retryAfterSeconds = Math.min(MAX_RETRY_AFTER_SECONDS, asked);
+      await holdOffAfter429(operation, `${call.method} ${call.url.pathname}`, retryAfterSeconds);
       return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
     }
     if (RETRYABLE_STATUSES.has(status)) return new UpstreamError('unavailable', `upstream failed (${status})`, details);
@@ -293,28 +292,20 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     return new UpstreamError('refused', `upstream refused the request (${status})`, details);
   }
 
-  async function holdOffAfter429(call: Call, retryAfterSeconds: number): Promise<void> {
+  /** `call`: the refused call's method and path for the log line, never its query or a header. */
+  async function holdOffAfter429(operation: OperationClass, call: string, retryAfterSeconds: number): Promise<void> {
     const time = now();
     const untilMs = time + retryAfterSeconds * 1000;
-    const startsHere = reported[call.operation] <= time;
-    reported[call.operation] = Math.max(reported[call.operation], untilMs);
-    const heldUntil = (await holdOff.state(call.operation)).untilMs;
+    const startsHere = reported[operation] <= time;
+    reported[operation] = Math.max(reported[operation], untilMs);
+    const heldUntil = (await holdOff.state(operation)).untilMs;
     metrics.upstreamHoldOff(Math.max(0, untilMs - Math.max(heldUntil, time)) / 1000);
-    await holdOff.hold(call.operation, untilMs);
-    if (startsHere && heldUntil <= time) {
-      onHoldOff?.({ operation: call.operation, call: `${call.method} ${call.url.pathname}`, untilMs, retryAfterSeconds });
-    }
+    await holdOff.hold(operation, untilMs);
+    if (startsHere && heldUntil <= time) onHoldOff?.({ operation, call, untilMs, retryAfterSeconds });
   }
 
-  function parseJson(text: string, status: number, parse: (text: string) => unknown = JSON.parse): unknown {
-    try {
-      return parse(text);
-    } catch (error) {
-      throw new UpstreamError('bad_response', `upstream ${status} body is not JSON`, { status, cause: error });
-    }
-  }
-
-  async function readCapped(response: Response, status: number, onBytes?: (bytes: number) => void): Promise<string> {
+  async function readCapped(response: Response, onBytes?: (bytes: number) => void): Promise<string> {
+    const { status } = response;
     const declared = Number(response.headers.get('content-length') ?? Number.NaN);
     const tooLarge = () => new ResponseTooLarge(status, maxResponseBytes, Number.isFinite(declared) ? declared : undefined);
     if (declared > maxResponseBytes) {
@@ -335,20 +326,17 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     const parts: string[] = [];
     let total = 0;
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        total += value.byteLength;
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        total += chunk.value.byteLength;
         if (total > maxResponseBytes) {
           await reader.cancel().catch(() => undefined);
           throw tooLarge();
         }
-        parts.push(decode(value, true));
+        parts.push(decode(chunk.value, true));
       }
       parts.push(decode(undefined, false));
     } catch (error) {
-      if (error instanceof UpstreamError) throw error;
-      throw transportError(error);
+      throw error instanceof UpstreamError ? error : transportError(error);
     }
     onBytes?.(total);
     return parts.join('');
@@ -363,19 +351,17 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
   }
 }
 
-/** Failures that show the upstream answered: the call was wrong, not the upstream down. */
-const ANSWERED_KINDS: ReadonlySet<UpstreamError['kind']> = new Set(['not_found', 'validation', 'refused']);
-
-/** A 5xx, no answer, or our key refused; not a 429 (its own hold-off) nor one resource's bad body. */
-function isUpstreamFailing(error: unknown): boolean {
-  if (!(error instanceof UpstreamError) || error.heldOffBy !== undefined) return false;
-  return error.kind === 'unavailable' || error.kind === 'timeout' || error.kind === 'auth' || (error.status ?? 0) >= 500;
+function parseJson(text: string, status: number, parse: (text: string) => unknown = JSON.parse): unknown {
+  try {
+    return parse(text);
+  } catch (error) {
+    throw new UpstreamError('bad_response', `upstream ${status} body is not JSON`, { status, cause: error });
+  }
 }
 
 /** Seconds from a `Retry-After` header: delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
 export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
-  if (!value) return undefined;
-  const trimmed = value.trim();
+  const trimmed = value?.trim() ?? '';
   if (/^\d{1,9}$/.test(trimmed)) return Math.max(1, Number(trimmed));
   // Only an IMF-fixdate is read as a date: Date.parse would take '-5' or '1.5' for a year.
   if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(trimmed)) return undefined;

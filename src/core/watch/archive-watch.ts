@@ -3,16 +3,7 @@ import type { Logger } from '../log.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from '../reads/cached-value.js';
 import type { IndexCopy } from '../reads/slug-lookup.js';
-import {
-  CHANGE_KINDS,
-  changesBetween,
-  countByKind,
-  mergeChanges,
-  snapshotOf,
-  type ArchiveChange,
-  type ArchiveSnapshot,
-} from './archive-changes.js';
-import type { DeployHookResult } from './deploy-hook.js';
+import { CHANGE_KINDS, countByKind, type ArchiveChange, type DeployHookResult } from './deploy-hook.js';
 
 /** What the watch last saw and has not yet announced, as one string: memory, Redis or a KV namespace. */
 export interface WatchStore {
@@ -41,25 +32,81 @@ export interface ArchiveWatchOptions {
   log: Logger;
 }
 
+/**
+ * Per public slug, a fingerprint of its `updatedAt` and everything the archive shows of it, so an
+ * edit shows even without `updatedAt`, and a renamed category too.
+ */
+type ArchiveSnapshot = ReadonlyMap<string, string>;
+
+/** `memo`: a head-window refresh reuses the summary objects, so only the rows it read are printed again. */
+export function snapshotOf(index: ArchiveIndex, memo?: WeakMap<IssueSummary, string>): ArchiveSnapshot {
+  const snapshot = new Map<string, string>();
+  for (const summary of index.all) {
+    let print = memo?.get(summary);
+    if (print === undefined) {
+      print = fingerprint(`${index.sources.get(summary.slug)?.updatedAt ?? ''}\n${JSON.stringify(summary)}`);
+      memo?.set(summary, print);
+    }
+    snapshot.set(summary.slug, print);
+  }
+  return snapshot;
+}
+
+export function changesBetween(before: ArchiveSnapshot, after: ArchiveSnapshot): ArchiveChange[] {
+  const changes: ArchiveChange[] = [];
+  for (const [slug, print] of after) {
+    const earlier = before.get(slug);
+    if (earlier === undefined) changes.push({ slug, kind: 'new' });
+    else if (earlier !== print) changes.push({ slug, kind: 'edited' });
+  }
+  for (const slug of before.keys()) if (!after.has(slug)) changes.push({ slug, kind: 'unpublished' });
+  return changes;
+}
+
+/**
+ * Changes not yet announced, with `later` ones added: one per slug, against what was last announced
+ * (new then edited is new; new then unpublished is dropped; unpublished then new is an edit).
+ */
+export function mergeChanges(pending: readonly ArchiveChange[], later: readonly ArchiveChange[]): ArchiveChange[] {
+  const bySlug = new Map(pending.map((change) => [change.slug, change.kind]));
+  for (const { slug, kind } of later) {
+    const earlier = bySlug.get(slug);
+    if (earlier === 'new' && kind === 'unpublished') bySlug.delete(slug);
+    else if (earlier === 'new' && kind === 'edited') continue;
+    else if (earlier === 'unpublished' && kind === 'new') bySlug.set(slug, 'edited');
+    else bySlug.set(slug, kind);
+  }
+  return [...bySlug].map(([slug, kind]) => ({ slug, kind }));
+}
+
+/** 64-bit FNV-1a over UTF-16 code units: tells two versions of a row apart and keeps a stored snapshot small. */
+function fingerprint(text: string): string {
+  let high = 0xcbf29ce4;
+  let low = 0x84222325;
+  for (let index = 0; index < text.length; index += 1) {
+    low = (low ^ text.charCodeAt(index)) >>> 0;
+    // × the 64-bit FNV prime 0x100000001b3, on two 32-bit halves.
+    const lowProduct = low * 0x1b3;
+    const carry = Math.floor(lowProduct / 0x1_0000_0000);
+    high = (Math.imul(high, 0x1b3) + Math.imul(low, 0x100) + carry) >>> 0;
+    low = lowProduct >>> 0;
+  }
+  return high.toString(16).padStart(8, '0') + low.toString(16).padStart(8, '0');
+}
+
 const HOOK_RETRY_FIRST_MS = 5_000;
 const HOOK_RETRY_MAX_MS = 10 * 60_000;
 /** A failing upstream is not polled every tick (the read cache's own pause). */
 const WATCH_READ_PAUSE_MS = 30_000;
 
 /** `attempts`: failed calls in a row for `pending`; `dueAt`: not called before then (a change settling, or a failed call backing off). */
-interface WatchState {
-  seen: ArchiveSnapshot;
-  pending: ArchiveChange[];
-  attempts: number;
-  dueAt: number;
-}
-
 const StoredStateSchema = z.object({
   seen: z.array(z.tuple([z.string(), z.string()])),
   pending: z.array(z.object({ slug: z.string(), kind: z.enum(CHANGE_KINDS) })),
   attempts: z.number(),
   dueAt: z.number(),
 });
+type WatchState = Omit<z.infer<typeof StoredStateSchema>, 'seen'> & { seen: ArchiveSnapshot };
 
 /** Undefined for none, or one that does not parse (another version's): a first look again. */
 function decodeState(text: string | undefined): WatchState | undefined {
@@ -118,21 +165,16 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   async function call(current: WatchState): Promise<void> {
     const result = await callHook(current.pending);
     const counts = countByKind(current.pending);
+    const attempts = current.attempts + 1;
     if (result.ok) {
       await save({ ...current, pending: [], attempts: 0, dueAt: 0 });
-      log.log('info', 'deploy_hook_called', { ...counts, status: result.status, attempts: current.attempts + 1, hook: hookLabel });
+      log.log('info', 'deploy_hook_called', { ...counts, status: result.status, attempts, hook: hookLabel });
       return;
     }
-    const attempts = current.attempts + 1;
     const waitMs = Math.min(HOOK_RETRY_MAX_MS, HOOK_RETRY_FIRST_MS * 2 ** Math.min(attempts - 1, 20));
     await save({ ...current, attempts, dueAt: now() + waitMs });
-    log.log('warn', 'deploy_hook_failed', {
-      ...counts,
-      ...(result.status === undefined ? { reason: result.reason } : { status: result.status }),
-      attempts,
-      retryInSeconds: Math.round(waitMs / 1000),
-      hook: hookLabel,
-    });
+    const why = result.status === undefined ? { reason: result.reason } : { status: result.status };
+    log.log('warn', 'deploy_hook_failed', { ...counts, ...why, attempts, retryInSeconds: Math.round(waitMs / 1000), hook: hookLabel });
   }
 
   async function run(check: boolean): Promise<void> {
@@ -172,5 +214,3 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
     },
   };
 }
-
-export type ArchiveWatch = ReturnType<typeof createArchiveWatch>;

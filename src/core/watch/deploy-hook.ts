@@ -1,10 +1,20 @@
-import { countByKind, type ArchiveChange } from './archive-changes.js';
+export const CHANGE_KINDS = ['new', 'edited', 'unpublished'] as const;
 
-const DEFAULT_HOOK_TIMEOUT_MS = 10_000;
+export interface ArchiveChange {
+  slug: string;
+  kind: (typeof CHANGE_KINDS)[number];
+}
+
+export type DeployHookResult = { ok: true; status: number } | { ok: false; status?: number; reason: 'status' | 'timeout' | 'unreachable' };
+
 /** The body stays small whatever changed (a whole category renamed, say). */
 export const MAX_NAMED_CHANGES = 100;
 
-export type DeployHookResult = { ok: true; status: number } | { ok: false; status?: number; reason: 'status' | 'timeout' | 'unreachable' };
+export function countByKind(changes: readonly ArchiveChange[]): Record<ArchiveChange['kind'], number> {
+  const counts = { new: 0, edited: 0, unpublished: 0 };
+  for (const change of changes) counts[change.kind] += 1;
+  return counts;
+}
 
 /** What changed (`more`: changes left out), never the key or the hook's own address. */
 export function deployHookBody(changes: readonly ArchiveChange[]) {
@@ -25,14 +35,13 @@ export function describeHookUrl(url: string): string {
   }
 }
 
-/** One JSON POST, no redirect followed. Never throws: the watch retries a failure with backoff. */
+/** One JSON POST to DEPLOY_HOOK_URL, no redirect followed. Never throws: the watch retries a failure with backoff. */
 export function createDeployHook(options: {
-  /** DEPLOY_HOOK_URL: any URL that takes a POST. */
   url: string;
   fetch?: typeof globalThis.fetch;
   timeoutMs?: number;
 }): (changes: readonly ArchiveChange[]) => Promise<DeployHookResult> {
-  const { url, fetch = globalThis.fetch, timeoutMs = DEFAULT_HOOK_TIMEOUT_MS } = options;
+  const { url, fetch = globalThis.fetch, timeoutMs = 10_000 } = options;
   return async function callDeployHook(changes) {
     try {
       const response = await fetch(url, {
