@@ -12,15 +12,12 @@ export type SubscribeReply =
 
 declare module 'hono' {
   interface ContextVariableMap {
-    /** The page a form post's `returnTo` field names, once accepted (see `returnToPage`). */
-    subscribeReturnTo: URL | undefined;
+    subscribeReturnTo: ReturnType<typeof returnToPage>;
   }
 }
 
-/** A post without JavaScript: a form body that does not ask for JSON. It can be answered with a 303 or a page. */
-function isNoScriptPost(c: Context): boolean {
-  return isFormPost(c) && !/\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
-}
+/** A post without JavaScript (a form body that does not ask for JSON) can be answered with a 303 or a page. */
+const isNoScriptPost = (c: Context) => isFormPost(c) && !/\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
 
 /**
  * The page a no-script post's `returnTo` field names (docs/contract.md "POST /api/subscribe"): an
@@ -59,8 +56,7 @@ export function reply(c: Context, target: URL | undefined, error?: ApiError): Re
 export function reply(c: Context, target: URL | undefined, error?: ApiError): Response {
   c.header('Cache-Control', NO_STORE);
   if (!target) return error ? renderError(c, error) : c.json({ ok: true as const, data: { accepted: true as const } }, 200);
-  target.searchParams.delete('subscribed');
-  target.searchParams.delete('subscribe_error');
+  for (const stale of ['subscribed', 'subscribe_error']) target.searchParams.delete(stale);
   if (error) target.searchParams.set('subscribe_error', error.code);
   else target.searchParams.set('subscribed', '1');
   // A page without JavaScript cannot read the query, but CSS can show `:target`; a fragment the
