@@ -15,6 +15,7 @@ const EMAIL_PATTERN =
   /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
 /** RFC 5321 §4.5.3.1. */
 const [MAX_LOCAL_PART, MAX_DOMAIN_LABEL, MAX_ADDRESS] = [64, 63, 254];
+const LONG_LABEL = new RegExp(`[^.]{${MAX_DOMAIN_LABEL + 1}}`);
 
 const atMost = (max: number) => z.maxLength(max, { error: `must be at most ${max} characters` });
 const noControlCharacters = () => z.regex(/^\P{Cc}*$/u, { error: 'must not contain control characters' });
@@ -33,14 +34,12 @@ function toAsciiDomain(email: string): string {
   }
 }
 
-function lengthProblem(email: string): string | undefined {
-  if (email.length > MAX_ADDRESS) return `must be at most ${MAX_ADDRESS} characters`;
-  if (email.lastIndexOf('@') > MAX_LOCAL_PART) return `must have at most ${MAX_LOCAL_PART} characters before the @`;
-  const longLabel = domainOf(email)
-    .split('.')
-    .some((label) => label.length > MAX_DOMAIN_LABEL);
-  return longLabel ? `must have at most ${MAX_DOMAIN_LABEL} characters between the dots of its domain` : undefined;
-}
+const LENGTH_RULES: [tooLong: (email: string) => boolean, message: string][] = [
+  [(email) => email.length > MAX_ADDRESS, `must be at most ${MAX_ADDRESS} characters`],
+  [(email) => email.lastIndexOf('@') > MAX_LOCAL_PART, `must have at most ${MAX_LOCAL_PART} characters before the @`],
+  [(email) => LONG_LABEL.test(domainOf(email)), `must have at most ${MAX_DOMAIN_LABEL} characters between the dots of its domain`],
+];
+const lengthProblem = (email: string) => LENGTH_RULES.find(([tooLong]) => tooLong(email))?.[1];
 
 /**
  * The one place a body field is written (validation, the type, openapi.json). Only the attestation
@@ -100,18 +99,18 @@ const mediaTypeOf = (c: Context) => c.req.header('content-type')?.split(';')[0]?
 /** An HTML form post can get a 303 instead of JSON. */
 export const isFormPost = (c: Context): boolean => FORM_TYPES.has(mediaTypeOf(c));
 
-const bodyError = (message: string) => new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message }] });
+/** A catch handler: whatever reading the body threw, the visitor is told this. */
+const bodyError = (message: string) => (): never => {
+  throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message }] });
+};
 
-/** JSON, a urlencoded or a multipart form; anything else is a 415. Whatever reading the body throws, the visitor is told the same. */
+/** JSON, a urlencoded or a multipart form; anything else is a 415. */
 export async function readSubscribeBody(c: Context): Promise<Record<string, unknown>> {
-  if (isFormPost(c)) return c.req.parseBody().catch(() => Promise.reject(bodyError('must be a valid form submission')));
+  if (isFormPost(c)) return c.req.parseBody().catch(bodyError('must be a valid form submission'));
   if (mediaTypeOf(c) !== 'application/json') throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
-  const parsed: unknown = await c.req
-    .text()
-    .then(JSON.parse)
-    .catch(() => Promise.reject(bodyError('must be valid JSON')));
+  const parsed: unknown = await c.req.text().then(JSON.parse).catch(bodyError('must be valid JSON'));
   if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
-  throw bodyError('must be a JSON object');
+  return bodyError('must be a JSON object')();
 }
 
 /** Throws VALIDATION_ERROR. Own properties of the known fields only: `__proto__` and others are dropped. */

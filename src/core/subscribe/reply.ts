@@ -12,7 +12,7 @@ export type SubscribeReply =
 
 declare module 'hono' {
   interface ContextVariableMap {
-    subscribeReturnTo: ReturnType<typeof returnToPage>;
+    subscribeReturnTo: URL | undefined;
   }
 }
 
@@ -20,10 +20,8 @@ declare module 'hono' {
 const isNoScriptPost = (c: Context) => isFormPost(c) && !/\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
 
 /**
- * The page a no-script post's `returnTo` field names (docs/contract.md "POST /api/subscribe"): an
- * absolute http(s) URL on an allowed origin and on the origin the post came from (`Origin`, else
- * `Referer`), without its fragment. Anything else, or longer than any page address, is ignored as
- * if absent, so this is never an open redirect.
+ * The page a no-script post's `returnTo` names, if it is on an allowed origin and on the one the post came from; else
+ * ignored as if absent, so this is never an open redirect (docs/contract.md "POST /api/subscribe").
  */
 export function returnToPage(c: Context, input: Record<string, unknown>, origins: OriginPolicy): URL | undefined {
   const value = isNoScriptPost(c) && Object.hasOwn(input, 'returnTo') ? input.returnTo : undefined;
@@ -38,10 +36,7 @@ export function returnToPage(c: Context, input: Record<string, unknown>, origins
   return page;
 }
 
-/**
- * Where a no-script post is sent back with a 303 instead of JSON: the configured redirect URL,
- * else its `returnTo` page, else its `Referer` when that origin is allowed; never anywhere else.
- */
+/** Where a no-script post is sent back with a 303: the configured redirect URL, else `returnTo`, else an allowed `Referer`. */
 export function redirectTarget(c: Context, redirectUrl: string | undefined, origins: OriginPolicy, returnTo?: URL): URL | undefined {
   if (!isNoScriptPost(c)) return undefined;
   if (redirectUrl || returnTo) return new URL(redirectUrl || returnTo!);
@@ -59,16 +54,12 @@ export function reply(c: Context, target: URL | undefined, error?: ApiError): Re
   for (const stale of ['subscribed', 'subscribe_error']) target.searchParams.delete(stale);
   if (error) target.searchParams.set('subscribe_error', error.code);
   else target.searchParams.set('subscribed', '1');
-  // A page without JavaScript cannot read the query, but CSS can show `:target`; a fragment the
-  // configured redirect URL has is kept. CAPTCHA_REQUIRED's page says the check needs JavaScript.
+  // A page without JavaScript cannot read the query, but CSS can show `:target`; the redirect URL's own fragment is kept.
   if (!target.hash) target.hash = !error ? 'subscribed' : error.code === 'CAPTCHA_REQUIRED' ? 'subscribe-challenge' : 'subscribe-error';
   return c.redirect(target.href, 303);
 }
 
-/**
- * 403 FORBIDDEN_ORIGIN: that page is not ours to send anyone back to, so a no-script post goes to the
- * configured redirect URL or gets a short page (raw JSON means nothing to a visitor); JSON gets the envelope.
- */
+/** FORBIDDEN_ORIGIN: that page is not ours to send anyone back to; a short page means more to a visitor than raw JSON. */
 export function refusedOriginReply(c: Context, redirectUrl: string | undefined, error: ApiError): Response {
   if (!isNoScriptPost(c)) return reply(c, undefined, error);
   if (redirectUrl) return reply(c, new URL(redirectUrl), error);
@@ -78,19 +69,13 @@ export function refusedOriginReply(c: Context, redirectUrl: string | undefined, 
 // No style or script: the API's Content-Security-Policy (default-src 'none') covers this page too.
 const REFUSED_ORIGIN_PAGE = `<!doctype html>
 <html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>Subscription not sent</title>
-</head>
-<body>
-<main>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex">
+<title>Subscription not sent</title></head>
+<body><main>
 <h1>Subscription not sent</h1>
 <p>This newsletter does not take sign-ups from the page you came from, so nothing was sent and your address was not kept.</p>
 <p>Please go back and subscribe with the form on the newsletter's own website.</p>
 <p><small>Site owner: this service's <code>ALLOWED_ORIGINS</code> setting does not list the origin of the page the form is on.</small></p>
-</main>
-</body>
+</main></body>
 </html>
 `;
