@@ -15,26 +15,21 @@ export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOpt
     `  ${xmlElement('updated', options.updated)}`,
     // RFC 4287 §4.1.1: a feed needs an author unless every entry has one.
     `  <author>${xmlElement('name', options.author ?? options.title)}</author>`,
-    ...issues.map((issue) => atomEntry(issue, options)),
+    ...issues.flatMap((issue) => entry(issue, options.issueUrl(issue.slug), issueUpdatedAt(issue) ?? options.updated)),
     '</feed>',
     '',
   ].join('\n');
 }
 
-function atomEntry(issue: IssueSummary, options: FeedOptions): string {
-  const url = options.issueUrl(issue.slug);
-  // An issue without any date still needs <updated> (§4.1.2): the feed's own date stands in.
-  const date = issueUpdatedAt(issue) ?? options.updated;
-  return [
-    '  <entry>',
-    `    ${xmlElement('title', issue.subject, { type: 'text' })}`,
-    `    <link rel="alternate" type="text/html" href="${xmlText(url)}"/>`,
-    // The page URL is the id: stable as long as the slug is.
-    `    ${xmlElement('id', url)}`,
-    ...(issue.sentAt ? [`    ${xmlElement('published', issue.sentAt)}`] : []),
-    `    ${xmlElement('updated', date)}`,
-    ...(issue.previewText ? [`    ${xmlElement('summary', issue.previewText, { type: 'text' })}`] : []),
-    ...(issue.category ? [`    <category term="${xmlText(issue.category.slug)}" label="${xmlText(issue.category.name)}"/>`] : []),
-    '  </entry>',
-  ].join('\n');
-}
+// The page URL is the id: stable as long as the slug is. An issue without a date gets the feed's (<updated> is required, §4.1.2).
+const entry = (issue: IssueSummary, url: string, updated: string) => [
+  '  <entry>',
+  `    ${xmlElement('title', issue.subject, { type: 'text' })}`,
+  `    <link rel="alternate" type="text/html" href="${xmlText(url)}"/>`,
+  `    ${xmlElement('id', url)}`,
+  ...(issue.sentAt ? [`    ${xmlElement('published', issue.sentAt)}`] : []),
+  `    ${xmlElement('updated', updated)}`,
+  ...(issue.previewText ? [`    ${xmlElement('summary', issue.previewText, { type: 'text' })}`] : []),
+  ...(issue.category ? [`    <category term="${xmlText(issue.category.slug)}" label="${xmlText(issue.category.name)}"/>`] : []),
+  '  </entry>',
+];

@@ -15,18 +15,12 @@ export interface FeedOptions {
 
 /** The later of `updatedAt` and `sentAt` (an upstream may not move `updatedAt` on sending); null without either. */
 export function issueUpdatedAt(issue: Pick<IssueSummary, 'sentAt' | 'updatedAt'>): string | null {
-  const times = [issue.updatedAt, issue.sentAt].map((date) => (date === null ? Number.NaN : Date.parse(date)));
-  const known = times.filter((time) => !Number.isNaN(time));
+  const known = [issue.updatedAt, issue.sentAt].map((date) => Date.parse(date ?? '')).filter((time) => !Number.isNaN(time));
   return known.length === 0 ? null : new Date(Math.max(...known)).toISOString();
 }
 
 export function latestUpdate(issues: readonly IssueSummary[], fallback: string): string {
   // ISO dates in one format: their text sorts as their times do.
-  return (
-    issues
-      .map(issueUpdatedAt)
-      .filter((date) => date !== null)
-      .sort()
-      .at(-1) ?? fallback
-  );
+  const dates = issues.map(issueUpdatedAt).filter((date) => date !== null);
+  return dates.sort().at(-1) ?? fallback;
 }

@@ -17,23 +17,20 @@ export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOpti
     `    ${xmlElement('description', options.description ?? options.title)}`,
     ...(options.feedUrl ? [`    <atom:link rel="self" type="application/rss+xml" href="${xmlText(options.feedUrl)}"/>`] : []),
     `    ${xmlElement('lastBuildDate', rfc822(options.updated))}`,
-    ...issues.map((issue) => rssItem(issue, options)),
+    ...issues.flatMap((issue) => item(issue, options.issueUrl(issue.slug))),
     '  </channel>',
     '</rss>',
     '',
   ].join('\n');
 }
 
-function rssItem(issue: IssueSummary, options: FeedOptions): string {
-  const url = options.issueUrl(issue.slug);
-  return [
-    '    <item>',
-    `      ${xmlElement('title', issue.subject)}`,
-    `      ${xmlElement('link', url)}`,
-    `      ${xmlElement('guid', url, { isPermaLink: 'true' })}`,
-    ...(issue.sentAt ? [`      ${xmlElement('pubDate', rfc822(issue.sentAt))}`] : []),
-    ...(issue.previewText ? [`      ${xmlElement('description', issue.previewText)}`] : []),
-    ...(issue.category ? [`      ${xmlElement('category', issue.category.name)}`] : []),
-    '    </item>',
-  ].join('\n');
-}
+const item = (issue: IssueSummary, url: string) => [
+  '    <item>',
+  `      ${xmlElement('title', issue.subject)}`,
+  `      ${xmlElement('link', url)}`,
+  `      ${xmlElement('guid', url, { isPermaLink: 'true' })}`,
+  ...(issue.sentAt ? [`      ${xmlElement('pubDate', rfc822(issue.sentAt))}`] : []),
+  ...(issue.previewText ? [`      ${xmlElement('description', issue.previewText)}`] : []),
+  ...(issue.category ? [`      ${xmlElement('category', issue.category.name)}`] : []),
+  '    </item>',
+];

@@ -2,31 +2,27 @@ import type { Logger } from '../log.js';
 import type { SurgeAlert } from './surge.js';
 
 /**
- * Sends a surge's start and end to ALERT_WEBHOOK_URL, a Slack-compatible webhook or any receiver of a
- * JSON POST (docs/subscribe.md "Alert webhook"). Always resolves: a failing receiver is logged, never
- * waited on by visitors. The URL is a credential: never logged.
+ * Posts a surge's start and end as JSON to ALERT_WEBHOOK_URL (Slack-compatible; docs/subscribe.md "Alert webhook").
+ * Always resolves: a failing receiver is logged, never waited on by visitors. The URL is a credential: never logged.
  */
-export function createAlertWebhook(options: {
-  url: string;
-  log: Logger;
-  fetch?: typeof globalThis.fetch;
-  timeoutMs?: number;
-}): (payload: SurgeAlert) => Promise<void> {
+export function createAlertWebhook(options: { url: string; log: Logger; fetch?: typeof globalThis.fetch; timeoutMs?: number }) {
   const { url, log, fetch = globalThis.fetch, timeoutMs = 5000 } = options;
-  return async function sendAlert(payload) {
+  return async function sendAlert(payload: SurgeAlert): Promise<void> {
+    const headers = { 'Content-Type': 'application/json' };
+    const failed = (detail: { status: number } | { reason: string }) =>
+      log.log('warn', 'alert_webhook_failed', { alert: payload.event, ...detail });
     try {
       const response = await fetch(url, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
+        headers,
         body: JSON.stringify(payload),
         redirect: 'manual',
         signal: AbortSignal.timeout(timeoutMs),
       });
       await response.body?.cancel();
-      if (!response.ok) log.log('warn', 'alert_webhook_failed', { alert: payload.event, status: response.status });
+      if (!response.ok) failed({ status: response.status });
     } catch (error) {
-      const reason = error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable';
-      log.log('warn', 'alert_webhook_failed', { alert: payload.event, reason });
+      failed({ reason: error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable' });
     }
   };
 }

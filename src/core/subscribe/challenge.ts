@@ -51,18 +51,15 @@ export function createTurnstileChallenge(options: TurnstileChallengeOptions): Su
     const token = Object.hasOwn(input, TURNSTILE_RESPONSE_FIELD) ? input[TURNSTILE_RESPONSE_FIELD] : undefined;
     if (token === undefined || (typeof token === 'string' && token.trim() === '')) {
       // The form showed no widget (TURNSTILE_MODE=surge, an old form): the site key lets it render one.
-      const detail = { path: TURNSTILE_RESPONSE_FIELD, message: 'is required: complete the anti-bot check' };
-      throw new SubscribeFailure(
-        'CAPTCHA_REQUIRED',
-        { outcome: 'rejected', fields: { reason: 'CAPTCHA_REQUIRED', captcha: 'missing' } },
-        { details: [siteKey ? { ...detail, siteKey } : detail] },
-      );
+      const detail = { path: TURNSTILE_RESPONSE_FIELD, message: 'is required: complete the anti-bot check', ...(siteKey && { siteKey }) };
+      const log = { outcome: 'rejected', fields: { reason: 'CAPTCHA_REQUIRED', captcha: 'missing' } } as const;
+      throw new SubscribeFailure('CAPTCHA_REQUIRED', log, { details: [detail] });
     }
     if (typeof token !== 'string' || token.length > 2048) throw failed('malformed');
-    const form = new URLSearchParams({ secret: secretKey, response: token });
     const remoteIp = clientIp(c);
-    if (remoteIp) form.set('remoteip', remoteIp);
-    const answer = await siteverify(form);
+    const answer = await siteverify(
+      new URLSearchParams({ secret: secretKey, response: token, ...(remoteIp ? { remoteip: remoteIp } : {}) }),
+    );
     if (answer instanceof SubscribeFailure) throw answer;
     const { success, 'error-codes': codes } = (answer ?? {}) as { success?: unknown; 'error-codes'?: unknown };
     if (success === true) return;

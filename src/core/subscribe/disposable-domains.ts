@@ -1,14 +1,11 @@
-/**
- * SUBSCRIBE_BLOCK_DISPOSABLE's throwaway domains, from the optional `mailchecker` (docs/subscribe.md
- * "Throwaway addresses"), loaded by the Node entry only when set: the Worker bundle never carries it.
- */
 import { importOptional } from '../../node/optional-package.js';
 
-interface DisposableList {
-  blacklist(): Set<string>;
-}
+type DisposableList = { blacklist(): Set<string> };
 
-/** The test: a domain the list names, or one under it (`x.mailinator.com`). MissingPackageError without the package. */
+/**
+ * SUBSCRIBE_BLOCK_DISPOSABLE's test (docs/subscribe.md "Throwaway addresses"): a domain `mailchecker` lists, or one under it
+ * (`x.mailinator.com`). Loaded by the Node entry only when set: the Worker bundle never carries it. MissingPackageError without it.
+ */
 export async function loadDisposableDomains(load: () => Promise<DisposableList> = importMailchecker): Promise<(domain: string) => boolean> {
   const domains = (await importOptional('mailchecker', 'SUBSCRIBE_BLOCK_DISPOSABLE=true', load)).blacklist();
   return function isDisposableDomain(domain: string): boolean {

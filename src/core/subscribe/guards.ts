@@ -6,7 +6,6 @@ import type { RateLimiter } from '../http/rate-limit.js';
 
 /** The same address again within this window is accepted without a second upstream call. */
 export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
-const REPEAT_MAX_ENTRIES = 50_000;
 
 /** CORS does not stop a cross-site form post; this does. A request without `Origin` passes. */
 export function isForbiddenOrigin(c: Context, origins: OriginPolicy): boolean {
@@ -32,9 +31,6 @@ export interface RepeatGuard {
 }
 
 export function createRepeatGuard(now: () => number): RepeatGuard {
-  const recent = new LRUCache<string, true>({ max: REPEAT_MAX_ENTRIES, ttl: REPEAT_WINDOW_MS, perf: { now }, ttlResolution: 0 });
-  return {
-    isRepeat: (normalizedEmail: string): boolean => recent.has(normalizedEmail),
-    remember: (normalizedEmail: string): void => void recent.set(normalizedEmail, true),
-  };
+  const recent = new LRUCache<string, true>({ max: 50_000, ttl: REPEAT_WINDOW_MS, perf: { now }, ttlResolution: 0 });
+  return { isRepeat: (email) => recent.has(email), remember: (email) => void recent.set(email, true) };
 }

@@ -12,21 +12,16 @@ export type SubscribeReply =
 
 declare module 'hono' {
   interface ContextVariableMap {
-    /** The page a form post's `returnTo` field names, once accepted (see `returnToPage`). */
     subscribeReturnTo: URL | undefined;
   }
 }
 
-/** A post without JavaScript: a form body that does not ask for JSON. It can be answered with a 303 or a page. */
-function isNoScriptPost(c: Context): boolean {
-  return isFormPost(c) && !/\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
-}
+/** A post without JavaScript (a form body that does not ask for JSON) can be answered with a 303 or a page. */
+const isNoScriptPost = (c: Context) => isFormPost(c) && !/\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
 
 /**
- * The page a no-script post's `returnTo` field names (docs/contract.md "POST /api/subscribe"): an
- * absolute http(s) URL on an allowed origin and on the origin the post came from (`Origin`, else
- * `Referer`), without its fragment. Anything else, or longer than any page address, is ignored as
- * if absent, so this is never an open redirect.
+ * The page a no-script post's `returnTo` names, if it is on an allowed origin and on the one the post came from; else
+ * ignored as if absent, so this is never an open redirect (docs/contract.md "POST /api/subscribe").
  */
 export function returnToPage(c: Context, input: Record<string, unknown>, origins: OriginPolicy): URL | undefined {
   const value = isNoScriptPost(c) && Object.hasOwn(input, 'returnTo') ? input.returnTo : undefined;
@@ -41,10 +36,7 @@ export function returnToPage(c: Context, input: Record<string, unknown>, origins
   return page;
 }
 
-/**
- * Where a no-script post is sent back with a 303 instead of JSON: the configured redirect URL,
- * else its `returnTo` page, else its `Referer` when that origin is allowed; never anywhere else.
- */
+/** Where a no-script post is sent back with a 303: the configured redirect URL, else `returnTo`, else an allowed `Referer`. */
 export function redirectTarget(c: Context, redirectUrl: string | undefined, origins: OriginPolicy, returnTo?: URL): URL | undefined {
   if (!isNoScriptPost(c)) return undefined;
   if (redirectUrl || returnTo) return new URL(redirectUrl || returnTo!);
@@ -59,20 +51,15 @@ export function reply(c: Context, target: URL | undefined, error?: ApiError): Re
 export function reply(c: Context, target: URL | undefined, error?: ApiError): Response {
   c.header('Cache-Control', NO_STORE);
   if (!target) return error ? renderError(c, error) : c.json({ ok: true as const, data: { accepted: true as const } }, 200);
-  target.searchParams.delete('subscribed');
-  target.searchParams.delete('subscribe_error');
+  for (const stale of ['subscribed', 'subscribe_error']) target.searchParams.delete(stale);
   if (error) target.searchParams.set('subscribe_error', error.code);
   else target.searchParams.set('subscribed', '1');
-  // A page without JavaScript cannot read the query, but CSS can show `:target`; a fragment the
-  // configured redirect URL has is kept. CAPTCHA_REQUIRED's page says the check needs JavaScript.
+  // A page without JavaScript cannot read the query, but CSS can show `:target`; the redirect URL's own fragment is kept.
   if (!target.hash) target.hash = !error ? 'subscribed' : error.code === 'CAPTCHA_REQUIRED' ? 'subscribe-challenge' : 'subscribe-error';
   return c.redirect(target.href, 303);
 }
 
-/**
- * 403 FORBIDDEN_ORIGIN: that page is not ours to send anyone back to, so a no-script post goes to the
- * configured redirect URL or gets a short page (raw JSON means nothing to a visitor); JSON gets the envelope.
- */
+/** FORBIDDEN_ORIGIN: that page is not ours to send anyone back to; a short page means more to a visitor than raw JSON. */
 export function refusedOriginReply(c: Context, redirectUrl: string | undefined, error: ApiError): Response {
   if (!isNoScriptPost(c)) return reply(c, undefined, error);
   if (redirectUrl) return reply(c, new URL(redirectUrl), error);
@@ -82,19 +69,13 @@ export function refusedOriginReply(c: Context, redirectUrl: string | undefined, 
 // No style or script: the API's Content-Security-Policy (default-src 'none') covers this page too.
 const REFUSED_ORIGIN_PAGE = `<!doctype html>
 <html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>Subscription not sent</title>
-</head>
-<body>
-<main>
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><meta name="robots" content="noindex">
+<title>Subscription not sent</title></head>
+<body><main>
 <h1>Subscription not sent</h1>
 <p>This newsletter does not take sign-ups from the page you came from, so nothing was sent and your address was not kept.</p>
 <p>Please go back and subscribe with the form on the newsletter's own website.</p>
 <p><small>Site owner: this service's <code>ALLOWED_ORIGINS</code> setting does not list the origin of the page the form is on.</small></p>
-</main>
-</body>
+</main></body>
 </html>
 `;

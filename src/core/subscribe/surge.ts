@@ -5,34 +5,23 @@ const MINUTE_MS = 60_000;
 /** Distinct IPs, domains and addresses kept per minute for the start line; past this, "at least". */
 const MAX_DISTINCT = 10_000;
 
-/**
- * Subscribe attempts per minute, service-wide (in memory, or in Redis for every instance): a
- * sliding minute estimated from two fixed ones, so two counters however heavy the flood.
- */
+/** Subscribe attempts per minute, service-wide (in memory, or in Redis for every instance); `add` counts one. */
 export interface SurgeCounter {
-  /** Counts one attempt and returns the rate. */
   add(at: number): number | Promise<number>;
   rate(at: number): number | Promise<number>;
 }
 
-/** The previous fixed minute weighted by how much of it the sliding minute still covers. */
-export function slidingRate(current: number, previous: number, at: number): number {
-  return current + previous * (1 - (at % MINUTE_MS) / MINUTE_MS);
-}
-
-export function minuteOf(at: number): number {
-  return Math.floor(at / MINUTE_MS);
-}
+/** A sliding minute from two fixed ones (two counters however heavy the flood): the previous weighted by how much of it is still covered. */
+export const slidingRate = (current: number, previous: number, at: number): number =>
+  current + previous * (1 - (at % MINUTE_MS) / MINUTE_MS);
+export const minuteOf = (at: number): number => Math.floor(at / MINUTE_MS);
 
 /** A value per fixed minute, this one's and the one before's (empty unless it was the minute just before). */
 function lastTwoMinutes<T>(empty: () => T): (at: number) => [current: T, previous: T] {
   let [minute, current, previous] = [0, empty(), empty()];
   return (at) => {
     const now = minuteOf(at);
-    if (now !== minute) {
-      previous = now === minute + 1 ? current : empty();
-      [minute, current] = [now, empty()];
-    }
+    if (now !== minute) [minute, current, previous] = [now, empty(), now === minute + 1 ? current : empty()];
     return [current, previous];
   };
 }
@@ -47,15 +36,8 @@ export function createMemorySurgeCounter(): SurgeCounter {
   return { add: (at) => count(at, 1), rate: (at) => count(at, 0) };
 }
 
-type Counts<Name extends string> = Record<Name, number> & { response: 'challenge' | 'pause' };
-
 /** What the owner's webhook receives (docs/subscribe.md "Alert webhook"): counts only, never an address. */
-export type SurgeAlert = { text: string; at: string } & (
-  | ({ event: 'subscribe_surge_started' } & Counts<
-      'ratePerMinute' | 'thresholdPerMinute' | 'distinctIps' | 'distinctDomains' | 'distinctAddresses'
-    >)
-  | ({ event: 'subscribe_surge_ended' } & Counts<'durationSeconds' | 'attempts' | 'challenged' | 'paused'>)
-);
+export type SurgeAlert = { text: string; event: string; at: string; [figure: string]: string | number };
 
 /** Workers' waitUntil; on Node the promise simply runs. */
 type Background = (promise: Promise<unknown>) => void;
@@ -72,7 +54,7 @@ const HINTS = {
  */
 export function createSurgeWatch(options: {
   perMinute: number;
-  /** SUBSCRIBE_SURGE_SECONDS: how long the rate must stay low for a surge to end. */
+  /** SUBSCRIBE_SURGE_SECONDS: how long the rate must stay low. */
   holdSeconds: number;
   response: 'challenge' | 'pause';
   counter: SurgeCounter;
@@ -135,7 +117,7 @@ export function createSurgeWatch(options: {
     paused() {
       if (surge) surge.paused += 1;
     },
-    /** Looks at the rate without an attempt, so a surge ends on time when the flood stops. */
+    // Without an attempt, so a surge ends on time when the flood stops.
     async check(background: Background): Promise<void> {
       const at = now();
       if (surge) evaluate(await counter.rate(at), at, background);
