@@ -18,7 +18,7 @@ const DEFAULTS = {
   drainTimeoutMs: 2000,
 };
 
-/** How the Node listener holds its connections (docs/contract.md "Availability under abuse"). */
+/** docs/contract.md "Availability under abuse". */
 export type ServerLimits = Partial<typeof DEFAULTS> & {
   maxConnections: number;
   /** The client a connection counts for (the rate limits' key); undefined: none, as behind a proxy. */
@@ -29,12 +29,11 @@ export type ServerLimits = Partial<typeof DEFAULTS> & {
 
 type Limits = Required<ServerLimits>;
 
-/** While above the cap with nothing to close, how often it looks again. */
 const RECHECK_MS = 100;
 /** How many of a rule's oldest candidates (or clients, for `over_share`) are weighed. */
 const WINDOW = 16;
 
-/** Node's own `maxConnections`: room above the cap for connections that arrive while every held one has a request in flight. */
+/** Node's own `maxConnections`: room for connections that arrive while every held one has a request in flight. */
 export function hardCeiling(maxConnections: number): number {
   return maxConnections + Math.max(16, Math.ceil(maxConnections / 8));
 }
@@ -60,7 +59,7 @@ export function limitsOf(
 
 export interface ServeOptions {
   fetch: (request: Request, env: object) => Response | Promise<Response>;
-  /** `createApp`'s answer to a request the adapter could not read. */
+  /** The answer to a request the adapter could not read. */
   refuse: (request: Request) => Response | Promise<Response>;
   hostname: string;
   port: number;
@@ -73,7 +72,7 @@ export interface ServeOptions {
  */
 export function serveWithLimits(options: ServeOptions, given: ServerLimits, onListening?: (info: AddressInfo) => void) {
   const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
-  /** Sockets closing after an answer: a request pipelined behind it is not run. */
+  // Sockets closing after an answer: a request pipelined behind it is not run.
   const closing = new WeakSet<Socket>();
   // The request being handed to the adapter, for its errorHandler (two variables, not an object a request).
   let readingIncoming: IncomingMessage | undefined;
@@ -134,14 +133,14 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
  * truly whether the connection serves another request (docs/node-http.md "Clean early answers"). Listeners and
  * timers are on the request's own objects, or on a socket that closes with this answer.
  */
-function finishEarlyAnswer(response: Response, bindings: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
-  const { incoming, outgoing } = bindings;
+async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
   if (incoming.complete) return response;
   const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
   // Chunked or unreadable: it could be any length.
   const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
+  const socket = incoming.socket;
   if (!saysClose && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
-    const timer = setTimeout(() => incoming.socket.destroy(), limits.drainTimeoutMs).unref();
+    const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
     const stop = () => clearTimeout(timer);
     incoming.once('end', stop);
     incoming.once('close', stop);
@@ -149,16 +148,9 @@ function finishEarlyAnswer(response: Response, bindings: HttpBindings, closing: 
     incoming.resume();
     return response;
   }
-  return answerThenClose(response, bindings, closing, limits.drainTimeoutMs);
-}
-
-/**
- * Closing a socket with unread input makes the kernel send a reset that can destroy the answer in the
- * client's buffer: write the answer, half-close, read until the client closes, destroy after the drain time.
- */
-async function answerThenClose(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, drainTimeoutMs: number) {
+  // Closing a socket with unread input makes the kernel send a reset that can destroy the answer in the
+  // client's buffer: write the answer, half-close, read until the client closes, destroy after the drain time.
   const body = new Uint8Array(await response.arrayBuffer());
-  const socket = incoming.socket;
   if (socket.destroyed) return RESPONSE_ALREADY_SENT;
   const headers: string[] = [];
   response.headers.forEach((value, name) => {
@@ -166,7 +158,7 @@ async function answerThenClose(response: Response, { incoming, outgoing }: HttpB
   });
   headers.push('Content-Length', String(body.byteLength), 'Connection', 'close');
   closing.add(socket);
-  const timer = setTimeout(() => socket.destroy(), drainTimeoutMs).unref();
+  const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
   socket.once('close', () => clearTimeout(timer));
   outgoing.writeHead(response.status, headers);
   outgoing.write(body);
@@ -202,10 +194,7 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
   }
 }
 
-/**
- * Whether REQUEST_TIMEOUT_SECONDS cut this request off: the body read reports only "aborted", as for a
- * client that hung up; the socket's `errored` tells the two apart.
- */
+/** Whether REQUEST_TIMEOUT_SECONDS cut this request off: the body read reports "aborted" as for a client that hung up. */
 export function timedOutByListener(c: Context): boolean {
   const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
   return (socket?.errored as NodeJS.ErrnoException | null | undefined)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
@@ -221,7 +210,7 @@ interface Client {
 interface Held {
   socket: Socket;
   client: Client | undefined;
-  /** Requests read and not yet done (more than one when the client pipelines). */
+  /** Requests read and not yet done (several when the client pipelines). */
   inFlight: number;
   /** When it was accepted, or when its last request was done. */
   since: number;
@@ -239,7 +228,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   // Oldest first: connections that have sent no request yet, and kept-alive ones between requests.
   const fresh = new Set<Held>();
   const idle = new Set<Held>();
-  /** Clients by their count of fresh connections, to find the one holding most at once. */
+  // Clients by their count of fresh connections, to find the one holding most at once.
   const byFresh: Set<Client>[] = [];
   let mostFresh = 0;
   let open = 0;
