@@ -66,10 +66,7 @@ export interface ServeOptions {
   onShed?: (reason: ConnectionShedReason) => void;
 }
 
-/**
- * @hono/node-server's request listener on a `node:http` server with the limits applied before the first
- * connection, connections shed above the cap, and clean, honest early answers (docs/node-http.md).
- */
+/** @hono/node-server's listener on a `node:http` server: limits, shedding above the cap, clean early answers (docs/node-http.md). */
 export function serveWithLimits(options: ServeOptions, given: ServerLimits, onListening?: (info: AddressInfo) => void) {
   const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
   // Sockets closing after an answer: a request pipelined behind it is not run.
@@ -129,9 +126,8 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
 }
 
 /**
- * An answer ready before the request body was read (413, 415, 403, 429, …) reaches the client whole and says
- * truly whether the connection serves another request (docs/node-http.md "Clean early answers"). Listeners and
- * timers are on the request's own objects, or on a socket that closes with this answer.
+ * An answer ready before the request body was read (413, 415, 403, 429, …) reaches the client whole and says truly
+ * whether the connection serves another request (docs/node-http.md "Clean early answers").
  */
 async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
   if (incoming.complete) return response;
@@ -217,10 +213,7 @@ interface Held {
   gone: boolean;
 }
 
-/**
- * Which connections make room above MAX_CONNECTIONS (docs/node-http.md "A crowd at one address"), in this
- * order: `slow_head`, `over_share`, then `idle`. A connection with a request in flight is never closed.
- */
+/** Which connections make room above MAX_CONNECTIONS, by the rules in docs/node-http.md "A crowd at one address". */
 function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
   const bySocket = new WeakMap<Socket, Held>();
@@ -275,9 +268,8 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   }
 
   /**
-   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one once it is
-   * `overShareAfterMs` old; failing that, the oldest of the client holding the most when that is more than
-   * its share (the cap divided between the clients).
+   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one once `overShareAfterMs`
+   * old; failing that, the oldest of the client holding the most when that is more than its share of the cap.
    */
   function overShare(at: number): Held | undefined {
     let weighed = 0;

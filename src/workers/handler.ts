@@ -127,7 +127,7 @@ export function createWorker(options: WorkerOptions = {}) {
         const reason = error instanceof Error ? error.message : 'unknown';
         log.log('warn', 'scheduled_refresh_failed', { cron: controller.cron, reason, ms: clock() - started });
       }
-      // DEPLOY_HOOK_URL: the refreshed index is compared with the last look (a failed refresh has nothing new, but a call still due is made).
+      // DEPLOY_HOOK_URL: compared with the last look (after a failed refresh nothing is new, but a call still due is made).
       await service.archiveWatch?.tick({ check: refreshed });
     },
   };

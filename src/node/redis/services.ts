@@ -49,9 +49,8 @@ return 1`;
 export type RedisServices = Awaited<ReturnType<typeof connectRedis>>;
 
 /**
- * What several Node instances share through Redis (docs/deployment.md "Several instances"). Never throws on
- * an outage: each service falls back to this instance's memory, or skips the write. Imported by the Node
- * entry only with REDIS_URL, so neither Node without Redis nor the Worker carries the client.
+ * What several Node instances share through Redis (docs/deployment.md "Several instances"). Never throws on an
+ * outage: each service falls back to this instance's memory, or skips the write. Imported only with REDIS_URL.
  */
 export async function connectRedis(options: {
   url: string;
