@@ -10,8 +10,6 @@ export class RedisUnavailable extends Error {
 /** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
 const reasonOf = (error: unknown) => (error instanceof Error ? (/^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name) : 'error');
 
-export type RedisLink = ReturnType<typeof createRedisLink>;
-
 /**
  * Every command bounded by `timeoutMs`. A failed one makes Redis down: commands are refused at once (callers
  * fall back to memory) while PING probes. One line starts an outage spell and one ends it, once every command
