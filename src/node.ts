@@ -13,11 +13,10 @@ import { limitsOf, serveWithLimits, timedOutByListener } from './node/listener.j
 import { importOptional, MissingPackageError } from './node/optional-package.js';
 import type { RedisServices } from './node/redis/services.js';
 
-/** How often a surge looks at the rate without an attempt: well inside any hold it may have. */
+/** A surge looks at the rate without an attempt well inside any hold it may have. */
 const SURGE_CHECK_INTERVAL_MS = 5000;
-/** How often ACCESS_LOG=summary writes its `cache_hits` lines. */
 const HIT_SUMMARY_INTERVAL_MS = 60_000;
-/** How often the archive watch (DEPLOY_HOOK_URL) ticks: it reads the upstream only once its copy is past its TTL. */
+/** The archive watch (DEPLOY_HOOK_URL) reads the upstream only once its copy is past its TTL. */
 const WATCH_TICK_MS = 1000;
 
 const DEMO_BANNER = `
@@ -27,10 +26,7 @@ const DEMO_BANNER = `
 
 `;
 
-/**
- * Runs the service on Node (the CLI's `start`): config from `env`, demo or real upstream,
- * graceful shutdown. A bad config exits 2 (a usage error, as the CLI's), anything else 1.
- */
+/** Runs the service on Node (the CLI's `start`). A bad config exits 2 (a usage error, as the CLI's), anything else 1. */
 export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const parsed = parseConfig(env);
   if (!parsed.ok) {
@@ -83,8 +79,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   for (const notice of parsed.notices) log.log('warn', 'config_notice', { notice });
 
-  // The demo site renders search results with the app's own routes, each its own request: Node's
-  // headers are read from the bindings, so it gets the visitor's socket and none of the page's headers.
+  // The demo site's own reads get the visitor's socket and none of the page's headers (Node's are read from the bindings).
   const api = async (path: string, env: unknown) =>
     service.app.request(path, undefined, { ...(env as object), incoming: { headers: {}, socket: (env as HttpBindings).incoming.socket } });
   const service = createAppForConfig(config, {
@@ -106,8 +101,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     requestTimedOut: timedOutByListener,
     requestHeader: headerOfIncoming,
     isDisposableDomain,
-    // With Redis, one instance watches; the others' copies of the archive come from Redis within a
-    // TTL (and a tick) of the change, so the hook waits that long for all of them to serve it.
+    // With Redis one instance watches; the hook waits a TTL and a tick for the others' copies to come from Redis.
     archiveWatch: redis && {
       store: redis.watchStore,
       lease: redis.watchLease,
@@ -123,7 +117,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     void archiveWatch.tick();
     setInterval(() => void archiveWatch.tick(), WATCH_TICK_MS).unref();
   }
-  /** The last words: what the summary counted since it last wrote, and every line still buffered. */
+  // The last words: what the summary counted since it last wrote, and every line still buffered.
   const exit = (code: number) => {
     logAccess.writeHitSummary();
     writer.stop();

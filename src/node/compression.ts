@@ -13,16 +13,9 @@ export function createNodeBodyEncoder({ minBytes = 1024 } = {}): BodyEncoder {
   return async function encodeBody(body) {
     const text = Buffer.from(body);
     if (text.length < minBytes) return [];
-    const [br, gz] = await Promise.all([
-      brotli(text, {
-        params: {
-          [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-          [constants.BROTLI_PARAM_QUALITY]: 9,
-          [constants.BROTLI_PARAM_SIZE_HINT]: text.length,
-        },
-      }),
-      gzipAsync(text, { level: 9 }),
-    ]);
+    const { BROTLI_PARAM_MODE, BROTLI_MODE_TEXT, BROTLI_PARAM_QUALITY, BROTLI_PARAM_SIZE_HINT } = constants;
+    const params = { [BROTLI_PARAM_MODE]: BROTLI_MODE_TEXT, [BROTLI_PARAM_QUALITY]: 9, [BROTLI_PARAM_SIZE_HINT]: text.length };
+    const [br, gz] = await Promise.all([brotli(text, { params }), gzipAsync(text, { level: 9 })]);
     // zlib's output is never backed by a SharedArrayBuffer.
     const copies = [
       { coding: 'br', body: br },

@@ -9,20 +9,16 @@ import type { ConnectionShedReason } from '../core/metrics.js';
 
 /** The limits tests set smaller; what each means: docs/node-http.md. */
 const DEFAULTS = {
-  /** How often Node checks the two timeouts (its own 30 s would let a slow head linger 45 s). */
   connectionsCheckingIntervalMs: 2000,
-  /** Above the cap, how long a connection must have been idle, have sent no whole head, or been fresh to make room. */
   idleGraceMs: 1000,
   slowHeadGraceMs: 2000,
   overShareAfterMs: 250,
-  /** How long after its last shed the listener still reports shedding (readiness). */
   sheddingReportMs: 10_000,
-  /** After an early answer, a body declared this long or shorter is read, and the connection kept if it ends within the drain time. */
   drainMaxBytes: 64 * 1024,
   drainTimeoutMs: 2000,
 };
 
-/** How the Node listener holds its connections (docs/contract.md "Availability under abuse"). */
+/** docs/contract.md "Availability under abuse". */
 export type ServerLimits = Partial<typeof DEFAULTS> & {
   maxConnections: number;
   /** The client a connection counts for (the rate limits' key); undefined: none, as behind a proxy. */
@@ -31,12 +27,13 @@ export type ServerLimits = Partial<typeof DEFAULTS> & {
   requestTimeoutMs: number;
 };
 
-/** While above the cap with nothing to close, how often it looks again. */
+type Limits = Required<ServerLimits>;
+
 const RECHECK_MS = 100;
 /** How many of a rule's oldest candidates (or clients, for `over_share`) are weighed. */
 const WINDOW = 16;
 
-/** Node's own `maxConnections`: room above the cap for connections that arrive while every held one has a request in flight. */
+/** Node's own `maxConnections`: room for connections that arrive while every held one has a request in flight. */
 export function hardCeiling(maxConnections: number): number {
   return maxConnections + Math.max(16, Math.ceil(maxConnections / 8));
 }
@@ -62,23 +59,17 @@ export function limitsOf(
 
 export interface ServeOptions {
   fetch: (request: Request, env: object) => Response | Promise<Response>;
-  /** `createApp`'s answer to a request the adapter could not read. */
+  /** The answer to a request the adapter could not read. */
   refuse: (request: Request) => Response | Promise<Response>;
   hostname: string;
   port: number;
   onShed?: (reason: ConnectionShedReason) => void;
 }
 
-type Limits = Required<ServerLimits>;
-
-/**
- * @hono/node-server's request listener on a `node:http` server with the limits applied before
- * the first connection, connections shed above the cap, and clean, honest early answers.
- * Public APIs only (docs/node-http.md "Public APIs only").
- */
+/** @hono/node-server's listener on a `node:http` server: limits, shedding above the cap, clean early answers (docs/node-http.md). */
 export function serveWithLimits(options: ServeOptions, given: ServerLimits, onListening?: (info: AddressInfo) => void) {
   const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
-  /** Sockets closing after an answer: a request pipelined behind it is not run. */
+  // Sockets closing after an answer: a request pipelined behind it is not run.
   const closing = new WeakSet<Socket>();
   // The request being handed to the adapter, for its errorHandler (two variables, not an object a request).
   let readingIncoming: IncomingMessage | undefined;
@@ -87,7 +78,6 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
 
   const adapterListener = getRequestListener(
     (request, env) => {
-      // An HTTP/1 server: the bindings are always HttpBindings.
       const bindings = env as HttpBindings;
       const answer = options.fetch(request, bindings);
       // A GET or HEAD has no body to speak of: Node discards one after the answer.
@@ -96,12 +86,10 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
     },
     {
       hostname: options.hostname,
-      // Its drain closes a kept-alive connection 500 ms after an early answer (docs/node-http.md): finish does that job.
+      // Its drain would close a kept-alive connection 500 ms after an early answer: `finish` does that job.
       autoCleanupIncoming: false,
-      // A request Node parsed but the adapter cannot make a Request of (a Host or path it refuses):
-      // the app answers a stand-in, finished like any early answer. Called before the adapter's
-      // first await, so the request is still the one noted (a test pins it; were that to change,
-      // the stand-in would still be answered, as `GET /`, kept alive).
+      // A request Node parsed but the adapter cannot make a Request of (a Host or path it refuses): the app
+      // answers a stand-in. Called before the adapter's first await, so the noted request is this one.
       errorHandler: async (error) => {
         if (!(error instanceof RequestError)) return new Response(null, { status: 500 });
         const incoming = readingIncoming;
@@ -138,20 +126,17 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
 }
 
 /**
- * An answer ready before the request body was read (413, 415, 403, 429, …) must reach the client
- * whole and say truly whether the connection serves another request (docs/node-http.md "Clean
- * early answers"): a short declared body is drained and the connection kept; any other is answered
- * with `Connection: close` and a half-close. Listeners and timers are on the request's own objects,
- * or on a socket that closes with this answer: nothing accumulates on a long-lived connection.
+ * An answer ready before the request body was read (413, 415, 403, 429, …) reaches the client whole and says truly
+ * whether the connection serves another request (docs/node-http.md "Clean early answers").
  */
-function finishEarlyAnswer(response: Response, bindings: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
-  const { incoming, outgoing } = bindings;
+async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
   if (incoming.complete) return response;
   const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
   // Chunked or unreadable: it could be any length.
   const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
+  const socket = incoming.socket;
   if (!saysClose && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
-    const timer = setTimeout(() => incoming.socket.destroy(), limits.drainTimeoutMs).unref();
+    const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
     const stop = () => clearTimeout(timer);
     incoming.once('end', stop);
     incoming.once('close', stop);
@@ -159,15 +144,9 @@ function finishEarlyAnswer(response: Response, bindings: HttpBindings, closing: 
     incoming.resume();
     return response;
   }
-  // Node would close the socket as soon as a `Connection: close` answer is written, and closing it
-  // with unread input makes the kernel send a reset that can destroy the answer in the client's
-  // buffer. So: write the answer, half-close, read until the client closes, destroy after the drain time.
-  return answerThenClose(response, bindings, closing, limits.drainTimeoutMs);
-}
-
-async function answerThenClose(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, drainTimeoutMs: number) {
+  // Closing a socket with unread input makes the kernel send a reset that can destroy the answer in the
+  // client's buffer: write the answer, half-close, read until the client closes, destroy after the drain time.
   const body = new Uint8Array(await response.arrayBuffer());
-  const socket = incoming.socket;
   if (socket.destroyed) return RESPONSE_ALREADY_SENT;
   const headers: string[] = [];
   response.headers.forEach((value, name) => {
@@ -175,14 +154,14 @@ async function answerThenClose(response: Response, { incoming, outgoing }: HttpB
   });
   headers.push('Content-Length', String(body.byteLength), 'Connection', 'close');
   closing.add(socket);
-  const timer = setTimeout(() => socket.destroy(), drainTimeoutMs).unref();
+  const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
   socket.once('close', () => clearTimeout(timer));
   outgoing.writeHead(response.status, headers);
   outgoing.write(body);
   // Not `outgoing.end()`: Node would destroy the socket once the answer is written.
   socket.end();
   incoming.resume();
-  // The adapter's marker that it writes nothing more (made when its module loads, as its check needs).
+  // The adapter's marker that it writes nothing more.
   return RESPONSE_ALREADY_SENT;
 }
 
@@ -211,10 +190,7 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
   }
 }
 
-/**
- * Whether REQUEST_TIMEOUT_SECONDS cut this request off: Node answers 408 itself and the body read
- * reports only "aborted", as for a client that hung up; the socket's `errored` tells the two apart.
- */
+/** Whether REQUEST_TIMEOUT_SECONDS cut this request off: the body read reports "aborted" as for a client that hung up. */
 export function timedOutByListener(c: Context): boolean {
   const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
   return (socket?.errored as NodeJS.ErrnoException | null | undefined)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
@@ -230,61 +206,41 @@ interface Client {
 interface Held {
   socket: Socket;
   client: Client | undefined;
-  /** Requests read and not yet done (more than one when the client pipelines). */
+  /** Requests read and not yet done (several when the client pipelines). */
   inFlight: number;
   /** When it was accepted, or when its last request was done. */
   since: number;
-  /** Whether it has carried a request: between requests it is idle, before its first fresh. */
-  served: boolean;
   gone: boolean;
 }
 
-/**
- * Which connections make room above MAX_CONNECTIONS (docs/node-http.md "A crowd at one address"),
- * in this order: `slow_head`, `over_share`, then `idle` (a pool may send its next request on it at
- * any moment). A connection with a request in flight is never closed.
- */
+/** Which connections make room above MAX_CONNECTIONS, by the rules in docs/node-http.md "A crowd at one address". */
 function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
   const bySocket = new WeakMap<Socket, Held>();
   const clients = new Map<string, Client>();
-  /** Connections that have sent no request yet, oldest first. */
+  // Oldest first: connections that have sent no request yet, and kept-alive ones between requests.
   const fresh = new Set<Held>();
-  /** Kept-alive connections between requests, longest idle first. */
   const idle = new Set<Held>();
-  /** Clients by their count of fresh connections, to find the one holding most at once. */
-  const byFresh = new Map<number, Set<Client>>();
+  // Clients by their count of fresh connections, to find the one holding most at once.
+  const byFresh: Set<Client>[] = [];
   let mostFresh = 0;
   let open = 0;
   let lastShedAt = Number.NEGATIVE_INFINITY;
   let recheck: NodeJS.Timeout | undefined;
 
-  function moveBucket(client: Client, from: number) {
+  /** Files `client` under its count of fresh connections, which was `from`. */
+  function refile(client: Client, from: number) {
     const to = client.fresh.size;
-    if (from > 0) byFresh.get(from)?.delete(client);
-    if (to > 0) {
-      let bucket = byFresh.get(to);
-      if (bucket === undefined) byFresh.set(to, (bucket = new Set()));
-      bucket.add(client);
-    }
-    if (to > mostFresh) mostFresh = to;
-    while (mostFresh > 0 && !byFresh.get(mostFresh)?.size) mostFresh -= 1;
-  }
-
-  function startWaiting(held: Held) {
-    held.since = performance.now();
-    if (held.served) return void idle.add(held);
-    fresh.add(held);
-    const { client } = held;
-    if (client === undefined) return;
-    client.fresh.add(held);
-    moveBucket(client, client.fresh.size - 1);
+    byFresh[from]?.delete(client);
+    if (to > 0) (byFresh[to] ??= new Set()).add(client);
+    mostFresh = Math.max(mostFresh, to);
+    while (mostFresh > 0 && !byFresh[mostFresh]?.size) mostFresh -= 1;
   }
 
   function stopWaiting(held: Held) {
-    if (idle.delete(held) || !fresh.delete(held)) return;
     const { client } = held;
-    if (client?.fresh.delete(held)) moveBucket(client, client.fresh.size + 1);
+    if (idle.delete(held) || !fresh.delete(held)) return;
+    if (client?.fresh.delete(held)) refile(client, client.fresh.size + 1);
   }
 
   function release(held: Held) {
@@ -312,14 +268,13 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   }
 
   /**
-   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one
-   * once it is `overShareAfterMs` old; failing that, the oldest of the client holding the most,
-   * young or not, when that is more than its share (the cap divided between the clients).
+   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one once `overShareAfterMs`
+   * old; failing that, the oldest of the client holding the most when that is more than its share of the cap.
    */
   function overShare(at: number): Held | undefined {
     let weighed = 0;
     for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {
-      for (const client of byFresh.get(count) ?? []) {
+      for (const client of byFresh[count] ?? []) {
         const oldest = client.fresh.values().next().value;
         if (oldest !== undefined && at - oldest.since >= overShareAfterMs) return oldest;
         weighed += 1;
@@ -327,19 +282,18 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
       }
     }
     if (mostFresh <= Math.ceil(maxConnections / clients.size)) return undefined;
-    const top: Client = byFresh.get(mostFresh)!.values().next().value!;
-    return top.fresh.values().next().value;
+    return byFresh[mostFresh]!.values().next().value!.fresh.values().next().value;
   }
 
   /** Closes one connection by the rules; false when none may go. */
   function makeRoom(): boolean {
     const at = performance.now();
-    const candidates: [ConnectionShedReason, () => Held | undefined][] = [
+    const rules: [ConnectionShedReason, () => Held | undefined][] = [
       ['slow_head', () => pick(fresh, slowHeadGraceMs, at)],
       ['over_share', () => overShare(at)],
       ['idle', () => pick(idle, idleGraceMs, at)],
     ];
-    for (const [reason, find] of candidates) {
+    for (const [reason, find] of rules) {
       const held = find();
       if (held === undefined) continue;
       release(held);
@@ -366,10 +320,14 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
       if (client === undefined) clients.set(key, (client = { key, held: 0, fresh: new Set() }));
       client.held += 1;
     }
-    const held: Held = { socket, client, inFlight: 0, since: 0, served: false, gone: false };
+    const held: Held = { socket, client, inFlight: 0, since: performance.now(), gone: false };
     bySocket.set(socket, held);
     open += 1;
-    startWaiting(held);
+    fresh.add(held);
+    if (client) {
+      client.fresh.add(held);
+      refile(client, client.fresh.size - 1);
+    }
     // One listener per connection, however many requests it carries.
     socket.once('close', () => release(held));
     if (open > maxConnections) shedDownToCap();
@@ -377,7 +335,9 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
 
   const done = (held: Held) => {
     held.inFlight -= 1;
-    if (held.inFlight === 0 && !held.gone) startWaiting(held);
+    if (held.inFlight > 0 || held.gone) return;
+    held.since = performance.now();
+    idle.add(held);
   };
 
   return {
@@ -387,9 +347,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
       if (held === undefined || held.gone) return;
       if (held.inFlight === 0) stopWaiting(held);
       held.inFlight += 1;
-      held.served = true;
-      // Listeners on this request's own objects, never on the socket. The request is usually
-      // whole (a GET always), or closed, by the time its answer is: then one listener does.
+      // On this request's own objects, never on the socket: the request is usually whole, or closed, by then.
       response.on('close', () => {
         if (request.complete || request.closed) done(held);
         else request.on('close', () => done(held));

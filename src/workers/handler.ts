@@ -9,8 +9,9 @@ import { createWorkersSharedCache } from '../core/reads/shared-tier.js';
 import { createAppForConfig } from '../core/service.js';
 
 type Env = Record<string, unknown>;
+type KvNamespace = { get(key: string): Promise<string | null>; put(key: string, value: string): Promise<void> };
 
-/** The optional bindings (see wrangler.toml): Workers Rate Limiting, and the KV namespace of the archive watch (one key). */
+/** The optional bindings (wrangler.toml): Workers Rate Limiting, and the KV namespace of the archive watch (one key). */
 const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
 const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
 const WATCH_STATE_KEY = 'archive-watch';
@@ -34,8 +35,7 @@ export interface WorkerOptions {
 /** A Worker handler, `{ fetch, scheduled }`, with one app per isolate. */
 export function createWorker(options: WorkerOptions = {}) {
   const write = options.write ?? ((line: string) => console.log(line));
-  // Built on the first request: bindings cannot change within an isolate (a deploy starts new
-  // ones), and the in-memory cache lives as long as the app.
+  // Built on the first request: bindings cannot change within an isolate, and the in-memory cache lives as long as the app.
   let built: ReturnType<typeof build> | undefined;
   // Ids of the answers a misconfigured isolate gives (a configured one's come from its header rules).
   const newRequestId = createRequestIds();
@@ -47,7 +47,7 @@ export function createWorker(options: WorkerOptions = {}) {
     if (!parsed.ok) {
       // Logged once per isolate; the visitor gets a generic 500 and never the details.
       for (const problem of parsed.problems) log.log('error', 'config_error', { problem });
-      return { log, app: undefined, refreshFromUpstream: undefined, archiveWatch: undefined };
+      return { log };
     }
     const { config } = parsed;
     if (config.redisUrl) {
@@ -63,18 +63,14 @@ export function createWorker(options: WorkerOptions = {}) {
     const binding = bindingOf<RateLimitBinding>(env[RATE_LIMIT_BINDING], 'limit');
     const store =
       options.sharedCache === undefined ? (globalThis as { caches?: { default?: Cache } }).caches?.default : options.sharedCache;
-    const kv = bindingOf<{ get(key: string): Promise<string | null>; put(key: string, value: string): Promise<void> }>(
-      env[WATCH_STATE_BINDING],
-      'get',
-      'put',
-    );
+    const kv = bindingOf<KvNamespace>(env[WATCH_STATE_BINDING], 'get', 'put');
     if (config.deployHookUrl && !kv) {
       log.log('warn', 'deploy_hook_state_in_memory', {
         hint: `bind a KV namespace as ${WATCH_STATE_BINDING} (wrangler.toml): without it the watch remembers what it saw in this isolate only, and a Cron Trigger run in a new isolate takes its first look again, announcing nothing`,
       });
     }
     // An isolate has no timer to write a summary with, and may end unannounced: a line each request.
-    const { app, refreshFromUpstream, archiveWatch } = createAppForConfig(
+    const service = createAppForConfig(
       { ...config, accessLog: 'all' },
       {
         log,
@@ -89,8 +85,8 @@ export function createWorker(options: WorkerOptions = {}) {
               maxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
             })
           : undefined,
-        // The Cron Trigger refreshes the index just before each look; its runs may land in any isolate,
-        // so the state is read from KV at every one (eventually consistent: docs/deployment-workers.md "Build hooks").
+        // The Cron Trigger's runs may land in any isolate, so the state is read from KV at every one
+        // (eventually consistent: docs/deployment-workers.md "Build hooks").
         archiveWatch: {
           store: kv && { load: async () => (await kv.get(WATCH_STATE_KEY)) ?? undefined, save: (state) => kv.put(WATCH_STATE_KEY, state) },
           reloadEachTick: true,
@@ -99,13 +95,13 @@ export function createWorker(options: WorkerOptions = {}) {
         },
       },
     );
-    return { log, app, refreshFromUpstream, archiveWatch };
+    return { log, service };
   }
 
   return {
     fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
-      const { app, log } = (built ??= build(env));
-      if (app) return app.fetch(request, env, ctx);
+      const { service, log } = (built ??= build(env));
+      if (service) return service.app.fetch(request, env, ctx);
       // Still one access line and a request id, so a visitor's report can be matched to the log.
       const requestId = newRequestId();
       log.log('info', 'request', { method: request.method, path: new URL(request.url).pathname, status: 500, requestId });
@@ -115,18 +111,15 @@ export function createWorker(options: WorkerOptions = {}) {
       });
     },
 
-    /**
-     * A Cron Trigger (wrangler.toml `[triggers] crons`) reads the archive and the categories into
-     * the Cache API tier, so no visitor waits for a cold archive load (docs/deployment-workers.md).
-     */
+    /** A Cron Trigger reads the archive and the categories into the Cache API tier (docs/deployment-workers.md). */
     async scheduled(controller: { cron: string; scheduledTime: number }, env: Env, ctx: ExecutionContext): Promise<void> {
-      const { refreshFromUpstream, archiveWatch, log } = (built ??= build(env));
-      if (!refreshFromUpstream) return;
+      const { service, log } = (built ??= build(env));
+      if (!service) return;
       const clock = options.now ?? Date.now;
       const started = clock();
       let refreshed = false;
       try {
-        const { issues } = await refreshFromUpstream((promise) => ctx.waitUntil(promise));
+        const { issues } = await service.refreshFromUpstream((promise) => ctx.waitUntil(promise));
         refreshed = true;
         log.log('info', 'scheduled_refresh', { cron: controller.cron, issues, ms: clock() - started });
       } catch (error) {
@@ -134,9 +127,8 @@ export function createWorker(options: WorkerOptions = {}) {
         const reason = error instanceof Error ? error.message : 'unknown';
         log.log('warn', 'scheduled_refresh_failed', { cron: controller.cron, reason, ms: clock() - started });
       }
-      // DEPLOY_HOOK_URL: the index just refreshed is compared with the last look (a failed refresh
-      // has nothing new to compare, but a call still due is made).
-      await archiveWatch?.tick({ check: refreshed });
+      // DEPLOY_HOOK_URL: compared with the last look (after a failed refresh nothing is new, but a call still due is made).
+      await service.archiveWatch?.tick({ check: refreshed });
     },
   };
 }

@@ -19,18 +19,13 @@ export interface ListenOptions {
   stats: () => CacheFigures;
   /** One light upstream call, made when /readyz finds the instance not ready. */
   probe: () => Promise<unknown>;
-  /** A metric only: an instance serves from memory without Redis. */
   redisHealthy?: () => boolean;
   onListening: (url: string) => void;
   /** The line to print before exiting when the port cannot be bound. */
   onFatal: (line: string) => void;
 }
 
-/**
- * ADMIN_PORT (docs/deployment.md "Health and metrics"): Prometheus `Metrics` for the app, readiness
- * fed by the same upstream calls, and, once the app exists, /healthz, /readyz and /metrics on a
- * port of their own (loopback by default), never on the public one.
- */
+/** ADMIN_PORT (docs/deployment.md "Health and metrics"): metrics, readiness fed by the same upstream calls, and their routes. */
 export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => number }) {
   const prometheus = createPrometheusMetrics();
   const readiness = createReadiness({ unreadyAfterMs: options.unreadyAfterSeconds * 1000, now: options.now });

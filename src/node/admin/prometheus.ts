@@ -1,6 +1,6 @@
 import type { Server } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ConnectionShedReason, Metrics } from '../../core/metrics.js';
+import type { Metrics } from '../../core/metrics.js';
 import { STALE_REASONS } from '../../core/upstream/failure-policy.js';
 import { upstreamOutcome } from './readiness.js';
 
@@ -12,26 +12,23 @@ export type CacheFigures = Record<
 
 const PREFIX = 'newsletter_bff_';
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS']);
+/** Rejections worth telling apart (an unavailable verifier is `failed`). */
+const TOLD_APART = ['RATE_LIMITED', 'CAPTCHA_FAILED', 'CAPTCHA_REQUIRED'];
+const OUTCOMES = ['forwarded', 'deduped', 'honeypot', 'refused', 'paused', 'rejected', 'failed', 'abandoned', 'timed_out'];
 /** Every subscribe outcome, counted from zero. */
-const SUBSCRIBE_OUTCOMES = [
-  'forwarded',
-  'deduped',
-  'honeypot',
-  'rate_limited',
-  'refused',
-  'captcha_required',
-  'captcha_failed',
-  'paused',
-  'rejected',
-  'failed',
-  'abandoned',
-  'timed_out',
-] as const;
+const SUBSCRIBE_OUTCOMES = [...OUTCOMES, ...TOLD_APART.map((reason) => reason.toLowerCase())];
 const EVICTION_REASONS = { evict: 'size', expire: 'ttl' } as const;
-const SHED_REASONS: readonly ConnectionShedReason[] = ['idle', 'slow_head', 'over_share'];
-const READ_ROUTES = ['/api/issues', '/api/issues/:slug', '/api/categories'] as const;
+const READ_ROUTES = ['/api/issues', '/api/issues/:slug', '/api/categories'];
 /** prom-client's gauges named like counters (`promtool check metrics` refuses them). */
 const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+const CACHES = {
+  upstream_data: ['bytes', 'entries'],
+  rendered_pages: ['renderedPageBytes', 'renderedPages'],
+  not_found: ['notFoundBytes', 'notFoundEntries'],
+} as const;
+
+/** Each value of `label` as a label set, for a series counted from zero. */
+const each = (label: string, values: readonly string[]) => values.map((value) => ({ [label]: value }));
 
 /** `Metrics` for Prometheus (Node only), named by its conventions. */
 export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
@@ -42,10 +39,16 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
     for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   }
 
-  const counter = (name: string, help: string, labelNames: string[] = []) =>
-    new Counter({ name: PREFIX + name, help, labelNames, registers });
+  // Counted from zero (`zeroes`): a series that appears only with its first event breaks rate() and alerts.
+  const counter = (name: string, help: string, labelNames: string[] = [], zeroes: Record<string, string>[] = []) => {
+    const metric = new Counter({ name: PREFIX + name, help, labelNames, registers });
+    for (const labels of zeroes) metric.inc(labels, 0);
+    return metric;
+  };
   const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
     new Histogram({ name: PREFIX + name, help, labelNames, buckets, registers });
+  const gauge = (name: string, help: string, collect?: (this: Gauge) => void, labelNames: string[] = []) =>
+    new Gauge({ name: PREFIX + name, help, labelNames, registers, ...(collect && { collect }) });
 
   const requests = counter('http_requests_total', 'Requests answered by the public listener, by route template, method and status.', [
     'route',
@@ -62,16 +65,19 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
     'cache_reads_total',
     'Reads of the upstream-data cache, by result: hit (fresh), miss (loaded), stale (served past its TTL).',
     ['result'],
+    each('result', ['hit', 'miss', 'stale']),
   );
   const staleAnswers = counter(
     'stale_answers_total',
     'Requests answered with a stale copy, by route template and reason: revalidating (a refresh under way), or the failure spell under way (upstream_5xx, unreachable, timeout, rate_limited, key_refused, path_missing, bad_response, refused, backing_off).',
     ['route', 'reason'],
+    READ_ROUTES.flatMap((route) => STALE_REASONS.map((reason) => ({ route, reason }))),
   );
   const evictions = counter(
     'cache_evictions_total',
     'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES) or ttl (expired).',
     ['reason'],
+    each('reason', Object.values(EVICTION_REASONS)),
   );
   const upstreamCalls = counter('upstream_calls_total', 'Calls of the upstream API (retries included), by operation and outcome.', [
     'operation',
@@ -88,49 +94,38 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
     'upstream_hold_off_seconds_total',
     'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.',
   );
-  const subscribes = counter('subscribe_attempts_total', 'Subscribe attempts, by outcome.', ['outcome']);
-  const surge = new Gauge({
-    name: `${PREFIX}subscribe_surge`,
-    help: 'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused (docs/subscribe.md).',
-    registers,
-  });
-  const surges = counter('subscribe_surges_total', 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.');
+  const subscribes = counter(
+    'subscribe_attempts_total',
+    'Subscribe attempts, by outcome.',
+    ['outcome'],
+    each('outcome', SUBSCRIBE_OUTCOMES),
+  );
+  const surge = gauge(
+    'subscribe_surge',
+    'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused (docs/subscribe.md).',
+  );
   surge.set(0);
+  const surges = counter('subscribe_surges_total', 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.');
   const shed = counter(
     'connections_shed_total',
     'Connections the public listener closed to make room near MAX_CONNECTIONS, by reason: idle (kept alive, no request in flight), slow_head (no whole request head within the grace), over_share (an address holding more than its share).',
     ['reason'],
+    each('reason', ['idle', 'slow_head', 'over_share']),
   );
-  const connections = new Gauge({ name: `${PREFIX}open_connections`, help: 'Open connections to the public listener.', registers });
+  const connections = gauge('open_connections', 'Open connections to the public listener.');
   let cacheStats: (() => CacheFigures) | undefined;
-  const cacheGauge = (name: string, help: string, fields: Record<string, keyof CacheFigures>) =>
-    new Gauge({
-      name: PREFIX + name,
+  const cacheGauge = (name: string, help: string, field: 0 | 1) =>
+    gauge(
+      name,
       help,
-      labelNames: ['cache'],
-      registers,
-      collect() {
+      function collect() {
         const stats = cacheStats?.();
-        if (stats) for (const [cache, field] of Object.entries(fields)) this.set({ cache }, stats[field]);
+        if (stats) for (const [cache, fields] of Object.entries(CACHES)) this.set({ cache }, stats[fields[field]]);
       },
-    });
-  cacheGauge('cache_bytes', 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).', {
-    upstream_data: 'bytes',
-    rendered_pages: 'renderedPageBytes',
-    not_found: 'notFoundBytes',
-  });
-  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', {
-    upstream_data: 'entries',
-    rendered_pages: 'renderedPages',
-    not_found: 'notFoundEntries',
-  });
-
-  // Counted from zero: a series that appears only with its first event breaks rate() and alerts.
-  for (const result of ['hit', 'miss', 'stale']) cacheReads.inc({ result }, 0);
-  for (const route of READ_ROUTES) for (const reason of STALE_REASONS) staleAnswers.inc({ route, reason }, 0);
-  for (const reason of Object.values(EVICTION_REASONS)) evictions.inc({ reason }, 0);
-  for (const outcome of SUBSCRIBE_OUTCOMES) subscribes.inc({ outcome }, 0);
-  for (const reason of SHED_REASONS) shed.inc({ reason }, 0);
+      ['cache'],
+    );
+  cacheGauge('cache_bytes', 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).', 0);
+  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', 1);
 
   const metrics: Metrics = {
     request(route, method, status, seconds) {
@@ -163,13 +158,8 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
       cacheStats = stats;
     },
     watchRedis(healthy: () => boolean): void {
-      new Gauge({
-        name: `${PREFIX}redis_up`,
-        help: 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.',
-        registers,
-        collect() {
-          this.set(healthy() ? 1 : 0);
-        },
+      gauge('redis_up', 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.', function collect() {
+        this.set(healthy() ? 1 : 0);
       });
     },
     trackConnections(server: Pick<Server, 'on'>): void {
@@ -181,11 +171,8 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
   };
 }
 
-/** The rate limit and the challenge are rejections worth telling apart (an unavailable verifier is `failed`). */
-const TOLD_APART: readonly (string | undefined)[] = ['RATE_LIMITED', 'CAPTCHA_FAILED', 'CAPTCHA_REQUIRED'];
-
 export function subscribeOutcome(outcome: string, reason: string | undefined): string {
-  if (outcome === 'rejected' && TOLD_APART.includes(reason)) return reason!.toLowerCase();
+  if (outcome === 'rejected' && reason !== undefined && TOLD_APART.includes(reason)) return reason.toLowerCase();
   if (outcome === 'refused_by_upstream') return 'refused';
-  return (SUBSCRIBE_OUTCOMES as readonly string[]).includes(outcome) ? outcome : 'other';
+  return SUBSCRIBE_OUTCOMES.includes(outcome) ? outcome : 'other';
 }

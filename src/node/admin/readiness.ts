@@ -13,10 +13,7 @@ const ANSWERED: ReadonlySet<string> = new Set(['ok', 'not_found', 'validation', 
 /** It is not. A 429 or a hold-off counts neither way: the cache serves meanwhile. */
 const FAILED: ReadonlySet<string> = new Set(['unavailable', 'timeout', 'bad_response', 'auth', 'error']);
 
-/**
- * `/readyz`: ready once the upstream has answered (or the cache is warm), not while shedding or
- * while every call has failed for `unreadyAfterMs`; a shorter outage is bridged by stale copies.
- */
+/** `/readyz`: ready once the upstream has answered (or the cache is warm), not while shedding or failing for `unreadyAfterMs`. */
 export function createReadiness({ unreadyAfterMs, now = Date.now }: { unreadyAfterMs: number; now?: (() => number) | undefined }) {
   let answered = false;
   let failingSince: number | undefined;
@@ -39,7 +36,6 @@ export function createReadiness({ unreadyAfterMs, now = Date.now }: { unreadyAft
       }
       return { ready: true };
     },
-    /** The process is shutting down. */
     drain(): void {
       draining = true;
     },

@@ -10,12 +10,9 @@ export class RedisUnavailable extends Error {
 /** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
 const reasonOf = (error: unknown) => (error instanceof Error ? (/^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name) : 'error');
 
-export type RedisLink = ReturnType<typeof createRedisLink>;
-
 /**
- * Every command bounded by `timeoutMs`, so no visitor waits longer than that for Redis. A failed one
- * makes Redis down: commands are refused at once (callers fall back to memory) while PING probes,
- * never a visitor's request. One line starts an outage spell and one ends it, once every command
+ * Every command bounded by `timeoutMs`. A failed one makes Redis down: commands are refused at once (callers
+ * fall back to memory) while PING probes. One line starts an outage spell and one ends it, once every command
  * has been answered for `recoveredAfterMs` (a Redis that answers PING but refuses writes is one outage).
  */
 export function createRedisLink(options: {
@@ -43,19 +40,17 @@ export function createRedisLink(options: {
     return Promise.race([answer, late]).finally(() => clearTimeout(timer));
   }
 
-  /** Also told of a connection error the client reports before any command notices. */
+  // Also told of a connection error the client reports before any command notices.
   function markDown(reason: string): void {
     if (closed) return;
     up = false;
-    const at = now();
-    if (spell) {
-      spell.lastFailureAt = at;
-      spell.failures += 1;
-      return;
+    if (!spell) {
+      spell = { startedAt: now(), lastFailureAt: 0, failures: 0 };
+      log.log('warn', 'redis_unavailable', { reason, fallback: 'in-memory limits, guards and cache until it is back' });
+      probe = setInterval(onTick, probeIntervalMs).unref();
     }
-    spell = { startedAt: at, lastFailureAt: at, failures: 1 };
-    log.log('warn', 'redis_unavailable', { reason, fallback: 'in-memory limits, guards and cache until it is back' });
-    probe = setInterval(onTick, probeIntervalMs).unref();
+    spell.lastFailureAt = now();
+    spell.failures += 1;
   }
 
   async function onTick() {
@@ -90,7 +85,6 @@ export function createRedisLink(options: {
         throw error;
       }
     },
-    /** False during an outage spell. */
     healthy: () => spell === undefined && !closed,
     markDown,
     close() {

@@ -6,7 +6,7 @@ import type { SharedTier } from '../../core/reads/shared-tier.js';
 import { createRepeatGuard, REPEAT_WINDOW_MS, type RepeatGuard } from '../../core/subscribe/guards.js';
 import { createMemorySurgeCounter, minuteOf, slidingRate, type SurgeCounter } from '../../core/subscribe/surge.js';
 import { createMemoryHoldOff, STREAK_FORGOTTEN_AFTER_MS, type HoldOff, type OperationClass } from '../../core/upstream/hold-off.js';
-import { createRedisLink, type RedisLink } from './link.js';
+import { createRedisLink } from './link.js';
 
 // Bumped when a stored format changes, so an old deployment's entries are never read.
 const FORMAT_VERSION = 'v1';
@@ -18,12 +18,39 @@ const WATCH_LEASE_MS = 10_000;
 /** The sliding minute still reads the previous fixed one. */
 const SURGE_KEEP_MS = 120_000;
 
+/** Counts in a fixed window, in one round trip; a counter that lost its expiry gets one again. Also reads KEYS[2]. */
+const COUNT_SCRIPT = `
+local count = redis.call('INCR', KEYS[1])
+if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return {count, redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}`;
+
+/** Keeps the later of the stored and the given time, and expires with it. */
+const HOLD_UNTIL_SCRIPT = `
+if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[1]) or '0') then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+return 1`;
+
+/** The in-memory hold-off's `failed`, on `count:lastFailedAt`. */
+const FAILED_SCRIPT = `
+local count, last = string.match(redis.call('GET', KEYS[1]) or '', '^(%d+):(-?%d+)$')
+count, last = tonumber(count) or 0, tonumber(last) or -1
+local started, failed = tonumber(ARGV[1]), tonumber(ARGV[2])
+if count == 0 or started > last then count = count + 1 end
+if failed > last then last = failed end
+redis.call('SET', KEYS[1], string.format('%d:%d', count, last), 'PX', ARGV[3])
+return count`;
+
+/** Takes the lease when free, renews it when held by this instance; 1 when held after. */
+const HOLD_LEASE_SCRIPT = `
+local holder = redis.call('GET', KEYS[1])
+if holder ~= false and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`;
+
 export type RedisServices = Awaited<ReturnType<typeof connectRedis>>;
 
 /**
- * What several Node instances share through Redis (docs/deployment.md "Several instances"). Never
- * throws on an outage: each service falls back to this instance's memory, or skips the write.
- * Imported by the Node entry only with REDIS_URL, so neither Node without Redis nor the Worker carries the client.
+ * What several Node instances share through Redis (docs/deployment.md "Several instances"). Never throws on an
+ * outage: each service falls back to this instance's memory, or skips the write. Imported only with REDIS_URL.
  */
 export async function connectRedis(options: {
   url: string;
@@ -43,7 +70,7 @@ export async function connectRedis(options: {
   recoveredAfterMs?: number;
   watchLeaseMs?: number;
 }) {
-  const { timeoutMs, log, now = Date.now } = options;
+  const { timeoutMs, log, now = Date.now, subscribeLimitPerMinute: limit } = options;
   const client = createClient({
     url: options.url,
     disableOfflineQueue: true,
@@ -72,22 +99,120 @@ export async function connectRedis(options: {
   /** A key for a personal value (an address, an IP): its HMAC, never the value. */
   const hashed = (kind: string, value: string) =>
     `${prefix}${kind}:${createHmac('sha256', secret).update(value).digest('hex').slice(0, 32)}`;
-  const limit = options.subscribeLimitPerMinute;
-  const holder = randomUUID();
-  const leaseMs = String(options.watchLeaseMs ?? WATCH_LEASE_MS);
+  /** The command's answer, or `otherwise` while Redis is unavailable. */
+  const send = <T>(args: string[], otherwise: T) => link.send(args).catch(() => otherwise);
   const watchStateKey = `${prefix}watch:state`;
 
+  // The subscribe limit for every instance at once; while Redis is unavailable, per instance.
+  const localRate = createMemoryRateLimiter({ limit, windowMs: RATE_WINDOW_MS, now });
+  const rateLimiter: RateLimiter = {
+    async hit(key) {
+      const counter = hashed('rate', key);
+      const reply = await send(['EVAL', COUNT_SCRIPT, '2', counter, counter, String(RATE_WINDOW_MS)], undefined);
+      if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number') return localRate.hit(key);
+      const [count, ttlMs] = reply as [number, number];
+      return { allowed: count <= limit, retryAfterSeconds: Math.max(1, Math.ceil(ttlMs / 1000)) };
+    },
+  };
+
+  // Redis holds only the keyed hash; `localRepeats` is asked first and always written, so an outage forgets nothing.
+  const localRepeats = createRepeatGuard(now);
+  const repeatGuard: RepeatGuard = {
+    async isRepeat(email) {
+      return (await localRepeats.isRepeat(email)) || (await send(['EXISTS', hashed('seen', email)], 0)) === 1;
+    },
+    async remember(email) {
+      await localRepeats.remember(email);
+      // Awaited, so the next request on any instance sees it.
+      await send(['SET', hashed('seen', email), '1', 'PX', String(REPEAT_WINDOW_MS)], undefined);
+    },
+  };
+
+  // One rate and one surge for every instance; while Redis is unavailable, per instance.
+  const localSurge = createMemorySurgeCounter();
+  const surgeKeysOf = (at: number) => [`${prefix}surge:${minuteOf(at)}`, `${prefix}surge:${minuteOf(at) - 1}`];
+  const sharedRate = async (args: string[], at: number) => {
+    const reply = await send(args, undefined);
+    if (!Array.isArray(reply) || reply.length < 2) return undefined;
+    const [current, previous] = [reply[0], reply.at(-1)].map((value) => Number(value ?? 0)) as [number, number];
+    return Number.isFinite(current) && Number.isFinite(previous) ? slidingRate(current, previous, at) : undefined;
+  };
+  const surgeCounter: SurgeCounter = {
+    add: async (at) => (await sharedRate(['EVAL', COUNT_SCRIPT, '2', ...surgeKeysOf(at), String(SURGE_KEEP_MS)], at)) ?? localSurge.add(at),
+    rate: async (at) => (await sharedRate(['MGET', ...surgeKeysOf(at)], at)) ?? localSurge.rate(at),
+  };
+
+  // Behind each instance's memory (core/reads/shared-tier.ts decides freshness), stored as `<fetchedAt>\n<payload>`.
+  const cacheKeyOf = (key: string) => `${prefix}cache:${key}`;
+  const sharedCache: SharedTier = {
+    async get(key) {
+      const stored = await send(['GET', cacheKeyOf(key)], undefined);
+      if (typeof stored !== 'string') return undefined;
+      const newline = stored.indexOf('\n');
+      const fetchedAt = Number(stored.slice(0, newline));
+      return newline < 1 || !Number.isFinite(fetchedAt) ? undefined : { fetchedAt, payload: stored.slice(newline + 1) };
+    },
+    async put(key, entry) {
+      const value = `${entry.fetchedAt}\n${entry.payload}`;
+      // Too large to share: the stale shared copy, if any, must not outlive this fresher value.
+      const tooLarge = Buffer.byteLength(value) > MAX_VALUE_BYTES;
+      await send(
+        tooLarge ? ['DEL', cacheKeyOf(key)] : ['SET', cacheKeyOf(key), value, 'EX', String(options.cacheMaxAgeSeconds)],
+        undefined,
+      );
+    },
+    async delete(key) {
+      await send(['DEL', cacheKeyOf(key)], undefined);
+    },
+    // Held until it expires (the refreshed copy is fresh for a TTL anyway); without Redis, every instance refreshes.
+    claimRefresh: async (key, ms) => (await send(['SET', `${prefix}refresh:${key}`, '1', 'NX', 'PX', String(ms)], 'OK')) === 'OK',
+  };
+
+  // Shared: the upstream limits the key, not the process. The instance's own hold-off is kept too, so an
+  // outage of Redis never shortens one.
+  const localHoldOff = createMemoryHoldOff(now);
+  const holdKeyOf = (operation: OperationClass) => `${prefix}hold-off:${operation}`;
+  const streakKeyOf = (operation: OperationClass) => `${prefix}hold-off:${operation}:streak`;
+  const larger = (mine: number, stored: number) => (Number.isFinite(stored) ? Math.max(mine, stored) : mine);
+  const holdOff: HoldOff = {
+    async state(operation) {
+      const mine = await localHoldOff.state(operation);
+      const stored = await send(['MGET', holdKeyOf(operation), streakKeyOf(operation)], undefined);
+      if (!Array.isArray(stored)) return mine;
+      const [until, streak] = stored as (string | null)[];
+      return {
+        untilMs: larger(mine.untilMs, Number(until ?? 0)),
+        streak: larger(mine.streak, Number(String(streak ?? '0').split(':')[0])),
+      };
+    },
+    async hold(operation, untilMs) {
+      await localHoldOff.hold(operation, untilMs);
+      const ttlMs = String(Math.max(1, Math.ceil(untilMs - now())));
+      await send(['EVAL', HOLD_UNTIL_SCRIPT, '1', holdKeyOf(operation), String(Math.ceil(untilMs)), ttlMs], undefined);
+    },
+    async failed(operation, startedAtMs, failedAtMs) {
+      const mine = await localHoldOff.failed(operation, startedAtMs, failedAtMs);
+      const args = [String(Math.floor(startedAtMs)), String(Math.ceil(failedAtMs)), String(STREAK_FORGOTTEN_AFTER_MS)];
+      return larger(mine, Number(await send(['EVAL', FAILED_SCRIPT, '1', streakKeyOf(operation), ...args], Number.NaN)));
+    },
+    async answered(operation) {
+      await localHoldOff.answered(operation);
+      await send(['DEL', streakKeyOf(operation)], undefined);
+    },
+  };
+
+  const holder = randomUUID();
+  const leaseMs = String(options.watchLeaseMs ?? WATCH_LEASE_MS);
   return {
-    rateLimiter: redisRateLimiter(link, hashed, limit, createMemoryRateLimiter({ limit, windowMs: RATE_WINDOW_MS, now })),
-    repeatGuard: redisRepeatGuard(link, hashed, createRepeatGuard(now)),
-    surgeCounter: redisSurgeCounter(link, prefix, createMemorySurgeCounter()),
-    sharedCache: redisSharedTier(link, prefix, options.cacheMaxAgeSeconds),
-    holdOff: redisHoldOff(link, prefix, createMemoryHoldOff(now), now),
+    rateLimiter,
+    repeatGuard,
+    surgeCounter,
+    sharedCache,
+    holdOff,
     // One watcher among the instances (docs/deployment.md "Build hooks"). Redis unavailable: nobody
     // holds the lease, and the next holder announces what changed meanwhile from the stored state.
     watchLease: {
-      hold: async () =>
-        Number(await link.send(['EVAL', HOLD_LEASE_SCRIPT, '1', `${prefix}watch:lease`, holder, leaseMs]).catch(() => 0)) === 1,
+      hold: async () => Number(await send(['EVAL', HOLD_LEASE_SCRIPT, '1', `${prefix}watch:lease`, holder, leaseMs], 0)) === 1,
     },
     // No expiry. A failed read or write rejects: the watch skips that tick rather than take it for a first look.
     watchStore: {
@@ -101,162 +226,10 @@ export async function connectRedis(options: {
     },
     healthy: link.healthy,
     /** Commands on one connection run in order: once it resolves, every earlier write has landed. */
-    ping: () =>
-      link.send(['PING']).then(
-        () => true,
-        () => false,
-      ),
+    ping: () => send(['PING'], false).then((answer) => answer !== false),
     async close() {
       link.close();
       client.destroy();
     },
   };
 }
-
-/** One round trip; a counter that lost its expiry gets one again. */
-const FIXED_WINDOW_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return {count, redis.call('PTTL', KEYS[1])}`;
-
-/** The subscribe limit for every instance at once; while Redis is unavailable, per instance (`fallback`). */
-function redisRateLimiter(
-  link: RedisLink,
-  hashed: (kind: string, value: string) => string,
-  limit: number,
-  fallback: RateLimiter,
-): RateLimiter {
-  return {
-    async hit(key) {
-      const reply = await link.send(['EVAL', FIXED_WINDOW_SCRIPT, '1', hashed('rate', key), String(RATE_WINDOW_MS)]).catch(() => undefined);
-      if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number') return fallback.hit(key);
-      const [count, ttlMs] = reply as [number, number];
-      return { allowed: count <= limit, retryAfterSeconds: Math.max(1, Math.ceil(ttlMs / 1000)) };
-    },
-  };
-}
-
-/** Redis holds only the keyed hash; `local` is asked first and always written, so an outage forgets nothing. */
-function redisRepeatGuard(link: RedisLink, hashed: (kind: string, value: string) => string, local: RepeatGuard): RepeatGuard {
-  return {
-    async isRepeat(normalizedEmail) {
-      if (await local.isRepeat(normalizedEmail)) return true;
-      return (await link.send(['EXISTS', hashed('seen', normalizedEmail)]).catch(() => 0)) === 1;
-    },
-    async remember(normalizedEmail) {
-      await local.remember(normalizedEmail);
-      // Awaited, so the next request on any instance sees it.
-      await link.send(['SET', hashed('seen', normalizedEmail), '1', 'PX', String(REPEAT_WINDOW_MS)]).catch(() => undefined);
-    },
-  };
-}
-
-/** Counts this minute's attempt and reads the previous minute's count, in one round trip. */
-const SURGE_COUNT_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-return {count, tonumber(redis.call('GET', KEYS[2]) or '0')}`;
-
-/** One rate and one surge for every instance; while Redis is unavailable, per instance (`fallback`). */
-function redisSurgeCounter(link: RedisLink, prefix: string, fallback: SurgeCounter): SurgeCounter {
-  const keysOf = (at: number) => [`${prefix}surge:${minuteOf(at)}`, `${prefix}surge:${minuteOf(at) - 1}`];
-  const sharedRate = async (command: string[], at: number) => {
-    const reply = await link.send(command).catch(() => undefined);
-    if (!Array.isArray(reply) || reply.length !== 2) return undefined;
-    const [current, previous] = reply.map((value) => Number(value ?? 0)) as [number, number];
-    return Number.isFinite(current) && Number.isFinite(previous) ? slidingRate(current, previous, at) : undefined;
-  };
-  return {
-    add: async (at) => (await sharedRate(['EVAL', SURGE_COUNT_SCRIPT, '2', ...keysOf(at), String(SURGE_KEEP_MS)], at)) ?? fallback.add(at),
-    rate: async (at) => (await sharedRate(['MGET', ...keysOf(at)], at)) ?? fallback.rate(at),
-  };
-}
-
-/**
- * The shared tier behind each instance's memory (core/reads/shared-tier.ts decides freshness),
- * stored as `<fetchedAt>\n<payload>`. An unavailable Redis is a miss and a skipped write.
- */
-function redisSharedTier(link: RedisLink, prefix: string, maxAgeSeconds: number): SharedTier {
-  const keyOf = (key: string) => `${prefix}cache:${key}`;
-  return {
-    async get(key) {
-      const stored = await link.send(['GET', keyOf(key)]).catch(() => undefined);
-      if (typeof stored !== 'string') return undefined;
-      const newline = stored.indexOf('\n');
-      const fetchedAt = Number(stored.slice(0, newline));
-      return newline < 1 || !Number.isFinite(fetchedAt) ? undefined : { fetchedAt, payload: stored.slice(newline + 1) };
-    },
-    async put(key, entry) {
-      const value = `${entry.fetchedAt}\n${entry.payload}`;
-      // Too large to share: the stale shared copy, if any, must not outlive this fresher value.
-      const command =
-        Buffer.byteLength(value) > MAX_VALUE_BYTES ? ['DEL', keyOf(key)] : ['SET', keyOf(key), value, 'EX', String(maxAgeSeconds)];
-      await link.send(command).catch(() => undefined);
-    },
-    async delete(key) {
-      await link.send(['DEL', keyOf(key)]).catch(() => undefined);
-    },
-    // Held until it expires (the refreshed copy is fresh for a TTL anyway); without Redis, every instance refreshes.
-    async claimRefresh(key, ms) {
-      return (await link.send(['SET', `${prefix}refresh:${key}`, '1', 'NX', 'PX', String(ms)]).catch(() => 'OK')) === 'OK';
-    },
-  };
-}
-
-/** Keeps the later of the stored and the given time, and expires with it. */
-const HOLD_UNTIL_SCRIPT = `
-if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[1]) or '0') then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
-return 1`;
-
-/** The in-memory `failed`, on `count:lastFailedAt`. */
-const FAILED_SCRIPT = `
-local count, last = string.match(redis.call('GET', KEYS[1]) or '', '^(%d+):(-?%d+)$')
-count, last = tonumber(count) or 0, tonumber(last) or -1
-local started, failed = tonumber(ARGV[1]), tonumber(ARGV[2])
-if count == 0 or started > last then count = count + 1 end
-if failed > last then last = failed end
-redis.call('SET', KEYS[1], string.format('%d:%d', count, last), 'PX', ARGV[3])
-return count`;
-
-/**
- * Shared: the upstream limits the key, not the process, and fails for every instance alike. The
- * instance's own hold-off (`local`) is kept too, so an outage of Redis never shortens one.
- */
-function redisHoldOff(link: RedisLink, prefix: string, local: HoldOff, now: () => number): HoldOff {
-  const keyOf = (operation: OperationClass) => `${prefix}hold-off:${operation}`;
-  const streakKeyOf = (operation: OperationClass) => `${prefix}hold-off:${operation}:streak`;
-  const larger = (mine: number, stored: number) => (Number.isFinite(stored) ? Math.max(mine, stored) : mine);
-  return {
-    async state(operation) {
-      const mine = await local.state(operation);
-      const stored = await link.send(['MGET', keyOf(operation), streakKeyOf(operation)]).catch(() => undefined);
-      if (!Array.isArray(stored)) return mine;
-      const [until, streak] = stored as (string | null)[];
-      return {
-        untilMs: larger(mine.untilMs, Number(until ?? 0)),
-        streak: larger(mine.streak, Number(String(streak ?? '0').split(':')[0])),
-      };
-    },
-    async hold(operation, untilMs) {
-      await local.hold(operation, untilMs);
-      const ttlMs = Math.max(1, Math.ceil(untilMs - now()));
-      await link.send(['EVAL', HOLD_UNTIL_SCRIPT, '1', keyOf(operation), String(Math.ceil(untilMs)), String(ttlMs)]).catch(() => undefined);
-    },
-    async failed(operation, startedAtMs, failedAtMs) {
-      const mine = await local.failed(operation, startedAtMs, failedAtMs);
-      const args = [String(Math.floor(startedAtMs)), String(Math.ceil(failedAtMs)), String(STREAK_FORGOTTEN_AFTER_MS)];
-      return larger(mine, Number(await link.send(['EVAL', FAILED_SCRIPT, '1', streakKeyOf(operation), ...args]).catch(() => Number.NaN)));
-    },
-    async answered(operation) {
-      await local.answered(operation);
-      await link.send(['DEL', streakKeyOf(operation)]).catch(() => undefined);
-    },
-  };
-}
-
-/** Takes the lease when free, renews it when held by this instance; 1 when held after. */
-const HOLD_LEASE_SCRIPT = `
-local holder = redis.call('GET', KEYS[1])
-if holder ~= false and holder ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1`;
