@@ -136,57 +136,48 @@ const HEADER_PARAMETERS: Record<string, Json> = Object.fromEntries(
   }).map(([name, description]) => [name, { name, in: 'header', ...(description && { description }), schema: { type: 'string' } }]),
 );
 
-/** A response header's component; `required` means every answer that lists it carries it. */
-const header = (description: string | undefined, schema: Json, required = false): Json => ({
-  ...(description && { description }),
-  ...(required && { required }),
-  schema,
-});
-
-function responseHeaders(cacheStates: readonly string[]): Record<string, Json> {
-  const security = Object.fromEntries(
-    Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header(undefined, { const: value }, true)]),
-  );
+/** The response headers' components; `required`: every answer that lists the header carries it. */
+function responseHeaders(): Record<string, Json> {
+  const header = (schema: Json, description?: string, required = true): Json => ({
+    ...(description && { description }),
+    ...(required && { required }),
+    schema,
+  });
+  const text = { type: 'string' };
+  const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
   // Demo mode's example site has a policy of its own; both forbid framing.
   const policy = API_SECURITY_HEADERS['Content-Security-Policy'];
   if (policy !== undefined) {
     const words = `${code(policy)} on the API's answers; the demo's example site has its own policy for the paths it serves.`;
-    security['Content-Security-Policy'] = header(words, { type: 'string', pattern: "frame-ancestors 'none'" }, true);
+    security['Content-Security-Policy'] = header({ type: 'string', pattern: "frame-ancestors 'none'" }, words);
   }
-  const text = { type: 'string' };
+  const requestId = "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).";
+  const freshness = 'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.';
+  const coding = '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).';
   return {
-    'X-Request-Id': header(
-      "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).",
-      { type: 'string', pattern: INCOMING_REQUEST_ID.source },
-      true,
-    ),
+    'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, requestId),
     ...security,
-    'Access-Control-Allow-Origin': header("The request's allowed `Origin`, or `*` when every origin is allowed.", text),
-    'Access-Control-Expose-Headers': header(undefined, { const: CORS_POLICY.exposeHeaders.join(',') }),
-    'Access-Control-Allow-Methods': header(undefined, { const: CORS_POLICY.allowMethods.join(',') }),
-    'Access-Control-Allow-Headers': header(undefined, { const: CORS_POLICY.allowHeaders.join(',') }),
-    'Access-Control-Max-Age': header(undefined, { type: 'integer', const: CORS_POLICY.maxAge }),
-    Vary: header('`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).', text),
+    'Access-Control-Allow-Origin': header(text, "The request's allowed `Origin`, or `*` when every origin is allowed.", false),
+    'Access-Control-Expose-Headers': header({ const: CORS_POLICY.exposeHeaders.join(',') }, undefined, false),
+    'Access-Control-Allow-Methods': header({ const: CORS_POLICY.allowMethods.join(',') }, undefined, false),
+    'Access-Control-Allow-Headers': header({ const: CORS_POLICY.allowHeaders.join(',') }, undefined, false),
+    'Access-Control-Max-Age': header({ type: 'integer', const: CORS_POLICY.maxAge }, undefined, false),
+    Vary: header(text, '`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).', false),
     'Cache-Control-Public': header(
-      'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.',
       { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' },
-      true,
+      freshness,
     ),
-    'Cache-Control-No-Store': header('Subscribe answers and errors are never cached.', { const: 'no-store' }, true),
+    'Cache-Control-No-Store': header({ const: 'no-store' }, 'Subscribe answers and errors are never cached.'),
     ETag: header(
-      'A strong validator of the representation sent: each content coding has its own.',
       { type: 'string', pattern: '^"[^"]+"$' },
-      true,
+      'A strong validator of the representation sent: each content coding has its own.',
     ),
-    'Content-Encoding': header(
-      '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).',
-      { type: 'string', enum: ['br', 'gzip'] },
-    ),
-    'X-Cache': header("How this service's cache answered.", { enum: [...cacheStates] }, true),
-    Age: header('Seconds since a STALE copy was fetched.', { type: 'integer', minimum: 0 }),
-    'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 1 }, true),
-    Allow: header('The methods this path answers.', text, true),
-    Location: header('The page to go back to.', { type: 'string', format: 'uri' }, true),
+    'Content-Encoding': header({ type: 'string', enum: ['br', 'gzip'] }, coding, false),
+    'X-Cache': header({ enum: [...CACHE_STATES] }, "How this service's cache answered."),
+    Age: header({ type: 'integer', minimum: 0 }, 'Seconds since a STALE copy was fetched.', false),
+    'Retry-After': header({ type: 'integer', minimum: 1 }, 'Seconds to wait before trying again.'),
+    Allow: header(text, 'The methods this path answers.'),
+    Location: header({ type: 'string', format: 'uri' }, 'The page to go back to.'),
   };
 }
 
@@ -209,14 +200,8 @@ const COMMON_HEADERS = [
 ];
 const READ_HEADERS = ['Cache-Control-Public', 'ETag', 'Content-Encoding', 'X-Cache', 'Age'];
 
-interface ErrorWording {
-  when: string;
-  headers?: readonly string[];
-  /** `details` is always there. */
-  details?: true;
-  /** What the HTML page a form post without JavaScript may get says. */
-  html?: string;
-}
+/** `details`: always there; `html`: what the page a form post without JavaScript may get says. */
+type ErrorWording = { when: string; headers?: readonly string[]; details?: true; html?: string };
 
 /** A new code in ERROR_STATUS does not compile until it is worded here. */
 const ERROR_WORDING: Record<ErrorCode, ErrorWording> = {
@@ -252,7 +237,8 @@ const ERROR_WORDING: Record<ErrorCode, ErrorWording> = {
 };
 
 /** One response component per error status, named after its first code (`ValidationError`), and one for HEAD. */
-function errorResponses(wording: Record<ErrorCode, ErrorWording>): { names: Map<number, string>; responses: Record<string, Json> } {
+function errorResponses(): { names: Map<number, string>; responses: Record<string, Json> } {
+  const wording = ERROR_WORDING;
   const byStatus = new Map<number, ErrorCode[]>();
   for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][])
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
@@ -341,7 +327,7 @@ export function createOpenApiDocument(version: string): Json {
 
   const queryParameters = archiveQueryParameters(config.archiveMaxIssues);
   const inputs = subscribeInputs(config.honeypotField);
-  const errors = errorResponses(ERROR_WORDING);
+  const errors = errorResponses();
   const feed = {
     schema: {
       type: 'string',
@@ -451,7 +437,7 @@ export function createOpenApiDocument(version: string): Json {
         slug: { name: 'slug', in: 'path', required: true, schema: schemaRef('Slug') },
         ...HEADER_PARAMETERS,
       },
-      headers: responseHeaders(CACHE_STATES),
+      headers: responseHeaders(),
       responses: Object.fromEntries(Object.entries(responses).filter(([name]) => used.has(name))),
       schemas: { ...componentSchemas(), SubscribeJsonInput: inputs.json, SubscribeFormInput: inputs.form },
     },
