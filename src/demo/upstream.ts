@@ -26,26 +26,7 @@ export const DEMO_BLOCKED_EMAIL = 'blocked@example.com';
 
 const path = (segments: readonly string[]) => `/${segments.join('/')}`;
 
-export interface DemoSubscriber {
-  id: string;
-  emailNormalized: string;
-  emailOriginal: string;
-  status: 'subscribed' | 'blocked';
-  sourceType: string;
-  source: string | undefined;
-  sourcePlatform: string | undefined;
-}
-
-export interface DemoUpstream {
-  fetch: typeof globalThis.fetch;
-  baseUrl: string;
-  apiKey: string;
-  /** By normalized email. */
-  subscribers: Map<string, DemoSubscriber>;
-  /** A test may add to it. */
-  issues: DemoIssue[];
-  categories: DemoCategory[];
-}
+export type DemoUpstream = ReturnType<typeof createDemoUpstream>;
 
 export interface DemoUpstreamOptions {
   apiKey?: string;
@@ -65,6 +46,16 @@ const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: DemoIss
   'oldest-sent': (a, b) => sent(a).localeCompare(sent(b)),
 };
 
+export interface DemoSubscriber {
+  id: string;
+  emailNormalized: string;
+  emailOriginal: string;
+  status: 'subscribed' | 'blocked';
+  sourceType: string;
+  source: string | undefined;
+  sourcePlatform: string | undefined;
+}
+
 /** The details of a 422, one per rule broken: `[path, broken, message]`. */
 function invalid(rules: [path: string, broken: boolean, message: string][]): { path: string; message: string }[] {
   return rules.filter(([, broken]) => broken).map(([path, , message]) => ({ path, message }));
@@ -75,13 +66,14 @@ function fail(c: Context, status: number, code: string, message: string, details
 }
 
 /** The upstream operations we use, in process, as the injected `fetch`: demo mode and tests run the real client. */
-export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstream {
+export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
   const { categories, issues } = options.publication ?? createSamplePublication(options.siteOrigin);
-  const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
+  const blocked = { id: 'sub_blocked', emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, sourceType: 'import' };
+  // By normalized email.
   const subscribers = new Map<string, DemoSubscriber>([
-    [DEMO_BLOCKED_EMAIL, { id: 'sub_blocked', ...blocked, status: 'blocked', sourceType: 'import' }],
+    [DEMO_BLOCKED_EMAIL, { ...blocked, status: 'blocked', source: undefined, sourcePlatform: undefined }],
   ]);
   const base = new URL(DEMO_BASE_URL);
 
@@ -173,5 +165,6 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
     return app.fetch(request);
   };
 
+  // A test may add to `issues`.
   return { fetch: demoFetch, baseUrl: DEMO_BASE_URL, apiKey, subscribers, issues, categories };
 }
