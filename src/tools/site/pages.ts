@@ -8,20 +8,16 @@ import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
  * A page path is relative to the site's root: a folder ending in `/`, or a file. Links use the
  * site URL's own path, so a site built for https://example.com/letters/ works from that folder.
  */
-export interface SitePaths {
-  absolute(path: string): string;
-  /** From the site's root folder (`/letters/issues/x/`). */
-  href(path: string): string;
-}
+export type SitePaths = ReturnType<typeof createSitePaths>;
 
-/** `siteUrl` must be absolute http(s); a missing trailing slash is added. */
-export function createSitePaths(siteUrl: string): SitePaths {
+/** `siteUrl` must be absolute http(s); a missing trailing slash is added. `href` is from the site's root folder (`/letters/issues/x/`). */
+export function createSitePaths(siteUrl: string) {
   const root = new URL(siteUrl);
   if (root.protocol !== 'https:' && root.protocol !== 'http:') throw new Error('the site URL must be http(s)');
   root.search = '';
   root.hash = '';
   if (!root.pathname.endsWith('/')) root.pathname += '/';
-  return { absolute: (path) => root.href + path, href: (path) => root.pathname + path };
+  return { absolute: (path: string) => root.href + path, href: (path: string) => root.pathname + path };
 }
 
 /** `''` is the archive's first page. */
