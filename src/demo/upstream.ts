@@ -70,10 +70,10 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
   const { categories, issues } = options.publication ?? createSamplePublication(options.siteOrigin);
-  const blocked = { id: 'sub_blocked', emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, sourceType: 'import' };
+  const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
   // By normalized email.
   const subscribers = new Map<string, DemoSubscriber>([
-    [DEMO_BLOCKED_EMAIL, { ...blocked, status: 'blocked', source: undefined, sourcePlatform: undefined }],
+    [DEMO_BLOCKED_EMAIL, { id: 'sub_blocked', ...blocked, status: 'blocked', sourceType: 'import' }],
   ]);
   const base = new URL(DEMO_BASE_URL);
 
