@@ -200,67 +200,63 @@ const COMMON_HEADERS = [
 ];
 const READ_HEADERS = ['Cache-Control-Public', 'ETag', 'Content-Encoding', 'X-Cache', 'Age'];
 
-/** `details`: always there; `html`: what the page a form post without JavaScript may get says. */
-type ErrorWording = { when: string; headers?: readonly string[]; details?: true; html?: string };
-
 /** A new code in ERROR_STATUS does not compile until it is worded here. */
-const ERROR_WORDING: Record<ErrorCode, ErrorWording> = {
-  VALIDATION_ERROR: {
-    when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
-    details: true,
-  },
-  BAD_REQUEST: { when: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route)." },
-  NOT_FOUND: { when: 'No such issue, or no such route.' },
-  METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
-  FORBIDDEN_ORIGIN: {
-    when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
-    html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.',
-  },
-  CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
-  CAPTCHA_REQUIRED: {
-    when:
-      'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
-      '`details[0].siteKey` is the site key to render the widget with.',
-  },
-  PAYLOAD_TOO_LARGE: { when: `The body is over ${SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.` },
-  UNSUPPORTED_MEDIA_TYPE: { when: 'The body is not JSON, URL-encoded or multipart form data.' },
-  RATE_LIMITED: {
-    when: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
-    headers: ['Retry-After'],
-  },
-  UPSTREAM_ERROR: { when: 'The newsletter service failed, rejected our key, or answered with something malformed.' },
-  UPSTREAM_UNAVAILABLE: {
-    when: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
-    headers: ['Retry-After'],
-  },
-  INTERNAL_ERROR: { when: 'An unexpected failure; it is logged with the request id.' },
+const ERROR_WORDING: Record<ErrorCode, string> = {
+  VALIDATION_ERROR:
+    'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
+  BAD_REQUEST: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route).",
+  NOT_FOUND: 'No such issue, or no such route.',
+  METHOD_NOT_ALLOWED: 'The path exists but not with this method; `Allow` lists the methods it answers.',
+  FORBIDDEN_ORIGIN:
+    'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
+  CAPTCHA_FAILED: 'Turnstile is on and the `cf-turnstile-response` token was rejected.',
+  CAPTCHA_REQUIRED:
+    'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
+    '`details[0].siteKey` is the site key to render the widget with.',
+  PAYLOAD_TOO_LARGE: `The body is over ${SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
+  UNSUPPORTED_MEDIA_TYPE: 'The body is not JSON, URL-encoded or multipart form data.',
+  RATE_LIMITED: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
+  UPSTREAM_ERROR: 'The newsletter service failed, rejected our key, or answered with something malformed.',
+  UPSTREAM_UNAVAILABLE: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
+  INTERNAL_ERROR: 'An unexpected failure; it is logged with the request id.',
 };
+/** Headers an error carries besides every error's. */
+const ERROR_HEADERS: Partial<Record<ErrorCode, string>> = {
+  METHOD_NOT_ALLOWED: 'Allow',
+  RATE_LIMITED: 'Retry-After',
+  UPSTREAM_UNAVAILABLE: 'Retry-After',
+};
+/** What the page a form post without JavaScript may get says. */
+const REFUSED_FORM_PAGE = 'A short page in plain words for a visitor without JavaScript: nothing was sent.';
 
-/** One response component per error status, named after its first code (`ValidationError`), and one for HEAD. */
-function errorResponses(): { names: Map<number, string>; responses: Record<string, Json> } {
-  const wording = ERROR_WORDING;
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][])
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  const names = new Map<number, string>();
+const codesOf = (status: number) => (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((one) => ERROR_STATUS[one] === status);
+/** An error status's response component is named after its first code: `ValidationError`. */
+const errorName = (status: number) =>
+  codesOf(status)[0]!
+    .toLowerCase()
+    .replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+
+/** One response component per error status, and one for HEAD. */
+function errorResponses(): Record<string, Json> {
   const responses: Record<string, Json> = {};
-  for (const [status, codes] of byStatus) {
-    const name = codes[0]!.toLowerCase().replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
-    const description = codes.map((one) => `${status} ${code(one)}: ${wording[one].when}`).join(' ');
-    const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => wording[one].headers ?? []))]);
+  for (const status of new Set(Object.values(ERROR_STATUS))) {
+    const name = errorName(status);
+    const codes = codesOf(status);
+    const description = codes.map((one) => `${status} ${code(one)}: ${ERROR_WORDING[one]}`).join(' ');
+    const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => ERROR_HEADERS[one] ?? []))]);
     const error: Json = { type: 'object', properties: { code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } };
-    if (codes.every((one) => wording[one].details)) {
+    // A VALIDATION_ERROR always has its `details`.
+    if (codes.every((one) => one === 'VALIDATION_ERROR')) {
       (error.properties as Json).details = { type: 'array', items: schemaRef('ValidationIssue') };
       error.required = ['details'];
     }
     const schema = { allOf: [schemaRef('ErrorBody'), { type: 'object', properties: { error } }] };
-    const html = codes.map((one) => wording[one].html).find((page) => page !== undefined);
+    const html = codes.includes('FORBIDDEN_ORIGIN') && REFUSED_FORM_PAGE;
     const content = { 'application/json': { schema }, ...(html && { 'text/html': { schema: { type: 'string', description: html } } }) };
-    names.set(status, name);
     responses[name] = { description, headers, content };
     responses[`${name}Head`] = { description: `${description} (HEAD: no body)`, headers };
   }
-  return { names, responses };
+  return responses;
 }
 
 const parameter = (name: string) => ref(`#/components/parameters/${name}`);
@@ -269,15 +265,11 @@ const responseRef = (name: string) => ref(`#/components/responses/${name}`);
 type Operation = { operationId: string; summary: string; description: string; parameters: readonly Json[] };
 
 /** A path's item: its GET and HEAD (derived from GET) or its POST, its preflight and its 405; `{slug}` becomes `:slug` in ROUTE_ERRORS. */
-function pathItem(
-  path: string,
-  errorNames: Map<number, string>,
-  operation: Operation & ({ ok: Json } | { requestBody: Json; answers: Json }),
-): Json {
+function pathItem(path: string, operation: Operation & ({ ok: Json } | { requestBody: Json; answers: Json })): Json {
   const route = path.replace(/\{(\w+)\}/g, ':$1') as keyof typeof ROUTE_ERRORS;
   const statuses = [...new Set(ROUTE_ERRORS[route].map((one) => ERROR_STATUS[one]))].sort((a, b) => a - b);
   const errorAnswers = (suffix: string) =>
-    Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errorNames.get(status)}${suffix}`)]));
+    Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errorName(status)}${suffix}`)]));
   const pathParameters = [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => parameter(name!));
   const item: Json = {};
   if ('ok' in operation) {
@@ -327,7 +319,6 @@ export function createOpenApiDocument(version: string): Json {
 
   const queryParameters = archiveQueryParameters(config.archiveMaxIssues);
   const inputs = subscribeInputs(config.honeypotField);
-  const errors = errorResponses();
   const feed = {
     schema: {
       type: 'string',
@@ -340,7 +331,7 @@ export function createOpenApiDocument(version: string): Json {
   const fromCache = 'The data, from the cache or the upstream.';
 
   const paths: Json = {
-    '/api/issues': pathItem('/api/issues', errors.names, {
+    '/api/issues': pathItem('/api/issues', {
       operationId: 'listIssues',
       summary: 'A page of the public archive, newest first',
       description:
@@ -351,21 +342,21 @@ export function createOpenApiDocument(version: string): Json {
         { ...jsonOf('ArchivePageBody'), [MEDIA_TYPES.atom]: feed, [MEDIA_TYPES.rss]: feed },
       ),
     }),
-    '/api/issues/{slug}': pathItem('/api/issues/{slug}', errors.names, {
+    '/api/issues/{slug}': pathItem('/api/issues/{slug}', {
       operationId: 'getIssue',
       summary: 'One public issue with its HTML',
       description: 'A slug that does not match the pattern is a 422 without an upstream call; an unknown, unsent or private issue a 404.',
       parameters: [parameter('If-None-Match')],
       ok: readAnswer(fromCache, jsonOf('IssueBody')),
     }),
-    '/api/categories': pathItem('/api/categories', errors.names, {
+    '/api/categories': pathItem('/api/categories', {
       operationId: 'listCategories',
       summary: 'Categories for archive navigation, sorted by name',
       description: `Every category of the publication as \`{ ${Object.keys(PublicCategorySchema.shape).join(', ')} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
       parameters: [parameter('If-None-Match')],
       ok: readAnswer(fromCache, jsonOf('CategoriesBody')),
     }),
-    '/api/subscribe': pathItem('/api/subscribe', errors.names, {
+    '/api/subscribe': pathItem('/api/subscribe', {
       operationId: 'subscribe',
       summary: 'Subscribe one email address',
       description:
@@ -404,7 +395,7 @@ export function createOpenApiDocument(version: string): Json {
       headers: headersOf(['Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age']),
     },
     NotModifiedHead: { description: `${notModified} (HEAD: no body)`, headers: notModifiedHeaders },
-    ...errors.responses,
+    ...errorResponses(),
   };
   // An unused component is a lint warning.
   const used = new Set(JSON.stringify(paths).match(/(?<=#\/components\/responses\/)\w+/g));
