@@ -79,9 +79,7 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
 
   const app = new Hono().basePath(base.pathname);
   app.use(async (c, next) => {
-    if (c.req.header('authorization') !== `Bearer ${apiKey}`) {
-      return fail(c, 401, 'UNAUTHORIZED', 'API key missing or invalid');
-    }
+    if (c.req.header('authorization') !== `Bearer ${apiKey}`) return fail(c, 401, 'UNAUTHORIZED', 'API key missing or invalid');
     return next();
   });
 
@@ -128,9 +126,8 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
 
     const normalized = email.toLowerCase();
     const existing = subscribers.get(normalized);
-    if (existing?.status === 'blocked') {
+    if (existing?.status === 'blocked')
       return fail(c, SUBSCRIBER_REFUSED.status, SUBSCRIBER_REFUSED.code, `Subscriber ${normalized} is blocked`);
-    }
     const timestamp = new Date(now()).toISOString();
     const subscriber: DemoSubscriber = existing ?? {
       id: `sub_${String(subscribers.size + 1).padStart(4, '0')}`,
@@ -142,26 +139,15 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
       sourcePlatform: typeof sourcePlatform === 'string' ? sourcePlatform : undefined,
     };
     subscribers.set(normalized, subscriber);
-    return c.json({
-      ok: true,
-      data: {
-        ...subscriber,
-        workspaceId: DEMO_WORKSPACE_ID,
-        accountSetId: DEMO_ACCOUNT_SET_ID,
-        subscribedAt: timestamp,
-        createdAt: timestamp,
-        updatedAt: timestamp,
-      },
-    });
+    const owner = { workspaceId: DEMO_WORKSPACE_ID, accountSetId: DEMO_ACCOUNT_SET_ID };
+    return c.json({ ok: true, data: { ...subscriber, ...owner, subscribedAt: timestamp, createdAt: timestamp, updatedAt: timestamp } });
   });
 
   app.notFound((c) => fail(c, NOT_FOUND_STATUS, 'NOT_FOUND', 'No such operation in the demo upstream'));
 
   const demoFetch: typeof globalThis.fetch = async (input, init) => {
     const request = new Request(input, init);
-    if (new URL(request.url).origin !== base.origin) {
-      throw new TypeError('fetch failed: the demo upstream answers only its own host');
-    }
+    if (new URL(request.url).origin !== base.origin) throw new TypeError('fetch failed: the demo upstream answers only its own host');
     return app.fetch(request);
   };
 
