@@ -77,16 +77,12 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   const told: CheckFinding[] = [];
   // What the service would log (dropped categories, new states) becomes findings.
   const log: Logger = {
-    log: (_level, event, fields = {}) => {
-      if (event === 'upstream_rows_dropped' && fields.operation === 'listCategories') {
-        told.push(
-          fail(`${String(fields.count)} malformed category rows dropped, not served${fields.ids ? ` (ids ${String(fields.ids)})` : ''}`),
-        );
+    log: (_level, event, { count, ids, operation, resource, status } = {}) => {
+      if (event === 'upstream_rows_dropped' && operation === 'listCategories') {
+        told.push(fail(`${String(count)} malformed category rows dropped, not served${ids ? ` (ids ${String(ids)})` : ''}`));
       }
       if (event === 'upstream_unknown_status') {
-        told.push(
-          note(`the upstream answered a ${String(fields.resource)} state it does not document: ${String(fields.status)} (accepted)`),
-        );
+        told.push(note(`the upstream answered a ${String(resource)} state it does not document: ${String(status)} (accepted)`));
       }
     },
   };

@@ -80,16 +80,16 @@ function worded(properties: Record<string, Json>, words: Record<string, object |
   return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, { ...property, ...words[name] }]));
 }
 
+const HONEYPOT_WORDS =
+  'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.';
+
 /** The subscribe body as JSON, and as an HTML form posts it (every field as text). */
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, SUBSCRIBE_FIELD_DOCS);
-  const json: Json = {
-    ...sent,
-    properties: fields,
-    description:
-      'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).',
-  };
+  const others =
+    'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).';
+  const json: Json = { ...sent, properties: fields, description: others };
   const { description: _description, ...email } = fields.email!;
   const sourcePlatform = fields.sourcePlatform!;
   const form: Json = {
@@ -100,12 +100,7 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
       email,
       optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(FORM_CHECKED_VALUES, 'or')} (any case).` },
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
-      [honeypotField]: {
-        type: 'string',
-        maxLength: 0,
-        description:
-          'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.',
-      },
+      [honeypotField]: { type: 'string', maxLength: 0, description: HONEYPOT_WORDS },
     },
   };
   return { json, form };
