@@ -80,12 +80,10 @@ export async function renderSearchPage(
   const query = new URLSearchParams({ q, limit: String(PAGE_SIZE), offset: String((pageNumber - 1) * PAGE_SIZE) });
   const response = await api(`/api/issues?${query}`).catch(() => undefined);
   const body = response?.ok ? ((await response.json()) as ArchivePageBody) : undefined;
-  const state = (message: string) =>
-    replaceOnce(
-      replaceOnce(html, SLOTS.empty, '<div class="state" id="archive-empty">'),
-      SLOTS.emptyText,
-      `<p id="archive-empty-text">${message}</p>`,
-    );
+  const state = (message: string) => {
+    const shown = replaceOnce(html, SLOTS.empty, '<div class="state" id="archive-empty">');
+    return replaceOnce(shown, SLOTS.emptyText, `<p id="archive-empty-text">${message}</p>`);
+  };
   if (!body) return state('Sorry, the archive could not be searched just now. Try again in a moment.');
   const { total } = body.meta;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
@@ -96,10 +94,7 @@ export async function renderSearchPage(
   const counted = q
     ? `${total} ${total === 1 ? 'issue matches' : 'issues match'} “${escapeHtml(q)}”`
     : `${total} ${total === 1 ? 'issue' : 'issues'}`;
-  html = replaceOnce(
-    html,
-    SLOTS.summary,
-    `<p class="summary" id="archive-summary" aria-live="polite">${counted} · page ${pageNumber} of ${pages}</p>`,
-  );
+  const summary = SLOTS.summary.replace('</p>', () => `${counted} · page ${pageNumber} of ${pages}</p>`);
+  html = replaceOnce(html, SLOTS.summary, summary);
   return replaceOnce(html, SLOTS.list, `<ol class="issue-list" id="issue-list">${body.data.map(card).join('')}</ol>`);
 }

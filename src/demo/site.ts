@@ -29,23 +29,9 @@ const BROTLI_BEST = { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 11 } };
 const PAGE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.sitePage);
 const FILE_CACHE_CONTROL = cacheControlOf(SITE_POLICIES.siteFile);
 
-interface Variant {
-  body: Uint8Array<ArrayBuffer>;
-  etag: string;
-  coding?: 'br' | 'gzip';
-}
-
-interface SiteFile {
-  type: string;
-  cacheControl: string;
-  /** Brotli and gzip first for text; the file as it is last. */
-  variants: Variant[];
-}
-
-export interface DemoSiteOptions {
-  /** The service's own routes, in process (the app's `request`, with the visitor's bindings), for search results without JavaScript. */
-  api?: (path: string, env: unknown) => Promise<Response>;
-}
+type Variant = { body: Uint8Array<ArrayBuffer>; etag: string; coding?: 'br' | 'gzip' };
+/** `variants`: Brotli and gzip first for text; the file as it is last. */
+type SiteFile = { type: string; cacheControl: string; variants: Variant[] };
 
 /**
  * The example site (examples/site beside dist/) for demo mode, read once into memory, so no
@@ -53,7 +39,11 @@ export interface DemoSiteOptions {
  * filled in (the file on disk stays the template a site owner copies). The archive page with `?q=`
  * comes with the matches in it (search-page.ts), so search works without JavaScript.
  */
-export function createDemoSite(turnstileSiteKey: string | undefined, options: DemoSiteOptions = {}): MiddlewareHandler {
+export function createDemoSite(
+  turnstileSiteKey: string | undefined,
+  // The service's own routes, in process (the app's `request`, with the visitor's bindings), for search results without JavaScript.
+  options: { api?: (path: string, env: unknown) => Promise<Response> } = {},
+): MiddlewareHandler {
   const root = fileURLToPath(new URL('../../examples/site', import.meta.url));
   let files: Promise<Map<string, SiteFile>> | undefined;
   return async function serveDemoSite(c, next) {
@@ -102,16 +92,15 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
           body = new TextEncoder().encode(filled) as Uint8Array<ArrayBuffer>;
         }
         const extension = extname(path);
-        const compressed = COMPRESSIBLE.has(extension)
-          ? ([
-              ['br', await brotli(body, BROTLI_BEST)],
-              ['gzip', await gzipped(body, { level: 9 })],
-            ] as const)
-          : [];
         // Each form has its own ETag: a cache must not answer one encoding's 304 for another.
-        const variants = compressed.map(
-          ([coding, bytes]): Variant => ({ coding, body: new Uint8Array(bytes), etag: etagOf(body, `-${coding}`) }),
-        );
+        const variant = (coding: 'br' | 'gzip', bytes: Buffer): Variant => ({
+          coding,
+          body: new Uint8Array(bytes),
+          etag: etagOf(body, `-${coding}`),
+        });
+        const variants = COMPRESSIBLE.has(extension)
+          ? [variant('br', await brotli(body, BROTLI_BEST)), variant('gzip', await gzipped(body, { level: 9 }))]
+          : [];
         files.set(path, {
           type: CONTENT_TYPES[extension] ?? 'application/octet-stream',
           cacheControl: extension === '.html' || path === '/config.js' ? PAGE_CACHE_CONTROL : FILE_CACHE_CONTROL,

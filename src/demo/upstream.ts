@@ -26,26 +26,7 @@ export const DEMO_BLOCKED_EMAIL = 'blocked@example.com';
 
 const path = (segments: readonly string[]) => `/${segments.join('/')}`;
 
-export interface DemoSubscriber {
-  id: string;
-  emailNormalized: string;
-  emailOriginal: string;
-  status: 'subscribed' | 'blocked';
-  sourceType: string;
-  source: string | undefined;
-  sourcePlatform: string | undefined;
-}
-
-export interface DemoUpstream {
-  fetch: typeof globalThis.fetch;
-  baseUrl: string;
-  apiKey: string;
-  /** By normalized email. */
-  subscribers: Map<string, DemoSubscriber>;
-  /** A test may add to it. */
-  issues: DemoIssue[];
-  categories: DemoCategory[];
-}
+export type DemoUpstream = ReturnType<typeof createDemoUpstream>;
 
 export interface DemoUpstreamOptions {
   apiKey?: string;
@@ -65,6 +46,16 @@ const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: DemoIss
   'oldest-sent': (a, b) => sent(a).localeCompare(sent(b)),
 };
 
+export interface DemoSubscriber {
+  id: string;
+  emailNormalized: string;
+  emailOriginal: string;
+  status: 'subscribed' | 'blocked';
+  sourceType: string;
+  source: string | undefined;
+  sourcePlatform: string | undefined;
+}
+
 /** The details of a 422, one per rule broken: `[path, broken, message]`. */
 function invalid(rules: [path: string, broken: boolean, message: string][]): { path: string; message: string }[] {
   return rules.filter(([, broken]) => broken).map(([path, , message]) => ({ path, message }));
@@ -75,11 +66,12 @@ function fail(c: Context, status: number, code: string, message: string, details
 }
 
 /** The upstream operations we use, in process, as the injected `fetch`: demo mode and tests run the real client. */
-export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstream {
+export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
   const { categories, issues } = options.publication ?? createSamplePublication(options.siteOrigin);
   const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
+  // By normalized email.
   const subscribers = new Map<string, DemoSubscriber>([
     [DEMO_BLOCKED_EMAIL, { id: 'sub_blocked', ...blocked, status: 'blocked', sourceType: 'import' }],
   ]);
@@ -87,9 +79,7 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
 
   const app = new Hono().basePath(base.pathname);
   app.use(async (c, next) => {
-    if (c.req.header('authorization') !== `Bearer ${apiKey}`) {
-      return fail(c, 401, 'UNAUTHORIZED', 'API key missing or invalid');
-    }
+    if (c.req.header('authorization') !== `Bearer ${apiKey}`) return fail(c, 401, 'UNAUTHORIZED', 'API key missing or invalid');
     return next();
   });
 
@@ -136,9 +126,8 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
 
     const normalized = email.toLowerCase();
     const existing = subscribers.get(normalized);
-    if (existing?.status === 'blocked') {
+    if (existing?.status === 'blocked')
       return fail(c, SUBSCRIBER_REFUSED.status, SUBSCRIBER_REFUSED.code, `Subscriber ${normalized} is blocked`);
-    }
     const timestamp = new Date(now()).toISOString();
     const subscriber: DemoSubscriber = existing ?? {
       id: `sub_${String(subscribers.size + 1).padStart(4, '0')}`,
@@ -150,28 +139,18 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}): DemoUpstr
       sourcePlatform: typeof sourcePlatform === 'string' ? sourcePlatform : undefined,
     };
     subscribers.set(normalized, subscriber);
-    return c.json({
-      ok: true,
-      data: {
-        ...subscriber,
-        workspaceId: DEMO_WORKSPACE_ID,
-        accountSetId: DEMO_ACCOUNT_SET_ID,
-        subscribedAt: timestamp,
-        createdAt: timestamp,
-        updatedAt: timestamp,
-      },
-    });
+    const owner = { workspaceId: DEMO_WORKSPACE_ID, accountSetId: DEMO_ACCOUNT_SET_ID };
+    return c.json({ ok: true, data: { ...subscriber, ...owner, subscribedAt: timestamp, createdAt: timestamp, updatedAt: timestamp } });
   });
 
   app.notFound((c) => fail(c, NOT_FOUND_STATUS, 'NOT_FOUND', 'No such operation in the demo upstream'));
 
   const demoFetch: typeof globalThis.fetch = async (input, init) => {
     const request = new Request(input, init);
-    if (new URL(request.url).origin !== base.origin) {
-      throw new TypeError('fetch failed: the demo upstream answers only its own host');
-    }
+    if (new URL(request.url).origin !== base.origin) throw new TypeError('fetch failed: the demo upstream answers only its own host');
     return app.fetch(request);
   };
 
+  // A test may add to `issues`.
   return { fetch: demoFetch, baseUrl: DEMO_BASE_URL, apiKey, subscribers, issues, categories };
 }

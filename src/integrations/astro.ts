@@ -36,7 +36,6 @@ export interface NewsletterLoaderContext {
     keys(): string[];
     delete(id: string): void;
   };
-  /** Kept between builds: the sync state lives there. */
   meta: { get(key: string): string | undefined; set(key: string, value: string): void };
   logger: { info(message: string): void; warn(message: string): void };
   parseData<TData extends Record<string, unknown>>(props: { id: string; data: TData }): Promise<TData>;
@@ -46,14 +45,10 @@ export interface NewsletterLoaderContext {
 export interface NewsletterLoaderOptions {
   /** The service's address, e.g. https://news-api.example.com. */
   url: string;
-  /**
-   * The letter's HTML to `rendered.html`: by default `sanitizeLetter` of `newsletter-bff/sanitize`
-   * (needs sanitize-html); `false` keeps the service's HTML (show it sandboxed, or sanitise it yourself).
-   */
+  /** Default: `sanitizeLetter` of `newsletter-bff/sanitize` (needs sanitize-html); `false` keeps the service's HTML. */
   sanitize?: ((html: string, issue: NewsletterIssueData) => string) | false;
   /** Issue pages read at once (default 4). */
   concurrency?: number;
-  /** Test seams. */
   fetch?: typeof globalThis.fetch;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
@@ -69,11 +64,7 @@ export interface NewsletterLoader {
 }
 
 const STATE_KEY = 'newsletter-bff:sync';
-interface SyncState {
-  version: 1;
-  url: string;
-  issues: Record<string, { etag?: string; updatedAt?: string | null }>;
-}
+type SyncState = { version: 1; url: string; issues: Record<string, { etag?: string; updatedAt?: string | null }> };
 
 function issueSchema(): z.ZodType<NewsletterIssueData> {
   const text = z.string().nullable();
@@ -112,7 +103,9 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
         apiUrl: url,
         onWait: ({ path, status, ms }) => logger.info(`${path} answered ${status}: reading it again in ${Math.ceil(ms / 1000)} s`),
       });
-      const sanitize = options.sanitize ?? (await defaultSanitizer());
+      const why = "newsletterLoader (it sanitises each letter; `sanitize: false` keeps the service's HTML)";
+      const sanitize =
+        options.sanitize ?? (await importOptional('sanitize-html', why, () => import('../tools/site/sanitize.js'))).sanitizeLetter;
       const previous = readState(meta.get(STATE_KEY), url);
       const summaries = await readArchive(client);
       const next: SyncState = { version: 1, url, issues: {} };
@@ -178,12 +171,3 @@ function readState(value: string | undefined, url: string): SyncState | undefine
 }
 
 const neighbourOf = (summary: IssueSummary | undefined) => (summary ? toIssueNeighbour(summary) : null);
-
-async function defaultSanitizer(): Promise<(html: string) => string> {
-  const { sanitizeLetter } = await importOptional(
-    'sanitize-html',
-    "newsletterLoader (it sanitises each letter; `sanitize: false` keeps the service's HTML)",
-    () => import('../tools/site/sanitize.js'),
-  );
-  return sanitizeLetter;
-}

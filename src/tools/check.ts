@@ -14,28 +14,16 @@ import { createMemoryHoldOff } from '../core/upstream/hold-off.js';
  */
 
 /** `fail`: the site would break or be cut short; `note`: nothing breaks. */
-export interface CheckFinding {
-  status: 'ok' | 'fail' | 'note';
-  message: string;
-}
-
-export interface CheckResult {
-  findings: CheckFinding[];
-  exitCode: 0 | 1 | 2;
-}
-
-export interface CheckDeps {
-  fetch?: typeof globalThis.fetch | undefined;
-  now?: (() => number) | undefined;
-  sleep?: ((ms: number) => Promise<void>) | undefined;
-}
+type CheckFinding = { status: 'ok' | 'fail' | 'note'; message: string };
+type CheckDeps = { fetch?: typeof globalThis.fetch; now?: () => number; sleep?: (ms: number) => Promise<void> };
 
 /** The pauses after its own failed calls are waited out; a 429's longer `Retry-After` is reported instead. */
 const CHECK_WAITS_OUT_MS = 10_000;
 
-const ok = (message: string): CheckFinding => ({ status: 'ok', message });
-const fail = (message: string): CheckFinding => ({ status: 'fail', message });
-const note = (message: string): CheckFinding => ({ status: 'note', message });
+const finding =
+  (status: CheckFinding['status']) =>
+  (message: string): CheckFinding => ({ status, message });
+const [ok, fail, note] = [finding('ok'), finding('fail'), finding('note')];
 
 function failureMessage(call: string, error: unknown): string {
   if (!(error instanceof UpstreamError)) return `${call} failed unexpectedly`;
@@ -48,25 +36,17 @@ function failureMessage(call: string, error: unknown): string {
 function judgeProbe(probe: ArchiveRead, config: Config): CheckFinding[] {
   const { limitParam, pagingParam, style } = config.listPaging;
   const [first = 0, second] = probe.pageRows;
+  const paging = `paging by ${style} under ${pagingParam}`;
+  const setLimit = 'set UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter';
+  const setPaging = 'Set UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM';
   if (first === 0) return [note('the archive is empty, so the row limit and paging cannot be checked yet')];
-  if (first > 1) {
-    return [
-      fail(
-        `List Issues ignored ${limitParam}=1 and answered ${first} rows: set UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter`,
-      ),
-    ];
-  }
+  if (first > 1) return [fail(`List Issues ignored ${limitParam}=1 and answered ${first} rows: ${setLimit}`)];
   const limit = ok(`the row-limit parameter ${limitParam} is honoured (asked 1 row, got 1)`);
   if (probe.findings.some((finding) => finding.problem === 'repeated_page')) {
-    return [
-      limit,
-      fail(
-        `paging by ${style} under ${pagingParam} does not work: the second row came back as the first. Set UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM`,
-      ),
-    ];
+    return [limit, fail(`${paging} does not work: the second row came back as the first. ${setPaging}`)];
   }
   if (!second) return [limit, note('the archive has one row, so paging cannot be checked yet')];
-  return [limit, ok(`paging by ${style} under ${pagingParam} works (the next position answered the next row)`)];
+  return [limit, ok(`${paging} works (the next position answered the next row)`)];
 }
 
 function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFinding[] {
@@ -86,7 +66,7 @@ function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFindi
   ];
 }
 
-export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<CheckResult> {
+export async function runCheck(config: Config, deps: CheckDeps = {}) {
   const now = deps.now ?? Date.now;
   const timed = async <T>(call: () => Promise<T>) => {
     const started = now();
@@ -97,16 +77,12 @@ export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<Ch
   const told: CheckFinding[] = [];
   // What the service would log (dropped categories, new states) becomes findings.
   const log: Logger = {
-    log: (_level, event, fields = {}) => {
-      if (event === 'upstream_rows_dropped' && fields.operation === 'listCategories') {
-        told.push(
-          fail(`${String(fields.count)} malformed category rows dropped, not served${fields.ids ? ` (ids ${String(fields.ids)})` : ''}`),
-        );
+    log: (_level, event, { count, ids, operation, resource, status } = {}) => {
+      if (event === 'upstream_rows_dropped' && operation === 'listCategories') {
+        told.push(fail(`${String(count)} malformed category rows dropped, not served${ids ? ` (ids ${String(ids)})` : ''}`));
       }
       if (event === 'upstream_unknown_status') {
-        told.push(
-          note(`the upstream answered a ${String(fields.resource)} state it does not document: ${String(fields.status)} (accepted)`),
-        );
+        told.push(note(`the upstream answered a ${String(resource)} state it does not document: ${String(status)} (accepted)`));
       }
     },
   };
@@ -149,7 +125,7 @@ export async function runCheck(config: Config, deps: CheckDeps = {}): Promise<Ch
   return finish([...findings, ...told]);
 }
 
-function finish(findings: CheckFinding[]): CheckResult {
+function finish(findings: CheckFinding[]): { findings: CheckFinding[]; exitCode: 0 | 1 | 2 } {
   return { findings, exitCode: findings.some((finding) => finding.status === 'fail') ? 1 : 0 };
 }
 
@@ -160,14 +136,9 @@ const SUMMARIES = {
   2: 'the configuration is invalid; nothing was checked (see README.md "Configuration")',
 } as const;
 
-export interface CheckMainOptions extends CheckDeps {
-  env: ConfigSource;
-  write: (line: string) => void;
-}
-
-export async function main(options: CheckMainOptions): Promise<number> {
+export async function main(options: CheckDeps & { env: ConfigSource; write: (line: string) => void }): Promise<number> {
   const parsed = parseConfig(options.env);
-  const result: CheckResult = parsed.ok
+  const result: ReturnType<typeof finish> = parsed.ok
     ? await runCheck(parsed.config, options)
     : { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
   const failures = result.findings.filter((finding) => finding.status === 'fail').length;

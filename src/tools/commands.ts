@@ -23,21 +23,20 @@ const HELP_FLAGS = ['-h', '--help', 'help'];
 
 function usage({ name, commands, defaultCommand }: CliOptions): string {
   const width = Math.max(...Object.keys(commands).map((command) => command.length));
-  return [
-    `Usage: ${name} [command]`,
-    '',
-    'Commands:',
-    ...Object.entries(commands).map(
-      ([command, { summary }]) => `  ${command.padEnd(width)}  ${summary}${command === defaultCommand ? ' (the default)' : ''}`,
-    ),
-    '',
-    'Options:',
-    '  -h, --help     show this help',
-    '  -v, --version  print the version',
-    '',
-    'Configured by environment variables (README.md "Configuration").',
-    '',
-  ].join('\n');
+  const lines = Object.entries(commands).map(
+    ([command, { summary }]) => `  ${command.padEnd(width)}  ${summary}${command === defaultCommand ? ' (the default)' : ''}`,
+  );
+  return `Usage: ${name} [command]
+
+Commands:
+${lines.join('\n')}
+
+Options:
+  -h, --help     show this help
+  -v, --version  print the version
+
+Configured by environment variables (README.md "Configuration").
+`;
 }
 
 export async function runCli(args: readonly string[], options: CliOptions, io: CliIo): Promise<number | undefined> {

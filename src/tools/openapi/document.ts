@@ -80,16 +80,16 @@ function worded(properties: Record<string, Json>, words: Record<string, object |
   return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, { ...property, ...words[name] }]));
 }
 
+const HONEYPOT_WORDS =
+  'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.';
+
 /** The subscribe body as JSON, and as an HTML form posts it (every field as text). */
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, SUBSCRIBE_FIELD_DOCS);
-  const json: Json = {
-    ...sent,
-    properties: fields,
-    description:
-      'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).',
-  };
+  const others =
+    'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).';
+  const json: Json = { ...sent, properties: fields, description: others };
   const { description: _description, ...email } = fields.email!;
   const sourcePlatform = fields.sourcePlatform!;
   const form: Json = {
@@ -100,12 +100,7 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
       email,
       optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(FORM_CHECKED_VALUES, 'or')} (any case).` },
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
-      [honeypotField]: {
-        type: 'string',
-        maxLength: 0,
-        description:
-          'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.',
-      },
+      [honeypotField]: { type: 'string', maxLength: 0, description: HONEYPOT_WORDS },
     },
   };
   return { json, form };
@@ -136,57 +131,48 @@ const HEADER_PARAMETERS: Record<string, Json> = Object.fromEntries(
   }).map(([name, description]) => [name, { name, in: 'header', ...(description && { description }), schema: { type: 'string' } }]),
 );
 
-/** A response header's component; `required` means every answer that lists it carries it. */
-const header = (description: string | undefined, schema: Json, required = false): Json => ({
-  ...(description && { description }),
-  ...(required && { required }),
-  schema,
-});
-
-function responseHeaders(cacheStates: readonly string[]): Record<string, Json> {
-  const security = Object.fromEntries(
-    Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header(undefined, { const: value }, true)]),
-  );
+/** The response headers' components; `required`: every answer that lists the header carries it. */
+function responseHeaders(): Record<string, Json> {
+  const header = (schema: Json, description?: string, required = true): Json => ({
+    ...(description && { description }),
+    ...(required && { required }),
+    schema,
+  });
+  const text = { type: 'string' };
+  const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
   // Demo mode's example site has a policy of its own; both forbid framing.
   const policy = API_SECURITY_HEADERS['Content-Security-Policy'];
   if (policy !== undefined) {
     const words = `${code(policy)} on the API's answers; the demo's example site has its own policy for the paths it serves.`;
-    security['Content-Security-Policy'] = header(words, { type: 'string', pattern: "frame-ancestors 'none'" }, true);
+    security['Content-Security-Policy'] = header({ type: 'string', pattern: "frame-ancestors 'none'" }, words);
   }
-  const text = { type: 'string' };
+  const requestId = "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).";
+  const freshness = 'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.';
+  const coding = '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).';
   return {
-    'X-Request-Id': header(
-      "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).",
-      { type: 'string', pattern: INCOMING_REQUEST_ID.source },
-      true,
-    ),
+    'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, requestId),
     ...security,
-    'Access-Control-Allow-Origin': header("The request's allowed `Origin`, or `*` when every origin is allowed.", text),
-    'Access-Control-Expose-Headers': header(undefined, { const: CORS_POLICY.exposeHeaders.join(',') }),
-    'Access-Control-Allow-Methods': header(undefined, { const: CORS_POLICY.allowMethods.join(',') }),
-    'Access-Control-Allow-Headers': header(undefined, { const: CORS_POLICY.allowHeaders.join(',') }),
-    'Access-Control-Max-Age': header(undefined, { type: 'integer', const: CORS_POLICY.maxAge }),
-    Vary: header('`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).', text),
+    'Access-Control-Allow-Origin': header(text, "The request's allowed `Origin`, or `*` when every origin is allowed.", false),
+    'Access-Control-Expose-Headers': header({ const: CORS_POLICY.exposeHeaders.join(',') }, undefined, false),
+    'Access-Control-Allow-Methods': header({ const: CORS_POLICY.allowMethods.join(',') }, undefined, false),
+    'Access-Control-Allow-Headers': header({ const: CORS_POLICY.allowHeaders.join(',') }, undefined, false),
+    'Access-Control-Max-Age': header({ type: 'integer', const: CORS_POLICY.maxAge }, undefined, false),
+    Vary: header(text, '`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).', false),
     'Cache-Control-Public': header(
-      'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.',
       { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' },
-      true,
+      freshness,
     ),
-    'Cache-Control-No-Store': header('Subscribe answers and errors are never cached.', { const: 'no-store' }, true),
+    'Cache-Control-No-Store': header({ const: 'no-store' }, 'Subscribe answers and errors are never cached.'),
     ETag: header(
-      'A strong validator of the representation sent: each content coding has its own.',
       { type: 'string', pattern: '^"[^"]+"$' },
-      true,
+      'A strong validator of the representation sent: each content coding has its own.',
     ),
-    'Content-Encoding': header(
-      '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).',
-      { type: 'string', enum: ['br', 'gzip'] },
-    ),
-    'X-Cache': header("How this service's cache answered.", { enum: [...cacheStates] }, true),
-    Age: header('Seconds since a STALE copy was fetched.', { type: 'integer', minimum: 0 }),
-    'Retry-After': header('Seconds to wait before trying again.', { type: 'integer', minimum: 1 }, true),
-    Allow: header('The methods this path answers.', text, true),
-    Location: header('The page to go back to.', { type: 'string', format: 'uri' }, true),
+    'Content-Encoding': header({ type: 'string', enum: ['br', 'gzip'] }, coding, false),
+    'X-Cache': header({ enum: [...CACHE_STATES] }, "How this service's cache answered."),
+    Age: header({ type: 'integer', minimum: 0 }, 'Seconds since a STALE copy was fetched.', false),
+    'Retry-After': header({ type: 'integer', minimum: 1 }, 'Seconds to wait before trying again.'),
+    Allow: header(text, 'The methods this path answers.'),
+    Location: header({ type: 'string', format: 'uri' }, 'The page to go back to.'),
   };
 }
 
@@ -209,72 +195,63 @@ const COMMON_HEADERS = [
 ];
 const READ_HEADERS = ['Cache-Control-Public', 'ETag', 'Content-Encoding', 'X-Cache', 'Age'];
 
-interface ErrorWording {
-  when: string;
-  headers?: readonly string[];
-  /** `details` is always there. */
-  details?: true;
-  /** What the HTML page a form post without JavaScript may get says. */
-  html?: string;
-}
-
 /** A new code in ERROR_STATUS does not compile until it is worded here. */
-const ERROR_WORDING: Record<ErrorCode, ErrorWording> = {
-  VALIDATION_ERROR: {
-    when: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
-    details: true,
-  },
-  BAD_REQUEST: { when: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route)." },
-  NOT_FOUND: { when: 'No such issue, or no such route.' },
-  METHOD_NOT_ALLOWED: { when: 'The path exists but not with this method; `Allow` lists the methods it answers.', headers: ['Allow'] },
-  FORBIDDEN_ORIGIN: {
-    when: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
-    html: 'A short page in plain words for a visitor without JavaScript: nothing was sent.',
-  },
-  CAPTCHA_FAILED: { when: 'Turnstile is on and the `cf-turnstile-response` token was rejected.' },
-  CAPTCHA_REQUIRED: {
-    when:
-      'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
-      '`details[0].siteKey` is the site key to render the widget with.',
-  },
-  PAYLOAD_TOO_LARGE: { when: `The body is over ${SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.` },
-  UNSUPPORTED_MEDIA_TYPE: { when: 'The body is not JSON, URL-encoded or multipart form data.' },
-  RATE_LIMITED: {
-    when: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
-    headers: ['Retry-After'],
-  },
-  UPSTREAM_ERROR: { when: 'The newsletter service failed, rejected our key, or answered with something malformed.' },
-  UPSTREAM_UNAVAILABLE: {
-    when: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
-    headers: ['Retry-After'],
-  },
-  INTERNAL_ERROR: { when: 'An unexpected failure; it is logged with the request id.' },
+const ERROR_WORDING: Record<ErrorCode, string> = {
+  VALIDATION_ERROR:
+    'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
+  BAD_REQUEST: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route).",
+  NOT_FOUND: 'No such issue, or no such route.',
+  METHOD_NOT_ALLOWED: 'The path exists but not with this method; `Allow` lists the methods it answers.',
+  FORBIDDEN_ORIGIN:
+    'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
+  CAPTCHA_FAILED: 'Turnstile is on and the `cf-turnstile-response` token was rejected.',
+  CAPTCHA_REQUIRED:
+    'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
+    '`details[0].siteKey` is the site key to render the widget with.',
+  PAYLOAD_TOO_LARGE: `The body is over ${SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
+  UNSUPPORTED_MEDIA_TYPE: 'The body is not JSON, URL-encoded or multipart form data.',
+  RATE_LIMITED: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
+  UPSTREAM_ERROR: 'The newsletter service failed, rejected our key, or answered with something malformed.',
+  UPSTREAM_UNAVAILABLE: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
+  INTERNAL_ERROR: 'An unexpected failure; it is logged with the request id.',
 };
+/** Headers an error carries besides every error's. */
+const ERROR_HEADERS: Partial<Record<ErrorCode, string>> = {
+  METHOD_NOT_ALLOWED: 'Allow',
+  RATE_LIMITED: 'Retry-After',
+  UPSTREAM_UNAVAILABLE: 'Retry-After',
+};
+/** What the page a form post without JavaScript may get says. */
+const REFUSED_FORM_PAGE = 'A short page in plain words for a visitor without JavaScript: nothing was sent.';
 
-/** One response component per error status, named after its first code (`ValidationError`), and one for HEAD. */
-function errorResponses(wording: Record<ErrorCode, ErrorWording>): { names: Map<number, string>; responses: Record<string, Json> } {
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const [code, status] of Object.entries(ERROR_STATUS) as [ErrorCode, number][])
-    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  const names = new Map<number, string>();
+const codesOf = (status: number) => (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((one) => ERROR_STATUS[one] === status);
+/** An error status's response component is named after its first code: `ValidationError`. */
+const errorName = (status: number) =>
+  codesOf(status)[0]!
+    .toLowerCase()
+    .replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
+
+/** One response component per error status, and one for HEAD. */
+function errorResponses(): Record<string, Json> {
   const responses: Record<string, Json> = {};
-  for (const [status, codes] of byStatus) {
-    const name = codes[0]!.toLowerCase().replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
-    const description = codes.map((one) => `${status} ${code(one)}: ${wording[one].when}`).join(' ');
-    const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => wording[one].headers ?? []))]);
+  for (const status of new Set(Object.values(ERROR_STATUS))) {
+    const name = errorName(status);
+    const codes = codesOf(status);
+    const description = codes.map((one) => `${status} ${code(one)}: ${ERROR_WORDING[one]}`).join(' ');
+    const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => ERROR_HEADERS[one] ?? []))]);
     const error: Json = { type: 'object', properties: { code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } };
-    if (codes.every((one) => wording[one].details)) {
+    // A VALIDATION_ERROR always has its `details`.
+    if (codes.every((one) => one === 'VALIDATION_ERROR')) {
       (error.properties as Json).details = { type: 'array', items: schemaRef('ValidationIssue') };
       error.required = ['details'];
     }
     const schema = { allOf: [schemaRef('ErrorBody'), { type: 'object', properties: { error } }] };
-    const html = codes.map((one) => wording[one].html).find((page) => page !== undefined);
+    const html = codes.includes('FORBIDDEN_ORIGIN') && REFUSED_FORM_PAGE;
     const content = { 'application/json': { schema }, ...(html && { 'text/html': { schema: { type: 'string', description: html } } }) };
-    names.set(status, name);
     responses[name] = { description, headers, content };
     responses[`${name}Head`] = { description: `${description} (HEAD: no body)`, headers };
   }
-  return { names, responses };
+  return responses;
 }
 
 const parameter = (name: string) => ref(`#/components/parameters/${name}`);
@@ -283,15 +260,11 @@ const responseRef = (name: string) => ref(`#/components/responses/${name}`);
 type Operation = { operationId: string; summary: string; description: string; parameters: readonly Json[] };
 
 /** A path's item: its GET and HEAD (derived from GET) or its POST, its preflight and its 405; `{slug}` becomes `:slug` in ROUTE_ERRORS. */
-function pathItem(
-  path: string,
-  errorNames: Map<number, string>,
-  operation: Operation & ({ ok: Json } | { requestBody: Json; answers: Json }),
-): Json {
+function pathItem(path: string, operation: Operation & ({ ok: Json } | { requestBody: Json; answers: Json })): Json {
   const route = path.replace(/\{(\w+)\}/g, ':$1') as keyof typeof ROUTE_ERRORS;
   const statuses = [...new Set(ROUTE_ERRORS[route].map((one) => ERROR_STATUS[one]))].sort((a, b) => a - b);
   const errorAnswers = (suffix: string) =>
-    Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errorNames.get(status)}${suffix}`)]));
+    Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errorName(status)}${suffix}`)]));
   const pathParameters = [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => parameter(name!));
   const item: Json = {};
   if ('ok' in operation) {
@@ -341,7 +314,6 @@ export function createOpenApiDocument(version: string): Json {
 
   const queryParameters = archiveQueryParameters(config.archiveMaxIssues);
   const inputs = subscribeInputs(config.honeypotField);
-  const errors = errorResponses(ERROR_WORDING);
   const feed = {
     schema: {
       type: 'string',
@@ -354,7 +326,7 @@ export function createOpenApiDocument(version: string): Json {
   const fromCache = 'The data, from the cache or the upstream.';
 
   const paths: Json = {
-    '/api/issues': pathItem('/api/issues', errors.names, {
+    '/api/issues': pathItem('/api/issues', {
       operationId: 'listIssues',
       summary: 'A page of the public archive, newest first',
       description:
@@ -365,21 +337,21 @@ export function createOpenApiDocument(version: string): Json {
         { ...jsonOf('ArchivePageBody'), [MEDIA_TYPES.atom]: feed, [MEDIA_TYPES.rss]: feed },
       ),
     }),
-    '/api/issues/{slug}': pathItem('/api/issues/{slug}', errors.names, {
+    '/api/issues/{slug}': pathItem('/api/issues/{slug}', {
       operationId: 'getIssue',
       summary: 'One public issue with its HTML',
       description: 'A slug that does not match the pattern is a 422 without an upstream call; an unknown, unsent or private issue a 404.',
       parameters: [parameter('If-None-Match')],
       ok: readAnswer(fromCache, jsonOf('IssueBody')),
     }),
-    '/api/categories': pathItem('/api/categories', errors.names, {
+    '/api/categories': pathItem('/api/categories', {
       operationId: 'listCategories',
       summary: 'Categories for archive navigation, sorted by name',
       description: `Every category of the publication as \`{ ${Object.keys(PublicCategorySchema.shape).join(', ')} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
       parameters: [parameter('If-None-Match')],
       ok: readAnswer(fromCache, jsonOf('CategoriesBody')),
     }),
-    '/api/subscribe': pathItem('/api/subscribe', errors.names, {
+    '/api/subscribe': pathItem('/api/subscribe', {
       operationId: 'subscribe',
       summary: 'Subscribe one email address',
       description:
@@ -418,7 +390,7 @@ export function createOpenApiDocument(version: string): Json {
       headers: headersOf(['Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age']),
     },
     NotModifiedHead: { description: `${notModified} (HEAD: no body)`, headers: notModifiedHeaders },
-    ...errors.responses,
+    ...errorResponses(),
   };
   // An unused component is a lint warning.
   const used = new Set(JSON.stringify(paths).match(/(?<=#\/components\/responses\/)\w+/g));
@@ -451,7 +423,7 @@ export function createOpenApiDocument(version: string): Json {
         slug: { name: 'slug', in: 'path', required: true, schema: schemaRef('Slug') },
         ...HEADER_PARAMETERS,
       },
-      headers: responseHeaders(CACHE_STATES),
+      headers: responseHeaders(),
       responses: Object.fromEntries(Object.entries(responses).filter(([name]) => used.has(name))),
       schemas: { ...componentSchemas(), SubscribeJsonInput: inputs.json, SubscribeFormInput: inputs.form },
     },

@@ -20,12 +20,8 @@ import {
 } from './pages.js';
 import { SEARCH_JS } from './search-script.js';
 
-/** Read through the four routes (read.ts). */
-export interface Publication {
-  /** Newest first. */
-  issues: readonly IssueDetail[];
-  categories: readonly PublicCategory[];
-}
+/** Read through the four routes (read.ts); issues newest first. */
+export type Publication = { issues: readonly IssueDetail[]; categories: readonly PublicCategory[] };
 
 export interface SiteOptions {
   /** Absolute: canonical URLs, sitemap, feed. */
@@ -63,12 +59,8 @@ const LETTER_CSS = `
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = createSitePaths(options.siteUrl);
   const { title, description, assets } = options;
-  const site: SiteIdentity = {
-    title,
-    description,
-    subscribeForm: subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title),
-    paths,
-  };
+  const subscribeForm = subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title);
+  const site: SiteIdentity = { title, description, subscribeForm, paths };
   const issues = publication.issues.filter((issue) => isSafeSegment(issue.slug));
   const categories = withIssueCategories(publication.categories, issues).filter((category) => isSafeSegment(category.slug));
   const files = new Map<string, string>();
@@ -100,8 +92,9 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
 
   files.set(fileOf(SEARCH_PATH), renderSearchPage(site, issues, options.searchApiUrl));
   files.set('search.js', SEARCH_JS);
+  const issueUrl = (slug: string) => paths.absolute(issuePath(slug));
   const feed = {
-    issueUrl: (slug: string) => paths.absolute(issuePath(slug)),
+    issueUrl,
     feedUrl: paths.absolute(FEED_PATH),
     siteUrl: paths.absolute(''),
     title,
@@ -109,22 +102,12 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     updated: latestUpdate(issues, EPOCH),
   };
   files.set(FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), feed));
-  const urls = sitemap.map(({ loc, lastmod }) =>
-    [
-      '  <url>',
-      `    ${xmlElement('loc', loc)}`,
-      ...(lastmod ? [`    ${xmlElement('lastmod', lastmod.slice(0, 10))}`] : []),
-      '  </url>',
-    ].join('\n'),
-  );
-  const urlset = [
-    '<?xml version="1.0" encoding="utf-8"?>',
-    '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">',
-    ...urls,
-    '</urlset>',
-    '',
-  ];
-  files.set('sitemap.xml', urlset.join('\n'));
+  const urls = sitemap.map(({ loc, lastmod }) => {
+    const modified = lastmod ? `    ${xmlElement('lastmod', lastmod.slice(0, 10))}\n` : '';
+    return `  <url>\n    ${xmlElement('loc', loc)}\n${modified}  </url>\n`;
+  });
+  const urlset = '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">';
+  files.set('sitemap.xml', `<?xml version="1.0" encoding="utf-8"?>\n${urlset}\n${urls.join('')}</urlset>\n`);
   // Every crawler may read everything; the sitemap says where the pages are.
   files.set('robots.txt', `User-agent: *\nAllow: /\n\nSitemap: ${paths.absolute('sitemap.xml')}\n`);
   files.set('404.html', renderNotFoundPage(site));

@@ -34,13 +34,12 @@ const OPTIONS = {
 
 /** `npm run site:build`: exit 1 on any failure. */
 async function main(): Promise<void> {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>> | undefined;
+  let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'] | undefined;
   try {
-    parsed = parseArgs({ options: OPTIONS });
+    values = parseArgs({ options: OPTIONS }).values;
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
   }
-  const values = parsed?.values;
   if (values?.help) {
     process.stdout.write(USAGE);
     return;

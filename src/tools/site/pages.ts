@@ -8,20 +8,16 @@ import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
  * A page path is relative to the site's root: a folder ending in `/`, or a file. Links use the
  * site URL's own path, so a site built for https://example.com/letters/ works from that folder.
  */
-export interface SitePaths {
-  absolute(path: string): string;
-  /** From the site's root folder (`/letters/issues/x/`). */
-  href(path: string): string;
-}
+export type SitePaths = ReturnType<typeof createSitePaths>;
 
-/** `siteUrl` must be absolute http(s); a missing trailing slash is added. */
-export function createSitePaths(siteUrl: string): SitePaths {
+/** `siteUrl` must be absolute http(s); a missing trailing slash is added. `href` is from the site's root folder (`/letters/issues/x/`). */
+export function createSitePaths(siteUrl: string) {
   const root = new URL(siteUrl);
   if (root.protocol !== 'https:' && root.protocol !== 'http:') throw new Error('the site URL must be http(s)');
   root.search = '';
   root.hash = '';
   if (!root.pathname.endsWith('/')) root.pathname += '/';
-  return { absolute: (path) => root.href + path, href: (path) => root.pathname + path };
+  return { absolute: (path: string) => root.href + path, href: (path: string) => root.pathname + path };
 }
 
 /** `''` is the archive's first page. */
@@ -82,9 +78,10 @@ interface HeadTags {
   image?: string | null;
   /** Already HTML. */
   extra?: string[];
+  ogType?: 'article';
 }
 
-function renderHead(site: SiteIdentity, tags: HeadTags, ogType: 'website' | 'article'): string {
+function renderHead(site: SiteIdentity, tags: HeadTags): string {
   const meta = (attribute: 'name' | 'property', key: string, value: string) =>
     `<meta ${attribute}="${key}" content="${escapeHtml(value)}">`;
   const social = tags.socialTitle ?? tags.title;
@@ -93,7 +90,7 @@ function renderHead(site: SiteIdentity, tags: HeadTags, ogType: 'website' | 'art
     meta('name', 'description', tags.description),
     ...(tags.canonical ? [`<link rel="canonical" href="${escapeHtml(tags.canonical)}">`] : []),
     meta('property', 'og:site_name', site.title),
-    meta('property', 'og:type', ogType),
+    meta('property', 'og:type', tags.ogType ?? 'website'),
     meta('property', 'og:title', social),
     meta('property', 'og:description', tags.description),
     ...(tags.canonical ? [meta('property', 'og:url', tags.canonical)] : []),
@@ -106,7 +103,7 @@ function renderHead(site: SiteIdentity, tags: HeadTags, ogType: 'website' | 'art
   ].join('\n');
 }
 
-function renderPage(site: SiteIdentity, parts: { head: string; main: string; skipLinkLabel: string }): string {
+function renderPage(site: SiteIdentity, tags: HeadTags, main: string, skipLinkLabel: string): string {
   const href = (path: string) => escapeHtml(site.paths.href(path));
   const title = escapeHtml(site.title);
   return `<!doctype html>
@@ -116,14 +113,14 @@ function renderPage(site: SiteIdentity, parts: { head: string; main: string; ski
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <!-- The no-JavaScript subscribe path redirects back to the Referer: keep it sent even if the host says no-referrer. -->
 <meta name="referrer" content="strict-origin-when-cross-origin">
-${parts.head}
+${renderHead(site, tags)}
 <link rel="alternate" type="application/atom+xml" title="${title}" href="${href(FEED_PATH)}">
 <link rel="icon" href="${href('favicon.svg')}" type="image/svg+xml">
 <link rel="stylesheet" href="${href('style.css')}">
 <script src="${href('subscribe.js')}" defer></script>
 </head>
 <body>
-<a class="skip-link" href="#main">${escapeHtml(parts.skipLinkLabel)}</a>
+<a class="skip-link" href="#main">${escapeHtml(skipLinkLabel)}</a>
 <header class="site-header">
   <div class="wrap">
     <a class="brand" href="${href('')}">${title}</a>
@@ -131,7 +128,7 @@ ${parts.head}
   </div>
 </header>
 <main id="main" class="wrap layout">
-${parts.main}
+${main}
 <aside class="subscribe-box" aria-labelledby="subscribe-title">
   <h2 id="subscribe-title">Get the next issue</h2>
   <p>New issues by email. No spam, and you can leave with one click.</p>
@@ -180,7 +177,6 @@ export function renderArchivePage(site: SiteIdentity, view: ArchivePage): string
     ...(view.page > 1 ? [`<link rel="prev" href="${pager(view.page - 1)}">`] : []),
     ...(view.page < view.pages ? [`<link rel="next" href="${pager(view.page + 1)}">`] : []),
   ];
-  const head = renderHead(site, { title, description, canonical: paths.absolute(archivePath(view.page, slug)), extra }, 'website');
   const categoryLink = (label: string, target: string | undefined) =>
     `<li><a href="${escapeHtml(paths.href(archivePath(1, target)))}"${target === slug ? ' aria-current="page"' : ''}>${escapeHtml(label)}</a></li>`;
   const nav = view.categories.length
@@ -205,7 +201,8 @@ ${nav}
 ${list}
 ${pagerNav}
 </section>`;
-  return renderPage(site, { head, main, skipLinkLabel: 'Skip to the archive' });
+  const canonical = paths.absolute(archivePath(view.page, slug));
+  return renderPage(site, { title, description, canonical, extra }, main, 'Skip to the archive');
 }
 
 function searchForm(site: SiteIdentity): string {
@@ -267,7 +264,6 @@ export function renderIssuePage(
     `<script type="application/ld+json">${inlineJson(article)}</script>`,
   ];
   const tags = { title: `${issue.subject} · ${site.title}`, socialTitle: issue.subject, description, canonical: url, extra };
-  const head = renderHead(site, { ...tags, image: issue.thumbnailUrl }, 'article');
   const link = (to: IssueNeighbour | null, rel: 'prev' | 'next', label: string) =>
     to
       ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${escapeHtml(site.paths.href(issuePath(to.slug)))}" rel="${rel}">${label}</a>`
@@ -289,20 +285,17 @@ ${letter ? `<div class="letter">\n${letter}\n</div>` : '<p class="state">This is
 </article>
 ${nav}
 </div>`;
-  return renderPage(site, { head, main, skipLinkLabel: 'Skip to the issue' });
+  return renderPage(site, { ...tags, image: issue.thumbnailUrl, ogType: 'article' }, main, 'Skip to the issue');
 }
+
+const NOINDEX = '<meta name="robots" content="noindex">';
 
 /** The box, and every issue with the words search.js filters by without a service (or the browser's find without JavaScript). */
 export function renderSearchPage(site: SiteIdentity, issues: readonly IssueSummary[], searchApiUrl: string | undefined): string {
-  const head = [
-    renderHead(
-      site,
-      { title: `Search · ${site.title}`, description: `Search the archive of ${site.title}.`, canonical: site.paths.absolute(SEARCH_PATH) },
-      'website',
-    ),
-    '<meta name="robots" content="noindex">',
-    `<script src="${escapeHtml(site.paths.href('search.js'))}" defer data-root="${escapeHtml(site.paths.href(''))}"${searchApiUrl ? ` data-api="${escapeHtml(searchApiUrl)}"` : ''}></script>`,
-  ].join('\n');
+  const api = searchApiUrl ? ` data-api="${escapeHtml(searchApiUrl)}"` : '';
+  const script = `<script src="${escapeHtml(site.paths.href('search.js'))}" defer data-root="${escapeHtml(site.paths.href(''))}"${api}></script>`;
+  const [title, description] = [`Search · ${site.title}`, `Search the archive of ${site.title}.`];
+  const tags = { title, description, canonical: site.paths.absolute(SEARCH_PATH), extra: [NOINDEX, script] };
   const item = (issue: IssueSummary) => {
     const words = [...new Set(searchWords([issue.subject, issue.previewText ?? '', issue.category?.name ?? ''].join(' ')))].join(' ');
     const parts = [
@@ -325,18 +318,15 @@ ${issues.map(item).join('\n')}
 </ol>
 </div>
 </section>`;
-  return renderPage(site, { head, main, skipLinkLabel: 'Skip to the search' });
+  return renderPage(site, tags, main, 'Skip to the search');
 }
 
 export function renderNotFoundPage(site: SiteIdentity): string {
-  const head = [
-    renderHead(site, { title: `Page not found · ${site.title}`, description: site.description }, 'website'),
-    '<meta name="robots" content="noindex">',
-  ].join('\n');
   const main = `<div class="state">
 <h1>Page not found</h1>
 <p>There is nothing at this address. The issue may have been renamed or unpublished.</p>
 <p><a href="${escapeHtml(site.paths.href(''))}">Browse the archive</a></p>
 </div>`;
-  return renderPage(site, { head, main, skipLinkLabel: 'Skip to the content' });
+  const tags = { title: `Page not found · ${site.title}`, description: site.description, extra: [NOINDEX] };
+  return renderPage(site, tags, main, 'Skip to the content');
 }

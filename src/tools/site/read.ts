@@ -12,17 +12,15 @@ export interface ReadOptions {
   onWait?: (wait: { path: string; status: number; ms: number; attempt: number }) => void;
 }
 
-// The route's largest page (docs/contract.md "GET /api/issues").
+// The route's largest page (docs/contract.md "GET /api/issues"), and a bound for the loop.
 const PAGE_LIMIT = 100;
-// A bound for the loop.
 const MAX_PAGES = 1000;
 /** Issue pages read at once: a build is one visitor, not a crowd. */
 export const DEFAULT_CONCURRENCY = 4;
 const TIMEOUT_MS = 30_000;
-/** A build waits out a budget or a hold-off, and still ends when the service stays busy. */
+// A build waits out a budget or a hold-off, and still ends when the service stays busy; a refusal that names no wait doubles it.
 const MAX_RETRIES = 5;
 const MAX_WAIT_MS = 60_000;
-/** When a refusal names no wait: doubled each time. */
 const FIRST_WAIT_MS = 1_000;
 
 /** The build stops rather than deploy a site with holes. */
@@ -69,9 +67,9 @@ export async function readArchive(client: ReturnType<typeof createReadClient>): 
 export async function readPublication(options: ReadOptions): Promise<Publication> {
   const client = createReadClient(options);
   const summaries = await readArchive(client);
-  const categoriesResponse = await client.api.categories.$get();
-  if (categoriesResponse.status !== 200) throw new SiteReadError(`GET /api/categories answered ${categoriesResponse.status}`);
-  const { data: categories } = await categoriesResponse.json();
+  const listed = await client.api.categories.$get();
+  if (listed.status !== 200) throw new SiteReadError(`GET /api/categories answered ${listed.status}`);
+  const { data: categories } = await listed.json();
   const issues = await mapWithConcurrency(summaries, DEFAULT_CONCURRENCY, async (summary) => {
     const response = await client.api.issues[':slug'].$get({ param: { slug: summary.slug } });
     if (response.status !== 200) throw new SiteReadError(`GET /api/issues/${summary.slug} answered ${response.status}`);
