@@ -13,33 +13,30 @@ import { createAccessLog } from './http/access-log.js';
 import { ApiError, cutOffStatus, renderError } from './http/errors.js';
 import { createOriginPolicy, listenOrigins } from './http/origins.js';
 import { createPipeline } from './http/pipeline.js';
-import { createMemoryRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { headerOfRequest, type RequestHeader } from './http/request-header.js';
+import type { RateLimiter } from './http/rate-limit.js';
 import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules } from './http/response-headers.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createArchiveQueries } from './routes/archive-query.js';
 import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes } from './routes/subscribe.js';
-import { createAlertWebhook } from './subscribe/alert-webhook.js';
-import { createTurnstileChallenge, type TurnstileChallengeOptions } from './subscribe/challenge.js';
+import type { TurnstileChallengeOptions } from './subscribe/challenge.js';
 import type { RepeatGuard } from './subscribe/guards.js';
-import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from './subscribe/surge.js';
+import type { SurgeCounter } from './subscribe/surge.js';
 import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
-import { createArchiveWatch, type WatchLease, type WatchStore } from './watch/archive-watch.js';
+import { createArchiveWatch, type ArchiveWatchOptions } from './watch/archive-watch.js';
 import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
 
 export interface AppDeps {
   config: Config;
   upstream: UpstreamClient;
-  /** Wall clock in ms for caches and limits. */
   now?: () => number;
   log?: Logger;
   /** The visitor's IP: the socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
   clientIp?: (c: Context) => string | undefined;
-  /** How a request header is read (Node reads its own parsed headers: core/http/request-header.ts). */
   requestHeader?: RequestHeader;
   rateLimiter?: RateLimiter;
   /** Answers GET/HEAD of every path outside /api/ (demo mode's example site). */
@@ -50,10 +47,12 @@ export interface AppDeps {
   /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
   repeatGuard?: RepeatGuard;
   surgeCounter?: SurgeCounter;
-  /** SUBSCRIBE_BLOCK_DISPOSABLE's list (src/core/subscribe/disposable-domains.ts). */
   isDisposableDomain?: (domain: string) => boolean;
-  alertWebhook?: { fetch?: typeof globalThis.fetch; timeoutMs?: number };
-  archiveWatch?: ArchiveWatchDeps;
+  /** DEPLOY_HOOK_URL's watch: its state and lease; `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
+  archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & {
+    loadIndex?: boolean;
+    fetch?: typeof globalThis.fetch;
+  };
   metrics?: Metrics;
   /** Compresses each cached JSON copy once (Node); none on Workers, whose edge compresses. */
   encodeBody?: BodyEncoder;
@@ -61,20 +60,7 @@ export interface AppDeps {
   requestTimedOut?: (c: Context) => boolean;
 }
 
-/** Where DEPLOY_HOOK_URL's watch keeps its state and who watches (src/core/watch/archive-watch.ts). */
-export interface ArchiveWatchDeps {
-  store?: WatchStore;
-  /** Read the store again at every tick (Workers: another isolate may have run the last one). */
-  reloadEachTick?: boolean;
-  lease?: WatchLease;
-  settleMs?: number;
-  /** false: each tick takes the index only when a fresh copy is held (the Cron Trigger refreshed it just before). */
-  loadIndex?: boolean;
-  fetch?: typeof globalThis.fetch;
-  timeoutMs?: number;
-}
-
-/** The four public paths and the methods each answers (HEAD comes with GET; OPTIONS is the preflight). */
+/** The four public paths and the methods each answers (OPTIONS is the preflight). */
 const PUBLIC_PATHS = {
   '/api/issues': ['GET', 'HEAD', 'OPTIONS'],
   '/api/issues/:slug': ['GET', 'HEAD', 'OPTIONS'],
@@ -145,33 +131,16 @@ export function createApp(deps: AppDeps) {
   });
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
-  const surge =
-    config.subscribeSurgePerMinute === 0
-      ? undefined
-      : createSurgeWatch({
-          perMinute: config.subscribeSurgePerMinute,
-          holdSeconds: config.subscribeSurgeSeconds,
-          response: config.turnstileSecretKey ? 'challenge' : 'pause',
-          counter: deps.surgeCounter ?? createMemorySurgeCounter(),
-          now,
-          log,
-          metrics,
-          alert: config.alertWebhookUrl ? createAlertWebhook({ url: config.alertWebhookUrl, log, ...deps.alertWebhook }) : undefined,
-        });
-
   // The archive is watched without visitors only for a build hook to tell (the entry runs its ticks).
-  const watch = deps.archiveWatch ?? {};
+  const { loadIndex = true, fetch: hookFetch, ...watch } = deps.archiveWatch ?? {};
   const archiveWatch =
     config.deployHookUrl === undefined
       ? undefined
       : createArchiveWatch({
-          readIndex: (watching) => reads.freshArchiveIndex({ load: watch.loadIndex ?? true, upstream: watching }),
-          callHook: createDeployHook({ url: config.deployHookUrl, fetch: watch.fetch, timeoutMs: watch.timeoutMs }),
+          readIndex: (watching) => reads.freshArchiveIndex({ load: loadIndex, upstream: watching }),
+          callHook: createDeployHook({ url: config.deployHookUrl, fetch: hookFetch }),
           hookLabel: describeHookUrl(config.deployHookUrl),
-          store: watch.store,
-          reloadEachTick: watch.reloadEachTick,
-          lease: watch.lease,
-          settleMs: watch.settleMs,
+          ...watch,
           now,
           log,
         });
@@ -204,6 +173,7 @@ export function createApp(deps: AppDeps) {
     return renderError(c, new ApiError('INTERNAL_ERROR'));
   }
   const pipeline = createPipeline({ headerRules, logAccess, answerError, requestHeader });
+  const subscribe = createSubscribeRoutes({ ...deps, first: pipeline.layer, origins, clientIp, now, log, metrics, requestTimedOut });
 
   const api = new Hono()
     .route(
@@ -223,33 +193,7 @@ export function createApp(deps: AppDeps) {
         feeds,
       }),
     )
-    .route(
-      '/',
-      createSubscribeRoutes({
-        first: pipeline.layer,
-        upstream,
-        config,
-        origins,
-        rateLimiter: deps.rateLimiter ?? createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now }),
-        clientIp,
-        ...(deps.repeatGuard ? { repeatGuard: deps.repeatGuard } : {}),
-        now,
-        log,
-        challenge: config.turnstileSecretKey
-          ? createTurnstileChallenge({
-              secretKey: config.turnstileSecretKey,
-              siteKey: config.turnstileSiteKey,
-              verifyUrl: config.turnstileVerifyUrl,
-              clientIp,
-              ...deps.turnstile,
-            })
-          : undefined,
-        surge,
-        isDisposableDomain: deps.isDisposableDomain,
-        metrics,
-        requestTimedOut,
-      }),
-    );
+    .route('/', subscribe.routes);
 
   // Preflights only: the requests themselves get their grant from the header rules.
   const preflight = cors({
@@ -284,27 +228,20 @@ export function createApp(deps: AppDeps) {
   // A request @hono/node-server cannot make a Request of (a Host or path it refuses) is handed here as a
   // plain stand-in Request, so its 400 has the headers and access line of every other answer (docs/node-http.md).
   const refusing = createPipeline({ headerRules, logAccess, answerError, requestHeader: headerOfRequest });
-  const refusals = new Hono().all(
-    '*',
-    refusing.unrouted(
-      () => {
-        throw new ApiError('BAD_REQUEST');
-      },
-      () => undefined,
-    ),
-  );
+  const badRequest = () => {
+    throw new ApiError('BAD_REQUEST');
+  };
+  const refuseAll = refusing.unrouted(badRequest, () => undefined);
+  const refusals = new Hono().all('*', refuseAll);
 
+  // The entries run the timers: the surge's end, the watch's ticks, the Cron Trigger's refresh.
   return {
     app: routes,
-    /** Answers 400 `BAD_REQUEST` to a stand-in for a request the Node adapter could not read. */
     refuse: (request: Request) => refusals.fetch(request),
     stats: () => ({ ...reads.stats(), ...feeds?.stats() }),
     logAccess,
-    /** The Workers Cron Trigger's refresh (workers/handler.ts `scheduled`). */
     refreshFromUpstream: reads.refreshFromUpstream,
-    /** For the Node entry's timer that ends a surge when the flood stops. */
-    surge,
-    /** DEPLOY_HOOK_URL's watch, for the entry's ticks (Node: a timer; Workers: the Cron Trigger). */
+    surge: subscribe.surge,
     archiveWatch,
   };
 }

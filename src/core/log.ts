@@ -5,20 +5,16 @@ export type LogLevel = 'info' | 'warn' | 'error';
 /** A line's own fields: `time`, `level` and `event` are the logger's, never a caller's. */
 export type LogFields = Record<string, string | number | boolean | null | undefined> & { time?: never; level?: never; event?: never };
 
-/** Structured JSON logging: one line per event. */
 export interface Logger {
   log(level: LogLevel, event: string, fields?: LogFields): void;
 }
 
-export interface LoggerOptions {
+/** A JSON-lines logger: `{ time, level, event, ...fields }`; `redact`'s secrets (the API key) replaced in every string, as a last defence. */
+export function createLogger(options: {
   write: (line: string) => void;
   now?: () => number;
-  /** Strings that must never appear in a line (the API key): replaced as a last line of defence. */
   redact?: readonly (string | undefined)[];
-}
-
-/** A JSON-lines logger: `{ time, level, event, ...fields }`, every string value redacted first. */
-export function createLogger(options: LoggerOptions): Logger {
+}): Logger {
   const { write, now = Date.now } = options;
   const redact = createRedactor(options.redact ?? []);
   return {
@@ -42,12 +38,10 @@ export function maskEmail(email: string): string {
   return `${email[0]}***@${email.slice(at + 1).toLowerCase()}`;
 }
 
-const EMAIL_LIKE_SEGMENT = /[^/]*(?:@|%40)[^/]*/g;
-
 /** A request path with every segment holding an `@` (raw or `%40`) masked like an address. */
 export function maskEmailsInPath(path: string): string {
   if (!path.includes('@') && !path.includes('%40')) return path;
-  return path.replace(EMAIL_LIKE_SEGMENT, (segment) => maskEmail(safeDecode(segment)));
+  return path.replace(/[^/]*(?:@|%40)[^/]*/g, (segment) => maskEmail(safeDecode(segment)));
 }
 
 function safeDecode(segment: string): string {

@@ -5,7 +5,6 @@ export interface Metrics {
   /** `reason`: `revalidating`, or the failure spell's (failure-policy.ts). */
   staleAnswer(route: string, reason: string): void;
   cacheEviction(reason: 'evict' | 'expire'): void;
-  /** One call, retries included. */
   upstreamCall(operation: string, seconds: number, error?: unknown): void;
   upstreamRetry(): void;
   upstreamHoldOff(seconds: number): void;

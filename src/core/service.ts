@@ -11,14 +11,10 @@ export interface RuntimeDeps extends Omit<AppDeps, 'config' | 'upstream' | 'site
   log: Logger;
   clientIp: (c: Context) => string | undefined;
   fetch?: typeof globalThis.fetch;
-  /** Where hold-offs after an upstream 429 are kept: Redis when REDIS_URL is set, this process's memory otherwise. */
+  /** Hold-offs after an upstream 429: in Redis when REDIS_URL is set, in this process otherwise. */
   holdOff?: HoldOff;
-  /** Served at / in demo mode only. */
   demoSite?: MiddlewareHandler;
-  /**
-   * Demo mode's public origin, where the sample thumbnails and the feeds' issue links point: known
-   * to the entry (Node: HOST and PORT), never taken from a request; DEFAULT_DEMO_ORIGIN when not given.
-   */
+  /** Where the demo's thumbnails and feed links point: known to the entry (Node: HOST and PORT), never taken from a request. */
   demoOrigin?: string;
 }
 
@@ -31,10 +27,7 @@ export function linkOriginOf(host: string, port: number): string {
   return `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${port}`;
 }
 
-/**
- * The app for a parsed config, shared by the Node and Workers entries, over the configured
- * upstream or (demo mode) the embedded demo one. Returns what `createApp` does, and the upstream.
- */
+/** The app for a parsed config (Node and Workers), over the configured upstream or the embedded demo one; and the upstream. */
 export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   const demoOrigin = deps.demoOrigin ?? DEFAULT_DEMO_ORIGIN;
   // Demo mode's feeds link to the example site it serves and name the sample publication, unless told otherwise.

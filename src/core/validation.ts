@@ -4,12 +4,11 @@ import { ApiError, type ValidationIssue } from './http/errors.js';
 /** What openapi.json adds to zod's output for a parameter or field. */
 export type JsonSchemaWords = Pick<z.core.JSONSchema.BaseSchema, 'description' | 'type' | 'format' | 'maxLength'>;
 
-/** The classic build's `z.preprocess`, which zod/mini lacks, built as it is. */
+/** The classic build's `z.preprocess` and `ctx.addIssue`, which zod/mini lacks. */
 export function preprocess<S extends z.ZodMiniType>(fn: (value: unknown) => unknown, schema: S) {
   return z.pipe(z.transform(fn), schema);
 }
 
-/** The classic build's `ctx.addIssue` inside `z.transform`, which zod/mini lacks. */
 export function addIssue(ctx: z.core.ParsePayload, message: string): void {
   ctx.issues.push({ code: 'custom', message, input: ctx.value });
 }

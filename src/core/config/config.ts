@@ -7,13 +7,7 @@ import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
 import { MIN_API_KEY_LENGTH, createRedactor } from '../redact.js';
 import { addIssue, blankToUndefined, preprocess, wholeNumber } from '../validation.js';
 
-/*
- * Every variable of docs/configuration.md, in one table (VARIABLES): the Config field it fills, its
- * rule and its default. Blank is unset everywhere; a Worker binding may hold a number or a boolean.
- */
-
 const MIB = 1024 * 1024;
-/** Where SITE_ISSUE_URL takes the issue's slug. */
 export const SLUG_PLACEHOLDER = '{slug}';
 /** Never echoed: a webhook's or a build hook's URL is its credential. */
 const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL']);
@@ -42,7 +36,6 @@ function withDefault<S extends z.ZodMiniType>(schema: S, fallback: z.core.util.N
   return preprocess(blankToUndefined, z._default(schema, fallback));
 }
 
-/** A Worker binding may hold a number or a boolean. */
 function bindingText(value: unknown): unknown {
   const given = blankToUndefined(value);
   return typeof given === 'number' || typeof given === 'boolean' ? String(given) : given;
@@ -70,10 +63,9 @@ const queryParameterName = z.string().check(
 );
 
 class Problem extends Error {}
-
-function fail(line: string): never {
+const fail = (line: string): never => {
   throw new Problem(line);
-}
+};
 
 /** Text turned into a value; a `fail` on the way is the variable's problem line. */
 function parsed<T>(parse: (value: string) => T, typeError?: string) {
@@ -159,7 +151,7 @@ const absoluteUrl = satisfying((value) => parseHttpUrl(value) !== undefined, 'mu
 const siteKey = z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }));
 const SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
 
-/** Each variable: the Config field it fills (null: worked out in parseConfig), and its rule and default. */
+/** Every variable of docs/configuration.md: the Config field it fills (null: worked out in parseConfig), its rule and default. Blank is unset. */
 const VARIABLES = {
   NEWSLETTER_API_KEY: ['apiKey', optional(apiKey)],
   NEWSLETTER_API_BASE_URL: ['apiBaseUrl', optional(parsed(parseBaseUrl, 'must be a URL'))],
@@ -231,22 +223,17 @@ type Env = z.output<typeof ConfigSchema>;
 export type Config = { -readonly [Name in keyof Variables as Variables[Name][0] & string]: Env[Name] } & {
   /** `upstream` talks to the configured service; `demo` to the embedded sample publication. */
   mode: 'upstream' | 'demo';
-  /** CATEGORIES_TTL_SECONDS, or CACHE_TTL_SECONDS unless set (reads/cache-policies.ts). */
   categoriesTtlSeconds: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   listPaging: ListPaging;
-  /** Node only: the admin listener (/healthz, /readyz, /metrics); none when unset. */
   adminPort: number | undefined;
 };
 
-/** `notices`: log lines at start-up about a setting that is accepted but no longer does what its name says. */
 export type ConfigResult = { ok: true; config: Config; notices: string[] } | { ok: false; problems: string[] };
 
-/** Environment variables arrive as strings (Node) or as Worker bindings of any type. */
 export type ConfigSource = Readonly<Record<string, unknown>>;
 
-/** Every variable the configuration reads (docs/configuration.md has a row for each). */
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(ConfigSchema.shape);
 
 const NO_LONGER_PER_CLIENT =

@@ -4,15 +4,12 @@ import type { CacheState } from '../reads/read-through-cache.js';
 
 const MAX_LOGGED_PATH = 200;
 
-/** One answered request. */
+/** One answered request: `path` as routed (no query), `route` its template, `startedAt` from `performance.now()`. */
 export interface AccessEntry {
   method: string;
-  /** The request path as routed (no query). */
   path: string;
-  /** The matched route template (`/api/issues/:slug`), if any. */
   route: string | undefined;
   status: number;
-  /** `performance.now()` when the request arrived. */
   startedAt: number;
   cache: CacheState | undefined;
   requestId: string | undefined;
@@ -20,30 +17,18 @@ export interface AccessEntry {
   staleReason?: string | undefined;
 }
 
+export type AccessLog = ReturnType<typeof createAccessLog>;
+
 /**
- * ACCESS_LOG: `all` writes a `request` line for every request; `summary` counts the fresh cached
- * hits (200 or 304) instead, written as `cache_hits` lines per route, method and status by
- * `writeHitSummary` (docs/configuration.md "Logs").
+ * A `request` line and the request metric per request. ACCESS_LOG=summary counts the fresh cached hits
+ * (200 or 304) instead, written as `cache_hits` lines per route, method and status by `writeHitSummary`.
+ * `routes`: the templates a metric or summary may name; any other request counts as `other`.
  */
-export type AccessLogMode = 'all' | 'summary';
-
-/** The access log: a `request` line and the request metric per request, or a count for a fresh hit in summary mode. */
-export interface AccessLog {
-  (entry: AccessEntry): void;
-  /** What `logAccess` does for a fresh hit of this route, method and status when summary mode counts it (undefined otherwise). */
-  hitCounter(route: string | undefined, method: string, status: number): ((startedAt: number) => void) | undefined;
-  /** Writes the `cache_hits` lines of what was counted since the last call, and starts counting afresh. */
-  writeHitSummary(): void;
-}
-
-export interface AccessLogOptions {
-  /** The route templates a metric or summary may name; any other request counts as `other`. */
-  routes: readonly string[];
-  mode?: AccessLogMode;
-  now?: () => number;
-}
-
-export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLogOptions): AccessLog {
+export function createAccessLog(
+  log: Logger,
+  metrics: Metrics,
+  options: { routes: readonly string[]; mode?: 'all' | 'summary'; now?: () => number },
+) {
   const { mode = 'all', now = Date.now } = options;
   const known = new Set(options.routes);
   // A route template or `other`: never the raw path, so a label or a summary stays a closed set.
@@ -52,53 +37,52 @@ export function createAccessLog(log: Logger, metrics: Metrics, options: AccessLo
   const isCounted = (status: number, cache: CacheState | undefined) =>
     mode === 'summary' && cache === 'HIT' && (status === 200 || status === 304);
   // In the order each was first made (the summary's lines).
-  const counts = new Map<string, { method: string; route: string; status: number; requests: number }>();
+  const counts = new Map<string, Counted>();
   let countingSince = now();
 
-  function countOf(route: string, method: string, status: number) {
+  type Counted = { method: string; route: string; status: number; requests: number };
+  function countOf(route: string, method: string, status: number): Counted {
     const key = `${route} ${method} ${status}`;
     let counted = counts.get(key);
     if (counted === undefined) counts.set(key, (counted = { method, route, status, requests: 0 }));
     return counted;
   }
 
-  return Object.assign(
-    function logAccess(entry: AccessEntry) {
-      const route = routeOf(entry.route);
-      const { method, status, cache } = entry;
-      if (cache === 'STALE') metrics.staleAnswer(route, entry.staleReason ?? 'revalidating');
-      if (isCounted(status, cache)) {
-        countOf(route, method, status).requests += 1;
-        if (measured) metrics.request(route, method, status, (performance.now() - entry.startedAt) / 1000);
-        return;
+  function count(counted: Counted, startedAt: number) {
+    counted.requests += 1;
+    if (measured) metrics.request(counted.route, counted.method, counted.status, (performance.now() - startedAt) / 1000);
+  }
+
+  function logAccess(entry: AccessEntry) {
+    const route = routeOf(entry.route);
+    const { method, status, cache } = entry;
+    if (cache === 'STALE') metrics.staleAnswer(route, entry.staleReason ?? 'revalidating');
+    if (isCounted(status, cache)) return count(countOf(route, method, status), entry.startedAt);
+    const ms = performance.now() - entry.startedAt;
+    metrics.request(route, method, status, ms / 1000);
+    const path = maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH));
+    log.log('info', 'request', { method, path, status, ms: Math.round(ms * 10) / 10, cache, requestId: entry.requestId });
+  }
+
+  return Object.assign(logAccess, {
+    /** The counter of a fresh hit of this route, method and status, when summary mode counts it (undefined otherwise). */
+    hitCounter(route: string | undefined, method: string, status: number) {
+      if (!isCounted(status, 'HIT')) return undefined;
+      const counted = countOf(routeOf(route), method, status);
+      return (startedAt: number) => count(counted, startedAt);
+    },
+    /** Writes the `cache_hits` lines of what was counted since the last call, and starts counting afresh. */
+    writeHitSummary() {
+      const at = now();
+      // Tenths: a summary at shutdown may follow the last one by less than a second.
+      const seconds = Math.max(0, Math.round((at - countingSince) / 100) / 10);
+      countingSince = at;
+      for (const counted of counts.values()) {
+        if (counted.requests === 0) continue;
+        const { method, route, status, requests } = counted;
+        log.log('info', 'cache_hits', { method, route, status, cache: 'HIT', requests, seconds });
+        counted.requests = 0;
       }
-      const ms = performance.now() - entry.startedAt;
-      metrics.request(route, method, status, ms / 1000);
-      const path = maskEmailsInPath(entry.path.slice(0, MAX_LOGGED_PATH));
-      log.log('info', 'request', { method, path, status, ms: Math.round(ms * 10) / 10, cache, requestId: entry.requestId });
     },
-    {
-      hitCounter(given: string | undefined, method: string, status: number) {
-        if (!isCounted(status, 'HIT')) return undefined;
-        const route = routeOf(given);
-        const counted = countOf(route, method, status);
-        return (startedAt: number) => {
-          counted.requests += 1;
-          if (measured) metrics.request(route, method, status, (performance.now() - startedAt) / 1000);
-        };
-      },
-      writeHitSummary() {
-        const at = now();
-        // Tenths: a summary at shutdown may follow the last one by less than a second.
-        const seconds = Math.max(0, Math.round((at - countingSince) / 100) / 10);
-        countingSince = at;
-        for (const counted of counts.values()) {
-          if (counted.requests === 0) continue;
-          const { method, route, status, requests } = counted;
-          log.log('info', 'cache_hits', { method, route, status, cache: 'HIT', requests, seconds });
-          counted.requests = 0;
-        }
-      },
-    },
-  );
+  });
 }

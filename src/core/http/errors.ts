@@ -3,42 +3,40 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import * as z from '../zod.js';
 import { NO_STORE } from '../reads/cache-policies.js';
 
-/** The error codes of docs/contract.md ("Errors we return"), with their HTTP status. */
-export const ERROR_STATUS = {
-  BAD_REQUEST: 400,
-  VALIDATION_ERROR: 422,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  FORBIDDEN_ORIGIN: 403,
-  CAPTCHA_FAILED: 403,
-  CAPTCHA_REQUIRED: 403,
-  PAYLOAD_TOO_LARGE: 413,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  RATE_LIMITED: 429,
-  UPSTREAM_ERROR: 502,
-  UPSTREAM_UNAVAILABLE: 503,
-  INTERNAL_ERROR: 500,
-} as const satisfies Record<string, ContentfulStatusCode>;
+/** The error codes of docs/contract.md ("Errors we return"): their status, and our own wording (never upstream text). */
+const ERRORS = {
+  BAD_REQUEST: [400, 'The request could not be read: check its Host header and path.'],
+  VALIDATION_ERROR: [422, 'The request is not valid.'],
+  NOT_FOUND: [404, 'Not found.'],
+  METHOD_NOT_ALLOWED: [405, 'Method not allowed.'],
+  FORBIDDEN_ORIGIN: [403, 'This origin is not allowed.'],
+  CAPTCHA_FAILED: [403, 'The anti-bot check did not pass. Complete it again, then resubmit.'],
+  CAPTCHA_REQUIRED: [403, 'Complete the anti-bot check, then resubmit.'],
+  PAYLOAD_TOO_LARGE: [413, 'The request body is too large.'],
+  UNSUPPORTED_MEDIA_TYPE: [415, 'Send application/json, application/x-www-form-urlencoded or multipart/form-data.'],
+  RATE_LIMITED: [429, 'Too many requests. Try again later.'],
+  UPSTREAM_ERROR: [502, 'The newsletter service could not answer.'],
+  UPSTREAM_UNAVAILABLE: [503, 'The newsletter service is busy. Try again later.'],
+  INTERNAL_ERROR: [500, 'Something went wrong.'],
+} as const satisfies Record<string, readonly [ContentfulStatusCode, string]>;
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
-export type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
+export type ErrorCode = keyof typeof ERRORS;
+type ErrorStatus = (typeof ERRORS)[ErrorCode][0];
+
+export const ERROR_STATUS = Object.fromEntries(Object.entries(ERRORS).map(([code, [status]]) => [code, status])) as {
+  readonly [Code in ErrorCode]: (typeof ERRORS)[Code][0];
+};
+
+const SERVER_ERRORS = ['INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'] as const;
 
 /** The errors each public route can answer with besides a 405 (openapi.json lists them per operation). */
 export const ROUTE_ERRORS = {
-  '/api/issues': ['NOT_FOUND', 'VALIDATION_ERROR', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'],
-  '/api/issues/:slug': ['NOT_FOUND', 'VALIDATION_ERROR', 'INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'],
-  '/api/categories': ['INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'],
+  '/api/issues': ['NOT_FOUND', 'VALIDATION_ERROR', ...SERVER_ERRORS],
+  '/api/issues/:slug': ['NOT_FOUND', 'VALIDATION_ERROR', ...SERVER_ERRORS],
+  '/api/categories': SERVER_ERRORS,
   '/api/subscribe': [
-    'FORBIDDEN_ORIGIN',
-    'CAPTCHA_FAILED',
-    'CAPTCHA_REQUIRED',
-    'PAYLOAD_TOO_LARGE',
-    'UNSUPPORTED_MEDIA_TYPE',
-    'VALIDATION_ERROR',
-    'RATE_LIMITED',
-    'INTERNAL_ERROR',
-    'UPSTREAM_ERROR',
-    'UPSTREAM_UNAVAILABLE',
+    ...(['FORBIDDEN_ORIGIN', 'CAPTCHA_FAILED', 'CAPTCHA_REQUIRED', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'] as const),
+    ...(['VALIDATION_ERROR', 'RATE_LIMITED', ...SERVER_ERRORS] as const),
   ],
 } as const satisfies Record<string, readonly ErrorCode[]>;
 
@@ -54,7 +52,7 @@ export function createErrorBodySchemas() {
   const ErrorBody = z.strictObject({
     ok: z.literal(false),
     error: z.strictObject({
-      code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
+      code: z.enum(Object.keys(ERRORS) as [ErrorCode, ...ErrorCode[]]),
       message: z.string().check(z.meta({ description: "Our own words; never the upstream's text." })),
       details: z.optional(z.array(ValidationIssue)),
     }),
@@ -65,25 +63,22 @@ export function createErrorBodySchemas() {
 /** The error statuses a route answers, typed into its answers so a typed client can test `res.status === 404`. */
 export type RouteErrorStatus<Route extends keyof typeof ROUTE_ERRORS> = (typeof ERROR_STATUS)[(typeof ROUTE_ERRORS)[Route][number]];
 
-type ErrorBodySchemas = ReturnType<typeof createErrorBodySchemas>;
-export type ValidationIssue = z.infer<ErrorBodySchemas['ValidationIssue']>;
+export type ValidationIssue = z.infer<ReturnType<typeof createErrorBodySchemas>['ValidationIssue']>;
 
-/** Our own wording for each code: clients never see upstream text. */
-const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
-  BAD_REQUEST: 'The request could not be read: check its Host header and path.',
-  VALIDATION_ERROR: 'The request is not valid.',
-  NOT_FOUND: 'Not found.',
-  METHOD_NOT_ALLOWED: 'Method not allowed.',
-  FORBIDDEN_ORIGIN: 'This origin is not allowed.',
-  CAPTCHA_FAILED: 'The anti-bot check did not pass. Complete it again, then resubmit.',
-  CAPTCHA_REQUIRED: 'Complete the anti-bot check, then resubmit.',
-  PAYLOAD_TOO_LARGE: 'The request body is too large.',
-  UNSUPPORTED_MEDIA_TYPE: 'Send application/json, application/x-www-form-urlencoded or multipart/form-data.',
-  RATE_LIMITED: 'Too many requests. Try again later.',
-  UPSTREAM_ERROR: 'The newsletter service could not answer.',
-  UPSTREAM_UNAVAILABLE: 'The newsletter service is busy. Try again later.',
-  INTERNAL_ERROR: 'Something went wrong.',
+/** The body of an error answer with `Status` (any error by default). */
+export type ErrorBody<Status extends ErrorStatus = ErrorStatus> = {
+  ok: false;
+  error: {
+    code: { [Code in ErrorCode]: (typeof ERROR_STATUS)[Code] extends Status ? Code : never }[ErrorCode];
+    message: string;
+    details?: ValidationIssue[] | undefined;
+  };
 };
+
+/** One typed response per status, so `hc<AppType>`'s `res.status === 404` narrows the body; a handler throws, onError renders. */
+export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus
+  ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'>
+  : never;
 
 export interface ApiErrorOptions {
   message?: string;
@@ -106,62 +101,36 @@ export class ApiError extends Error {
   constructor(code: ErrorCode, options: ApiErrorOptions = {}) {
     // A client error is an answer, not a fault: no stack, which would be dear for a slug scan's 404s.
     const stackTraceLimit = Error.stackTraceLimit;
-    if (ERROR_STATUS[code] < 500) Error.stackTraceLimit = 0;
+    if (ERRORS[code][0] < 500) Error.stackTraceLimit = 0;
     try {
-      super(options.message ?? DEFAULT_MESSAGES[code], { cause: options.cause });
+      super(options.message ?? ERRORS[code][1], { cause: options.cause });
     } finally {
       Error.stackTraceLimit = stackTraceLimit;
     }
     this.name = 'ApiError';
     this.code = code;
-    this.status = ERROR_STATUS[code];
+    this.status = ERRORS[code][0];
     this.details = options.details;
     this.retryAfter = options.retryAfter;
     this.allow = options.allow;
   }
 }
 
-type ErrorCodeOf<Status extends ErrorStatus> = {
-  [Code in ErrorCode]: (typeof ERROR_STATUS)[Code] extends Status ? Code : never;
-}[ErrorCode];
-
-/** The body of an error answer with `Status` (any error by default). */
-type SchemaErrorBody = z.infer<ErrorBodySchemas['ErrorBody']>;
-type Flat<T> = { [Key in keyof T]: T[Key] } & {};
-export type ErrorBody<Status extends ErrorStatus = ErrorStatus> = Flat<
-  Omit<SchemaErrorBody, 'error'> & { error: Flat<Omit<SchemaErrorBody['error'], 'code'> & { code: ErrorCodeOf<Status> }> }
->;
-
-/** One typed response per status, so `hc<AppType>`'s `res.status === 404` narrows the body; a handler throws, onError renders. */
-export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus
-  ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'>
-  : never;
-
-/** The body of an error response, exactly as docs/contract.md shapes it. */
-export function errorEnvelope(error: ApiError): ErrorBody {
-  const body: { code: ErrorCode; message: string; details?: ValidationIssue[] } = { code: error.code, message: error.message };
-  if (error.details) body.details = error.details;
-  return { ok: false, error: body };
-}
-
-/** Any ApiError as the JSON envelope with its status and headers; errors are never cached. */
+/** Any ApiError as the JSON envelope of docs/contract.md, with its status and headers; errors are never cached. */
 export function renderError(c: Context, error: ApiError) {
   const headers: Record<string, string> = { 'Cache-Control': NO_STORE };
   if (error.retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfter)));
   if (error.allow) headers.Allow = error.allow.join(', ');
-  return c.json(errorEnvelope(error), error.status, headers);
+  const body: ErrorBody = { ok: false, error: { code: error.code, message: error.message } };
+  if (error.details) body.error.details = error.details;
+  return c.json(body, error.status, headers);
 }
 
-/** Nginx's 499: the client hung up before its request was read whole. */
-export const CLIENT_CLOSED_REQUEST = 499;
 /** The listener's REQUEST_TIMEOUT_SECONDS cut the request off; Node answered the 408 itself. */
 export const REQUEST_TIMEOUT = 408;
 
-/** The true status of a request gone before it was read whole (nothing is sent), for the log and metrics; undefined while it is there. */
-export function cutOffStatus(
-  c: Context,
-  timedOut: (c: Context) => boolean,
-): typeof CLIENT_CLOSED_REQUEST | typeof REQUEST_TIMEOUT | undefined {
+/** The true status of a request gone before it was read whole (nothing is sent): nginx's 499, or 408; undefined while it is there. */
+export function cutOffStatus(c: Context, timedOut: (c: Context) => boolean): 499 | typeof REQUEST_TIMEOUT | undefined {
   if (!c.req.raw.signal?.aborted) return undefined;
-  return timedOut(c) ? REQUEST_TIMEOUT : CLIENT_CLOSED_REQUEST;
+  return timedOut(c) ? REQUEST_TIMEOUT : 499;
 }

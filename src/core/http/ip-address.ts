@@ -10,64 +10,41 @@ export function parseIp(text: string): string | undefined {
   if (bracketed) value = bracketed[1]!;
   else if (/^[\d.]+:\d{1,5}$/.test(value)) value = value.slice(0, value.indexOf(':'));
   if (IPV4.test(value)) return value;
-  const groups = parseIpv6Groups(value.replace(/%[\w.-]{1,64}$/, ''));
-  if (!groups) return undefined;
-  const isMapped = groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff;
-  if (isMapped) return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join('.');
-  return formatIpv6(groups);
+  const address = ipv6Number(value.replace(/%[\w.-]{1,64}$/, ''));
+  if (address === undefined) return undefined;
+  if (address >> 32n === 0xffffn) return [24n, 16n, 8n, 0n].map((shift) => (address >> shift) & 0xffn).join('.');
+  return ipv6Text(address);
 }
 
-/** WHATWG URL's IPv6 parser and serializer: RFC 4291's grammar, and RFC 5952's one spelling (lower-case, the longest zero run as `::`). */
-function ipv6Text(value: string): string | undefined {
+/** An IPv6 address as a 128-bit number, by WHATWG URL's parser (RFC 4291's grammar). */
+function ipv6Number(value: string): bigint | undefined {
   if (!value.includes(':') || !/^[\da-f:.]{2,45}$/i.test(value)) return undefined;
-  try {
-    return new URL(`http://[${value}]`).hostname.slice(1, -1);
-  } catch {
-    return undefined;
-  }
+  const host = URL.parse(`http://[${value}]`)?.hostname.slice(1, -1);
+  if (host === undefined) return undefined;
+  // The serializer writes hex groups only, with at most one `::`.
+  const [head = [], tail = []] = host.split('::').map((groups) => (groups === '' ? [] : groups.split(':')));
+  const groups = [...head, ...new Array<string>(8 - head.length - tail.length).fill('0'), ...tail];
+  return groups.reduce((number, group) => (number << 16n) | BigInt(`0x${group}`), 0n);
 }
 
-function formatIpv6(groups: readonly number[]): string {
-  return ipv6Text(groups.map((group) => group.toString(16)).join(':'))!;
+/** RFC 5952's one spelling (lower-case, the longest zero run as `::`), by WHATWG URL's serializer. */
+function ipv6Text(address: bigint): string {
+  const groups = Array.from({ length: 8 }, (_, index) => ((address >> BigInt(112 - 16 * index)) & 0xffffn).toString(16));
+  return new URL(`http://[${groups.join(':')}]`).hostname.slice(1, -1);
 }
 
-function parseIpv6Groups(value: string): number[] | undefined {
-  const text = ipv6Text(value);
-  if (text === undefined) return undefined;
-  const [head = '', tail] = text.split('::');
-  const part = (groups: string) => (groups === '' ? [] : groups.split(':').map((group) => Number.parseInt(group, 16)));
-  const [first, last] = [part(head), part(tail ?? '')];
-  return [...first, ...new Array<number>(8 - first.length - last.length).fill(0), ...last];
+/** A canonical address as a number and its width in bits, so one prefix test serves IPv4 and IPv6. */
+function numberOf(canonical: string): { value: bigint; width: number } {
+  if (canonical.includes(':')) return { value: ipv6Number(canonical)!, width: 128 };
+  return { value: canonical.split('.').reduce((number, byte) => (number << 8n) | BigInt(byte), 0n), width: 32 };
 }
 
 /** The address for IPv4; for IPv6 its RATE_LIMIT_IPV6_PREFIX network, since one home line gets a whole /64. */
 export function rateLimitKeyOf(ip: string, ipv6PrefixBits: number): string {
   const canonical = parseIp(ip);
   if (canonical === undefined || !canonical.includes(':')) return canonical ?? ip;
-  const masked = parseIpv6Groups(canonical)!.map((group, index) => {
-    const bits = Math.min(16, Math.max(0, ipv6PrefixBits - index * 16));
-    return bits === 0 ? 0 : group & ((0xffff << (16 - bits)) & 0xffff);
-  });
-  return `${formatIpv6(masked)}/${ipv6PrefixBits}`;
-}
-
-/** 16-bit groups (2 for IPv4, 8 for IPv6), so one prefix test serves both. */
-function groupsOf(canonical: string): number[] {
-  return canonical.includes(':') ? parseIpv6Groups(canonical)! : ipv4Groups(canonical);
-}
-
-function ipv4Groups(dotted: string): number[] {
-  const [a, b, c, d] = dotted.split('.').map(Number) as [number, number, number, number];
-  return [(a << 8) | b, (c << 8) | d];
-}
-
-function hasPrefix(address: readonly number[], network: readonly number[], bits: number): boolean {
-  if (address.length !== network.length) return false;
-  for (let index = 0; index < network.length && bits > 0; index += 1, bits -= 16) {
-    const mask = bits >= 16 ? 0xffff : (0xffff << (16 - bits)) & 0xffff;
-    if ((address[index]! & mask) !== (network[index]! & mask)) return false;
-  }
-  return true;
+  const hostBits = BigInt(128 - ipv6PrefixBits);
+  return `${ipv6Text((ipv6Number(canonical)! >> hostBits) << hostBits)}/${ipv6PrefixBits}`;
 }
 
 /** The names Express's `trust proxy` accepts, with the ranges they stand for. */
@@ -78,13 +55,11 @@ const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = {
 };
 
 /** A set of addresses and networks, tested against any spelling of an address. */
-export interface AddressList {
-  includes(ip: string): boolean;
-}
+export type AddressList = ReturnType<typeof parseAddressList>['list'];
 
 /** `TRUSTED_PROXIES`: addresses, CIDR networks and Express's names; `invalid` names the other entries. */
-export function parseAddressList(text: string): { list: AddressList; invalid: string[] } {
-  const networks: { groups: number[]; bits: number }[] = [];
+export function parseAddressList(text: string) {
+  const networks: { width: number; hostBits: bigint; prefix: bigint }[] = [];
   const invalid: string[] = [];
   const entries = text
     .split(',')
@@ -95,18 +70,20 @@ export function parseAddressList(text: string): { list: AddressList; invalid: st
     const canonical = parseIp(address);
     const width = canonical?.includes(':') ? 128 : 32;
     const bits = bitsText === undefined ? width : /^\d{1,3}$/.test(bitsText) ? Number(bitsText) : Number.NaN;
-    if (canonical === undefined || rest.length > 0 || !(bits >= 0 && bits <= width)) invalid.push(entry);
-    else networks.push({ groups: groupsOf(canonical), bits });
+    if (canonical === undefined || rest.length > 0 || !(bits >= 0 && bits <= width)) {
+      invalid.push(entry);
+      continue;
+    }
+    const hostBits = BigInt(width - bits);
+    networks.push({ width, hostBits, prefix: numberOf(canonical).value >> hostBits });
   }
-  return {
-    invalid,
-    list: {
-      includes(ip) {
-        const canonical = parseIp(ip);
-        if (canonical === undefined) return false;
-        const groups = groupsOf(canonical);
-        return networks.some((network) => hasPrefix(groups, network.groups, network.bits));
-      },
+  const list = {
+    includes(ip: string): boolean {
+      const canonical = parseIp(ip);
+      if (canonical === undefined) return false;
+      const { value, width } = numberOf(canonical);
+      return networks.some((network) => network.width === width && value >> network.hostBits === network.prefix);
     },
   };
+  return { list, invalid };
 }

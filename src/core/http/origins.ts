@@ -19,7 +19,6 @@ export function listenOrigins(host: string, port: number): string[] {
 
 export type OriginPolicy = ReturnType<typeof createOriginPolicy>;
 
-/** An absolute http(s) URL, or undefined. */
 export function parseHttpUrl(value: string | null | undefined): URL | undefined {
   if (!value) return undefined;
   try {

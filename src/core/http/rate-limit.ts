@@ -2,7 +2,6 @@ import { LRUCache } from 'lru-cache';
 
 type RateLimitDecision = { allowed: boolean; retryAfterSeconds: number };
 
-/** Counts attempts per key in fixed windows. */
 export interface RateLimiter {
   hit(key: string): RateLimitDecision | Promise<RateLimitDecision>;
 }

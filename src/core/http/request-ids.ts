@@ -1,4 +1,3 @@
-/** Random bytes per request id: 128 bits, 32 hex digits. */
 const ID_BYTES = 16;
 const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
 

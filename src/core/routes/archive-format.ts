@@ -12,7 +12,6 @@ export const MEDIA_TYPES: Readonly<Record<Format, string>> = {
   atom: 'application/atom+xml',
   rss: 'application/rss+xml',
 };
-const FORMAT_OF_MEDIA_TYPE = new Map(FORMATS.map((format) => [MEDIA_TYPES[format], format]));
 // JSON first: it wins a tie, and it is the answer when Accept accepts none of the three.
 const SUPPORTED_MEDIA_TYPES = FORMATS.map((format) => MEDIA_TYPES[format]);
 // Only an Accept header that names a feed type is parsed; every other one gets JSON at once.
@@ -23,7 +22,7 @@ export function negotiateFormat(c: Context, named: Format | undefined, accept: s
   if (named !== undefined) return named;
   if (accept === undefined || !NAMES_A_FEED.test(accept)) return 'json';
   const chosen = accepts(c, { header: 'Accept', supports: SUPPORTED_MEDIA_TYPES, default: MEDIA_TYPES.json, match: preferredType });
-  return FORMAT_OF_MEDIA_TYPE.get(chosen) ?? 'json';
+  return FORMATS[SUPPORTED_MEDIA_TYPES.indexOf(chosen)] ?? 'json';
 }
 
 /**

@@ -12,7 +12,7 @@ export const ARCHIVE_VARY = 'Accept';
 export const PAGE_SIZE = { min: 1, max: 100, fallback: 20 } as const;
 
 /** The longest search, in characters (docs/contract.md "GET /api/issues"). */
-export const MAX_SEARCH_CHARACTERS = 200;
+const MAX_SEARCH_CHARACTERS = 200;
 const SEARCH_RULE = `q must be at most ${MAX_SEARCH_CHARACTERS} characters`;
 
 /** A code point is one or two UTF-16 units: only a text between the two bounds is counted. */
@@ -68,15 +68,13 @@ export const ARCHIVE_QUERY_DOCS: { [Parameter in keyof ArchiveRequest]?: JsonSch
   },
 };
 
+export type ArchiveQueries = ReturnType<typeof createArchiveQueries>;
+
 /**
  * The archive query, validated once per distinct query string (the URL's, without `?`): a site asks
  * for the same few pages over and over. `parameters` reads its values when not validated before.
  */
-export interface ArchiveQueries {
-  validate(search: string, parameters: () => Record<string, string[]>): Readonly<ArchiveRequest>;
-}
-
-export function createArchiveQueries(maxOffset: number): ArchiveQueries {
+export function createArchiveQueries(maxOffset: number) {
   const schema = createArchiveQuerySchema(maxOffset);
   const memo = new LRUCache<string, Readonly<ArchiveRequest>>({
     max: 1024,
@@ -84,7 +82,7 @@ export function createArchiveQueries(maxOffset: number): ArchiveQueries {
     sizeCalculation: (_q, search) => 2 * search.length + 64,
   });
   return {
-    validate(search, parameters) {
+    validate(search: string, parameters: () => Record<string, string[]>): Readonly<ArchiveRequest> {
       let query = memo.get(search);
       if (query === undefined) memo.set(search, (query = Object.freeze(parseOrThrow(schema, parameters()))));
       return query;

@@ -7,36 +7,34 @@ import { rateLimitKeyOf } from '../http/ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../http/origins.js';
-import type { RateLimiter } from '../http/rate-limit.js';
-import type { SubscribeChallenge } from '../subscribe/challenge.js';
+import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.js';
+import { createAlertWebhook } from '../subscribe/alert-webhook.js';
+import { createTurnstileChallenge, type TurnstileChallengeOptions } from '../subscribe/challenge.js';
 import { forwardSubscription } from '../subscribe/forward.js';
 import { createRepeatGuard, isForbiddenOrigin, isHoneypotFilled, rateLimitError, type RepeatGuard } from '../subscribe/guards.js';
 import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type SubscribeJsonInput } from '../subscribe/input.js';
 import { SubscribeFailure, type RecordOutcome } from '../subscribe/outcome.js';
 import { redirectTarget, refusedOriginReply, reply, returnToPage, type SubscribeReply } from '../subscribe/reply.js';
-import type { SurgeWatch } from '../subscribe/surge.js';
+import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
 export interface SubscribeRoutesOptions {
   /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
   first: MiddlewareHandler;
+  config: Config;
   upstream: UpstreamClient;
-  config: Pick<
-    Config,
-    'subscribeSourceType' | 'subscribeDefaultSource' | 'subscribeRedirectUrl' | 'honeypotField' | 'rateLimitIpv6Prefix' | 'turnstileMode'
-  >;
   origins: OriginPolicy;
-  rateLimiter: RateLimiter;
-  repeatGuard?: RepeatGuard;
   clientIp: (c: Context) => string | undefined;
   now: () => number;
   log: Logger;
-  /** Turnstile's check (TURNSTILE_SECRET_KEY). */
-  challenge?: SubscribeChallenge | undefined;
-  surge?: SurgeWatch | undefined;
-  isDisposableDomain?: ((domain: string) => boolean) | undefined;
-  metrics: Pick<Metrics, 'subscribe'>;
+  metrics: Metrics;
   requestTimedOut: (c: Context) => boolean;
+  rateLimiter?: RateLimiter | undefined;
+  repeatGuard?: RepeatGuard | undefined;
+  surgeCounter?: SurgeCounter | undefined;
+  turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'> | undefined;
+  /** SUBSCRIBE_BLOCK_DISPOSABLE's list (core/subscribe/disposable-domains.ts). */
+  isDisposableDomain?: ((domain: string) => boolean) | undefined;
 }
 
 // Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
@@ -57,9 +55,31 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
  * 303 to the form's page, the JSON envelope, or (a post without JavaScript from a refused origin) a short HTML page.
  */
 export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
-  const { upstream, config, origins, rateLimiter, clientIp, log, metrics, requestTimedOut } = options;
-  const { challenge, surge, isDisposableDomain } = options;
-  const repeats = options.repeatGuard ?? createRepeatGuard(options.now);
+  const { upstream, config, origins, clientIp, now, log, metrics, requestTimedOut, isDisposableDomain } = options;
+  const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now });
+  const repeats = options.repeatGuard ?? createRepeatGuard(now);
+  const challenge = config.turnstileSecretKey
+    ? createTurnstileChallenge({
+        secretKey: config.turnstileSecretKey,
+        siteKey: config.turnstileSiteKey,
+        verifyUrl: config.turnstileVerifyUrl,
+        clientIp,
+        ...options.turnstile,
+      })
+    : undefined;
+  const surge =
+    config.subscribeSurgePerMinute === 0
+      ? undefined
+      : createSurgeWatch({
+          perMinute: config.subscribeSurgePerMinute,
+          holdSeconds: config.subscribeSurgeSeconds,
+          response: challenge ? 'challenge' : 'pause',
+          counter: options.surgeCounter ?? createMemorySurgeCounter(),
+          now,
+          log,
+          metrics,
+          alert: config.alertWebhookUrl ? createAlertWebhook({ url: config.alertWebhookUrl, log }) : undefined,
+        });
 
   const recorder =
     (c: Context): RecordOutcome =>
@@ -73,7 +93,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
     return ip === undefined ? undefined : rateLimitKeyOf(ip, config.rateLimitIpv6Prefix);
   };
 
-  return new Hono()
+  const routes = new Hono()
     .post(
       '/subscribe',
       options.first,
@@ -144,4 +164,6 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
       return reply(c, targetOf(c), error);
     });
+  // The surge goes back for the Node entry's timer that ends it when the flood stops.
+  return { routes, surge };
 }
