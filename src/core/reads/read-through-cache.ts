@@ -18,24 +18,14 @@ export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybeP
   return value instanceof Promise ? value.then(next) : next(value);
 }
 
-export interface CacheStats {
-  hits: number;
-  misses: number;
-  staleServed: number;
-  refreshFailures: number;
-  entries: number;
-  bytes: number;
-}
+export type CacheStats = Record<'hits' | 'misses' | 'staleServed' | 'refreshFailures' | 'entries' | 'bytes', number>;
 
-/**
- * Loads the value of a key; `undefined` means "does not exist" and removes any stale copy.
- * `client` is the visitor's IP; `previous` the copy it replaces, if one is kept.
- */
+/** `undefined` means "does not exist" and removes any stale copy; `previous` is the copy it replaces, if one is kept. */
 export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
 
+/** `forceRefresh`: load anew even when the copy is fresh (joining a load under way); the old copy only on failure. */
 export interface ReadOptions {
   client?: Visitor | undefined;
-  /** Load anew even when the copy is fresh (joining a load under way); the old copy only on failure. */
   forceRefresh?: boolean;
 }
 
@@ -47,17 +37,10 @@ export interface FreshnessRules {
 }
 
 /** `staleAt` is when the value was fetched + its TTL. */
-export function isFresh(staleAt: number, time: number): boolean {
-  return time <= staleAt;
-}
-
-export function isWithinStaleWhileRevalidate(staleAt: number, time: number, rules: FreshnessRules): boolean {
-  return time - staleAt <= rules.staleWhileRevalidateMs;
-}
-
-export function isWithinStaleIfError(staleAt: number, time: number, rules: FreshnessRules): boolean {
-  return time - staleAt <= rules.staleIfErrorMs;
-}
+export const isFresh = (staleAt: number, time: number) => time <= staleAt;
+export const isWithinStaleWhileRevalidate = (staleAt: number, time: number, rules: FreshnessRules) =>
+  time - staleAt <= rules.staleWhileRevalidateMs;
+export const isWithinStaleIfError = (staleAt: number, time: number, rules: FreshnessRules) => time - staleAt <= rules.staleIfErrorMs;
 
 export interface ReadThroughCacheOptions<V> extends FreshnessRules {
   /** The rules of a key fresh for another time than these (categories may be fresh longer). */
@@ -84,45 +67,17 @@ export interface ReadResult<V> {
   state: CacheState;
 }
 
-export interface ReadThroughCache<V> {
-  /**
-   * The value of `key`, loaded with `load` when there is no fresh copy; concurrent reads share one
-   * load. A fresh copy is answered at once, not as a promise.
-   */
-  read(key: string, load: Loader<V>, waitUntil?: WaitUntil, options?: ReadOptions): MaybePromise<ReadResult<V>>;
-  /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts). */
-  has(key: string): boolean;
-  /** Keeps `value` as if just loaded (a copy another read brought along), unless it is too large. */
-  seed(key: string, value: V): void;
-  /** Whether `value` is the fresh copy of `key` kept. */
-  holds(key: string, value: V): boolean;
-  /**
-   * Puts `next` in the place of `current` while that is still the fresh copy of `key` (its
-   * compressed bodies added), fresh as long as `current` was; whether it did. Counted as no hit.
-   */
-  replace(key: string, current: V, next: V): boolean;
-  /** The copy of `key` kept, fresh or stale, without loading or counting (it counts as used). */
-  peek(key: string): V | undefined;
-  stats(): CacheStats;
-}
-
+/** `value` undefined: a tombstone. `refreshFailedAt` starts the back-off; before `retryAt` the stale copy is served without a load. */
 interface Entry<V> {
-  /** `undefined`: a tombstone that replaced a stale value whose source said it is gone. */
   value: V | undefined;
   fetchedAt: number;
   staleAt: number;
   size: number;
-  /** When the last refresh of this stale entry failed: starts the back-off. */
-  refreshFailedAt?: number;
-  /** Before this, the stale entry is served without a load (held off). */
-  retryAt?: number;
+  refreshFailedAt?: number | undefined;
+  retryAt?: number | undefined;
 }
 
-interface FetchContext<V> {
-  load: Loader<V>;
-  waitUntil: WaitUntil | undefined;
-  client: Visitor | undefined;
-}
+type FetchContext<V> = { load: Loader<V>; waitUntil: WaitUntil | undefined; client: Visitor | undefined };
 
 /** lru-cache's read options, one object for every read (the hot path). */
 const FRESH_ONLY = { allowStale: false } as const;
@@ -141,8 +96,8 @@ export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
  * (`allowStaleOnFetchRejection`). We add the time limit on staleness, the back-off after a failed
  * refresh and the HIT/MISS/STALE state (docs/contract.md "Caching").
  */
-export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
-  const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onLoaded, onTooLarge, fetchedAtOf, retryAtOf, metrics = noopMetrics } = options;
+export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
+  const { sizeOf, notFoundTtlMs, now, fetchedAtOf, metrics = noopMetrics } = options;
   const rulesFor = options.rulesFor ?? (() => options);
   const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
@@ -161,8 +116,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     maxSize: options.maxBytes,
     maxEntrySize: maxEntryBytes,
     sizeCalculation: (entry) => entry.size,
-    ttl: ttlMs,
-    ttlAutopurge: false,
+    ttl: options.ttlMs,
     perf: { now },
     // Staleness is checked against the injected clock on every read (no cached "now" timer).
     ttlResolution: 0,
@@ -170,8 +124,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     noDeleteOnStaleGet: true,
     allowStaleOnFetchRejection: true,
     // lru-cache aborts a load in flight when its key is set, deleted or evicted, and would reject
-    // its readers; our loads run on, so their readers get what was loaded (see `read` for a load
-    // that found nothing).
+    // its readers; our loads run on, so their readers get what was loaded (see `readThrough`).
     ignoreFetchAbort: true,
     dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
     fetchMethod: async (key, stale, { context, options: fetchOptions, signal }) => {
@@ -191,9 +144,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
         // lru-cache keeps this very object as the stale value: the marks start its back-off.
         if (stale) {
           stale.refreshFailedAt = now();
-          stale.retryAt = retryAtOf?.(error);
+          stale.retryAt = options.retryAtOf?.(error);
         }
-        onLoadError?.(key, error);
+        options.onLoadError?.(key, error);
         throw error;
       }
       const time = now();
@@ -205,15 +158,19 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       const { ttl, ...entry } = entryOf(key, value);
       fetchOptions.ttl = Math.max(1, ttl);
-      onLoaded?.(key, value);
-      if (entry.size > maxEntryBytes) onTooLarge?.(key, entry.size, maxEntryBytes);
+      options.onLoaded?.(key, value);
+      if (entry.size > maxEntryBytes) options.onTooLarge?.(key, entry.size, maxEntryBytes);
       // A copy handed back already stale (its source serves it so) is not loaded again for the back-off's length.
       return { ...entry, refreshFailedAt: entry.staleAt < time ? time : undefined };
     },
   });
 
-  async function readThrough(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, readOptions: ReadOptions) {
-    const { client, forceRefresh = false } = readOptions;
+  async function readThrough(
+    key: string,
+    load: Loader<V>,
+    waitUntil: WaitUntil | undefined,
+    { client, forceRefresh = false }: ReadOptions,
+  ) {
     let current = lru.peek(key, ANY_AGE);
     const time = now();
     const rules = rulesFor(key);
@@ -224,33 +181,33 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
     const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
     const status: LRUCache.Status<string, Entry<V>, FetchContext<V>> = {};
     let entry: Entry<V> | undefined;
-    // Its upstream calls are held off until `retryAt`: the stale copy answers, and nothing loads.
-    const heldOff = current?.retryAt !== undefined && time < current.retryAt;
     try {
-      entry = heldOff
-        ? lru.get(key, ANY_AGE)
-        : await lru.fetch(key, {
-            context: { load, waitUntil, client },
-            forceRefresh,
-            allowStale:
-              !forceRefresh && (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff),
-            // Without a stale copy, lru-cache would resolve a failed load to `undefined` ("does not
-            // exist") for every waiter but the first: this way they all get the error.
-            allowStaleOnFetchRejection: current !== undefined,
-            status,
-          });
+      // Held off until `retryAt`: the stale copy answers, and nothing loads.
+      entry =
+        current?.retryAt !== undefined && time < current.retryAt
+          ? lru.get(key, ANY_AGE)
+          : await lru.fetch(key, {
+              context: { load, waitUntil, client },
+              forceRefresh,
+              allowStale:
+                !forceRefresh && (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff),
+              // Without a stale copy, lru-cache would resolve a failed load to `undefined` ("does not
+              // exist") for every waiter but the first: this way they all get the error.
+              allowStaleOnFetchRejection: current !== undefined,
+              status,
+            });
     } catch (error) {
       if (!abortReasons.has(error as object)) throw error;
       // The load found nothing and was overtaken meanwhile (lru-cache rejects with the abort's
       // reason): a copy seeded meanwhile answers, else it does not exist.
-      entry = lru.get(key, { allowStale: false });
+      entry = lru.get(key, FRESH_ONLY);
       if (entry !== undefined && !isFresh(entry.staleAt, now())) entry = undefined;
     }
     // Judged by the served entry itself, whatever path lru-cache took to return it.
     const state: CacheState = entry !== undefined && !isFresh(entry.staleAt, now()) ? 'STALE' : status.fetch === 'hit' ? 'HIT' : 'MISS';
     counters[state === 'STALE' ? 'staleServed' : state === 'HIT' ? 'hits' : 'misses'] += 1;
     metrics.cacheRead(state);
-    return { value: entry?.value, state } satisfies ReadResult<V>;
+    return { value: entry?.value, state };
   }
 
   function holds(key: string, value: V): boolean {
@@ -259,7 +216,8 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
   }
 
   return {
-    read(key, load, waitUntil, readOptions = {}) {
+    /** Loads with `load` when there is no fresh copy; concurrent reads share one load. A fresh copy is answered at once. */
+    read(key: string, load: Loader<V>, waitUntil?: WaitUntil, readOptions: ReadOptions = {}): MaybePromise<ReadResult<V>> {
       if (readOptions.forceRefresh !== true) {
         // The entry's own staleAt must agree, as readThrough judges it.
         const entry = lru.get(key, FRESH_ONLY);
@@ -271,29 +229,25 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       return readThrough(key, load, waitUntil, readOptions);
     },
-    has(key) {
-      return lru.peek(key, ANY_AGE) !== undefined;
-    },
-    seed(key, value) {
+    /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts). */
+    has: (key: string) => lru.peek(key, ANY_AGE) !== undefined,
+    /** Keeps `value` as if just loaded (a copy another read brought along), unless it is too large. */
+    seed(key: string, value: V) {
       const { ttl, ...entry } = entryOf(key, value);
       if (entry.size <= maxEntryBytes && ttl > 0) lru.set(key, entry, { ttl });
     },
     holds,
-    replace(key, current, next) {
-      if (!holds(key, current)) return false;
-      const entry = lru.peek(key, ANY_AGE)!;
+    /** `next` in the place of `current` while that is the fresh copy (its compressed bodies added), as fresh; no hit counted. */
+    replace(key: string, current: V, next: V): boolean {
       const size = sizeOf(next);
-      if (size > maxEntryBytes) return false;
+      if (!holds(key, current) || size > maxEntryBytes) return false;
       // The entry's own TTL goes on: lru-cache judges freshness by it.
-      lru.set(key, { ...entry, value: next, size }, { noUpdateTTL: true });
+      lru.set(key, { ...lru.peek(key, ANY_AGE)!, value: next, size }, { noUpdateTTL: true });
       return true;
     },
-    peek(key) {
-      return lru.get(key, ANY_AGE)?.value;
-    },
-    stats() {
-      return { ...counters, entries: lru.size, bytes: lru.calculatedSize };
-    },
+    /** The copy kept, fresh or stale, without loading or counting (it counts as used). */
+    peek: (key: string) => lru.get(key, ANY_AGE)?.value,
+    stats: (): CacheStats => ({ ...counters, entries: lru.size, bytes: lru.calculatedSize }),
   };
 }
 
