@@ -7,18 +7,18 @@ import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
 import { decodeTextIndex, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
 
-/** The archive as one cached index; every limit/offset/category is served from it. */
+/**
+ * The archive as one cached index; every page is served from it. `complete`: nothing public is missing
+ * (fewer issues than ARCHIVE_MAX_ISSUES, none dropped). No `text`: made from the summaries when a search needs it.
+ */
 export interface ArchiveIndex {
   all: IssueSummary[];
   byCategory: Map<string, IssueSummary[]>;
   slugs: ReadonlySet<string>;
-  /** Fewer issues than ARCHIVE_MAX_ISSUES, nothing dropped: nothing public is missing from it. */
   complete: boolean;
   size: number;
-  /** Per public slug, the upstream row it came from. */
   sources: ReadonlyMap<string, IssueSource>;
   sync: ArchiveSync;
-  /** Absent: made from the summaries when a search first needs it. */
   text?: TextIndex | undefined;
 }
 
@@ -27,15 +27,14 @@ export interface IssueSource {
   updatedAt: string | null;
 }
 
-/** What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"). */
+/**
+ * What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"): the order the
+ * last whole read found the listing newest first by (none: every refresh reads it all), the ids of every row listed.
+ */
 export interface ArchiveSync {
-  /** The order the last whole read found the listing newest first by; `undefined`: every refresh reads it all. */
   order: ListOrder | undefined;
-  /** When the archive was last read whole (ms). */
   fullReadAt: number;
-  /** Ids of every row the upstream listed, in its order (`placeHead`). */
   listing: readonly string[];
-  /** Validators of the head page, for a conditional refresh. */
   head?: Validators | undefined;
 }
 
@@ -87,9 +86,7 @@ export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: s
   };
 }
 
-export function sizeOfCachedValue(value: CachedValue): number {
-  return value.kind === 'archive' ? value.index.size : value.size;
-}
+export const sizeOfCachedValue = (value: CachedValue) => (value.kind === 'archive' ? value.index.size : value.size);
 
 // A lighter copy of core/public-shapes.ts's schemas, which the Worker never loads; typed against
 // the shapes, so a field added there fails to compile here until it is added.

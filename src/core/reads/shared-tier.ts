@@ -1,18 +1,14 @@
-import {
-  isFresh,
-  isWithinStaleIfError,
-  isWithinStaleWhileRevalidate,
-  type FreshnessRules,
-  type Loader,
-  type WaitUntil,
-} from './read-through-cache.js';
+import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate } from './read-through-cache.js';
+import type { FreshnessRules, Loader, WaitUntil } from './read-through-cache.js';
 
-/** A cache tier shared by isolates or instances (the Workers Cache API, Redis on Node): the in-memory cache is per isolate. */
+/**
+ * A cache tier shared by isolates or instances (the Workers Cache API, Redis on Node): the in-memory cache is per isolate.
+ * `claimRefresh` claims the refresh of `key` for `ms` among the instances: false when another holds it.
+ */
 export interface SharedTier {
   get(key: string): Promise<SharedEntry | undefined>;
   put(key: string, entry: SharedEntry): Promise<void>;
   delete(key: string): Promise<void>;
-  /** Claims the refresh of `key` for `ms` among the instances: false when another holds it. */
   claimRefresh?(key: string, ms: number): Promise<boolean>;
 }
 
@@ -22,14 +18,13 @@ export interface SharedEntry {
   fetchedAt: number;
 }
 
-export interface SharedTierOptions<V> {
+/** An entry that does not decode is a miss; `onRefreshError`: a refresh failed where no request sees the error. */
+interface SharedTierOptions<V> {
   store: SharedTier;
   rules: FreshnessRules;
   now: () => number;
-  /** An entry that does not decode is a miss. */
   encode: (value: V) => SharedEntry;
   decode: (entry: SharedEntry) => V | undefined;
-  /** A refresh failed where no request sees the error. */
   onRefreshError?: (key: string, error: unknown) => void;
 }
 
