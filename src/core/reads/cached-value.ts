@@ -5,11 +5,11 @@ import { renderedBytes, renderedWithEtag, type RenderedJson } from './rendered-j
 import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
-import { decodeTextIndex, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
+import { decodeTextIndex, EncodedTextIndexSchema, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
 
 /**
- * The archive as one cached index; every page is served from it. `complete`: nothing public is missing
- * (fewer issues than ARCHIVE_MAX_ISSUES, none dropped). No `text`: made from the summaries when a search needs it.
+ * The archive as one cached index; every page is served from it. `complete`: nothing public is missing (fewer issues than
+ * ARCHIVE_MAX_ISSUES, none dropped). No `text`: made from the summaries when a search needs it.
  */
 export interface ArchiveIndex {
   all: IssueSummary[];
@@ -22,21 +22,13 @@ export interface ArchiveIndex {
   text?: TextIndex | undefined;
 }
 
-export interface IssueSource {
-  id: string;
-  updatedAt: string | null;
-}
+export type IssueSource = { id: string; updatedAt: string | null };
 
 /**
- * What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"): the order the
- * last whole read found the listing newest first by (none: every refresh reads it all), the ids of every row listed.
+ * What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"): the order the last whole read found
+ * the listing newest first by (none: every refresh reads it all), the ids of every row listed.
  */
-export interface ArchiveSync {
-  order: ListOrder | undefined;
-  fullReadAt: number;
-  listing: readonly string[];
-  head?: Validators | undefined;
-}
+export type ArchiveSync = { order: ListOrder | undefined; fullReadAt: number; listing: readonly string[]; head?: Validators | undefined };
 
 /** What the read cache holds per key; `fetchedAt` is when the upstream answered (ms), `version` the row's `updatedAt`. */
 export type CachedValue =
@@ -119,14 +111,7 @@ const SharedPayloadSchema = z.union([
         head: z.optional(z.object({ etag: z.optional(z.string()), lastModified: z.optional(z.string()) })),
       }),
     ),
-    text: z.optional(
-      z.object({
-        words: z.string(),
-        offsets: z.string(),
-        postings: z.string(),
-        docs: z.array(z.tuple([z.string(), z.nullable(z.string()), z.string(), z.nullable(z.number())])),
-      }),
-    ),
+    text: z.optional(EncodedTextIndexSchema),
   }),
   z.object({
     kind: z.literal('json'),

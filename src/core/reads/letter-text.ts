@@ -109,8 +109,8 @@ const INNER_APOSTROPHE = /(?<=[\p{L}\p{N}])['’ʼ](?=[\p{L}\p{N}])/gu;
 const WORD = /[\p{L}\p{N}]+/gu;
 
 /**
- * The words of a text as search compares them: marks removed (`Café` → `cafe`), lower case, a few
- * letters folded (`ß` → `ss`), cut to MAX_WORD_LENGTH; repeats kept. ASCII runs skip normalisation (costly).
+ * The words of a text as search compares them: marks removed (`Café` → `cafe`), lower case, a few letters folded (`ß` → `ss`), cut to
+ * MAX_WORD_LENGTH; repeats kept. ASCII runs skip normalisation (costly).
  */
 export function searchWords(text: string): string[] {
   const words: string[] = [];

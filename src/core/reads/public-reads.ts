@@ -31,25 +31,25 @@ export interface PublicRead<T = unknown> {
   readonly envelope?: T;
 }
 
+/**
+ * `maxBytes` is CACHE_MAX_BYTES (split by memory-budget.ts); `readBudget` is charged once per by-slug read the archive index
+ * cannot justify; `indexRefreshMinIntervalMs` parts two index refreshes an unlisted slug may cause; `encodeBody` compresses
+ * each JSON copy once as it is made (Node).
+ */
 export interface PublicReadsOptions {
   upstream: UpstreamClient;
   now: () => number;
   policies: Pick<CachePolicies, 'archive' | 'issue' | 'categories'>;
-  /** CACHE_MAX_BYTES, split by memory-budget.ts. */
   maxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
   archiveResyncSeconds?: number;
   onLoadError?: (key: string, error: unknown) => void;
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
-  /** A tier shared between isolates (Workers' Cache API, Redis on Node). */
   sharedCache?: SharedTier;
-  /** Charged once per by-slug read the archive index cannot justify; none: not limited. */
   readBudget?: ReadBudget;
-  /** Shortest time between two archive index refreshes an unlisted slug may cause. */
   indexRefreshMinIntervalMs?: number;
   metrics?: Metrics;
-  /** Compresses each JSON copy once as it is made (Node). */
   encodeBody?: BodyEncoder;
   spells?: Pick<FailureSpells, 'loaded' | 'affectedRead'>;
 }
@@ -70,11 +70,7 @@ const NO_NEIGHBOURS: Neighbours = { newer: null, older: null };
 const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
 
 /** What the index keeps of one listed row: its summary when public, its source, its text slot. */
-interface KeptRow {
-  summary: IssueSummary | undefined;
-  source: IssueSource;
-  slot?: number | undefined;
-}
+type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
 export function createPublicReads(options: PublicReadsOptions) {
@@ -155,11 +151,8 @@ export function createPublicReads(options: PublicReadsOptions) {
     };
   };
 
-  /**
-   * Reads the archive index whole or, when the last whole read found the upstream listing newest
-   * first and a whole read is not yet due, only its newest rows merged into the index
-   * (docs/upstream.md "How the archive is read and kept fresh").
-   */
+  // Reads the archive index whole or, when the last whole read found the upstream listing newest first and a whole read is not yet due,
+  // only its newest rows merged into the index (docs/upstream.md "How the archive is read and kept fresh").
   async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
     const prior = previous?.kind === 'archive' ? previous.index : undefined;
     const time = now();
@@ -250,10 +243,8 @@ export function createPublicReads(options: PublicReadsOptions) {
   /** An issue page's body; `envelope` typed as the route answers it. */
   const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
 
-  /**
-   * Keeps the letters list rows carry, within one cache entry's bytes, and seeds them as issue
-   * copies once the read is done. A copy already kept for the same `updatedAt` is left as it is.
-   */
+  // Keeps the letters list rows carry, within one cache entry's bytes, and seeds them as issue copies once the read is done. A copy already
+  // kept for the same `updatedAt` is left as it is.
   function createContentKeeper(prior: ArchiveIndex | undefined) {
     const letters: { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined }[] = [];
     let bytes = 0;
@@ -331,10 +322,8 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
   const loadCategories = withSharedCopy(loadCategoriesFromUpstream, rules.categories);
 
-  /**
-   * A loader that reads the upstream whatever the shared copy's age, and stores what it read
-   * there; it refreshes from the copy held here or the shared one (so a head read stays possible).
-   */
+  // A loader that reads the upstream whatever the shared copy's age, and stores what it read there; it refreshes from the copy held here or
+  // the shared one (so a head read stays possible).
   const publishing =
     (load: Loader<CachedValue>): Loader<CachedValue> =>
     async (key, waitUntil, client, previous) => {
@@ -352,67 +341,60 @@ export function createPublicReads(options: PublicReadsOptions) {
     return undefined;
   };
 
-  /**
-   * An issue the upstream does not have, or must not show, is remembered as a 404. A copy whose
-   * row the index lists with the same `updatedAt` is kept without a call. Only reads the index
-   * cannot justify (not listed) are charged to the read budget.
-   */
+  // An issue the upstream does not have, or must not show, is remembered as a 404. A copy whose row the index lists with the same
+  // `updatedAt` is kept without a call. Only reads the index cannot justify (not listed) are charged to the read budget.
   async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
     issuesLoading.add(slug);
     try {
-      return await loadIssueCopy(slug, waitUntil, client, previous);
+      let archive = cache.peek(ARCHIVE_KEY);
+      // A copy is checked against an index at least as fresh as itself: a stale index is refreshed first.
+      if (previous?.kind === 'json' && archive !== undefined && !archiveFresh(archive.fetchedAt)) {
+        archive = (await readArchive(waitUntil, client, true)).value;
+      }
+      const index = archive?.kind === 'archive' ? archive : undefined;
+      const listed = index?.index.slugs.has(slug) === true;
+      const trusted =
+        index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && archiveFresh(index.fetchedAt);
+      if (
+        trusted &&
+        previous?.kind === 'json' &&
+        previous.version !== undefined &&
+        previous.version === index.index.sources.get(slug)?.updatedAt
+      ) {
+        // The same letter; its neighbours may have changed.
+        const neighbours = neighboursIn(index.index, slug);
+        const current = previous.neighbours === neighboursKey(neighbours) ? previous : await withNeighbours(previous, neighbours);
+        return { ...(await withCopies(current)), fetchedAt: index.fetchedAt };
+      }
+      if (droppedByIndex(slug, previous, index)) return gone(slug);
+      if (!listed) options.readBudget?.take(client);
+      let issue: UpstreamIssue;
+      try {
+        issue = await upstream.getIssueBySlug(slug);
+      } catch (error) {
+        if (error instanceof UpstreamError && error.kind === 'not_found') return gone(slug);
+        throw error;
+      }
+      // A draft, private or renamed issue is a 404 even when the upstream returned it.
+      if (!allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
+      const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
+      const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
+      // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
+      const neighbourIndex =
+        index?.index ??
+        (await Promise.resolve(readArchive(waitUntil, client)).then(
+          (read) => (read.value?.kind === 'archive' ? read.value.index : undefined),
+          () => undefined,
+        ));
+      if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
+      const neighbours = neighboursIn(neighbourIndex, slug);
+      const summary = allowList.toIssueSummary(issue, letter === undefined ? null : minutes);
+      const data = allowList.toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: minutes }, neighbours);
+      return jsonValue(await renderIssue(data, encodeBody), now(), issue.updatedAt ?? undefined, neighboursKey(neighbours));
     } finally {
       issuesLoading.delete(slug);
     }
-  }
-
-  async function loadIssueCopy(slug: string, waitUntil: WaitUntil | undefined, client: string | undefined, previous?: CachedValue) {
-    let archive = cache.peek(ARCHIVE_KEY);
-    // A copy is checked against an index at least as fresh as itself: a stale index is refreshed first.
-    if (previous?.kind === 'json' && archive !== undefined && !archiveFresh(archive.fetchedAt)) {
-      archive = (await readArchive(waitUntil, client, true)).value;
-    }
-    const index = archive?.kind === 'archive' ? archive : undefined;
-    const listed = index?.index.slugs.has(slug) === true;
-    const trusted = index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && archiveFresh(index.fetchedAt);
-    if (
-      trusted &&
-      previous?.kind === 'json' &&
-      previous.version !== undefined &&
-      previous.version === index.index.sources.get(slug)?.updatedAt
-    ) {
-      // The same letter; its neighbours may have changed.
-      const neighbours = neighboursIn(index.index, slug);
-      const current = previous.neighbours === neighboursKey(neighbours) ? previous : await withNeighbours(previous, neighbours);
-      return { ...(await withCopies(current)), fetchedAt: index.fetchedAt };
-    }
-    // A copy gone from a complete index read after it was made: unpublished (or renamed).
-    if (previous && index && !listed && index.index.complete && index.fetchedAt >= previous.fetchedAt) return gone(slug);
-    if (!listed) options.readBudget?.take(client);
-    let issue: UpstreamIssue;
-    try {
-      issue = await upstream.getIssueBySlug(slug);
-    } catch (error) {
-      if (error instanceof UpstreamError && error.kind === 'not_found') return gone(slug);
-      throw error;
-    }
-    // A draft, private or renamed issue is a 404 even when the upstream returned it.
-    if (!allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
-    const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
-    const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
-    // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
-    const neighbourIndex =
-      index?.index ??
-      (await Promise.resolve(readArchive(waitUntil, client)).then(
-        (read) => (read.value?.kind === 'archive' ? read.value.index : undefined),
-        () => undefined,
-      ));
-    if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
-    const neighbours = neighboursIn(neighbourIndex, slug);
-    const summary = allowList.toIssueSummary(issue, letter === undefined ? null : minutes);
-    const data = allowList.toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: minutes }, neighbours);
-    return jsonValue(await renderIssue(data, encodeBody), now(), issue.updatedAt ?? undefined, neighboursKey(neighbours));
   }
 
   /** An issue page's copy with other neighbours: the letter is the same, so no upstream call. */
@@ -429,6 +411,14 @@ export function createPublicReads(options: PublicReadsOptions) {
     const summary = index.all.find((candidate) => candidate.slug === issue.slug);
     if (summary) text.slots.set(issue.slug, addSummary(text.store, summary, doc.version, letterHtml));
   }
+
+  /** A copy gone from a complete index read after it was made: unpublished (or renamed). */
+  const droppedByIndex = (slug: string, copy: CachedValue | undefined, archive: CachedValue | undefined) =>
+    archive?.kind === 'archive' &&
+    archive.index.complete &&
+    !archive.index.slugs.has(slug) &&
+    copy !== undefined &&
+    archive.fetchedAt >= copy.fetchedAt;
 
   /** The index, read no earlier than the copy, shows another `updatedAt` for it: it is not served. */
   function outdatedByIndex(slug: string, copy: CachedValue | undefined, archive = cache.peek(ARCHIVE_KEY)): boolean {
@@ -466,13 +456,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     });
   }
 
-  function readJson<T>(
-    key: string,
-    load: Loader<CachedValue>,
-    waitUntil: WaitUntil | undefined,
-    client: Visitor | undefined,
-    forceRefresh = false,
-  ) {
+  function readJson<T>(key: string, load: Loader<CachedValue>, waitUntil?: WaitUntil, client?: Visitor, forceRefresh = false) {
     const read = cache.read(key, load, waitUntil, forceRefresh ? { client, forceRefresh } : { client });
     return andThen(read, publicReadOf<T>);
   }
@@ -521,14 +505,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     // A copy, or a tombstone (its load answers again).
     if (copy !== undefined || cache.has(key)) {
       const archive = cache.peek(ARCHIVE_KEY);
-      // Made before a complete index that no longer lists it: unpublished.
-      const dropped =
-        archive?.kind === 'archive' &&
-        archive.index.complete &&
-        !archive.index.slugs.has(slug) &&
-        copy !== undefined &&
-        archive.fetchedAt >= copy.fetchedAt;
-      if (dropped) return Promise.reject(noSuchIssue());
+      if (droppedByIndex(slug, copy, archive)) return Promise.reject(noSuchIssue());
       return readIssue(key, waitUntil, client, outdatedByIndex(slug, copy, archive));
     }
     // Any other slug is looked up in the archive index first, so an unknown slug never reaches the upstream.
@@ -562,10 +539,8 @@ export function createPublicReads(options: PublicReadsOptions) {
       return { issues: archive.value.index.all.length };
     },
 
-    /**
-     * The archive index no older than its TTL, for the archive watch: the copy kept, else (with
-     * `load`) the shared tier's fresh one, else (with `upstream`) one read now. Charged to no visitor.
-     */
+    // The archive index no older than its TTL, for the archive watch: the copy kept, else (with `load`) the shared tier's fresh one, else
+    // (with `upstream`) one read now. Charged to no visitor.
     async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}): Promise<IndexCopy | undefined> {
       const fresh = (value: CachedValue | undefined) =>
         value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;

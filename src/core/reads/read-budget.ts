@@ -2,9 +2,9 @@ import { LRUCache } from 'lru-cache';
 import { UpstreamError } from '../upstream/transport.js';
 
 /**
- * How many cold upstream reads visitors may cause (docs/contract.md "Availability under abuse"):
- * token buckets, one per client IP and one for everyone, so a scan cannot spend the upstream's
- * rate limit that subscribing needs too. `take` throws ReadBudgetExceeded when no read is left.
+ * How many cold upstream reads visitors may cause (docs/contract.md "Availability under abuse"): token buckets, one per client IP and one
+ * for everyone, so a scan cannot spend the upstream's rate limit that subscribing needs too. `take` throws ReadBudgetExceeded when no read
+ * is left.
  */
 export interface ReadBudget {
   take(client: string | undefined): void;

@@ -24,17 +24,10 @@ export type CacheStats = Record<'hits' | 'misses' | 'staleServed' | 'refreshFail
 export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
 
 /** `forceRefresh`: load anew even when the copy is fresh (joining a load under way); the old copy only on failure. */
-export interface ReadOptions {
-  client?: Visitor | undefined;
-  forceRefresh?: boolean;
-}
+export type ReadOptions = { client?: Visitor | undefined; forceRefresh?: boolean };
 
 /** How long a value is fresh, then served stale while refreshing, then only when a refresh fails (docs/contract.md "Caching"). */
-export interface FreshnessRules {
-  ttlMs: number;
-  staleWhileRevalidateMs: number;
-  staleIfErrorMs: number;
-}
+export type FreshnessRules = { ttlMs: number; staleWhileRevalidateMs: number; staleIfErrorMs: number };
 
 /** `staleAt` is when the value was fetched + its TTL. */
 export const isFresh = (staleAt: number, time: number) => time <= staleAt;
@@ -62,32 +55,22 @@ export interface ReadThroughCacheOptions<V> extends FreshnessRules {
   metrics?: Pick<Metrics, 'cacheRead' | 'cacheEviction'>;
 }
 
-export interface ReadResult<V> {
-  value: V | undefined;
-  state: CacheState;
-}
+export type ReadResult<V> = { value: V | undefined; state: CacheState };
 
 /** `value` undefined: a tombstone. `refreshFailedAt` starts the back-off; before `retryAt` the stale copy is served without a load. */
-interface Entry<V> {
-  value: V | undefined;
-  fetchedAt: number;
-  staleAt: number;
-  size: number;
-  refreshFailedAt?: number | undefined;
-  retryAt?: number | undefined;
-}
+type Entry<V> = { value: V | undefined; staleAt: number; size: number; refreshFailedAt?: number | undefined; retryAt?: number | undefined };
 
 const TOMBSTONE_BYTES = 64;
 
 /**
- * After a refresh of a key fails, its stale copy is served at once for this long instead of every
- * request waiting for the upstream to fail again; never past `staleIfErrorMs`.
+ * After a refresh of a key fails, its stale copy is served at once for this long instead of every request waiting for the upstream to fail
+ * again; never past `staleIfErrorMs`.
  */
 export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
 
 /**
- * A bounded read-through cache: one load per key at a time, stale-while-revalidate, stale-if-error
- * within a time limit, a back-off after a failed refresh, and the HIT/MISS/STALE state (docs/contract.md "Caching").
+ * A bounded read-through cache: one load per key at a time, stale-while-revalidate, stale-if-error within a time limit, a back-off after a
+ * failed refresh, and the HIT/MISS/STALE state (docs/contract.md "Caching").
  */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
   const { sizeOf, notFoundTtlMs, now, fetchedAtOf, metrics = noopMetrics } = options;
@@ -111,7 +94,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
   /** A loaded value as an entry: one fetched earlier (by another isolate) is fresh only for what is left of its TTL. */
   function entryOf(key: string, value: V): Entry<V> {
     const fetchedAt = Math.min(now(), fetchedAtOf?.(value) ?? now());
-    return { value, fetchedAt, staleAt: fetchedAt + rulesFor(key).ttlMs, size: sizeOf(value) };
+    return { value, staleAt: fetchedAt + rulesFor(key).ttlMs, size: sizeOf(value) };
   }
 
   function startLoad(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, client: Visitor | undefined, stale?: Entry<V>) {
@@ -130,7 +113,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
           if (entry.staleAt < time) entry.refreshFailedAt = time;
         } else if (stale !== undefined) {
           // The source says it is gone: a short-lived tombstone in the place of the stale copy.
-          entry = { value: undefined, fetchedAt: time, staleAt: time + notFoundTtlMs, size: TOMBSTONE_BYTES };
+          entry = { value: undefined, staleAt: time + notFoundTtlMs, size: TOMBSTONE_BYTES };
         }
         if (loads.get(key) === loaded) {
           if (entry === undefined) loads.delete(key);

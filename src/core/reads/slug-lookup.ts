@@ -1,22 +1,17 @@
 import type { ArchiveIndex } from './cached-value.js';
 
 /**
- * Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs costs
- * the upstream nothing (docs/contract.md "Availability under abuse"). A slug a complete index lacks
- * may only be newer than it, which one refresh settles: one at a time, at most every `minRefreshIntervalMs`.
- * 'unknown': no index, or one cut off at ARCHIVE_MAX_ISSUES: only the upstream can tell, by slug.
+ * Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs costs the upstream nothing (docs/contract.md
+ * "Availability under abuse"). A slug a complete index lacks may only be newer than it, which one refresh settles: one at a time, at most
+ * every `minRefreshIntervalMs`. 'unknown': no index, or one cut off at ARCHIVE_MAX_ISSUES: only the upstream can tell, by slug.
  */
 type SlugVerdict = 'listed' | 'absent' | 'unknown';
 
-export interface IndexCopy {
-  index: ArchiveIndex;
-  fetchedAt: number;
-}
+export type IndexCopy = { index: ArchiveIndex; fetchedAt: number };
 
+/** `read`: the cached index, `refresh`: one loaded anew from the upstream; `undefined` when it cannot be had. */
 interface SlugLookupOptions<C> {
-  /** The cached index (loading it once if there is none); `undefined` when it cannot be had. */
   read: (context: C) => Promise<IndexCopy | undefined>;
-  /** The index loaded anew from the upstream; `undefined` when that failed. */
   refresh: (context: C) => Promise<IndexCopy | undefined>;
   now: () => number;
   minRefreshIntervalMs: number;

@@ -1,36 +1,21 @@
 import type { IssueSummary } from '../public-shapes.js';
+import * as z from '../zod.js';
 import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, visibleText } from './letter-text.js';
 
-/*
- * The archive's text index (docs/contract.md "Search"): an inverted index of the distinct words of
- * each public issue's subject, preview text, category name and, where held, its letter. Each word
- * is stored once in a dictionary; each word's documents are packed as gaps in variable-length bytes.
- *
- * A document is a numbered slot in a store shared by an index and the refreshes that follow it
- * (each adds the slots of new or edited letters). Slots added since the last packing keep their
- * words as a list per document; a whole read compacts the store into one holding only its index's slots.
- */
-
-export interface TextDoc {
-  /** The `updatedAt` of the row it was made from: a row with another one is read again. */
-  version: string | null;
-  /** Dictionary numbers of the subject's words, ascending (subject matches rank first). */
-  subject: Uint32Array;
-  /** Words in the letter; `null` when the letter was not read. */
-  letterWords: number | null;
-}
-
-export interface SearchableFields {
-  subject: string;
-  previewText: string | null;
-  categoryName: string | undefined;
-  letterHtml?: string | undefined;
-}
+// The archive's text index (docs/contract.md "Search"): each word once in a dictionary, each word's documents packed as
+// gaps in variable-length bytes. A store is shared by an index and the refreshes that follow it: slots added since the
+// last packing keep a word list each; a whole read compacts the store into one holding only its index's slots.
 
 /**
- * Every word of a store, once, numbered in the order first seen, in an open-addressing table keyed
- * by a hash of its characters: a known word of a letter is found without making a string of it.
+ * `version`: the `updatedAt` of its row (a row with another one is read again); `subject`: its subject's word numbers,
+ * ascending (subject matches rank first); `letterWords`: the words in its letter, `null` when the letter was not read.
  */
+export type TextDoc = { version: string | null; subject: Uint32Array; letterWords: number | null };
+
+type SearchableFields = { subject: string; previewText: string | null; categoryName: string | undefined; letterHtml?: string | undefined };
+
+// Every word of a store, once, numbered in the order first seen, in an open-addressing table keyed by a hash of its characters: a known
+// word of a letter is found without making a string of it.
 type Dictionary = ReturnType<typeof createDictionary>;
 
 function createDictionary() {
@@ -100,11 +85,7 @@ function createDictionary() {
 }
 
 /** Each word's documents among the packed slots: ascending slot gaps in variable-length bytes, from `offsets[word]` to `offsets[word + 1]`. */
-interface Packed {
-  slots: number;
-  offsets: Uint32Array;
-  bytes: Uint8Array;
-}
+type Packed = { slots: number; offsets: Uint32Array; bytes: Uint8Array };
 
 /** Documents and their words, shared by an archive index and the refreshes that follow it. */
 export interface TextStore {
@@ -118,10 +99,7 @@ export interface TextStore {
 }
 
 /** The text index of one archive index: its slugs' slots in a store. */
-export interface TextIndex {
-  store: TextStore;
-  slots: Map<string, number>;
-}
+export type TextIndex = { store: TextStore; slots: Map<string, number> };
 
 const EMPTY_PACK: Packed = { slots: 0, offsets: new Uint32Array(1), bytes: new Uint8Array(0) };
 
@@ -297,8 +275,8 @@ function wordsMatching(dictionary: Dictionary, queryWord: string): number[] {
 }
 
 /**
- * The issues of `candidates` whose words match every query word (distinct search words), those
- * whose subject matches more of them first, else in the candidates' order.
+ * The issues of `candidates` whose words match every query word (distinct search words), those whose subject matches more of them first,
+ * else in the candidates' order.
  */
 export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
   if (queryWords.length === 0) return [...candidates];
@@ -336,14 +314,16 @@ export function search(text: TextIndex, candidates: readonly IssueSummary[], que
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
 }
 
-interface EncodedTextIndex {
-  words: string;
-  offsets: string;
-  postings: string;
-  docs: [slug: string, version: string | null, subject: string, letterWords: number | null][];
-}
+/** The words on lines; the packed lists, offsets and subjects as base64; per document its slug, version, subject and letter words. */
+export const EncodedTextIndexSchema = z.object({
+  words: z.string(),
+  offsets: z.string(),
+  postings: z.string(),
+  docs: z.array(z.tuple([z.string(), z.nullable(z.string()), z.string(), z.nullable(z.number())])),
+});
+type EncodedTextIndex = z.infer<typeof EncodedTextIndexSchema>;
 
-/** A text index for the shared tier: compacted, the words on lines, the packed lists and offsets as base64. */
+/** A text index for the shared tier, compacted. */
 export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
