@@ -123,40 +123,35 @@ const SharedPayloadSchema = z.union([
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
-  const sync = value.kind === 'archive' ? value.index.sync : NO_SYNC;
-  const payload =
-    value.kind === 'archive'
-      ? JSON.stringify({
-          kind: 'archive',
-          all: value.index.all,
-          complete: value.index.complete,
-          sources: [...value.index.sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
-          sync: Number.isFinite(sync.fullReadAt)
-            ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
-            : undefined,
-          text: value.index.text && encodeTextIndex(value.index.text),
-        })
-      : JSON.stringify({
-          kind: 'json',
-          body: value.rendered.body,
-          etag: value.rendered.etag,
-          version: value.version,
-          neighbours: value.neighbours,
-        });
-  return { payload, fetchedAt: value.fetchedAt };
+  if (value.kind === 'json') {
+    const { rendered, version, neighbours } = value;
+    return {
+      payload: JSON.stringify({ kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours }),
+      fetchedAt: value.fetchedAt,
+    };
+  }
+  const { all, complete, sources, sync, text } = value.index;
+  const payload = {
+    kind: 'archive',
+    all,
+    complete,
+    sources: [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
+    sync: Number.isFinite(sync.fullReadAt)
+      ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
+      : undefined,
+    text: text && encodeTextIndex(text),
+  };
+  return { payload: JSON.stringify(payload), fetchedAt: value.fetchedAt };
 }
 
 /** `undefined` (a miss) for an entry that does not parse. */
 export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
-  let json: unknown;
+  let payload: z.infer<typeof SharedPayloadSchema>;
   try {
-    json = JSON.parse(entry.payload);
+    payload = SharedPayloadSchema.parse(JSON.parse(entry.payload));
   } catch {
     return undefined;
   }
-  const parsed = SharedPayloadSchema.safeParse(json);
-  if (!parsed.success) return undefined;
-  const payload = parsed.data;
   if (payload.kind === 'json')
     return jsonValue(renderedWithEtag(payload.body, payload.etag), entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));

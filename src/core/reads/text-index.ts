@@ -101,11 +101,17 @@ export interface TextStore {
 /** The text index of one archive index: its slugs' slots in a store. */
 export type TextIndex = { store: TextStore; slots: Map<string, number> };
 
-const EMPTY_PACK: Packed = { slots: 0, offsets: new Uint32Array(1), bytes: new Uint8Array(0) };
-
-export function createTextStore(): TextStore {
-  return { dictionary: createDictionary(), docs: [], packed: EMPTY_PACK, recent: [], marks: new Int32Array(0) };
+/** A store whose documents are all packed (none by default). */
+function packedStore(
+  dictionary: Dictionary,
+  docs: TextDoc[],
+  offsets: Uint32Array = new Uint32Array(1),
+  bytes: Uint8Array = new Uint8Array(0),
+): TextStore {
+  return { dictionary, docs, packed: { slots: docs.length, offsets, bytes }, recent: [], marks: new Int32Array(0) };
 }
+
+export const createTextStore = () => packedStore(createDictionary(), []);
 
 /** The store's scratch marks, grown (with what they hold) to its dictionary and `room` words more. */
 function marksOf(store: TextStore, room = 0): Int32Array {
@@ -238,16 +244,7 @@ export function compacted(text: TextIndex): TextIndex {
   });
   const slots = new Map<string, number>();
   for (const [slug, slot] of text.slots) slots.set(slug, newSlot[slot]!);
-  return {
-    store: {
-      dictionary,
-      docs,
-      packed: { slots: docs.length, offsets: Uint32Array.from(offsets), bytes: bytes.slice(0, length) },
-      recent: [],
-      marks: new Int32Array(0),
-    },
-    slots,
-  };
+  return { store: packedStore(dictionary, docs, Uint32Array.from(offsets), bytes.slice(0, length)), slots };
 }
 
 /** Whether the store holds slots this index does not use, or slots not yet packed. */
@@ -355,7 +352,7 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
     slots.set(slug, docs.length);
     docs.push({ version, subject: subjectWords, letterWords });
   }
-  return { store: { dictionary, docs, packed: { slots: docs.length, offsets, bytes }, recent: [], marks: new Int32Array(0) }, slots };
+  return { store: packedStore(dictionary, docs, offsets, bytes), slots };
 }
 
 /** Little-endian: the same on every platform. */
