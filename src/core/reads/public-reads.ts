@@ -262,12 +262,11 @@ export function createPublicReads(options: PublicReadsOptions) {
         const known = knownSlot === undefined ? undefined : store.docs[knownSlot];
         const unchanged = known !== undefined && version !== undefined && known.version === version;
         const letter = typeof row.contentHtml === 'string' ? row.contentHtml : undefined;
+        // A document is made again unless its row is unchanged and it holds the letter, or there is none.
         const slot =
-          letter !== undefined && !(unchanged && known.letterWords !== null)
-            ? addSummary(store, listed, source.updatedAt, letter)
-            : unchanged
-              ? knownSlot!
-              : addSummary(store, listed, source.updatedAt);
+          unchanged && (letter === undefined || known.letterWords !== null)
+            ? knownSlot!
+            : addSummary(store, listed, source.updatedAt, letter);
         const letterCount = store.docs[slot]!.letterWords;
         const readingMinutes = letterCount === null ? null : readingMinutesOf(letterCount);
         const summary = readingMinutes === null ? listed : { ...listed, readingMinutes };
@@ -284,7 +283,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       async seed(fetchedAt: number, value: CachedValue): Promise<void> {
         const index = value.kind === 'archive' ? value.index : undefined;
         for (const { summary, contentHtml, readingMinutes, version } of letters) {
-          // Its own load is under way: setting the key would make lru-cache drop that load's copy.
+          // Its own load is under way: setting the key would overtake it, and its copy would not be kept.
           if (issuesLoading.has(summary.slug)) continue;
           const key = ISSUE_KEY_PREFIX + summary.slug;
           const neighbours = neighboursIn(index, summary.slug);
