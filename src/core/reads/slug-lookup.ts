@@ -21,18 +21,16 @@ export const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
 
 export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
   const { read, refresh, now, minRefreshIntervalMs } = options;
-  let refreshing: Promise<IndexCopy | 'failed'> | undefined;
+  // A refresh that failed answers `undefined`.
+  let refreshing: Promise<IndexCopy | undefined> | undefined;
   let lastRefreshAt = Number.NEGATIVE_INFINITY;
 
-  function refreshed(copy: IndexCopy, context: C): Promise<IndexCopy | 'failed'> | undefined {
+  function refreshed(copy: IndexCopy, context: C): Promise<IndexCopy | undefined> | undefined {
     const time = now();
     if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
       lastRefreshAt = time;
       refreshing = refresh(context)
-        .then(
-          (newer) => newer ?? 'failed',
-          () => 'failed' as const,
-        )
+        .catch(() => undefined)
         .finally(() => {
           refreshing = undefined;
         });
@@ -45,9 +43,10 @@ export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
     if (!copy?.index.complete) return 'unknown';
     if (copy.index.slugs.has(slug)) return 'listed';
     // No refresh due: the copy was read moments ago, and it settles the slug.
-    const newer = (await refreshed(copy, context)) ?? copy;
+    const due = refreshed(copy, context);
+    const newer = due === undefined ? copy : await due;
     // A refresh that failed cannot say the slug is new: the upstream, by slug, has to.
-    if (newer === 'failed') return 'unknown';
+    if (newer === undefined) return 'unknown';
     if (newer.index.slugs.has(slug)) return 'listed';
     // The archive has grown past ARCHIVE_MAX_ISSUES since: the index no longer settles it.
     return newer.index.complete ? 'absent' : 'unknown';
