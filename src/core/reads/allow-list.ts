@@ -11,9 +11,7 @@ export function isPublicIssue(issue: UpstreamIssue): issue is UpstreamIssue & { 
   return issue.status === 'sent' && issue.isPublic === true && typeof issue.slug === 'string' && SLUG_PATTERN.test(issue.slug);
 }
 
-export function toPublicCategory(category: UpstreamCategory): PublicCategory {
-  return { name: category.name, slug: category.slug };
-}
+export const toPublicCategory = (category: UpstreamCategory): PublicCategory => ({ name: category.name, slug: category.slug });
 
 /** A category whose slug breaks the slug rule is dropped by the categories route: a link to it could never resolve. */
 function linkableCategory(issue: UpstreamIssue): PublicCategory | null {
@@ -26,7 +24,8 @@ export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingM
     slug: issue.slug,
     subject: issue.subject,
     previewText: issue.previewText ?? null,
-    thumbnailUrl: httpUrlOrNull(issue.thumbnailUrl),
+    // A site puts this in <img src>: only http(s) URLs pass, so `javascript:` or `data:` cannot.
+    thumbnailUrl: parseHttpUrl(issue.thumbnailUrl)?.href ?? null,
     sentAt: isoDateOrNull(issue.sentAt),
     updatedAt: isoDateOrNull(issue.updatedAt),
     category: linkableCategory(issue),
@@ -36,8 +35,8 @@ export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingM
 
 export function toIssueDetail(
   summary: IssueSummary,
-  letter: { contentHtml: string | null; readingMinutes: number },
-  neighbours: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
+  letter: Pick<IssueDetail, 'contentHtml' | 'readingMinutes'>,
+  neighbours: Pick<IssueDetail, 'newer' | 'older'>,
 ): IssueDetail {
   return {
     ...summary,
@@ -48,9 +47,11 @@ export function toIssueDetail(
   };
 }
 
-export function toIssueNeighbour(summary: IssueSummary): IssueNeighbour {
-  return { slug: summary.slug, subject: summary.subject, sentAt: summary.sentAt };
-}
+export const toIssueNeighbour = (summary: IssueSummary): IssueNeighbour => ({
+  slug: summary.slug,
+  subject: summary.subject,
+  sentAt: summary.sentAt,
+});
 
 /** Newest `sentAt` first (undated last); ties by slug, so paging is stable. */
 export function compareNewestFirst(a: IssueSummary, b: IssueSummary): number {
@@ -63,11 +64,6 @@ export function compareNewestFirst(a: IssueSummary, b: IssueSummary): number {
 /** By name, case-insensitive, then by slug. */
 export function compareByName(a: PublicCategory, b: PublicCategory): number {
   return a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
-}
-
-// A site puts this in <img src>: only http(s) URLs pass, so `javascript:` or `data:` cannot.
-function httpUrlOrNull(value: string | null | undefined): string | null {
-  return parseHttpUrl(value)?.href ?? null;
 }
 
 function isoDateOrNull(value: string | null | undefined): string | null {

@@ -12,22 +12,17 @@ import { renderBody, renderedBytes, type BodyEncoder, type RenderedJson } from '
 
 type FeedFormat = 'atom' | 'rss';
 
+/** SITE_ISSUE_URL (`{slug}` where the slug goes), PUBLICATION_NAME (else the site's host) and PUBLIC_BASE_URL (the `self` link). */
 interface ArchiveFeedsOptions {
   reads: Pick<PublicReads, 'archiveIndex'>;
-  /** SITE_ISSUE_URL, with `{slug}` where the slug goes. */
   siteIssueUrl: string;
-  /** PUBLICATION_NAME; the site's host when unset. */
   publicationName?: string | undefined;
-  /** PUBLIC_BASE_URL, for the feeds' `self` link. */
   publicBaseUrl?: string | undefined;
   maxBytes: number;
   encodeBody?: BodyEncoder | undefined;
 }
 
-export interface ArchiveFeeds {
-  feed(query: ArchiveQuery, format: FeedFormat, waitUntil?: WaitUntil): Promise<PublicRead>;
-  stats(): { renderedFeeds: number; renderedFeedBytes: number };
-}
+export type ArchiveFeeds = ReturnType<typeof createArchiveFeeds>;
 
 const RENDERERS: Readonly<Record<FeedFormat, (issues: readonly IssueSummary[], options: FeedOptions) => string>> = {
   atom: renderAtomFeed,
@@ -39,7 +34,7 @@ const DEFAULT_LIMIT = 20;
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
 /** Feeds of the archive, cut from the cached index and rendered (and compressed) once per index and query. */
-export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
+export function createArchiveFeeds(options: ArchiveFeedsOptions) {
   const { reads, siteIssueUrl, publicBaseUrl } = options;
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
   const siteUrl = new URL('/', issueUrl('slug')).href;
@@ -64,7 +59,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
   }
 
   return {
-    async feed(query, format, waitUntil) {
+    async feed(query: ArchiveQuery, format: FeedFormat, waitUntil?: WaitUntil): Promise<PublicRead> {
       const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(waitUntil);
       // A search's feed is not kept, as its JSON page.
       if (query.q !== undefined) return { rendered: await render(index, query, format), state, ageSeconds, staleReason };
@@ -76,9 +71,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions): ArchiveFeeds {
       return { rendered: page, state, ageSeconds, staleReason };
     },
 
-    stats() {
-      return { renderedFeeds: rendered.size, renderedFeedBytes: rendered.calculatedSize };
-    },
+    stats: () => ({ renderedFeeds: rendered.size, renderedFeedBytes: rendered.calculatedSize }),
   };
 }
 

@@ -19,13 +19,6 @@ export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issue
   return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
 }
 
-function pageOffsets(query: ArchiveQuery, total: number): { nextOffset: number | null; previousOffset: number | null } {
-  return {
-    nextOffset: query.offset + query.limit < total ? query.offset + query.limit : null,
-    previousOffset: query.offset > 0 ? Math.max(0, Math.min(query.offset, total) - query.limit) : null,
-  };
-}
-
 /** Text indexes made from the summaries, for an index that came without one (an older shared copy). */
 const summaryTextIndexes = new WeakMap<ArchiveIndex, TextIndex>();
 
@@ -65,7 +58,9 @@ export function createRenderedPages(maxBytes: number, encode?: BodyEncoder) {
     // A search's page is neither kept nor compressed: keeping them would let anyone fill this cache.
     async render(index: ArchiveIndex, query: ArchiveQuery): Promise<RenderedJson> {
       const { issues, total } = archivePageOf(index, query);
-      const meta = { total, limit: query.limit, offset: query.offset, ...pageOffsets(query, total) };
+      const { limit, offset } = query;
+      const nextOffset = offset + limit < total ? offset + limit : null;
+      const meta = { total, limit, offset, nextOffset, previousOffset: offset > 0 ? Math.max(0, Math.min(offset, total) - limit) : null };
       const envelope: ArchivePageBody = { ok: true, data: issues, meta };
       if (query.q !== undefined) return renderJson(envelope);
       const rendered = await renderJson(envelope, encode);

@@ -1,33 +1,22 @@
 import type { FreshnessRules } from './read-through-cache.js';
 
 /**
- * How long one kind of answer is fresh (`max-age`; 0: `no-cache`), then served stale while it
- * refreshes, then only while refreshes fail: the in-memory cache, the shared tier and
- * `Cache-Control` all read it from here (docs/contract.md "Caching").
+ * How long one kind of answer is fresh (`max-age`; 0: `no-cache`), then served stale while it refreshes, then only while refreshes fail:
+ * the in-memory cache, the shared tier and `Cache-Control` all read it from here (docs/contract.md "Caching").
  */
-export interface CachePolicy {
-  ttlSeconds: number;
-  staleWhileRevalidateSeconds: number;
-  staleIfErrorSeconds: number;
-}
+export type CachePolicy = { ttlSeconds: number; staleWhileRevalidateSeconds: number; staleIfErrorSeconds: number };
 
 /** The three read routes (the archive's feeds share its policy) and the demo site's pages and files. */
-export interface CachePolicies {
-  archive: CachePolicy;
-  issue: CachePolicy;
-  categories: CachePolicy;
-  /** Checked again on every visit (an ETag makes that a 304), so an edit shows at once. */
-  sitePage: CachePolicy;
-  siteFile: CachePolicy;
-}
+export type CachePolicies = ReturnType<typeof cachePolicies>;
 
-export const SITE_POLICIES: Pick<CachePolicies, 'sitePage' | 'siteFile'> = {
+/** A site page is checked again on every visit (an ETag makes that a 304), so an edit shows at once. */
+export const SITE_POLICIES: Record<'sitePage' | 'siteFile', CachePolicy> = {
   sitePage: { ttlSeconds: 0, staleWhileRevalidateSeconds: 0, staleIfErrorSeconds: 0 },
   siteFile: { ttlSeconds: 300, staleWhileRevalidateSeconds: 0, staleIfErrorSeconds: 0 },
 };
 
 /** The one table of cache policies: categories change far less often than issues are sent, so they may be fresh longer. */
-export function cachePolicies(config: { cacheTtlSeconds: number; categoriesTtlSeconds: number }): CachePolicies {
+export function cachePolicies(config: { cacheTtlSeconds: number; categoriesTtlSeconds: number }) {
   // Stale while refreshing for five minutes, and while the upstream fails for a day.
   const read = (ttlSeconds: number): CachePolicy => ({ ttlSeconds, staleWhileRevalidateSeconds: 300, staleIfErrorSeconds: 86_400 });
   return {
@@ -60,6 +49,7 @@ export function freshnessRulesOf(policy: CachePolicy): FreshnessRules {
 
 /** How long a shared tier keeps a copy: as long as any read may still serve one. */
 export function sharedTierMaxAgeSeconds(policies: CachePolicies): number {
-  const reads = [policies.archive, policies.issue, policies.categories];
-  return Math.max(...reads.map((policy) => policy.ttlSeconds + policy.staleIfErrorSeconds));
+  return Math.max(
+    ...[policies.archive, policies.issue, policies.categories].map((policy) => policy.ttlSeconds + policy.staleIfErrorSeconds),
+  );
 }

@@ -5,39 +5,30 @@ import { renderedBytes, renderedWithEtag, type RenderedJson } from './rendered-j
 import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
-import { decodeTextIndex, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
+import { decodeTextIndex, EncodedTextIndexSchema, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
 
-/** The archive as one cached index; every limit/offset/category is served from it. */
+/**
+ * The archive as one cached index; every page is served from it. `complete`: nothing public is missing (fewer issues than
+ * ARCHIVE_MAX_ISSUES, none dropped). No `text`: made from the summaries when a search needs it.
+ */
 export interface ArchiveIndex {
   all: IssueSummary[];
   byCategory: Map<string, IssueSummary[]>;
   slugs: ReadonlySet<string>;
-  /** Fewer issues than ARCHIVE_MAX_ISSUES, nothing dropped: nothing public is missing from it. */
   complete: boolean;
   size: number;
-  /** Per public slug, the upstream row it came from. */
   sources: ReadonlyMap<string, IssueSource>;
   sync: ArchiveSync;
-  /** Absent: made from the summaries when a search first needs it. */
   text?: TextIndex | undefined;
 }
 
-export interface IssueSource {
-  id: string;
-  updatedAt: string | null;
-}
+export type IssueSource = { id: string; updatedAt: string | null };
 
-/** What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"). */
-export interface ArchiveSync {
-  /** The order the last whole read found the listing newest first by; `undefined`: every refresh reads it all. */
-  order: ListOrder | undefined;
-  /** When the archive was last read whole (ms). */
-  fullReadAt: number;
-  /** Ids of every row the upstream listed, in its order (`placeHead`). */
-  listing: readonly string[];
-  /** Validators of the head page, for a conditional refresh. */
-  head?: Validators | undefined;
-}
+/**
+ * What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"): the order the last whole read found
+ * the listing newest first by (none: every refresh reads it all), the ids of every row listed.
+ */
+export type ArchiveSync = { order: ListOrder | undefined; fullReadAt: number; listing: readonly string[]; head?: Validators | undefined };
 
 /** What the read cache holds per key; `fetchedAt` is when the upstream answered (ms), `version` the row's `updatedAt`. */
 export type CachedValue =
@@ -87,9 +78,7 @@ export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: s
   };
 }
 
-export function sizeOfCachedValue(value: CachedValue): number {
-  return value.kind === 'archive' ? value.index.size : value.size;
-}
+export const sizeOfCachedValue = (value: CachedValue) => (value.kind === 'archive' ? value.index.size : value.size);
 
 // A lighter copy of core/public-shapes.ts's schemas, which the Worker never loads; typed against
 // the shapes, so a field added there fails to compile here until it is added.
@@ -122,14 +111,7 @@ const SharedPayloadSchema = z.union([
         head: z.optional(z.object({ etag: z.optional(z.string()), lastModified: z.optional(z.string()) })),
       }),
     ),
-    text: z.optional(
-      z.object({
-        words: z.string(),
-        offsets: z.string(),
-        postings: z.string(),
-        docs: z.array(z.tuple([z.string(), z.nullable(z.string()), z.string(), z.nullable(z.number())])),
-      }),
-    ),
+    text: z.optional(EncodedTextIndexSchema),
   }),
   z.object({
     kind: z.literal('json'),
@@ -141,40 +123,35 @@ const SharedPayloadSchema = z.union([
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
-  const sync = value.kind === 'archive' ? value.index.sync : NO_SYNC;
-  const payload =
-    value.kind === 'archive'
-      ? JSON.stringify({
-          kind: 'archive',
-          all: value.index.all,
-          complete: value.index.complete,
-          sources: [...value.index.sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
-          sync: Number.isFinite(sync.fullReadAt)
-            ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
-            : undefined,
-          text: value.index.text && encodeTextIndex(value.index.text),
-        })
-      : JSON.stringify({
-          kind: 'json',
-          body: value.rendered.body,
-          etag: value.rendered.etag,
-          version: value.version,
-          neighbours: value.neighbours,
-        });
-  return { payload, fetchedAt: value.fetchedAt };
+  if (value.kind === 'json') {
+    const { rendered, version, neighbours } = value;
+    return {
+      payload: JSON.stringify({ kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours }),
+      fetchedAt: value.fetchedAt,
+    };
+  }
+  const { all, complete, sources, sync, text } = value.index;
+  const payload = {
+    kind: 'archive',
+    all,
+    complete,
+    sources: [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
+    sync: Number.isFinite(sync.fullReadAt)
+      ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
+      : undefined,
+    text: text && encodeTextIndex(text),
+  };
+  return { payload: JSON.stringify(payload), fetchedAt: value.fetchedAt };
 }
 
 /** `undefined` (a miss) for an entry that does not parse. */
 export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
-  let json: unknown;
+  let payload: z.infer<typeof SharedPayloadSchema>;
   try {
-    json = JSON.parse(entry.payload);
+    payload = SharedPayloadSchema.parse(JSON.parse(entry.payload));
   } catch {
     return undefined;
   }
-  const parsed = SharedPayloadSchema.safeParse(json);
-  if (!parsed.success) return undefined;
-  const payload = parsed.data;
   if (payload.kind === 'json')
     return jsonValue(renderedWithEtag(payload.body, payload.etag), entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));

@@ -1,6 +1,5 @@
-// The words of a letter, as search and reading time count them (docs/contract.md "Search"): the
-// visible text of its HTML, folded so that case and accents do not matter. Linear in the length of
-// the HTML (no regular expression that can backtrack over a letter).
+// The words of a letter as search and reading time count them (docs/contract.md "Search"). Linear
+// in the length of the HTML: no regular expression that can backtrack over a letter.
 
 const WORDS_PER_MINUTE = 230;
 /** Longer runs are link targets, encoded images or ids: cut, they cannot bloat the index (search matches word starts). */
@@ -75,13 +74,10 @@ function tagName(html: string, from: number): string | undefined {
   return html.slice(start, at).toLowerCase();
 }
 
-function isAsciiLetter(code: number): boolean {
-  return (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a);
-}
-
-function isDigit(code: number): boolean {
-  return code >= 0x30 && code <= 0x39;
-}
+const isAsciiLetter = (code: number) => (code >= 0x61 && code <= 0x7a) || (code >= 0x41 && code <= 0x5a);
+const isDigit = (code: number) => code >= 0x30 && code <= 0x39;
+const isApostrophe = (code: number) => code === 0x27 || code === 0x2019 || code === 0x2bc;
+const lowerCode = (code: number) => (code >= 0x41 && code <= 0x5a ? code + 0x20 : code);
 
 function indexOfIgnoringCase(html: string, needle: string, from: number): number {
   // End tags are written in lower case almost always; upper case is looked for only then.
@@ -113,9 +109,8 @@ const INNER_APOSTROPHE = /(?<=[\p{L}\p{N}])['’ʼ](?=[\p{L}\p{N}])/gu;
 const WORD = /[\p{L}\p{N}]+/gu;
 
 /**
- * The words of a text as search compares them: marks removed (`Café` → `cafe`, `ﬁ` → `fi`), lower
- * case, a few letters folded (`ß` → `ss`), cut to MAX_WORD_LENGTH; in order, repeats kept. ASCII
- * runs skip Unicode normalisation, which over a whole letter took most of an archive read's time.
+ * The words of a text as search compares them: marks removed (`Café` → `cafe`), lower case, a few letters folded (`ß` → `ss`), cut to
+ * MAX_WORD_LENGTH; repeats kept. ASCII runs skip normalisation (costly).
  */
 export function searchWords(text: string): string[] {
   const words: string[] = [];
@@ -136,10 +131,9 @@ interface WordSink {
 
 export function scanWords(text: string, sink: WordSink): void {
   let start = -1;
+  // An apostrophe between two of its characters is dropped; a character beyond ASCII takes the Unicode path.
   let upper = false;
-  /** An apostrophe between two of its characters (dropped: `year's` → `years`). */
   let apostrophe = false;
-  /** A character beyond ASCII: the run takes the Unicode path. */
   let foreign = false;
   const length = text.length;
   for (let at = 0; at <= length; at += 1) {
@@ -182,19 +176,12 @@ export function asciiWord(text: string, start: number, end: number, upper: boole
 
 const APOSTROPHES = /['’ʼ]/g;
 
-function isApostrophe(code: number): boolean {
-  return code === 0x27 || code === 0x2019 || code === 0x2bc;
-}
-
 /** A character that may continue a word after an apostrophe: an ASCII letter or digit, or beyond ASCII. */
-function isWordCode(code: number): boolean {
-  return isAsciiLetter(code) || isDigit(code) || (code >= 0x80 && !isPunctuation(code) && !isApostrophe(code));
-}
+const isWordCode = (code: number) => isAsciiLetter(code) || isDigit(code) || (code >= 0x80 && !isPunctuation(code) && !isApostrophe(code));
 
 /** Spaces and punctuation beyond ASCII that letters use most (no-break space, guillemets, dashes, quotes, ellipsis). */
-function isPunctuation(code: number): boolean {
-  return code === 0xa0 || code === 0xab || code === 0xbb || code === 0xb7 || (code >= 0x2000 && code <= 0x206f) || code === 0x3000;
-}
+const isPunctuation = (code: number) =>
+  code === 0xa0 || code === 0xab || code === 0xbb || code === 0xb7 || (code >= 0x2000 && code <= 0x206f) || code === 0x3000;
 
 function foldedWords(run: string, sink: WordSink): void {
   const folded = run
@@ -206,15 +193,11 @@ function foldedWords(run: string, sink: WordSink): void {
   for (const word of folded.match(WORD) ?? []) sink.other(word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word);
 }
 
-export function readingMinutesOf(words: number): number {
-  return Math.max(1, Math.round(words / WORDS_PER_MINUTE));
-}
+export const readingMinutesOf = (words: number) => Math.max(1, Math.round(words / WORDS_PER_MINUTE));
 
 export function countWords(html: string): number {
   let count = 0;
-  const counted = () => {
-    count += 1;
-  };
+  const counted = () => void (count += 1);
   scanWords(visibleText(html), { ascii: counted, other: counted });
   return count;
 }
@@ -224,10 +207,6 @@ export function hashOf(text: string, start: number, end: number): number {
   let hash = 0;
   for (let at = start; at < end; at += 1) hash = (Math.imul(hash, 31) + lowerCode(text.charCodeAt(at))) | 0;
   return hash;
-}
-
-function lowerCode(code: number): number {
-  return code >= 0x41 && code <= 0x5a ? code + 0x20 : code;
 }
 
 export function spells(word: string, text: string, start: number, end: number): boolean {

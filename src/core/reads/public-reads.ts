@@ -1,114 +1,60 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../http/errors.js';
 import type { Metrics } from '../metrics.js';
-import type { ArchivePageBody, CategoriesBody, IssueBody, IssueNeighbour, IssueSummary, PublicCategory } from '../public-shapes.js';
+import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
 import { placeHead, type ListOrder } from '../upstream/archive.js';
 import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import type { UpstreamIssue } from '../upstream/schemas.js';
 import { UpstreamError } from '../upstream/transport.js';
-import {
-  compareByName,
-  compareNewestFirst,
-  isPublicIssue,
-  toIssueDetail,
-  toIssueNeighbour,
-  toIssueSummary,
-  toPublicCategory,
-} from './allow-list.js';
+import * as allowList from './allow-list.js';
 import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
-import {
-  archiveValue,
-  decodeSharedEntry,
-  encodeSharedEntry,
-  jsonValue,
-  sizeOfCachedValue,
-  type ArchiveIndex,
-  type ArchiveSync,
-  type CachedValue,
-  type IssueSource,
-} from './cached-value.js';
+import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue, sizeOfCachedValue } from './cached-value.js';
+import type { ArchiveIndex, ArchiveSync, CachedValue, IssueSource } from './cached-value.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
-import {
-  andThen,
-  createReadThroughCache,
-  isFresh,
-  type CacheState,
-  type CacheStats,
-  type Loader,
-  type MaybePromise,
-  type ReadResult,
-  type Visitor,
-  type WaitUntil,
-} from './read-through-cache.js';
+import { andThen, createReadThroughCache, isFresh } from './read-through-cache.js';
+import type { CacheState, Loader, MaybePromise, ReadResult, Visitor, WaitUntil } from './read-through-cache.js';
 import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
 import { addSummary, compacted, createTextStore, documentOf, worthCompacting, type TextIndex } from './text-index.js';
 
-/** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
+/** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). `ageSeconds`: STALE reads only. */
 export interface PublicRead<T = unknown> {
   rendered: RenderedJson;
   state: CacheState;
-  /** Set on STALE reads only (sent as `Age`). */
   ageSeconds?: number;
   staleReason?: StaleReason | undefined;
   readonly envelope?: T;
 }
 
+/**
+ * `maxBytes` is CACHE_MAX_BYTES (split by memory-budget.ts); `readBudget` is charged once per by-slug read the archive index
+ * cannot justify; `indexRefreshMinIntervalMs` parts two index refreshes an unlisted slug may cause; `encodeBody` compresses
+ * each JSON copy once as it is made (Node).
+ */
 export interface PublicReadsOptions {
   upstream: UpstreamClient;
   now: () => number;
   policies: Pick<CachePolicies, 'archive' | 'issue' | 'categories'>;
-  /** CACHE_MAX_BYTES, split by memory-budget.ts. */
   maxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
-  /** ARCHIVE_RESYNC_SECONDS (default 600). */
   archiveResyncSeconds?: number;
   onLoadError?: (key: string, error: unknown) => void;
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
-  /** A tier shared between isolates (Workers' Cache API, Redis on Node). */
   sharedCache?: SharedTier;
-  /** Charged once per by-slug read the archive index cannot justify; none: not limited. */
   readBudget?: ReadBudget;
-  /** Shortest time between two archive index refreshes an unlisted slug may cause (default 5 s). */
   indexRefreshMinIntervalMs?: number;
   metrics?: Metrics;
-  /** Compresses each JSON copy once as it is made (Node). */
   encodeBody?: BodyEncoder;
   spells?: Pick<FailureSpells, 'loaded' | 'affectedRead'>;
 }
 
-/** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
-export interface ArchiveIndexRead {
-  index: ArchiveIndex;
-  state: CacheState;
-  ageSeconds?: number | undefined;
-  staleReason?: StaleReason | undefined;
-}
-
-/**
- * `client` is the visitor the upstream loads are charged to. A read a fresh copy answers is
- * answered at once, not as a promise.
- */
-export interface PublicReads {
-  archiveIndex(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<ArchiveIndexRead>;
-  archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<ArchivePageBody>>;
-  issue(slug: string, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<IssueBody>>;
-  categories(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<CategoriesBody>>;
-  /** Reads the archive and the categories from the upstream now into this cache and the shared tier (a Workers Cron Trigger). */
-  refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }>;
-  /**
-   * The archive index no older than its TTL, for the archive watch: the copy kept, else (with
-   * `load`) the shared tier's fresh one, else (with `upstream`) one read now. Charged to no visitor.
-   */
-  freshArchiveIndex(options?: { load?: boolean; upstream?: boolean }): Promise<IndexCopy | undefined>;
-  stats(): CacheStats & { notFoundEntries: number; notFoundBytes: number; renderedPages: number; renderedPageBytes: number };
-}
+export type PublicReads = ReturnType<typeof createPublicReads>;
 
 const NOT_FOUND_MAX_ENTRIES = 20_000;
 const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
@@ -118,23 +64,16 @@ const ISSUE_KEY_PREFIX = 'issue:';
 
 const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
 
-interface Neighbours {
-  newer: IssueNeighbour | null;
-  older: IssueNeighbour | null;
-}
+type Neighbours = Pick<IssueDetail, 'newer' | 'older'>;
 const NO_NEIGHBOURS: Neighbours = { newer: null, older: null };
 /** A copy rendered with other neighbours than these is rendered again. */
 const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
 
 /** What the index keeps of one listed row: its summary when public, its source, its text slot. */
-interface KeptRow {
-  summary: IssueSummary | undefined;
-  source: IssueSource;
-  slot?: number | undefined;
-}
+type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
 
 /** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
-export function createPublicReads(options: PublicReadsOptions): PublicReads {
+export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
   const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
   const budget = splitMemoryBudget(options.maxBytes);
@@ -181,10 +120,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return rendered === value.rendered ? value : jsonValue(rendered, value.fetchedAt, value.version);
   }
 
-  /**
-   * Compressed copies made behind the answer, one body at a time (a whole read seeds hundreds of
-   * letters): each replaces its text-only copy while that is still the fresh one kept.
-   */
+  // Compressed copies made behind the answer, one body at a time (a whole read seeds hundreds of
+  // letters): each replaces its text-only copy while that is still the fresh one kept.
   let compressing: Promise<void> = Promise.resolve();
   function compressBehind(key: string, value: CachedValue): void {
     if (encodeBody === undefined) return;
@@ -214,12 +151,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     };
   };
 
-  /**
-   * Reads the archive index whole or, when the last whole read found the upstream listing newest
-   * first and a whole read is not yet due, only its newest rows merged into the index
-   * (docs/upstream.md "How the archive is read and kept fresh"). Letters the rows carry are kept
-   * as issue copies while they fit the cache.
-   */
+  // Reads the archive index whole or, when the last whole read found the upstream listing newest first and a whole read is not yet due,
+  // only its newest rows merged into the index (docs/upstream.md "How the archive is read and kept fresh").
   async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
     const prior = previous?.kind === 'archive' ? previous.index : undefined;
     const time = now();
@@ -228,30 +161,24 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       if (merged) return merged;
     }
     const contents = createContentKeeper(prior);
-    let rows: KeptRow[];
-    let clean = true;
-    let sync: ArchiveSync = { order: undefined, fullReadAt: time, listing: [] };
-    if (upstream.readPublicArchive) {
-      const read = await upstream.readPublicArchive(options.archiveMaxIssues, {
-        reduceRow: contents.reduceRow,
-        expectedRows: prior?.sync.listing.length,
-      });
-      rows = read.issues;
-      clean = read.dropped.count === 0 && read.findings.length === 0;
-      // Paging that did not work as configured leaves the listing unsure: no head refreshes then.
-      const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
-      sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: rows.map((row) => row.source.id) };
-    } else {
-      rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
+    if (!upstream.readPublicArchive) {
+      const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
+      return indexValue(rows, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, listing: [] }, contents, true);
     }
+    const read = await upstream.readPublicArchive(options.archiveMaxIssues, {
+      reduceRow: contents.reduceRow,
+      expectedRows: prior?.sync.listing.length,
+    });
+    const rows = read.issues;
+    // Paging that did not work as configured leaves the listing unsure: no head refreshes then.
+    const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
+    const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: rows.map((row) => row.source.id) };
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
-    return indexValue(rows, clean && rows.length < options.archiveMaxIssues, sync, contents, true);
+    const complete = read.dropped.count === 0 && read.findings.length === 0 && rows.length < options.archiveMaxIssues;
+    return indexValue(rows, complete, sync, contents, true);
   }
 
-  /**
-   * The index refreshed from the upstream's newest rows (`placeHead`); `undefined` when the head
-   * cannot be placed: the caller reads the whole archive.
-   */
+  /** The index refreshed from the upstream's newest rows (`placeHead`); `undefined` when they cannot be placed (a whole read then). */
   async function refreshHead(prior: ArchiveIndex, order: ListOrder): Promise<CachedValue | undefined> {
     const contents = createContentKeeper(prior);
     const known = new Set(prior.sync.listing);
@@ -277,10 +204,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return indexValue(kept, complete, { ...prior.sync, listing: placed.listing, head: head.validators }, contents);
   }
 
-  /**
-   * The cached index of `rows` (newest first, public ones only), stamped when the upstream answered,
-   * its text index compacted after a whole read; the letters the rows carried are seeded.
-   */
+  /** The index of `rows` (public ones, newest first), its text index compacted after a whole read; the letters the rows carried seeded. */
   async function indexValue(rows: readonly KeptRow[], complete: boolean, sync: ArchiveSync, contents: ContentKeeper, whole = false) {
     const fetchedAt = now();
     const { store } = contents;
@@ -295,7 +219,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     let text: TextIndex = { store, slots };
     if (whole && worthCompacting(text)) text = compacted(text);
-    const value = archiveValue([...bySlug.values()].sort(compareNewestFirst), fetchedAt, complete, { sources, sync, text });
+    const value = archiveValue([...bySlug.values()].sort(allowList.compareNewestFirst), fetchedAt, complete, { sources, sync, text });
     await contents.seed(fetchedAt, value);
     return value;
   }
@@ -312,15 +236,15 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     }
     const at = bySlug.get(slug);
     if (at === undefined) return NO_NEIGHBOURS;
-    const newer = index.all[at - 1];
-    const older = index.all[at + 1];
-    return { newer: newer ? toIssueNeighbour(newer) : null, older: older ? toIssueNeighbour(older) : null };
+    const [newer, older] = [index.all[at - 1], index.all[at + 1]];
+    return { newer: newer ? allowList.toIssueNeighbour(newer) : null, older: older ? allowList.toIssueNeighbour(older) : null };
   }
 
-  /**
-   * Keeps the letters list rows carry, within one cache entry's bytes, and seeds them as issue
-   * copies once the read is done. A copy already kept for the same `updatedAt` is left as it is.
-   */
+  /** An issue page's body; `envelope` typed as the route answers it. */
+  const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
+
+  // Keeps the letters list rows carry, within one cache entry's bytes, and seeds them as issue copies once the read is done. A copy already
+  // kept for the same `updatedAt` is left as it is.
   function createContentKeeper(prior: ArchiveIndex | undefined) {
     const letters: { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined }[] = [];
     let bytes = 0;
@@ -331,19 +255,18 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       reduceRow(row: UpstreamIssue): KeptRow {
         const source = { id: row.id, updatedAt: row.updatedAt ?? null };
         // Re-checked here: a leaky upstream must not leak through us.
-        if (!isPublicIssue(row)) return { summary: undefined, source };
-        const listed = toIssueSummary(row);
+        if (!allowList.isPublicIssue(row)) return { summary: undefined, source };
+        const listed = allowList.toIssueSummary(row);
         const version = row.updatedAt ?? undefined;
         const knownSlot = prior?.text?.slots.get(row.slug);
         const known = knownSlot === undefined ? undefined : store.docs[knownSlot];
         const unchanged = known !== undefined && version !== undefined && known.version === version;
         const letter = typeof row.contentHtml === 'string' ? row.contentHtml : undefined;
+        // A document is made again unless its row is unchanged and it holds the letter, or there is none.
         const slot =
-          letter !== undefined && !(unchanged && known.letterWords !== null)
-            ? addSummary(store, listed, source.updatedAt, letter)
-            : unchanged
-              ? knownSlot!
-              : addSummary(store, listed, source.updatedAt);
+          unchanged && (letter === undefined || known.letterWords !== null)
+            ? knownSlot!
+            : addSummary(store, listed, source.updatedAt, letter);
         const letterCount = store.docs[slot]!.letterWords;
         const readingMinutes = letterCount === null ? null : readingMinutesOf(letterCount);
         const summary = readingMinutes === null ? listed : { ...listed, readingMinutes };
@@ -360,12 +283,12 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       async seed(fetchedAt: number, value: CachedValue): Promise<void> {
         const index = value.kind === 'archive' ? value.index : undefined;
         for (const { summary, contentHtml, readingMinutes, version } of letters) {
-          // Its own load is under way: setting the key would make lru-cache drop that load's copy.
+          // Its own load is under way: setting the key would overtake it, and its copy would not be kept.
           if (issuesLoading.has(summary.slug)) continue;
           const key = ISSUE_KEY_PREFIX + summary.slug;
           const neighbours = neighboursIn(index, summary.slug);
-          const data = toIssueDetail(summary, { contentHtml, readingMinutes }, neighbours);
-          const copy = jsonValue(await renderJson({ ok: true, data } satisfies IssueBody), fetchedAt, version, neighboursKey(neighbours));
+          const data = allowList.toIssueDetail(summary, { contentHtml, readingMinutes }, neighbours);
+          const copy = jsonValue(await renderIssue(data), fetchedAt, version, neighboursKey(neighbours));
           cache.seed(key, copy);
           compressBehind(key, copy);
         }
@@ -379,10 +302,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
   const readArchive = (waitUntil: WaitUntil | undefined, client: string | undefined, forceRefresh = false) =>
     cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client, forceRefresh });
 
-  /**
-   * The categories with their counts of public issues in the archive index read beside them
-   * (docs/contract.md "GET /api/categories").
-   */
+  /** The categories with their counts of public issues in the archive index read beside them (docs/contract.md "GET /api/categories"). */
   async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
     // Both settled before answering: a failure of one does not leave the other running unseen.
     const [categoriesRead, archiveRead] = await Promise.allSettled([upstream.listCategories(), readArchive(waitUntil, client)]);
@@ -392,19 +312,17 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     if (archive?.kind !== 'archive') throw new Error('archive loader returned no index');
     const bySlug = new Map<string, PublicCategory>();
     for (const category of categoriesRead.value) {
-      if (!bySlug.has(category.slug)) bySlug.set(category.slug, toPublicCategory(category));
+      if (!bySlug.has(category.slug)) bySlug.set(category.slug, allowList.toPublicCategory(category));
     }
     const data = [...bySlug.values()]
-      .sort(compareByName)
+      .sort(allowList.compareByName)
       .map((category) => ({ ...category, count: archive.index.byCategory.get(category.slug)?.length ?? 0 }));
     return jsonValue(await renderJson({ ok: true, data } satisfies CategoriesBody, encodeBody), now());
   }
   const loadCategories = withSharedCopy(loadCategoriesFromUpstream, rules.categories);
 
-  /**
-   * A loader that reads the upstream whatever the shared copy's age, and stores what it read
-   * there; it refreshes from the copy held here or the shared one (so a head read stays possible).
-   */
+  // A loader that reads the upstream whatever the shared copy's age, and stores what it read there; it refreshes from the copy held here or
+  // the shared one (so a head read stays possible).
   const publishing =
     (load: Loader<CachedValue>): Loader<CachedValue> =>
     async (key, waitUntil, client, previous) => {
@@ -422,79 +340,66 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return undefined;
   };
 
-  /**
-   * An issue the upstream does not have, or must not show, is remembered as a 404. A copy whose
-   * row the index lists with the same `updatedAt` is kept without a call. Only reads the index
-   * cannot justify (not listed) are charged to the read budget.
-   */
+  // An issue the upstream does not have, or must not show, is remembered as a 404. A copy whose row the index lists with the same
+  // `updatedAt` is kept without a call. Only reads the index cannot justify (not listed) are charged to the read budget.
   async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
     issuesLoading.add(slug);
     try {
-      return await loadIssueCopy(slug, waitUntil, client, previous);
+      let archive = cache.peek(ARCHIVE_KEY);
+      // A copy is checked against an index at least as fresh as itself: a stale index is refreshed first.
+      if (previous?.kind === 'json' && archive !== undefined && !archiveFresh(archive.fetchedAt)) {
+        archive = (await readArchive(waitUntil, client, true)).value;
+      }
+      const index = archive?.kind === 'archive' ? archive : undefined;
+      const listed = index?.index.slugs.has(slug) === true;
+      const trusted =
+        index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && archiveFresh(index.fetchedAt);
+      if (
+        trusted &&
+        previous?.kind === 'json' &&
+        previous.version !== undefined &&
+        previous.version === index.index.sources.get(slug)?.updatedAt
+      ) {
+        // The same letter; its neighbours may have changed.
+        const neighbours = neighboursIn(index.index, slug);
+        const current = previous.neighbours === neighboursKey(neighbours) ? previous : await withNeighbours(previous, neighbours);
+        return { ...(await withCopies(current)), fetchedAt: index.fetchedAt };
+      }
+      if (droppedByIndex(slug, previous, index)) return gone(slug);
+      if (!listed) options.readBudget?.take(client);
+      let issue: UpstreamIssue;
+      try {
+        issue = await upstream.getIssueBySlug(slug);
+      } catch (error) {
+        if (error instanceof UpstreamError && error.kind === 'not_found') return gone(slug);
+        throw error;
+      }
+      // A draft, private or renamed issue is a 404 even when the upstream returned it.
+      if (!allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
+      const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
+      const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
+      // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
+      const neighbourIndex =
+        index?.index ??
+        (await Promise.resolve(readArchive(waitUntil, client)).then(
+          (read) => (read.value?.kind === 'archive' ? read.value.index : undefined),
+          () => undefined,
+        ));
+      if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
+      const neighbours = neighboursIn(neighbourIndex, slug);
+      const summary = allowList.toIssueSummary(issue, letter === undefined ? null : minutes);
+      const data = allowList.toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: minutes }, neighbours);
+      return jsonValue(await renderIssue(data, encodeBody), now(), issue.updatedAt ?? undefined, neighboursKey(neighbours));
     } finally {
       issuesLoading.delete(slug);
     }
   }
 
-  async function loadIssueCopy(slug: string, waitUntil: WaitUntil | undefined, client: string | undefined, previous?: CachedValue) {
-    let archive = cache.peek(ARCHIVE_KEY);
-    // A copy is checked against an index at least as fresh as itself: a stale index is refreshed first.
-    if (previous?.kind === 'json' && archive !== undefined && !archiveFresh(archive.fetchedAt)) {
-      archive = (await readArchive(waitUntil, client, true)).value;
-    }
-    const index = archive?.kind === 'archive' ? archive : undefined;
-    const listed = index?.index.slugs.has(slug) === true;
-    const trusted = index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && archiveFresh(index.fetchedAt);
-    if (
-      trusted &&
-      previous?.kind === 'json' &&
-      previous.version !== undefined &&
-      previous.version === index.index.sources.get(slug)?.updatedAt
-    ) {
-      // The same letter; its neighbours may have changed.
-      const neighbours = neighboursIn(index.index, slug);
-      const current = previous.neighbours === neighboursKey(neighbours) ? previous : await withNeighbours(previous, neighbours);
-      return { ...(await withCopies(current)), fetchedAt: index.fetchedAt };
-    }
-    // A copy gone from a complete index read after it was made: unpublished (or renamed).
-    if (previous && index && !listed && index.index.complete && index.fetchedAt >= previous.fetchedAt) return gone(slug);
-    if (!listed) options.readBudget?.take(client);
-    let issue: UpstreamIssue;
-    try {
-      issue = await upstream.getIssueBySlug(slug);
-    } catch (error) {
-      if (error instanceof UpstreamError && error.kind === 'not_found') return gone(slug);
-      throw error;
-    }
-    // A draft, private or renamed issue is a 404 even when the upstream returned it.
-    if (!isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
-    const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
-    const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
-    // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
-    const neighbourIndex =
-      index?.index ??
-      (await Promise.resolve(readArchive(waitUntil, client)).then(
-        (read) => (read.value?.kind === 'archive' ? read.value.index : undefined),
-        () => undefined,
-      ));
-    if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
-    const neighbours = neighboursIn(neighbourIndex, slug);
-    const summary = toIssueSummary(issue, letter === undefined ? null : minutes);
-    const data = toIssueDetail(summary, { contentHtml: issue.contentHtml ?? null, readingMinutes: minutes }, neighbours);
-    return jsonValue(
-      await renderJson({ ok: true, data } satisfies IssueBody, encodeBody),
-      now(),
-      issue.updatedAt ?? undefined,
-      neighboursKey(neighbours),
-    );
-  }
-
   /** An issue page's copy with other neighbours: the letter is the same, so no upstream call. */
   async function withNeighbours(copy: CachedValue & { kind: 'json' }, neighbours: Neighbours): Promise<CachedValue> {
-    const envelope = JSON.parse(copy.rendered.body) as IssueBody;
-    const next: IssueBody = { ok: true, data: { ...envelope.data, ...neighbours } };
-    return jsonValue(await renderJson(next, encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
+    const { data } = JSON.parse(copy.rendered.body) as IssueBody;
+    return jsonValue(await renderIssue({ ...data, ...neighbours }, encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
   }
 
   /** A letter read by slug joins the search of the index whose row (same `updatedAt`) did not carry it. */
@@ -505,6 +410,14 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     const summary = index.all.find((candidate) => candidate.slug === issue.slug);
     if (summary) text.slots.set(issue.slug, addSummary(text.store, summary, doc.version, letterHtml));
   }
+
+  /** A copy gone from a complete index read after it was made: unpublished (or renamed). */
+  const droppedByIndex = (slug: string, copy: CachedValue | undefined, archive: CachedValue | undefined) =>
+    archive?.kind === 'archive' &&
+    archive.index.complete &&
+    !archive.index.slugs.has(slug) &&
+    copy !== undefined &&
+    archive.fetchedAt >= copy.fetchedAt;
 
   /** The index, read no earlier than the copy, shows another `updatedAt` for it: it is not served. */
   function outdatedByIndex(slug: string, copy: CachedValue | undefined, archive = cache.peek(ARCHIVE_KEY)): boolean {
@@ -524,10 +437,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     return fresh && withCopies(fresh);
   };
 
-  /**
-   * A stale copy says how old it is (RFC 9111 §5.1), and why: the failing upstream's doing while a
-   * spell is under way, else a refresh's.
-   */
+  /** A stale copy says how old it is (RFC 9111 §5.1), and why: the failing upstream's doing while a spell is under way, else a refresh's. */
   const staleness = (state: CacheState, value: CachedValue) =>
     state === 'STALE'
       ? {
@@ -545,13 +455,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     });
   }
 
-  function readJson<T>(
-    key: string,
-    load: Loader<CachedValue>,
-    waitUntil: WaitUntil | undefined,
-    client: Visitor | undefined,
-    forceRefresh = false,
-  ) {
+  function readJson<T>(key: string, load: Loader<CachedValue>, waitUntil?: WaitUntil, client?: Visitor, forceRefresh = false) {
     const read = cache.read(key, load, waitUntil, forceRefresh ? { client, forceRefresh } : { client });
     return andThen(read, publicReadOf<T>);
   }
@@ -580,7 +484,8 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
   });
 
-  function archiveIndex(waitUntil: WaitUntil | undefined, client?: Visitor): MaybePromise<ArchiveIndexRead> {
+  /** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
+  function archiveIndex(waitUntil: WaitUntil | undefined, client?: Visitor) {
     return andThen(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }), ({ value, state }) => {
       if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
       return { index: value.index, state, ...staleness(state, value) };
@@ -599,14 +504,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     // A copy, or a tombstone (its load answers again).
     if (copy !== undefined || cache.has(key)) {
       const archive = cache.peek(ARCHIVE_KEY);
-      // Made before a complete index that no longer lists it: unpublished.
-      const dropped =
-        archive?.kind === 'archive' &&
-        archive.index.complete &&
-        !archive.index.slugs.has(slug) &&
-        copy !== undefined &&
-        archive.fetchedAt >= copy.fetchedAt;
-      if (dropped) return Promise.reject(noSuchIssue());
+      if (droppedByIndex(slug, copy, archive)) return Promise.reject(noSuchIssue());
       return readIssue(key, waitUntil, client, outdatedByIndex(slug, copy, archive));
     }
     // Any other slug is looked up in the archive index first, so an unknown slug never reaches the upstream.
@@ -615,10 +513,11 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
     );
   }
 
+  // `client` is the visitor the upstream loads are charged to. A read a fresh copy answers is answered at once, not as a promise.
   return {
-    archiveIndex: (waitUntil, client) => counted(archiveIndex(waitUntil, client)),
+    archiveIndex: (waitUntil?: WaitUntil, client?: Visitor) => counted(archiveIndex(waitUntil, client)),
 
-    archivePage(query, waitUntil, client) {
+    archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<ArchivePageBody>> {
       return andThen(counted(archiveIndex(waitUntil, client)), ({ index, state, ageSeconds, staleReason }) => {
         const rendered = pages.get(index, query);
         if (rendered !== undefined) return { rendered, state, ageSeconds, staleReason };
@@ -626,9 +525,10 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       });
     },
 
-    issue: (slug, waitUntil, client) => counted(issue(slug, waitUntil, client)),
+    issue: (slug: string, waitUntil?: WaitUntil, client?: Visitor) => counted(issue(slug, waitUntil, client)),
 
-    async refreshFromUpstream(waitUntil) {
+    /** Reads the archive and the categories from the upstream now into this cache and the shared tier (a Workers Cron Trigger). */
+    async refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }> {
       // Joins a load under way; a failure leaves the copies as they were, handed back stale.
       const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
@@ -638,7 +538,9 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return { issues: archive.value.index.all.length };
     },
 
-    async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}) {
+    // The archive index no older than its TTL, for the archive watch: the copy kept, else (with `load`) the shared tier's fresh one, else
+    // (with `upstream`) one read now. Charged to no visitor.
+    async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}): Promise<IndexCopy | undefined> {
       const fresh = (value: CachedValue | undefined) =>
         value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
       const kept = fresh(cache.peek(ARCHIVE_KEY));
@@ -655,7 +557,7 @@ export function createPublicReads(options: PublicReadsOptions): PublicReads {
       return fresh((await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), undefined, { forceRefresh: true })).value);
     },
 
-    categories(waitUntil, client) {
+    categories(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<CategoriesBody>> {
       return andThen(counted(readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client)), (read) => {
         if (!read) throw new Error('categories loader returned nothing');
         return read;

@@ -18,46 +18,22 @@ export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybeP
   return value instanceof Promise ? value.then(next) : next(value);
 }
 
-export interface CacheStats {
-  hits: number;
-  misses: number;
-  staleServed: number;
-  refreshFailures: number;
-  entries: number;
-  bytes: number;
-}
+export type CacheStats = Record<'hits' | 'misses' | 'staleServed' | 'refreshFailures' | 'entries' | 'bytes', number>;
 
-/**
- * Loads the value of a key; `undefined` means "does not exist" and removes any stale copy.
- * `client` is the visitor's IP; `previous` the copy it replaces, if one is kept.
- */
+/** `undefined` means "does not exist" and removes any stale copy; `previous` is the copy it replaces, if one is kept. */
 export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
 
-export interface ReadOptions {
-  client?: Visitor | undefined;
-  /** Load anew even when the copy is fresh (joining a load under way); the old copy only on failure. */
-  forceRefresh?: boolean;
-}
+/** `forceRefresh`: load anew even when the copy is fresh (joining a load under way); the old copy only on failure. */
+export type ReadOptions = { client?: Visitor | undefined; forceRefresh?: boolean };
 
 /** How long a value is fresh, then served stale while refreshing, then only when a refresh fails (docs/contract.md "Caching"). */
-export interface FreshnessRules {
-  ttlMs: number;
-  staleWhileRevalidateMs: number;
-  staleIfErrorMs: number;
-}
+export type FreshnessRules = { ttlMs: number; staleWhileRevalidateMs: number; staleIfErrorMs: number };
 
 /** `staleAt` is when the value was fetched + its TTL. */
-export function isFresh(staleAt: number, time: number): boolean {
-  return time <= staleAt;
-}
-
-export function isWithinStaleWhileRevalidate(staleAt: number, time: number, rules: FreshnessRules): boolean {
-  return time - staleAt <= rules.staleWhileRevalidateMs;
-}
-
-export function isWithinStaleIfError(staleAt: number, time: number, rules: FreshnessRules): boolean {
-  return time - staleAt <= rules.staleIfErrorMs;
-}
+export const isFresh = (staleAt: number, time: number) => time <= staleAt;
+export const isWithinStaleWhileRevalidate = (staleAt: number, time: number, rules: FreshnessRules) =>
+  time - staleAt <= rules.staleWhileRevalidateMs;
+export const isWithinStaleIfError = (staleAt: number, time: number, rules: FreshnessRules) => time - staleAt <= rules.staleIfErrorMs;
 
 export interface ReadThroughCacheOptions<V> extends FreshnessRules {
   /** The rules of a key fresh for another time than these (categories may be fresh longer). */
@@ -79,190 +55,124 @@ export interface ReadThroughCacheOptions<V> extends FreshnessRules {
   metrics?: Pick<Metrics, 'cacheRead' | 'cacheEviction'>;
 }
 
-export interface ReadResult<V> {
-  value: V | undefined;
-  state: CacheState;
-}
+export type ReadResult<V> = { value: V | undefined; state: CacheState };
 
-export interface ReadThroughCache<V> {
-  /**
-   * The value of `key`, loaded with `load` when there is no fresh copy; concurrent reads share one
-   * load. A fresh copy is answered at once, not as a promise.
-   */
-  read(key: string, load: Loader<V>, waitUntil?: WaitUntil, options?: ReadOptions): MaybePromise<ReadResult<V>>;
-  /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts). */
-  has(key: string): boolean;
-  /** Keeps `value` as if just loaded (a copy another read brought along), unless it is too large. */
-  seed(key: string, value: V): void;
-  /** Whether `value` is the fresh copy of `key` kept. */
-  holds(key: string, value: V): boolean;
-  /**
-   * Puts `next` in the place of `current` while that is still the fresh copy of `key` (its
-   * compressed bodies added), fresh as long as `current` was; whether it did. Counted as no hit.
-   */
-  replace(key: string, current: V, next: V): boolean;
-  /** The copy of `key` kept, fresh or stale, without loading or counting (it counts as used). */
-  peek(key: string): V | undefined;
-  stats(): CacheStats;
-}
+/** `value` undefined: a tombstone. `refreshFailedAt` starts the back-off; before `retryAt` the stale copy is served without a load. */
+type Entry<V> = { value: V | undefined; staleAt: number; size: number; refreshFailedAt?: number | undefined; retryAt?: number | undefined };
 
-interface Entry<V> {
-  /** `undefined`: a tombstone that replaced a stale value whose source said it is gone. */
-  value: V | undefined;
-  fetchedAt: number;
-  staleAt: number;
-  size: number;
-  /** When the last refresh of this stale entry failed: starts the back-off. */
-  refreshFailedAt?: number;
-  /** Before this, the stale entry is served without a load (held off). */
-  retryAt?: number;
-}
-
-interface FetchContext<V> {
-  load: Loader<V>;
-  waitUntil: WaitUntil | undefined;
-  client: Visitor | undefined;
-}
-
-/** lru-cache's read options, one object for every read (the hot path). */
-const FRESH_ONLY = { allowStale: false } as const;
-const ANY_AGE = { allowStale: true } as const;
 const TOMBSTONE_BYTES = 64;
 
 /**
- * After a refresh of a key fails, its stale copy is served at once for this long instead of every
- * request waiting for the upstream to fail again; never past `staleIfErrorMs`.
+ * After a refresh of a key fails, its stale copy is served at once for this long instead of every request waiting for the upstream to fail
+ * again; never past `staleIfErrorMs`.
  */
 export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
 
 /**
- * A bounded read-through cache on lru-cache's `fetchMethod`, which gives single-flight,
- * stale-while-revalidate (`allowStale` + `noDeleteOnStaleGet`) and stale-if-error
- * (`allowStaleOnFetchRejection`). We add the time limit on staleness, the back-off after a failed
- * refresh and the HIT/MISS/STALE state (docs/contract.md "Caching").
+ * A bounded read-through cache: one load per key at a time, stale-while-revalidate, stale-if-error within a time limit, a back-off after a
+ * failed refresh, and the HIT/MISS/STALE state (docs/contract.md "Caching").
  */
-export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): ReadThroughCache<V> {
-  const { sizeOf, ttlMs, notFoundTtlMs, now, onLoadError, onLoaded, onTooLarge, fetchedAtOf, retryAtOf, metrics = noopMetrics } = options;
+export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
+  const { sizeOf, notFoundTtlMs, now, fetchedAtOf, metrics = noopMetrics } = options;
   const rulesFor = options.rulesFor ?? (() => options);
   const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
-  /** The reasons lru-cache gave when it aborted a load (key set, deleted or evicted meanwhile). */
-  const abortReasons = new WeakSet<object>();
-
-  /** A loaded value as an entry: one fetched earlier (by another isolate) is fresh only for what is left of its TTL. */
-  function entryOf(key: string, value: V): Entry<V> & { ttl: number } {
-    const time = now();
-    const fetchedAt = Math.min(time, fetchedAtOf?.(value) ?? time);
-    const keyTtlMs = rulesFor(key).ttlMs;
-    return { value, fetchedAt, staleAt: fetchedAt + keyTtlMs, size: sizeOf(value), ttl: keyTtlMs - (time - fetchedAt) };
-  }
-
-  const lru: LRUCache<string, Entry<V>, FetchContext<V>> = new LRUCache<string, Entry<V>, FetchContext<V>>({
+  const lru = new LRUCache<string, Entry<V>>({
     maxSize: options.maxBytes,
     maxEntrySize: maxEntryBytes,
     sizeCalculation: (entry) => entry.size,
-    ttl: ttlMs,
-    ttlAutopurge: false,
-    perf: { now },
-    // Staleness is checked against the injected clock on every read (no cached "now" timer).
-    ttlResolution: 0,
-    allowStale: true,
-    noDeleteOnStaleGet: true,
-    allowStaleOnFetchRejection: true,
-    // lru-cache aborts a load in flight when its key is set, deleted or evicted, and would reject
-    // its readers; our loads run on, so their readers get what was loaded (see `read` for a load
-    // that found nothing).
-    ignoreFetchAbort: true,
-    dispose: (_entry, _key, reason) => (reason === 'evict' || reason === 'expire' ? metrics.cacheEviction(reason) : undefined),
-    fetchMethod: async (key, stale, { context, options: fetchOptions, signal }) => {
-      // A block, not an expression: workerd warns of a listener that returns a value.
-      const noteAbort = () => {
-        if (signal.reason instanceof Object) abortReasons.add(signal.reason);
-      };
-      signal.addEventListener('abort', noteAbort, { once: true });
-      const loading = context.load(key, context.waitUntil, context.client?.(), stale?.value);
-      // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
-      context.waitUntil?.(loading.then(noop, noop));
-      let value: V | undefined;
-      try {
-        value = await loading;
-      } catch (error) {
+    dispose: (_entry, _key, reason) => (reason === 'evict' ? metrics.cacheEviction(reason) : undefined),
+  });
+  /** The load under way per key. A key set or dropped meanwhile overtakes it: its readers get what it loads, the cache does not. */
+  const loads = new Map<string, Promise<Entry<V> | undefined>>();
+
+  function put(key: string, entry: Entry<V>): void {
+    loads.delete(key);
+    lru.set(key, entry);
+  }
+
+  /** A loaded value as an entry: one fetched earlier (by another isolate) is fresh only for what is left of its TTL. */
+  function entryOf(key: string, value: V): Entry<V> {
+    const fetchedAt = Math.min(now(), fetchedAtOf?.(value) ?? now());
+    return { value, staleAt: fetchedAt + rulesFor(key).ttlMs, size: sizeOf(value) };
+  }
+
+  function startLoad(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, client: Visitor | undefined, stale?: Entry<V>) {
+    const loading = load(key, waitUntil, client?.(), stale?.value);
+    // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
+    waitUntil?.(loading.then(noop, noop));
+    const loaded = loading.then(
+      (value) => {
+        const time = now();
+        let entry: Entry<V> | undefined;
+        if (value !== undefined) {
+          entry = entryOf(key, value);
+          options.onLoaded?.(key, value);
+          if (entry.size > maxEntryBytes) options.onTooLarge?.(key, entry.size, maxEntryBytes);
+          // A copy handed back already stale (its source serves it so) is not loaded again for the back-off's length.
+          if (entry.staleAt < time) entry.refreshFailedAt = time;
+        } else if (stale !== undefined) {
+          // The source says it is gone: a short-lived tombstone in the place of the stale copy.
+          entry = { value: undefined, staleAt: time + notFoundTtlMs, size: TOMBSTONE_BYTES };
+        }
+        if (loads.get(key) === loaded) {
+          if (entry === undefined) loads.delete(key);
+          else put(key, entry);
+        }
+        return entry;
+      },
+      (error: unknown) => {
+        if (loads.get(key) === loaded) loads.delete(key);
         counters.refreshFailures += 1;
-        // lru-cache keeps this very object as the stale value: the marks start its back-off.
         if (stale) {
           stale.refreshFailedAt = now();
-          stale.retryAt = retryAtOf?.(error);
+          stale.retryAt = options.retryAtOf?.(error);
         }
-        onLoadError?.(key, error);
+        options.onLoadError?.(key, error);
         throw error;
-      }
-      const time = now();
-      if (value === undefined) {
-        if (stale === undefined) return undefined;
-        // lru-cache would put the stale value back: replace it with a short-lived tombstone.
-        fetchOptions.ttl = notFoundTtlMs;
-        return { value: undefined, fetchedAt: time, staleAt: time + notFoundTtlMs, size: TOMBSTONE_BYTES };
-      }
-      const { ttl, ...entry } = entryOf(key, value);
-      fetchOptions.ttl = Math.max(1, ttl);
-      onLoaded?.(key, value);
-      if (entry.size > maxEntryBytes) onTooLarge?.(key, entry.size, maxEntryBytes);
-      // A copy handed back already stale (its source serves it so) is not loaded again for the back-off's length.
-      return { ...entry, refreshFailedAt: entry.staleAt < time ? time : undefined };
-    },
-  });
+      },
+    );
+    // A refresh nobody waits for fails quietly (onLoadError has it).
+    loaded.catch(noop);
+    loads.set(key, loaded);
+    return loaded;
+  }
 
   async function readThrough(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, readOptions: ReadOptions) {
-    const { client, forceRefresh = false } = readOptions;
-    let current = lru.peek(key, ANY_AGE);
+    let current = lru.get(key);
     const time = now();
     const rules = rulesFor(key);
     if (current && !isWithinStaleIfError(current.staleAt, time, rules)) {
+      loads.delete(key);
       lru.delete(key);
       current = undefined;
     }
-    const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
-    const status: LRUCache.Status<string, Entry<V>, FetchContext<V>> = {};
-    let entry: Entry<V> | undefined;
-    // Its upstream calls are held off until `retryAt`: the stale copy answers, and nothing loads.
-    const heldOff = current?.retryAt !== undefined && time < current.retryAt;
-    try {
-      entry = heldOff
-        ? lru.get(key, ANY_AGE)
-        : await lru.fetch(key, {
-            context: { load, waitUntil, client },
-            forceRefresh,
-            allowStale:
-              !forceRefresh && (current === undefined || isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff),
-            // Without a stale copy, lru-cache would resolve a failed load to `undefined` ("does not
-            // exist") for every waiter but the first: this way they all get the error.
-            allowStaleOnFetchRejection: current !== undefined,
-            status,
-          });
-    } catch (error) {
-      if (!abortReasons.has(error as object)) throw error;
-      // The load found nothing and was overtaken meanwhile (lru-cache rejects with the abort's
-      // reason): a copy seeded meanwhile answers, else it does not exist.
-      entry = lru.get(key, { allowStale: false });
-      if (entry !== undefined && !isFresh(entry.staleAt, now())) entry = undefined;
+    let entry = current;
+    // Held off until `retryAt`: the stale copy answers, and nothing loads.
+    if (current?.retryAt === undefined || time >= current.retryAt) {
+      const loading = loads.get(key) ?? startLoad(key, load, waitUntil, readOptions.client, current);
+      const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
+      const answersStale =
+        current !== undefined && !readOptions.forceRefresh && (isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff);
+      // A failed load answers with the copy it was to replace, if there is one.
+      if (!answersStale) entry = await (current === undefined ? loading : loading.catch(() => current));
     }
-    // Judged by the served entry itself, whatever path lru-cache took to return it.
-    const state: CacheState = entry !== undefined && !isFresh(entry.staleAt, now()) ? 'STALE' : status.fetch === 'hit' ? 'HIT' : 'MISS';
-    counters[state === 'STALE' ? 'staleServed' : state === 'HIT' ? 'hits' : 'misses'] += 1;
+    const state: CacheState = entry !== undefined && !isFresh(entry.staleAt, now()) ? 'STALE' : 'MISS';
+    counters[state === 'STALE' ? 'staleServed' : 'misses'] += 1;
     metrics.cacheRead(state);
-    return { value: entry?.value, state } satisfies ReadResult<V>;
+    return { value: entry?.value, state };
   }
 
   function holds(key: string, value: V): boolean {
-    const entry = lru.peek(key, ANY_AGE);
+    const entry = lru.peek(key);
     return entry !== undefined && entry.value === value && isFresh(entry.staleAt, now());
   }
 
   return {
-    read(key, load, waitUntil, readOptions = {}) {
+    /** Loads with `load` when there is no fresh copy; concurrent reads share one load. A fresh copy is answered at once. */
+    read(key: string, load: Loader<V>, waitUntil?: WaitUntil, readOptions: ReadOptions = {}): MaybePromise<ReadResult<V>> {
       if (readOptions.forceRefresh !== true) {
-        // The entry's own staleAt must agree, as readThrough judges it.
-        const entry = lru.get(key, FRESH_ONLY);
+        const entry = lru.get(key);
         if (entry !== undefined && isFresh(entry.staleAt, now())) {
           counters.hits += 1;
           metrics.cacheRead('HIT');
@@ -271,29 +181,24 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>): 
       }
       return readThrough(key, load, waitUntil, readOptions);
     },
-    has(key) {
-      return lru.peek(key, ANY_AGE) !== undefined;
-    },
-    seed(key, value) {
-      const { ttl, ...entry } = entryOf(key, value);
-      if (entry.size <= maxEntryBytes && ttl > 0) lru.set(key, entry, { ttl });
+    /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts). */
+    has: (key: string) => lru.peek(key) !== undefined,
+    /** Keeps `value` as if just loaded (a copy another read brought along), unless it is too large or already stale. */
+    seed(key: string, value: V) {
+      const entry = entryOf(key, value);
+      if (entry.size <= maxEntryBytes && entry.staleAt > now()) put(key, entry);
     },
     holds,
-    replace(key, current, next) {
-      if (!holds(key, current)) return false;
-      const entry = lru.peek(key, ANY_AGE)!;
+    /** `next` in the place of `current` while that is the fresh copy (its compressed bodies added), as fresh; no hit counted. */
+    replace(key: string, current: V, next: V): boolean {
       const size = sizeOf(next);
-      if (size > maxEntryBytes) return false;
-      // The entry's own TTL goes on: lru-cache judges freshness by it.
-      lru.set(key, { ...entry, value: next, size }, { noUpdateTTL: true });
+      if (!holds(key, current) || size > maxEntryBytes) return false;
+      put(key, { ...lru.peek(key)!, value: next, size });
       return true;
     },
-    peek(key) {
-      return lru.get(key, ANY_AGE)?.value;
-    },
-    stats() {
-      return { ...counters, entries: lru.size, bytes: lru.calculatedSize };
-    },
+    /** The copy kept, fresh or stale, without loading or counting (it counts as used). */
+    peek: (key: string) => lru.get(key)?.value,
+    stats: (): CacheStats => ({ ...counters, entries: lru.size, bytes: lru.calculatedSize }),
   };
 }
 

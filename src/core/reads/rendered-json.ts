@@ -1,10 +1,6 @@
 export type ContentCoding = 'br' | 'gzip';
 
-export interface EncodedCopy {
-  coding: ContentCoding;
-  body: Uint8Array<ArrayBuffer>;
-  etag: string;
-}
+export type EncodedCopy = { coding: ContentCoding; body: Uint8Array<ArrayBuffer>; etag: string };
 
 /** A body serialized once, with its strong ETag (and compressed copies, best first): a cache hit only copies bytes. */
 export interface RenderedJson {

@@ -1,42 +1,34 @@
-import {
-  isFresh,
-  isWithinStaleIfError,
-  isWithinStaleWhileRevalidate,
-  type FreshnessRules,
-  type Loader,
-  type WaitUntil,
-} from './read-through-cache.js';
+import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate } from './read-through-cache.js';
+import type { FreshnessRules, Loader, WaitUntil } from './read-through-cache.js';
 
-/** A cache tier shared by isolates or instances (the Workers Cache API, Redis on Node): the in-memory cache is per isolate. */
+/**
+ * A cache tier shared by isolates or instances (the Workers Cache API, Redis on Node): the in-memory cache is per isolate. `claimRefresh`
+ * claims the refresh of `key` for `ms` among the instances: false when another holds it.
+ */
 export interface SharedTier {
   get(key: string): Promise<SharedEntry | undefined>;
   put(key: string, entry: SharedEntry): Promise<void>;
   delete(key: string): Promise<void>;
-  /** Claims the refresh of `key` for `ms` among the instances: false when another holds it. */
   claimRefresh?(key: string, ms: number): Promise<boolean>;
 }
 
 /** A serialized cached value and when the upstream answered (ms). */
-export interface SharedEntry {
-  payload: string;
-  fetchedAt: number;
-}
+export type SharedEntry = { payload: string; fetchedAt: number };
 
-export interface SharedTierOptions<V> {
+/** An entry that does not decode is a miss; `onRefreshError`: a refresh failed where no request sees the error. */
+interface SharedTierOptions<V> {
   store: SharedTier;
   rules: FreshnessRules;
   now: () => number;
-  /** An entry that does not decode is a miss. */
   encode: (value: V) => SharedEntry;
   decode: (entry: SharedEntry) => V | undefined;
-  /** A refresh failed where no request sees the error. */
   onRefreshError?: (key: string, error: unknown) => void;
 }
 
 /**
- * A loader that asks the shared tier first, by the in-memory cache's rules: a fresh copy is
- * answered; one within stale-while-revalidate is answered while one refresh runs behind the
- * response; an older one is kept for stale-if-error. What the loader loads is stored for the others.
+ * A loader that asks the shared tier first, by the in-memory cache's rules: a fresh copy is answered; one within stale-while-revalidate is
+ * answered while one refresh runs behind the response; an older one is kept for stale-if-error. What the loader loads is stored for the
+ * others.
  */
 export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>): Loader<V> {
   const { store, rules, now, encode, decode } = options;
@@ -104,9 +96,8 @@ const FETCHED_AT_HEADER = 'X-Fetched-At';
 const FORMAT_VERSION = 'v1';
 
 /**
- * The Cache API as a shared tier. Keys become URLs under the namespace (the upstream base URL) and
- * a digest of the API key, so two deployments share entries only when both are the same. On
- * `*.workers.dev` the Cache API stores nothing: this tier then just misses.
+ * The Cache API as a shared tier. Keys become URLs under the namespace (the upstream base URL) and a digest of the API key, so two
+ * deployments share entries only when both are the same. On `*.workers.dev` the Cache API stores nothing: this tier then just misses.
  */
 export function createWorkersSharedCache(cache: Cache, options: { namespace: string; apiKey: string; maxAgeSeconds: number }): SharedTier {
   // On first use: digesting is asynchronous, and creating the tier must not be.

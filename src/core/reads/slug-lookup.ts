@@ -1,22 +1,17 @@
 import type { ArchiveIndex } from './cached-value.js';
 
 /**
- * Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs costs
- * the upstream nothing (docs/contract.md "Availability under abuse"). A slug a complete index lacks
- * may only be newer than it, which one refresh settles: one at a time, at most every `minRefreshIntervalMs`.
- * 'unknown': no index, or one cut off at ARCHIVE_MAX_ISSUES: only the upstream can tell, by slug.
+ * Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs costs the upstream nothing (docs/contract.md
+ * "Availability under abuse"). A slug a complete index lacks may only be newer than it, which one refresh settles: one at a time, at most
+ * every `minRefreshIntervalMs`. 'unknown': no index, or one cut off at ARCHIVE_MAX_ISSUES: only the upstream can tell, by slug.
  */
 type SlugVerdict = 'listed' | 'absent' | 'unknown';
 
-export interface IndexCopy {
-  index: ArchiveIndex;
-  fetchedAt: number;
-}
+export type IndexCopy = { index: ArchiveIndex; fetchedAt: number };
 
+/** `read`: the cached index, `refresh`: one loaded anew from the upstream; `undefined` when it cannot be had. */
 interface SlugLookupOptions<C> {
-  /** The cached index (loading it once if there is none); `undefined` when it cannot be had. */
   read: (context: C) => Promise<IndexCopy | undefined>;
-  /** The index loaded anew from the upstream; `undefined` when that failed. */
   refresh: (context: C) => Promise<IndexCopy | undefined>;
   now: () => number;
   minRefreshIntervalMs: number;
@@ -26,18 +21,16 @@ export const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
 
 export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
   const { read, refresh, now, minRefreshIntervalMs } = options;
-  let refreshing: Promise<IndexCopy | 'failed'> | undefined;
+  // A refresh that failed answers `undefined`.
+  let refreshing: Promise<IndexCopy | undefined> | undefined;
   let lastRefreshAt = Number.NEGATIVE_INFINITY;
 
-  function refreshed(copy: IndexCopy, context: C): Promise<IndexCopy | 'failed'> | undefined {
+  function refreshed(copy: IndexCopy, context: C): Promise<IndexCopy | undefined> | undefined {
     const time = now();
     if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
       lastRefreshAt = time;
       refreshing = refresh(context)
-        .then(
-          (newer) => newer ?? 'failed',
-          () => 'failed' as const,
-        )
+        .catch(() => undefined)
         .finally(() => {
           refreshing = undefined;
         });
@@ -50,9 +43,10 @@ export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
     if (!copy?.index.complete) return 'unknown';
     if (copy.index.slugs.has(slug)) return 'listed';
     // No refresh due: the copy was read moments ago, and it settles the slug.
-    const newer = (await refreshed(copy, context)) ?? copy;
+    const due = refreshed(copy, context);
+    const newer = due === undefined ? copy : await due;
     // A refresh that failed cannot say the slug is new: the upstream, by slug, has to.
-    if (newer === 'failed') return 'unknown';
+    if (newer === undefined) return 'unknown';
     if (newer.index.slugs.has(slug)) return 'listed';
     // The archive has grown past ARCHIVE_MAX_ISSUES since: the index no longer settles it.
     return newer.index.complete ? 'absent' : 'unknown';

@@ -1,48 +1,24 @@
 import type { IssueSummary } from '../public-shapes.js';
+import * as z from '../zod.js';
 import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, visibleText } from './letter-text.js';
 
-/*
- * The archive's text index (docs/contract.md "Search"): an inverted index of the distinct words of
- * each public issue's subject, preview text, category name and, where held, its letter. Each word
- * is stored once in a dictionary; each word's documents are packed as gaps in variable-length bytes.
- *
- * A document is a numbered slot in a store shared by an index and the refreshes that follow it
- * (each adds the slots of new or edited letters). Slots added since the last packing keep their
- * words as a list per document; a whole read compacts the store into one holding only its index's slots.
- */
-
-export interface TextDoc {
-  /** The `updatedAt` of the row it was made from: a row with another one is read again. */
-  version: string | null;
-  /** Dictionary numbers of the subject's words, ascending (subject matches rank first). */
-  subject: Uint32Array;
-  /** Words in the letter; `null` when the letter was not read. */
-  letterWords: number | null;
-}
-
-export interface SearchableFields {
-  subject: string;
-  previewText: string | null;
-  categoryName: string | undefined;
-  letterHtml?: string | undefined;
-}
+// The archive's text index (docs/contract.md "Search"): each word once in a dictionary, each word's documents packed as
+// gaps in variable-length bytes. A store is shared by an index and the refreshes that follow it: slots added since the
+// last packing keep a word list each; a whole read compacts the store into one holding only its index's slots.
 
 /**
- * Every word of a store, once, numbered in the order first seen, in an open-addressing table keyed
- * by a hash of its characters: a known word of a letter is found without making a string of it.
+ * `version`: the `updatedAt` of its row (a row with another one is read again); `subject`: its subject's word numbers,
+ * ascending (subject matches rank first); `letterWords`: the words in its letter, `null` when the letter was not read.
  */
-interface Dictionary {
-  readonly size: number;
-  add(word: string): number;
-  numberOf(word: string): number | undefined;
-  /** The number of the ASCII run text[start, end) as asciiWord spells it, added when new. */
-  addRun(text: string, start: number, end: number, upper: boolean): number;
-  startingWith(prefix: string): number[];
-  wordOf(number: number): string;
-  bytes(): number;
-}
+export type TextDoc = { version: string | null; subject: Uint32Array; letterWords: number | null };
 
-function createDictionary(): Dictionary {
+type SearchableFields = { subject: string; previewText: string | null; categoryName: string | undefined; letterHtml?: string | undefined };
+
+// Every word of a store, once, numbered in the order first seen, in an open-addressing table keyed by a hash of its characters: a known
+// word of a letter is found without making a string of it.
+type Dictionary = ReturnType<typeof createDictionary>;
+
+function createDictionary() {
   const words: string[] = [];
   const hashes: number[] = [];
   let wordBytes = 0;
@@ -51,21 +27,17 @@ function createDictionary(): Dictionary {
   /** Word numbers in the words' order, for prefix ranges; made again once the dictionary has grown. */
   let sorted: Uint32Array | undefined;
 
-  /** Where the word `same` accepts stands in the table, or the empty slot where it would go. */
-  function probe(hash: number, same: (word: string) => boolean): number {
-    const mask = table.length - 1;
-    let at = hash & mask;
+  /** The number of text[start, end) with ASCII capitals folded (every word is stored folded); made by `make` when new. */
+  function find(text: string, start: number, end: number, make?: () => string): number | undefined {
+    const hash = hashOf(text, start, end);
+    let at = hash & (table.length - 1);
     for (let entry = table[at]!; entry !== 0; entry = table[at]!) {
-      if (hashes[entry - 1] === hash && same(words[entry - 1]!)) break;
-      at = (at + 1) & mask;
+      if (hashes[entry - 1] === hash && spells(words[entry - 1]!, text, start, end)) return entry - 1;
+      at = (at + 1) & (table.length - 1);
     }
-    return at;
-  }
-
-  function numberAt(at: number, hash: number, word: () => string): number {
-    if (table[at] !== 0) return table[at]! - 1;
+    if (make === undefined) return undefined;
     const number = words.length;
-    words.push(word());
+    words.push(make());
     hashes.push(hash);
     wordBytes += words[number]!.length;
     table[at] = number + 1;
@@ -85,24 +57,12 @@ function createDictionary(): Dictionary {
     get size() {
       return words.length;
     },
-    add(word) {
-      const hash = hashOf(word, 0, word.length);
-      return numberAt(
-        probe(hash, (known) => known === word),
-        hash,
-        () => word,
-      );
-    },
-    numberOf(word) {
-      const entry = table[probe(hashOf(word, 0, word.length), (known) => known === word)]!;
-      return entry === 0 ? undefined : entry - 1;
-    },
-    addRun(text, start, end, upper) {
-      const hash = hashOf(text, start, end);
-      const at = probe(hash, (known) => spells(known, text, start, end));
-      return numberAt(at, hash, () => asciiWord(text, start, end, upper, false));
-    },
-    startingWith(prefix) {
+    add: (word: string) => find(word, 0, word.length, () => word)!,
+    numberOf: (word: string) => find(word, 0, word.length),
+    /** The number of the ASCII run text[start, end) as asciiWord spells it, added when new. */
+    addRun: (text: string, start: number, end: number, upper: boolean) =>
+      find(text, start, end, () => asciiWord(text, start, end, upper, false))!,
+    startingWith(prefix: string) {
       if (sorted === undefined || sorted.length !== words.length) {
         sorted = Uint32Array.from(words.keys()).sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
       }
@@ -118,18 +78,14 @@ function createDictionary(): Dictionary {
       for (let at = low; at < order.length && words[order[at]!]!.startsWith(prefix); at += 1) found.push(order[at]!);
       return found;
     },
-    wordOf: (number) => words[number]!,
+    wordOf: (number: number) => words[number]!,
     // Its characters, a string header, its hash, and its places in the table and the sorted list.
     bytes: () => wordBytes + words.length * 40 + table.byteLength,
   };
 }
 
 /** Each word's documents among the packed slots: ascending slot gaps in variable-length bytes, from `offsets[word]` to `offsets[word + 1]`. */
-interface Packed {
-  slots: number;
-  offsets: Uint32Array;
-  bytes: Uint8Array;
-}
+type Packed = { slots: number; offsets: Uint32Array; bytes: Uint8Array };
 
 /** Documents and their words, shared by an archive index and the refreshes that follow it. */
 export interface TextStore {
@@ -143,16 +99,19 @@ export interface TextStore {
 }
 
 /** The text index of one archive index: its slugs' slots in a store. */
-export interface TextIndex {
-  store: TextStore;
-  slots: Map<string, number>;
+export type TextIndex = { store: TextStore; slots: Map<string, number> };
+
+/** A store whose documents are all packed (none by default). */
+function packedStore(
+  dictionary: Dictionary,
+  docs: TextDoc[],
+  offsets: Uint32Array = new Uint32Array(1),
+  bytes: Uint8Array = new Uint8Array(0),
+): TextStore {
+  return { dictionary, docs, packed: { slots: docs.length, offsets, bytes }, recent: [], marks: new Int32Array(0) };
 }
 
-const EMPTY_PACK: Packed = { slots: 0, offsets: new Uint32Array(1), bytes: new Uint8Array(0) };
-
-export function createTextStore(): TextStore {
-  return { dictionary: createDictionary(), docs: [], packed: EMPTY_PACK, recent: [], marks: new Int32Array(0) };
-}
+export const createTextStore = () => packedStore(createDictionary(), []);
 
 /** The store's scratch marks, grown (with what they hold) to its dictionary and `room` words more. */
 function marksOf(store: TextStore, room = 0): Int32Array {
@@ -285,16 +244,7 @@ export function compacted(text: TextIndex): TextIndex {
   });
   const slots = new Map<string, number>();
   for (const [slug, slot] of text.slots) slots.set(slug, newSlot[slot]!);
-  return {
-    store: {
-      dictionary,
-      docs,
-      packed: { slots: docs.length, offsets: Uint32Array.from(offsets), bytes: bytes.slice(0, length) },
-      recent: [],
-      marks: new Int32Array(0),
-    },
-    slots,
-  };
+  return { store: packedStore(dictionary, docs, Uint32Array.from(offsets), bytes.slice(0, length)), slots };
 }
 
 /** Whether the store holds slots this index does not use, or slots not yet packed. */
@@ -312,8 +262,6 @@ export function textIndexBytes(text: TextIndex): number {
   return bytes;
 }
 
-/** Query words compared together: one bit each in a 32-bit mark. */
-const WORDS_PER_PASS = 32;
 /** A shorter query word matches only itself (`a` would otherwise match most words of every letter). */
 const MIN_PREFIX_LENGTH = 3;
 
@@ -324,70 +272,55 @@ function wordsMatching(dictionary: Dictionary, queryWord: string): number[] {
 }
 
 /**
- * The issues of `candidates` whose words match every query word (distinct search words), those
- * whose subject matches more of them first, else in the candidates' order.
+ * The issues of `candidates` whose words match every query word (distinct search words), those whose subject matches more of them first,
+ * else in the candidates' order.
  */
 export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
+  if (queryWords.length === 0) return [...candidates];
   const { store } = text;
-  const slotCount = store.docs.length;
-  const bitsetLength = (slotCount + 31) >>> 5;
-  let matching: Uint32Array | undefined;
-  const subjectHits = new Uint8Array(slotCount);
-  for (let from = 0; from < queryWords.length; from += WORDS_PER_PASS) {
-    const pass = queryWords.slice(from, from + WORDS_PER_PASS);
-    const marks = marksOf(store);
-    const marked: number[] = [];
-    const found = pass.map(() => new Uint32Array(bitsetLength));
-    pass.forEach((queryWord, bit) => {
-      for (const word of wordsMatching(store.dictionary, queryWord)) {
-        if (marks[word] === 0) marked.push(word);
-        marks[word]! |= 1 << bit;
-        forEachPackedSlot(store.packed, word, (slot) => (found[bit]![slot >>> 5]! |= 1 << (slot & 31)));
-      }
-    });
+  const bitsetLength = (store.docs.length + 31) >>> 5;
+  const has = (bitset: Uint32Array, slot: number) => (bitset[slot >>> 5]! & (1 << (slot & 31))) !== 0;
+  const add = (bitset: Uint32Array, slot: number) => (bitset[slot >>> 5]! |= 1 << (slot & 31));
+  const matching = new Uint32Array(bitsetLength).fill(0xffffffff);
+  const subjectHits = new Uint8Array(store.docs.length);
+  const marks = marksOf(store);
+  const marked = (word: number) => marks[word] === 1;
+  for (const queryWord of queryWords) {
+    const words = wordsMatching(store.dictionary, queryWord);
+    const found = new Uint32Array(bitsetLength);
+    for (const word of words) {
+      marks[word] = 1;
+      forEachPackedSlot(store.packed, word, (slot) => add(found, slot));
+    }
     // Slots added since packing: their own word lists, read against the marks.
-    store.recent.forEach((words, i) => {
-      let bits = 0;
-      for (const word of words) bits |= marks[word]!;
-      const slot = store.packed.slots + i;
-      for (let bit = 0; bits !== 0; bit += 1, bits >>>= 1) if (bits & 1) found[bit]![slot >>> 5]! |= 1 << (slot & 31);
+    store.recent.forEach((docWords, i) => {
+      if (docWords.some(marked)) add(found, store.packed.slots + i);
     });
-    for (const bitset of found) {
-      if (matching === undefined) matching = bitset;
-      else for (let i = 0; i < bitsetLength; i += 1) matching[i]! &= bitset[i]!;
-    }
+    for (let i = 0; i < bitsetLength; i += 1) matching[i]! &= found[i]!;
     for (const slot of text.slots.values()) {
-      if (matching === undefined || (matching[slot >>> 5]! & (1 << (slot & 31))) === 0) continue;
-      let bits = 0;
-      for (const word of store.docs[slot]!.subject) bits |= marks[word]!;
-      subjectHits[slot] = subjectHits[slot]! + bitCount(bits);
+      if (has(matching, slot) && store.docs[slot]!.subject.some(marked)) subjectHits[slot]! += 1;
     }
-    for (const word of marked) marks[word] = 0;
+    for (const word of words) marks[word] = 0;
   }
-  if (matching === undefined) return [...candidates];
   const matches: { issue: IssueSummary; rank: number }[] = [];
   for (const issue of candidates) {
     const slot = text.slots.get(issue.slug);
-    if (slot !== undefined && (matching[slot >>> 5]! & (1 << (slot & 31))) !== 0) matches.push({ issue, rank: subjectHits[slot]! });
+    if (slot !== undefined && has(matching, slot)) matches.push({ issue, rank: subjectHits[slot]! });
   }
   // A stable sort: within one rank, the candidates' order stays.
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
 }
 
-function bitCount(bits: number): number {
-  let count = 0;
-  for (let rest = bits >>> 0; rest !== 0; rest &= rest - 1) count += 1;
-  return count;
-}
+/** The words on lines; the packed lists, offsets and subjects as base64; per document its slug, version, subject and letter words. */
+export const EncodedTextIndexSchema = z.object({
+  words: z.string(),
+  offsets: z.string(),
+  postings: z.string(),
+  docs: z.array(z.tuple([z.string(), z.nullable(z.string()), z.string(), z.nullable(z.number())])),
+});
+type EncodedTextIndex = z.infer<typeof EncodedTextIndexSchema>;
 
-interface EncodedTextIndex {
-  words: string;
-  offsets: string;
-  postings: string;
-  docs: [slug: string, version: string | null, subject: string, letterWords: number | null][];
-}
-
-/** A text index for the shared tier: compacted, the words on lines, the packed lists and offsets as base64. */
+/** A text index for the shared tier, compacted. */
 export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
@@ -419,7 +352,7 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
     slots.set(slug, docs.length);
     docs.push({ version, subject: subjectWords, letterWords });
   }
-  return { store: { dictionary, docs, packed: { slots: docs.length, offsets, bytes }, recent: [], marks: new Int32Array(0) }, slots };
+  return { store: packedStore(dictionary, docs, offsets, bytes), slots };
 }
 
 /** Little-endian: the same on every platform. */
