@@ -262,6 +262,8 @@ export function textIndexBytes(text: TextIndex): number {
   return bytes;
 }
 
+/** Query words compared together: one bit each in a 32-bit mark. */
+const WORDS_PER_PASS = 32;
 /** A shorter query word matches only itself (`a` would otherwise match most words of every letter). */
 const MIN_PREFIX_LENGTH = 3;
 
@@ -272,43 +274,60 @@ function wordsMatching(dictionary: Dictionary, queryWord: string): number[] {
 }
 
 /**
- * The issues of `candidates` whose words match every query word (distinct search words), those whose subject matches more of them first,
- * else in the candidates' order.
+ * The issues of `candidates` whose words match every query word (distinct search words), those
+ * whose subject matches more of them first, else in the candidates' order.
  */
 export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
-  if (queryWords.length === 0) return [...candidates];
   const { store } = text;
-  const bitsetLength = (store.docs.length + 31) >>> 5;
-  const has = (bitset: Uint32Array, slot: number) => (bitset[slot >>> 5]! & (1 << (slot & 31))) !== 0;
-  const add = (bitset: Uint32Array, slot: number) => (bitset[slot >>> 5]! |= 1 << (slot & 31));
-  const matching = new Uint32Array(bitsetLength).fill(0xffffffff);
-  const subjectHits = new Uint8Array(store.docs.length);
-  const marks = marksOf(store);
-  const marked = (word: number) => marks[word] === 1;
-  for (const queryWord of queryWords) {
-    const words = wordsMatching(store.dictionary, queryWord);
-    const found = new Uint32Array(bitsetLength);
-    for (const word of words) {
-      marks[word] = 1;
-      forEachPackedSlot(store.packed, word, (slot) => add(found, slot));
-    }
-    // Slots added since packing: their own word lists, read against the marks.
-    store.recent.forEach((docWords, i) => {
-      if (docWords.some(marked)) add(found, store.packed.slots + i);
+  const slotCount = store.docs.length;
+  const bitsetLength = (slotCount + 31) >>> 5;
+  let matching: Uint32Array | undefined;
+  const subjectHits = new Uint8Array(slotCount);
+  for (let from = 0; from < queryWords.length; from += WORDS_PER_PASS) {
+    const pass = queryWords.slice(from, from + WORDS_PER_PASS);
+    const marks = marksOf(store);
+    const marked: number[] = [];
+    const found = pass.map(() => new Uint32Array(bitsetLength));
+    pass.forEach((queryWord, bit) => {
+      for (const word of wordsMatching(store.dictionary, queryWord)) {
+        if (marks[word] === 0) marked.push(word);
+        marks[word]! |= 1 << bit;
+        forEachPackedSlot(store.packed, word, (slot) => (found[bit]![slot >>> 5]! |= 1 << (slot & 31)));
+      }
     });
-    for (let i = 0; i < bitsetLength; i += 1) matching[i]! &= found[i]!;
-    for (const slot of text.slots.values()) {
-      if (has(matching, slot) && store.docs[slot]!.subject.some(marked)) subjectHits[slot]! += 1;
+    // Slots added since packing: their own word lists, read against the marks.
+    store.recent.forEach((words, i) => {
+      let bits = 0;
+      for (const word of words) bits |= marks[word]!;
+      const slot = store.packed.slots + i;
+      for (let bit = 0; bits !== 0; bit += 1, bits >>>= 1) if (bits & 1) found[bit]![slot >>> 5]! |= 1 << (slot & 31);
+    });
+    for (const bitset of found) {
+      if (matching === undefined) matching = bitset;
+      else for (let i = 0; i < bitsetLength; i += 1) matching[i]! &= bitset[i]!;
     }
-    for (const word of words) marks[word] = 0;
+    for (const slot of text.slots.values()) {
+      if (matching === undefined || (matching[slot >>> 5]! & (1 << (slot & 31))) === 0) continue;
+      let bits = 0;
+      for (const word of store.docs[slot]!.subject) bits |= marks[word]!;
+      subjectHits[slot] = subjectHits[slot]! + bitCount(bits);
+    }
+    for (const word of marked) marks[word] = 0;
   }
+  if (matching === undefined) return [...candidates];
   const matches: { issue: IssueSummary; rank: number }[] = [];
   for (const issue of candidates) {
     const slot = text.slots.get(issue.slug);
-    if (slot !== undefined && has(matching, slot)) matches.push({ issue, rank: subjectHits[slot]! });
+    if (slot !== undefined && (matching[slot >>> 5]! & (1 << (slot & 31))) !== 0) matches.push({ issue, rank: subjectHits[slot]! });
   }
   // A stable sort: within one rank, the candidates' order stays.
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
+}
+
+function bitCount(bits: number): number {
+  let count = 0;
+  for (let rest = bits >>> 0; rest !== 0; rest &= rest - 1) count += 1;
+  return count;
 }
 
 /** The words on lines; the packed lists, offsets and subjects as base64; per document its slug, version, subject and letter words. */
