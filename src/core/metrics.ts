@@ -4,7 +4,7 @@ export interface Metrics {
   cacheRead(state: 'HIT' | 'MISS' | 'STALE'): void;
   /** `reason`: `revalidating`, or the failure spell's (failure-policy.ts). */
   staleAnswer(route: string, reason: string): void;
-  cacheEviction(reason: 'evict' | 'expire'): void;
+  cacheEviction(reason: 'evict'): void;
   upstreamCall(operation: string, seconds: number, error?: unknown): void;
   upstreamRetry(): void;
   upstreamHoldOff(seconds: number): void;

@@ -17,7 +17,7 @@ const TOLD_APART = ['RATE_LIMITED', 'CAPTCHA_FAILED', 'CAPTCHA_REQUIRED'];
 const OUTCOMES = ['forwarded', 'deduped', 'honeypot', 'refused', 'paused', 'rejected', 'failed', 'abandoned', 'timed_out'];
 /** Every subscribe outcome, counted from zero. */
 const SUBSCRIBE_OUTCOMES = [...OUTCOMES, ...TOLD_APART.map((reason) => reason.toLowerCase())];
-const EVICTION_REASONS = { evict: 'size', expire: 'ttl' } as const;
+const EVICTION_REASONS = { evict: 'size' } as const;
 const READ_ROUTES = ['/api/issues', '/api/issues/:slug', '/api/categories'];
 /** prom-client's gauges named like counters (`promtool check metrics` refuses them). */
 const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
@@ -75,7 +75,7 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
   );
   const evictions = counter(
     'cache_evictions_total',
-    'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES) or ttl (expired).',
+    'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES).',
     ['reason'],
     each('reason', Object.values(EVICTION_REASONS)),
   );
