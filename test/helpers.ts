@@ -103,7 +103,7 @@ export interface TestAppOptions {
   site?: AppDeps['site'];
   /** The Turnstile check's fetch and timeout. */
   turnstile?: AppDeps['turnstile'];
-  /** Any other dependency of createApp (a surge counter, the disposable list, the alert's fetch). */
+  /** Any other dependency of createApp (a surge counter, the disposable list). */
   deps?: Partial<AppDeps>;
   /** Compressed copies of cached bodies (Node's encoder); none by default. */
   encodeBody?: AppDeps['encodeBody'];
