@@ -3,21 +3,16 @@ import type { UpstreamIssue } from './schemas.js';
 import { ResponseTooLarge, type Validators } from './transport.js';
 
 /** Where one page starts: `offset` rows in, or page number `page` (1-based); a 304 to `conditional` means unchanged. */
-export interface PagePosition {
-  limit: number;
-  offset: number;
-  page: number;
-  conditional?: Validators | undefined;
-}
+export type PagePosition = { limit: number; offset: number; page: number; conditional?: Validators | undefined };
 
 /** One List Issues answer, read row by row: the rows that parsed, and the ids of those that did not (`undefined`: no readable id). */
-export interface ListedPage {
+export type ListedPage = {
   rows: UpstreamIssue[];
   droppedIds: (string | undefined)[];
   notModified?: boolean;
   validators?: Validators | undefined;
   bytes?: number | undefined;
-}
+};
 
 export type ListPage = (position: PagePosition) => Promise<ListedPage>;
 
@@ -149,23 +144,19 @@ export async function readWholeArchive<K = UpstreamIssue>(
     if (cleanPages < 2) return 1;
     const most = Math.max(1, Math.min(CONCURRENT_PAGES, Math.floor(CONCURRENT_PAGE_BYTES / Math.max(1, lastPageBytes))));
     const expected = options?.expectedRows;
-    if (expected === undefined) return Math.min(most, 2 ** (cleanPages - 1));
-    return Math.min(most, Math.max(1, Math.ceil((expected - offset) / limit) + 1));
+    return Math.min(most, expected === undefined ? 2 ** (cleanPages - 1) : Math.max(1, Math.ceil((expected - offset) / limit) + 1));
   }
 
   // Bounded: every turn makes at least one call, and `calls` stops at maxPages.
   while (calls < maxPages && kept.length < maxIssues && !ended) {
-    const size = Math.min(windowSize(), maxPages - calls);
-    const window: Promise<ListedPage>[] = [];
-    for (let k = 0; k < size; k += 1) {
+    const window = Array.from({ length: Math.min(windowSize(), maxPages - calls) }, (_, k) => {
       const answer = listPage({ limit, offset: offset + k * limit, page: page + k });
       // Pages read ahead may go unused: never an unhandled rejection.
       answer.catch(() => undefined);
-      window.push(answer);
-    }
-    calls += size;
-    for (const [index, answer] of window.entries()) {
-      const more = index < window.length - 1;
+      return answer;
+    });
+    calls += window.length;
+    for (const answer of window) {
       let listed: ListedPage;
       try {
         listed = await answer;
@@ -175,8 +166,7 @@ export async function readWholeArchive<K = UpstreamIssue>(
         // Straight to pages of about TARGET_PAGE_BYTES when the length was declared; a smaller page
         // whose declared length did not shrink gives up: its rows are not what makes it large.
         const halved = smallerPageSize(limit);
-        const shrinking = shrinks < MAX_SHRINKS && !(declared >= lastDeclared && Number.isFinite(declared));
-        if (!shrinking || halved === undefined) throw error;
+        if (shrinks >= MAX_SHRINKS || (Number.isFinite(declared) && declared >= lastDeclared) || halved === undefined) throw error;
         shrinks += 1;
         lastDeclared = declared;
         limit = Math.min(halved, Number.isFinite(declared) ? lighterPageSize(limit, declared) : limit);
@@ -197,23 +187,21 @@ export async function readWholeArchive<K = UpstreamIssue>(
       page += 1;
       cleanPages = received === limit && added === received ? cleanPages + 1 : 0;
       const lighter = lighterPageSize(limit, lastPageBytes);
+      // The pages read ahead at the old size are let go; so are those after an odd page, read ahead as if it were full.
       if (lighter < limit) {
-        // The pages read ahead at the old size are let go.
         limit = lighter;
         page = Math.floor(offset / limit) + 1;
-        if (more) break;
+        break;
       }
-      // An odd page ends the window: the pages read ahead assumed it would be full.
-      if ((cleanPages === 0 || kept.length >= maxIssues) && more) break;
+      if (cleanPages === 0 || kept.length >= maxIssues) break;
     }
   }
   const findings = judgePaging(paging, pageRows, asked, { repeated, ended, full: kept.length >= maxIssues, maxIssues });
   return { issues: kept, pageRows, dropped, findings, order: order.order(), pageSize: limit };
 }
 
-/** What a refresh read at the head of an archive found. */
+/** What a refresh read at the head of an archive found. `unchanged`: the first page answered 304. */
 export interface HeadRead<K> extends Pick<ArchiveRead<K>, 'issues' | 'pageRows' | 'dropped'> {
-  /** The first page answered 304. */
   unchanged: boolean;
   ids: string[];
   /** A known row was met: the head can be placed in the listing (`placeHead`). */
@@ -251,8 +239,7 @@ export async function readArchiveHead<K>(listPage: ListPage, options: HeadReadOp
     dropped: { count: 0, ids: [] },
   };
   const watch = createOrderWatch();
-  let offset = 0;
-  for (let page = 1; page <= HEAD_MAX_PAGES; page += 1) {
+  for (let page = 1, offset = 0; page <= HEAD_MAX_PAGES; page += 1) {
     const listed = await listPage({ limit, offset, page, conditional: page === 1 ? options.validators : undefined });
     if (listed.notModified) return { ...read, unchanged: true, anchored: true, validators: options.validators };
     if (page === 1) read.validators = listed.validators;
@@ -264,7 +251,7 @@ export async function readArchiveHead<K>(listPage: ListPage, options: HeadReadOp
       watch.see(row);
       read.issues.push(options.reduceRow(row));
       read.ids.push(row.id);
-      if (options.isKnownId(row.id)) read.anchored = true;
+      read.anchored ||= options.isKnownId(row.id);
     }
     read.inOrder = watch.holds(options.order);
     // A short page is the end of the list: nothing more to meet below it.
@@ -309,7 +296,6 @@ function judgePaging(
   askedRows: readonly number[],
   end: { repeated: boolean; ended: boolean; full: boolean; maxIssues: number },
 ): ArchiveRead['findings'] {
-  const findings: ArchiveRead['findings'] = [];
   const asked = askedRows.at(-1) ?? paging.pageSize;
   // Every non-empty page but the last should be full; a longer page is never right.
   let lastFilled = pageRows.length - 1;
@@ -318,33 +304,27 @@ function judgePaging(
     const pageAsked = askedRows[index] ?? asked;
     return rows > pageAsked || (rows > 0 && rows !== pageAsked && index < lastFilled);
   });
-  if (odd !== undefined) {
-    findings.push({
+  const findings: (ArchiveRead['findings'][number] | false)[] = [
+    odd !== undefined && {
       problem: 'row_count_mismatch',
       seen: `List Issues answered pages of ${odd} rows where ${asked} were asked with ${paging.limitParam}=${asked}`,
       set: `UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter, or UPSTREAM_LIST_PAGE_SIZE=${Math.min(odd, asked)} if it caps pages`,
-    });
-  }
-  if (end.repeated) {
-    const param = `${paging.pagingParam} (read as ${paging.style === 'page' ? 'a page number' : 'an offset'})`;
-    findings.push({
+    },
+    end.repeated && {
       problem: 'repeated_page',
-      seen: `page ${pageRows.length} of List Issues repeated the rows already read: the upstream ignores ${param}`,
+      seen: `page ${pageRows.length} of List Issues repeated the rows already read: the upstream ignores ${paging.pagingParam} (read as ${paging.style === 'page' ? 'a page number' : 'an offset'})`,
       set: 'UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM to how it pages',
-    });
-  }
-  if (end.full) {
-    findings.push({
+    },
+    end.full && {
       problem: 'max_issues',
       seen: `the archive reached ARCHIVE_MAX_ISSUES=${end.maxIssues}; later issues are not served`,
       set: 'ARCHIVE_MAX_ISSUES higher',
-    });
-  } else if (!end.ended) {
-    findings.push({
+    },
+    !(end.full || end.ended) && {
       problem: 'page_cap',
       seen: `List Issues was still answering after ${pageRows.length} pages (pages of ${pageRows.at(-1) ?? 0} rows)`,
       set: 'UPSTREAM_LIST_LIMIT_PARAM or UPSTREAM_LIST_PAGE_SIZE so pages come back full',
-    });
-  }
-  return findings;
+    },
+  ];
+  return findings.filter((finding) => finding !== false);
 }

@@ -4,11 +4,7 @@ import { NOT_FOUND_STATUS } from './assumptions.js';
 import { UpstreamError } from './transport.js';
 
 /** `error` is `undefined` when subscribe answers as a success; level `error` with a `hint` when the deployment looks misconfigured. */
-interface UpstreamFailureAnswer {
-  error: ApiError | undefined;
-  level: LogLevel;
-  hint: string | undefined;
-}
+type UpstreamFailureAnswer = { error: ApiError | undefined; level: LogLevel; hint: string | undefined };
 
 const WRONG_BASE_URL = 'NEWSLETTER_API_BASE_URL may be wrong (it must be the service root ending in /v1)';
 
@@ -20,7 +16,6 @@ export const UPSTREAM_HINTS = {
     'Create Subscriber refused this address (answered to the visitor as a success); if every address is refused so, check that NEWSLETTER_API_KEY may create subscribers',
 } as const;
 
-const VALIDATION_CODE = 'VALIDATION_ERROR';
 /** Refusals that, if every address got them, would mean subscriptions are being lost. */
 const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
 
@@ -30,43 +25,34 @@ const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
  * subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
  */
 export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' | 'subscribe'): UpstreamFailureAnswer {
-  return operation === 'read' ? answerReadFailure(failure) : answerSubscribeFailure(failure);
-}
-
-function answerReadFailure(failure: UpstreamError): UpstreamFailureAnswer & { error: ApiError } {
-  const hint =
-    failure.kind === 'auth' ? UPSTREAM_HINTS.rejectedKey : failure.kind === 'not_found' ? UPSTREAM_HINTS.readPathMissing : undefined;
-  return { error: transientOrUpstreamError(failure), level: hint ? 'error' : 'warn', hint };
-}
-
-function answerSubscribeFailure(failure: UpstreamError): UpstreamFailureAnswer {
-  if (failure.status === NOT_FOUND_STATUS || failure.kind === 'auth') {
-    const hint = failure.status === NOT_FOUND_STATUS ? UPSTREAM_HINTS.subscribePathMissing : UPSTREAM_HINTS.rejectedKey;
+  const { kind, status } = failure;
+  if (operation === 'read') {
+    const hint = kind === 'auth' ? UPSTREAM_HINTS.rejectedKey : kind === 'not_found' ? UPSTREAM_HINTS.readPathMissing : undefined;
+    return { error: readErrorFromUpstream(failure), level: hint ? 'error' : 'warn', hint };
+  }
+  if (status === NOT_FOUND_STATUS || kind === 'auth') {
+    const hint = status === NOT_FOUND_STATUS ? UPSTREAM_HINTS.subscribePathMissing : UPSTREAM_HINTS.rejectedKey;
     return { error: new ApiError('UPSTREAM_ERROR', { cause: failure }), level: 'error', hint };
   }
-  if (failure.kind === 'validation' && (failure.upstreamCode === undefined || failure.upstreamCode === VALIDATION_CODE)) {
+  if (kind === 'validation' && (failure.upstreamCode === undefined || failure.upstreamCode === 'VALIDATION_ERROR')) {
     const message = 'The newsletter service did not accept this subscription.';
     const details = [{ path: 'email', message: 'was not accepted' }];
     return { error: new ApiError('VALIDATION_ERROR', { message, details, cause: failure }), level: 'warn', hint: undefined };
   }
-  if (failure.kind === 'refused' || failure.kind === 'not_found' || failure.kind === 'validation') {
-    return REFUSALS_WORTH_A_WARNING.has(failure.status ?? 0)
+  if (kind === 'refused' || kind === 'not_found' || kind === 'validation') {
+    return REFUSALS_WORTH_A_WARNING.has(status ?? 0)
       ? { error: undefined, level: 'warn', hint: UPSTREAM_HINTS.subscribeRefused }
       : { error: undefined, level: 'info', hint: undefined };
   }
-  return { error: transientOrUpstreamError(failure), level: 'warn', hint: undefined };
+  return { error: readErrorFromUpstream(failure), level: 'warn', hint: undefined };
 }
 
 /** A busy or slow upstream is worth retrying later (503 with Retry-After); anything else is a 502. */
-function transientOrUpstreamError(failure: UpstreamError): ApiError {
+export function readErrorFromUpstream(failure: UpstreamError): ApiError {
   if (failure.kind === 'rate_limited' || failure.kind === 'timeout') {
     return new ApiError('UPSTREAM_UNAVAILABLE', { retryAfter: failure.retryAfterSeconds ?? 5, cause: failure });
   }
   return new ApiError('UPSTREAM_ERROR', { cause: failure });
-}
-
-export function readErrorFromUpstream(failure: UpstreamError): ApiError {
-  return answerReadFailure(failure).error;
 }
 
 /** Why reads are stale or failing: a closed set of labels. `backing_off`: a pause another instance started (Redis). */
@@ -133,7 +119,7 @@ export function createFailureSpells(options: { log: Logger; now: () => number })
       spell = { reason, startedAt: now(), reads: 0, failedLoads: 1 };
       // A 429's spell is announced by the transport's `upstream_hold_off` line.
       if (failure.kind === 'rate_limited' && failure.status !== undefined) return;
-      const { level, hint } = answerReadFailure(failure);
+      const { level, hint } = answerUpstreamFailure(failure, 'read');
       const { kind, status, upstreamCode, message } = failure;
       log.log(level, 'upstream_failure', { key, during: 'cache load', reason, kind, status, upstreamCode, message, hint });
     },

@@ -1,16 +1,8 @@
 import type { Logger } from '../log.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
 import { SLUG_PATTERN } from '../slug.js';
-import {
-  readArchiveHead,
-  readWholeArchive,
-  type ArchiveRead,
-  type ArchiveReadOptions,
-  type HeadRead,
-  type HeadReadOptions,
-  type ListedPage,
-  type PagePosition,
-} from './archive.js';
+import { readArchiveHead, readWholeArchive, type ArchiveRead, type ArchiveReadOptions, type ListedPage, type ListPage } from './archive.js';
+import type { HeadRead, HeadReadOptions } from './archive.js';
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import { parseRowList } from './row-scanner.js';
 import {
@@ -109,14 +101,14 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     notFoundCode: 'NOT_FOUND',
   });
 
-  /** One call of `operation` (its retries included), timed for `metrics`, with how it ended. */
-  async function request<T>(operation: string, call: TransportRequest<T>): Promise<T> {
+  /** One call of `operation` (its retries included), timed for `metrics` with how it ended; the envelope's `data`. */
+  async function request<T>(operation: string, call: TransportRequest<{ data: T }>): Promise<T> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
     try {
-      const value = await transport(call);
+      const { data } = await transport(call);
       metrics.upstreamCall(operation, seconds());
-      return value;
+      return data;
     } catch (error) {
       metrics.upstreamCall(operation, seconds(), error);
       throw error;
@@ -125,15 +117,16 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
 
   /** One List Issues call, read row by row, paged as configured. */
   async function listRows(query: ListIssuesQuery, conditional?: Validators): Promise<ListedPage> {
+    const { limit, offset } = query;
+    let validators: Validators | undefined;
+    let bytes: number | undefined;
     const url = buildUrl(UPSTREAM_PATHS.listIssues, {
       status: query.status,
       isPublic: String(query.isPublic),
-      [paging.limitParam]: String(query.limit),
-      [paging.pagingParam]: String(paging.style === 'page' ? Math.floor(query.offset / query.limit) + 1 : query.offset),
+      [paging.limitParam]: String(limit),
+      [paging.pagingParam]: String(paging.style === 'page' ? Math.floor(offset / limit) + 1 : offset),
     });
-    let validators: Validators | undefined;
-    let bytes: number | undefined;
-    const answer = await request('list_issues', {
+    const data = await request('list_issues', {
       method: 'GET',
       url,
       schema: RowListEnvelope,
@@ -143,13 +136,13 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       onBytes: (given) => (bytes = given),
       parse: parseIssueRows,
     });
-    if (answer === NOT_MODIFIED_PAGE) return { rows: [], droppedIds: [], notModified: true, validators: conditional };
-    const listed = readRows(answer.data, UpstreamIssueSchema);
+    if (data === NOT_MODIFIED_PAGE.data) return { rows: [], droppedIds: [], notModified: true, validators: conditional };
+    const listed = readRows(data, UpstreamIssueSchema);
     for (const row of listed.rows) notices.issueStatus(row.status);
     return { ...listed, validators, bytes };
   }
 
-  const listPage = ({ limit, offset, page, conditional }: PagePosition) =>
+  const listPage: ListPage = ({ limit, offset, page, conditional }) =>
     listRows({ status: 'sent', isPublic: true, limit, offset: paging.style === 'page' ? (page - 1) * limit : offset }, conditional);
   /** A page size learnt from a page over the body cap: later reads start there. */
   let learntPageSize: number | undefined;
@@ -184,20 +177,20 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     async getIssueBySlug(slug) {
       if (!SLUG_PATTERN.test(slug)) throw new UpstreamError('validation', 'refused to request an issue with an invalid slug');
       const url = buildUrl([...UPSTREAM_PATHS.issueBySlug, slug]);
-      const issue = (await request('get_issue_by_slug', { method: 'GET', url, schema: IssueEnvelope })).data;
+      const issue = await request('get_issue_by_slug', { method: 'GET', url, schema: IssueEnvelope });
       notices.issueStatus(issue.status);
       return issue;
     },
     async listCategories() {
       const url = buildUrl(UPSTREAM_PATHS.listCategories);
-      const listed = (await request('list_categories', { method: 'GET', url, schema: RowListEnvelope })).data;
+      const listed = await request('list_categories', { method: 'GET', url, schema: RowListEnvelope });
       const { rows, droppedIds } = readRows(listed, ListedCategorySchema);
       notices.dropped('listCategories', droppedIds);
       return rows;
     },
     async createSubscriber(body) {
       const url = buildUrl(UPSTREAM_PATHS.createSubscriber);
-      const { data } = await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body });
+      const data = await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body });
       const status = (data as { status?: unknown } | null | undefined)?.status;
       const subscriber = { status: typeof status === 'string' ? status : undefined };
       notices.state('subscriber', KNOWN_SUBSCRIBER_STATUSES, subscriber.status);

@@ -22,30 +22,25 @@ export type UpstreamErrorKind =
   | 'refused'
   | 'bad_response';
 
-interface UpstreamErrorDetails {
-  status?: number | undefined;
-  retryAfterSeconds?: number | undefined;
-  /** The upstream's error code when well formed, for logs only. */
-  upstreamCode?: string | undefined;
-  /** Why a call was held off without going out (a `rate_limited` error without a status). */
-  heldOffBy?: 'retry_after' | 'backoff';
-  heldUntilMs?: number;
-  cause?: unknown;
-}
+type UpstreamErrorDetails = Partial<Pick<UpstreamError, 'status' | 'retryAfterSeconds' | 'upstreamCode' | 'heldOffBy' | 'heldUntilMs'>>;
 
 /** The one error of the upstream client. Its message is our own wording: never the upstream's text, a header or the key. */
 export class UpstreamError extends Error {
-  readonly kind: UpstreamErrorKind;
+  override name = 'UpstreamError';
   readonly status: number | undefined;
   readonly retryAfterSeconds: number | undefined;
+  /** The upstream's error code when well formed, for logs only. */
   readonly upstreamCode: string | undefined;
-  readonly heldOffBy: UpstreamErrorDetails['heldOffBy'];
+  /** Why a call was held off without going out (a `rate_limited` error without a status), and until when. */
+  readonly heldOffBy: 'retry_after' | 'backoff' | undefined;
   readonly heldUntilMs: number | undefined;
 
-  constructor(kind: UpstreamErrorKind, message: string, details: UpstreamErrorDetails = {}) {
-    super(message, { cause: details.cause });
-    this.name = 'UpstreamError';
-    this.kind = kind;
+  constructor(
+    readonly kind: UpstreamErrorKind,
+    message: string,
+    { cause, ...details }: UpstreamErrorDetails & { cause?: unknown } = {},
+  ) {
+    super(message, { cause });
     this.status = details.status;
     this.retryAfterSeconds = details.retryAfterSeconds;
     this.upstreamCode = details.upstreamCode;
@@ -71,7 +66,8 @@ const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 /** An error code worth keeping for the logs: upper-case and short, so never free text or a key. */
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
-/** Failures that show the upstream answered: the call was wrong, not the upstream down. */
+/** A read's last failure and what it does to the failure streak: the upstream failing, or answering a wrong call. */
+const FAILING_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['unavailable', 'timeout', 'auth']);
 const ANSWERED_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['not_found', 'validation', 'refused']);
 
 export interface TransportOptions {
@@ -117,8 +113,6 @@ export interface Validators {
   lastModified?: string | undefined;
 }
 
-const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
   const {
     timeoutMs,
@@ -129,7 +123,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     baseDelayMs = 100,
     maxDelayMs = 1000,
     random = Math.random,
-    sleep = defaultSleep,
+    sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
     now = Date.now,
     headers: fixedHeaders = {},
     errorCodeOf = () => undefined,
@@ -160,7 +154,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     let probed = () => {};
     if (failing) probing.set(operation, new Promise<void>((resolve) => (probed = resolve)));
     // While failures run, the pause between calls is the retry: one attempt each, never a burst.
-    const retries = failing ? 0 : operation === 'read' ? getRetries : postRetries;
+    const retries = failing ? 0 : backsOff ? getRetries : postRetries;
     const startedAt = now();
     try {
       for (let attempt = 0; ; attempt += 1) {
@@ -169,8 +163,16 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
           if (failing) await holdOff.answered(operation);
           return answer;
         } catch (error) {
-          if (!(error instanceof UpstreamError && error.kind === 'unavailable' && attempt < retries)) {
-            if (backsOff) await settleStreak(operation, error, startedAt, failing);
+          if (!(error instanceof UpstreamError)) throw error;
+          if (error.kind !== 'unavailable' || attempt >= retries) {
+            // docs/upstream.md "Backing off a failing upstream": a 429 has its own hold-off, a bad body is one resource's.
+            if (backsOff && (FAILING_KINDS.has(error.kind) || (error.status ?? 0) >= 500)) {
+              const failedAt = now();
+              const failedRounds = await holdOff.failed(operation, startedAt, failedAt);
+              await holdOff.hold(operation, failedAt + backoffPauseMs(failedRounds, random));
+            } else if (failing && ANSWERED_KINDS.has(error.kind)) {
+              await holdOff.answered(operation);
+            }
             throw error;
           }
           metrics.upstreamRetry();
@@ -205,22 +207,6 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
       : new UpstreamError('rate_limited', 'holding off after the upstream asked us to slow down', { ...held, heldOffBy: 'retry_after' });
   }
 
-  /** After a read's last attempt: docs/upstream.md "Backing off a failing upstream". */
-  async function settleStreak(operation: OperationClass, error: unknown, startedAt: number, failing: boolean): Promise<void> {
-    if (!(error instanceof UpstreamError)) return;
-    // A 5xx, no answer, or our key refused; not a 429 (its own hold-off) nor one resource's bad body.
-    const upstreamFailing =
-      error.heldOffBy === undefined &&
-      (error.kind === 'unavailable' || error.kind === 'timeout' || error.kind === 'auth' || (error.status ?? 0) >= 500);
-    if (upstreamFailing) {
-      const failedAt = now();
-      const streak = await holdOff.failed(operation, startedAt, failedAt);
-      await holdOff.hold(operation, failedAt + backoffPauseMs(streak, random));
-    } else if (failing && ANSWERED_KINDS.has(error.kind)) {
-      await holdOff.answered(operation);
-    }
-  }
-
   async function attemptOnce<T>(call: TransportRequest<T>, operation: OperationClass): Promise<T> {
     const { method, url, body, conditional } = call;
     // Built from scratch on every call: no header of the visitor's request is ever passed on.
@@ -230,12 +216,13 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     if (conditional?.lastModified !== undefined) headers['If-Modified-Since'] = conditional.lastModified;
     let response: Response;
     try {
+      const signal = AbortSignal.timeout(timeoutMs);
+      // A redirect must never carry the key to another host ('error' is refused by Workers' fetch).
       response = await fetchImpl(url, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(timeoutMs),
-        // A redirect must never carry the key to another host ('error' is refused by Workers' fetch).
+        signal,
         redirect: 'manual',
       });
     } catch (error) {
@@ -251,7 +238,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
       await discard(response);
       throw new UpstreamError('bad_response', `upstream answered with a redirect (${status}); not followed`, { status });
     }
-    if (!isSuccessStatus(status)) throw await failureFromResponse(response, call, operation);
+    if (!isSuccessStatus(status)) throw await failureFromResponse(response, `${method} ${url.pathname}`, operation);
     const etag = response.headers.get('etag') ?? undefined;
     const lastModified = response.headers.get('last-modified') ?? undefined;
     // The text is not kept in a variable, so a large page is let go once parsed.
@@ -261,11 +248,8 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, { status, cause: parsed.error });
   }
 
-  async function failureFromResponse(
-    response: Response,
-    call: TransportRequest<unknown>,
-    operation: OperationClass,
-  ): Promise<UpstreamError> {
+  /** `call`: the method and path for the hold-off's log line, never its query or a header. */
+  async function failureFromResponse(response: Response, call: string, operation: OperationClass): Promise<UpstreamError> {
     const { status } = response;
     let upstreamCode: string | undefined;
     try {
@@ -284,15 +268,13 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     if (status === 429) {
       const asked = parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS;
       const retryAfterSeconds = Math.min(MAX_RETRY_AFTER_SECONDS, asked);
-      await holdOffAfter429(operation, `${call.method} ${call.url.pathname}`, retryAfterSeconds);
+      await holdOffAfter429(operation, call, retryAfterSeconds);
       return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
     }
-    if (RETRYABLE_STATUSES.has(status)) return new UpstreamError('unavailable', `upstream failed (${status})`, details);
-    if (status >= 500) return new UpstreamError('bad_response', `upstream failed (${status})`, details);
-    return new UpstreamError('refused', `upstream refused the request (${status})`, details);
+    if (status < 500) return new UpstreamError('refused', `upstream refused the request (${status})`, details);
+    return new UpstreamError(RETRYABLE_STATUSES.has(status) ? 'unavailable' : 'bad_response', `upstream failed (${status})`, details);
   }
 
-  /** `call`: the refused call's method and path for the log line, never its query or a header. */
   async function holdOffAfter429(operation: OperationClass, call: string, retryAfterSeconds: number): Promise<void> {
     const time = now();
     const untilMs = time + retryAfterSeconds * 1000;
@@ -312,13 +294,12 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
       await discard(response);
       throw tooLarge();
     }
-    if (!response.body) return '';
-    const reader = response.body.getReader();
+    const reader = response.body?.getReader();
     // Decoded as it arrives: a large body is held once, as text, never also as bytes.
     const decoder = new TextDecoder('utf-8', { fatal: true });
-    const decode = (bytes: Uint8Array | undefined, stream: boolean): string => {
+    const decode = (bytes?: Uint8Array): string => {
       try {
-        return decoder.decode(bytes, { stream });
+        return decoder.decode(bytes, { stream: bytes !== undefined });
       } catch (error) {
         throw new UpstreamError('bad_response', `upstream ${status} body is not valid UTF-8`, { status, cause: error });
       }
@@ -326,15 +307,15 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     const parts: string[] = [];
     let total = 0;
     try {
-      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      for (let chunk = await reader?.read(); chunk !== undefined && !chunk.done; chunk = await reader?.read()) {
         total += chunk.value.byteLength;
         if (total > maxResponseBytes) {
-          await reader.cancel().catch(() => undefined);
+          await reader?.cancel().catch(() => undefined);
           throw tooLarge();
         }
-        parts.push(decode(chunk.value, true));
+        parts.push(decode(chunk.value));
       }
-      parts.push(decode(undefined, false));
+      parts.push(decode());
     } catch (error) {
       throw error instanceof UpstreamError ? error : transportError(error);
     }
