@@ -1,8 +1,4 @@
-/**
- * Every fact about the newsletter service that its interface leaves "not shown", as one named constant
- * each (docs/upstream.md "Assumptions"): the client, the demo upstream, the test fakes and the bench read
- * them from here, so a wrong guess is a one-line change.
- */
+/* Every fact the newsletter service's interface leaves "not shown", one constant each (docs/upstream.md "Assumptions"): a wrong guess is a one-line change. */
 
 /** How List Issues pages (none of it is shown): the guesses below unless configured (UPSTREAM_LIST_*). */
 export interface ListPaging {

@@ -8,10 +8,7 @@
 export type OperationClass = 'read' | 'write';
 
 /** Calls of a class are held off until `untilMs`; `streak`: rounds of failed calls since the upstream last answered one. */
-export interface HoldState {
-  untilMs: number;
-  streak: number;
-}
+export type HoldState = { untilMs: number; streak: number };
 
 export interface HoldOff {
   state(operation: OperationClass): HoldState | Promise<HoldState>;
@@ -24,12 +21,7 @@ export interface HoldOff {
 }
 
 /** What the log line says when a 429 starts a hold-off: the refused call's method and path, never its query or a header. */
-export interface HoldOffStart {
-  operation: OperationClass;
-  call: string;
-  untilMs: number;
-  retryAfterSeconds: number;
-}
+export type HoldOffStart = { operation: OperationClass; call: string; untilMs: number; retryAfterSeconds: number };
 
 const BACKOFF_BASE_MS = 1000;
 /** docs/upstream.md "Backing off a failing upstream" says why 30 s. */

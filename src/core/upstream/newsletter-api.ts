@@ -51,9 +51,7 @@ export interface UpstreamClient {
 }
 
 /** The real client also answers what `check` asks: the archive read of `listAllPublicIssues`, what it found returned, not logged. */
-export interface NewsletterApiClient extends UpstreamClient {
-  readArchive(maxIssues: number): Promise<ArchiveRead>;
-}
+export type NewsletterApiClient = UpstreamClient & { readArchive(maxIssues: number): Promise<ArchiveRead> };
 
 /** What the transport hands back for a list page that answered 304: compared by identity. */
 const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze([]) as unknown as unknown[] });

@@ -36,10 +36,7 @@ export const KNOWN_SUBSCRIBER_STATUSES: ReadonlySet<string> = new Set(['subscrib
 /** The success envelope alone means accepted (docs/contract.md "POST /api/subscribe"); the status is only logged. */
 export type UpstreamSubscriber = { status?: string | undefined };
 
-export const UpstreamErrorBodySchema = z.object({
-  ok: z.literal(false),
-  error: z.object({ code: z.string(), message: z.string(), details: z.optional(z.unknown()) }),
-});
+export const UpstreamErrorBodySchema = z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 
 /** Read row by row (`readRows`), so one malformed row cannot fail the others. */
 export const RowListEnvelope = z.object({ ok: z.literal(true), data: z.array(z.unknown()) });
@@ -68,12 +65,7 @@ export function readRows<T>(rows: readonly unknown[], schema: z.ZodMiniType<T>):
 }
 
 /** docs/upstream.md "List Issues"; the paging names are assumptions.ts's. */
-export interface ListIssuesQuery {
-  status: 'draft' | 'sending' | 'sent' | 'failed';
-  isPublic: boolean;
-  limit: number;
-  offset: number;
-}
+export type ListIssuesQuery = { status: 'draft' | 'sending' | 'sent' | 'failed'; isPublic: boolean; limit: number; offset: number };
 
 export interface CreateSubscriberBody {
   email: string;

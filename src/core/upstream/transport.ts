@@ -108,10 +108,7 @@ export interface TransportRequest<T> {
   parse?: (text: string) => unknown;
 }
 
-export interface Validators {
-  etag?: string | undefined;
-  lastModified?: string | undefined;
-}
+export type Validators = { etag?: string | undefined; lastModified?: string | undefined };
 
 export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
   const {

@@ -5,27 +5,18 @@ import type { ArchiveIndex } from '../reads/cached-value.js';
 import type { IndexCopy } from '../reads/slug-lookup.js';
 import { CHANGE_KINDS, countByKind, type ArchiveChange, type DeployHookResult } from './deploy-hook.js';
 
-/** What the watch last saw and has not yet announced, as one string: memory, Redis or a KV namespace. */
-export interface WatchStore {
-  load(): Promise<string | undefined>;
-  save(state: string): Promise<void>;
-}
-
-/** One watcher among instances sharing the store: `hold` takes or renews the lease; false when it cannot be had. */
-export interface WatchLease {
-  hold(): Promise<boolean>;
-}
-
 export interface ArchiveWatchOptions {
   /** The index no older than its TTL. `watching`: may read the upstream; the others take the shared copy. */
   readIndex: (watching: boolean) => Promise<IndexCopy | undefined>;
   callHook: (changes: readonly ArchiveChange[]) => Promise<DeployHookResult>;
   /** The hook's origin, never its token. */
   hookLabel: string;
-  store?: WatchStore;
+  /** What the watch last saw and has not yet announced, as one string: memory, Redis or a KV namespace. */
+  store?: { load(): Promise<string | undefined>; save(state: string): Promise<void> };
   /** Workers: another isolate's Cron Trigger may write the store between ticks. */
   reloadEachTick?: boolean;
-  lease?: WatchLease;
+  /** One watcher among instances sharing the store: `hold` takes or renews the lease; false when it cannot be had. */
+  lease?: { hold(): Promise<boolean> };
   /** The wait before calling, so that every instance's copy has the change (Node with Redis). */
   settleMs?: number;
   now: () => number;
@@ -123,15 +114,8 @@ function decodeState(text: string | undefined): WatchState | undefined {
  * become one pending call, retried with backoff; the first look only remembers (a start is not a change).
  */
 export function createArchiveWatch(options: ArchiveWatchOptions) {
-  const { readIndex, callHook, hookLabel, lease, now, log, settleMs = 0, reloadEachTick = false } = options;
-  let stored: string | undefined;
-  const store: WatchStore = options.store ?? {
-    load: async () => stored,
-    save: async (state) => {
-      stored = state;
-    },
-  };
-  /** Trusted while this instance holds the lease. */
+  const { readIndex, callHook, hookLabel, store, lease, now, log, settleMs = 0, reloadEachTick = false } = options;
+  /** Trusted while this instance holds the lease; without a store, the only copy. */
   let state: WatchState | undefined;
   let loaded = false;
   let holding = false;
@@ -143,7 +127,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
 
   async function save(next: WatchState): Promise<void> {
     state = next;
-    await store.save(JSON.stringify({ ...next, seen: [...next.seen] }));
+    await store?.save(JSON.stringify({ ...next, seen: [...next.seen] }));
   }
 
   async function look(copy: IndexCopy): Promise<void> {
@@ -191,7 +175,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
     }
     if (!holds) return;
     if (!loaded) {
-      state = decodeState(await store.load());
+      if (store) state = decodeState(await store.load());
       loaded = true;
       compared = undefined;
     }
