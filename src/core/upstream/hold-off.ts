@@ -8,7 +8,7 @@
 export type OperationClass = 'read' | 'write';
 
 /** Calls of a class are held off until `untilMs`; `streak`: rounds of failed calls since the upstream last answered one. */
-export type HoldState = { untilMs: number; streak: number };
+type HoldState = { untilMs: number; streak: number };
 
 export interface HoldOff {
   state(operation: OperationClass): HoldState | Promise<HoldState>;

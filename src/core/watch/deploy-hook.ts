@@ -35,21 +35,19 @@ export function describeHookUrl(url: string): string {
   }
 }
 
+const HOOK_TIMEOUT_MS = 10_000;
+
 /** One JSON POST to DEPLOY_HOOK_URL, no redirect followed. Never throws: the watch retries a failure with backoff. */
-export function createDeployHook(options: {
-  url: string;
-  fetch?: typeof globalThis.fetch;
-  timeoutMs?: number;
-}): (changes: readonly ArchiveChange[]) => Promise<DeployHookResult> {
-  const { url, fetch = globalThis.fetch, timeoutMs = 10_000 } = options;
-  return async function callDeployHook(changes) {
+export function createDeployHook(options: { url: string; fetch?: typeof globalThis.fetch }) {
+  const { url, fetch = globalThis.fetch } = options;
+  return async function callDeployHook(changes: readonly ArchiveChange[]): Promise<DeployHookResult> {
     try {
       const response = await fetch(url, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify(deployHookBody(changes)),
         redirect: 'manual',
-        signal: AbortSignal.timeout(timeoutMs),
+        signal: AbortSignal.timeout(HOOK_TIMEOUT_MS),
       });
       await response.body?.cancel();
       return response.ok ? { ok: true, status: response.status } : { ok: false, status: response.status, reason: 'status' };
