@@ -2,13 +2,11 @@ import type { Config } from '../config/config.js';
 import { createDemoUpstream } from '../../demo/upstream.js';
 import { createUpstreamClient, type NewsletterApiClient, type UpstreamClientOptions } from './newsletter-api.js';
 
-/** `demoOrigin`: demo mode's public origin, for the sample thumbnails. */
-type UpstreamForConfigDeps = Pick<
-  UpstreamClientOptions,
-  'fetch' | 'now' | 'log' | 'metrics' | 'holdOff' | 'waitWhenHeldOffMs' | 'sleep'
-> & {
+export interface UpstreamForConfigDeps
+  extends Pick<UpstreamClientOptions, 'fetch' | 'now' | 'log' | 'metrics' | 'holdOff' | 'waitWhenHeldOffMs' | 'sleep'> {
+  /** Demo mode's public origin, for the sample thumbnails. */
   demoOrigin?: string | undefined;
-};
+}
 
 /** The configured upstream or the demo; the service and `check` both build theirs here, so `check` probes what the site calls. */
 export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigDeps): NewsletterApiClient {
