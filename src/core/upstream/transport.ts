@@ -130,8 +130,8 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     metrics = noopMetrics,
     waitWhenHeldOffMs = 0,
   } = options;
-  /** Per class, the one probe out during a failure streak: the other calls wait for its answer. */
-  const probing = new Map<OperationClass, Promise<void>>();
+  /** The one read out during a failure streak: the other reads wait for its answer. */
+  let probe: Promise<void> | undefined;
   /** The latest hold-off reported per class, so concurrent calls that met one 429 report it once. */
   const reported: Record<OperationClass, number> = { read: 0, write: 0 };
 
@@ -140,8 +140,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     // Only reads back off after failures: a subscribe is one person's attempt, answered as it goes.
     const backsOff = operation === 'read';
     let streak = await admit(operation);
-    const probe = backsOff && streak > 0 ? probing.get(operation) : undefined;
-    if (probe !== undefined) {
+    if (backsOff && streak > 0 && probe !== undefined) {
       await probe;
       // Back: the streak has ended. Still failing: the probe's failure began a new pause.
       streak = await admit(operation);
@@ -149,7 +148,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     }
     const failing = backsOff && streak > 0;
     let probed = () => {};
-    if (failing) probing.set(operation, new Promise<void>((resolve) => (probed = resolve)));
+    if (failing) probe = new Promise<void>((resolve) => (probed = resolve));
     // While failures run, the pause between calls is the retry: one attempt each, never a burst.
     const retries = failing ? 0 : backsOff ? getRetries : postRetries;
     const startedAt = now();
@@ -182,7 +181,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
       }
     } finally {
       if (failing) {
-        probing.delete(operation);
+        probe = undefined;
         probed();
       }
     }
