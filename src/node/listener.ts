@@ -216,7 +216,7 @@ interface Held {
 /** Which connections make room above MAX_CONNECTIONS, by the rules in docs/node-http.md "A crowd at one address". */
 function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
-  const bySocket = new WeakMap<Socket, Held>();
+  const open = new Map<Socket, Held>();
   const clients = new Map<string, Client>();
   // Oldest first: connections that have sent no request yet, and kept-alive ones between requests.
   const fresh = new Set<Held>();
@@ -224,11 +224,11 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   // Clients by their count of fresh connections, to find the one holding most at once.
   const byFresh: Set<Client>[] = [];
   let mostFresh = 0;
-  let open = 0;
   let lastShedAt = Number.NEGATIVE_INFINITY;
   let recheck: NodeJS.Timeout | undefined;
+  const overCap = () => open.size > maxConnections;
+  const heldBy = (held: Held) => held.client?.held ?? 0;
 
-  /** Files `client` under its count of fresh connections, which was `from`. */
   function refile(client: Client, from: number) {
     const to = client.fresh.size;
     byFresh[from]?.delete(client);
@@ -244,15 +244,12 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   }
 
   function release(held: Held) {
-    if (held.gone) return;
+    if (!open.delete(held.socket)) return;
     held.gone = true;
-    open -= 1;
     stopWaiting(held);
     const { client } = held;
     if (client !== undefined && --client.held === 0) clients.delete(client.key);
   }
-
-  const heldBy = (held: Held) => held.client?.held ?? 0;
 
   /** Of the oldest `WINDOW` in `set` past `graceMs`, the one whose client holds the most connections. */
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
@@ -307,30 +304,26 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
 
   function shedDownToCap() {
     clearTimeout(recheck);
-    while (open > maxConnections && makeRoom());
+    while (overCap() && makeRoom());
     // Connections age into the rules: look again while the listener stays above its cap.
-    recheck = open > maxConnections ? setTimeout(shedDownToCap, Math.min(RECHECK_MS, overShareAfterMs)).unref() : undefined;
+    recheck = overCap() ? setTimeout(shedDownToCap, Math.min(RECHECK_MS, overShareAfterMs)).unref() : undefined;
   }
 
   server.on('connection', (socket: Socket) => {
     const key = socket.remoteAddress === undefined ? undefined : clientKeyOf(socket.remoteAddress);
-    let client: Client | undefined;
-    if (key !== undefined) {
-      client = clients.get(key);
-      if (client === undefined) clients.set(key, (client = { key, held: 0, fresh: new Set() }));
-      client.held += 1;
-    }
+    let client = key === undefined ? undefined : clients.get(key);
+    if (key !== undefined && client === undefined) clients.set(key, (client = { key, held: 0, fresh: new Set() }));
     const held: Held = { socket, client, inFlight: 0, since: performance.now(), gone: false };
-    bySocket.set(socket, held);
-    open += 1;
+    open.set(socket, held);
     fresh.add(held);
     if (client) {
+      client.held += 1;
       client.fresh.add(held);
       refile(client, client.fresh.size - 1);
     }
     // One listener per connection, however many requests it carries.
     socket.once('close', () => release(held));
-    if (open > maxConnections) shedDownToCap();
+    if (overCap()) shedDownToCap();
   });
 
   const done = (held: Held) => {
@@ -343,8 +336,8 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   return {
     /** A request read on its connection: in flight until its answer and its body are done. Called first. */
     requestStarted(request: IncomingMessage, response: ServerResponse) {
-      const held = bySocket.get(request.socket);
-      if (held === undefined || held.gone) return;
+      const held = open.get(request.socket);
+      if (held === undefined) return;
       if (held.inFlight === 0) stopWaiting(held);
       held.inFlight += 1;
       // On this request's own objects, never on the socket: the request is usually whole, or closed, by then.
@@ -353,7 +346,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
         else request.on('close', () => done(held));
       });
     },
-    overCap: () => open > maxConnections,
-    isShedding: () => open > maxConnections || performance.now() - lastShedAt < limits.sheddingReportMs,
+    overCap,
+    isShedding: () => overCap() || performance.now() - lastShedAt < limits.sheddingReportMs,
   };
 }
