@@ -190,6 +190,12 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
   }
 }
 
+export const urlOf = (info: AddressInfo) => `http://${info.family === 'IPv6' ? `[${info.address}]` : info.address}:${info.port}`;
+
+/** A port in use or a host that cannot be bound, for one clear line (not an unhandled 'error' event). */
+export const whyNotListening = (error: NodeJS.ErrnoException) =>
+  error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
+
 /** Whether REQUEST_TIMEOUT_SECONDS cut this request off: the body read reports "aborted" as for a client that hung up. */
 export function timedOutByListener(c: Context): boolean {
   const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;

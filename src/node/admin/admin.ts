@@ -2,6 +2,7 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Server } from 'node:net';
 import { NO_STORE } from '../../core/reads/cache-policies.js';
+import { urlOf, whyNotListening } from '../listener.js';
 import { createPrometheusMetrics, type CacheFigures } from './prometheus.js';
 
 /** How long a not-ready /readyz waits for its probe: within a load balancer's usual 5 s timeout. */
@@ -62,13 +63,9 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
       .get('/metrics', async (c) => c.body(await registry.metrics(), 200, { ...NO_STORE_HEADERS, 'Content-Type': registry.contentType }))
       .notFound((c) => c.text('not found\n', 404, NO_STORE_HEADERS));
 
-    const server = serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => {
-      const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-      service.onListening(`http://${host}:${info.port}`);
-    });
+    const server = serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => service.onListening(urlOf(info)));
     server.on('error', (error: NodeJS.ErrnoException) => {
-      const reason = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
-      service.onFatal(`newsletter-bff could not listen on ${service.host} port ${service.port} (ADMIN_PORT): ${reason}`);
+      service.onFatal(`newsletter-bff could not listen on ${service.host} port ${service.port} (ADMIN_PORT): ${whyNotListening(error)}`);
     });
     return server;
   }
