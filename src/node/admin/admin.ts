@@ -31,10 +31,10 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
 
   function listen(service: ListenOptions) {
     const { registry } = prometheus;
+    const { shedding } = service;
     prometheus.watchCaches(service.stats);
     if (service.redisHealthy) prometheus.watchRedis(service.redisHealthy);
     prometheus.trackConnections(service.publicServer);
-    const { shedding } = service;
     const cacheWarm = () => service.stats().entries > 0;
     // Without traffic there are no calls to learn from: a not-ready /readyz makes one (shared by
     // concurrent checks), or an instance out of rotation would never see the upstream come back.
