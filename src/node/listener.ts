@@ -125,10 +125,8 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
   return { server, shedding: shedding.isShedding };
 }
 
-/**
- * An answer ready before the request body was read (413, 415, 403, 429, …) reaches the client whole and says truly
- * whether the connection serves another request (docs/node-http.md "Clean early answers").
- */
+// An answer ready before the request body was read (413, 415, 403, 429, …) reaches the client whole and says truly
+// whether the connection serves another request (docs/node-http.md "Clean early answers").
 async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
   if (incoming.complete) return response;
   const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
@@ -161,7 +159,6 @@ async function finishEarlyAnswer(response: Response, { incoming, outgoing }: Htt
   // Not `outgoing.end()`: Node would destroy the socket once the answer is written.
   socket.end();
   incoming.resume();
-  // The adapter's marker that it writes nothing more.
   return RESPONSE_ALREADY_SENT;
 }
 
@@ -270,10 +267,8 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     return best;
   }
 
-  /**
-   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one once `overShareAfterMs`
-   * old; failing that, the oldest of the client holding the most when that is more than its share of the cap.
-   */
+  // Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one once `overShareAfterMs`
+  // old; failing that, the oldest of the client holding the most when that is more than its share of the cap.
   function overShare(at: number): Held | undefined {
     let weighed = 0;
     for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {

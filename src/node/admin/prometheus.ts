@@ -4,7 +4,6 @@ import type { Metrics } from '../../core/metrics.js';
 import { STALE_REASONS } from '../../core/upstream/failure-policy.js';
 import { UpstreamError } from '../../core/upstream/transport.js';
 
-/** As `createApp`'s `stats()` gives them. */
 export type CacheFigures = Record<
   'entries' | 'bytes' | 'notFoundEntries' | 'notFoundBytes' | 'renderedPages' | 'renderedPageBytes',
   number

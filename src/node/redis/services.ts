@@ -64,11 +64,9 @@ export class RedisUnavailable extends Error {
 /** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
 const reasonOf = (error: unknown) => (error instanceof Error ? (/^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name) : 'error');
 
-/**
- * Every command bounded by `timeoutMs`. A failed one makes Redis down: commands are refused at once (callers
- * fall back to memory) while PING probes. One line starts an outage spell and one ends it, once every command
- * has been answered for `recoveredAfterMs` (a Redis that answers PING but refuses writes is one outage).
- */
+// Every command bounded by `timeoutMs`. A failed one makes Redis down: commands are refused at once (callers
+// fall back to memory) while PING probes. One line starts an outage spell and one ends it, once every command
+// has been answered for `recoveredAfterMs` (a Redis that answers PING but refuses writes is one outage).
 export function createRedisLink(options: LinkOptions & { send: (args: string[]) => Promise<unknown> }) {
   const { timeoutMs, log, probeIntervalMs = 1000, recoveredAfterMs = 30_000, now = Date.now } = options;
   let up = true;
@@ -139,10 +137,8 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
 
 export type RedisServices = Awaited<ReturnType<typeof connectRedis>>;
 
-/**
- * What several Node instances share through Redis (docs/deployment.md "Several instances"). Never throws on an
- * outage: each service falls back to this instance's memory, or skips the write. Imported only with REDIS_URL.
- */
+// What several Node instances share through Redis (docs/deployment.md "Several instances"). Never throws on an
+// outage: each service falls back to this instance's memory, or skips the write. Imported only with REDIS_URL.
 export async function connectRedis(
   options: LinkOptions & {
     url: string;
@@ -181,7 +177,6 @@ export async function connectRedis(
   /** A key for a personal value (an address, an IP): its HMAC, never the value. */
   const hashed = (kind: string, value: string) =>
     `${prefix}${kind}:${createHmac('sha256', secret).update(value).digest('hex').slice(0, 32)}`;
-  /** The command's answer, or `otherwise` while Redis is unavailable. */
   const send = <T = undefined>(args: string[], otherwise?: T) => link.send(args).catch(() => otherwise);
 
   // The subscribe limit for every instance at once; while Redis is unavailable, per instance.
