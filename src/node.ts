@@ -9,7 +9,7 @@ import { createAppForConfig, linkOriginOf } from './core/service.js';
 import { createDemoSite } from './demo/site.js';
 import type { Admin } from './node/admin/admin.js';
 import { createNodeBodyEncoder } from './node/compression.js';
-import { limitsOf, serveWithLimits, timedOutByListener } from './node/listener.js';
+import { limitsOf, serveWithLimits, timedOutByListener, urlOf, whyNotListening } from './node/listener.js';
 import { importOptional, MissingPackageError } from './node/optional-package.js';
 import type { RedisServices } from './node/redis/services.js';
 
@@ -18,6 +18,8 @@ const SURGE_CHECK_INTERVAL_MS = 5000;
 const HIT_SUMMARY_INTERVAL_MS = 60_000;
 /** The archive watch (DEPLOY_HOOK_URL) reads the upstream only once its copy is past its TTL. */
 const WATCH_TICK_MS = 1000;
+const ADMIN_FEATURE = "ADMIN_PORT (the admin listener's /metrics)";
+const REDIS_FEATURE = 'REDIS_URL (state shared by several instances)';
 
 const DEMO_BANNER = `
   DEMO MODE: no NEWSLETTER_API_KEY is set, so this serves an embedded sample publication.
@@ -47,13 +49,11 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   let isDisposableDomain: ((domain: string) => boolean) | undefined;
   try {
     if (config.adminPort !== undefined) {
-      const feature = "ADMIN_PORT (the admin listener's /metrics)";
-      const { createAdmin } = await importOptional('prom-client', feature, () => import('./node/admin/admin.js'));
+      const { createAdmin } = await importOptional('prom-client', ADMIN_FEATURE, () => import('./node/admin/admin.js'));
       admin = createAdmin({ unreadyAfterSeconds: config.adminUnreadyAfterSeconds });
     }
     if (config.redisUrl) {
-      const feature = 'REDIS_URL (state shared by several instances)';
-      const { connectRedis } = await importOptional('@redis/client', feature, () => import('./node/redis/services.js'));
+      const { connectRedis } = await importOptional('@redis/client', REDIS_FEATURE, () => import('./node/redis/services.js'));
       redis = await connectRedis({
         url: config.redisUrl,
         timeoutMs: config.redisTimeoutMs,
@@ -128,15 +128,12 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     { fetch: service.app.fetch, refuse: service.refuse, hostname: config.host, port: config.port, onShed: admin?.metrics.connectionShed },
     limitsOf(config),
     (info) => {
-      const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       if (config.mode === 'demo') process.stdout.write(DEMO_BANNER);
-      process.stdout.write(`newsletter-bff listening on http://${host}:${info.port} (${config.mode} mode)\n`);
+      process.stdout.write(`newsletter-bff listening on ${urlOf(info)} (${config.mode} mode)\n`);
     },
   );
-  // A port in use or a host that cannot be bound: one clear line, not an unhandled 'error' event.
   server.on('error', (error: NodeJS.ErrnoException) => {
-    const reason = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
-    process.stderr.write(`newsletter-bff could not listen on ${config.host} port ${config.port}: ${reason}\n`);
+    process.stderr.write(`newsletter-bff could not listen on ${config.host} port ${config.port}: ${whyNotListening(error)}\n`);
     exit(1);
   });
 

@@ -125,10 +125,8 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
   return { server, shedding: shedding.isShedding };
 }
 
-/**
- * An answer ready before the request body was read (413, 415, 403, 429, …) reaches the client whole and says truly
- * whether the connection serves another request (docs/node-http.md "Clean early answers").
- */
+// An answer ready before the request body was read (413, 415, 403, 429, …) reaches the client whole and says truly
+// whether the connection serves another request (docs/node-http.md "Clean early answers").
 async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
   if (incoming.complete) return response;
   const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
@@ -161,7 +159,6 @@ async function finishEarlyAnswer(response: Response, { incoming, outgoing }: Htt
   // Not `outgoing.end()`: Node would destroy the socket once the answer is written.
   socket.end();
   incoming.resume();
-  // The adapter's marker that it writes nothing more.
   return RESPONSE_ALREADY_SENT;
 }
 
@@ -190,6 +187,12 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
   }
 }
 
+export const urlOf = (info: AddressInfo) => `http://${info.family === 'IPv6' ? `[${info.address}]` : info.address}:${info.port}`;
+
+/** A port in use or a host that cannot be bound, for one clear line (not an unhandled 'error' event). */
+export const whyNotListening = (error: NodeJS.ErrnoException) =>
+  error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
+
 /** Whether REQUEST_TIMEOUT_SECONDS cut this request off: the body read reports "aborted" as for a client that hung up. */
 export function timedOutByListener(c: Context): boolean {
   const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
@@ -216,7 +219,7 @@ interface Held {
 /** Which connections make room above MAX_CONNECTIONS, by the rules in docs/node-http.md "A crowd at one address". */
 function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
-  const bySocket = new WeakMap<Socket, Held>();
+  const open = new Map<Socket, Held>();
   const clients = new Map<string, Client>();
   // Oldest first: connections that have sent no request yet, and kept-alive ones between requests.
   const fresh = new Set<Held>();
@@ -224,11 +227,11 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   // Clients by their count of fresh connections, to find the one holding most at once.
   const byFresh: Set<Client>[] = [];
   let mostFresh = 0;
-  let open = 0;
   let lastShedAt = Number.NEGATIVE_INFINITY;
   let recheck: NodeJS.Timeout | undefined;
+  const overCap = () => open.size > maxConnections;
+  const heldBy = (held: Held) => held.client?.held ?? 0;
 
-  /** Files `client` under its count of fresh connections, which was `from`. */
   function refile(client: Client, from: number) {
     const to = client.fresh.size;
     byFresh[from]?.delete(client);
@@ -244,15 +247,12 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   }
 
   function release(held: Held) {
-    if (held.gone) return;
+    if (!open.delete(held.socket)) return;
     held.gone = true;
-    open -= 1;
     stopWaiting(held);
     const { client } = held;
     if (client !== undefined && --client.held === 0) clients.delete(client.key);
   }
-
-  const heldBy = (held: Held) => held.client?.held ?? 0;
 
   /** Of the oldest `WINDOW` in `set` past `graceMs`, the one whose client holds the most connections. */
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
@@ -267,10 +267,8 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     return best;
   }
 
-  /**
-   * Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one once `overShareAfterMs`
-   * old; failing that, the oldest of the client holding the most when that is more than its share of the cap.
-   */
+  // Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one once `overShareAfterMs`
+  // old; failing that, the oldest of the client holding the most when that is more than its share of the cap.
   function overShare(at: number): Held | undefined {
     let weighed = 0;
     for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {
@@ -307,30 +305,26 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
 
   function shedDownToCap() {
     clearTimeout(recheck);
-    while (open > maxConnections && makeRoom());
+    while (overCap() && makeRoom());
     // Connections age into the rules: look again while the listener stays above its cap.
-    recheck = open > maxConnections ? setTimeout(shedDownToCap, Math.min(RECHECK_MS, overShareAfterMs)).unref() : undefined;
+    recheck = overCap() ? setTimeout(shedDownToCap, Math.min(RECHECK_MS, overShareAfterMs)).unref() : undefined;
   }
 
   server.on('connection', (socket: Socket) => {
     const key = socket.remoteAddress === undefined ? undefined : clientKeyOf(socket.remoteAddress);
-    let client: Client | undefined;
-    if (key !== undefined) {
-      client = clients.get(key);
-      if (client === undefined) clients.set(key, (client = { key, held: 0, fresh: new Set() }));
-      client.held += 1;
-    }
+    let client = key === undefined ? undefined : clients.get(key);
+    if (key !== undefined && client === undefined) clients.set(key, (client = { key, held: 0, fresh: new Set() }));
     const held: Held = { socket, client, inFlight: 0, since: performance.now(), gone: false };
-    bySocket.set(socket, held);
-    open += 1;
+    open.set(socket, held);
     fresh.add(held);
     if (client) {
+      client.held += 1;
       client.fresh.add(held);
       refile(client, client.fresh.size - 1);
     }
     // One listener per connection, however many requests it carries.
     socket.once('close', () => release(held));
-    if (open > maxConnections) shedDownToCap();
+    if (overCap()) shedDownToCap();
   });
 
   const done = (held: Held) => {
@@ -343,8 +337,8 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   return {
     /** A request read on its connection: in flight until its answer and its body are done. Called first. */
     requestStarted(request: IncomingMessage, response: ServerResponse) {
-      const held = bySocket.get(request.socket);
-      if (held === undefined || held.gone) return;
+      const held = open.get(request.socket);
+      if (held === undefined) return;
       if (held.inFlight === 0) stopWaiting(held);
       held.inFlight += 1;
       // On this request's own objects, never on the socket: the request is usually whole, or closed, by then.
@@ -353,7 +347,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
         else request.on('close', () => done(held));
       });
     },
-    overCap: () => open > maxConnections,
-    isShedding: () => open > maxConnections || performance.now() - lastShedAt < limits.sheddingReportMs,
+    overCap,
+    isShedding: () => overCap() || performance.now() - lastShedAt < limits.sheddingReportMs,
   };
 }

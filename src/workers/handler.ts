@@ -17,6 +17,13 @@ const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
 const WATCH_STATE_KEY = 'archive-watch';
 const SECRETS = ['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL'];
 
+const HINTS = {
+  redis: 'REDIS_URL is for Node instances; on Workers the Cache API tier and the Rate Limiting binding are shared already',
+  disposable:
+    'SUBSCRIBE_BLOCK_DISPOSABLE needs the mailchecker list, loaded on Node only (its 1 MB would not fit a Worker); throwaway domains are not refused here',
+  watchState: `bind a KV namespace as ${WATCH_STATE_BINDING} (wrangler.toml): without it the watch remembers what it saw in this isolate only, and a Cron Trigger run in a new isolate takes its first look again, announcing nothing`,
+};
+
 const GENERIC_ERROR = JSON.stringify({
   ok: false,
   error: { code: 'INTERNAL_ERROR', message: 'The service is not configured correctly.' },
@@ -50,25 +57,13 @@ export function createWorker(options: WorkerOptions = {}) {
       return { log };
     }
     const { config } = parsed;
-    if (config.redisUrl) {
-      log.log('warn', 'redis_url_ignored', {
-        hint: 'REDIS_URL is for Node instances; on Workers the Cache API tier and the Rate Limiting binding are shared already',
-      });
-    }
-    if (config.subscribeBlockDisposable) {
-      log.log('error', 'subscribe_block_disposable_unavailable', {
-        hint: 'SUBSCRIBE_BLOCK_DISPOSABLE needs the mailchecker list, loaded on Node only (its 1 MB would not fit a Worker); throwaway domains are not refused here',
-      });
-    }
+    if (config.redisUrl) log.log('warn', 'redis_url_ignored', { hint: HINTS.redis });
+    if (config.subscribeBlockDisposable) log.log('error', 'subscribe_block_disposable_unavailable', { hint: HINTS.disposable });
     const binding = bindingOf<RateLimitBinding>(env[RATE_LIMIT_BINDING], 'limit');
     const store =
       options.sharedCache === undefined ? (globalThis as { caches?: { default?: Cache } }).caches?.default : options.sharedCache;
     const kv = bindingOf<KvNamespace>(env[WATCH_STATE_BINDING], 'get', 'put');
-    if (config.deployHookUrl && !kv) {
-      log.log('warn', 'deploy_hook_state_in_memory', {
-        hint: `bind a KV namespace as ${WATCH_STATE_BINDING} (wrangler.toml): without it the watch remembers what it saw in this isolate only, and a Cron Trigger run in a new isolate takes its first look again, announcing nothing`,
-      });
-    }
+    if (config.deployHookUrl && !kv) log.log('warn', 'deploy_hook_state_in_memory', { hint: HINTS.watchState });
     // An isolate has no timer to write a summary with, and may end unannounced: a line each request.
     const service = createAppForConfig(
       { ...config, accessLog: 'all' },

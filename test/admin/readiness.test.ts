@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createReadiness, upstreamOutcome } from '../../src/node/admin/readiness.js';
+import { createReadiness } from '../../src/node/admin/admin.js';
+import { upstreamOutcome } from '../../src/node/admin/prometheus.js';
 import { UpstreamError } from '../../src/core/upstream/transport.js';
 import { createFakeClock } from '../helpers.js';
 

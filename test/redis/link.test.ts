@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/core/log.js';
-import { createRedisLink, RedisUnavailable } from '../../src/node/redis/link.js';
+import { createRedisLink, RedisUnavailable } from '../../src/node/redis/services.js';
 
 /**
  * A Redis stand-in whose answers the test decides: `up`, `down` (refuses), `silent` (never

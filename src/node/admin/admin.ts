@@ -1,10 +1,9 @@
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Server } from 'node:net';
-import type { Metrics } from '../../core/metrics.js';
 import { NO_STORE } from '../../core/reads/cache-policies.js';
+import { urlOf, whyNotListening } from '../listener.js';
 import { createPrometheusMetrics, type CacheFigures } from './prometheus.js';
-import { createReadiness, upstreamOutcome } from './readiness.js';
 
 /** How long a not-ready /readyz waits for its probe: within a load balancer's usual 5 s timeout. */
 const PROBE_WAIT_MS = 2000;
@@ -15,7 +14,7 @@ export interface ListenOptions {
   port: number;
   /** The public listener, whose open connections are counted. */
   publicServer: Pick<Server, 'on'>;
-  shedding?: () => boolean;
+  shedding: () => boolean;
   stats: () => CacheFigures;
   /** One light upstream call, made when /readyz finds the instance not ready. */
   probe: () => Promise<unknown>;
@@ -27,22 +26,15 @@ export interface ListenOptions {
 
 /** ADMIN_PORT (docs/deployment.md "Health and metrics"): metrics, readiness fed by the same upstream calls, and their routes. */
 export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => number }) {
-  const prometheus = createPrometheusMetrics();
   const readiness = createReadiness({ unreadyAfterMs: options.unreadyAfterSeconds * 1000, now: options.now });
-  const metrics: Metrics = {
-    ...prometheus.metrics,
-    upstreamCall(operation, seconds, error) {
-      prometheus.metrics.upstreamCall(operation, seconds, error);
-      readiness.observe(upstreamOutcome(error));
-    },
-  };
+  const prometheus = createPrometheusMetrics({ observeUpstream: readiness.observe });
 
   function listen(service: ListenOptions) {
     const { registry } = prometheus;
+    const { shedding } = service;
     prometheus.watchCaches(service.stats);
     if (service.redisHealthy) prometheus.watchRedis(service.redisHealthy);
     prometheus.trackConnections(service.publicServer);
-    const { shedding = () => false } = service;
     const cacheWarm = () => service.stats().entries > 0;
     // Without traffic there are no calls to learn from: a not-ready /readyz makes one (shared by
     // concurrent checks), or an instance out of rotation would never see the upstream come back.
@@ -71,18 +63,48 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
       .get('/metrics', async (c) => c.body(await registry.metrics(), 200, { ...NO_STORE_HEADERS, 'Content-Type': registry.contentType }))
       .notFound((c) => c.text('not found\n', 404, NO_STORE_HEADERS));
 
-    const server = serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => {
-      const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-      service.onListening(`http://${host}:${info.port}`);
-    });
+    const server = serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => service.onListening(urlOf(info)));
     server.on('error', (error: NodeJS.ErrnoException) => {
-      const reason = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
-      service.onFatal(`newsletter-bff could not listen on ${service.host} port ${service.port} (ADMIN_PORT): ${reason}`);
+      service.onFatal(`newsletter-bff could not listen on ${service.host} port ${service.port} (ADMIN_PORT): ${whyNotListening(error)}`);
     });
     return server;
   }
 
-  return { metrics, listen, drain: readiness.drain };
+  return { metrics: prometheus.metrics, listen, drain: readiness.drain };
 }
 
 export type Admin = ReturnType<typeof createAdmin>;
+
+/** The upstream is there, even when it says no. */
+const ANSWERED: ReadonlySet<string> = new Set(['ok', 'not_found', 'validation', 'refused']);
+/** It is not. A 429 or a hold-off counts neither way: the cache serves meanwhile. */
+const FAILED: ReadonlySet<string> = new Set(['unavailable', 'timeout', 'bad_response', 'auth', 'error']);
+
+/** `/readyz`: ready once the upstream has answered (or the cache is warm), not while shedding or failing for `unreadyAfterMs`. */
+export function createReadiness({ unreadyAfterMs, now = Date.now }: { unreadyAfterMs: number; now?: (() => number) | undefined }) {
+  let answered = false;
+  let failingSince: number | undefined;
+  let draining = false;
+  return {
+    observe(outcome: string): void {
+      if (ANSWERED.has(outcome)) {
+        answered = true;
+        failingSince = undefined;
+      } else if (FAILED.has(outcome)) {
+        failingSince ??= now();
+      }
+    },
+    state(cacheWarm: boolean, shedding = false): { ready: true } | { ready: false; reason: string } {
+      if (draining) return { ready: false, reason: 'shutting down' };
+      if (shedding) return { ready: false, reason: 'the public listener is shedding connections (MAX_CONNECTIONS)' };
+      if (!answered && !cacheWarm) return { ready: false, reason: 'the upstream has not answered yet' };
+      if (failingSince !== undefined && now() - failingSince >= unreadyAfterMs) {
+        return { ready: false, reason: `every upstream call has failed for ${Math.floor((now() - failingSince) / 1000)} s` };
+      }
+      return { ready: true };
+    },
+    drain(): void {
+      draining = true;
+    },
+  };
+}

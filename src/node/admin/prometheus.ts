@@ -2,9 +2,8 @@ import type { Server } from 'node:net';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Metrics } from '../../core/metrics.js';
 import { STALE_REASONS } from '../../core/upstream/failure-policy.js';
-import { upstreamOutcome } from './readiness.js';
+import { UpstreamError } from '../../core/upstream/transport.js';
 
-/** As `createApp`'s `stats()` gives them. */
 export type CacheFigures = Record<
   'entries' | 'bytes' | 'notFoundEntries' | 'notFoundBytes' | 'renderedPages' | 'renderedPageBytes',
   number
@@ -15,10 +14,11 @@ const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS'])
 /** Rejections worth telling apart (an unavailable verifier is `failed`). */
 const TOLD_APART = ['RATE_LIMITED', 'CAPTCHA_FAILED', 'CAPTCHA_REQUIRED'];
 const OUTCOMES = ['forwarded', 'deduped', 'honeypot', 'refused', 'paused', 'rejected', 'failed', 'abandoned', 'timed_out'];
-/** Every subscribe outcome, counted from zero. */
 const SUBSCRIBE_OUTCOMES = [...OUTCOMES, ...TOLD_APART.map((reason) => reason.toLowerCase())];
 const EVICTION_REASONS = { evict: 'size' } as const;
 const READ_ROUTES = ['/api/issues', '/api/issues/:slug', '/api/categories'];
+const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const UPSTREAM_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 /** prom-client's gauges named like counters (`promtool check metrics` refuses them). */
 const MISNAMED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 const CACHES = {
@@ -27,11 +27,34 @@ const CACHES = {
   not_found: ['notFoundBytes', 'notFoundEntries'],
 } as const;
 
+/** Every metric's help (docs/deployment.md "Health and metrics" lists them). */
+const HELP = {
+  http_requests_total: 'Requests answered by the public listener, by route template, method and status.',
+  http_request_duration_seconds: 'Time from a request reaching the app to its response, by route template and method.',
+  cache_reads_total: 'Reads of the upstream-data cache, by result: hit (fresh), miss (loaded), stale (served past its TTL).',
+  stale_answers_total:
+    'Requests answered with a stale copy, by route template and reason: revalidating (a refresh under way), or the failure spell under way (upstream_5xx, unreachable, timeout, rate_limited, key_refused, path_missing, bad_response, refused, backing_off).',
+  cache_evictions_total: 'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES).',
+  upstream_calls_total: 'Calls of the upstream API (retries included), by operation and outcome.',
+  upstream_call_duration_seconds: 'Time an upstream call took, retries included, by operation and outcome.',
+  upstream_retries_total: 'Upstream attempts that failed and were retried.',
+  upstream_hold_off_seconds_total: 'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.',
+  subscribe_attempts_total: 'Subscribe attempts, by outcome.',
+  subscribe_surge: 'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused (docs/subscribe.md).',
+  subscribe_surges_total: 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.',
+  connections_shed_total:
+    'Connections the public listener closed to make room near MAX_CONNECTIONS, by reason: idle (kept alive, no request in flight), slow_head (no whole request head within the grace), over_share (an address holding more than its share).',
+  open_connections: 'Open connections to the public listener.',
+  cache_bytes: 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).',
+  cache_entries: 'Entries held by each in-memory cache.',
+  redis_up: 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.',
+};
+
 /** Each value of `label` as a label set, for a series counted from zero. */
 const each = (label: string, values: readonly string[]) => values.map((value) => ({ [label]: value }));
 
-/** `Metrics` for Prometheus (Node only), named by its conventions. */
-export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
+/** `Metrics` for Prometheus (Node only), named by its conventions; `observeUpstream` hears each upstream call's outcome. */
+export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream = (_outcome: string) => {} } = {}) {
   const registry = new Registry();
   const registers = [registry];
   if (defaultMetrics) {
@@ -39,93 +62,45 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
     for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   }
 
+  const common = (name: keyof typeof HELP, labelNames: string[]) => ({ name: PREFIX + name, help: HELP[name], labelNames, registers });
   // Counted from zero (`zeroes`): a series that appears only with its first event breaks rate() and alerts.
-  const counter = (name: string, help: string, labelNames: string[] = [], zeroes: Record<string, string>[] = []) => {
-    const metric = new Counter({ name: PREFIX + name, help, labelNames, registers });
+  const counter = (name: keyof typeof HELP, labelNames: string[] = [], zeroes: Record<string, string>[] = []) => {
+    const metric = new Counter(common(name, labelNames));
     for (const labels of zeroes) metric.inc(labels, 0);
     return metric;
   };
-  const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
-    new Histogram({ name: PREFIX + name, help, labelNames, buckets, registers });
-  const gauge = (name: string, help: string, collect?: (this: Gauge) => void, labelNames: string[] = []) =>
-    new Gauge({ name: PREFIX + name, help, labelNames, registers, ...(collect && { collect }) });
+  const histogram = (name: keyof typeof HELP, labelNames: string[], buckets: number[]) =>
+    new Histogram({ ...common(name, labelNames), buckets });
+  const gauge = (name: keyof typeof HELP, collect?: (this: Gauge) => void, labelNames: string[] = []) =>
+    new Gauge({ ...common(name, labelNames), ...(collect && { collect }) });
 
-  const requests = counter('http_requests_total', 'Requests answered by the public listener, by route template, method and status.', [
-    'route',
-    'method',
-    'status',
-  ]);
-  const requestSeconds = histogram(
-    'http_request_duration_seconds',
-    'Time from a request reaching the app to its response, by route template and method.',
-    ['route', 'method'],
-    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-  );
-  const cacheReads = counter(
-    'cache_reads_total',
-    'Reads of the upstream-data cache, by result: hit (fresh), miss (loaded), stale (served past its TTL).',
-    ['result'],
-    each('result', ['hit', 'miss', 'stale']),
-  );
-  const staleAnswers = counter(
-    'stale_answers_total',
-    'Requests answered with a stale copy, by route template and reason: revalidating (a refresh under way), or the failure spell under way (upstream_5xx, unreachable, timeout, rate_limited, key_refused, path_missing, bad_response, refused, backing_off).',
-    ['route', 'reason'],
-    READ_ROUTES.flatMap((route) => STALE_REASONS.map((reason) => ({ route, reason }))),
-  );
-  const evictions = counter(
-    'cache_evictions_total',
-    'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES).',
-    ['reason'],
-    each('reason', Object.values(EVICTION_REASONS)),
-  );
-  const upstreamCalls = counter('upstream_calls_total', 'Calls of the upstream API (retries included), by operation and outcome.', [
-    'operation',
-    'outcome',
-  ]);
-  const upstreamSeconds = histogram(
-    'upstream_call_duration_seconds',
-    'Time an upstream call took, retries included, by operation and outcome.',
-    ['operation', 'outcome'],
-    [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-  );
-  const retries = counter('upstream_retries_total', 'Upstream attempts that failed and were retried.');
-  const holdOff = counter(
-    'upstream_hold_off_seconds_total',
-    'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.',
-  );
-  const subscribes = counter(
-    'subscribe_attempts_total',
-    'Subscribe attempts, by outcome.',
-    ['outcome'],
-    each('outcome', SUBSCRIBE_OUTCOMES),
-  );
-  const surge = gauge(
-    'subscribe_surge',
-    'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused (docs/subscribe.md).',
-  );
+  const requests = counter('http_requests_total', ['route', 'method', 'status']);
+  const requestSeconds = histogram('http_request_duration_seconds', ['route', 'method'], REQUEST_BUCKETS);
+  const cacheReads = counter('cache_reads_total', ['result'], each('result', ['hit', 'miss', 'stale']));
+  const staleZeroes = READ_ROUTES.flatMap((route) => STALE_REASONS.map((reason) => ({ route, reason })));
+  const staleAnswers = counter('stale_answers_total', ['route', 'reason'], staleZeroes);
+  const evictions = counter('cache_evictions_total', ['reason'], each('reason', Object.values(EVICTION_REASONS)));
+  const upstreamCalls = counter('upstream_calls_total', ['operation', 'outcome']);
+  const upstreamSeconds = histogram('upstream_call_duration_seconds', ['operation', 'outcome'], UPSTREAM_BUCKETS);
+  const retries = counter('upstream_retries_total');
+  const holdOff = counter('upstream_hold_off_seconds_total');
+  const subscribes = counter('subscribe_attempts_total', ['outcome'], each('outcome', SUBSCRIBE_OUTCOMES));
+  const surge = gauge('subscribe_surge');
   surge.set(0);
-  const surges = counter('subscribe_surges_total', 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.');
-  const shed = counter(
-    'connections_shed_total',
-    'Connections the public listener closed to make room near MAX_CONNECTIONS, by reason: idle (kept alive, no request in flight), slow_head (no whole request head within the grace), over_share (an address holding more than its share).',
-    ['reason'],
-    each('reason', ['idle', 'slow_head', 'over_share']),
-  );
-  const connections = gauge('open_connections', 'Open connections to the public listener.');
+  const surges = counter('subscribe_surges_total');
+  const shed = counter('connections_shed_total', ['reason'], each('reason', ['idle', 'slow_head', 'over_share']));
+  const connections = gauge('open_connections');
   let cacheStats: (() => CacheFigures) | undefined;
-  const cacheGauge = (name: string, help: string, field: 0 | 1) =>
+  for (const [name, field] of [['cache_bytes', 0] as const, ['cache_entries', 1] as const]) {
     gauge(
       name,
-      help,
       function collect() {
         const stats = cacheStats?.();
         if (stats) for (const [cache, fields] of Object.entries(CACHES)) this.set({ cache }, stats[fields[field]]);
       },
       ['cache'],
     );
-  cacheGauge('cache_bytes', 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).', 0);
-  cacheGauge('cache_entries', 'Entries held by each in-memory cache.', 1);
+  }
 
   const metrics: Metrics = {
     request(route, method, status, seconds) {
@@ -139,6 +114,7 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
     upstreamCall(operation, seconds, error) {
       const outcome = upstreamOutcome(error);
       upstreamCalls.inc({ operation, outcome });
+      observeUpstream(outcome);
       if (outcome !== 'held_off') upstreamSeconds.observe({ operation, outcome }, seconds);
     },
     upstreamRetry: () => retries.inc(),
@@ -158,7 +134,7 @@ export function createPrometheusMetrics({ defaultMetrics = true } = {}) {
       cacheStats = stats;
     },
     watchRedis(healthy: () => boolean): void {
-      gauge('redis_up', 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.', function collect() {
+      gauge('redis_up', function collect() {
         this.set(healthy() ? 1 : 0);
       });
     },
@@ -175,4 +151,12 @@ export function subscribeOutcome(outcome: string, reason: string | undefined): s
   if (outcome === 'rejected' && reason !== undefined && TOLD_APART.includes(reason)) return reason.toLowerCase();
   if (outcome === 'refused_by_upstream') return 'refused';
   return SUBSCRIBE_OUTCOMES.includes(outcome) ? outcome : 'other';
+}
+
+/** `ok`, the UpstreamError kind, `held_off` (refused without going out: no status), or `error`. */
+export function upstreamOutcome(error: unknown): string {
+  if (error === undefined) return 'ok';
+  if (!(error instanceof UpstreamError)) return 'error';
+  if (error.kind === 'rate_limited' && error.status === undefined) return 'held_off';
+  return error.kind;
 }

@@ -6,7 +6,6 @@ import type { SharedTier } from '../../core/reads/shared-tier.js';
 import { createRepeatGuard, REPEAT_WINDOW_MS, type RepeatGuard } from '../../core/subscribe/guards.js';
 import { createMemorySurgeCounter, minuteOf, slidingRate, type SurgeCounter } from '../../core/subscribe/surge.js';
 import { createMemoryHoldOff, STREAK_FORGOTTEN_AFTER_MS, type HoldOff, type OperationClass } from '../../core/upstream/hold-off.js';
-import { createRedisLink } from './link.js';
 
 // Bumped when a stored format changes, so an old deployment's entries are never read.
 const FORMAT_VERSION = 'v1';
@@ -46,30 +45,114 @@ if holder ~= false and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
-export type RedisServices = Awaited<ReturnType<typeof connectRedis>>;
-
-/**
- * What several Node instances share through Redis (docs/deployment.md "Several instances"). Never throws on an
- * outage: each service falls back to this instance's memory, or skips the write. Imported only with REDIS_URL.
- */
-export async function connectRedis(options: {
-  url: string;
+interface LinkOptions {
   /** Per command; a slower answer counts as an outage. */
   timeoutMs: number;
-  /** The upstream base URL (or `demo`): keys are namespaced by it and the API key. */
-  namespace: string;
-  apiKey: string;
-  subscribeLimitPerMinute: number;
-  /** TTL + stale-if-error. */
-  cacheMaxAgeSeconds: number;
   log: Logger;
   now?: () => number;
-  /** How long startup waits for a connection before serving from memory. */
-  connectWaitMs?: number;
   probeIntervalMs?: number;
   recoveredAfterMs?: number;
-  watchLeaseMs?: number;
-}) {
+}
+
+export class RedisUnavailable extends Error {
+  constructor(readonly reason: string) {
+    super(`redis unavailable: ${reason}`);
+    this.name = 'RedisUnavailable';
+  }
+}
+
+/** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
+const reasonOf = (error: unknown) => (error instanceof Error ? (/^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name) : 'error');
+
+// Every command bounded by `timeoutMs`. A failed one makes Redis down: commands are refused at once (callers
+// fall back to memory) while PING probes. One line starts an outage spell and one ends it, once every command
+// has been answered for `recoveredAfterMs` (a Redis that answers PING but refuses writes is one outage).
+export function createRedisLink(options: LinkOptions & { send: (args: string[]) => Promise<unknown> }) {
+  const { timeoutMs, log, probeIntervalMs = 1000, recoveredAfterMs = 30_000, now = Date.now } = options;
+  let up = true;
+  let closed = false;
+  let probe: NodeJS.Timeout | undefined;
+  let probing = false;
+  let spell: { startedAt: number; lastFailureAt: number; failures: number } | undefined;
+
+  function withTimeout(args: string[]): Promise<unknown> {
+    let timer: NodeJS.Timeout | undefined;
+    // A late timer runs before that turn's socket reads: one step later, an answer that arrived counts.
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))), timeoutMs);
+    });
+    const answer = options.send(args).catch((error: unknown) => Promise.reject(new RedisUnavailable(reasonOf(error))));
+    return Promise.race([answer, late]).finally(() => clearTimeout(timer));
+  }
+
+  // Also told of a connection error the client reports before any command notices.
+  function markDown(reason: string): void {
+    if (closed) return;
+    up = false;
+    if (!spell) {
+      spell = { startedAt: now(), lastFailureAt: 0, failures: 0 };
+      log.log('warn', 'redis_unavailable', { reason, fallback: 'in-memory limits, guards and cache until it is back' });
+      probe = setInterval(onTick, probeIntervalMs).unref();
+    }
+    spell.lastFailureAt = now();
+    spell.failures += 1;
+  }
+
+  async function onTick() {
+    if (!up) {
+      if (probing) return;
+      probing = true;
+      // Still down on a failure: the next tick probes again.
+      const answered = (await withTimeout(['PING']).catch(() => undefined)) !== undefined;
+      probing = false;
+      if (answered && !closed) up = true;
+      return;
+    }
+    if (!spell || now() - spell.lastFailureAt < recoveredAfterMs) return;
+    const { startedAt, failures } = spell;
+    spell = undefined;
+    clearInterval(probe);
+    log.log('info', 'redis_available', { outageSeconds: Math.round((now() - startedAt) / 1000), failedCommands: failures });
+  }
+
+  return {
+    async send(args: readonly string[]): Promise<unknown> {
+      if (closed) throw new RedisUnavailable('closed');
+      if (!up) throw new RedisUnavailable('outage');
+      try {
+        return await withTimeout([...args]);
+      } catch (error) {
+        markDown((error as RedisUnavailable).reason);
+        throw error;
+      }
+    },
+    healthy: () => spell === undefined && !closed,
+    markDown,
+    close() {
+      closed = true;
+      clearInterval(probe);
+    },
+  };
+}
+
+export type RedisServices = Awaited<ReturnType<typeof connectRedis>>;
+
+// What several Node instances share through Redis (docs/deployment.md "Several instances"). Never throws on an
+// outage: each service falls back to this instance's memory, or skips the write. Imported only with REDIS_URL.
+export async function connectRedis(
+  options: LinkOptions & {
+    url: string;
+    /** The upstream base URL (or `demo`): keys are namespaced by it and the API key. */
+    namespace: string;
+    apiKey: string;
+    subscribeLimitPerMinute: number;
+    /** TTL + stale-if-error. */
+    cacheMaxAgeSeconds: number;
+    /** How long startup waits for a connection before serving from memory. */
+    connectWaitMs?: number;
+    watchLeaseMs?: number;
+  },
+) {
   const { timeoutMs, log, now = Date.now, subscribeLimitPerMinute: limit } = options;
   const client = createClient({
     url: options.url,
@@ -81,13 +164,8 @@ export async function connectRedis(options: {
   });
   const link = createRedisLink({ ...options, send: (args) => client.sendCommand(args), now });
   client.on('error', (error: unknown) => link.markDown(error instanceof Error ? error.name : 'connection error'));
-  const connected = await Promise.race([
-    client.connect().then(
-      () => true,
-      () => false,
-    ),
-    new Promise<false>((resolve) => setTimeout(() => resolve(false), options.connectWaitMs ?? 2000).unref()),
-  ]);
+  const waited = new Promise<false>((resolve) => setTimeout(() => resolve(false), options.connectWaitMs ?? 2000).unref());
+  const connected = await Promise.race([client.connect().then(() => true), waited]).catch(() => false);
   if (connected) log.log('info', 'redis_connected', { timeoutMs });
   else link.markDown('no connection at startup');
 
@@ -99,16 +177,14 @@ export async function connectRedis(options: {
   /** A key for a personal value (an address, an IP): its HMAC, never the value. */
   const hashed = (kind: string, value: string) =>
     `${prefix}${kind}:${createHmac('sha256', secret).update(value).digest('hex').slice(0, 32)}`;
-  /** The command's answer, or `otherwise` while Redis is unavailable. */
-  const send = <T>(args: string[], otherwise: T) => link.send(args).catch(() => otherwise);
-  const watchStateKey = `${prefix}watch:state`;
+  const send = <T = undefined>(args: string[], otherwise?: T) => link.send(args).catch(() => otherwise);
 
   // The subscribe limit for every instance at once; while Redis is unavailable, per instance.
   const localRate = createMemoryRateLimiter({ limit, windowMs: RATE_WINDOW_MS, now });
   const rateLimiter: RateLimiter = {
     async hit(key) {
       const counter = hashed('rate', key);
-      const reply = await send(['EVAL', COUNT_SCRIPT, '2', counter, counter, String(RATE_WINDOW_MS)], undefined);
+      const reply = await send(['EVAL', COUNT_SCRIPT, '2', counter, counter, String(RATE_WINDOW_MS)]);
       if (!Array.isArray(reply) || typeof reply[0] !== 'number' || typeof reply[1] !== 'number') return localRate.hit(key);
       const [count, ttlMs] = reply as [number, number];
       return { allowed: count <= limit, retryAfterSeconds: Math.max(1, Math.ceil(ttlMs / 1000)) };
@@ -124,7 +200,7 @@ export async function connectRedis(options: {
     async remember(email) {
       await localRepeats.remember(email);
       // Awaited, so the next request on any instance sees it.
-      await send(['SET', hashed('seen', email), '1', 'PX', String(REPEAT_WINDOW_MS)], undefined);
+      await send(['SET', hashed('seen', email), '1', 'PX', String(REPEAT_WINDOW_MS)]);
     },
   };
 
@@ -132,7 +208,7 @@ export async function connectRedis(options: {
   const localSurge = createMemorySurgeCounter();
   const surgeKeysOf = (at: number) => [`${prefix}surge:${minuteOf(at)}`, `${prefix}surge:${minuteOf(at) - 1}`];
   const sharedRate = async (args: string[], at: number) => {
-    const reply = await send(args, undefined);
+    const reply = await send(args);
     if (!Array.isArray(reply) || reply.length < 2) return undefined;
     const [current, previous] = [reply[0], reply.at(-1)].map((value) => Number(value ?? 0)) as [number, number];
     return Number.isFinite(current) && Number.isFinite(previous) ? slidingRate(current, previous, at) : undefined;
@@ -146,7 +222,7 @@ export async function connectRedis(options: {
   const cacheKeyOf = (key: string) => `${prefix}cache:${key}`;
   const sharedCache: SharedTier = {
     async get(key) {
-      const stored = await send(['GET', cacheKeyOf(key)], undefined);
+      const stored = await send(['GET', cacheKeyOf(key)]);
       if (typeof stored !== 'string') return undefined;
       const newline = stored.indexOf('\n');
       const fetchedAt = Number(stored.slice(0, newline));
@@ -156,13 +232,10 @@ export async function connectRedis(options: {
       const value = `${entry.fetchedAt}\n${entry.payload}`;
       // Too large to share: the stale shared copy, if any, must not outlive this fresher value.
       const tooLarge = Buffer.byteLength(value) > MAX_VALUE_BYTES;
-      await send(
-        tooLarge ? ['DEL', cacheKeyOf(key)] : ['SET', cacheKeyOf(key), value, 'EX', String(options.cacheMaxAgeSeconds)],
-        undefined,
-      );
+      await send(tooLarge ? ['DEL', cacheKeyOf(key)] : ['SET', cacheKeyOf(key), value, 'EX', String(options.cacheMaxAgeSeconds)]);
     },
     async delete(key) {
-      await send(['DEL', cacheKeyOf(key)], undefined);
+      await send(['DEL', cacheKeyOf(key)]);
     },
     // Held until it expires (the refreshed copy is fresh for a TTL anyway); without Redis, every instance refreshes.
     claimRefresh: async (key, ms) => (await send(['SET', `${prefix}refresh:${key}`, '1', 'NX', 'PX', String(ms)], 'OK')) === 'OK',
@@ -177,7 +250,7 @@ export async function connectRedis(options: {
   const holdOff: HoldOff = {
     async state(operation) {
       const mine = await localHoldOff.state(operation);
-      const stored = await send(['MGET', holdKeyOf(operation), streakKeyOf(operation)], undefined);
+      const stored = await send(['MGET', holdKeyOf(operation), streakKeyOf(operation)]);
       if (!Array.isArray(stored)) return mine;
       const [until, streak] = stored as (string | null)[];
       return {
@@ -188,7 +261,7 @@ export async function connectRedis(options: {
     async hold(operation, untilMs) {
       await localHoldOff.hold(operation, untilMs);
       const ttlMs = String(Math.max(1, Math.ceil(untilMs - now())));
-      await send(['EVAL', HOLD_UNTIL_SCRIPT, '1', holdKeyOf(operation), String(Math.ceil(untilMs)), ttlMs], undefined);
+      await send(['EVAL', HOLD_UNTIL_SCRIPT, '1', holdKeyOf(operation), String(Math.ceil(untilMs)), ttlMs]);
     },
     async failed(operation, startedAtMs, failedAtMs) {
       const mine = await localHoldOff.failed(operation, startedAtMs, failedAtMs);
@@ -197,10 +270,11 @@ export async function connectRedis(options: {
     },
     async answered(operation) {
       await localHoldOff.answered(operation);
-      await send(['DEL', streakKeyOf(operation)], undefined);
+      await send(['DEL', streakKeyOf(operation)]);
     },
   };
 
+  const watchStateKey = `${prefix}watch:state`;
   const holder = randomUUID();
   const leaseMs = String(options.watchLeaseMs ?? WATCH_LEASE_MS);
   return {
