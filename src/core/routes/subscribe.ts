@@ -18,18 +18,10 @@ import { redirectTarget, refusedOriginReply, reply, returnToPage, type Subscribe
 import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
-export interface SubscribeRoutesOptions {
-  /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
-  first: MiddlewareHandler;
-  config: Config;
-  upstream: UpstreamClient;
-  origins: OriginPolicy;
-  clientIp: (c: Context) => string | undefined;
-  now: () => number;
-  log: Logger;
-  metrics: Metrics;
-  requestTimedOut: (c: Context) => boolean;
+/** What an entry may put in place of the in-process defaults (Redis, the Workers binding) or add. */
+export interface SubscribeDeps {
   rateLimiter?: RateLimiter | undefined;
+  /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
   repeatGuard?: RepeatGuard | undefined;
   surgeCounter?: SurgeCounter | undefined;
   turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'> | undefined;
@@ -54,7 +46,20 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
  * success's reply. Every refusal is thrown; the route's error handler logs it once and answers a
  * 303 to the form's page, the JSON envelope, or (a post without JavaScript from a refused origin) a short HTML page.
  */
-export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
+export function createSubscribeRoutes(
+  options: SubscribeDeps & {
+    /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
+    first: MiddlewareHandler;
+    config: Config;
+    upstream: UpstreamClient;
+    origins: OriginPolicy;
+    clientIp: (c: Context) => string | undefined;
+    now: () => number;
+    log: Logger;
+    metrics: Metrics;
+    requestTimedOut: (c: Context) => boolean;
+  },
+) {
   const { upstream, config, origins, clientIp, now, log, metrics, requestTimedOut, isDisposableDomain } = options;
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now });
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
