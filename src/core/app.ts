@@ -174,7 +174,7 @@ export function createApp(deps: AppDeps) {
   const app = new Hono();
   for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, answerPreflight);
   const routes = app.route('/api', new Hono().route('/', readRoutes).route('/', subscribe.routes));
-  app.notFound(pipeline.unrouted(noRoute, (c) => publicPathOf(c)?.path));
+  app.notFound(pipeline.route(noRoute, (c) => publicPathOf(c)?.path));
   app.onError(answerError);
 
   // A request @hono/node-server cannot make a Request of (a Host or path it refuses) is handed here as a
@@ -182,7 +182,7 @@ export function createApp(deps: AppDeps) {
   const refusing = createPipeline({ headerRules, logAccess, answerError, requestHeader: headerOfRequest });
   const refusals = new Hono().all(
     '*',
-    refusing.unrouted(
+    refusing.route(
       () => {
         throw new ApiError('BAD_REQUEST');
       },
