@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseCopy } from '../src/core/http/content-coding.js';
+import { chooseCopy } from '../src/core/http/read-reply.js';
 import type { EncodedCopy } from '../src/core/reads/rendered-json.js';
 
 const br: EncodedCopy = { coding: 'br', body: new Uint8Array([1]), etag: '"x-br"' };

@@ -3,7 +3,7 @@ import { cors } from 'hono/cors';
 import { TrieRouter } from 'hono/router/trie-router';
 import type { Config } from './config/config.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
-import { cacheControlOf, cachePolicies } from './reads/cache-policies.js';
+import { cachePolicies } from './reads/cache-policies.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
 import { createPublicReads } from './reads/public-reads.js';
 import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
@@ -11,26 +11,21 @@ import type { BodyEncoder } from './reads/rendered-json.js';
 import type { SharedTier } from './reads/shared-tier.js';
 import { createAccessLog } from './http/access-log.js';
 import { ApiError, cutOffStatus, renderError } from './http/errors.js';
-import { createOriginPolicy, listenOrigins } from './http/origins.js';
 import { createPipeline } from './http/pipeline.js';
 import { headerOfRequest, type RequestHeader } from './http/request-header.js';
-import type { RateLimiter } from './http/rate-limit.js';
-import { CORS_POLICY, DOCUMENT_SECURITY_HEADERS, corsGrant, createHeaderRules } from './http/response-headers.js';
+import { CORS_POLICY, corsGrant, createHeaderRules } from './http/response-headers.js';
 import { silentLogger, type Logger } from './log.js';
 import { noopMetrics, type Metrics } from './metrics.js';
 import { createArchiveQueries } from './routes/archive-query.js';
 import { createReadRoutes } from './routes/reads.js';
-import { createSubscribeRoutes } from './routes/subscribe.js';
-import type { TurnstileChallengeOptions } from './subscribe/challenge.js';
-import type { RepeatGuard } from './subscribe/guards.js';
-import type { SurgeCounter } from './subscribe/surge.js';
+import { createSubscribeRoutes, type SubscribeDeps } from './routes/subscribe.js';
 import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
 import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
 import { createArchiveWatch, type ArchiveWatchOptions } from './watch/archive-watch.js';
 import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
 
-export interface AppDeps {
+export interface AppDeps extends SubscribeDeps {
   config: Config;
   upstream: UpstreamClient;
   now?: () => number;
@@ -38,17 +33,11 @@ export interface AppDeps {
   /** The visitor's IP: the socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
   clientIp?: (c: Context) => string | undefined;
   requestHeader?: RequestHeader;
-  rateLimiter?: RateLimiter;
   /** Answers GET/HEAD of every path outside /api/ (demo mode's example site). */
   site?: MiddlewareHandler;
-  /** A cache tier shared between isolates (Workers' Cache API) or instances (Redis on Node). */
+  /** Workers' Cache API or Redis on Node. */
   sharedCache?: SharedTier;
-  turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'>;
-  /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
-  repeatGuard?: RepeatGuard;
-  surgeCounter?: SurgeCounter;
-  isDisposableDomain?: (domain: string) => boolean;
-  /** DEPLOY_HOOK_URL's watch: its state and lease; `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
+  /** DEPLOY_HOOK_URL's watch; `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
   archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & {
     loadIndex?: boolean;
     fetch?: typeof globalThis.fetch;
@@ -68,25 +57,12 @@ const PUBLIC_PATHS = {
   '/api/subscribe': ['POST', 'OPTIONS'],
 } as const;
 
-/** The example site's pages (demo mode): issue images from any https host, issue HTML in a sandboxed iframe, Turnstile when on. */
-function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string>> {
-  const challenge = turnstile ? ' https://challenges.cloudflare.com' : '';
-  return {
-    ...DOCUMENT_SECURITY_HEADERS,
-    'Content-Security-Policy':
-      `default-src 'self'; script-src 'self'${challenge}; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; ` +
-      `connect-src 'self'; frame-src 'self'${challenge}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'`,
-    // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
-    'Referrer-Policy': 'strict-origin-when-cross-origin',
-  };
-}
-
 /** The whole service from its dependencies: the four routes, one pipeline and one error path. No globals. */
 export function createApp(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
   const { requestHeader = headerOfRequest, requestTimedOut = () => false, site } = deps;
-  // The service's own origin counts only where it serves pages posting to itself (demo mode).
-  const origins = createOriginPolicy(config.allowedOrigins, site ? listenOrigins(config.host, config.port) : []);
+  const headerRules = createHeaderRules(config, site !== undefined);
+  const { origins } = headerRules;
   const policies = cachePolicies(config);
   // A failing upstream is logged once per spell, not once per read it affects.
   const spells = createFailureSpells({ log, now });
@@ -121,37 +97,31 @@ export function createApp(deps: AppDeps) {
     encodeBody: deps.encodeBody,
     metrics,
   });
-
-  const headerRules = createHeaderRules({
-    allowedOrigins: config.allowedOrigins,
-    origins,
-    siteSecurityHeaders: site ? siteSecurityHeaders(config.turnstileSiteKey !== undefined) : undefined,
-    // The demo's thumbnails are what its archive's `thumbnailUrl`s point at, for sites on other origins too.
-    siteEmbeddablePaths: ['/thumbnails/'],
-  });
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
   // The archive is watched without visitors only for a build hook to tell (the entry runs its ticks).
   const { loadIndex = true, fetch: hookFetch, ...watch } = deps.archiveWatch ?? {};
+  const hookUrl = config.deployHookUrl;
   const archiveWatch =
-    config.deployHookUrl === undefined
+    hookUrl === undefined
       ? undefined
       : createArchiveWatch({
           readIndex: (watching) => reads.freshArchiveIndex({ load: loadIndex, upstream: watching }),
-          callHook: createDeployHook({ url: config.deployHookUrl, fetch: hookFetch }),
-          hookLabel: describeHookUrl(config.deployHookUrl),
+          callHook: createDeployHook({ url: hookUrl, fetch: hookFetch }),
+          hookLabel: describeHookUrl(hookUrl),
           ...watch,
           now,
           log,
         });
 
   // Feeds are a representation of the archive route, on only when issues have a page to link to.
+  const siteIssueUrl = config.siteIssueUrl;
   const feeds =
-    config.siteIssueUrl === undefined
+    siteIssueUrl === undefined
       ? undefined
       : createArchiveFeeds({
           reads,
-          siteIssueUrl: config.siteIssueUrl,
+          siteIssueUrl,
           publicationName: config.publicationName,
           publicBaseUrl: config.publicBaseUrl,
           maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds,
@@ -174,26 +144,8 @@ export function createApp(deps: AppDeps) {
   }
   const pipeline = createPipeline({ headerRules, logAccess, answerError, requestHeader });
   const subscribe = createSubscribeRoutes({ ...deps, first: pipeline.layer, origins, clientIp, now, log, metrics, requestTimedOut });
-
-  const api = new Hono()
-    .route(
-      '/',
-      createReadRoutes({
-        reads,
-        headerRules,
-        clientIp,
-        requestHeader,
-        pipeline,
-        cacheControl: {
-          archive: cacheControlOf(policies.archive),
-          issue: cacheControlOf(policies.issue),
-          categories: cacheControlOf(policies.categories),
-        },
-        archiveQueries: createArchiveQueries(config.archiveMaxIssues),
-        feeds,
-      }),
-    )
-    .route('/', subscribe.routes);
+  const archiveQueries = createArchiveQueries(config.archiveMaxIssues);
+  const readRoutes = createReadRoutes({ reads, headerRules, clientIp, requestHeader, pipeline, policies, archiveQueries, feeds });
 
   // Preflights only: the requests themselves get their grant from the header rules.
   const preflight = cors({
@@ -221,18 +173,22 @@ export function createApp(deps: AppDeps) {
   // Each handler is wrapped in the pipeline (core/http/pipeline.ts) rather than preceded by middleware.
   const app = new Hono();
   for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, answerPreflight);
-  const routes = app.route('/api', api);
-  app.notFound(pipeline.unrouted(noRoute, (c) => publicPathOf(c)?.path));
+  const routes = app.route('/api', new Hono().route('/', readRoutes).route('/', subscribe.routes));
+  app.notFound(pipeline.route(noRoute, (c) => publicPathOf(c)?.path));
   app.onError(answerError);
 
   // A request @hono/node-server cannot make a Request of (a Host or path it refuses) is handed here as a
   // plain stand-in Request, so its 400 has the headers and access line of every other answer (docs/node-http.md).
   const refusing = createPipeline({ headerRules, logAccess, answerError, requestHeader: headerOfRequest });
-  const badRequest = () => {
-    throw new ApiError('BAD_REQUEST');
-  };
-  const refuseAll = refusing.unrouted(badRequest, () => undefined);
-  const refusals = new Hono().all('*', refuseAll);
+  const refusals = new Hono().all(
+    '*',
+    refusing.route(
+      () => {
+        throw new ApiError('BAD_REQUEST');
+      },
+      () => undefined,
+    ),
+  );
 
   // The entries run the timers: the surge's end, the watch's ticks, the Cron Trigger's refresh.
   return {

@@ -20,18 +20,17 @@ export interface AccessEntry {
 export type AccessLog = ReturnType<typeof createAccessLog>;
 
 /**
- * A `request` line and the request metric per request. ACCESS_LOG=summary counts the fresh cached hits
- * (200 or 304) instead, written as `cache_hits` lines per route, method and status by `writeHitSummary`.
- * `routes`: the templates a metric or summary may name; any other request counts as `other`.
+ * A `request` line and the request metric per request. ACCESS_LOG=summary counts the fresh cached hits (200 or 304)
+ * instead, written as `cache_hits` lines per route, method and status by `writeHitSummary`. `routes`: the templates a
+ * metric or summary may name; any other request counts as `other`, never the raw path, so labels stay a closed set.
  */
 export function createAccessLog(
   log: Logger,
   metrics: Metrics,
-  options: { routes: readonly string[]; mode?: 'all' | 'summary'; now?: () => number },
+  options: { routes: readonly string[]; mode: 'all' | 'summary'; now: () => number },
 ) {
-  const { mode = 'all', now = Date.now } = options;
+  const { mode, now } = options;
   const known = new Set(options.routes);
-  // A route template or `other`: never the raw path, so a label or a summary stays a closed set.
   const routeOf = (route: string | undefined) => (route !== undefined && known.has(route) ? route : 'other');
   const measured = metrics !== noopMetrics;
   const isCounted = (status: number, cache: CacheState | undefined) =>

@@ -16,14 +16,6 @@ declare module 'hono' {
   }
 }
 
-export interface PipelineOptions {
-  headerRules: HeaderRules;
-  logAccess: AccessLog;
-  /** The answer to whatever a handler throws or rejects with. */
-  answerError: (error: unknown, c: Context) => Response;
-  requestHeader: RequestHeader;
-}
-
 // biome-ignore lint/suspicious/noExplicitAny: any route's context, whatever its path and input types
 type AnyContext = Context<any, any, any>;
 type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response>;
@@ -33,7 +25,13 @@ type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promi
  * and the access log. It wraps each route's handler rather than being Hono middleware: Hono composes middleware with
  * promises, and @hono/node-server writes a Response at once only when it is not a promise.
  */
-export function createPipeline(options: PipelineOptions) {
+export function createPipeline(options: {
+  headerRules: HeaderRules;
+  logAccess: AccessLog;
+  /** The answer to whatever a handler throws or rejects with. */
+  answerError: (error: unknown, c: Context) => Response;
+  requestHeader: RequestHeader;
+}) {
   const { headerRules, logAccess, answerError, requestHeader } = options;
 
   function finish(c: Context, res: Response, route: string | undefined, startedAt: number): Response {
@@ -58,7 +56,8 @@ export function createPipeline(options: PipelineOptions) {
     return finish(c, answerError(error, c), route, startedAt);
   };
 
-  function wrap<H extends AnyHandler>(handler: H, routeOf: (c: Context) => string | undefined): H {
+  /** `handler` with everything every answer gets, logged under `routeOf`'s template (a request no route matched: 404, 405, the demo site). */
+  function route<H extends AnyHandler>(handler: H, routeOf = (c: Context): string | undefined => c.req.routePath): H {
     return async function answer(c: Context, next: () => Promise<void>) {
       const startedAt = performance.now();
       const route = routeOf(c);
@@ -129,10 +128,7 @@ export function createPipeline(options: PipelineOptions) {
       await next();
       finish(c, c.res, c.req.routePath, startedAt);
     },
-    /** `handler` of a route, with everything every answer gets. */
-    route: <H extends AnyHandler>(handler: H): H => wrap(handler, (c) => c.req.routePath),
-    /** The answer to a request no route matched (404, 405, the demo site), logged under `routeOf`'s template, if any. */
-    unrouted: <H extends AnyHandler>(handler: H, routeOf: (c: Context) => string | undefined): H => wrap(handler, routeOf),
+    route,
   };
 }
 

@@ -1,4 +1,5 @@
-import type { OriginPolicy } from './origins.js';
+import type { Config } from '../config/config.js';
+import { createOriginPolicy, listenOrigins, type OriginPolicy } from './origins.js';
 import { createRequestIds } from './request-ids.js';
 
 declare module 'hono' {
@@ -9,7 +10,7 @@ declare module 'hono' {
 
 /**
  * OWASP's security headers for a JSON answer: never sniffed, framed or run, and only over HTTPS.
- * The document-only ones (DOCUMENT_SECURITY_HEADERS) change nothing on a body never rendered (docs/security.md).
+ * The document-only ones (the site's) change nothing on a body never rendered (docs/security.md).
  */
 export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
@@ -18,18 +19,31 @@ export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'X-Frame-Options': 'DENY',
 };
 
-/** What Hono's `secureHeaders()` adds for documents (its defaults), for HTML pages such as the demo site. */
-export const DOCUMENT_SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  ...API_SECURITY_HEADERS,
-  'Referrer-Policy': 'no-referrer',
-  'Cross-Origin-Opener-Policy': 'same-origin',
-  'Cross-Origin-Resource-Policy': 'same-origin',
-  'Origin-Agent-Cluster': '?1',
-  'X-DNS-Prefetch-Control': 'off',
-  'X-Download-Options': 'noopen',
-  'X-Permitted-Cross-Domain-Policies': 'none',
-  'X-XSS-Protection': '0',
-};
+/**
+ * The example site's pages (demo mode): Hono's `secureHeaders()` defaults for documents, with issue images from any
+ * https host, issue HTML in a sandboxed iframe, and Turnstile when on.
+ */
+function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string>> {
+  const challenge = turnstile ? ' https://challenges.cloudflare.com' : '';
+  return {
+    ...API_SECURITY_HEADERS,
+    'Content-Security-Policy':
+      `default-src 'self'; script-src 'self'${challenge}; style-src 'self' 'unsafe-inline'; img-src 'self' https: data:; ` +
+      `connect-src 'self'; frame-src 'self'${challenge}; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'`,
+    // no-referrer would make the site's own no-JS form post arrive as `Origin: null` (a 403).
+    'Referrer-Policy': 'strict-origin-when-cross-origin',
+    'Cross-Origin-Opener-Policy': 'same-origin',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+    'Origin-Agent-Cluster': '?1',
+    'X-DNS-Prefetch-Control': 'off',
+    'X-Download-Options': 'noopen',
+    'X-Permitted-Cross-Domain-Policies': 'none',
+    'X-XSS-Protection': '0',
+  };
+}
+
+/** The demo's thumbnails are what its archive's `thumbnailUrl`s point at, for sites on other origins too. */
+const SITE_EMBEDDABLE_PATHS = ['/thumbnails/'];
 
 /** The CORS policy of the four routes: Hono's `cors()` answers preflights with it, `corsGrant` the requests. */
 export const CORS_POLICY = {
@@ -44,37 +58,32 @@ const EXPOSE_HEADERS = CORS_POLICY.exposeHeaders.join(',');
 /** An incoming `X-Request-Id` is kept when it is this safe (as Hono's `requestId()` does). */
 export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
-export interface ResponseHeadersOptions {
-  allowedOrigins: '*' | readonly string[];
-  origins: OriginPolicy;
-  /** Security headers of paths outside /api/ (the demo site); without it, the API's everywhere. */
-  siteSecurityHeaders?: Readonly<Record<string, string>>;
-  /** Path prefixes of the site whose files pages on other origins may embed. */
-  siteEmbeddablePaths?: readonly string[];
-  generateId?: () => string;
-}
-
 /**
  * The headers every response carries besides its own: security headers, `X-Request-Id`, the CORS grant. Not Hono's
  * `secureHeaders()`, `requestId()` and `cors()`: each is a layer of middleware, and `cors()` writes to `c.res` before
- * the handler (docs/performance.md). `cors()` answers the preflights only.
+ * the handler (docs/performance.md). `cors()` answers the preflights only. With `servesSite` (demo mode), paths
+ * outside /api/ get the site's headers, and the service's own origin counts, since its pages post to it.
  */
-export function createHeaderRules(options: ResponseHeadersOptions) {
-  const { allowedOrigins, origins, siteSecurityHeaders, siteEmbeddablePaths = [], generateId = createRequestIds() } = options;
-  const embeddableHeaders = siteSecurityHeaders && { ...siteSecurityHeaders, 'Cross-Origin-Resource-Policy': 'cross-origin' };
+export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host' | 'port' | 'turnstileSiteKey'>, servesSite: boolean) {
+  const { allowedOrigins } = config;
+  const origins = createOriginPolicy(allowedOrigins, servesSite ? listenOrigins(config.host, config.port) : []);
+  const siteHeaders = servesSite ? siteSecurityHeaders(config.turnstileSiteKey !== undefined) : undefined;
+  const embeddableHeaders = siteHeaders && { ...siteHeaders, 'Cross-Origin-Resource-Policy': 'cross-origin' };
   // The answer depends on the Origin unless every origin gets the same grant.
   const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
+  const generateId = createRequestIds();
   return {
+    origins,
     /** An incoming `X-Request-Id` when it is safe to echo, else a new one. */
     requestId: (incoming: string | undefined): string =>
       incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId(),
     /** The origin an API answer to this `Origin` grants (`*`, the origin itself) or `undefined`. */
     grantedOrigin: (origin: string | undefined) => grantedOrigin(origins, origin),
     headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
-      const isApi = siteSecurityHeaders === undefined || path.startsWith('/api/');
+      const isApi = siteHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(origins, origin) : undefined;
-      const siteHeaders = siteEmbeddablePaths.some((prefix) => path.startsWith(prefix)) ? embeddableHeaders : siteSecurityHeaders;
-      const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : siteHeaders);
+      const pageHeaders = SITE_EMBEDDABLE_PATHS.some((prefix) => path.startsWith(prefix)) ? embeddableHeaders : siteHeaders;
+      const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : pageHeaders);
       headers['X-Request-Id'] = requestId;
       return grant ? Object.assign(headers, grant) : headers;
     },

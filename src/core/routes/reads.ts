@@ -6,37 +6,36 @@ import type { RequestHeader } from '../http/request-header.js';
 import type { HeaderRules } from '../http/response-headers.js';
 import type { ArchiveFeeds } from '../reads/archive-feeds.js';
 import type { PublicReads } from '../reads/public-reads.js';
+import { cacheControlOf, type CachePolicies } from '../reads/cache-policies.js';
 import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
-
-export interface ReadRoutesOptions {
-  reads: PublicReads;
-  headerRules: HeaderRules;
-  /** `Cache-Control` of each read (reads/cache-policies.ts); the feeds have the archive's. */
-  cacheControl: { archive: string; issue: string; categories: string };
-  archiveQueries: ArchiveQueries;
-  /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
-  feeds?: ArchiveFeeds | undefined;
-  /** The visitor's IP, charged for the upstream reads the request causes (asked only then). */
-  clientIp: (c: Context) => string | undefined;
-  requestHeader: RequestHeader;
-  pipeline: Pipeline;
-}
 
 /** The archive query as `hc` sends it: text, `format` left out (the typed client reads JSON). */
 type ArchiveQueryInput = { [Parameter in Exclude<keyof ArchiveRequest, 'format'>]?: string };
 type ArchiveInput = { in: { query: ArchiveQueryInput }; out: { query: ArchiveRequest } };
 
 /** GET /api/issues, /api/issues/:slug and /api/categories (docs/contract.md "The four public routes"). */
-export function createReadRoutes(options: ReadRoutesOptions) {
-  const { reads, headerRules, cacheControl, archiveQueries, feeds, pipeline, requestHeader, clientIp } = options;
-  const replies = (contentType: string, cacheControl: string, vary?: string) =>
-    createReadReplies(headerRules, { contentType, cacheControl, vary }, requestHeader);
-  const sendArchive = replies('application/json', cacheControl.archive, ARCHIVE_VARY);
+export function createReadRoutes(options: {
+  reads: PublicReads;
+  headerRules: HeaderRules;
+  /** Each read's `Cache-Control`; the feeds have the archive's. */
+  policies: CachePolicies;
+  archiveQueries: ArchiveQueries;
+  /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
+  feeds: ArchiveFeeds | undefined;
+  /** The visitor's IP, charged for the upstream reads the request causes (asked only then). */
+  clientIp: (c: Context) => string | undefined;
+  requestHeader: RequestHeader;
+  pipeline: Pipeline;
+}) {
+  const { reads, headerRules, policies, archiveQueries, feeds, pipeline, requestHeader, clientIp } = options;
+  const replies = (read: keyof CachePolicies, contentType = 'application/json', vary?: string) =>
+    createReadReplies(headerRules, { contentType, cacheControl: cacheControlOf(policies[read]), vary }, requestHeader);
+  const sendArchive = replies('archive', 'application/json', ARCHIVE_VARY);
   const sendFeed = {
-    atom: replies(`${MEDIA_TYPES.atom}; charset=utf-8`, cacheControl.archive, ARCHIVE_VARY),
-    rss: replies(`${MEDIA_TYPES.rss}; charset=utf-8`, cacheControl.archive, ARCHIVE_VARY),
+    atom: replies('archive', `${MEDIA_TYPES.atom}; charset=utf-8`, ARCHIVE_VARY),
+    rss: replies('archive', `${MEDIA_TYPES.rss}; charset=utf-8`, ARCHIVE_VARY),
   };
 
   const charged = (c: Context) => () => clientIp(c);
@@ -62,7 +61,7 @@ export function createReadRoutes(options: ReadRoutesOptions) {
     )
     .get(
       '/issues/:slug',
-      pipeline.read('/api/issues/:slug', replies('application/json', cacheControl.issue), (c: Context<{}, '/issues/:slug'>) => {
+      pipeline.read('/api/issues/:slug', replies('issue'), (c: Context<{}, '/issues/:slug'>) => {
         // Hono has percent-decoded the parameter, so `%2F` or `%2E%2E` fail the pattern; a double encoding keeps a `%`.
         const slug = c.req.param('slug');
         if (!SLUG_PATTERN.test(slug)) throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
@@ -71,7 +70,7 @@ export function createReadRoutes(options: ReadRoutesOptions) {
     )
     .get(
       '/categories',
-      pipeline.read('/api/categories', replies('application/json', cacheControl.categories), (c: Context<{}, '/categories'>) =>
+      pipeline.read('/api/categories', replies('categories'), (c: Context<{}, '/categories'>) =>
         reads.categories(waitUntilOf(c), charged(c)),
       ),
     );

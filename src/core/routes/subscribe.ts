@@ -18,18 +18,10 @@ import { redirectTarget, refusedOriginReply, reply, returnToPage, type Subscribe
 import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
-export interface SubscribeRoutesOptions {
-  /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
-  first: MiddlewareHandler;
-  config: Config;
-  upstream: UpstreamClient;
-  origins: OriginPolicy;
-  clientIp: (c: Context) => string | undefined;
-  now: () => number;
-  log: Logger;
-  metrics: Metrics;
-  requestTimedOut: (c: Context) => boolean;
+/** What an entry may put in place of the in-process defaults (Redis, the Workers binding) or add. */
+export interface SubscribeDeps {
   rateLimiter?: RateLimiter | undefined;
+  /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
   repeatGuard?: RepeatGuard | undefined;
   surgeCounter?: SurgeCounter | undefined;
   turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'> | undefined;
@@ -48,13 +40,23 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
 });
 
 /**
- * POST /api/subscribe (docs/subscribe.md): origin and rate limit before a byte of the body is read,
- * body size, then media type, parsing, honeypot, validation, throwaway domains, surge count,
- * challenge, repeat guard, the surge's pause and the upstream. A honeypot hit and a repeat get a
- * success's reply. Every refusal is thrown; the route's error handler logs it once and answers a
- * 303 to the form's page, the JSON envelope, or (a post without JavaScript from a refused origin) a short HTML page.
+ * POST /api/subscribe, its guards in the order of docs/contract.md "POST /api/subscribe" (origin and rate limit before a byte of the body is
+ * read). Every refusal is thrown; the route's error handler logs it once and answers it as the form asked.
  */
-export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
+export function createSubscribeRoutes(
+  options: SubscribeDeps & {
+    /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
+    first: MiddlewareHandler;
+    config: Config;
+    upstream: UpstreamClient;
+    origins: OriginPolicy;
+    clientIp: (c: Context) => string | undefined;
+    now: () => number;
+    log: Logger;
+    metrics: Metrics;
+    requestTimedOut: (c: Context) => boolean;
+  },
+) {
   const { upstream, config, origins, clientIp, now, log, metrics, requestTimedOut, isDisposableDomain } = options;
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now });
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
@@ -148,8 +150,7 @@ export function createSubscribeRoutes(options: SubscribeRoutesOptions) {
       },
     )
     .onError(function answerRefusal(error, c) {
-      // The body never arrived whole (499, or the listener's 408): that is what happened, whatever reading it threw.
-      // A SubscribeFailure came after the body was read.
+      // The body never arrived whole (499, or the listener's 408), whatever reading it threw; a SubscribeFailure came after.
       const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
       if (cutOff !== undefined) {
         if (cutOff === REQUEST_TIMEOUT) recorder(c)('timed_out', { reason: 'REQUEST_TIMEOUT' });
