@@ -14,7 +14,7 @@ export function xmlElement(name: string, text: string, attributes: Readonly<Reco
   return `<${name}${attributeText.join('')}>${xmlText(text)}</${name}>`;
 }
 
-/** Every URL absolute; `feedUrl` (`rel="self"`) only when the caller knows its address; `author` (Atom) is the title by default. */
+/** Every URL absolute; `feedUrl` (`rel="self"`) only when known; `updated` from the data, never the clock (equal input, equal bytes). */
 export interface FeedOptions {
   issueUrl: (slug: string) => string;
   feedUrl?: string;
@@ -22,7 +22,6 @@ export interface FeedOptions {
   title: string;
   author?: string;
   description?: string;
-  /** From the data (`latestUpdate`), never the clock, so equal input gives equal bytes. */
   updated: string;
 }
 

@@ -18,7 +18,6 @@ export class SubscribeFailure extends ApiError {
   readonly outcome: FailureLog['outcome'];
   readonly logFields: LogFields;
   readonly level: LogLevel | undefined;
-
   constructor(code: ErrorCode, { outcome, fields = {}, level }: FailureLog, options: ApiErrorOptions = {}) {
     super(code, options);
     [this.outcome, this.logFields, this.level] = [outcome, fields, level];
@@ -36,12 +35,11 @@ export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string 
   return limit.allowed ? undefined : new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
 }
 
-/** Own text fields only; a blank one is empty: serialisers of empty form state send `null`, `false` or `0` for a person. */
-const textField = (input: Record<string, unknown>, field: string) => (Object.hasOwn(input, field) ? input[field] : undefined);
-export const isHoneypotFilled = (input: Record<string, unknown>, field: string): boolean => {
-  const honeypot = textField(input, field);
-  return typeof honeypot === 'string' && honeypot.trim() !== '';
-};
+const ownField = (input: Record<string, unknown>, field: string) => (Object.hasOwn(input, field) ? input[field] : undefined);
+const isBlank = (value: unknown) => typeof value === 'string' && value.trim() === '';
+/** Only text that is not blank counts: serialisers of empty form state send `null`, `false` or `0` for a person. */
+export const isHoneypotFilled = (input: Record<string, unknown>, field: string): boolean =>
+  typeof ownField(input, field) === 'string' && !isBlank(ownField(input, field));
 
 /** The same address again within this window is accepted without a second upstream call. */
 export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
@@ -72,12 +70,10 @@ const OUR_MISTAKES = ['missing-input-secret', 'invalid-input-secret'];
 
 export interface TurnstileChallengeOptions {
   secretKey: string;
-  /** Sent with CAPTCHA_REQUIRED, so a form can show the widget it did not have. */
   siteKey?: string | undefined;
   verifyUrl: string;
   clientIp: (c: Context) => string | undefined;
   fetch?: typeof globalThis.fetch;
-  /** A subscriber waits for this check: a slower verifier counts as down. */
   timeoutMs?: number;
 }
 
@@ -90,15 +86,12 @@ const captchaUnavailable = (captcha: string, level: LogLevel = 'warn') =>
     { message: 'The anti-bot check could not be completed. Try again later.', retryAfter: 5 },
   );
 
-/**
- * Cloudflare Turnstile (or any siteverify-compatible verifier): passes, or throws a SubscribeFailure. A verifier that is
- * down or refuses our secret fails closed (503): an outage must not let a waiting bot through.
- */
+/** Cloudflare Turnstile or any siteverify. A verifier down or refusing our secret fails closed (503): an outage must not let a bot through. */
 export function createTurnstileChallenge(options: TurnstileChallengeOptions) {
   const { secretKey, siteKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = 3000 } = options;
   return async function checkTurnstile(c: Context, input: Record<string, unknown>): Promise<void> {
-    const token = textField(input, TURNSTILE_RESPONSE_FIELD);
-    if (token === undefined || (typeof token === 'string' && token.trim() === '')) {
+    const token = ownField(input, TURNSTILE_RESPONSE_FIELD);
+    if (token === undefined || isBlank(token)) {
       // The form showed no widget (TURNSTILE_MODE=surge, an old form): the site key lets it render one.
       const detail = { path: TURNSTILE_RESPONSE_FIELD, message: 'is required: complete the anti-bot check', ...(siteKey && { siteKey }) };
       const log = { outcome: 'rejected', fields: { reason: 'CAPTCHA_REQUIRED', captcha: 'missing' } } as const;

@@ -19,13 +19,12 @@ const noControlCharacters = () => z.regex(/^\P{Cc}*$/u, { error: 'must not conta
 /** RFC 5321 §4.5.3.1, measured on the A-labels: only the first length broken is told. */
 const lengthRule = (fits: (email: string) => boolean, error: string) => z.refine<string>(fits, { error, abort: true });
 
-/** A Unicode domain as its A-labels (`bücher.example` → `xn--bcher-kva.example`): the upstream takes ASCII, limits apply to those. */
+/** A Unicode domain as its A-labels (by the URL parser's IDNA, on both runtimes): the upstream takes ASCII, limits apply to those. */
 function toAsciiDomain(email: string): string {
   const at = email.lastIndexOf('@');
   const domain = email.slice(at + 1);
   if (/^[\x00-\x7F]*$/.test(email) || at < 1 || !/^[\p{L}\p{M}\p{N}.\u3002\uFF0E\uFF61-]+$/u.test(domain)) return email;
   try {
-    // The URL parser's IDNA, the same on both runtimes.
     const ascii = new URL(`http://${domain}/`).hostname;
     return /^[a-z0-9.-]+$/.test(ascii) ? `${email.slice(0, at)}@${ascii}` : email;
   } catch {
@@ -33,10 +32,7 @@ function toAsciiDomain(email: string): string {
   }
 }
 
-/**
- * The one place a body field is written (validation, the type, openapi.json). Only the attestation differs: JSON sends
- * `true`, a ticked checkbox `on`. (zod's `stringbool` neither trims nor keeps our wording.)
- */
+/** The one place a body field is written (validation, the type, openapi.json); only a form's attestation differs (`on`). */
 export function createSubscribeInputSchema(checkedValues: readonly string[]) {
   return z.object({
     email: preprocess(
@@ -86,7 +82,6 @@ const mediaTypeOf = (c: Context) => c.req.header('content-type')?.split(';')[0]?
 /** An HTML form post can get a 303 instead of JSON. */
 export const isFormPost = (c: Context): boolean => FORM_TYPES.has(mediaTypeOf(c));
 
-/** A catch handler: whatever reading the body threw, the visitor is told this. */
 const bodyError = (message: string) => (): never => {
   throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message }] });
 };

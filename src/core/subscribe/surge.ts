@@ -70,13 +70,9 @@ const RESPONSES = {
   },
 };
 
-/**
- * docs/subscribe.md "Surges": per-IP and per-address limits never trip for a bot posting distinct addresses from rotating
- * IPs, so attempts are also counted for the whole service. During a surge a subscribe needs a Turnstile token or is paused.
- */
+/** docs/subscribe.md "Surges": per-IP limits never trip for a bot on rotating IPs, so attempts are also counted service-wide. */
 export function createSurgeWatch(options: {
   perMinute: number;
-  /** SUBSCRIBE_SURGE_SECONDS: how long the rate must stay low. */
   holdSeconds: number;
   response: 'challenge' | 'pause';
   counter: SurgeCounter;
@@ -91,6 +87,9 @@ export function createSurgeWatch(options: {
   // The last two minutes' distinct ips, domains and mailboxes, as this instance saw them.
   const visitors = lastTwoMinutes(() => [new Set<string>(), new Set<string>(), new Set<string>()]);
   const distinct = (at: number, index: number) => new Set(visitors(at).flatMap((sets) => [...sets[index]!])).size;
+  function tally(count: 'attempts' | 'challenged' | 'paused') {
+    if (surge) surge[count] += 1;
+  }
 
   function announce(started: boolean, at: number, text: string, figures: Record<string, string | number>, background: Background) {
     const event = started ? 'subscribe_surge_started' : 'subscribe_surge_ended';
@@ -125,22 +124,17 @@ export function createSurgeWatch(options: {
         if (value !== undefined && seen[index]!.size < MAX_DISTINCT) seen[index]!.add(value);
       });
       evaluate(await counter.add(at), at, background);
-      if (surge) surge.attempts += 1;
+      tally('attempts');
       return surge !== undefined;
     },
-    challenged() {
-      if (surge) surge.challenged += 1;
-    },
-    paused() {
-      if (surge) surge.paused += 1;
-    },
+    challenged: () => tally('challenged'),
+    paused: () => tally('paused'),
     // Without an attempt, so a surge ends on time when the flood stops.
     async check(background: Background): Promise<void> {
       const at = now();
       if (surge) evaluate(await counter.rate(at), at, background);
     },
     active: () => surge !== undefined,
-    /** The hold: the shortest a surge can still last. */
     retryAfterSeconds: () => holdSeconds,
   };
 }
