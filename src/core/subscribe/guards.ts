@@ -38,8 +38,10 @@ export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string 
 const ownField = (input: Record<string, unknown>, field: string) => (Object.hasOwn(input, field) ? input[field] : undefined);
 const isBlank = (value: unknown) => typeof value === 'string' && value.trim() === '';
 /** Only text that is not blank counts: serialisers of empty form state send `null`, `false` or `0` for a person. */
-export const isHoneypotFilled = (input: Record<string, unknown>, field: string): boolean =>
-  typeof ownField(input, field) === 'string' && !isBlank(ownField(input, field));
+export function isHoneypotFilled(input: Record<string, unknown>, field: string): boolean {
+  const honeypot = ownField(input, field);
+  return typeof honeypot === 'string' && !isBlank(honeypot);
+}
 
 /** The same address again within this window is accepted without a second upstream call. */
 export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
@@ -89,6 +91,14 @@ const captchaUnavailable = (captcha: string, level: LogLevel = 'warn') =>
 /** Cloudflare Turnstile or any siteverify. A verifier down or refusing our secret fails closed (503): an outage must not let a bot through. */
 export function createTurnstileChallenge(options: TurnstileChallengeOptions) {
   const { secretKey, siteKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = 3000 } = options;
+
+  async function siteverify(body: URLSearchParams, signal: AbortSignal): Promise<unknown> {
+    const response = await fetch(verifyUrl, { method: 'POST', body, signal });
+    if (response.ok) return await response.json();
+    await response.body?.cancel();
+    return captchaUnavailable(`status ${response.status}`);
+  }
+
   return async function checkTurnstile(c: Context, input: Record<string, unknown>): Promise<void> {
     const token = ownField(input, TURNSTILE_RESPONSE_FIELD);
     if (token === undefined || isBlank(token)) {
@@ -100,16 +110,7 @@ export function createTurnstileChallenge(options: TurnstileChallengeOptions) {
     if (typeof token !== 'string' || token.length > 2048) throw captchaFailed('malformed');
     const remoteIp = clientIp(c);
     const body = new URLSearchParams({ secret: secretKey, response: token, ...(remoteIp ? { remoteip: remoteIp } : {}) });
-    const answer = await sendWithin(
-      timeoutMs,
-      async (signal) => {
-        const response = await fetch(verifyUrl, { method: 'POST', body, signal });
-        if (response.ok) return (await response.json()) as unknown;
-        await response.body?.cancel();
-        return captchaUnavailable(`status ${response.status}`);
-      },
-      captchaUnavailable,
-    );
+    const answer = await sendWithin(timeoutMs, (signal) => siteverify(body, signal), captchaUnavailable);
     if (answer instanceof SubscribeFailure) throw answer;
     const { success, 'error-codes': codes } = (answer ?? {}) as { success?: unknown; 'error-codes'?: unknown };
     if (success === true) return;

@@ -102,13 +102,15 @@ export function parseSubscribeFields(c: Context, input: Record<string, unknown>)
   return { ...fields, normalized: mailboxKeyOf(fields.email), domain: domainOf(fields.email) };
 }
 
-// One key per mailbox, for the repeat guard and the surge count (docs/subscribe.md "Mailbox keys"); upstream gets the address as typed.
-/** Providers known to deliver `j.a.n.e@` to `jane@`, each mapped to its one domain. */
+/** Providers known to deliver `j.a.n.e@` to `jane@`, each mapped to its one domain (docs/subscribe.md "Mailbox keys"). */
 const DOTS_IGNORED: Readonly<Record<string, string>> = { 'gmail.com': 'gmail.com', 'googlemail.com': 'gmail.com' };
 
 export const domainOf = (email: string): string => email.slice(email.lastIndexOf('@') + 1).toLowerCase();
 
-/** Lower-cased, a `+tag` dropped (RFC 5233; a local part that is only a tag is kept), dots dropped where the provider ignores them. */
+/**
+ * One key per mailbox for the repeat guard and the surge count (upstream gets the address as typed): lower-cased, a `+tag`
+ * dropped (RFC 5233; a local part that is only a tag is kept), dots dropped where the provider ignores them.
+ */
 export function mailboxKeyOf(email: string): string {
   const local = email.slice(0, email.lastIndexOf('@')).toLowerCase();
   const untagged = local.indexOf('+') > 0 ? local.slice(0, local.indexOf('+')) : local;

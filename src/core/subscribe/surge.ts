@@ -7,10 +7,7 @@ const MINUTE_MS = 60_000;
 const MAX_DISTINCT = 10_000;
 
 /** Subscribe attempts per minute, service-wide (in memory, or in Redis for every instance); `add` counts one. */
-export interface SurgeCounter {
-  add(at: number): number | Promise<number>;
-  rate(at: number): number | Promise<number>;
-}
+export type SurgeCounter = { add(at: number): number | Promise<number>; rate(at: number): number | Promise<number> };
 
 /** A sliding minute from two fixed ones (two counters however heavy the flood): the previous weighted by how much of it is still covered. */
 export const slidingRate = (current: number, previous: number, at: number): number =>
@@ -40,17 +37,14 @@ export function createMemorySurgeCounter(): SurgeCounter {
 /** What the owner's webhook receives (docs/subscribe.md "Alert webhook"): counts only, never an address. */
 export type SurgeAlert = { text: string; event: string; at: string; [figure: string]: string | number };
 
+const JSON_TYPE = { 'Content-Type': 'application/json' };
+
 /** Posts an alert as JSON (Slack-compatible); a failing receiver is logged, never waited on. The URL is a credential: never logged. */
 export function createAlertWebhook({ url, log }: { url: string; log: Logger }) {
   return async function sendAlert(payload: SurgeAlert): Promise<void> {
-    const init = {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify(payload),
-      redirect: 'manual',
-    } as const;
+    const body = JSON.stringify(payload);
     const post = async (signal: AbortSignal) => {
-      const response = await fetch(url, { ...init, signal });
+      const response = await fetch(url, { method: 'POST', headers: JSON_TYPE, body, redirect: 'manual', signal });
       await response.body?.cancel();
       return response.ok ? undefined : { status: response.status };
     };
@@ -62,12 +56,10 @@ export function createAlertWebhook({ url, log }: { url: string; log: Logger }) {
 /** Workers' waitUntil; on Node the promise simply runs. */
 type Background = (promise: Promise<unknown>) => void;
 
-const RESPONSES = {
-  challenge: { told: 'every subscribe now needs a Turnstile token', hint: 'until the rate stays low' },
-  pause: {
-    told: 'new addresses are paused',
-    hint: '(503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
-  },
+const TOLD = { challenge: 'every subscribe now needs a Turnstile token', pause: 'new addresses are paused' };
+const HINTS = {
+  challenge: 'until the rate stays low',
+  pause: '(503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
 };
 
 /** docs/subscribe.md "Surges": per-IP limits never trip for a bot on rotating IPs, so attempts are also counted service-wide. */
@@ -82,7 +74,7 @@ export function createSurgeWatch(options: {
   alert?: ((payload: SurgeAlert) => Promise<void>) | undefined;
 }) {
   const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
-  const { told, hint } = RESPONSES[response];
+  const [told, hint] = [TOLD[response], HINTS[response]];
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
   // The last two minutes' distinct ips, domains and mailboxes, as this instance saw them.
   const visitors = lastTwoMinutes(() => [new Set<string>(), new Set<string>(), new Set<string>()]);
