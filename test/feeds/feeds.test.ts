@@ -1,9 +1,7 @@
 import { parseFeed } from '@rowanmanning/feed-parser';
 import { XMLValidator } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
-import { renderAtomFeed } from '../../src/core/feeds/atom.js';
-import { issueUpdatedAt, latestUpdate, type FeedOptions } from '../../src/core/feeds/options.js';
-import { renderRssFeed } from '../../src/core/feeds/rss.js';
+import { renderAtomFeed, issueUpdatedAt, latestUpdate, type FeedOptions, renderRssFeed } from '../../src/core/feeds/feeds.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 
 /*

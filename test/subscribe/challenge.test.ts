@@ -1,6 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { TURNSTILE_RESPONSE_FIELD } from '../../src/core/subscribe/challenge.js';
+import { TURNSTILE_RESPONSE_FIELD } from '../../src/core/subscribe/guards.js';
 import { closeServer, createScriptedFetch, createTestApp } from '../helpers.js';
 import {
   BROWSER_ACCEPT,

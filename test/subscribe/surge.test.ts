@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TURNSTILE_RESPONSE_FIELD } from '../../src/core/subscribe/challenge.js';
+import { TURNSTILE_RESPONSE_FIELD } from '../../src/core/subscribe/guards.js';
 import { jsonResponse } from '../helpers.js';
 import { createMetricsRecorder } from '../metrics-recorder.js';
 import {

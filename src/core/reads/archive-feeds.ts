@@ -1,8 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { SLUG_PLACEHOLDER } from '../config/config.js';
-import { renderAtomFeed } from '../feeds/atom.js';
-import { latestUpdate, type FeedOptions } from '../feeds/options.js';
-import { renderRssFeed } from '../feeds/rss.js';
+import { renderAtomFeed, latestUpdate, type FeedOptions, renderRssFeed } from '../feeds/feeds.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { archivePageKey, archivePageOf, type ArchiveQuery } from './archive-pages.js';

@@ -8,14 +8,21 @@ import { maskEmail, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../http/origins.js';
 import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.js';
-import { createAlertWebhook } from '../subscribe/alert-webhook.js';
-import { createTurnstileChallenge, type TurnstileChallengeOptions } from '../subscribe/challenge.js';
 import { forwardSubscription } from '../subscribe/forward.js';
-import { createRepeatGuard, isForbiddenOrigin, isHoneypotFilled, rateLimitError, type RepeatGuard } from '../subscribe/guards.js';
+import {
+  createRepeatGuard,
+  createTurnstileChallenge,
+  isForbiddenOrigin,
+  isHoneypotFilled,
+  rateLimitError,
+  SubscribeFailure,
+  type RecordOutcome,
+  type RepeatGuard,
+  type TurnstileChallengeOptions,
+} from '../subscribe/guards.js';
 import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type SubscribeJsonInput } from '../subscribe/input.js';
-import { SubscribeFailure, type RecordOutcome } from '../subscribe/outcome.js';
 import { redirectTarget, refusedOriginReply, reply, returnToPage, type SubscribeReply } from '../subscribe/reply.js';
-import { createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
+import { createAlertWebhook, createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
 /** What an entry may put in place of the in-process defaults (Redis, the Workers binding) or add. */

@@ -3,17 +3,14 @@ import { maskEmail } from '../log.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import { UpstreamError } from '../upstream/transport.js';
 import { answerUpstreamFailure } from '../upstream/failure-policy.js';
-import type { SubscribeFields } from './input.js';
-import { SubscribeFailure, type RecordOutcome } from './outcome.js';
+import { SubscribeFailure, type RecordOutcome } from './guards.js';
+import type { parseSubscribeFields } from './input.js';
 
-/**
- * Sends the subscription upstream. Resolves when the visitor gets the success reply (created, or
- * refused and answered alike); throws a SubscribeFailure. Only an address the upstream settled is remembered.
- */
+/** Resolves when the visitor gets the success reply (created, or refused and answered alike). Only an address the upstream settled is remembered. */
 export async function forwardSubscription(
   upstream: UpstreamClient,
   config: Pick<Config, 'subscribeSourceType' | 'subscribeDefaultSource'>,
-  fields: SubscribeFields,
+  fields: ReturnType<typeof parseSubscribeFields>,
   record: RecordOutcome,
   remember: (normalizedEmail: string) => void | Promise<void>,
 ): Promise<void> {

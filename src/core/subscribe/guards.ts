@@ -1,11 +1,28 @@
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
-import { ApiError } from '../http/errors.js';
+import { ApiError, type ApiErrorOptions, type ErrorCode } from '../http/errors.js';
 import type { OriginPolicy } from '../http/origins.js';
 import type { RateLimiter } from '../http/rate-limit.js';
+import type { LogLevel } from '../log.js';
 
-/** The same address again within this window is accepted without a second upstream call. */
-export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
+/** How an attempt that is not an error ended. `abandoned`: the client hung up (499); `timed_out`: REQUEST_TIMEOUT_SECONDS (408). */
+type Settled = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'abandoned' | 'timed_out';
+type LogFields = Record<string, string | undefined>;
+type FailureLog = { outcome: 'rejected' | 'paused' | 'failed'; fields?: LogFields; level?: LogLevel };
+
+export type RecordOutcome = (outcome: Settled | FailureLog['outcome'], fields?: LogFields, level?: LogLevel) => void;
+
+/** An attempt that ends in an error, with its log line's fields; the route's one error handler logs and answers. */
+export class SubscribeFailure extends ApiError {
+  override readonly name = 'SubscribeFailure';
+  readonly outcome: FailureLog['outcome'];
+  readonly logFields: LogFields;
+  readonly level: LogLevel | undefined;
+  constructor(code: ErrorCode, { outcome, fields = {}, level }: FailureLog, options: ApiErrorOptions = {}) {
+    super(code, options);
+    [this.outcome, this.logFields, this.level] = [outcome, fields, level];
+  }
+}
 
 /** CORS does not stop a cross-site form post; this does. A request without `Origin` passes. */
 export function isForbiddenOrigin(c: Context, origins: OriginPolicy): boolean {
@@ -18,19 +35,90 @@ export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string 
   return limit.allowed ? undefined : new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
 }
 
+const ownField = (input: Record<string, unknown>, field: string) => (Object.hasOwn(input, field) ? input[field] : undefined);
+const isBlank = (value: unknown) => typeof value === 'string' && value.trim() === '';
 /** Only text that is not blank counts: serialisers of empty form state send `null`, `false` or `0` for a person. */
-export function isHoneypotFilled(input: Record<string, unknown>, honeypotField: string): boolean {
-  const honeypot = Object.hasOwn(input, honeypotField) ? input[honeypotField] : undefined;
-  return typeof honeypot === 'string' && honeypot.trim() !== '';
+export function isHoneypotFilled(input: Record<string, unknown>, field: string): boolean {
+  const honeypot = ownField(input, field);
+  return typeof honeypot === 'string' && !isBlank(honeypot);
 }
 
+/** The same address again within this window is accepted without a second upstream call. */
+export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
 /** Addresses the upstream settled: a repeat is answered without calling it again. */
-export interface RepeatGuard {
-  isRepeat(normalizedEmail: string): boolean | Promise<boolean>;
-  remember(normalizedEmail: string): void | Promise<void>;
-}
+export type RepeatGuard = { isRepeat(email: string): boolean | Promise<boolean>; remember(email: string): void | Promise<void> };
 
 export function createRepeatGuard(now: () => number): RepeatGuard {
   const recent = new LRUCache<string, true>({ max: 50_000, ttl: REPEAT_WINDOW_MS, perf: { now }, ttlResolution: 0 });
   return { isRepeat: (email) => recent.has(email), remember: (email) => void recent.set(email, true) };
+}
+
+/** Sends with a deadline; no answer in time (`timeout`) or at all (`unreachable`) becomes `failed`'s value, never an error. */
+export async function sendWithin<T>(
+  timeoutMs: number,
+  send: (signal: AbortSignal) => Promise<T>,
+  failed: (reason: string) => T,
+): Promise<T> {
+  try {
+    return await send(AbortSignal.timeout(timeoutMs));
+  } catch (error) {
+    return failed(error instanceof Error && error.name === 'TimeoutError' ? 'timeout' : 'unreachable');
+  }
+}
+
+export const TURNSTILE_RESPONSE_FIELD = 'cf-turnstile-response';
+/** Error codes that mean our secret is wrong, not the visitor's token: an operator must act. */
+const OUR_MISTAKES = ['missing-input-secret', 'invalid-input-secret'];
+
+export interface TurnstileChallengeOptions {
+  secretKey: string;
+  siteKey?: string | undefined;
+  verifyUrl: string;
+  clientIp: (c: Context) => string | undefined;
+  fetch?: typeof globalThis.fetch;
+  timeoutMs?: number;
+}
+
+const captchaFailed = (captcha: string) =>
+  new SubscribeFailure('CAPTCHA_FAILED', { outcome: 'rejected', fields: { reason: 'CAPTCHA_FAILED', captcha } });
+const captchaUnavailable = (captcha: string, level: LogLevel = 'warn') =>
+  new SubscribeFailure(
+    'UPSTREAM_UNAVAILABLE',
+    { outcome: 'failed', fields: { reason: 'CAPTCHA_UNAVAILABLE', captcha }, level },
+    { message: 'The anti-bot check could not be completed. Try again later.', retryAfter: 5 },
+  );
+
+/** Cloudflare Turnstile or any siteverify. A verifier down or refusing our secret fails closed (503): an outage must not let a bot through. */
+export function createTurnstileChallenge(options: TurnstileChallengeOptions) {
+  const { secretKey, siteKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = 3000 } = options;
+
+  async function siteverify(body: URLSearchParams, signal: AbortSignal): Promise<unknown> {
+    const response = await fetch(verifyUrl, { method: 'POST', body, signal });
+    if (response.ok) return await response.json();
+    await response.body?.cancel();
+    return captchaUnavailable(`status ${response.status}`);
+  }
+
+  return async function checkTurnstile(c: Context, input: Record<string, unknown>): Promise<void> {
+    const token = ownField(input, TURNSTILE_RESPONSE_FIELD);
+    if (token === undefined || isBlank(token)) {
+      // The form showed no widget (TURNSTILE_MODE=surge, an old form): the site key lets it render one.
+      const detail = { path: TURNSTILE_RESPONSE_FIELD, message: 'is required: complete the anti-bot check', ...(siteKey && { siteKey }) };
+      const log = { outcome: 'rejected', fields: { reason: 'CAPTCHA_REQUIRED', captcha: 'missing' } } as const;
+      throw new SubscribeFailure('CAPTCHA_REQUIRED', log, { details: [detail] });
+    }
+    if (typeof token !== 'string' || token.length > 2048) throw captchaFailed('malformed');
+    const remoteIp = clientIp(c);
+    const body = new URLSearchParams({ secret: secretKey, response: token, ...(remoteIp ? { remoteip: remoteIp } : {}) });
+    const answer = await sendWithin(timeoutMs, (signal) => siteverify(body, signal), captchaUnavailable);
+    if (answer instanceof SubscribeFailure) throw answer;
+    const { success, 'error-codes': codes } = (answer ?? {}) as { success?: unknown; 'error-codes'?: unknown };
+    if (success === true) return;
+    if (codes === undefined && success === undefined) throw captchaUnavailable('not a siteverify answer');
+    const list: unknown[] = Array.isArray(codes) ? codes : [];
+    const errorCodes = list.filter((code) => typeof code === 'string').join(',');
+    if (list.some((code) => OUR_MISTAKES.includes(code as string))) throw captchaUnavailable(errorCodes, 'error');
+    if (list.includes('internal-error')) throw captchaUnavailable(errorCodes);
+    throw captchaFailed(errorCodes || 'rejected');
+  };
 }

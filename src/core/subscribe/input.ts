@@ -13,20 +13,18 @@ const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form
 /** zod's own `email` pattern, with an A-label top-level domain (`xn--p1ai`) allowed too. */
 const EMAIL_PATTERN =
   /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
-/** RFC 5321 §4.5.3.1. */
-const [MAX_LOCAL_PART, MAX_DOMAIN_LABEL, MAX_ADDRESS] = [64, 63, 254];
-const LONG_LABEL = new RegExp(`[^.]{${MAX_DOMAIN_LABEL + 1}}`);
 
 const atMost = (max: number) => z.maxLength(max, { error: `must be at most ${max} characters` });
 const noControlCharacters = () => z.regex(/^\P{Cc}*$/u, { error: 'must not contain control characters' });
+/** RFC 5321 §4.5.3.1, measured on the A-labels: only the first length broken is told. */
+const lengthRule = (fits: (email: string) => boolean, error: string) => z.refine<string>(fits, { error, abort: true });
 
-/** A Unicode domain as its A-labels (`bücher.example` → `xn--bcher-kva.example`): the upstream takes ASCII, limits apply to those. */
+/** A Unicode domain as its A-labels (by the URL parser's IDNA, on both runtimes): the upstream takes ASCII, limits apply to those. */
 function toAsciiDomain(email: string): string {
   const at = email.lastIndexOf('@');
   const domain = email.slice(at + 1);
   if (/^[\x00-\x7F]*$/.test(email) || at < 1 || !/^[\p{L}\p{M}\p{N}.\u3002\uFF0E\uFF61-]+$/u.test(domain)) return email;
   try {
-    // The URL parser's IDNA, the same on both runtimes.
     const ascii = new URL(`http://${domain}/`).hostname;
     return /^[a-z0-9.-]+$/.test(ascii) ? `${email.slice(0, at)}@${ascii}` : email;
   } catch {
@@ -34,30 +32,19 @@ function toAsciiDomain(email: string): string {
   }
 }
 
-const LENGTH_RULES: [tooLong: (email: string) => boolean, message: string][] = [
-  [(email) => email.length > MAX_ADDRESS, `must be at most ${MAX_ADDRESS} characters`],
-  [(email) => email.lastIndexOf('@') > MAX_LOCAL_PART, `must have at most ${MAX_LOCAL_PART} characters before the @`],
-  [(email) => LONG_LABEL.test(domainOf(email)), `must have at most ${MAX_DOMAIN_LABEL} characters between the dots of its domain`],
-];
-const lengthProblem = (email: string) => LENGTH_RULES.find(([tooLong]) => tooLong(email))?.[1];
-
-/**
- * The one place a body field is written (validation, the type, openapi.json). Only the attestation
- * differs: JSON sends `true`, a ticked checkbox `on`. (zod's `stringbool` neither trims nor keeps our wording.)
- */
+/** The one place a body field is written (validation, the type, openapi.json); only a form's attestation differs (`on`). */
 export function createSubscribeInputSchema(checkedValues: readonly string[]) {
   return z.object({
     email: preprocess(
       (value) => (typeof value === 'string' ? value.trim() : value),
       z.pipe(
-        z.string({ error: 'is required' }).check(z.minLength(1, { error: 'is required' }), atMost(MAX_ADDRESS), noControlCharacters()),
+        z.string({ error: 'is required' }).check(z.minLength(1, { error: 'is required' }), atMost(254), noControlCharacters()),
         z.pipe(
           z.transform(toAsciiDomain),
           z.email({ pattern: EMAIL_PATTERN, error: 'must be a valid email address' }).check(
-            z.refine((email) => lengthProblem(email) === undefined, {
-              error: (issue) => lengthProblem(String(issue.input)) ?? 'must be a valid email address',
-              abort: true,
-            }),
+            lengthRule((email) => email.length <= 254, 'must be at most 254 characters'),
+            lengthRule((email) => email.lastIndexOf('@') <= 64, 'must have at most 64 characters before the @'),
+            lengthRule((email) => !/[^.]{64}/.test(domainOf(email)), 'must have at most 63 characters between the dots of its domain'),
           ),
         ),
       ),
@@ -77,6 +64,8 @@ export function createSubscribeInputSchema(checkedValues: readonly string[]) {
 export const SubscribeJsonInputSchema = createSubscribeInputSchema([]);
 const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES);
 export const SUBSCRIBE_FIELDS: readonly string[] = Object.keys(SubscribeJsonInputSchema.shape);
+/** The JSON body `hc<AppType>` sends. */
+export type SubscribeJsonInput = z.output<typeof SubscribeJsonInputSchema>;
 
 /** openapi.json's words for the body's fields. */
 export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonSchemaWords } = {
@@ -89,17 +78,10 @@ export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonS
   source: { description: 'A label; `SUBSCRIBE_DEFAULT_SOURCE` when absent.' },
 };
 
-/** The JSON body `hc<AppType>` sends. */
-export type SubscribeJsonInput = z.output<typeof SubscribeJsonInputSchema>;
-/** The fields, validated, with the address's mailbox key and domain. */
-export type SubscribeFields = ReturnType<typeof parseSubscribeFields>;
-
 const mediaTypeOf = (c: Context) => c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase() ?? '';
-
 /** An HTML form post can get a 303 instead of JSON. */
 export const isFormPost = (c: Context): boolean => FORM_TYPES.has(mediaTypeOf(c));
 
-/** A catch handler: whatever reading the body threw, the visitor is told this. */
 const bodyError = (message: string) => (): never => {
   throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message }] });
 };
@@ -120,13 +102,15 @@ export function parseSubscribeFields(c: Context, input: Record<string, unknown>)
   return { ...fields, normalized: mailboxKeyOf(fields.email), domain: domainOf(fields.email) };
 }
 
-// One key per mailbox, for the repeat guard and the surge count (docs/subscribe.md "Mailbox keys"); upstream gets the address as typed.
-/** Providers known to deliver `j.a.n.e@` to `jane@`, each mapped to its one domain. */
+/** Providers known to deliver `j.a.n.e@` to `jane@`, each mapped to its one domain (docs/subscribe.md "Mailbox keys"). */
 const DOTS_IGNORED: Readonly<Record<string, string>> = { 'gmail.com': 'gmail.com', 'googlemail.com': 'gmail.com' };
 
 export const domainOf = (email: string): string => email.slice(email.lastIndexOf('@') + 1).toLowerCase();
 
-/** Lower-cased, a `+tag` dropped (RFC 5233; a local part that is only a tag is kept), dots dropped where the provider ignores them. */
+/**
+ * One key per mailbox for the repeat guard and the surge count (upstream gets the address as typed): lower-cased, a `+tag`
+ * dropped (RFC 5233; a local part that is only a tag is kept), dots dropped where the provider ignores them.
+ */
 export function mailboxKeyOf(email: string): string {
   const local = email.slice(0, email.lastIndexOf('@')).toLowerCase();
   const untagged = local.indexOf('+') > 0 ? local.slice(0, local.indexOf('+')) : local;

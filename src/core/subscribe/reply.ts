@@ -19,10 +19,7 @@ declare module 'hono' {
 /** A post without JavaScript (a form body that does not ask for JSON) can be answered with a 303 or a page. */
 const isNoScriptPost = (c: Context) => isFormPost(c) && !/\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
 
-/**
- * The page a no-script post's `returnTo` names, if it is on an allowed origin and on the one the post came from; else
- * ignored as if absent, so this is never an open redirect (docs/contract.md "POST /api/subscribe").
- */
+/** A no-script post's `returnTo`, only on an allowed origin the post came from: never an open redirect (docs/contract.md). */
 export function returnToPage(c: Context, input: Record<string, unknown>, origins: OriginPolicy): URL | undefined {
   const value = isNoScriptPost(c) && Object.hasOwn(input, 'returnTo') ? input.returnTo : undefined;
   if (typeof value !== 'string' || value.length > 2048) return undefined;
@@ -44,9 +41,7 @@ export function redirectTarget(c: Context, redirectUrl: string | undefined, orig
   return referer && origins.isAllowed(referer.origin) ? referer : undefined;
 }
 
-/** The one success (200 JSON or 303), or an error as a 303 to a form's page or as the JSON envelope. */
 export function reply(c: Context, target: URL | undefined): SubscribeReply;
-export function reply(c: Context, target: URL | undefined, error: ApiError): Response;
 export function reply(c: Context, target: URL | undefined, error?: ApiError): Response;
 export function reply(c: Context, target: URL | undefined, error?: ApiError): Response {
   c.header('Cache-Control', NO_STORE);

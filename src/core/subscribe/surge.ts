@@ -1,15 +1,13 @@
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { sendWithin } from './guards.js';
 
 const MINUTE_MS = 60_000;
 /** Distinct IPs, domains and addresses kept per minute for the start line; past this, "at least". */
 const MAX_DISTINCT = 10_000;
 
 /** Subscribe attempts per minute, service-wide (in memory, or in Redis for every instance); `add` counts one. */
-export interface SurgeCounter {
-  add(at: number): number | Promise<number>;
-  rate(at: number): number | Promise<number>;
-}
+export type SurgeCounter = { add(at: number): number | Promise<number>; rate(at: number): number | Promise<number> };
 
 /** A sliding minute from two fixed ones (two counters however heavy the flood): the previous weighted by how much of it is still covered. */
 export const slidingRate = (current: number, previous: number, at: number): number =>
@@ -39,22 +37,34 @@ export function createMemorySurgeCounter(): SurgeCounter {
 /** What the owner's webhook receives (docs/subscribe.md "Alert webhook"): counts only, never an address. */
 export type SurgeAlert = { text: string; event: string; at: string; [figure: string]: string | number };
 
+const JSON_TYPE = { 'Content-Type': 'application/json' };
+
+/** Posts an alert as JSON (Slack-compatible); a failing receiver is logged, never waited on. The URL is a credential: never logged. */
+export function createAlertWebhook({ url, log }: { url: string; log: Logger }) {
+  return async function sendAlert(payload: SurgeAlert): Promise<void> {
+    const body = JSON.stringify(payload);
+    const post = async (signal: AbortSignal) => {
+      const response = await fetch(url, { method: 'POST', headers: JSON_TYPE, body, redirect: 'manual', signal });
+      await response.body?.cancel();
+      return response.ok ? undefined : { status: response.status };
+    };
+    const failed = await sendWithin<object | undefined>(5000, post, (reason) => ({ reason }));
+    if (failed) log.log('warn', 'alert_webhook_failed', { alert: payload.event, ...failed });
+  };
+}
+
 /** Workers' waitUntil; on Node the promise simply runs. */
 type Background = (promise: Promise<unknown>) => void;
 
+const TOLD = { challenge: 'every subscribe now needs a Turnstile token', pause: 'new addresses are paused' };
 const HINTS = {
-  challenge: 'every subscribe now needs a Turnstile token until the rate stays low',
-  pause: 'new addresses are paused (503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
+  challenge: 'until the rate stays low',
+  pause: '(503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
 };
 
-/**
- * docs/subscribe.md "Surges": per-IP and per-address limits never trip for a bot posting distinct
- * addresses from rotating IPs, so attempts are also counted for the whole service. During a surge
- * a subscribe needs a Turnstile token (`challenge`), or new addresses are paused (`pause`).
- */
+/** docs/subscribe.md "Surges": per-IP limits never trip for a bot on rotating IPs, so attempts are also counted service-wide. */
 export function createSurgeWatch(options: {
   perMinute: number;
-  /** SUBSCRIBE_SURGE_SECONDS: how long the rate must stay low. */
   holdSeconds: number;
   response: 'challenge' | 'pause';
   counter: SurgeCounter;
@@ -64,38 +74,36 @@ export function createSurgeWatch(options: {
   alert?: ((payload: SurgeAlert) => Promise<void>) | undefined;
 }) {
   const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
+  const [told, hint] = [TOLD[response], HINTS[response]];
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
-  // The last two minutes' distinct visitors, as this instance saw them: ips, domains, mailboxes.
+  // The last two minutes' distinct ips, domains and mailboxes, as this instance saw them.
   const visitors = lastTwoMinutes(() => [new Set<string>(), new Set<string>(), new Set<string>()]);
   const distinct = (at: number, index: number) => new Set(visitors(at).flatMap((sets) => [...sets[index]!])).size;
+  function tally(count: 'attempts' | 'challenged' | 'paused') {
+    if (surge) surge[count] += 1;
+  }
 
-  function announce(payload: SurgeAlert, background: Background, hint?: string): void {
-    const { text, event, at, ...figures } = payload;
-    metrics.subscribeSurge(event === 'subscribe_surge_started');
-    log.log('warn', event, hint ? { ...figures, hint } : figures);
-    if (alert) background(alert(payload));
+  function announce(started: boolean, at: number, text: string, figures: Record<string, string | number>, background: Background) {
+    const event = started ? 'subscribe_surge_started' : 'subscribe_surge_ended';
+    metrics.subscribeSurge(started);
+    log.log('warn', event, started ? { ...figures, hint: `${told} ${hint}` } : figures);
+    if (alert) background(alert({ text: `newsletter-bff: subscribe surge ${text}`, event, at: new Date(at).toISOString(), ...figures }));
   }
 
   function evaluate(rate: number, at: number, background: Background): void {
-    const iso = new Date(at).toISOString();
     if (rate > perMinute && surge) surge.lastAboveAt = at;
     else if (rate > perMinute) {
       surge = { startedAt: at, lastAboveAt: at, attempts: 0, challenged: 0, paused: 0 };
-      const [distinctIps, distinctDomains, distinctAddresses] = [distinct(at, 0), distinct(at, 1), distinct(at, 2)];
-      const ratePerMinute = Math.round(rate);
-      const text =
-        `newsletter-bff: subscribe surge started, ${ratePerMinute} attempts a minute (threshold ${perMinute}) ` +
-        `from ${distinctIps} IPs, ${distinctDomains} domains; ` +
-        (response === 'challenge' ? 'every subscribe now needs a Turnstile token.' : 'new addresses are paused.');
-      const figures = { ratePerMinute, thresholdPerMinute: perMinute, distinctIps, distinctDomains, distinctAddresses, response };
-      announce({ text, event: 'subscribe_surge_started', at: iso, ...figures }, background, HINTS[response]);
+      const [ratePerMinute, distinctIps, distinctDomains] = [Math.round(rate), distinct(at, 0), distinct(at, 1)];
+      const figures = { ratePerMinute, thresholdPerMinute: perMinute, distinctIps, distinctDomains, distinctAddresses: distinct(at, 2) };
+      const text = `started, ${ratePerMinute} attempts a minute (threshold ${perMinute}) from ${distinctIps} IPs, ${distinctDomains} domains; ${told}.`;
+      announce(true, at, text, { ...figures, response }, background);
     } else if (surge && at - surge.lastAboveAt >= holdSeconds * 1000) {
       const { startedAt, attempts, challenged, paused } = surge;
       const durationSeconds = Math.round((at - startedAt) / 1000);
       surge = undefined;
-      const text = `newsletter-bff: subscribe surge ended after ${durationSeconds} s: ${attempts} attempts, ${challenged} challenged, ${paused} paused.`;
-      const figures = { durationSeconds, attempts, challenged, paused, response };
-      announce({ text, event: 'subscribe_surge_ended', at: iso, ...figures }, background);
+      const text = `ended after ${durationSeconds} s: ${attempts} attempts, ${challenged} challenged, ${paused} paused.`;
+      announce(false, at, text, { durationSeconds, attempts, challenged, paused, response }, background);
     }
   }
 
@@ -108,24 +116,17 @@ export function createSurgeWatch(options: {
         if (value !== undefined && seen[index]!.size < MAX_DISTINCT) seen[index]!.add(value);
       });
       evaluate(await counter.add(at), at, background);
-      if (surge) surge.attempts += 1;
+      tally('attempts');
       return surge !== undefined;
     },
-    challenged() {
-      if (surge) surge.challenged += 1;
-    },
-    paused() {
-      if (surge) surge.paused += 1;
-    },
+    challenged: () => tally('challenged'),
+    paused: () => tally('paused'),
     // Without an attempt, so a surge ends on time when the flood stops.
     async check(background: Background): Promise<void> {
       const at = now();
       if (surge) evaluate(await counter.rate(at), at, background);
     },
     active: () => surge !== undefined,
-    /** The hold: the shortest a surge can still last. */
     retryAfterSeconds: () => holdSeconds,
   };
 }
-
-export type SurgeWatch = ReturnType<typeof createSurgeWatch>;

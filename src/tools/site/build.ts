@@ -1,6 +1,4 @@
-import { renderAtomFeed } from '../../core/feeds/atom.js';
-import { issueUpdatedAt, latestUpdate } from '../../core/feeds/options.js';
-import { xmlElement } from '../../core/feeds/xml.js';
+import { renderAtomFeed, issueUpdatedAt, latestUpdate, xmlElement } from '../../core/feeds/feeds.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
 import { toIssueNeighbour } from '../../core/reads/allow-list.js';
 import {

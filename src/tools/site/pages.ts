@@ -1,4 +1,4 @@
-import { xmlText } from '../../core/feeds/xml.js';
+import { xmlText } from '../../core/feeds/feeds.js';
 import type { IssueDetail, IssueNeighbour, IssueSummary, PublicCategory } from '../../core/public-shapes.js';
 import { searchWords } from '../../core/reads/letter-text.js';
 import { SLUG_PATTERN } from '../../core/slug.js';

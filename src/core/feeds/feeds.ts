@@ -1,0 +1,103 @@
+import type { IssueSummary } from '../public-shapes.js';
+
+// Not an XML 1.0 Char (§2.2): such a character makes the document ill-formed even escaped, so it is dropped.
+const FORBIDDEN_XML_CHARS = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+
+/** Every string that reaches a feed passes here: for content or a quoted attribute value. */
+export function xmlText(value: string): string {
+  return value.replace(FORBIDDEN_XML_CHARS, '').replace(/[&<>"']/g, (char) => ENTITIES[char]!);
+}
+
+export function xmlElement(name: string, text: string, attributes: Readonly<Record<string, string>> = {}): string {
+  const attributeText = Object.entries(attributes).map(([key, value]) => ` ${key}="${xmlText(value)}"`);
+  return `<${name}${attributeText.join('')}>${xmlText(text)}</${name}>`;
+}
+
+/** Every URL absolute; `feedUrl` (`rel="self"`) only when known; `updated` from the data, never the clock (equal input, equal bytes). */
+export interface FeedOptions {
+  issueUrl: (slug: string) => string;
+  feedUrl?: string;
+  siteUrl: string;
+  title: string;
+  author?: string;
+  description?: string;
+  updated: string;
+}
+
+/** The later of `updatedAt` and `sentAt` (an upstream may not move `updatedAt` on sending); null without either. */
+export function issueUpdatedAt(issue: Pick<IssueSummary, 'sentAt' | 'updatedAt'>): string | null {
+  const known = [issue.updatedAt, issue.sentAt].map((date) => Date.parse(date ?? '')).filter((time) => !Number.isNaN(time));
+  return known.length === 0 ? null : new Date(Math.max(...known)).toISOString();
+}
+
+export function latestUpdate(issues: readonly IssueSummary[], fallback: string): string {
+  // ISO dates in one format: their text sorts as their times do.
+  const dates = issues.map(issueUpdatedAt).filter((date) => date !== null);
+  return dates.sort().at(-1) ?? fallback;
+}
+
+/** An Atom 1.0 document (RFC 4287) of the issues, in the order given: the same input gives the same bytes. */
+export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
+  return [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<feed xmlns="http://www.w3.org/2005/Atom">',
+    `  ${xmlElement('title', options.title)}`,
+    ...(options.description ? [`  ${xmlElement('subtitle', options.description)}`] : []),
+    `  ${xmlElement('id', options.siteUrl)}`,
+    `  <link rel="alternate" type="text/html" href="${xmlText(options.siteUrl)}"/>`,
+    ...(options.feedUrl ? [`  <link rel="self" type="application/atom+xml" href="${xmlText(options.feedUrl)}"/>`] : []),
+    `  ${xmlElement('updated', options.updated)}`,
+    // RFC 4287 §4.1.1: a feed needs an author unless every entry has one.
+    `  <author>${xmlElement('name', options.author ?? options.title)}</author>`,
+    ...issues.flatMap((issue) => atomEntry(issue, options.issueUrl(issue.slug), issueUpdatedAt(issue) ?? options.updated)),
+    '</feed>',
+    '',
+  ].join('\n');
+}
+
+// The page URL is the id: stable as long as the slug is. An issue without a date gets the feed's (<updated> is required, §4.1.2).
+const atomEntry = (issue: IssueSummary, url: string, updated: string) => [
+  '  <entry>',
+  `    ${xmlElement('title', issue.subject, { type: 'text' })}`,
+  `    <link rel="alternate" type="text/html" href="${xmlText(url)}"/>`,
+  `    ${xmlElement('id', url)}`,
+  ...(issue.sentAt ? [`    ${xmlElement('published', issue.sentAt)}`] : []),
+  `    ${xmlElement('updated', updated)}`,
+  ...(issue.previewText ? [`    ${xmlElement('summary', issue.previewText, { type: 'text' })}`] : []),
+  ...(issue.category ? [`    <category term="${xmlText(issue.category.slug)}" label="${xmlText(issue.category.name)}"/>`] : []),
+  '  </entry>',
+];
+
+/** RFC 822 with four-digit years (RFC 1123): what `toUTCString` writes. */
+const rfc822 = (iso: string) => new Date(iso).toUTCString();
+
+/** An RSS 2.0 document, with an Atom `self` link (the RSS Advisory Board's best practice). */
+export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
+  return [
+    '<?xml version="1.0" encoding="utf-8"?>',
+    '<rss version="2.0" xmlns:atom="http://www.w3.org/2005/Atom">',
+    '  <channel>',
+    `    ${xmlElement('title', options.title)}`,
+    `    ${xmlElement('link', options.siteUrl)}`,
+    // <description> is required in a channel; the title stands in when there is no tagline.
+    `    ${xmlElement('description', options.description ?? options.title)}`,
+    ...(options.feedUrl ? [`    <atom:link rel="self" type="application/rss+xml" href="${xmlText(options.feedUrl)}"/>`] : []),
+    `    ${xmlElement('lastBuildDate', rfc822(options.updated))}`,
+    ...issues.flatMap((issue) => rssItem(issue, options.issueUrl(issue.slug))),
+    '  </channel>',
+    '</rss>',
+    '',
+  ].join('\n');
+}
+
+const rssItem = (issue: IssueSummary, url: string) => [
+  '    <item>',
+  `      ${xmlElement('title', issue.subject)}`,
+  `      ${xmlElement('link', url)}`,
+  `      ${xmlElement('guid', url, { isPermaLink: 'true' })}`,
+  ...(issue.sentAt ? [`      ${xmlElement('pubDate', rfc822(issue.sentAt))}`] : []),
+  ...(issue.previewText ? [`      ${xmlElement('description', issue.previewText)}`] : []),
+  ...(issue.category ? [`      ${xmlElement('category', issue.category.name)}`] : []),
+  '    </item>',
+];
