@@ -1,8 +1,14 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { parseConfig } from '../../core/config/config.js';
 import { renderAtomFeed } from '../../core/feeds/atom.js';
 import { issueUpdatedAt, latestUpdate } from '../../core/feeds/options.js';
 import { xmlElement } from '../../core/feeds/xml.js';
+import { createLogger } from '../../core/log.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
 import { toIssueNeighbour } from '../../core/reads/allow-list.js';
+import { createAppForConfig } from '../../core/service.js';
 import {
   archivePath,
   createSitePaths,
@@ -124,4 +130,42 @@ function withIssueCategories(listed: readonly PublicCategory[], issues: readonly
     if (category && !listed.some((known) => known.slug === category.slug) && !added.has(category.slug)) added.set(category.slug, category);
   }
   return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
+}
+
+/** One digest of the whole site (paths and bytes, in sorted order): deploy only when it changes. */
+export function siteDigest(files: ReadonlyMap<string, string>): string {
+  const hash = createHash('sha256');
+  for (const path of [...files.keys()].sort()) hash.update(`${path}\0${Buffer.byteLength(files.get(path)!)}\0`).update(files.get(path)!);
+  return hash.digest('hex');
+}
+
+/** `outDir` must be missing, empty or a previous build (it holds sitemap.xml and 404.html), emptied first so an unpublished issue leaves no page. */
+export async function writeSite(outDir: string, files: ReadonlyMap<string, string>): Promise<void> {
+  const existing = await readdir(outDir).catch((error: NodeJS.ErrnoException): string[] => {
+    if (error.code === 'ENOENT') return [];
+    throw error;
+  });
+  if (existing.length > 0) {
+    if (!existing.includes('sitemap.xml') || !existing.includes('404.html')) {
+      throw new Error(`${outDir} is not empty and is not a previous site build; choose an empty folder`);
+    }
+    await rm(outDir, { recursive: true });
+  }
+  for (const path of [...files.keys()].sort()) {
+    await mkdir(dirname(join(outDir, path)), { recursive: true });
+    await writeFile(join(outDir, path), files.get(path)!);
+  }
+}
+
+/** The service in the build's own process, configured from `env` as `npm start` would be, for a build that reads the upstream itself. */
+export function createInProcessService(
+  env: Record<string, string | undefined>,
+  options: { fetch?: typeof globalThis.fetch; write: (line: string) => void },
+): typeof globalThis.fetch {
+  // No visitor here: the visitors' read budget must not pace the build (the upstream's 429 still does).
+  const parsed = parseConfig({ READ_BUDGET_PER_MINUTE: '100000', ...env });
+  if (!parsed.ok) throw new Error(`the environment does not configure the service: ${parsed.problems.join('; ')}`);
+  const log = createLogger({ write: options.write, redact: [parsed.config.apiKey, parsed.config.turnstileSecretKey] });
+  const { app } = createAppForConfig(parsed.config, { log, fetch: options.fetch, clientIp: () => undefined });
+  return (async (input: RequestInfo | URL, init?: RequestInit) => app.request(input, init)) as typeof globalThis.fetch;
 }
