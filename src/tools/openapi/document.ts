@@ -30,9 +30,10 @@ import * as z from '../../core/zod.js';
 
 type Json = Record<string, unknown>;
 
-const SCHEMAS = '#/components/schemas/';
-const ref = (to: string): Json => ({ $ref: to });
-const schemaRef = (name: string) => ref(`${SCHEMAS}${name}`);
+const ref = (kind: 'schemas' | 'parameters' | 'headers' | 'responses', name: string): Json => ({ $ref: `#/components/${kind}/${name}` });
+const schemaRef = (name: string) => ref('schemas', name);
+const parameter = (name: string) => ref('parameters', name);
+const responseRef = (name: string) => ref('responses', name);
 const code = (text: string) => `\`${text}\``;
 
 /** "`a`, `b` and `c`" (or "or") */
@@ -71,7 +72,7 @@ function componentSchemas(): Record<string, Json> {
     ...createErrorBodySchemas(),
   };
   for (const [id, schema] of Object.entries(named)) components.add(schema, { id });
-  const { schemas } = z.toJSONSchema(components, { uri: (id) => `${SCHEMAS}${id}`, override: tidy });
+  const { schemas } = z.toJSONSchema(components, { uri: (id) => `#/components/schemas/${id}`, override: tidy });
   return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, embedded(schema)]));
 }
 
@@ -181,7 +182,7 @@ function headersOf(names: readonly string[]): Record<string, Json> {
   const headers: Record<string, Json> = {};
   for (const name of [...COMMON_HEADERS, ...names]) {
     const [header, component] = name.startsWith('Cache-Control') ? ['Cache-Control', name] : [name, name];
-    headers[header] = ref(`#/components/headers/${component}`);
+    headers[header] = ref('headers', component);
   }
   return headers;
 }
@@ -254,9 +255,6 @@ function errorResponses(): Record<string, Json> {
   return responses;
 }
 
-const parameter = (name: string) => ref(`#/components/parameters/${name}`);
-const responseRef = (name: string) => ref(`#/components/responses/${name}`);
-
 type Operation = { operationId: string; summary: string; description: string; parameters: readonly Json[] };
 
 /** A path's item: its GET and HEAD (derived from GET) or its POST, its preflight and its 405; `{slug}` becomes `:slug` in ROUTE_ERRORS. */
@@ -266,34 +264,7 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
   const errorAnswers = (suffix: string) =>
     Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errorName(status)}${suffix}`)]));
   const pathParameters = [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => parameter(name!));
-  const item: Json = {};
-  if ('ok' in operation) {
-    const { ok, parameters, ...named } = operation;
-    const all = [...pathParameters, ...parameters];
-    item.get = {
-      ...named,
-      tags: ['reads'],
-      parameters: all,
-      responses: { '200': ok, '304': responseRef('NotModified'), ...errorAnswers('') },
-    };
-    const { content: _content, ...okHeaders } = ok;
-    item.head = {
-      operationId: `${named.operationId}Head`,
-      summary: `${named.summary} (headers only)`,
-      description: `The headers \`GET ${path}\` would send, with the same validation and caching; no body.`,
-      tags: ['reads'],
-      parameters: all,
-      responses: {
-        '200': { ...okHeaders, description: 'As GET, without the body.' },
-        '304': responseRef('NotModifiedHead'),
-        ...errorAnswers('Head'),
-      },
-    };
-  } else {
-    const { answers, requestBody, parameters, ...named } = operation;
-    item.post = { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers('') } };
-  }
-  item.options = {
+  const options = {
     operationId: `${operation.operationId}Preflight`,
     summary: 'CORS preflight',
     description:
@@ -302,8 +273,33 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
     parameters: [...pathParameters, parameter('Origin'), parameter('Access-Control-Request-Method')],
     responses: { '204': responseRef('Preflight') },
   };
-  item['x-other-methods'] = responseRef('MethodNotAllowed');
-  return item;
+  const rest = { options, 'x-other-methods': responseRef('MethodNotAllowed') };
+  if (!('ok' in operation)) {
+    const { answers, requestBody, parameters, ...named } = operation;
+    return { post: { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers('') } }, ...rest };
+  }
+  const { ok, parameters, ...named } = operation;
+  const { content: _content, ...okHeaders } = ok;
+  const all = [...pathParameters, ...parameters];
+  const head = {
+    operationId: `${named.operationId}Head`,
+    summary: `${named.summary} (headers only)`,
+    description: `The headers \`GET ${path}\` would send, with the same validation and caching; no body.`,
+    tags: ['reads'],
+    parameters: all,
+    responses: {
+      '200': { ...okHeaders, description: 'As GET, without the body.' },
+      '304': responseRef('NotModifiedHead'),
+      ...errorAnswers('Head'),
+    },
+  };
+  const get = {
+    ...named,
+    tags: ['reads'],
+    parameters: all,
+    responses: { '200': ok, '304': responseRef('NotModified'), ...errorAnswers('') },
+  };
+  return { get, head, ...rest };
 }
 
 /** Pure: the same code gives the same bytes. */
