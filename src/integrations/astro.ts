@@ -20,12 +20,7 @@ export type NewsletterIssueData = Omit<IssueDetail, 'contentHtml'> & {
   [field: string]: unknown;
 };
 
-export interface NewsletterEntry {
-  id: string;
-  data: Record<string, unknown>;
-  digest?: number | string;
-  rendered?: { html: string };
-}
+export type NewsletterEntry = { id: string; data: Record<string, unknown>; digest?: number | string; rendered?: { html: string } };
 
 /** The part of Astro's `LoaderContext` this loader uses. */
 export interface NewsletterLoaderContext {
@@ -54,11 +49,10 @@ export interface NewsletterLoaderOptions {
   now?: () => number;
 }
 
-/** What Astro's `defineCollection({ loader })` takes. */
+/** What Astro's `defineCollection({ loader })` takes; `schema` is loose on purpose: each Astro version compares it with its own zod's types. */
 export interface NewsletterLoader {
   name: string;
   load(context: NewsletterLoaderContext): Promise<void>;
-  /** Loose on purpose: each Astro version compares it with its own zod's types (`NewsletterIssueData` is its type). */
   // biome-ignore lint/suspicious/noExplicitAny: Astro types the schema with its own zod, whatever version it declares
   schema: () => Promise<any>;
 }
@@ -162,12 +156,9 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
 function readState(value: string | undefined, url: string): SyncState | undefined {
   try {
     const state = JSON.parse(value ?? 'null') as Partial<SyncState> | null;
-    return state?.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null
-      ? (state as SyncState)
-      : undefined;
-  } catch {
-    return undefined;
-  }
+    if (state?.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null) return state as SyncState;
+  } catch {}
+  return undefined;
 }
 
 const neighbourOf = (summary: IssueSummary | undefined) => (summary ? toIssueNeighbour(summary) : null);
