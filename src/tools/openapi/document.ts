@@ -1,25 +1,11 @@
 import { parseConfig } from '../../core/config/config.js';
 import { ERROR_STATUS, ROUTE_ERRORS, createErrorBodySchemas, type ErrorCode } from '../../core/http/errors.js';
 import { API_SECURITY_HEADERS, CORS_POLICY, INCOMING_REQUEST_ID } from '../../core/http/response-headers.js';
-import {
-  ArchivePageBodySchema,
-  CategoriesBodySchema,
-  IssueBodySchema,
-  IssueDetailSchema,
-  IssueSummarySchema,
-  PublicCategorySchema,
-  SlugSchema,
-  SubscribeBodySchema,
-} from '../../core/public-shapes.js';
+import * as shapes from '../../core/public-shapes.js';
 import { CACHE_STATES } from '../../core/reads/read-through-cache.js';
 import { MEDIA_TYPES } from '../../core/routes/archive-format.js';
 import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/archive-query.js';
-import {
-  FORM_CHECKED_VALUES,
-  SUBSCRIBE_FIELD_DOCS,
-  SUBSCRIBE_MAX_BODY_BYTES,
-  SubscribeJsonInputSchema,
-} from '../../core/subscribe/input.js';
+import * as subscribeInput from '../../core/subscribe/input.js';
 import * as z from '../../core/zod.js';
 
 /*
@@ -61,14 +47,14 @@ function embedded(jsonSchema: z.core.JSONSchema.BaseSchema): Json {
 function componentSchemas(): Record<string, Json> {
   const components = z.registry<{ id: string }>();
   const named = {
-    Slug: SlugSchema,
-    PublicCategory: PublicCategorySchema,
-    IssueSummary: IssueSummarySchema,
-    IssueDetail: IssueDetailSchema,
-    ArchivePageBody: ArchivePageBodySchema,
-    IssueBody: IssueBodySchema,
-    CategoriesBody: CategoriesBodySchema,
-    SubscribeBody: SubscribeBodySchema,
+    Slug: shapes.SlugSchema,
+    PublicCategory: shapes.PublicCategorySchema,
+    IssueSummary: shapes.IssueSummarySchema,
+    IssueDetail: shapes.IssueDetailSchema,
+    ArchivePageBody: shapes.ArchivePageBodySchema,
+    IssueBody: shapes.IssueBodySchema,
+    CategoriesBody: shapes.CategoriesBodySchema,
+    SubscribeBody: shapes.SubscribeBodySchema,
     ...createErrorBodySchemas(),
   };
   for (const [id, schema] of Object.entries(named)) components.add(schema, { id });
@@ -86,8 +72,8 @@ const HONEYPOT_WORDS =
 
 /** The subscribe body as JSON, and as an HTML form posts it (every field as text). */
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
-  const sent = embedded(z.toJSONSchema(SubscribeJsonInputSchema, { io: 'input', override: tidy }));
-  const fields = worded(sent.properties as Record<string, Json>, SUBSCRIBE_FIELD_DOCS);
+  const sent = embedded(z.toJSONSchema(subscribeInput.SubscribeJsonInputSchema, { io: 'input', override: tidy }));
+  const fields = worded(sent.properties as Record<string, Json>, subscribeInput.SUBSCRIBE_FIELD_DOCS);
   const others =
     'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).';
   const json: Json = { ...sent, properties: fields, description: others };
@@ -99,7 +85,10 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
     properties: {
       ...fields,
       email,
-      optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(FORM_CHECKED_VALUES, 'or')} (any case).` },
+      optInAttestation: {
+        type: 'string',
+        description: `A ticked checkbox: ${listInWords(subscribeInput.FORM_CHECKED_VALUES, 'or')} (any case).`,
+      },
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
       [honeypotField]: { type: 'string', maxLength: 0, description: HONEYPOT_WORDS },
     },
@@ -209,7 +198,7 @@ const ERROR_WORDING: Record<ErrorCode, string> = {
   CAPTCHA_REQUIRED:
     'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
     '`details[0].siteKey` is the site key to render the widget with.',
-  PAYLOAD_TOO_LARGE: `The body is over ${SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
+  PAYLOAD_TOO_LARGE: `The body is over ${subscribeInput.SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
   UNSUPPORTED_MEDIA_TYPE: 'The body is not JSON, URL-encoded or multipart form data.',
   RATE_LIMITED: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
   UPSTREAM_ERROR: 'The newsletter service failed, rejected our key, or answered with something malformed.',
@@ -343,7 +332,7 @@ export function createOpenApiDocument(version: string): Json {
     '/api/categories': pathItem('/api/categories', {
       operationId: 'listCategories',
       summary: 'Categories for archive navigation, sorted by name',
-      description: `Every category of the publication as \`{ ${Object.keys(PublicCategorySchema.shape).join(', ')} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
+      description: `Every category of the publication as \`{ ${Object.keys(shapes.PublicCategorySchema.shape).join(', ')} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
       parameters: [parameter('If-None-Match')],
       ok: readAnswer(fromCache, jsonOf('CategoriesBody')),
     }),

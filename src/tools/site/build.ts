@@ -9,21 +9,7 @@ import { createLogger } from '../../core/log.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
 import { toIssueNeighbour } from '../../core/reads/allow-list.js';
 import { createAppForConfig } from '../../core/service.js';
-import {
-  archivePath,
-  createSitePaths,
-  FEED_PATH,
-  fileOf,
-  isSafeSegment,
-  issuePath,
-  renderArchivePage,
-  renderIssuePage,
-  renderNotFoundPage,
-  renderSearchPage,
-  SEARCH_PATH,
-  type SiteIdentity,
-  subscribeFormFrom,
-} from './pages.js';
+import * as pages from './pages.js';
 import { SEARCH_JS } from './search-script.js';
 
 /** Read through the four routes (read.ts); issues newest first. */
@@ -63,16 +49,16 @@ const LETTER_CSS = `
 
 /** The whole static site as path → content, from data only: the same publication gives the same bytes. */
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
-  const paths = createSitePaths(options.siteUrl);
+  const paths = pages.createSitePaths(options.siteUrl);
   const { title, description, assets } = options;
-  const subscribeForm = subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title);
-  const site: SiteIdentity = { title, description, subscribeForm, paths };
-  const issues = publication.issues.filter((issue) => isSafeSegment(issue.slug));
-  const categories = withIssueCategories(publication.categories, issues).filter((category) => isSafeSegment(category.slug));
+  const subscribeForm = pages.subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title);
+  const site: pages.SiteIdentity = { title, description, subscribeForm, paths };
+  const issues = publication.issues.filter((issue) => pages.isSafeSegment(issue.slug));
+  const categories = withIssueCategories(publication.categories, issues).filter((category) => pages.isSafeSegment(category.slug));
   const files = new Map<string, string>();
   const sitemap: { loc: string; lastmod: string | null }[] = [];
   const page = (path: string, html: string, lastmod: string | null) => {
-    files.set(fileOf(path), html);
+    files.set(pages.fileOf(path), html);
     sitemap.push({ loc: paths.absolute(path), lastmod });
   };
 
@@ -81,33 +67,33 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     ...categories.map((category) => ({ category, issues: issues.filter((issue) => issue.category?.slug === category.slug) })),
   ];
   for (const { category, issues: listed } of listings) {
-    const pages = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
+    const count = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
     // Its latest change dates every page of a listing.
     const lastmod = latestUpdate(listed, EPOCH);
-    for (let at = 1; at <= pages; at++) {
-      const view = { issues: listed.slice((at - 1) * PAGE_SIZE, at * PAGE_SIZE), page: at, pages, total: listed.length, categories };
-      page(archivePath(at, category?.slug), renderArchivePage(site, category ? { ...view, category } : view), lastmod);
+    for (let at = 1; at <= count; at++) {
+      const view = { issues: listed.slice((at - 1) * PAGE_SIZE, at * PAGE_SIZE), page: at, pages: count, total: listed.length, categories };
+      page(pages.archivePath(at, category?.slug), pages.renderArchivePage(site, category ? { ...view, category } : view), lastmod);
     }
   }
   // Neighbours from the pages this build writes, so each link has its page.
   const neighbour = (next: IssueDetail | undefined) => (next ? toIssueNeighbour(next) : null);
   issues.forEach((issue, at) => {
     const neighbours = { newer: neighbour(issues[at - 1]), older: neighbour(issues[at + 1]) };
-    page(issuePath(issue.slug), renderIssuePage(site, issue, neighbours), issueUpdatedAt(issue));
+    page(pages.issuePath(issue.slug), pages.renderIssuePage(site, issue, neighbours), issueUpdatedAt(issue));
   });
 
-  files.set(fileOf(SEARCH_PATH), renderSearchPage(site, issues, options.searchApiUrl));
+  files.set(pages.fileOf(pages.SEARCH_PATH), pages.renderSearchPage(site, issues, options.searchApiUrl));
   files.set('search.js', SEARCH_JS);
-  const issueUrl = (slug: string) => paths.absolute(issuePath(slug));
+  const issueUrl = (slug: string) => paths.absolute(pages.issuePath(slug));
   const feed = {
     issueUrl,
-    feedUrl: paths.absolute(FEED_PATH),
+    feedUrl: paths.absolute(pages.FEED_PATH),
     siteUrl: paths.absolute(''),
     title,
     description,
     updated: latestUpdate(issues, EPOCH),
   };
-  files.set(FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), feed));
+  files.set(pages.FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), feed));
   const urls = sitemap.map(({ loc, lastmod }) => {
     const modified = lastmod ? `    ${xmlElement('lastmod', lastmod.slice(0, 10))}\n` : '';
     return `  <url>\n    ${xmlElement('loc', loc)}\n${modified}  </url>\n`;
@@ -116,7 +102,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   files.set('sitemap.xml', `<?xml version="1.0" encoding="utf-8"?>\n${urlset}\n${urls.join('')}</urlset>\n`);
   // Every crawler may read everything; the sitemap says where the pages are.
   files.set('robots.txt', `User-agent: *\nAllow: /\n\nSitemap: ${paths.absolute('sitemap.xml')}\n`);
-  files.set('404.html', renderNotFoundPage(site));
+  files.set('404.html', pages.renderNotFoundPage(site));
   files.set('style.css', assets.styleCss + LETTER_CSS);
   files.set('favicon.svg', assets.faviconSvg);
   files.set('subscribe.js', assets.subscribeJs);
