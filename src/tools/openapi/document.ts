@@ -138,6 +138,8 @@ function responseHeaders(): Record<string, Json> {
   }
   const requestId = "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).";
   const freshness = 'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.';
+  const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
+  const etag = 'A strong validator of the representation sent: each content coding has its own.';
   const coding = '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).';
   return {
     'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, requestId),
@@ -148,15 +150,9 @@ function responseHeaders(): Record<string, Json> {
     'Access-Control-Allow-Headers': header({ const: CORS_POLICY.allowHeaders.join(',') }, undefined, false),
     'Access-Control-Max-Age': header({ type: 'integer', const: CORS_POLICY.maxAge }, undefined, false),
     Vary: header(text, '`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).', false),
-    'Cache-Control-Public': header(
-      { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' },
-      freshness,
-    ),
+    'Cache-Control-Public': header(publicCacheControl, freshness),
     'Cache-Control-No-Store': header({ const: 'no-store' }, 'Subscribe answers and errors are never cached.'),
-    ETag: header(
-      { type: 'string', pattern: '^"[^"]+"$' },
-      'A strong validator of the representation sent: each content coding has its own.',
-    ),
+    ETag: header({ type: 'string', pattern: '^"[^"]+"$' }, etag),
     'Content-Encoding': header({ type: 'string', enum: ['br', 'gzip'] }, coding, false),
     'X-Cache': header({ enum: [...CACHE_STATES] }, "How this service's cache answered."),
     Age: header({ type: 'integer', minimum: 0 }, 'Seconds since a STALE copy was fetched.', false),
