@@ -5,7 +5,7 @@ import * as shapes from '../../core/public-shapes.js';
 import { CACHE_STATES } from '../../core/reads/read-through-cache.js';
 import { MEDIA_TYPES } from '../../core/routes/archive-format.js';
 import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/archive-query.js';
-import * as subscribeInput from '../../core/subscribe/input.js';
+import * as input from '../../core/subscribe/input.js';
 import * as z from '../../core/zod.js';
 
 /*
@@ -72,8 +72,8 @@ const HONEYPOT_WORDS =
 
 /** The subscribe body as JSON, and as an HTML form posts it (every field as text). */
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
-  const sent = embedded(z.toJSONSchema(subscribeInput.SubscribeJsonInputSchema, { io: 'input', override: tidy }));
-  const fields = worded(sent.properties as Record<string, Json>, subscribeInput.SUBSCRIBE_FIELD_DOCS);
+  const sent = embedded(z.toJSONSchema(input.SubscribeJsonInputSchema, { io: 'input', override: tidy }));
+  const fields = worded(sent.properties as Record<string, Json>, input.SUBSCRIBE_FIELD_DOCS);
   const others =
     'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).';
   const json: Json = { ...sent, properties: fields, description: others };
@@ -85,10 +85,7 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
     properties: {
       ...fields,
       email,
-      optInAttestation: {
-        type: 'string',
-        description: `A ticked checkbox: ${listInWords(subscribeInput.FORM_CHECKED_VALUES, 'or')} (any case).`,
-      },
+      optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(input.FORM_CHECKED_VALUES, 'or')} (any case).` },
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
       [honeypotField]: { type: 'string', maxLength: 0, description: HONEYPOT_WORDS },
     },
@@ -194,7 +191,7 @@ const ERROR_WORDING: Record<ErrorCode, string> = {
   CAPTCHA_REQUIRED:
     'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
     '`details[0].siteKey` is the site key to render the widget with.',
-  PAYLOAD_TOO_LARGE: `The body is over ${subscribeInput.SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
+  PAYLOAD_TOO_LARGE: `The body is over ${input.SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
   UNSUPPORTED_MEDIA_TYPE: 'The body is not JSON, URL-encoded or multipart form data.',
   RATE_LIMITED: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
   UPSTREAM_ERROR: 'The newsletter service failed, rejected our key, or answered with something malformed.',
