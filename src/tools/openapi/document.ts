@@ -275,12 +275,8 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
       ...errorAnswers('Head'),
     },
   };
-  const get = {
-    ...named,
-    tags: ['reads'],
-    parameters: all,
-    responses: { '200': ok, '304': responseRef('NotModified'), ...errorAnswers('') },
-  };
+  const responses = { '200': ok, '304': responseRef('NotModified'), ...errorAnswers('') };
+  const get = { ...named, tags: ['reads'], parameters: all, responses };
   return { get, head, ...rest };
 }
 
