@@ -8,6 +8,7 @@ import { importOptional } from '../node/optional-package.js';
 import type { IssueDetail, IssueNeighbour, IssueSummary } from '../core/public-shapes.js';
 import { toIssueNeighbour } from '../core/reads/allow-list.js';
 import { createReadClient, DEFAULT_CONCURRENCY, mapWithConcurrency, readArchive, SiteReadError } from '../tools/site/read.js';
+import type { ReadOptions } from '../tools/site/read.js';
 
 export type { IssueNeighbour };
 
@@ -25,28 +26,20 @@ export type NewsletterEntry = { id: string; data: Record<string, unknown>; diges
 /** The part of Astro's `LoaderContext` this loader uses. */
 export interface NewsletterLoaderContext {
   collection: string;
-  store: {
-    get(id: string): NewsletterEntry | undefined;
-    set(entry: NewsletterEntry): boolean;
-    keys(): string[];
-    delete(id: string): void;
-  };
+  store: { get(id: string): NewsletterEntry | undefined; set(entry: NewsletterEntry): boolean; keys(): string[]; delete(id: string): void };
   meta: { get(key: string): string | undefined; set(key: string, value: string): void };
   logger: { info(message: string): void; warn(message: string): void };
   parseData<TData extends Record<string, unknown>>(props: { id: string; data: TData }): Promise<TData>;
   generateDigest(data: Record<string, unknown> | string): string;
 }
 
-export interface NewsletterLoaderOptions {
+export interface NewsletterLoaderOptions extends Pick<ReadOptions, 'fetch' | 'sleep' | 'now'> {
   /** The service's address, e.g. https://news-api.example.com. */
   url: string;
   /** Default: `sanitizeLetter` of `newsletter-bff/sanitize` (needs sanitize-html); `false` keeps the service's HTML. */
   sanitize?: ((html: string, issue: NewsletterIssueData) => string) | false;
   /** Issue pages read at once (default 4). */
   concurrency?: number;
-  fetch?: typeof globalThis.fetch;
-  sleep?: (ms: number) => Promise<void>;
-  now?: () => number;
 }
 
 /** What Astro's `defineCollection({ loader })` takes; `schema` is loose on purpose: each Astro version compares it with its own zod's types. */
