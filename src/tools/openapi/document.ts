@@ -62,7 +62,6 @@ function componentSchemas(): Record<string, Json> {
   return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, embedded(schema)]));
 }
 
-/** Properties with the `*_DOCS` words laid over each. */
 function worded(properties: Record<string, Json>, words: Record<string, object | undefined>): Record<string, Json> {
   return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, { ...property, ...words[name] }]));
 }
@@ -93,7 +92,6 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   return { json, form };
 }
 
-/** One parameter per key of the archive query's schema, as the route reads them. */
 function archiveQueryParameters(maxOffset: number): Record<string, Json> {
   const schema = createArchiveQuerySchema(maxOffset);
   // `q` ends in a transform: its words come from ARCHIVE_QUERY_DOCS alone.
@@ -204,7 +202,6 @@ const ERROR_HEADERS: Partial<Record<ErrorCode, string>> = {
   RATE_LIMITED: 'Retry-After',
   UPSTREAM_UNAVAILABLE: 'Retry-After',
 };
-/** What the page a form post without JavaScript may get says. */
 const REFUSED_FORM_PAGE = 'A short page in plain words for a visitor without JavaScript: nothing was sent.';
 
 const codesOf = (status: number) => (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((one) => ERROR_STATUS[one] === status);
@@ -214,7 +211,6 @@ const errorName = (status: number) =>
     .toLowerCase()
     .replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
 
-/** One response component per error status, and one for HEAD. */
 function errorResponses(): Record<string, Json> {
   const responses: Record<string, Json> = {};
   for (const status of new Set(Object.values(ERROR_STATUS))) {

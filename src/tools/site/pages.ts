@@ -56,7 +56,6 @@ function timeHtml(iso: string | null): string {
   return `<time datetime="${escapeHtml(iso)}">${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}</time>`;
 }
 
-/** At most `max` characters, cut at a word boundary with an ellipsis. */
 function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
   const cut = text.slice(0, max - 1);
@@ -157,7 +156,6 @@ export function renderArchivePage(site: SiteIdentity, view: ArchivePage & { cate
   const heading = view.category ? view.category.name : 'Archive';
   const title = [heading, view.page > 1 ? `page ${view.page}` : undefined, site.title].filter(Boolean).join(' · ');
   const description = view.category ? `Issues of ${site.title} in ${view.category.name}.` : site.description;
-  // Newer and older pages, where there are.
   const [newer, older] = [view.page - 1, view.page + 1].map((to) =>
     to >= 1 && to <= view.pages ? paths.href(archivePath(to, slug)) : undefined,
   );
