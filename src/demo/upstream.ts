@@ -1,21 +1,7 @@
 import { Hono, type Context } from 'hono';
-import {
-  LIST_ISSUES_DEFAULT_ROWS,
-  LIST_ISSUES_LIMIT_PARAM,
-  LIST_ISSUES_MAX_ROWS,
-  LIST_ISSUES_OFFSET_PARAM,
-  NOT_FOUND_STATUS,
-  SUBSCRIBER_REFUSED,
-  UPSTREAM_PATHS,
-} from '../core/upstream/assumptions.js';
+import * as assumed from '../core/upstream/assumptions.js';
 import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../core/upstream/schemas.js';
-import {
-  DEMO_ACCOUNT_SET_ID,
-  DEMO_WORKSPACE_ID,
-  createSamplePublication,
-  type DemoCategory,
-  type DemoIssue,
-} from './sample-publication.js';
+import * as sample from './sample-publication.js';
 
 /** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */
 export const DEMO_BASE_URL = 'https://demo.newsletter.invalid/v1';
@@ -31,16 +17,16 @@ export type DemoUpstream = ReturnType<typeof createDemoUpstream>;
 export interface DemoUpstreamOptions {
   apiKey?: string;
   now?: () => number;
-  publication?: { categories: DemoCategory[]; issues: DemoIssue[] };
+  publication?: { categories: sample.DemoCategory[]; issues: sample.DemoIssue[] };
   /** Where the sample thumbnails are served (DEFAULT_DEMO_ORIGIN unless given). */
   siteOrigin?: string;
   /** List Issues' order (newest `createdAt` first by default). */
   order?: 'created' | 'newest-sent' | 'oldest-sent';
 }
 
-const sent = (issue: DemoIssue) => issue.sentAt ?? '';
+const sent = (issue: sample.DemoIssue) => issue.sentAt ?? '';
 /** List Issues' orders; ties by id, so pages never overlap. */
-const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: DemoIssue, b: DemoIssue) => number> = {
+const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: sample.DemoIssue, b: sample.DemoIssue) => number> = {
   created: (a, b) => b.createdAt.localeCompare(a.createdAt),
   'newest-sent': (a, b) => sent(b).localeCompare(sent(a)),
   'oldest-sent': (a, b) => sent(a).localeCompare(sent(b)),
@@ -69,7 +55,7 @@ function fail(c: Context, status: number, code: string, message: string, details
 export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
-  const { categories, issues } = options.publication ?? createSamplePublication(options.siteOrigin);
+  const { categories, issues } = options.publication ?? sample.createSamplePublication(options.siteOrigin);
   const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
   // By normalized email.
   const subscribers = new Map<string, DemoSubscriber>([
@@ -83,13 +69,14 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
     return next();
   });
 
-  app.get(path(UPSTREAM_PATHS.listIssues), (c) => {
-    const { status, isPublic, [LIST_ISSUES_LIMIT_PARAM]: limit, [LIST_ISSUES_OFFSET_PARAM]: offset } = c.req.query();
-    const rows = limit === undefined ? LIST_ISSUES_DEFAULT_ROWS : Number(limit);
+  app.get(path(assumed.UPSTREAM_PATHS.listIssues), (c) => {
+    const { status, isPublic, [assumed.LIST_ISSUES_LIMIT_PARAM]: limit, [assumed.LIST_ISSUES_OFFSET_PARAM]: offset } = c.req.query();
+    const rows = limit === undefined ? assumed.LIST_ISSUES_DEFAULT_ROWS : Number(limit);
+    const maxRows = assumed.LIST_ISSUES_MAX_ROWS;
     const skip = offset === undefined ? 0 : Number(offset);
     const problems = invalid([
-      [LIST_ISSUES_LIMIT_PARAM, !Number.isInteger(rows) || rows < 1 || rows > LIST_ISSUES_MAX_ROWS, `must be 1 to ${LIST_ISSUES_MAX_ROWS}`],
-      [LIST_ISSUES_OFFSET_PARAM, !Number.isInteger(skip) || skip < 0, 'must be 0 or more'],
+      [assumed.LIST_ISSUES_LIMIT_PARAM, !Number.isInteger(rows) || rows < 1 || rows > maxRows, `must be 1 to ${maxRows}`],
+      [assumed.LIST_ISSUES_OFFSET_PARAM, !Number.isInteger(skip) || skip < 0, 'must be 0 or more'],
       ['status', status !== undefined && !['draft', 'sending', 'sent', 'failed'].includes(status), 'unknown status'],
       ['isPublic', isPublic !== undefined && isPublic !== 'true' && isPublic !== 'false', 'must be a boolean'],
     ]);
@@ -101,16 +88,16 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
     return c.json({ ok: true, data: matching.slice(skip, skip + rows) });
   });
 
-  app.get(`${path(UPSTREAM_PATHS.issueBySlug)}/:slug`, (c) => {
+  app.get(`${path(assumed.UPSTREAM_PATHS.issueBySlug)}/:slug`, (c) => {
     const slug = c.req.param('slug');
     const issue = issues.find((candidate) => candidate.slug === slug && candidate.status === 'sent' && candidate.isPublic);
-    if (!issue) return fail(c, NOT_FOUND_STATUS, 'NOT_FOUND', 'Issue not found');
+    if (!issue) return fail(c, assumed.NOT_FOUND_STATUS, 'NOT_FOUND', 'Issue not found');
     return c.json({ ok: true, data: issue });
   });
 
-  app.get(path(UPSTREAM_PATHS.listCategories), (c) => c.json({ ok: true, data: categories }));
+  app.get(path(assumed.UPSTREAM_PATHS.listCategories), (c) => c.json({ ok: true, data: categories }));
 
-  app.post(path(UPSTREAM_PATHS.createSubscriber), async (c) => {
+  app.post(path(assumed.UPSTREAM_PATHS.createSubscriber), async (c) => {
     const body: unknown = await c.req.json().catch(() => undefined);
     const input = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
     const email = typeof input.email === 'string' ? input.email.trim() : '';
@@ -127,7 +114,7 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
     const normalized = email.toLowerCase();
     const existing = subscribers.get(normalized);
     if (existing?.status === 'blocked')
-      return fail(c, SUBSCRIBER_REFUSED.status, SUBSCRIBER_REFUSED.code, `Subscriber ${normalized} is blocked`);
+      return fail(c, assumed.SUBSCRIBER_REFUSED.status, assumed.SUBSCRIBER_REFUSED.code, `Subscriber ${normalized} is blocked`);
     const timestamp = new Date(now()).toISOString();
     const subscriber: DemoSubscriber = existing ?? {
       id: `sub_${String(subscribers.size + 1).padStart(4, '0')}`,
@@ -139,11 +126,11 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
       sourcePlatform: typeof sourcePlatform === 'string' ? sourcePlatform : undefined,
     };
     subscribers.set(normalized, subscriber);
-    const owner = { workspaceId: DEMO_WORKSPACE_ID, accountSetId: DEMO_ACCOUNT_SET_ID };
+    const owner = { workspaceId: sample.DEMO_WORKSPACE_ID, accountSetId: sample.DEMO_ACCOUNT_SET_ID };
     return c.json({ ok: true, data: { ...subscriber, ...owner, subscribedAt: timestamp, createdAt: timestamp, updatedAt: timestamp } });
   });
 
-  app.notFound((c) => fail(c, NOT_FOUND_STATUS, 'NOT_FOUND', 'No such operation in the demo upstream'));
+  app.notFound((c) => fail(c, assumed.NOT_FOUND_STATUS, 'NOT_FOUND', 'No such operation in the demo upstream'));
 
   const demoFetch: typeof globalThis.fetch = async (input, init) => {
     const request = new Request(input, init);

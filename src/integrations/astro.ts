@@ -8,6 +8,7 @@ import { importOptional } from '../node/optional-package.js';
 import type { IssueDetail, IssueNeighbour, IssueSummary } from '../core/public-shapes.js';
 import { toIssueNeighbour } from '../core/reads/allow-list.js';
 import { createReadClient, DEFAULT_CONCURRENCY, mapWithConcurrency, readArchive, SiteReadError } from '../tools/site/read.js';
+import type { ReadOptions } from '../tools/site/read.js';
 
 export type { IssueNeighbour };
 
@@ -20,45 +21,31 @@ export type NewsletterIssueData = Omit<IssueDetail, 'contentHtml'> & {
   [field: string]: unknown;
 };
 
-export interface NewsletterEntry {
-  id: string;
-  data: Record<string, unknown>;
-  digest?: number | string;
-  rendered?: { html: string };
-}
+export type NewsletterEntry = { id: string; data: Record<string, unknown>; digest?: number | string; rendered?: { html: string } };
 
 /** The part of Astro's `LoaderContext` this loader uses. */
 export interface NewsletterLoaderContext {
   collection: string;
-  store: {
-    get(id: string): NewsletterEntry | undefined;
-    set(entry: NewsletterEntry): boolean;
-    keys(): string[];
-    delete(id: string): void;
-  };
+  store: { get(id: string): NewsletterEntry | undefined; set(entry: NewsletterEntry): boolean; keys(): string[]; delete(id: string): void };
   meta: { get(key: string): string | undefined; set(key: string, value: string): void };
   logger: { info(message: string): void; warn(message: string): void };
   parseData<TData extends Record<string, unknown>>(props: { id: string; data: TData }): Promise<TData>;
   generateDigest(data: Record<string, unknown> | string): string;
 }
 
-export interface NewsletterLoaderOptions {
+export interface NewsletterLoaderOptions extends Pick<ReadOptions, 'fetch' | 'sleep' | 'now'> {
   /** The service's address, e.g. https://news-api.example.com. */
   url: string;
   /** Default: `sanitizeLetter` of `newsletter-bff/sanitize` (needs sanitize-html); `false` keeps the service's HTML. */
   sanitize?: ((html: string, issue: NewsletterIssueData) => string) | false;
   /** Issue pages read at once (default 4). */
   concurrency?: number;
-  fetch?: typeof globalThis.fetch;
-  sleep?: (ms: number) => Promise<void>;
-  now?: () => number;
 }
 
-/** What Astro's `defineCollection({ loader })` takes. */
+/** What Astro's `defineCollection({ loader })` takes; `schema` is loose on purpose: each Astro version compares it with its own zod's types. */
 export interface NewsletterLoader {
   name: string;
   load(context: NewsletterLoaderContext): Promise<void>;
-  /** Loose on purpose: each Astro version compares it with its own zod's types (`NewsletterIssueData` is its type). */
   // biome-ignore lint/suspicious/noExplicitAny: Astro types the schema with its own zod, whatever version it declares
   schema: () => Promise<any>;
 }
@@ -162,12 +149,9 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
 function readState(value: string | undefined, url: string): SyncState | undefined {
   try {
     const state = JSON.parse(value ?? 'null') as Partial<SyncState> | null;
-    return state?.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null
-      ? (state as SyncState)
-      : undefined;
-  } catch {
-    return undefined;
-  }
+    if (state?.version === 1 && state.url === url && typeof state.issues === 'object' && state.issues !== null) return state as SyncState;
+  } catch {}
+  return undefined;
 }
 
 const neighbourOf = (summary: IssueSummary | undefined) => (summary ? toIssueNeighbour(summary) : null);

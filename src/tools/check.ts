@@ -20,10 +20,9 @@ type CheckDeps = { fetch?: typeof globalThis.fetch; now?: () => number; sleep?: 
 /** The pauses after its own failed calls are waited out; a 429's longer `Retry-After` is reported instead. */
 const CHECK_WAITS_OUT_MS = 10_000;
 
-const finding =
-  (status: CheckFinding['status']) =>
-  (message: string): CheckFinding => ({ status, message });
-const [ok, fail, note] = [finding('ok'), finding('fail'), finding('note')];
+const ok = (message: string): CheckFinding => ({ status: 'ok', message });
+const fail = (message: string): CheckFinding => ({ status: 'fail', message });
+const note = (message: string): CheckFinding => ({ status: 'note', message });
 
 function failureMessage(call: string, error: unknown): string {
   if (!(error instanceof UpstreamError)) return `${call} failed unexpectedly`;
@@ -87,12 +86,9 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
     },
   };
   // One hold-off for both clients: a one-shot probe backs off as the service does.
-  const backOff = { holdOff: createMemoryHoldOff(now), waitWhenHeldOffMs: CHECK_WAITS_OUT_MS, sleep: deps.sleep };
-  const client = createUpstreamForConfig(config, { fetch: deps.fetch, now, log, ...backOff });
-  const probeClient = createUpstreamForConfig(
-    { ...config, listPaging: { ...config.listPaging, pageSize: 1 } },
-    { fetch: deps.fetch, now, ...backOff },
-  );
+  const backOff = { holdOff: createMemoryHoldOff(now), waitWhenHeldOffMs: CHECK_WAITS_OUT_MS, sleep: deps.sleep, fetch: deps.fetch, now };
+  const client = createUpstreamForConfig(config, { log, ...backOff });
+  const probeClient = createUpstreamForConfig({ ...config, listPaging: { ...config.listPaging, pageSize: 1 } }, backOff);
   if (config.mode === 'demo') {
     findings.push(
       note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the embedded demo upstream, not a real one'),

@@ -1,23 +1,11 @@
 /* The command line: one table of subcommands, `--help`, `--version`, exit 2 on a usage error. */
 
-export interface CliIo {
-  env: NodeJS.ProcessEnv;
-  stdout: (text: string) => void;
-  stderr: (text: string) => void;
-}
+export type CliIo = { env: NodeJS.ProcessEnv; stdout: (text: string) => void; stderr: (text: string) => void };
 
-export interface CliCommand {
-  summary: string;
-  /** Undefined while it keeps running (a server sets its own code when it stops). */
-  run: (io: CliIo) => number | undefined | Promise<number | undefined>;
-}
+/** `run` gives undefined while it keeps running (a server sets its own code when it stops). */
+export type CliCommand = { summary: string; run: (io: CliIo) => number | undefined | Promise<number | undefined> };
 
-export interface CliOptions {
-  name: string;
-  version: () => string;
-  commands: Readonly<Record<string, CliCommand>>;
-  defaultCommand: string;
-}
+export type CliOptions = { name: string; version: () => string; commands: Readonly<Record<string, CliCommand>>; defaultCommand: string };
 
 const HELP_FLAGS = ['-h', '--help', 'help'];
 

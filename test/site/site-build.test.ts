@@ -6,8 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createArchive } from '../support/fake-upstream/archive.js';
 import { createFakeUpstream } from '../support/fake-upstream/fake.js';
 import { startFakeUpstreamServer, type FakeUpstreamServer } from '../support/fake-upstream/server.js';
-import { buildSite, type SiteOptions } from '../../src/tools/site/build.js';
-import { createInProcessService } from '../../src/tools/site/in-process.js';
+import { buildSite, createInProcessService, type SiteOptions } from '../../src/tools/site/build.js';
 import { readPublication } from '../../src/tools/site/read.js';
 import { API_URL, createDefaultService, siteAssets, siteOptions } from './site-support.js';
 

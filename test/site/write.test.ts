@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { siteDigest, writeSite } from '../../src/tools/site/write.js';
+import { siteDigest, writeSite } from '../../src/tools/site/build.js';
 
 let dir: string;
 beforeEach(async () => {

@@ -1,25 +1,11 @@
 import { parseConfig } from '../../core/config/config.js';
 import { ERROR_STATUS, ROUTE_ERRORS, createErrorBodySchemas, type ErrorCode } from '../../core/http/errors.js';
 import { API_SECURITY_HEADERS, CORS_POLICY, INCOMING_REQUEST_ID } from '../../core/http/response-headers.js';
-import {
-  ArchivePageBodySchema,
-  CategoriesBodySchema,
-  IssueBodySchema,
-  IssueDetailSchema,
-  IssueSummarySchema,
-  PublicCategorySchema,
-  SlugSchema,
-  SubscribeBodySchema,
-} from '../../core/public-shapes.js';
+import * as shapes from '../../core/public-shapes.js';
 import { CACHE_STATES } from '../../core/reads/read-through-cache.js';
 import { MEDIA_TYPES } from '../../core/routes/archive-format.js';
 import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/archive-query.js';
-import {
-  FORM_CHECKED_VALUES,
-  SUBSCRIBE_FIELD_DOCS,
-  SUBSCRIBE_MAX_BODY_BYTES,
-  SubscribeJsonInputSchema,
-} from '../../core/subscribe/input.js';
+import * as input from '../../core/subscribe/input.js';
 import * as z from '../../core/zod.js';
 
 /*
@@ -30,9 +16,10 @@ import * as z from '../../core/zod.js';
 
 type Json = Record<string, unknown>;
 
-const SCHEMAS = '#/components/schemas/';
-const ref = (to: string): Json => ({ $ref: to });
-const schemaRef = (name: string) => ref(`${SCHEMAS}${name}`);
+const ref = (kind: 'schemas' | 'parameters' | 'headers' | 'responses', name: string): Json => ({ $ref: `#/components/${kind}/${name}` });
+const schemaRef = (name: string) => ref('schemas', name);
+const parameter = (name: string) => ref('parameters', name);
+const responseRef = (name: string) => ref('responses', name);
 const code = (text: string) => `\`${text}\``;
 
 /** "`a`, `b` and `c`" (or "or") */
@@ -60,22 +47,21 @@ function embedded(jsonSchema: z.core.JSONSchema.BaseSchema): Json {
 function componentSchemas(): Record<string, Json> {
   const components = z.registry<{ id: string }>();
   const named = {
-    Slug: SlugSchema,
-    PublicCategory: PublicCategorySchema,
-    IssueSummary: IssueSummarySchema,
-    IssueDetail: IssueDetailSchema,
-    ArchivePageBody: ArchivePageBodySchema,
-    IssueBody: IssueBodySchema,
-    CategoriesBody: CategoriesBodySchema,
-    SubscribeBody: SubscribeBodySchema,
+    Slug: shapes.SlugSchema,
+    PublicCategory: shapes.PublicCategorySchema,
+    IssueSummary: shapes.IssueSummarySchema,
+    IssueDetail: shapes.IssueDetailSchema,
+    ArchivePageBody: shapes.ArchivePageBodySchema,
+    IssueBody: shapes.IssueBodySchema,
+    CategoriesBody: shapes.CategoriesBodySchema,
+    SubscribeBody: shapes.SubscribeBodySchema,
     ...createErrorBodySchemas(),
   };
   for (const [id, schema] of Object.entries(named)) components.add(schema, { id });
-  const { schemas } = z.toJSONSchema(components, { uri: (id) => `${SCHEMAS}${id}`, override: tidy });
+  const { schemas } = z.toJSONSchema(components, { uri: (id) => `#/components/schemas/${id}`, override: tidy });
   return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, embedded(schema)]));
 }
 
-/** Properties with the `*_DOCS` words laid over each. */
 function worded(properties: Record<string, Json>, words: Record<string, object | undefined>): Record<string, Json> {
   return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, { ...property, ...words[name] }]));
 }
@@ -85,8 +71,8 @@ const HONEYPOT_WORDS =
 
 /** The subscribe body as JSON, and as an HTML form posts it (every field as text). */
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
-  const sent = embedded(z.toJSONSchema(SubscribeJsonInputSchema, { io: 'input', override: tidy }));
-  const fields = worded(sent.properties as Record<string, Json>, SUBSCRIBE_FIELD_DOCS);
+  const sent = embedded(z.toJSONSchema(input.SubscribeJsonInputSchema, { io: 'input', override: tidy }));
+  const fields = worded(sent.properties as Record<string, Json>, input.SUBSCRIBE_FIELD_DOCS);
   const others =
     'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).';
   const json: Json = { ...sent, properties: fields, description: others };
@@ -98,7 +84,7 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
     properties: {
       ...fields,
       email,
-      optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(FORM_CHECKED_VALUES, 'or')} (any case).` },
+      optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(input.FORM_CHECKED_VALUES, 'or')} (any case).` },
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
       [honeypotField]: { type: 'string', maxLength: 0, description: HONEYPOT_WORDS },
     },
@@ -106,7 +92,6 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   return { json, form };
 }
 
-/** One parameter per key of the archive query's schema, as the route reads them. */
 function archiveQueryParameters(maxOffset: number): Record<string, Json> {
   const schema = createArchiveQuerySchema(maxOffset);
   // `q` ends in a transform: its words come from ARCHIVE_QUERY_DOCS alone.
@@ -148,6 +133,8 @@ function responseHeaders(): Record<string, Json> {
   }
   const requestId = "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).";
   const freshness = 'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.';
+  const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
+  const etag = 'A strong validator of the representation sent: each content coding has its own.';
   const coding = '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).';
   return {
     'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, requestId),
@@ -158,15 +145,9 @@ function responseHeaders(): Record<string, Json> {
     'Access-Control-Allow-Headers': header({ const: CORS_POLICY.allowHeaders.join(',') }, undefined, false),
     'Access-Control-Max-Age': header({ type: 'integer', const: CORS_POLICY.maxAge }, undefined, false),
     Vary: header(text, '`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).', false),
-    'Cache-Control-Public': header(
-      { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' },
-      freshness,
-    ),
+    'Cache-Control-Public': header(publicCacheControl, freshness),
     'Cache-Control-No-Store': header({ const: 'no-store' }, 'Subscribe answers and errors are never cached.'),
-    ETag: header(
-      { type: 'string', pattern: '^"[^"]+"$' },
-      'A strong validator of the representation sent: each content coding has its own.',
-    ),
+    ETag: header({ type: 'string', pattern: '^"[^"]+"$' }, etag),
     'Content-Encoding': header({ type: 'string', enum: ['br', 'gzip'] }, coding, false),
     'X-Cache': header({ enum: [...CACHE_STATES] }, "How this service's cache answered."),
     Age: header({ type: 'integer', minimum: 0 }, 'Seconds since a STALE copy was fetched.', false),
@@ -181,7 +162,7 @@ function headersOf(names: readonly string[]): Record<string, Json> {
   const headers: Record<string, Json> = {};
   for (const name of [...COMMON_HEADERS, ...names]) {
     const [header, component] = name.startsWith('Cache-Control') ? ['Cache-Control', name] : [name, name];
-    headers[header] = ref(`#/components/headers/${component}`);
+    headers[header] = ref('headers', component);
   }
   return headers;
 }
@@ -208,7 +189,7 @@ const ERROR_WORDING: Record<ErrorCode, string> = {
   CAPTCHA_REQUIRED:
     'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
     '`details[0].siteKey` is the site key to render the widget with.',
-  PAYLOAD_TOO_LARGE: `The body is over ${SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
+  PAYLOAD_TOO_LARGE: `The body is over ${input.SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
   UNSUPPORTED_MEDIA_TYPE: 'The body is not JSON, URL-encoded or multipart form data.',
   RATE_LIMITED: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
   UPSTREAM_ERROR: 'The newsletter service failed, rejected our key, or answered with something malformed.',
@@ -221,7 +202,6 @@ const ERROR_HEADERS: Partial<Record<ErrorCode, string>> = {
   RATE_LIMITED: 'Retry-After',
   UPSTREAM_UNAVAILABLE: 'Retry-After',
 };
-/** What the page a form post without JavaScript may get says. */
 const REFUSED_FORM_PAGE = 'A short page in plain words for a visitor without JavaScript: nothing was sent.';
 
 const codesOf = (status: number) => (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((one) => ERROR_STATUS[one] === status);
@@ -231,7 +211,6 @@ const errorName = (status: number) =>
     .toLowerCase()
     .replace(/(?:^|_)([a-z])/g, (_match, letter: string) => letter.toUpperCase());
 
-/** One response component per error status, and one for HEAD. */
 function errorResponses(): Record<string, Json> {
   const responses: Record<string, Json> = {};
   for (const status of new Set(Object.values(ERROR_STATUS))) {
@@ -254,9 +233,6 @@ function errorResponses(): Record<string, Json> {
   return responses;
 }
 
-const parameter = (name: string) => ref(`#/components/parameters/${name}`);
-const responseRef = (name: string) => ref(`#/components/responses/${name}`);
-
 type Operation = { operationId: string; summary: string; description: string; parameters: readonly Json[] };
 
 /** A path's item: its GET and HEAD (derived from GET) or its POST, its preflight and its 405; `{slug}` becomes `:slug` in ROUTE_ERRORS. */
@@ -266,34 +242,7 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
   const errorAnswers = (suffix: string) =>
     Object.fromEntries(statuses.map((status) => [String(status), responseRef(`${errorName(status)}${suffix}`)]));
   const pathParameters = [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => parameter(name!));
-  const item: Json = {};
-  if ('ok' in operation) {
-    const { ok, parameters, ...named } = operation;
-    const all = [...pathParameters, ...parameters];
-    item.get = {
-      ...named,
-      tags: ['reads'],
-      parameters: all,
-      responses: { '200': ok, '304': responseRef('NotModified'), ...errorAnswers('') },
-    };
-    const { content: _content, ...okHeaders } = ok;
-    item.head = {
-      operationId: `${named.operationId}Head`,
-      summary: `${named.summary} (headers only)`,
-      description: `The headers \`GET ${path}\` would send, with the same validation and caching; no body.`,
-      tags: ['reads'],
-      parameters: all,
-      responses: {
-        '200': { ...okHeaders, description: 'As GET, without the body.' },
-        '304': responseRef('NotModifiedHead'),
-        ...errorAnswers('Head'),
-      },
-    };
-  } else {
-    const { answers, requestBody, parameters, ...named } = operation;
-    item.post = { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers('') } };
-  }
-  item.options = {
+  const options = {
     operationId: `${operation.operationId}Preflight`,
     summary: 'CORS preflight',
     description:
@@ -302,8 +251,29 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
     parameters: [...pathParameters, parameter('Origin'), parameter('Access-Control-Request-Method')],
     responses: { '204': responseRef('Preflight') },
   };
-  item['x-other-methods'] = responseRef('MethodNotAllowed');
-  return item;
+  const rest = { options, 'x-other-methods': responseRef('MethodNotAllowed') };
+  if (!('ok' in operation)) {
+    const { answers, requestBody, parameters, ...named } = operation;
+    return { post: { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers('') } }, ...rest };
+  }
+  const { ok, parameters, ...named } = operation;
+  const { content: _content, ...okHeaders } = ok;
+  const all = [...pathParameters, ...parameters];
+  const head = {
+    operationId: `${named.operationId}Head`,
+    summary: `${named.summary} (headers only)`,
+    description: `The headers \`GET ${path}\` would send, with the same validation and caching; no body.`,
+    tags: ['reads'],
+    parameters: all,
+    responses: {
+      '200': { ...okHeaders, description: 'As GET, without the body.' },
+      '304': responseRef('NotModifiedHead'),
+      ...errorAnswers('Head'),
+    },
+  };
+  const responses = { '200': ok, '304': responseRef('NotModified'), ...errorAnswers('') };
+  const get = { ...named, tags: ['reads'], parameters: all, responses };
+  return { get, head, ...rest };
 }
 
 /** Pure: the same code gives the same bytes. */
@@ -347,7 +317,7 @@ export function createOpenApiDocument(version: string): Json {
     '/api/categories': pathItem('/api/categories', {
       operationId: 'listCategories',
       summary: 'Categories for archive navigation, sorted by name',
-      description: `Every category of the publication as \`{ ${Object.keys(PublicCategorySchema.shape).join(', ')} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
+      description: `Every category of the publication as \`{ ${Object.keys(shapes.PublicCategorySchema.shape).join(', ')} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
       parameters: [parameter('If-None-Match')],
       ok: readAnswer(fromCache, jsonOf('CategoriesBody')),
     }),

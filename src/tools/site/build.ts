@@ -1,21 +1,13 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { parseConfig } from '../../core/config/config.js';
 import { renderAtomFeed, issueUpdatedAt, latestUpdate, xmlElement } from '../../core/feeds/feeds.js';
+import { createLogger } from '../../core/log.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
 import { toIssueNeighbour } from '../../core/reads/allow-list.js';
-import {
-  archivePath,
-  createSitePaths,
-  FEED_PATH,
-  fileOf,
-  isSafeSegment,
-  issuePath,
-  renderArchivePage,
-  renderIssuePage,
-  renderNotFoundPage,
-  renderSearchPage,
-  SEARCH_PATH,
-  type SiteIdentity,
-  subscribeFormFrom,
-} from './pages.js';
+import { createAppForConfig } from '../../core/service.js';
+import * as pages from './pages.js';
 import { SEARCH_JS } from './search-script.js';
 
 /** Read through the four routes (read.ts); issues newest first. */
@@ -55,16 +47,16 @@ const LETTER_CSS = `
 
 /** The whole static site as path → content, from data only: the same publication gives the same bytes. */
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
-  const paths = createSitePaths(options.siteUrl);
+  const paths = pages.createSitePaths(options.siteUrl);
   const { title, description, assets } = options;
-  const subscribeForm = subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title);
-  const site: SiteIdentity = { title, description, subscribeForm, paths };
-  const issues = publication.issues.filter((issue) => isSafeSegment(issue.slug));
-  const categories = withIssueCategories(publication.categories, issues).filter((category) => isSafeSegment(category.slug));
+  const subscribeForm = pages.subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title);
+  const site: pages.SiteIdentity = { title, description, subscribeForm, paths };
+  const issues = publication.issues.filter((issue) => pages.isSafeSegment(issue.slug));
+  const categories = withIssueCategories(publication.categories, issues).filter((category) => pages.isSafeSegment(category.slug));
   const files = new Map<string, string>();
   const sitemap: { loc: string; lastmod: string | null }[] = [];
   const page = (path: string, html: string, lastmod: string | null) => {
-    files.set(fileOf(path), html);
+    files.set(pages.fileOf(path), html);
     sitemap.push({ loc: paths.absolute(path), lastmod });
   };
 
@@ -73,33 +65,33 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     ...categories.map((category) => ({ category, issues: issues.filter((issue) => issue.category?.slug === category.slug) })),
   ];
   for (const { category, issues: listed } of listings) {
-    const pages = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
+    const count = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
     // Its latest change dates every page of a listing.
     const lastmod = latestUpdate(listed, EPOCH);
-    for (let at = 1; at <= pages; at++) {
-      const view = { issues: listed.slice((at - 1) * PAGE_SIZE, at * PAGE_SIZE), page: at, pages, total: listed.length, categories };
-      page(archivePath(at, category?.slug), renderArchivePage(site, category ? { ...view, category } : view), lastmod);
+    for (let at = 1; at <= count; at++) {
+      const view = { issues: listed.slice((at - 1) * PAGE_SIZE, at * PAGE_SIZE), page: at, pages: count, total: listed.length, categories };
+      page(pages.archivePath(at, category?.slug), pages.renderArchivePage(site, category ? { ...view, category } : view), lastmod);
     }
   }
   // Neighbours from the pages this build writes, so each link has its page.
   const neighbour = (next: IssueDetail | undefined) => (next ? toIssueNeighbour(next) : null);
   issues.forEach((issue, at) => {
     const neighbours = { newer: neighbour(issues[at - 1]), older: neighbour(issues[at + 1]) };
-    page(issuePath(issue.slug), renderIssuePage(site, issue, neighbours), issueUpdatedAt(issue));
+    page(pages.issuePath(issue.slug), pages.renderIssuePage(site, issue, neighbours), issueUpdatedAt(issue));
   });
 
-  files.set(fileOf(SEARCH_PATH), renderSearchPage(site, issues, options.searchApiUrl));
+  files.set(pages.fileOf(pages.SEARCH_PATH), pages.renderSearchPage(site, issues, options.searchApiUrl));
   files.set('search.js', SEARCH_JS);
-  const issueUrl = (slug: string) => paths.absolute(issuePath(slug));
+  const issueUrl = (slug: string) => paths.absolute(pages.issuePath(slug));
   const feed = {
     issueUrl,
-    feedUrl: paths.absolute(FEED_PATH),
+    feedUrl: paths.absolute(pages.FEED_PATH),
     siteUrl: paths.absolute(''),
     title,
     description,
     updated: latestUpdate(issues, EPOCH),
   };
-  files.set(FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), feed));
+  files.set(pages.FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), feed));
   const urls = sitemap.map(({ loc, lastmod }) => {
     const modified = lastmod ? `    ${xmlElement('lastmod', lastmod.slice(0, 10))}\n` : '';
     return `  <url>\n    ${xmlElement('loc', loc)}\n${modified}  </url>\n`;
@@ -108,7 +100,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   files.set('sitemap.xml', `<?xml version="1.0" encoding="utf-8"?>\n${urlset}\n${urls.join('')}</urlset>\n`);
   // Every crawler may read everything; the sitemap says where the pages are.
   files.set('robots.txt', `User-agent: *\nAllow: /\n\nSitemap: ${paths.absolute('sitemap.xml')}\n`);
-  files.set('404.html', renderNotFoundPage(site));
+  files.set('404.html', pages.renderNotFoundPage(site));
   files.set('style.css', assets.styleCss + LETTER_CSS);
   files.set('favicon.svg', assets.faviconSvg);
   files.set('subscribe.js', assets.subscribeJs);
@@ -122,4 +114,42 @@ function withIssueCategories(listed: readonly PublicCategory[], issues: readonly
     if (category && !listed.some((known) => known.slug === category.slug) && !added.has(category.slug)) added.set(category.slug, category);
   }
   return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
+}
+
+/** One digest of the whole site (paths and bytes, in sorted order): deploy only when it changes. */
+export function siteDigest(files: ReadonlyMap<string, string>): string {
+  const hash = createHash('sha256');
+  for (const path of [...files.keys()].sort()) hash.update(`${path}\0${Buffer.byteLength(files.get(path)!)}\0`).update(files.get(path)!);
+  return hash.digest('hex');
+}
+
+/** `outDir` must be missing, empty or a previous build (it holds sitemap.xml and 404.html), emptied first so an unpublished issue leaves no page. */
+export async function writeSite(outDir: string, files: ReadonlyMap<string, string>): Promise<void> {
+  const existing = await readdir(outDir).catch((error: NodeJS.ErrnoException): string[] => {
+    if (error.code === 'ENOENT') return [];
+    throw error;
+  });
+  if (existing.length > 0) {
+    if (!existing.includes('sitemap.xml') || !existing.includes('404.html')) {
+      throw new Error(`${outDir} is not empty and is not a previous site build; choose an empty folder`);
+    }
+    await rm(outDir, { recursive: true });
+  }
+  for (const path of [...files.keys()].sort()) {
+    await mkdir(dirname(join(outDir, path)), { recursive: true });
+    await writeFile(join(outDir, path), files.get(path)!);
+  }
+}
+
+/** The service in the build's own process, configured from `env` as `npm start` would be, for a build that reads the upstream itself. */
+export function createInProcessService(
+  env: Record<string, string | undefined>,
+  options: { fetch?: typeof globalThis.fetch; write: (line: string) => void },
+): typeof globalThis.fetch {
+  // No visitor here: the visitors' read budget must not pace the build (the upstream's 429 still does).
+  const parsed = parseConfig({ READ_BUDGET_PER_MINUTE: '100000', ...env });
+  if (!parsed.ok) throw new Error(`the environment does not configure the service: ${parsed.problems.join('; ')}`);
+  const log = createLogger({ write: options.write, redact: [parsed.config.apiKey, parsed.config.turnstileSecretKey] });
+  const { app } = createAppForConfig(parsed.config, { log, fetch: options.fetch, clientIp: () => undefined });
+  return (async (input: RequestInfo | URL, init?: RequestInit) => app.request(input, init)) as typeof globalThis.fetch;
 }

@@ -1,9 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { createInProcessService } from './in-process.js';
 import { importOptional } from '../../node/optional-package.js';
 import { readPublication } from './read.js';
-import { siteDigest, writeSite } from './write.js';
 
 const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [--read-upstream] [--search-api <url>|none] [--title <name>] [--description <text>]
 
@@ -55,7 +53,11 @@ async function main(): Promise<void> {
   const searchApi = values['search-api'] ?? values.api;
   if (searchApi !== 'none' && !isHttp(searchApi)) throw new Error('--search-api must be an http(s) URL or none');
   // sanitize-html is optional: loaded before any read.
-  const { buildSite } = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
+  const { buildSite, createInProcessService, siteDigest, writeSite } = await importOptional(
+    'sanitize-html',
+    'npm run site:build (it sanitises each letter)',
+    () => import('./build.js'),
+  );
   const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
   const description = values.description ?? `The archive of ${title}.`;
   const started = performance.now();

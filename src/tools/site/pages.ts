@@ -10,14 +10,14 @@ import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
  */
 export type SitePaths = ReturnType<typeof createSitePaths>;
 
-/** `siteUrl` must be absolute http(s); a missing trailing slash is added. `href` is from the site's root folder (`/letters/issues/x/`). */
+/** `siteUrl` must be absolute http(s); a missing trailing slash is added. `href`: from the site's root folder (`/letters/issues/x/`), escaped for an attribute. */
 export function createSitePaths(siteUrl: string) {
   const root = new URL(siteUrl);
   if (root.protocol !== 'https:' && root.protocol !== 'http:') throw new Error('the site URL must be http(s)');
   root.search = '';
   root.hash = '';
   if (!root.pathname.endsWith('/')) root.pathname += '/';
-  return { absolute: (path: string) => root.href + path, href: (path: string) => root.pathname + path };
+  return { absolute: (path: string) => root.href + path, href: (path: string) => escapeHtml(root.pathname + path) };
 }
 
 /** `''` is the archive's first page. */
@@ -39,13 +39,8 @@ const escapeHtml = xmlText;
 // Search engines show about this much of a description.
 const DESCRIPTION_MAX = 160;
 
-export interface SiteIdentity {
-  title: string;
-  description: string;
-  /** Already pointed at the service (`subscribeFormFrom`). */
-  subscribeForm: string;
-  paths: SitePaths;
-}
+/** `subscribeForm`: already pointed at the service (`subscribeFormFrom`). */
+export type SiteIdentity = { title: string; description: string; subscribeForm: string; paths: SitePaths };
 
 /** JSON inside `<script>`: no value can close the element; U+2028/U+2029 escaped for older parsers. */
 function inlineJson(value: unknown): string {
@@ -61,7 +56,6 @@ function timeHtml(iso: string | null): string {
   return `<time datetime="${escapeHtml(iso)}">${date.getUTCDate()} ${MONTHS[date.getUTCMonth()]} ${date.getUTCFullYear()}</time>`;
 }
 
-/** At most `max` characters, cut at a word boundary with an ellipsis. */
 function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
   const cut = text.slice(0, max - 1);
@@ -69,19 +63,10 @@ function truncate(text: string, max: number): string {
   return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
-interface HeadTags {
-  title: string;
-  /** On a shared card the site's name shows anyway (defaults to `title`). */
-  socialTitle?: string;
-  description: string;
-  canonical?: string;
-  image?: string | null;
-  /** Already HTML. */
-  extra?: string[];
-  ogType?: 'article';
-}
+/** `socialTitle`: on a shared card the site's name shows anyway (defaults to `title`); `extra`: already HTML. */
+type HeadTags = { title: string; socialTitle?: string; description: string; canonical?: string; image?: string | null; extra?: string[] };
 
-function renderHead(site: SiteIdentity, tags: HeadTags): string {
+function renderHead(site: SiteIdentity, tags: HeadTags & { ogType?: 'article' }): string {
   const meta = (attribute: 'name' | 'property', key: string, value: string) =>
     `<meta ${attribute}="${key}" content="${escapeHtml(value)}">`;
   const social = tags.socialTitle ?? tags.title;
@@ -103,8 +88,8 @@ function renderHead(site: SiteIdentity, tags: HeadTags): string {
   ].join('\n');
 }
 
-function renderPage(site: SiteIdentity, tags: HeadTags, main: string, skipLinkLabel: string): string {
-  const href = (path: string) => escapeHtml(site.paths.href(path));
+function renderPage(site: SiteIdentity, tags: HeadTags & { ogType?: 'article' }, main: string, skipLinkLabel: string): string {
+  const href = site.paths.href;
   const title = escapeHtml(site.title);
   return `<!doctype html>
 <html lang="en">
@@ -156,29 +141,27 @@ export function subscribeFormFrom(snippet: string, apiUrl: string, title: string
   return form.replaceAll(SNIPPET_SERVICE, escapeHtml(apiUrl.replace(/\/+$/, ''))).replace(SNIPPET_NAME, `of ${escapeHtml(title)}.`);
 }
 
-export interface ArchivePage {
+/** `category`: none for the whole archive. */
+export type ArchivePage = {
   issues: readonly IssueSummary[];
   page: number;
   pages: number;
   total: number;
-  /** None for the whole archive. */
-  category?: PublicCategory;
   categories: readonly PublicCategory[];
-}
+};
 
-export function renderArchivePage(site: SiteIdentity, view: ArchivePage): string {
+export function renderArchivePage(site: SiteIdentity, view: ArchivePage & { category?: PublicCategory }): string {
   const { paths } = site;
   const slug = view.category?.slug;
   const heading = view.category ? view.category.name : 'Archive';
   const title = [heading, view.page > 1 ? `page ${view.page}` : undefined, site.title].filter(Boolean).join(' · ');
   const description = view.category ? `Issues of ${site.title} in ${view.category.name}.` : site.description;
-  const pager = (page: number) => escapeHtml(paths.href(archivePath(page, slug)));
-  const extra = [
-    ...(view.page > 1 ? [`<link rel="prev" href="${pager(view.page - 1)}">`] : []),
-    ...(view.page < view.pages ? [`<link rel="next" href="${pager(view.page + 1)}">`] : []),
-  ];
+  const [newer, older] = [view.page - 1, view.page + 1].map((to) =>
+    to >= 1 && to <= view.pages ? paths.href(archivePath(to, slug)) : undefined,
+  );
+  const extra = [...(newer ? [`<link rel="prev" href="${newer}">`] : []), ...(older ? [`<link rel="next" href="${older}">`] : [])];
   const categoryLink = (label: string, target: string | undefined) =>
-    `<li><a href="${escapeHtml(paths.href(archivePath(1, target)))}"${target === slug ? ' aria-current="page"' : ''}>${escapeHtml(label)}</a></li>`;
+    `<li><a href="${paths.href(archivePath(1, target))}"${target === slug ? ' aria-current="page"' : ''}>${escapeHtml(label)}</a></li>`;
   const nav = view.categories.length
     ? `<nav class="categories" aria-label="Categories"><ul>${[categoryLink('All issues', undefined), ...view.categories.map((c) => categoryLink(c.name, c.slug))].join('')}</ul></nav>`
     : '';
@@ -188,9 +171,9 @@ export function renderArchivePage(site: SiteIdentity, view: ArchivePage): string
   const pagerNav =
     view.pages > 1
       ? `<nav class="pager" aria-label="Archive pages">` +
-        (view.page > 1 ? `<a href="${pager(view.page - 1)}" rel="prev">← Newer issues</a>` : '<span></span>') +
+        (newer ? `<a href="${newer}" rel="prev">← Newer issues</a>` : '<span></span>') +
         `<span>Page ${view.page} of ${view.pages}</span>` +
-        (view.page < view.pages ? `<a href="${pager(view.page + 1)}" rel="next">Older issues →</a>` : '<span></span>') +
+        (older ? `<a href="${older}" rel="next">Older issues →</a>` : '<span></span>') +
         `</nav>`
       : '';
   const main = `<section class="archive" aria-labelledby="archive-title">
@@ -206,7 +189,7 @@ ${pagerNav}
 }
 
 function searchForm(site: SiteIdentity): string {
-  return `<form class="search" id="search" role="search" method="get" action="${escapeHtml(site.paths.href(SEARCH_PATH))}">
+  return `<form class="search" id="search" role="search" method="get" action="${site.paths.href(SEARCH_PATH)}">
 <label for="search-q">Search the archive</label>
 <div class="search-row"><input id="search-q" name="q" type="search" maxlength="200" autocomplete="off" spellcheck="false"><button type="submit">Search</button></div>
 </form>`;
@@ -217,7 +200,7 @@ function issueCard(site: SiteIdentity, issue: IssueSummary): string {
   return `<li class="issue-card">
 <div class="thumb">${image}</div>
 <div class="issue-text">
-<h2><a href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}">${escapeHtml(issue.subject)}</a></h2>
+<h2><a href="${site.paths.href(issuePath(issue.slug))}">${escapeHtml(issue.subject)}</a></h2>
 ${metaLine(site, issue)}
 ${issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` : ''}
 </div>
@@ -227,8 +210,7 @@ ${issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` 
 function metaLine(site: SiteIdentity, issue: IssueSummary): string {
   const parts = [timeHtml(issue.sentAt)].filter(Boolean);
   if (issue.category && isSafeSegment(issue.category.slug)) {
-    const href = site.paths.href(archivePath(1, issue.category.slug));
-    parts.push(`<a class="category" href="${escapeHtml(href)}">${escapeHtml(issue.category.name)}</a>`);
+    parts.push(`<a class="category" href="${site.paths.href(archivePath(1, issue.category.slug))}">${escapeHtml(issue.category.name)}</a>`);
   } else if (issue.category) {
     // No page for a slug that cannot be a folder name: the name, unlinked.
     parts.push(`<span class="category">${escapeHtml(issue.category.name)}</span>`);
@@ -265,16 +247,14 @@ export function renderIssuePage(
   ];
   const tags = { title: `${issue.subject} · ${site.title}`, socialTitle: issue.subject, description, canonical: url, extra };
   const link = (to: IssueNeighbour | null, rel: 'prev' | 'next', label: string) =>
-    to
-      ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${escapeHtml(site.paths.href(issuePath(to.slug)))}" rel="${rel}">${label}</a>`
-      : '';
+    to ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${site.paths.href(issuePath(to.slug))}" rel="${rel}">${label}</a>` : '';
   const { newer, older } = neighbours;
   const nav =
     newer || older
       ? `<nav class="neighbours" aria-label="Newer and older issues">${link(newer, 'prev', `← Newer: ${escapeHtml(newer?.subject ?? '')}`)}${link(older, 'next', `Older: ${escapeHtml(older?.subject ?? '')} →`)}</nav>`
       : '';
   const main = `<div class="issue-page">
-<p class="back"><a href="${escapeHtml(site.paths.href(''))}">← All issues</a></p>
+<p class="back"><a href="${site.paths.href('')}">← All issues</a></p>
 <article class="issue" aria-labelledby="issue-title">
 <header class="issue-header">
 ${metaLine(site, issue)}
@@ -293,13 +273,13 @@ const NOINDEX = '<meta name="robots" content="noindex">';
 /** The box, and every issue with the words search.js filters by without a service (or the browser's find without JavaScript). */
 export function renderSearchPage(site: SiteIdentity, issues: readonly IssueSummary[], searchApiUrl: string | undefined): string {
   const api = searchApiUrl ? ` data-api="${escapeHtml(searchApiUrl)}"` : '';
-  const script = `<script src="${escapeHtml(site.paths.href('search.js'))}" defer data-root="${escapeHtml(site.paths.href(''))}"${api}></script>`;
+  const script = `<script src="${site.paths.href('search.js')}" defer data-root="${site.paths.href('')}"${api}></script>`;
   const [title, description] = [`Search · ${site.title}`, `Search the archive of ${site.title}.`];
   const tags = { title, description, canonical: site.paths.absolute(SEARCH_PATH), extra: [NOINDEX, script] };
   const item = (issue: IssueSummary) => {
     const words = [...new Set(searchWords([issue.subject, issue.previewText ?? '', issue.category?.name ?? ''].join(' ')))].join(' ');
     const parts = [
-      `<a href="${escapeHtml(site.paths.href(issuePath(issue.slug)))}">${escapeHtml(issue.subject)}</a>`,
+      `<a href="${site.paths.href(issuePath(issue.slug))}">${escapeHtml(issue.subject)}</a>`,
       timeHtml(issue.sentAt),
       issue.category ? escapeHtml(issue.category.name) : '',
     ];
@@ -325,7 +305,7 @@ export function renderNotFoundPage(site: SiteIdentity): string {
   const main = `<div class="state">
 <h1>Page not found</h1>
 <p>There is nothing at this address. The issue may have been renamed or unpublished.</p>
-<p><a href="${escapeHtml(site.paths.href(''))}">Browse the archive</a></p>
+<p><a href="${site.paths.href('')}">Browse the archive</a></p>
 </div>`;
   const tags = { title: `Page not found · ${site.title}`, description: site.description, extra: [NOINDEX] };
   return renderPage(site, tags, main, 'Skip to the content');

@@ -78,7 +78,6 @@ export async function readPublication(options: ReadOptions): Promise<Publication
   return { issues, categories };
 }
 
-/** `map` with at most `limit` calls in flight; results keep the input's order. */
 export async function mapWithConcurrency<T, R>(
   items: readonly T[],
   limit: number,

@@ -25,15 +25,7 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
   nonTextTags: ['script', 'style', 'textarea', 'option', 'noscript', 'title', 'head', 'template', 'svg', 'math'],
   transformTags: {
     // Off the site: a new tab that cannot reach back (window.opener) nor learn the page.
-    a: (tagName, attribs) => ({
-      tagName,
-      attribs: {
-        ...absoluteOnly(attribs, 'href'),
-        ...(attribs.title ? { title: attribs.title } : {}),
-        rel: 'noopener noreferrer',
-        target: '_blank',
-      },
-    }),
+    a: (tagName, attribs) => ({ tagName, attribs: { ...absoluteOnly(attribs, 'href'), rel: 'noopener noreferrer', target: '_blank' } }),
     img: (tagName, attribs) => ({ tagName, attribs: { ...absoluteOnly(attribs, 'src'), loading: 'lazy', decoding: 'async' } }),
   },
   // An image with no usable source is only a broken box.
