@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chooseCopy } from '../core/http/content-coding.js';
+import { chooseCopy } from '../core/http/read-reply.js';
 import { ifNoneMatchMatches } from '../core/http/read-reply.js';
 import { cacheControlOf, NO_STORE, SITE_POLICIES } from '../core/reads/cache-policies.js';
 import { type EncodedCopy, strongEtag } from '../core/reads/rendered-json.js';
