@@ -333,6 +333,14 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     held.since = performance.now();
     idle.add(held);
   };
+  function responseClosed(this: ServerResponse) {
+    const request = this.req;
+    const held = open.get(request.socket);
+    // Released already (closed or shed): nothing is counted for it any more.
+    if (held === undefined) return;
+    if (request.complete || request.closed) done(held);
+    else request.on('close', () => done(held));
+  }
 
   return {
     /** A request read on its connection: in flight until its answer and its body are done. Called first. */
@@ -342,10 +350,8 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
       if (held.inFlight === 0) stopWaiting(held);
       held.inFlight += 1;
       // On this request's own objects, never on the socket: the request is usually whole, or closed, by then.
-      response.on('close', () => {
-        if (request.complete || request.closed) done(held);
-        else request.on('close', () => done(held));
-      });
+      // One handler for every response: no closure made per request.
+      response.on('close', responseClosed);
     },
     overCap,
     isShedding: () => overCap() || performance.now() - lastShedAt < limits.sheddingReportMs,

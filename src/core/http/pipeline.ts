@@ -81,13 +81,13 @@ export function createPipeline(options: {
     send: SendRead,
     handler: (c: C, requestId: string) => MaybePromise<PublicRead<T> | Response>,
   ): (c: C) => MaybePromise<ReadAnswer<T> | ErrorAnswer<RouteErrorStatus<Route>>> {
-    // By method and status (a closed set: GET or HEAD, 200 or 304).
-    const counters = new Map<string, ((startedAt: number) => void) | undefined>();
-    const counterOf = (method: string, status: number) => {
-      const key = method + status;
-      if (!counters.has(key)) counters.set(key, logAccess.hitCounter(route, method, status));
-      return counters.get(key);
-    };
+    // By method and status, a closed set (GET or HEAD, 200 or 304), each made when first counted; null: not counted.
+    const counters: (((startedAt: number) => void) | null | undefined)[] = [undefined, undefined, undefined, undefined];
+    function counterOf(method: string, status: number) {
+      const slot = (method === 'GET' ? 0 : 2) + (status === 200 ? 0 : 1);
+      const counter = (counters[slot] ??= logAccess.hitCounter(route, method, status) ?? null);
+      return counter ?? undefined;
+    }
 
     function answerRead(c: C, result: PublicRead<T> | Response, requestId: string, startedAt: number) {
       if (result instanceof Response) {
