@@ -4,11 +4,11 @@ import type { Metrics } from '../metrics.js';
 import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
 import { placeHead, type ListOrder } from '../upstream/archive.js';
 import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
+import type { ArchiveRequest } from '../routes/archive-query.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import type { UpstreamIssue } from '../upstream/schemas.js';
 import { UpstreamError } from '../upstream/transport.js';
 import * as allowList from './allow-list.js';
-import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue, sizeOfCachedValue } from './cached-value.js';
 import type { ArchiveIndex, ArchiveSync, CachedValue, IssueSource } from './cached-value.js';
@@ -17,10 +17,10 @@ import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
 import { andThen, createReadThroughCache, isFresh } from './read-through-cache.js';
 import type { CacheState, Loader, MaybePromise, ReadResult, Visitor, WaitUntil } from './read-through-cache.js';
-import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
+import { renderedBytes, renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
-import { addSummary, compacted, createTextStore, documentOf, worthCompacting } from './text-index.js';
+import { addSummary, compacted, createTextStore, documentOf, search, worthCompacting, type TextIndex } from './text-index.js';
 
 /** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). `ageSeconds`: STALE reads only. */
 export interface PublicRead<T = unknown> {
@@ -52,6 +52,51 @@ export interface PublicReadsOptions {
 }
 
 export type PublicReads = ReturnType<typeof createPublicReads>;
+
+/** The validated archive query (routes/archive-query.ts), the representation aside. */
+export type ArchiveQuery = Omit<ArchiveRequest, 'format'>;
+
+export function archivePageKey(query: ArchiveQuery): string {
+  return `${query.limit}:${query.offset}:${query.category ?? ''}${query.q === undefined ? '' : `:${query.q}`}`;
+}
+
+/** One page of the archive index (a category's, a search's best first), with the list's total. */
+export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
+  const listed = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+  const list = query.q === undefined ? listed : search(textIndexOf(index), listed, query.q.split(' '));
+  return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
+}
+
+/** Text indexes made from the summaries, for an index that came without one (an older shared copy). */
+const summaryTextIndexes = new WeakMap<ArchiveIndex, TextIndex>();
+
+function textIndexOf(index: ArchiveIndex): TextIndex {
+  let text = index.text ?? summaryTextIndexes.get(index);
+  if (text === undefined) {
+    text = { store: createTextStore(), slots: new Map() };
+    for (const summary of index.all) {
+      text.slots.set(summary.slug, addSummary(text.store, summary, index.sources.get(summary.slug)?.updatedAt ?? null));
+    }
+    summaryTextIndexes.set(index, text);
+  }
+  return text;
+}
+
+/** Bodies rendered once per archive index and key: the JSON pages, the feeds. */
+export function createIndexRenders(maxBytes: number) {
+  const renders = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
+    maxSize: Math.max(1, maxBytes),
+    sizeCalculation: (render) => renderedBytes(render.rendered),
+  });
+  return {
+    get: (index: ArchiveIndex, key: string) => {
+      const kept = renders.get(key);
+      return kept?.index === index ? kept.rendered : undefined;
+    },
+    set: (index: ArchiveIndex, key: string, rendered: RenderedJson) => void renders.set(key, { index, rendered }),
+    stats: () => [renders.size, renders.calculatedSize] as const,
+  };
+}
 
 const NOT_FOUND_MAX_ENTRIES = 20_000;
 const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
@@ -110,7 +155,27 @@ export function createPublicReads(options: PublicReadsOptions) {
     onTooLarge: options.onTooLarge,
     metrics: options.metrics,
   });
-  const pages = createRenderedPages(budget.renderedPages, encodeBody);
+  const pages = createIndexRenders(budget.renderedPages);
+  // Made once per query object (the routes' are remembered per query string, and frozen).
+  const pageKeys = new WeakMap<ArchiveQuery, string>();
+  const pageKeyOf = (query: ArchiveQuery) => {
+    let key = pageKeys.get(query);
+    if (key === undefined) pageKeys.set(query, (key = archivePageKey(query)));
+    return key;
+  };
+
+  // A search's page is neither kept nor compressed: keeping them would let anyone fill this cache.
+  async function renderPage(index: ArchiveIndex, query: ArchiveQuery): Promise<RenderedJson> {
+    const { issues, total } = archivePageOf(index, query);
+    const { limit, offset } = query;
+    const nextOffset = offset + limit < total ? offset + limit : null;
+    const meta = { total, limit, offset, nextOffset, previousOffset: offset > 0 ? Math.max(0, Math.min(offset, total) - limit) : null };
+    const envelope: ArchivePageBody = { ok: true, data: issues, meta };
+    if (query.q !== undefined) return renderJson(envelope);
+    const rendered = await renderJson(envelope, encodeBody);
+    pages.set(index, pageKeyOf(query), rendered);
+    return rendered;
+  }
 
   /** `value` with its compressed copies where it has none yet (a shared tier's copy holds text only). */
   async function withCopies(value: CachedValue): Promise<CachedValue> {
@@ -487,15 +552,20 @@ export function createPublicReads(options: PublicReadsOptions) {
   const readFresh = async (load: Loader<CachedValue>) =>
     freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, { forceRefresh: true })).value);
 
+  const pageStats = () => {
+    const [renderedPages, renderedPageBytes] = pages.stats();
+    return { renderedPages, renderedPageBytes };
+  };
+
   // `client` is the visitor the upstream loads are charged to. A read a fresh copy answers is answered at once, not as a promise.
   return {
     archiveIndex: (waitUntil?: WaitUntil, client?: Visitor) => counted(archiveIndex(waitUntil, client)),
 
     archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<ArchivePageBody>> {
       return andThen(counted(archiveIndex(waitUntil, client)), ({ index, state, ageSeconds, staleReason }) => {
-        const rendered = pages.get(index, query);
+        const rendered = query.q === undefined ? pages.get(index, pageKeyOf(query)) : undefined;
         if (rendered !== undefined) return { rendered, state, ageSeconds, staleReason };
-        return pages.render(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
+        return renderPage(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
       });
     },
 
@@ -537,6 +607,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       );
     },
 
-    stats: () => ({ ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, ...pages.stats() }),
+    stats: () => ({ ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, ...pageStats() }),
   };
 }
