@@ -70,6 +70,8 @@ export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issue
 /** Text indexes made from the summaries, for an index that came without one (an older shared copy). */
 const summaryTextIndexes = new WeakMap<ArchiveIndex, TextIndex>();
 
+function noop(): undefined {}
+
 function textIndexOf(index: ArchiveIndex): TextIndex {
   let text = index.text ?? summaryTextIndexes.get(index);
   if (text === undefined) {
@@ -117,7 +119,7 @@ const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.new
 const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
 const indexOf = (value: CachedValue | undefined) => (value?.kind === 'archive' ? value : undefined);
 
-/** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
+/** Upstream data → allow-listed shapes → serialized envelope, cached. */
 export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
   const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
@@ -129,8 +131,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   };
   const archiveFresh = (fetchedAt: number) => isFresh(fetchedAt + rules.archive.ttlMs, now());
 
-  // Unknown slugs live apart from the main cache, so a slug scan can neither reach the upstream
-  // twice for one slug nor evict the good entries (docs/contract.md "Caching").
+  // Unknown slugs live apart, so a slug scan can neither reach the upstream twice for one slug nor evict good entries (docs/contract.md).
   const notFound = new LRUCache<string, true>({
     max: NOT_FOUND_MAX_ENTRIES,
     maxSize: budget.notFound,
@@ -184,8 +185,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     return rendered === value.rendered ? value : jsonValue(rendered, value.fetchedAt, value.version, value.neighbours);
   }
 
-  // Compressed copies made behind the answer, one body at a time (a whole read seeds hundreds of
-  // letters): each replaces its text-only copy while that is still the fresh one kept.
+  // One body at a time (a whole read seeds hundreds of letters), each replacing its text-only copy while that is still the fresh one.
   let compressing: Promise<void> = Promise.resolve();
   function compressBehind(key: string, value: CachedValue): void {
     if (encodeBody === undefined) return;
@@ -297,7 +297,6 @@ export function createPublicReads(options: PublicReadsOptions) {
 
   const positions = new WeakMap<ArchiveIndex, Map<string, number>>();
 
-  /** The issues before and after `slug` in the index's order. */
   function neighboursIn(index: ArchiveIndex | undefined, slug: string): Neighbours {
     let bySlug = index && positions.get(index);
     if (index && bySlug === undefined) {
@@ -385,10 +384,8 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
   const loadCategories = withSharedCopy(loadCategoriesFromUpstream, rules.categories);
 
-  /**
-   * What an index read no earlier than `copy` says of it: gone from a complete index (unpublished or renamed), or listed with the same or
-   * another `updatedAt` than the copy's.
-   */
+  // What an index read no earlier than `copy` says of it: gone from a complete index (unpublished or renamed), or listed with the same
+  // or another `updatedAt`.
   function indexSays(slug: string, copy: CachedValue | undefined, archive = indexOf(cache.peek(ARCHIVE_KEY))) {
     if (archive === undefined || copy === undefined || archive.fetchedAt < copy.fetchedAt) return undefined;
     if (archive.index.complete && !archive.index.slugs.has(slug)) return 'dropped';
@@ -397,7 +394,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     return version === copy.version ? 'same' : 'edited';
   }
 
-  /** Slugs whose issue copy is being loaded now (see `seed`). */
+  /** Slugs whose issue copy is being loaded now: `seed` leaves them alone. */
   const issuesLoading = new Set<string>();
 
   const gone = (slug: string) => {
@@ -438,12 +435,8 @@ export function createPublicReads(options: PublicReadsOptions) {
       const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
       const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
       // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
-      const neighbourIndex =
-        index?.index ??
-        (await Promise.resolve(readArchive(waitUntil, client)).then(
-          (read) => indexOf(read.value)?.index,
-          () => undefined,
-        ));
+      const read = index ?? (await Promise.resolve(readArchive(waitUntil, client)).then(({ value }) => indexOf(value), noop));
+      const neighbourIndex = read?.index;
       if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
       const neighbours = neighboursIn(neighbourIndex, slug);
       const summary = allowList.toIssueSummary(issue, letter === undefined ? null : minutes);
