@@ -106,16 +106,8 @@ export function createWorkersSharedCache(cache: Cache, options: { namespace: str
       return { payload: await response.text(), fetchedAt };
     },
     async put(key, entry) {
-      await cache.put(
-        await urlOf(key),
-        new Response(entry.payload, {
-          headers: {
-            'Content-Type': 'application/json',
-            'Cache-Control': `max-age=${options.maxAgeSeconds}`,
-            [FETCHED_AT_HEADER]: String(entry.fetchedAt),
-          },
-        }),
-      );
+      const headers = { 'Cache-Control': `max-age=${options.maxAgeSeconds}`, [FETCHED_AT_HEADER]: String(entry.fetchedAt) };
+      await cache.put(await urlOf(key), new Response(entry.payload, { headers: { 'Content-Type': 'application/json', ...headers } }));
     },
     async delete(key) {
       await cache.delete(await urlOf(key));

@@ -148,14 +148,12 @@ export function addDocument(store: TextStore, version: string | null, fields: Se
   return slot;
 }
 
-export function addSummary(store: TextStore, summary: IssueSummary, version: string | null, letterHtml?: string): number {
-  return addDocument(store, version, {
-    subject: summary.subject,
-    previewText: summary.previewText,
-    categoryName: summary.category?.name,
-    letterHtml,
-  });
-}
+export const addSummary = (
+  store: TextStore,
+  { subject, previewText, category }: IssueSummary,
+  version: string | null,
+  letterHtml?: string,
+) => addDocument(store, version, { subject, previewText, categoryName: category?.name, letterHtml });
 
 export function documentOf(text: TextIndex, slug: string): TextDoc | undefined {
   const slot = text.slots.get(slug);
