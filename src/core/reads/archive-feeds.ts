@@ -1,14 +1,11 @@
 import { SLUG_PLACEHOLDER } from '../config/config.js';
 import { renderAtomFeed } from '../feeds/atom.js';
-import { latestUpdate, type FeedOptions } from '../feeds/options.js';
+import { latestUpdate } from '../feeds/options.js';
 import { renderRssFeed } from '../feeds/rss.js';
-import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
 import type { WaitUntil } from './read-through-cache.js';
 import { renderBody, type BodyEncoder, type RenderedJson } from './rendered-json.js';
-
-type FeedFormat = 'atom' | 'rss';
 
 /** SITE_ISSUE_URL (`{slug}` where the slug goes), PUBLICATION_NAME (else the site's host) and PUBLIC_BASE_URL (the `self` link). */
 interface ArchiveFeedsOptions {
@@ -22,10 +19,8 @@ interface ArchiveFeedsOptions {
 
 export type ArchiveFeeds = ReturnType<typeof createArchiveFeeds>;
 
-const RENDERERS: Readonly<Record<FeedFormat, (issues: readonly IssueSummary[], options: FeedOptions) => string>> = {
-  atom: renderAtomFeed,
-  rss: renderRssFeed,
-};
+const RENDERERS = { atom: renderAtomFeed, rss: renderRssFeed };
+type FeedFormat = keyof typeof RENDERERS;
 /** The route's default page size: a `self` link names `limit` only when it differs. */
 const DEFAULT_LIMIT = 20;
 /** An empty feed is dated by a fixed instant: the same index, the same bytes. */

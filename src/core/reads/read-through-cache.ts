@@ -17,8 +17,6 @@ export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybeP
   return value instanceof Promise ? value.then(next) : next(value);
 }
 
-export type CacheStats = Record<'hits' | 'misses' | 'staleServed' | 'refreshFailures' | 'entries' | 'bytes', number>;
-
 /** `undefined` means "does not exist" and removes any stale copy; `previous` is the copy it replaces, if one is kept. */
 export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
 
@@ -188,7 +186,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
     },
     /** Without loading or counting (it counts as used). */
     peek: (key: string) => lru.get(key)?.value,
-    stats: (): CacheStats => ({ ...counters, entries: lru.size, bytes: lru.calculatedSize }),
+    stats: () => ({ ...counters, entries: lru.size, bytes: lru.calculatedSize }),
   };
 }
 
