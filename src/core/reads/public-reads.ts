@@ -56,9 +56,8 @@ export type PublicReads = ReturnType<typeof createPublicReads>;
 /** The validated archive query (routes/archive-query.ts), the representation aside. */
 export type ArchiveQuery = Omit<ArchiveRequest, 'format'>;
 
-export function archivePageKey(query: ArchiveQuery): string {
-  return `${query.limit}:${query.offset}:${query.category ?? ''}${query.q === undefined ? '' : `:${query.q}`}`;
-}
+export const archivePageKey = ({ limit, offset, category, q }: ArchiveQuery) =>
+  `${limit}:${offset}:${category ?? ''}${q === undefined ? '' : `:${q}`}`;
 
 /** One page of the archive index (a category's, a search's best first), with the list's total. */
 export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
@@ -423,20 +422,17 @@ export function createPublicReads(options: PublicReadsOptions) {
       }
       if (verdict === 'dropped') return gone(slug);
       if (!index?.index.slugs.has(slug)) options.readBudget?.take(client);
-      let issue: UpstreamIssue;
-      try {
-        issue = await upstream.getIssueBySlug(slug);
-      } catch (error) {
-        if (error instanceof UpstreamError && error.kind === 'not_found') return gone(slug);
+      const issue = await upstream.getIssueBySlug(slug).catch((error: unknown) => {
+        if (error instanceof UpstreamError && error.kind === 'not_found') return undefined;
         throw error;
-      }
+      });
       // A draft, private or renamed issue is a 404 even when the upstream returned it.
-      if (!allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
+      if (issue === undefined || !allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
       const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
       const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
       // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
-      const read = index ?? (await Promise.resolve(readArchive(waitUntil, client)).then(({ value }) => indexOf(value), noop));
-      const neighbourIndex = read?.index;
+      const kept = index ?? (await Promise.resolve(readArchive(waitUntil, client)).then(({ value }) => indexOf(value), noop));
+      const neighbourIndex = kept?.index;
       if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
       const neighbours = neighboursIn(neighbourIndex, slug);
       const summary = allowList.toIssueSummary(issue, letter === undefined ? null : minutes);
