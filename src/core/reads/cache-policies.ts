@@ -1,9 +1,7 @@
 import type { FreshnessRules } from './read-through-cache.js';
 
-/**
- * How long one kind of answer is fresh (`max-age`; 0: `no-cache`), then served stale while it refreshes, then only while refreshes fail:
- * the in-memory cache, the shared tier and `Cache-Control` all read it from here (docs/contract.md "Caching").
- */
+// How long one kind of answer is fresh (`max-age`; 0: `no-cache`), then served stale while it refreshes, then only while refreshes fail:
+// the in-memory cache, the shared tier and `Cache-Control` all read it from here (docs/contract.md "Caching").
 export type CachePolicy = { ttlSeconds: number; staleWhileRevalidateSeconds: number; staleIfErrorSeconds: number };
 
 /** The three read routes (the archive's feeds share its policy) and the demo site's pages and files. */

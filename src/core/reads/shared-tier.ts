@@ -21,8 +21,8 @@ interface SharedTierOptions<V> {
   onRefreshError?: (key: string, error: unknown) => void;
 }
 
-/** A loader that asks the shared tier first, by the in-memory cache's rules (a stale copy answers while one refresh runs), and stores
- * what it loads for the others. */
+// A loader that asks the shared tier first, by the in-memory cache's rules (a stale copy answers while one refresh runs), and stores
+// what it loads for the others.
 export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>): Loader<V> {
   const { store, rules, now, encode, decode } = options;
   // The in-memory cache holds a copy handed back stale for 1 ms only: without this, every request would start its own refresh.

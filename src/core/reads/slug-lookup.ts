@@ -12,11 +12,9 @@ interface SlugLookupOptions<C> {
 
 export const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
 
-/**
- * Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs costs the upstream nothing (docs/contract.md
- * "Availability under abuse"). A slug a complete index lacks may only be newer than it, which one refresh settles: one at a time, at most
- * every `minRefreshIntervalMs`. 'unknown': no index, or one cut off at ARCHIVE_MAX_ISSUES: only the upstream can tell, by slug.
- */
+// Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs costs the upstream nothing (docs/contract.md
+// "Availability under abuse"). A slug a complete index lacks may only be newer than it, which one refresh settles: one at a time, at most
+// every `minRefreshIntervalMs`. 'unknown': no index, or one cut off at ARCHIVE_MAX_ISSUES: only the upstream can tell, by slug.
 export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
   const { read, refresh, now, minRefreshIntervalMs } = options;
   // A refresh that failed answers `undefined`.
