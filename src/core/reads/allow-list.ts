@@ -33,11 +33,9 @@ export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingM
   };
 }
 
-export function toIssueDetail(
-  summary: IssueSummary,
-  letter: Pick<IssueDetail, 'contentHtml' | 'readingMinutes'>,
-  neighbours: Pick<IssueDetail, 'newer' | 'older'>,
-): IssueDetail {
+type Letter = Pick<IssueDetail, 'contentHtml' | 'readingMinutes'>;
+
+export function toIssueDetail(summary: IssueSummary, letter: Letter, neighbours: Pick<IssueDetail, 'newer' | 'older'>): IssueDetail {
   return {
     ...summary,
     readingMinutes: letter.readingMinutes,
@@ -47,24 +45,20 @@ export function toIssueDetail(
   };
 }
 
-export const toIssueNeighbour = (summary: IssueSummary): IssueNeighbour => ({
-  slug: summary.slug,
-  subject: summary.subject,
-  sentAt: summary.sentAt,
-});
+export const toIssueNeighbour = ({ slug, subject, sentAt }: IssueSummary): IssueNeighbour => ({ slug, subject, sentAt });
 
 /** Newest `sentAt` first (undated last); ties by slug, so paging is stable. */
 export function compareNewestFirst(a: IssueSummary, b: IssueSummary): number {
   const timeA = a.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(a.sentAt);
   const timeB = b.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(b.sentAt);
-  if (timeA !== timeB) return timeB - timeA;
-  return a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0;
+  return timeA !== timeB ? timeB - timeA : bySlug(a, b);
 }
 
 /** By name, case-insensitive, then by slug. */
-export function compareByName(a: PublicCategory, b: PublicCategory): number {
-  return a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
-}
+export const compareByName = (a: PublicCategory, b: PublicCategory) =>
+  a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || bySlug(a, b);
+
+const bySlug = (a: { slug: string }, b: { slug: string }) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
 
 function isoDateOrNull(value: string | null | undefined): string | null {
   if (!value) return null;

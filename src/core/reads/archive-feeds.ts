@@ -1,14 +1,10 @@
-import { LRUCache } from 'lru-cache';
 import { SLUG_PLACEHOLDER } from '../config/config.js';
 import { renderAtomFeed, latestUpdate, type FeedOptions, renderRssFeed } from '../feeds/feeds.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex } from './cached-value.js';
-import { archivePageKey, archivePageOf, type ArchiveQuery } from './archive-pages.js';
-import type { PublicRead, PublicReads } from './public-reads.js';
+import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
 import type { WaitUntil } from './read-through-cache.js';
-import { renderBody, renderedBytes, type BodyEncoder, type RenderedJson } from './rendered-json.js';
-
-type FeedFormat = 'atom' | 'rss';
+import { renderBody, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 
 /** SITE_ISSUE_URL (`{slug}` where the slug goes), PUBLICATION_NAME (else the site's host) and PUBLIC_BASE_URL (the `self` link). */
 interface ArchiveFeedsOptions {
@@ -22,10 +18,8 @@ interface ArchiveFeedsOptions {
 
 export type ArchiveFeeds = ReturnType<typeof createArchiveFeeds>;
 
-const RENDERERS: Readonly<Record<FeedFormat, (issues: readonly IssueSummary[], options: FeedOptions) => string>> = {
-  atom: renderAtomFeed,
-  rss: renderRssFeed,
-};
+const RENDERERS = { atom: renderAtomFeed, rss: renderRssFeed };
+type FeedFormat = keyof typeof RENDERERS;
 /** The route's default page size: a `self` link names `limit` only when it differs. */
 const DEFAULT_LIMIT = 20;
 /** An empty feed is dated by a fixed instant: the same index, the same bytes. */
@@ -37,10 +31,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
   const siteUrl = new URL('/', issueUrl('slug')).href;
   const siteName = options.publicationName ?? new URL(siteUrl).host;
-  const rendered = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
-    maxSize: Math.max(1, options.maxBytes),
-    sizeCalculation: (page) => renderedBytes(page.rendered),
-  });
+  const rendered = createIndexRenders(options.maxBytes);
 
   async function render(index: ArchiveIndex, query: ArchiveQuery, format: FeedFormat): Promise<RenderedJson> {
     const { issues } = archivePageOf(index, query);
@@ -62,14 +53,18 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
       // A search's feed is not kept, as its JSON page.
       if (query.q !== undefined) return { rendered: await render(index, query, format), state, ageSeconds, staleReason };
       const key = `${format}:${archivePageKey(query)}`;
-      const cached = rendered.get(key);
-      if (cached?.index === index) return { rendered: cached.rendered, state, ageSeconds, staleReason };
-      const page = await render(index, query, format);
-      rendered.set(key, { index, rendered: page });
+      let page = rendered.get(index, key);
+      if (page === undefined) {
+        page = await render(index, query, format);
+        rendered.set(index, key, page);
+      }
       return { rendered: page, state, ageSeconds, staleReason };
     },
 
-    stats: () => ({ renderedFeeds: rendered.size, renderedFeedBytes: rendered.calculatedSize }),
+    stats: () => {
+      const [renderedFeeds, renderedFeedBytes] = rendered.stats();
+      return { renderedFeeds, renderedFeedBytes };
+    },
   };
 }
 

@@ -1,9 +1,7 @@
 import type { FreshnessRules } from './read-through-cache.js';
 
-/**
- * How long one kind of answer is fresh (`max-age`; 0: `no-cache`), then served stale while it refreshes, then only while refreshes fail:
- * the in-memory cache, the shared tier and `Cache-Control` all read it from here (docs/contract.md "Caching").
- */
+// How long one kind of answer is fresh (`max-age`; 0: `no-cache`), then served stale while it refreshes, then only while refreshes fail:
+// the in-memory cache, the shared tier and `Cache-Control` all read it from here (docs/contract.md "Caching").
 export type CachePolicy = { ttlSeconds: number; staleWhileRevalidateSeconds: number; staleIfErrorSeconds: number };
 
 /** The three read routes (the archive's feeds share its policy) and the demo site's pages and files. */
@@ -39,17 +37,12 @@ export function cacheControlOf(policy: CachePolicy): string {
 /** `Cache-Control` of answers no cache may keep: errors, subscribe, the admin listener's. */
 export const NO_STORE = 'no-store';
 
-export function freshnessRulesOf(policy: CachePolicy): FreshnessRules {
-  return {
-    ttlMs: policy.ttlSeconds * 1000,
-    staleWhileRevalidateMs: policy.staleWhileRevalidateSeconds * 1000,
-    staleIfErrorMs: policy.staleIfErrorSeconds * 1000,
-  };
-}
+export const freshnessRulesOf = (policy: CachePolicy): FreshnessRules => ({
+  ttlMs: policy.ttlSeconds * 1000,
+  staleWhileRevalidateMs: policy.staleWhileRevalidateSeconds * 1000,
+  staleIfErrorMs: policy.staleIfErrorSeconds * 1000,
+});
 
 /** How long a shared tier keeps a copy: as long as any read may still serve one. */
-export function sharedTierMaxAgeSeconds(policies: CachePolicies): number {
-  return Math.max(
-    ...[policies.archive, policies.issue, policies.categories].map((policy) => policy.ttlSeconds + policy.staleIfErrorSeconds),
-  );
-}
+export const sharedTierMaxAgeSeconds = ({ archive, issue, categories }: CachePolicies) =>
+  Math.max(...[archive, issue, categories].map((policy) => policy.ttlSeconds + policy.staleIfErrorSeconds));

@@ -7,10 +7,7 @@ import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
 import { decodeTextIndex, EncodedTextIndexSchema, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
 
-/**
- * The archive as one cached index; every page is served from it. `complete`: nothing public is missing (fewer issues than
- * ARCHIVE_MAX_ISSUES, none dropped). No `text`: made from the summaries when a search needs it.
- */
+/** The archive as one cached index. `complete`: nothing public is missing; no `text`: made from the summaries when a search needs it. */
 export interface ArchiveIndex {
   all: IssueSummary[];
   byCategory: Map<string, IssueSummary[]>;
@@ -24,10 +21,7 @@ export interface ArchiveIndex {
 
 export type IssueSource = { id: string; updatedAt: string | null };
 
-/**
- * What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"): the order the last whole read found
- * the listing newest first by (none: every refresh reads it all), the ids of every row listed.
- */
+/** What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"). */
 export type ArchiveSync = { order: ListOrder | undefined; fullReadAt: number; listing: readonly string[]; head?: Validators | undefined };
 
 /** What the read cache holds per key; `fetchedAt` is when the upstream answered (ms), `version` the row's `updatedAt`. */
@@ -68,20 +62,15 @@ export function archiveValue(
 }
 
 export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string, neighbours?: string): CachedValue {
-  return {
-    kind: 'json',
-    rendered,
-    size: renderedBytes(rendered),
-    fetchedAt,
-    ...(version === undefined ? {} : { version }),
-    ...(neighbours === undefined ? {} : { neighbours }),
-  };
+  const value: CachedValue = { kind: 'json', rendered, size: renderedBytes(rendered), fetchedAt };
+  if (version !== undefined) value.version = version;
+  if (neighbours !== undefined) value.neighbours = neighbours;
+  return value;
 }
 
 export const sizeOfCachedValue = (value: CachedValue) => (value.kind === 'archive' ? value.index.size : value.size);
 
-// A lighter copy of core/public-shapes.ts's schemas, which the Worker never loads; typed against
-// the shapes, so a field added there fails to compile here until it is added.
+// A lighter copy of core/public-shapes.ts's schemas (which the Worker never loads), typed against them so a new field fails to compile.
 const StoredCategorySchema: z.ZodMiniType<PublicCategory> = z.object({ name: z.string(), slug: z.string() });
 const StoredSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
   slug: z.string(),
@@ -94,8 +83,7 @@ const StoredSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
   readingMinutes: z.nullable(z.number()),
 });
 
-// A shared entry is checked when read: a copy that does not match (truncated, or written by
-// another version) is a miss, not a crash. z.union keeps the Worker bundle smaller.
+// A shared entry that does not match (truncated, another version's) is a miss, not a crash. z.union keeps the Worker bundle smaller.
 const SharedPayloadSchema = z.union([
   // Optional fields: an older entry reads as incomplete, with nothing to refresh from.
   z.object({

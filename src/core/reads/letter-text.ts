@@ -5,14 +5,13 @@ const WORDS_PER_MINUTE = 230;
 /** Longer runs are link targets, encoded images or ids: cut, they cannot bloat the index (search matches word starts). */
 export const MAX_WORD_LENGTH = 40;
 
-/** Elements whose content is not read as text. */
 const SKIPPED = new Set(['script', 'style', 'head', 'template', 'noscript', 'svg', 'math', 'iframe', 'object']);
 /** Elements inside a word's run (`<b>wo</b>rd` is one word); every other tag separates words. */
 const INLINE = new Set(
   'a abbr b bdi bdo cite code data del dfn em font i ins kbd mark q s samp small span strike strong sub sup time tt u var'.split(' '),
 );
 
-/** The named entities a letter uses for text, `name=text` (accented letters are read as their base letter below). */
+/** `name=text`; accented letters are read as their base letter below. */
 const ENTITIES: Readonly<Record<string, string>> = Object.fromEntries(
   [
     `amp=&,lt=<,gt=>,quot=",apos=',nbsp= ,shy=,zwj=,zwnj=,rsquo=’,lsquo=‘,rdquo=”,ldquo=“,sbquo=‚,bdquo=„,mdash=—,ndash=–,hellip=…,middot=·`,
@@ -65,7 +64,7 @@ export function visibleText(html: string): string {
   return parts.join('');
 }
 
-/** The lower-case name of the tag whose `<` is just before `from`; undefined for `<!doctype`, `<?` and text. */
+/** Undefined for `<!doctype`, `<?` and text. */
 function tagName(html: string, from: number): string | undefined {
   const start = html.charCodeAt(from) === 0x2f ? from + 1 : from;
   if (!isAsciiLetter(html.charCodeAt(start))) return undefined;
@@ -79,11 +78,10 @@ const isDigit = (code: number) => code >= 0x30 && code <= 0x39;
 const isApostrophe = (code: number) => code === 0x27 || code === 0x2019 || code === 0x2bc;
 const lowerCode = (code: number) => (code >= 0x41 && code <= 0x5a ? code + 0x20 : code);
 
+// End tags are written in lower case almost always; upper case is looked for only then.
 function indexOfIgnoringCase(html: string, needle: string, from: number): number {
-  // End tags are written in lower case almost always; upper case is looked for only then.
   const lower = html.indexOf(needle, from);
-  if (lower !== -1) return lower;
-  return html.indexOf(needle.toUpperCase(), from);
+  return lower !== -1 ? lower : html.indexOf(needle.toUpperCase(), from);
 }
 
 function decodeReferences(text: string): string {
@@ -100,7 +98,7 @@ function decodeReferences(text: string): string {
   });
 }
 
-/** Letters that do not decompose into a base letter and a mark (NFKD leaves them whole). */
+/** Letters NFKD leaves whole. */
 const FOLDS: Readonly<Record<string, string>> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', ł: 'l', đ: 'd', ð: 'd', þ: 'th', ı: 'i', ħ: 'h' };
 const FOLDABLE = /[ßæœøłđðþıħ]/g;
 const MARKS = /\p{M}+/gu;
@@ -108,10 +106,7 @@ const MARKS = /\p{M}+/gu;
 const INNER_APOSTROPHE = /(?<=[\p{L}\p{N}])['’ʼ](?=[\p{L}\p{N}])/gu;
 const WORD = /[\p{L}\p{N}]+/gu;
 
-/**
- * The words of a text as search compares them: marks removed (`Café` → `cafe`), lower case, a few letters folded (`ß` → `ss`), cut to
- * MAX_WORD_LENGTH; repeats kept. ASCII runs skip normalisation (costly).
- */
+/** Words as search compares them: `Café` → `cafe`, `ß` → `ss`, cut to MAX_WORD_LENGTH; repeats kept. ASCII runs skip normalisation. */
 export function searchWords(text: string): string[] {
   const words: string[] = [];
   scanWords(text, {
@@ -176,7 +171,6 @@ export function asciiWord(text: string, start: number, end: number, upper: boole
 
 const APOSTROPHES = /['’ʼ]/g;
 
-/** A character that may continue a word after an apostrophe: an ASCII letter or digit, or beyond ASCII. */
 const isWordCode = (code: number) => isAsciiLetter(code) || isDigit(code) || (code >= 0x80 && !isPunctuation(code) && !isApostrophe(code));
 
 /** Spaces and punctuation beyond ASCII that letters use most (no-break space, guillemets, dashes, quotes, ellipsis). */
@@ -202,7 +196,7 @@ export function countWords(html: string): number {
   return count;
 }
 
-/** A hash of text[start, end) with ASCII capitals folded, as asciiWord does. */
+/** ASCII capitals folded, as asciiWord does. */
 export function hashOf(text: string, start: number, end: number): number {
   let hash = 0;
   for (let at = start; at < end; at += 1) hash = (Math.imul(hash, 31) + lowerCode(text.charCodeAt(at))) | 0;

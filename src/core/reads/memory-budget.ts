@@ -1,7 +1,5 @@
-/**
- * The one place CACHE_MAX_BYTES is divided between the lru-caches of the public reads: 70 % upstream data (one entry at most half of it),
- * 20 % rendered JSON pages, 5 % feeds, 5 % remembered 404s. Other in-memory maps are bounded by entry count.
- */
+// The one place CACHE_MAX_BYTES is divided between the lru-caches of the public reads: 70 % upstream data (one entry at most half of it),
+// 20 % rendered JSON pages, 5 % feeds, 5 % remembered 404s. Other in-memory maps are bounded by entry count.
 export function splitMemoryBudget(maxBytes: number) {
   const notFound = Math.floor(maxBytes * 0.05);
   const renderedFeeds = Math.floor(maxBytes * 0.05);

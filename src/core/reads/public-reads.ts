@@ -4,11 +4,11 @@ import type { Metrics } from '../metrics.js';
 import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
 import { placeHead, type ListOrder } from '../upstream/archive.js';
 import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
+import type { ArchiveRequest } from '../routes/archive-query.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import type { UpstreamIssue } from '../upstream/schemas.js';
 import { UpstreamError } from '../upstream/transport.js';
 import * as allowList from './allow-list.js';
-import { createRenderedPages, type ArchiveQuery } from './archive-pages.js';
 import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue, sizeOfCachedValue } from './cached-value.js';
 import type { ArchiveIndex, ArchiveSync, CachedValue, IssueSource } from './cached-value.js';
@@ -17,10 +17,10 @@ import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
 import { andThen, createReadThroughCache, isFresh } from './read-through-cache.js';
 import type { CacheState, Loader, MaybePromise, ReadResult, Visitor, WaitUntil } from './read-through-cache.js';
-import { renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
+import { renderedBytes, renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { createSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
-import { addSummary, compacted, createTextStore, documentOf, worthCompacting, type TextIndex } from './text-index.js';
+import { addSummary, compacted, createTextStore, documentOf, search, worthCompacting, type TextIndex } from './text-index.js';
 
 /** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). `ageSeconds`: STALE reads only. */
 export interface PublicRead<T = unknown> {
@@ -31,11 +31,8 @@ export interface PublicRead<T = unknown> {
   readonly envelope?: T;
 }
 
-/**
- * `maxBytes` is CACHE_MAX_BYTES (split by memory-budget.ts); `readBudget` is charged once per by-slug read the archive index
- * cannot justify; `indexRefreshMinIntervalMs` parts two index refreshes an unlisted slug may cause; `encodeBody` compresses
- * each JSON copy once as it is made (Node).
- */
+// `maxBytes` is CACHE_MAX_BYTES (split by memory-budget.ts); `readBudget` is charged once per by-slug read the archive index cannot
+// justify; `encodeBody` compresses each JSON copy once as it is made (Node).
 export interface PublicReadsOptions {
   upstream: UpstreamClient;
   now: () => number;
@@ -56,6 +53,52 @@ export interface PublicReadsOptions {
 
 export type PublicReads = ReturnType<typeof createPublicReads>;
 
+/** The validated archive query (routes/archive-query.ts), the representation aside. */
+export type ArchiveQuery = Omit<ArchiveRequest, 'format'>;
+
+export const archivePageKey = ({ limit, offset, category, q }: ArchiveQuery) =>
+  `${limit}:${offset}:${category ?? ''}${q === undefined ? '' : `:${q}`}`;
+
+/** One page of the archive index (a category's, a search's best first), with the list's total. */
+export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
+  const listed = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
+  const list = query.q === undefined ? listed : search(textIndexOf(index), listed, query.q.split(' '));
+  return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
+}
+
+/** Text indexes made from the summaries, for an index that came without one (an older shared copy). */
+const summaryTextIndexes = new WeakMap<ArchiveIndex, TextIndex>();
+
+function noop(): undefined {}
+
+function textIndexOf(index: ArchiveIndex): TextIndex {
+  let text = index.text ?? summaryTextIndexes.get(index);
+  if (text === undefined) {
+    text = { store: createTextStore(), slots: new Map() };
+    for (const summary of index.all) {
+      text.slots.set(summary.slug, addSummary(text.store, summary, index.sources.get(summary.slug)?.updatedAt ?? null));
+    }
+    summaryTextIndexes.set(index, text);
+  }
+  return text;
+}
+
+/** Bodies rendered once per archive index and key: the JSON pages, the feeds. */
+export function createIndexRenders(maxBytes: number) {
+  const renders = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
+    maxSize: Math.max(1, maxBytes),
+    sizeCalculation: (render) => renderedBytes(render.rendered),
+  });
+  return {
+    get: (index: ArchiveIndex, key: string) => {
+      const kept = renders.get(key);
+      return kept?.index === index ? kept.rendered : undefined;
+    },
+    set: (index: ArchiveIndex, key: string, rendered: RenderedJson) => void renders.set(key, { index, rendered }),
+    stats: () => [renders.size, renders.calculatedSize] as const,
+  };
+}
+
 const NOT_FOUND_MAX_ENTRIES = 20_000;
 const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
 const ARCHIVE_KEY = 'archive';
@@ -63,16 +106,19 @@ const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
 
 const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
+const noIndex = () => new Error('archive loader returned no index');
 
 type Neighbours = Pick<IssueDetail, 'newer' | 'older'>;
-const NO_NEIGHBOURS: Neighbours = { newer: null, older: null };
+type JsonValue = CachedValue & { kind: 'json' };
+type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
+type Letter = { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined };
+
 /** A copy rendered with other neighbours than these is rendered again. */
 const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
+const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
+const indexOf = (value: CachedValue | undefined) => (value?.kind === 'archive' ? value : undefined);
 
-/** What the index keeps of one listed row: its summary when public, its source, its text slot. */
-type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
-
-/** The three cached public reads: upstream data → allow-listed shapes → serialized envelope. */
+/** Upstream data → allow-listed shapes → serialized envelope, cached. */
 export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
   const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
@@ -84,8 +130,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   };
   const archiveFresh = (fetchedAt: number) => isFresh(fetchedAt + rules.archive.ttlMs, now());
 
-  // Unknown slugs live apart from the main cache, so a slug scan can neither reach the upstream
-  // twice for one slug nor evict the good entries (docs/contract.md "Caching").
+  // Unknown slugs live apart, so a slug scan can neither reach the upstream twice for one slug nor evict good entries (docs/contract.md).
   const notFound = new LRUCache<string, true>({
     max: NOT_FOUND_MAX_ENTRIES,
     maxSize: budget.notFound,
@@ -110,18 +155,36 @@ export function createPublicReads(options: PublicReadsOptions) {
     onTooLarge: options.onTooLarge,
     metrics: options.metrics,
   });
+  const pages = createIndexRenders(budget.renderedPages);
+  // Made once per query object (the routes' are remembered per query string, and frozen).
+  const pageKeys = new WeakMap<ArchiveQuery, string>();
+  const pageKeyOf = (query: ArchiveQuery) => {
+    let key = pageKeys.get(query);
+    if (key === undefined) pageKeys.set(query, (key = archivePageKey(query)));
+    return key;
+  };
 
-  const pages = createRenderedPages(budget.renderedPages, encodeBody);
+  // A search's page is neither kept nor compressed: keeping them would let anyone fill this cache.
+  async function renderPage(index: ArchiveIndex, query: ArchiveQuery): Promise<RenderedJson> {
+    const { issues, total } = archivePageOf(index, query);
+    const { limit, offset } = query;
+    const nextOffset = offset + limit < total ? offset + limit : null;
+    const meta = { total, limit, offset, nextOffset, previousOffset: offset > 0 ? Math.max(0, Math.min(offset, total) - limit) : null };
+    const envelope: ArchivePageBody = { ok: true, data: issues, meta };
+    if (query.q !== undefined) return renderJson(envelope);
+    const rendered = await renderJson(envelope, encodeBody);
+    pages.set(index, pageKeyOf(query), rendered);
+    return rendered;
+  }
 
   /** `value` with its compressed copies where it has none yet (a shared tier's copy holds text only). */
   async function withCopies(value: CachedValue): Promise<CachedValue> {
     if (value.kind !== 'json' || encodeBody === undefined) return value;
     const rendered = await withEncodedCopies(value.rendered, encodeBody).catch(() => value.rendered);
-    return rendered === value.rendered ? value : jsonValue(rendered, value.fetchedAt, value.version);
+    return rendered === value.rendered ? value : jsonValue(rendered, value.fetchedAt, value.version, value.neighbours);
   }
 
-  // Compressed copies made behind the answer, one body at a time (a whole read seeds hundreds of
-  // letters): each replaces its text-only copy while that is still the fresh one kept.
+  // One body at a time (a whole read seeds hundreds of letters), each replacing its text-only copy while that is still the fresh one.
   let compressing: Promise<void> = Promise.resolve();
   function compressBehind(key: string, value: CachedValue): void {
     if (encodeBody === undefined) return;
@@ -135,7 +198,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   /** A loader that asks the shared tier before the upstream, giving what it answers its compressed copies. */
-  const withSharedCopy = (load: Loader<CachedValue>, keyRules = rules.issue): Loader<CachedValue> => {
+  function withSharedCopy(load: Loader<CachedValue>, keyRules = rules.issue): Loader<CachedValue> {
     if (!sharedCache) return load;
     const loadThroughTier = withSharedTier(load, {
       store: sharedCache,
@@ -149,42 +212,51 @@ export function createPublicReads(options: PublicReadsOptions) {
       const value = await loadThroughTier(...args);
       return value && withCopies(value);
     };
-  };
+  }
+
+  // A loader that reads the upstream whatever the shared copy's age, and stores what it read there; it refreshes from the copy held here or
+  // the shared one (so a head read stays possible).
+  const publishing =
+    (load: Loader<CachedValue>): Loader<CachedValue> =>
+    async (key, waitUntil, client, previous) => {
+      const entry = previous === undefined ? await sharedCache?.get(key).catch(() => undefined) : undefined;
+      const value = await load(key, waitUntil, client, previous ?? (entry && decodeSharedEntry(entry)));
+      if (value !== undefined) await sharedCache?.put(key, encodeSharedEntry(value));
+      return value;
+    };
 
   // Reads the archive index whole or, when the last whole read found the upstream listing newest first and a whole read is not yet due,
   // only its newest rows merged into the index (docs/upstream.md "How the archive is read and kept fresh").
   async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
-    const prior = previous?.kind === 'archive' ? previous.index : undefined;
+    const prior = indexOf(previous)?.index;
     const time = now();
-    if (prior && upstream.readPublicArchiveHead && prior.sync.order !== undefined && time - prior.sync.fullReadAt < resyncMs) {
+    if (prior?.sync.order !== undefined && upstream.readPublicArchiveHead && time - prior.sync.fullReadAt < resyncMs) {
       const merged = await refreshHead(prior, prior.sync.order);
       if (merged) return merged;
     }
-    const contents = createContentKeeper(prior);
+    const keeper = createLetterKeeper(prior);
+    const { reduceRow } = keeper;
     if (!upstream.readPublicArchive) {
-      const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(contents.reduceRow);
-      return indexValue(rows, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, listing: [] }, contents, true);
+      const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(reduceRow);
+      return indexValue(rows, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, listing: [] }, keeper, true);
     }
-    const read = await upstream.readPublicArchive(options.archiveMaxIssues, {
-      reduceRow: contents.reduceRow,
-      expectedRows: prior?.sync.listing.length,
-    });
+    const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow, expectedRows: prior?.sync.listing.length });
     const rows = read.issues;
     // Paging that did not work as configured leaves the listing unsure: no head refreshes then.
     const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
     const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: rows.map((row) => row.source.id) };
     // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
     const complete = read.dropped.count === 0 && read.findings.length === 0 && rows.length < options.archiveMaxIssues;
-    return indexValue(rows, complete, sync, contents, true);
+    return indexValue(rows, complete, sync, keeper, true);
   }
 
   /** The index refreshed from the upstream's newest rows (`placeHead`); `undefined` when they cannot be placed (a whole read then). */
   async function refreshHead(prior: ArchiveIndex, order: ListOrder): Promise<CachedValue | undefined> {
-    const contents = createContentKeeper(prior);
+    const keeper = createLetterKeeper(prior);
     const known = new Set(prior.sync.listing);
     const head = await upstream.readPublicArchiveHead!({
       isKnownId: (id) => known.has(id),
-      reduceRow: contents.reduceRow,
+      reduceRow: keeper.reduceRow,
       validators: prior.sync.head,
       order,
     });
@@ -193,21 +265,19 @@ export function createPublicReads(options: PublicReadsOptions) {
     const placed = head.anchored && head.inOrder ? placeHead(prior.sync.listing, head.ids, head.dropped.ids) : undefined;
     if (placed === undefined) return undefined;
     const replaced = new Set([...head.ids, ...placed.gone]);
-    const priorRows = prior.all.map((summary) => ({
-      summary,
-      source: prior.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null },
-      slot: prior.text?.slots.get(summary.slug),
-    }));
-    const kept = [...head.issues, ...priorRows.filter((row) => !replaced.has(row.source.id))];
+    const kept: KeptRow[] = [...head.issues];
+    for (const summary of prior.all) {
+      const source = prior.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null };
+      if (!replaced.has(source.id)) kept.push({ summary, source, slot: prior.text?.slots.get(summary.slug) });
+    }
     // A row the head could not read is an issue the index cannot show: by slug until the next whole read.
     const complete = prior.complete && head.dropped.count === 0 && kept.length < options.archiveMaxIssues;
-    return indexValue(kept, complete, { ...prior.sync, listing: placed.listing, head: head.validators }, contents);
+    return indexValue(kept, complete, { ...prior.sync, listing: placed.listing, head: head.validators }, keeper);
   }
 
   /** The index of `rows` (public ones, newest first), its text index compacted after a whole read; the letters the rows carried seeded. */
-  async function indexValue(rows: readonly KeptRow[], complete: boolean, sync: ArchiveSync, contents: ContentKeeper, whole = false) {
+  async function indexValue(rows: readonly KeptRow[], complete: boolean, sync: ArchiveSync, keeper: LetterKeeper, whole = false) {
     const fetchedAt = now();
-    const { store } = contents;
     const bySlug = new Map<string, IssueSummary>();
     const sources = new Map<string, IssueSource>();
     const slots = new Map<string, number>();
@@ -215,38 +285,32 @@ export function createPublicReads(options: PublicReadsOptions) {
       if (summary === undefined || bySlug.has(summary.slug)) continue;
       bySlug.set(summary.slug, summary);
       sources.set(summary.slug, source);
-      slots.set(summary.slug, slot ?? addSummary(store, summary, source.updatedAt));
+      slots.set(summary.slug, slot ?? addSummary(keeper.store, summary, source.updatedAt));
     }
-    let text: TextIndex = { store, slots };
-    if (whole && worthCompacting(text)) text = compacted(text);
-    const value = archiveValue([...bySlug.values()].sort(allowList.compareNewestFirst), fetchedAt, complete, { sources, sync, text });
-    await contents.seed(fetchedAt, value);
+    const text = { store: keeper.store, slots };
+    const all = [...bySlug.values()].sort(allowList.compareNewestFirst);
+    const value = archiveValue(all, fetchedAt, complete, { sources, sync, text: whole && worthCompacting(text) ? compacted(text) : text });
+    await keeper.seed(fetchedAt, value);
     return value;
   }
 
   const positions = new WeakMap<ArchiveIndex, Map<string, number>>();
 
-  /** The issues before and after `slug` in the index's order. */
   function neighboursIn(index: ArchiveIndex | undefined, slug: string): Neighbours {
-    if (index === undefined) return NO_NEIGHBOURS;
-    let bySlug = positions.get(index);
-    if (bySlug === undefined) {
+    let bySlug = index && positions.get(index);
+    if (index && bySlug === undefined) {
       bySlug = new Map(index.all.map((summary, at) => [summary.slug, at]));
       positions.set(index, bySlug);
     }
-    const at = bySlug.get(slug);
-    if (at === undefined) return NO_NEIGHBOURS;
-    const [newer, older] = [index.all[at - 1], index.all[at + 1]];
-    return { newer: newer ? allowList.toIssueNeighbour(newer) : null, older: older ? allowList.toIssueNeighbour(older) : null };
+    const at = bySlug?.get(slug);
+    const near = (summary: IssueSummary | undefined) => (summary ? allowList.toIssueNeighbour(summary) : null);
+    return at === undefined ? { newer: null, older: null } : { newer: near(index!.all[at - 1]), older: near(index!.all[at + 1]) };
   }
-
-  /** An issue page's body; `envelope` typed as the route answers it. */
-  const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
 
   // Keeps the letters list rows carry, within one cache entry's bytes, and seeds them as issue copies once the read is done. A copy already
   // kept for the same `updatedAt` is left as it is.
-  function createContentKeeper(prior: ArchiveIndex | undefined) {
-    const letters: { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined }[] = [];
+  function createLetterKeeper(prior: ArchiveIndex | undefined) {
+    const letters: Letter[] = [];
     let bytes = 0;
     // The prior index's store, so the documents of rows that did not change are kept as they are.
     const store = prior?.text?.store ?? createTextStore();
@@ -260,9 +324,9 @@ export function createPublicReads(options: PublicReadsOptions) {
         const version = row.updatedAt ?? undefined;
         const knownSlot = prior?.text?.slots.get(row.slug);
         const known = knownSlot === undefined ? undefined : store.docs[knownSlot];
-        const unchanged = known !== undefined && version !== undefined && known.version === version;
         const letter = typeof row.contentHtml === 'string' ? row.contentHtml : undefined;
         // A document is made again unless its row is unchanged and it holds the letter, or there is none.
+        const unchanged = known !== undefined && version !== undefined && known.version === version;
         const slot =
           unchanged && (letter === undefined || known.letterWords !== null)
             ? knownSlot!
@@ -281,22 +345,20 @@ export function createPublicReads(options: PublicReadsOptions) {
       },
       /** Kept as text at once (compressed behind the answer), each with its neighbours in `value`. */
       async seed(fetchedAt: number, value: CachedValue): Promise<void> {
-        const index = value.kind === 'archive' ? value.index : undefined;
-        for (const { summary, contentHtml, readingMinutes, version } of letters) {
+        for (const { summary, contentHtml, readingMinutes, version } of letters.splice(0)) {
           // Its own load is under way: setting the key would overtake it, and its copy would not be kept.
           if (issuesLoading.has(summary.slug)) continue;
           const key = ISSUE_KEY_PREFIX + summary.slug;
-          const neighbours = neighboursIn(index, summary.slug);
+          const neighbours = neighboursIn(indexOf(value)?.index, summary.slug);
           const data = allowList.toIssueDetail(summary, { contentHtml, readingMinutes }, neighbours);
           const copy = jsonValue(await renderIssue(data), fetchedAt, version, neighboursKey(neighbours));
           cache.seed(key, copy);
           compressBehind(key, copy);
         }
-        letters.length = 0;
       },
     };
   }
-  type ContentKeeper = ReturnType<typeof createContentKeeper>;
+  type LetterKeeper = ReturnType<typeof createLetterKeeper>;
   const loadArchive = withSharedCopy(loadArchiveFromUpstream, rules.archive);
 
   const readArchive = (waitUntil: WaitUntil | undefined, client: string | undefined, forceRefresh = false) =>
@@ -308,8 +370,8 @@ export function createPublicReads(options: PublicReadsOptions) {
     const [categoriesRead, archiveRead] = await Promise.allSettled([upstream.listCategories(), readArchive(waitUntil, client)]);
     if (categoriesRead.status === 'rejected') throw categoriesRead.reason;
     if (archiveRead.status === 'rejected') throw archiveRead.reason;
-    const archive = archiveRead.value.value;
-    if (archive?.kind !== 'archive') throw new Error('archive loader returned no index');
+    const archive = indexOf(archiveRead.value.value);
+    if (archive === undefined) throw noIndex();
     const bySlug = new Map<string, PublicCategory>();
     for (const category of categoriesRead.value) {
       if (!bySlug.has(category.slug)) bySlug.set(category.slug, allowList.toPublicCategory(category));
@@ -321,18 +383,17 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
   const loadCategories = withSharedCopy(loadCategoriesFromUpstream, rules.categories);
 
-  // A loader that reads the upstream whatever the shared copy's age, and stores what it read there; it refreshes from the copy held here or
-  // the shared one (so a head read stays possible).
-  const publishing =
-    (load: Loader<CachedValue>): Loader<CachedValue> =>
-    async (key, waitUntil, client, previous) => {
-      const entry = previous === undefined ? await sharedCache?.get(key).catch(() => undefined) : undefined;
-      const value = await load(key, waitUntil, client, previous ?? (entry && decodeSharedEntry(entry)));
-      if (value !== undefined) await sharedCache?.put(key, encodeSharedEntry(value));
-      return value;
-    };
+  // What an index read no earlier than `copy` says of it: gone from a complete index (unpublished or renamed), or listed with the same
+  // or another `updatedAt`.
+  function indexSays(slug: string, copy: CachedValue | undefined, archive = indexOf(cache.peek(ARCHIVE_KEY))) {
+    if (archive === undefined || copy === undefined || archive.fetchedAt < copy.fetchedAt) return undefined;
+    if (archive.index.complete && !archive.index.slugs.has(slug)) return 'dropped';
+    const version = archive.index.sources.get(slug)?.updatedAt;
+    if (copy.kind !== 'json' || copy.version === undefined || version === undefined || version === null) return undefined;
+    return version === copy.version ? 'same' : 'edited';
+  }
 
-  /** Slugs whose issue copy is being loaded now (see `seed`). */
+  /** Slugs whose issue copy is being loaded now: `seed` leaves them alone. */
   const issuesLoading = new Set<string>();
 
   const gone = (slug: string) => {
@@ -351,41 +412,27 @@ export function createPublicReads(options: PublicReadsOptions) {
       if (previous?.kind === 'json' && archive !== undefined && !archiveFresh(archive.fetchedAt)) {
         archive = (await readArchive(waitUntil, client, true)).value;
       }
-      const index = archive?.kind === 'archive' ? archive : undefined;
-      const listed = index?.index.slugs.has(slug) === true;
-      const trusted =
-        index !== undefined && previous !== undefined && index.fetchedAt >= previous.fetchedAt && archiveFresh(index.fetchedAt);
-      if (
-        trusted &&
-        previous?.kind === 'json' &&
-        previous.version !== undefined &&
-        previous.version === index.index.sources.get(slug)?.updatedAt
-      ) {
+      const index = indexOf(archive);
+      const verdict = indexSays(slug, previous, index);
+      if (verdict === 'same' && previous?.kind === 'json' && archiveFresh(index!.fetchedAt)) {
         // The same letter; its neighbours may have changed.
-        const neighbours = neighboursIn(index.index, slug);
+        const neighbours = neighboursIn(index!.index, slug);
         const current = previous.neighbours === neighboursKey(neighbours) ? previous : await withNeighbours(previous, neighbours);
-        return { ...(await withCopies(current)), fetchedAt: index.fetchedAt };
+        return { ...(await withCopies(current)), fetchedAt: index!.fetchedAt };
       }
-      if (droppedByIndex(slug, previous, index)) return gone(slug);
-      if (!listed) options.readBudget?.take(client);
-      let issue: UpstreamIssue;
-      try {
-        issue = await upstream.getIssueBySlug(slug);
-      } catch (error) {
-        if (error instanceof UpstreamError && error.kind === 'not_found') return gone(slug);
+      if (verdict === 'dropped') return gone(slug);
+      if (!index?.index.slugs.has(slug)) options.readBudget?.take(client);
+      const issue = await upstream.getIssueBySlug(slug).catch((error: unknown) => {
+        if (error instanceof UpstreamError && error.kind === 'not_found') return undefined;
         throw error;
-      }
+      });
       // A draft, private or renamed issue is a 404 even when the upstream returned it.
-      if (!allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
+      if (issue === undefined || !allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
       const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
       const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
       // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
-      const neighbourIndex =
-        index?.index ??
-        (await Promise.resolve(readArchive(waitUntil, client)).then(
-          (read) => (read.value?.kind === 'archive' ? read.value.index : undefined),
-          () => undefined,
-        ));
+      const kept = index ?? (await Promise.resolve(readArchive(waitUntil, client)).then(({ value }) => indexOf(value), noop));
+      const neighbourIndex = kept?.index;
       if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
       const neighbours = neighboursIn(neighbourIndex, slug);
       const summary = allowList.toIssueSummary(issue, letter === undefined ? null : minutes);
@@ -397,7 +444,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   /** An issue page's copy with other neighbours: the letter is the same, so no upstream call. */
-  async function withNeighbours(copy: CachedValue & { kind: 'json' }, neighbours: Neighbours): Promise<CachedValue> {
+  async function withNeighbours(copy: JsonValue, neighbours: Neighbours): Promise<CachedValue> {
     const { data } = JSON.parse(copy.rendered.body) as IssueBody;
     return jsonValue(await renderIssue({ ...data, ...neighbours }, encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
   }
@@ -411,27 +458,11 @@ export function createPublicReads(options: PublicReadsOptions) {
     if (summary) text.slots.set(issue.slug, addSummary(text.store, summary, doc.version, letterHtml));
   }
 
-  /** A copy gone from a complete index read after it was made: unpublished (or renamed). */
-  const droppedByIndex = (slug: string, copy: CachedValue | undefined, archive: CachedValue | undefined) =>
-    archive?.kind === 'archive' &&
-    archive.index.complete &&
-    !archive.index.slugs.has(slug) &&
-    copy !== undefined &&
-    archive.fetchedAt >= copy.fetchedAt;
-
-  /** The index, read no earlier than the copy, shows another `updatedAt` for it: it is not served. */
-  function outdatedByIndex(slug: string, copy: CachedValue | undefined, archive = cache.peek(ARCHIVE_KEY)): boolean {
-    if (archive?.kind !== 'archive' || copy?.kind !== 'json' || copy.version === undefined || archive.fetchedAt < copy.fetchedAt)
-      return false;
-    const version = archive.index.sources.get(slug)?.updatedAt;
-    return version !== undefined && version !== null && version !== copy.version;
-  }
-
   /** Through the shared tier; a shared copy older than the index (an edit seen since) is read again and replaced. */
   const loadIssueThroughTier = withSharedCopy(loadIssueFromUpstream);
   const loadIssue: Loader<CachedValue> = async (key, waitUntil, client, previous) => {
     const value = await loadIssueThroughTier(key, waitUntil, client, previous);
-    if (sharedCache === undefined || !outdatedByIndex(key.slice(ISSUE_KEY_PREFIX.length), value)) return value;
+    if (sharedCache === undefined || indexSays(key.slice(ISSUE_KEY_PREFIX.length), value) !== 'edited') return value;
     const fresh = await loadIssueFromUpstream(key, waitUntil, client, value);
     await (fresh === undefined ? sharedCache.delete(key) : sharedCache.put(key, encodeSharedEntry(fresh))).catch(() => undefined);
     return fresh && withCopies(fresh);
@@ -455,11 +486,6 @@ export function createPublicReads(options: PublicReadsOptions) {
     });
   }
 
-  function readJson<T>(key: string, load: Loader<CachedValue>, waitUntil?: WaitUntil, client?: Visitor, forceRefresh = false) {
-    const read = cache.read(key, load, waitUntil, forceRefresh ? { client, forceRefresh } : { client });
-    return andThen(read, publicReadOf<T>);
-  }
-
   // Hoisted, as are the other steps of a cached hit: a closure made per request is a cost every hit pays.
   function publicReadOf<T>({ value, state }: ReadResult<CachedValue>): PublicRead<T> | undefined {
     if (value?.kind !== 'json') return undefined;
@@ -469,11 +495,8 @@ export function createPublicReads(options: PublicReadsOptions) {
 
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
   const lookUpSlug = createSlugLookup<{ waitUntil: WaitUntil | undefined; client: Visitor | undefined }>({
-    read: async ({ waitUntil, client }) => {
-      if (!cache.has(ARCHIVE_KEY)) return undefined;
-      const { value } = await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client });
-      return value?.kind === 'archive' ? value : undefined;
-    },
+    read: async ({ waitUntil, client }) =>
+      cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client })).value) : undefined,
     // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
     refresh: async ({ waitUntil, client }) => {
       const startedAt = now();
@@ -487,14 +510,14 @@ export function createPublicReads(options: PublicReadsOptions) {
   /** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
   function archiveIndex(waitUntil: WaitUntil | undefined, client?: Visitor) {
     return andThen(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }), ({ value, state }) => {
-      if (value?.kind !== 'archive') throw new Error('archive loader returned no index');
+      if (value?.kind !== 'archive') throw noIndex();
       return { index: value.index, state, ...staleness(state, value) };
     });
   }
 
   /** The issue's body; a copy the index shows edited since is read again now, not served while it refreshes. */
-  const readIssue = (key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined, outdated: boolean) =>
-    andThen(readJson<IssueBody>(key, loadIssue, waitUntil, client, outdated), foundOrNoSuchIssue);
+  const readIssue = (key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined, forceRefresh: boolean) =>
+    andThen(andThen(cache.read(key, loadIssue, waitUntil, { client, forceRefresh }), publicReadOf<IssueBody>), foundOrNoSuchIssue);
   const foundOrNoSuchIssue = (found: PublicRead<IssueBody> | undefined) => found ?? Promise.reject(noSuchIssue());
 
   function issue(slug: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined): MaybePromise<PublicRead<IssueBody>> {
@@ -503,15 +526,25 @@ export function createPublicReads(options: PublicReadsOptions) {
     const copy = cache.peek(key);
     // A copy, or a tombstone (its load answers again).
     if (copy !== undefined || cache.has(key)) {
-      const archive = cache.peek(ARCHIVE_KEY);
-      if (droppedByIndex(slug, copy, archive)) return Promise.reject(noSuchIssue());
-      return readIssue(key, waitUntil, client, outdatedByIndex(slug, copy, archive));
+      const verdict = indexSays(slug, copy);
+      return verdict === 'dropped' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, verdict === 'edited');
     }
     // Any other slug is looked up in the archive index first, so an unknown slug never reaches the upstream.
     return lookUpSlug(slug, { waitUntil, client }).then((found) =>
-      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, outdatedByIndex(slug, cache.peek(key))),
+      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, indexSays(slug, cache.peek(key)) === 'edited'),
     );
   }
+
+  /** The archive index no older than its TTL (for the archive watch), or `undefined`. */
+  const freshIndex = (value: CachedValue | undefined): IndexCopy | undefined =>
+    value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
+  const readFresh = async (load: Loader<CachedValue>) =>
+    freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, { forceRefresh: true })).value);
+
+  const pageStats = () => {
+    const [renderedPages, renderedPageBytes] = pages.stats();
+    return { renderedPages, renderedPageBytes };
+  };
 
   // `client` is the visitor the upstream loads are charged to. A read a fresh copy answers is answered at once, not as a promise.
   return {
@@ -519,9 +552,9 @@ export function createPublicReads(options: PublicReadsOptions) {
 
     archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<ArchivePageBody>> {
       return andThen(counted(archiveIndex(waitUntil, client)), ({ index, state, ageSeconds, staleReason }) => {
-        const rendered = pages.get(index, query);
+        const rendered = query.q === undefined ? pages.get(index, pageKeyOf(query)) : undefined;
         if (rendered !== undefined) return { rendered, state, ageSeconds, staleReason };
-        return pages.render(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
+        return renderPage(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
       });
     },
 
@@ -534,36 +567,35 @@ export function createPublicReads(options: PublicReadsOptions) {
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
       if (archive.state === 'STALE' || categories.state === 'STALE')
         throw new Error('the upstream refresh failed; the copies stay as they were');
-      if (archive.value?.kind !== 'archive') throw new Error('archive loader returned no index');
-      return { issues: archive.value.index.all.length };
+      const index = indexOf(archive.value);
+      if (index === undefined) throw noIndex();
+      return { issues: index.index.all.length };
     },
 
-    // The archive index no older than its TTL, for the archive watch: the copy kept, else (with `load`) the shared tier's fresh one, else
-    // (with `upstream`) one read now. Charged to no visitor.
+    // The copy kept, else (with `load`) the shared tier's fresh one, else (with `upstream`) one read now. Charged to no visitor.
     async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}): Promise<IndexCopy | undefined> {
-      const fresh = (value: CachedValue | undefined) =>
-        value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
-      const kept = fresh(cache.peek(ARCHIVE_KEY));
+      const kept = freshIndex(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
       if (sharedCache) {
         // Asked first, so that a stale shared copy does not start a refresh behind the answer besides this one.
         const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
-        if (entry !== undefined && archiveFresh(entry.fetchedAt)) {
-          return fresh((await cache.read(ARCHIVE_KEY, loadArchive, undefined, { forceRefresh: true })).value);
-        }
+        if (entry !== undefined && archiveFresh(entry.fetchedAt)) return readFresh(loadArchive);
         if (!mayReadUpstream) return undefined;
       }
       // A failed load hands back the copy it had, stale: no answer then.
-      return fresh((await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), undefined, { forceRefresh: true })).value);
+      return readFresh(publishing(loadArchiveFromUpstream));
     },
 
     categories(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<CategoriesBody>> {
-      return andThen(counted(readJson<CategoriesBody>(CATEGORIES_KEY, loadCategories, waitUntil, client)), (read) => {
-        if (!read) throw new Error('categories loader returned nothing');
-        return read;
-      });
+      return andThen(
+        counted(andThen(cache.read(CATEGORIES_KEY, loadCategories, waitUntil, { client }), publicReadOf<CategoriesBody>)),
+        (read) => {
+          if (!read) throw new Error('categories loader returned nothing');
+          return read;
+        },
+      );
     },
 
-    stats: () => ({ ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, ...pages.stats() }),
+    stats: () => ({ ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, ...pageStats() }),
   };
 }

@@ -1,11 +1,8 @@
 import { LRUCache } from 'lru-cache';
 import { UpstreamError } from '../upstream/transport.js';
 
-/**
- * How many cold upstream reads visitors may cause (docs/contract.md "Availability under abuse"):
- * token buckets, one per client IP and one for everyone, so a scan cannot spend the upstream's
- * rate limit that subscribing needs too.
- */
+// How many cold upstream reads visitors may cause (docs/contract.md "Availability under abuse"): a token bucket per client IP and one
+// for everyone, so a scan cannot spend the upstream's rate limit that subscribing needs too.
 export interface ReadBudget {
   /** Throws ReadBudgetExceeded when no read is left. */
   take(client: string | undefined): void;
@@ -15,10 +12,8 @@ interface ReadBudgetOptions {
   totalPerMinute: number;
   perClientPerMinute: number;
   now: () => number;
-  /** Client buckets kept at most (default 50,000). */
-  maxClients?: number;
   /** A bucket ran dry: one call per dry spell. */
-  onExhausted?: (scope: 'client' | 'total') => void;
+  onExhausted?: (scope: Scope) => void;
 }
 
 /** A 503 UPSTREAM_UNAVAILABLE with Retry-After, or the stale copy where one exists. */
@@ -29,37 +24,36 @@ export class ReadBudgetExceeded extends UpstreamError {
   }
 }
 
+type Scope = 'client' | 'total';
+/** A plain record, no closure: one is kept per client. */
+type Bucket = { tokens: number; at: number; dry: boolean };
+
+const MAX_CLIENTS = 50_000;
 /** A bucket holds at most 15 seconds' worth of tokens. */
 const BURST_SHARE = 0.25;
 
-interface Bucket {
-  tokens: number;
-  at: number;
-  dry: boolean;
-}
-
-function bucketRule(perMinute: number) {
-  return { capacity: Math.max(1, Math.ceil(perMinute * BURST_SHARE)), perMs: perMinute / 60_000 };
-}
+const bucketRule = (perMinute: number) => ({ capacity: Math.max(1, Math.ceil(perMinute * BURST_SHARE)), perMs: perMinute / 60_000 });
 
 export function createReadBudget(options: ReadBudgetOptions): ReadBudget {
   const { now, onExhausted } = options;
-  const totalRule = bucketRule(options.totalPerMinute);
-  const clientRule = bucketRule(options.perClientPerMinute);
-  const total: Bucket = { tokens: totalRule.capacity, at: now(), dry: false };
-  const clients = new LRUCache<string, Bucket>({ max: options.maxClients ?? 50_000 });
+  const rules = { total: bucketRule(options.totalPerMinute), client: bucketRule(options.perClientPerMinute) };
+  const total: Bucket = { tokens: rules.total.capacity, at: now(), dry: false };
+  const clients = new LRUCache<string, Bucket>({ max: MAX_CLIENTS });
 
-  /** Refills `bucket`; the ms until it holds one token. */
-  function refill(bucket: Bucket, rule: ReturnType<typeof bucketRule>, time: number): number {
+  /** Refills `bucket`, or throws when it holds no token. */
+  function check(bucket: Bucket, scope: Scope, time: number): void {
+    const rule = rules[scope];
     bucket.tokens = Math.min(rule.capacity, bucket.tokens + Math.max(0, time - bucket.at) * rule.perMs);
     bucket.at = time;
-    return bucket.tokens >= 1 ? 0 : (1 - bucket.tokens) / rule.perMs;
-  }
-
-  function refuse(bucket: Bucket, scope: 'client' | 'total', waitMs: number): never {
+    if (bucket.tokens >= 1) return;
     if (!bucket.dry) onExhausted?.(scope);
     bucket.dry = true;
-    throw new ReadBudgetExceeded(Math.max(1, Math.ceil(waitMs / 1000)));
+    throw new ReadBudgetExceeded(Math.max(1, Math.ceil((1 - bucket.tokens) / rule.perMs / 1000)));
+  }
+
+  function spend(bucket: Bucket): void {
+    bucket.tokens -= 1;
+    bucket.dry = false;
   }
 
   return {
@@ -68,20 +62,14 @@ export function createReadBudget(options: ReadBudgetOptions): ReadBudget {
       // A read whose address is unknown counts in the total only.
       let own = client === undefined ? undefined : clients.get(client);
       if (client !== undefined && !own) {
-        own = { tokens: clientRule.capacity, at: time, dry: false };
+        own = { tokens: rules.client.capacity, at: time, dry: false };
         clients.set(client, own);
       }
       // The client's own bucket first: one address over its share never spends everyone's.
-      const ownWait = own ? refill(own, clientRule, time) : 0;
-      if (own && ownWait > 0) refuse(own, 'client', ownWait);
-      const totalWait = refill(total, totalRule, time);
-      if (totalWait > 0) refuse(total, 'total', totalWait);
-      total.tokens -= 1;
-      total.dry = false;
-      if (own) {
-        own.tokens -= 1;
-        own.dry = false;
-      }
+      if (own) check(own, 'client', time);
+      check(total, 'total', time);
+      spend(total);
+      if (own) spend(own);
     },
   };
 }

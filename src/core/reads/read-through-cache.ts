@@ -11,14 +11,11 @@ export type WaitUntil = (promise: Promise<unknown>) => void;
 /** The visitor's IP, asked only when a read loads (for the read budget). */
 export type Visitor = () => string | undefined;
 
-/** A value at once, or its promise: a fresh hit is answered without waiting. */
 export type MaybePromise<T> = T | Promise<T>;
 
 export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybePromise<R>): MaybePromise<R> {
   return value instanceof Promise ? value.then(next) : next(value);
 }
-
-export type CacheStats = Record<'hits' | 'misses' | 'staleServed' | 'refreshFailures' | 'entries' | 'bytes', number>;
 
 /** `undefined` means "does not exist" and removes any stale copy; `previous` is the copy it replaces, if one is kept. */
 export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
@@ -29,27 +26,24 @@ export type ReadOptions = { client?: Visitor | undefined; forceRefresh?: boolean
 /** How long a value is fresh, then served stale while refreshing, then only when a refresh fails (docs/contract.md "Caching"). */
 export type FreshnessRules = { ttlMs: number; staleWhileRevalidateMs: number; staleIfErrorMs: number };
 
-/** `staleAt` is when the value was fetched + its TTL. */
 export const isFresh = (staleAt: number, time: number) => time <= staleAt;
 export const isWithinStaleWhileRevalidate = (staleAt: number, time: number, rules: FreshnessRules) =>
   time - staleAt <= rules.staleWhileRevalidateMs;
 export const isWithinStaleIfError = (staleAt: number, time: number, rules: FreshnessRules) => time - staleAt <= rules.staleIfErrorMs;
 
+// `rulesFor`: a key's own rules (categories may be fresh longer); `fetchedAtOf`: when a value was fetched, if earlier (a shared copy);
+// `maxEntryBytes` (default half of maxBytes): a larger value is served, not kept; `notFoundTtlMs`: how long a tombstone says "gone";
+// `retryAtOf`: when a failed load may be tried again (a hold-off's end).
 export interface ReadThroughCacheOptions<V> extends FreshnessRules {
-  /** The rules of a key fresh for another time than these (categories may be fresh longer). */
   rulesFor?: (key: string) => FreshnessRules;
-  /** When a loaded value was fetched, if earlier than now (a copy from a shared tier). */
   fetchedAtOf?: (value: V) => number | undefined;
   sizeOf: (value: V) => number;
   maxBytes: number;
-  /** Default: half of maxBytes. A larger value is served but not kept. */
   maxEntryBytes?: number;
-  /** How long a tombstone (a stale value whose source said it is gone) answers "does not exist". */
   notFoundTtlMs: number;
   now: () => number;
   onLoadError?: (key: string, error: unknown) => void;
   onLoaded?: (key: string, value: V) => void;
-  /** When a failed load may be tried again (a hold-off's end): until then the stale copy is served without a load. */
   retryAtOf?: (error: unknown) => number | undefined;
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   metrics?: Pick<Metrics, 'cacheRead' | 'cacheEviction'>;
@@ -62,16 +56,10 @@ type Entry<V> = { value: V | undefined; staleAt: number; size: number; refreshFa
 
 const TOMBSTONE_BYTES = 64;
 
-/**
- * After a refresh of a key fails, its stale copy is served at once for this long instead of every request waiting for the upstream to fail
- * again; never past `staleIfErrorMs`.
- */
+/** After a failed refresh the stale copy is served at once for this long (never past `staleIfErrorMs`), not after a wait for a failure. */
 export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
 
-/**
- * A bounded read-through cache: one load per key at a time, stale-while-revalidate, stale-if-error within a time limit, a back-off after a
- * failed refresh, and the HIT/MISS/STALE state (docs/contract.md "Caching").
- */
+/** One load per key at a time, stale-while-revalidate, stale-if-error, a back-off after a failed refresh (docs/contract.md "Caching"). */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
   const { sizeOf, notFoundTtlMs, now, fetchedAtOf, metrics = noopMetrics } = options;
   const rulesFor = options.rulesFor ?? (() => options);
@@ -91,7 +79,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
     lru.set(key, entry);
   }
 
-  /** A loaded value as an entry: one fetched earlier (by another isolate) is fresh only for what is left of its TTL. */
+  /** A value fetched earlier (by another isolate) is fresh only for what is left of its TTL. */
   function entryOf(key: string, value: V): Entry<V> {
     const fetchedAt = Math.min(now(), fetchedAtOf?.(value) ?? now());
     return { value, staleAt: fetchedAt + rulesFor(key).ttlMs, size: sizeOf(value) };
@@ -181,7 +169,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
       }
       return readThrough(key, load, waitUntil, readOptions);
     },
-    /** Whether any copy of `key` is kept, fresh or stale (a tombstone counts). */
+    /** A tombstone counts. */
     has: (key: string) => lru.peek(key) !== undefined,
     /** Keeps `value` as if just loaded (a copy another read brought along), unless it is too large or already stale. */
     seed(key: string, value: V) {
@@ -196,9 +184,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
       put(key, { ...lru.peek(key)!, value: next, size });
       return true;
     },
-    /** The copy kept, fresh or stale, without loading or counting (it counts as used). */
+    /** Without loading or counting (it counts as used). */
     peek: (key: string) => lru.get(key)?.value,
-    stats: (): CacheStats => ({ ...counters, entries: lru.size, bytes: lru.calculatedSize }),
+    stats: () => ({ ...counters, entries: lru.size, bytes: lru.calculatedSize }),
   };
 }
 

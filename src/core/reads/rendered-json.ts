@@ -25,18 +25,14 @@ function renderedOf(bytes: Uint8Array<ArrayBuffer>, etag: string, encoded?: read
 /** The codings worth keeping, best first (node/compression.ts). */
 export type BodyEncoder = (body: string) => Promise<{ coding: ContentCoding; body: Uint8Array<ArrayBuffer> }[]>;
 
-export function renderJson(envelope: unknown, encode?: BodyEncoder): Promise<RenderedJson> {
-  return renderBody(JSON.stringify(envelope), encode);
-}
+export const renderJson = (envelope: unknown, encode?: BodyEncoder) => renderBody(JSON.stringify(envelope), encode);
 
 export async function renderBody(body: string, encode?: BodyEncoder): Promise<RenderedJson> {
   const bytes = new TextEncoder().encode(body);
   return withEncodedCopies(renderedOf(bytes, await strongEtag(bytes)), encode);
 }
 
-export function renderedWithEtag(body: string, etag: string): RenderedJson {
-  return renderedOf(new TextEncoder().encode(body), etag);
-}
+export const renderedWithEtag = (body: string, etag: string) => renderedOf(new TextEncoder().encode(body), etag);
 
 /** Bodies the encoder has been given: one it kept no copy of is not given to it again. */
 const encodedOnce = new WeakSet<RenderedJson>();

@@ -1,10 +1,7 @@
 import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate } from './read-through-cache.js';
 import type { FreshnessRules, Loader, WaitUntil } from './read-through-cache.js';
 
-/**
- * A cache tier shared by isolates or instances (the Workers Cache API, Redis on Node): the in-memory cache is per isolate. `claimRefresh`
- * claims the refresh of `key` for `ms` among the instances: false when another holds it.
- */
+/** A tier shared by isolates or instances (the Cache API, Redis). `claimRefresh` is false when another instance holds the refresh. */
 export interface SharedTier {
   get(key: string): Promise<SharedEntry | undefined>;
   put(key: string, entry: SharedEntry): Promise<void>;
@@ -12,10 +9,9 @@ export interface SharedTier {
   claimRefresh?(key: string, ms: number): Promise<boolean>;
 }
 
-/** A serialized cached value and when the upstream answered (ms). */
 export type SharedEntry = { payload: string; fetchedAt: number };
 
-/** An entry that does not decode is a miss; `onRefreshError`: a refresh failed where no request sees the error. */
+/** An entry that does not decode is a miss; `onRefreshError`: a refresh no request sees failed. */
 interface SharedTierOptions<V> {
   store: SharedTier;
   rules: FreshnessRules;
@@ -25,18 +21,13 @@ interface SharedTierOptions<V> {
   onRefreshError?: (key: string, error: unknown) => void;
 }
 
-/**
- * A loader that asks the shared tier first, by the in-memory cache's rules: a fresh copy is answered; one within stale-while-revalidate is
- * answered while one refresh runs behind the response; an older one is kept for stale-if-error. What the loader loads is stored for the
- * others.
- */
+// A loader that asks the shared tier first, by the in-memory cache's rules (a stale copy answers while one refresh runs), and stores
+// what it loads for the others.
 export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>): Loader<V> {
   const { store, rules, now, encode, decode } = options;
-  // The in-memory cache holds a copy handed back stale for 1 ms only: without this, every
-  // request until the upstream answers would start its own refresh.
+  // The in-memory cache holds a copy handed back stale for 1 ms only: without this, every request would start its own refresh.
   const refreshing = new Map<string, Promise<void>>();
 
-  /** One refresh of `key` at a time here, and none while another instance holds the tier's claim. */
   function refreshOnce(key: string, waitUntil: WaitUntil | undefined, client: string | undefined, base: V | undefined): Promise<void> {
     let running = refreshing.get(key);
     if (running === undefined) {
@@ -95,12 +86,10 @@ const FETCHED_AT_HEADER = 'X-Fetched-At';
 // Bumped when the payload format changes, so an old deployment's entries are never read.
 const FORMAT_VERSION = 'v1';
 
-/**
- * The Cache API as a shared tier. Keys become URLs under the namespace (the upstream base URL) and a digest of the API key, so two
- * deployments share entries only when both are the same. On `*.workers.dev` the Cache API stores nothing: this tier then just misses.
- */
+// Keys become URLs under the namespace (the upstream base URL) and a digest of the API key: two deployments share entries only when
+// both are the same. On `*.workers.dev` the Cache API stores nothing: this tier then just misses.
 export function createWorkersSharedCache(cache: Cache, options: { namespace: string; apiKey: string; maxAgeSeconds: number }): SharedTier {
-  // On first use: digesting is asynchronous, and creating the tier must not be.
+  // Made on first use: digesting is asynchronous, and creating the tier must not be.
   let prefix: Promise<string> | undefined;
   const urlOf = async (key: string) => {
     prefix ??= keyDigest(options.apiKey).then(
@@ -117,16 +106,8 @@ export function createWorkersSharedCache(cache: Cache, options: { namespace: str
       return { payload: await response.text(), fetchedAt };
     },
     async put(key, entry) {
-      await cache.put(
-        await urlOf(key),
-        new Response(entry.payload, {
-          headers: {
-            'Content-Type': 'application/json',
-            'Cache-Control': `max-age=${options.maxAgeSeconds}`,
-            [FETCHED_AT_HEADER]: String(entry.fetchedAt),
-          },
-        }),
-      );
+      const headers = { 'Cache-Control': `max-age=${options.maxAgeSeconds}`, [FETCHED_AT_HEADER]: String(entry.fetchedAt) };
+      await cache.put(await urlOf(key), new Response(entry.payload, { headers: { 'Content-Type': 'application/json', ...headers } }));
     },
     async delete(key) {
       await cache.delete(await urlOf(key));

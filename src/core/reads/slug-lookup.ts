@@ -1,12 +1,5 @@
 import type { ArchiveIndex } from './cached-value.js';
 
-/**
- * Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs costs the upstream nothing (docs/contract.md
- * "Availability under abuse"). A slug a complete index lacks may only be newer than it, which one refresh settles: one at a time, at most
- * every `minRefreshIntervalMs`. 'unknown': no index, or one cut off at ARCHIVE_MAX_ISSUES: only the upstream can tell, by slug.
- */
-type SlugVerdict = 'listed' | 'absent' | 'unknown';
-
 export type IndexCopy = { index: ArchiveIndex; fetchedAt: number };
 
 /** `read`: the cached index, `refresh`: one loaded anew from the upstream; `undefined` when it cannot be had. */
@@ -19,6 +12,9 @@ interface SlugLookupOptions<C> {
 
 export const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
 
+// Answers "is this slug a public issue?" from the archive index, so a scan of unknown slugs costs the upstream nothing (docs/contract.md
+// "Availability under abuse"). A slug a complete index lacks may only be newer than it, which one refresh settles: one at a time, at most
+// every `minRefreshIntervalMs`. 'unknown': no index, or one cut off at ARCHIVE_MAX_ISSUES: only the upstream can tell, by slug.
 export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
   const { read, refresh, now, minRefreshIntervalMs } = options;
   // A refresh that failed answers `undefined`.
@@ -38,7 +34,7 @@ export function createSlugLookup<C>(options: SlugLookupOptions<C>) {
     return refreshing;
   }
 
-  return async function lookUp(slug: string, context: C): Promise<SlugVerdict> {
+  return async function lookUp(slug: string, context: C): Promise<'listed' | 'absent' | 'unknown'> {
     const copy = await read(context).catch(() => undefined);
     if (!copy?.index.complete) return 'unknown';
     if (copy.index.slugs.has(slug)) return 'listed';

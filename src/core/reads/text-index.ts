@@ -6,28 +6,25 @@ import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, vis
 // gaps in variable-length bytes. A store is shared by an index and the refreshes that follow it: slots added since the
 // last packing keep a word list each; a whole read compacts the store into one holding only its index's slots.
 
-/**
- * `version`: the `updatedAt` of its row (a row with another one is read again); `subject`: its subject's word numbers,
- * ascending (subject matches rank first); `letterWords`: the words in its letter, `null` when the letter was not read.
- */
+/** `version`: its row's `updatedAt`; `subject`: its subject's word numbers, ascending; `letterWords`: `null` when the letter was not read. */
 export type TextDoc = { version: string | null; subject: Uint32Array; letterWords: number | null };
 
 type SearchableFields = { subject: string; previewText: string | null; categoryName: string | undefined; letterHtml?: string | undefined };
 
-// Every word of a store, once, numbered in the order first seen, in an open-addressing table keyed by a hash of its characters: a known
-// word of a letter is found without making a string of it.
+// Every word once, numbered in the order first seen, in an open-addressing table keyed by a hash of its characters: a known word of a
+// letter is found without making a string of it.
 type Dictionary = ReturnType<typeof createDictionary>;
 
 function createDictionary() {
   const words: string[] = [];
   const hashes: number[] = [];
   let wordBytes = 0;
-  /** Slots of word number + 1 (0: empty), a power of two long, at most half full. */
+  /** Word number + 1 (0: empty); a power of two long, at most half full. */
   let table = new Int32Array(1024);
-  /** Word numbers in the words' order, for prefix ranges; made again once the dictionary has grown. */
+  /** Word numbers in the words' order, for prefix ranges. */
   let sorted: Uint32Array | undefined;
 
-  /** The number of text[start, end) with ASCII capitals folded (every word is stored folded); made by `make` when new. */
+  /** The number of text[start, end) with ASCII capitals folded; made by `make` when new. */
   function find(text: string, start: number, end: number, make?: () => string): number | undefined {
     const hash = hashOf(text, start, end);
     let at = hash & (table.length - 1);
@@ -59,7 +56,6 @@ function createDictionary() {
     },
     add: (word: string) => find(word, 0, word.length, () => word)!,
     numberOf: (word: string) => find(word, 0, word.length),
-    /** The number of the ASCII run text[start, end) as asciiWord spells it, added when new. */
     addRun: (text: string, start: number, end: number, upper: boolean) =>
       find(text, start, end, () => asciiWord(text, start, end, upper, false))!,
     startingWith(prefix: string) {
@@ -84,24 +80,15 @@ function createDictionary() {
   };
 }
 
-/** Each word's documents among the packed slots: ascending slot gaps in variable-length bytes, from `offsets[word]` to `offsets[word + 1]`. */
+/** Each word's packed slots: ascending gaps in variable-length bytes, from `offsets[word]` to `offsets[word + 1]`. */
 type Packed = { slots: number; offsets: Uint32Array; bytes: Uint8Array };
 
-/** Documents and their words, shared by an archive index and the refreshes that follow it. */
-export interface TextStore {
-  dictionary: Dictionary;
-  docs: TextDoc[];
-  packed: Packed;
-  /** The words of each slot added since packing (slot `packed.slots + i`), ascending. */
-  recent: Uint32Array[];
-  /** Scratch marks, one per dictionary word (a letter's words seen, a search's matches): reset after each use. */
-  marks: Int32Array;
-}
+// `recent`: the words of each slot added since packing (slot `packed.slots + i`), ascending; `marks`: scratch, one per dictionary word
+// (a letter's words seen, a search's matches), reset after each use.
+type TextStore = { dictionary: Dictionary; docs: TextDoc[]; packed: Packed; recent: Uint32Array[]; marks: Int32Array };
 
-/** The text index of one archive index: its slugs' slots in a store. */
 export type TextIndex = { store: TextStore; slots: Map<string, number> };
 
-/** A store whose documents are all packed (none by default). */
 function packedStore(
   dictionary: Dictionary,
   docs: TextDoc[],
@@ -113,7 +100,7 @@ function packedStore(
 
 export const createTextStore = () => packedStore(createDictionary(), []);
 
-/** The store's scratch marks, grown (with what they hold) to its dictionary and `room` words more. */
+/** The scratch marks, grown to the dictionary and `room` words more. */
 function marksOf(store: TextStore, room = 0): Int32Array {
   if (store.marks.length < store.dictionary.size + room) {
     const grown = new Int32Array(Math.max(1024, 2 * (store.dictionary.size + room)));
@@ -123,7 +110,7 @@ function marksOf(store: TextStore, room = 0): Int32Array {
   return store.marks;
 }
 
-/** The dictionary numbers of `text`'s words, distinct, ascending, added to `found` (a plain list, to sort once); how many words it holds. */
+/** Adds the numbers of `text`'s words to `found`, each once; how many words it holds. */
 function numbersOfText(store: TextStore, text: string, found: number[]): number {
   const { dictionary } = store;
   let count = 0;
@@ -148,7 +135,6 @@ function numbersOfText(store: TextStore, text: string, found: number[]): number 
   return count;
 }
 
-/** Adds a document of `fields` to the store; its slot. */
 export function addDocument(store: TextStore, version: string | null, fields: SearchableFields): number {
   const subject = [...new Set(searchWords(fields.subject).map((word) => store.dictionary.add(word)))];
   const found: number[] = [];
@@ -162,22 +148,18 @@ export function addDocument(store: TextStore, version: string | null, fields: Se
   return slot;
 }
 
-/** A document of `summary`, with its letter when given. */
-export function addSummary(store: TextStore, summary: IssueSummary, version: string | null, letterHtml?: string): number {
-  return addDocument(store, version, {
-    subject: summary.subject,
-    previewText: summary.previewText,
-    categoryName: summary.category?.name,
-    letterHtml,
-  });
-}
+export const addSummary = (
+  store: TextStore,
+  { subject, previewText, category }: IssueSummary,
+  version: string | null,
+  letterHtml?: string,
+) => addDocument(store, version, { subject, previewText, categoryName: category?.name, letterHtml });
 
 export function documentOf(text: TextIndex, slug: string): TextDoc | undefined {
   const slot = text.slots.get(slug);
   return slot === undefined ? undefined : text.store.docs[slot];
 }
 
-/** Calls `visit` with each packed slot holding `word`, ascending. */
 function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) => void): void {
   if (word + 1 >= packed.offsets.length) return;
   const { offsets, bytes } = packed;
@@ -198,7 +180,7 @@ function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) =
   }
 }
 
-/** The same index over a new store holding only its own documents and the words they use, every word's list packed. */
+/** The same index over a new store holding only its own documents and their words, all packed. */
 export function compacted(text: TextIndex): TextIndex {
   const { store } = text;
   const newSlot = new Int32Array(store.docs.length).fill(-1);
@@ -247,12 +229,10 @@ export function compacted(text: TextIndex): TextIndex {
   return { store: packedStore(dictionary, docs, Uint32Array.from(offsets), bytes.slice(0, length)), slots };
 }
 
-/** Whether the store holds slots this index does not use, or slots not yet packed. */
 export function worthCompacting(text: TextIndex): boolean {
   return text.store.recent.length > 0 || text.store.docs.length > text.slots.size;
 }
 
-/** Approximate bytes of a text index. */
 export function textIndexBytes(text: TextIndex): number {
   const { store } = text;
   let bytes = store.dictionary.bytes() + store.packed.bytes.byteLength + store.packed.offsets.byteLength + store.marks.byteLength;
@@ -273,10 +253,7 @@ function wordsMatching(dictionary: Dictionary, queryWord: string): number[] {
   return number === undefined ? [] : [number];
 }
 
-/**
- * The issues of `candidates` whose words match every query word (distinct search words), those
- * whose subject matches more of them first, else in the candidates' order.
- */
+/** The `candidates` matching every query word, those whose subject matches more of them first, else in their order. */
 export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
   const { store } = text;
   const slotCount = store.docs.length;
@@ -330,7 +307,7 @@ function bitCount(bits: number): number {
   return count;
 }
 
-/** The words on lines; the packed lists, offsets and subjects as base64; per document its slug, version, subject and letter words. */
+/** Words on lines; offsets, postings and subjects as base64; per document its slug, version, subject and letter words. */
 export const EncodedTextIndexSchema = z.object({
   words: z.string(),
   offsets: z.string(),
@@ -339,7 +316,6 @@ export const EncodedTextIndexSchema = z.object({
 });
 type EncodedTextIndex = z.infer<typeof EncodedTextIndexSchema>;
 
-/** A text index for the shared tier, compacted. */
 export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
@@ -353,7 +329,7 @@ export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   return { words, offsets: numbersToBase64(store.packed.offsets), postings: toBase64(store.packed.bytes), docs };
 }
 
-/** Undefined when its parts do not fit together (a damaged entry). */
+/** Undefined for a damaged entry. */
 export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefined {
   const dictionary = createDictionary();
   const words = encoded.words === '' ? [] : encoded.words.split('\n');
@@ -374,21 +350,12 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
   return { store: packedStore(dictionary, docs, offsets, bytes), slots };
 }
 
-/** Little-endian: the same on every platform. */
-function numbersToBase64(numbers: Uint32Array): string {
-  const bytes = new Uint8Array(numbers.length * 4);
-  const view = new DataView(bytes.buffer);
-  numbers.forEach((number, i) => {
-    view.setUint32(i * 4, number, true);
-  });
-  return toBase64(bytes);
-}
+// Little-endian on every platform this runs on (x86, Arm).
+const numbersToBase64 = (numbers: Uint32Array) => toBase64(new Uint8Array(Uint32Array.from(numbers).buffer));
 
 function numbersFromBase64(text: string): Uint32Array | undefined {
   const bytes = fromBase64(text);
-  if (!bytes || bytes.byteLength % 4 !== 0) return undefined;
-  const view = new DataView(bytes.buffer);
-  return Uint32Array.from({ length: bytes.byteLength / 4 }, (_, i) => view.getUint32(i * 4, true));
+  return bytes && bytes.byteLength % 4 === 0 ? new Uint32Array(bytes.buffer) : undefined;
 }
 
 function toBase64(bytes: Uint8Array): string {
@@ -398,11 +365,9 @@ function toBase64(bytes: Uint8Array): string {
 }
 
 function fromBase64(text: string): Uint8Array | undefined {
-  let binary: string;
   try {
-    binary = atob(text);
+    return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
   } catch {
     return undefined;
   }
-  return Uint8Array.from(binary, (char) => char.charCodeAt(0));
 }
