@@ -1,6 +1,5 @@
 import { SLUG_PLACEHOLDER } from '../config/config.js';
-import { renderAtomFeed, latestUpdate, type FeedOptions, renderRssFeed } from '../feeds/feeds.js';
-import type { IssueSummary } from '../public-shapes.js';
+import { renderAtomFeed, latestUpdate, renderRssFeed } from '../feeds/feeds.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
 import type { WaitUntil } from './read-through-cache.js';
