@@ -509,10 +509,17 @@ export function createPublicReads(options: PublicReadsOptions) {
 
   /** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
   function archiveIndex(waitUntil: WaitUntil | undefined, client?: Visitor) {
-    return andThen(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }), ({ value, state }) => {
-      if (value?.kind !== 'archive') throw noIndex();
-      return { index: value.index, state, ...staleness(state, value) };
-    });
+    return andThen(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }), indexReadOf);
+  }
+  function indexReadOf({ value, state }: ReadResult<CachedValue>) {
+    if (value?.kind !== 'archive') throw noIndex();
+    return { index: value.index, state, ...staleness(state, value) };
+  }
+
+  function pageOf({ index, state, ageSeconds, staleReason }: ReturnType<typeof indexReadOf>, query: ArchiveQuery) {
+    const rendered = query.q === undefined ? pages.get(index, pageKeyOf(query)) : undefined;
+    if (rendered !== undefined) return { rendered, state, ageSeconds, staleReason };
+    return renderPage(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
   }
 
   /** The issue's body; a copy the index shows edited since is read again now, not served while it refreshes. */
@@ -550,12 +557,10 @@ export function createPublicReads(options: PublicReadsOptions) {
   return {
     archiveIndex: (waitUntil?: WaitUntil, client?: Visitor) => counted(archiveIndex(waitUntil, client)),
 
+    // No closure on a synchronous read: a fresh hit makes none.
     archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<ArchivePageBody>> {
-      return andThen(counted(archiveIndex(waitUntil, client)), ({ index, state, ageSeconds, staleReason }) => {
-        const rendered = query.q === undefined ? pages.get(index, pageKeyOf(query)) : undefined;
-        if (rendered !== undefined) return { rendered, state, ageSeconds, staleReason };
-        return renderPage(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
-      });
+      const read = counted(archiveIndex(waitUntil, client));
+      return read instanceof Promise ? read.then((settled) => pageOf(settled, query)) : pageOf(read, query);
     },
 
     issue: (slug: string, waitUntil?: WaitUntil, client?: Visitor) => counted(issue(slug, waitUntil, client)),
