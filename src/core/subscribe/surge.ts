@@ -40,7 +40,7 @@ export type SurgeAlert = { text: string; event: string; at: string; [figure: str
 const JSON_TYPE = { 'Content-Type': 'application/json' };
 
 /** Posts an alert as JSON (Slack-compatible); a failing receiver is logged, never waited on. The URL is a credential: never logged. */
-export function createAlertWebhook({ url, log }: { url: string; log: Logger }) {
+export function createAlertWebhook({ url, log, fetch = globalThis.fetch }: { url: string; log: Logger; fetch?: typeof globalThis.fetch }) {
   return async function sendAlert(payload: SurgeAlert): Promise<void> {
     const body = JSON.stringify(payload);
     const post = async (signal: AbortSignal) => {
