@@ -21,7 +21,12 @@ export type NewsletterIssueData = Omit<IssueDetail, 'contentHtml'> & {
   [field: string]: unknown;
 };
 
-export type NewsletterEntry = { id: string; data: Record<string, unknown>; digest?: number | string; rendered?: { html: string } };
+export interface NewsletterEntry {
+  id: string;
+  data: Record<string, unknown>;
+  digest?: number | string;
+  rendered?: { html: string };
+}
 
 /** The part of Astro's `LoaderContext` this loader uses. */
 export interface NewsletterLoaderContext {
