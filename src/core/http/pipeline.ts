@@ -85,7 +85,8 @@ export function createPipeline(options: {
     const counters: (((startedAt: number) => void) | null | undefined)[] = [undefined, undefined, undefined, undefined];
     function counterOf(method: string, status: number) {
       const slot = (method === 'GET' ? 0 : 2) + (status === 200 ? 0 : 1);
-      const counter = (counters[slot] ??= logAccess.hitCounter(route, method, status) ?? null);
+      let counter = counters[slot];
+      if (counter === undefined) counter = counters[slot] = logAccess.hitCounter(route, method, status) ?? null;
       return counter ?? undefined;
     }
 
