@@ -4,11 +4,9 @@ import { runCli, type CliCommand } from './tools/commands.js';
 import { main as runCheck } from './tools/check.js';
 import { startNode } from './node.js';
 
-/** The `newsletter-bff` command (package.json `bin`). */
 const commands: Record<string, CliCommand> = {
   start: {
     summary: 'run the service; demo mode without NEWSLETTER_API_KEY',
-    // Runs until stopped; failures exit by themselves.
     run: ({ env }) => void startNode(env),
   },
   check: {

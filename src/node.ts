@@ -13,10 +13,10 @@ import { limitsOf, serveWithLimits, timedOutByListener, urlOf, whyNotListening }
 import { importOptional, MissingPackageError } from './node/optional-package.js';
 import type { RedisServices } from './node/redis/services.js';
 
-/** A surge looks at the rate without an attempt well inside any hold it may have. */
+/** Well inside any surge hold. */
 const SURGE_CHECK_INTERVAL_MS = 5000;
 const HIT_SUMMARY_INTERVAL_MS = 60_000;
-/** The archive watch (DEPLOY_HOOK_URL) reads the upstream only once its copy is past its TTL. */
+/** A tick reads the upstream only once the archive's copy is past its TTL. */
 const WATCH_TICK_MS = 1000;
 const ADMIN_FEATURE = "ADMIN_PORT (the admin listener's /metrics)";
 const REDIS_FEATURE = 'REDIS_URL (state shared by several instances)';
@@ -28,7 +28,6 @@ const DEMO_BANNER = `
 
 `;
 
-/** Runs the service on Node (the CLI's `start`). A bad config exits 2 (a usage error, as the CLI's), anything else 1. */
 export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const parsed = parseConfig(env);
   if (!parsed.ok) {
@@ -43,7 +42,6 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     write: writer.write,
     redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl],
   });
-  // The optional packages are imported here, and only when their feature is configured.
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;
@@ -70,7 +68,6 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     }
   } catch (error) {
     if (!(error instanceof MissingPackageError)) throw error;
-    // One line naming the package, not a stack: the feature is configured, its package is not installed.
     process.stderr.write(`newsletter-bff did not start: ${error.message}\n`);
     void redis?.close();
     writer.stop();
@@ -79,7 +76,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   for (const notice of parsed.notices) log.log('warn', 'config_notice', { notice });
 
-  // The demo site's own reads get the visitor's socket and none of the page's headers (Node's are read from the bindings).
+  // The demo site's own reads get the visitor's socket and none of the page's headers.
   const api = async (path: string, env: unknown) =>
     service.app.request(path, undefined, { ...(env as object), incoming: { headers: {}, socket: (env as HttpBindings).incoming.socket } });
   const service = createAppForConfig(config, {
@@ -93,7 +90,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       sharedCache: redis.sharedCache,
       holdOff: redis.holdOff,
     }),
-    // With TURNSTILE_MODE=surge the form shows no widget until the service asks (CAPTCHA_REQUIRED carries the key).
+    // With TURNSTILE_MODE=surge the form shows no widget until CAPTCHA_REQUIRED brings the key.
     demoSite:
       config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined, { api }) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
@@ -101,7 +98,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     requestTimedOut: timedOutByListener,
     requestHeader: headerOfIncoming,
     isDisposableDomain,
-    // With Redis one instance watches; the hook waits a TTL and a tick for the others' copies to come from Redis.
+    // One instance watches; the hook waits a TTL and a tick for the others' copies to come from Redis.
     archiveWatch: redis && {
       store: redis.watchStore,
       lease: redis.watchLease,
@@ -109,15 +106,14 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     },
   });
   const { surge, logAccess, archiveWatch, stats } = service;
-  // A surge ends once the rate has stayed low for SUBSCRIBE_SURGE_SECONDS, also when no attempt comes to notice it.
+  // A surge ends after SUBSCRIBE_SURGE_SECONDS of low rate, also when no attempt comes to notice it.
   if (surge) setInterval(() => void surge.check((promise) => void promise), SURGE_CHECK_INTERVAL_MS).unref();
   if (config.accessLog === 'summary') setInterval(() => logAccess.writeHitSummary(), HIT_SUMMARY_INTERVAL_MS).unref();
-  // DEPLOY_HOOK_URL: the archive is watched without visitors, from the start (the first look is not a change).
+  // Watched without visitors, from the start (the first look is not a change).
   if (archiveWatch) {
     void archiveWatch.tick();
     setInterval(() => void archiveWatch.tick(), WATCH_TICK_MS).unref();
   }
-  // The last words: what the summary counted since it last wrote, and every line still buffered.
   const exit = (code: number) => {
     logAccess.writeHitSummary();
     writer.stop();
@@ -160,14 +156,13 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     stopping = true;
     log.log('info', 'shutting_down', { signal });
     admin?.drain();
-    // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets.
     server.close(() => {
       log.log('info', 'cache_stats', { ...stats() });
       void redis?.close();
       exit(0);
     });
     server.closeIdleConnections();
-    // A keep-alive connection whose response finishes now would otherwise idle until its timeout.
+    // A kept-alive connection whose response finishes now would idle until its timeout.
     setInterval(() => server.closeIdleConnections(), 50).unref();
     setTimeout(() => exit(0), 10_000).unref();
   };

@@ -1,8 +1,5 @@
-/**
- * `newsletter-bff/astro`: a content layer loader (Astro 5 and later) with one entry per public
- * issue, read from the service as a browser reads it (docs/frameworks.md "Astro"). Astro's loader
- * API is declared here, so Astro stays an optional peer; the schema uses `zod/v3`, Astro 5's zod.
- */
+// `newsletter-bff/astro`: an Astro 5 content loader, one entry per public issue (docs/frameworks.md "Astro"). Astro's
+// loader API is declared here, so Astro stays an optional peer; the schema uses `zod/v3`, Astro 5's zod.
 import { z } from 'zod/v3';
 import { importOptional } from '../node/optional-package.js';
 import type { IssueDetail, IssueNeighbour, IssueSummary } from '../core/public-shapes.js';
@@ -12,7 +9,7 @@ import type { ReadOptions } from '../tools/site/read.js';
 
 export type { IssueNeighbour };
 
-/** An entry's `data`: the public fields without the HTML (`rendered.html`); fields a newer service adds are kept. */
+/** The public fields without the HTML (`rendered.html`); fields a newer service adds are kept. */
 export type NewsletterIssueData = Omit<IssueDetail, 'contentHtml'> & {
   updatedAt?: string | null;
   readingMinutes?: number | null;
@@ -28,7 +25,6 @@ export interface NewsletterEntry {
   rendered?: { html: string };
 }
 
-/** The part of Astro's `LoaderContext` this loader uses. */
 export interface NewsletterLoaderContext {
   collection: string;
   store: { get(id: string): NewsletterEntry | undefined; set(entry: NewsletterEntry): boolean; keys(): string[]; delete(id: string): void };
@@ -39,19 +35,16 @@ export interface NewsletterLoaderContext {
 }
 
 export interface NewsletterLoaderOptions extends Pick<ReadOptions, 'fetch' | 'sleep' | 'now'> {
-  /** The service's address, e.g. https://news-api.example.com. */
   url: string;
   /** Default: `sanitizeLetter` of `newsletter-bff/sanitize` (needs sanitize-html); `false` keeps the service's HTML. */
   sanitize?: ((html: string, issue: NewsletterIssueData) => string) | false;
-  /** Issue pages read at once (default 4). */
   concurrency?: number;
 }
 
-/** What Astro's `defineCollection({ loader })` takes; `schema` is loose on purpose: each Astro version compares it with its own zod's types. */
 export interface NewsletterLoader {
   name: string;
   load(context: NewsletterLoaderContext): Promise<void>;
-  // biome-ignore lint/suspicious/noExplicitAny: Astro types the schema with its own zod, whatever version it declares
+  // biome-ignore lint/suspicious/noExplicitAny: each Astro version compares the schema with its own zod's types
   schema: () => Promise<any>;
 }
 
@@ -77,11 +70,8 @@ function issueSchema(): z.ZodType<NewsletterIssueData> {
     .passthrough() as z.ZodType<NewsletterIssueData>;
 }
 
-/**
- * Each build reads the archive and, from the state the previous build left in `meta`, reads again
- * only what changed: an unchanged `updatedAt` is not read, a held issue is asked with
- * `If-None-Match` (a 304), a new one is read whole, and one that left the archive is removed.
- */
+// Each build reads the archive, then by the state the previous one left in `meta` only what changed: an unchanged
+// `updatedAt` is not read, a held issue is asked with `If-None-Match`, one that left the archive is removed.
 export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLoader {
   // A service behind a path prefix keeps the prefix.
   const url = new URL(options.url).href.replace(/\/+$/, '');
@@ -115,7 +105,6 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
         const known = previous?.issues[summary.slug];
         // Absent from an older service.
         const updatedAt: string | null | undefined = summary.updatedAt;
-        // Held data brought up to date from the archive, neighbours too where the service gives them.
         const keep = (entry: NewsletterEntry) => {
           next.issues[summary.slug] = { ...known, updatedAt };
           counts.unchanged++;
@@ -150,7 +139,6 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
   };
 }
 
-/** Undefined when there is none, it is unreadable, or of another service. */
 function readState(value: string | undefined, url: string): SyncState | undefined {
   try {
     const state = JSON.parse(value ?? 'null') as Partial<SyncState> | null;

@@ -5,10 +5,7 @@ import type { BodyEncoder } from '../core/reads/rendered-json.js';
 const brotli = promisify(brotliCompress);
 const gzipAsync = promisify(gzip);
 
-/**
- * `br` and `gzip` copies of a cached body, made once per copy on libuv's thread pool, never on a
- * request; kept only when a tenth smaller. Levels and the threshold: docs/node-http.md.
- */
+/** `br` and `gzip` copies of a cached body, made once per copy off the main thread; kept when a tenth smaller (docs/node-http.md). */
 export function createNodeBodyEncoder({ minBytes = 1024 } = {}): BodyEncoder {
   return async function encodeBody(body) {
     const text = Buffer.from(body);
@@ -16,7 +13,6 @@ export function createNodeBodyEncoder({ minBytes = 1024 } = {}): BodyEncoder {
     const { BROTLI_PARAM_MODE, BROTLI_MODE_TEXT, BROTLI_PARAM_QUALITY, BROTLI_PARAM_SIZE_HINT } = constants;
     const params = { [BROTLI_PARAM_MODE]: BROTLI_MODE_TEXT, [BROTLI_PARAM_QUALITY]: 9, [BROTLI_PARAM_SIZE_HINT]: text.length };
     const [br, gz] = await Promise.all([brotli(text, { params }), gzipAsync(text, { level: 9 })]);
-    // zlib's output is never backed by a SharedArrayBuffer.
     const copies = [
       { coding: 'br', body: br },
       { coding: 'gzip', body: gz },

@@ -7,7 +7,6 @@ import type { Config } from '../core/config/config.js';
 import { rateLimitKeyOf } from '../core/http/ip-address.js';
 import type { ConnectionShedReason } from '../core/metrics.js';
 
-/** The limits tests set smaller; what each means: docs/node-http.md. */
 const DEFAULTS = {
   connectionsCheckingIntervalMs: 2000,
   idleGraceMs: 1000,
@@ -21,7 +20,7 @@ const DEFAULTS = {
 /** docs/contract.md "Availability under abuse". */
 export type ServerLimits = Partial<typeof DEFAULTS> & {
   maxConnections: number;
-  /** The client a connection counts for (the rate limits' key); undefined: none, as behind a proxy. */
+  /** The rate limits' key of a peer; undefined (behind a proxy): it counts for no client. */
   clientKeyOf?: (address: string) => string | undefined;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -33,7 +32,7 @@ const RECHECK_MS = 100;
 /** How many of a rule's oldest candidates (or clients, for `over_share`) are weighed. */
 const WINDOW = 16;
 
-/** Node's own `maxConnections`: room for connections that arrive while every held one has a request in flight. */
+/** Node's own cap: room for arrivals while every held connection has a request in flight. */
 export function hardCeiling(maxConnections: number): number {
   return maxConnections + Math.max(16, Math.ceil(maxConnections / 8));
 }
@@ -47,7 +46,7 @@ export function limitsOf(
   const { trustedProxies } = config;
   return {
     maxConnections: config.maxConnections,
-    // Behind proxies every peer is a proxy, which counts for no client (it caps its own).
+    // Behind proxies every peer is a proxy, which caps its own clients.
     ...(config.trustProxyHops === 0 && {
       clientKeyOf: (address: string) =>
         trustedProxies?.includes(address) ? undefined : rateLimitKeyOf(address, config.rateLimitIpv6Prefix),
@@ -59,19 +58,18 @@ export function limitsOf(
 
 export interface ServeOptions {
   fetch: (request: Request, env: object) => Response | Promise<Response>;
-  /** The answer to a request the adapter could not read. */
   refuse: (request: Request) => Response | Promise<Response>;
   hostname: string;
   port: number;
   onShed?: (reason: ConnectionShedReason) => void;
 }
 
-/** @hono/node-server's listener on a `node:http` server: limits, shedding above the cap, clean early answers (docs/node-http.md). */
+/** @hono/node-server's listener with limits, shedding and clean early answers (docs/node-http.md). */
 export function serveWithLimits(options: ServeOptions, given: ServerLimits, onListening?: (info: AddressInfo) => void) {
   const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
-  // Sockets closing after an answer: a request pipelined behind it is not run.
+  // Closing after an answer: a request pipelined behind it is not run.
   const closing = new WeakSet<Socket>();
-  // The request being handed to the adapter, for its errorHandler (two variables, not an object a request).
+  // The request the adapter is reading, for its errorHandler (two variables: no object per request).
   let readingIncoming: IncomingMessage | undefined;
   let readingOutgoing: ServerResponse | undefined;
   const finish = (response: Response, bindings: HttpBindings) => finishEarlyAnswer(response, bindings, closing, limits);
@@ -80,16 +78,15 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
     (request, env) => {
       const bindings = env as HttpBindings;
       const answer = options.fetch(request, bindings);
-      // A GET or HEAD has no body to speak of: Node discards one after the answer.
+      // Node discards a GET's or HEAD's body after the answer.
       if (bindings.incoming.method === 'GET' || bindings.incoming.method === 'HEAD') return answer;
       return answer instanceof Promise ? answer.then((response) => finish(response, bindings)) : finish(answer, bindings);
     },
     {
       hostname: options.hostname,
-      // Its drain would close a kept-alive connection 500 ms after an early answer: `finish` does that job.
+      // Its drain would close a kept-alive connection after an early answer: `finish` does that job.
       autoCleanupIncoming: false,
-      // A request Node parsed but the adapter cannot make a Request of (a Host or path it refuses): the app
-      // answers a stand-in. Called before the adapter's first await, so the noted request is this one.
+      // A Host or path the adapter refuses: the app answers a stand-in. Called before the adapter's first await.
       errorHandler: async (error) => {
         if (!(error instanceof RequestError)) return new Response(null, { status: 500 });
         const incoming = readingIncoming;
@@ -110,7 +107,6 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
   server.on('request', (incoming: IncomingMessage, outgoing: ServerResponse) => {
     shedding.requestStarted(incoming, outgoing);
     if (closing.has(incoming.socket)) return void incoming.resume();
-    // Above the cap a connection is not kept for another request: its answer makes room.
     if (shedding.overCap()) outgoing.setHeader('Connection', 'close');
     readingIncoming = incoming;
     readingOutgoing = outgoing;
@@ -125,12 +121,10 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
   return { server, shedding: shedding.isShedding };
 }
 
-// An answer ready before the request body was read (413, 415, 403, 429, …) reaches the client whole and says truly
-// whether the connection serves another request (docs/node-http.md "Clean early answers").
+// An answer ready before the body was read reaches the client whole (docs/node-http.md "Clean early answers").
 async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
   if (incoming.complete) return response;
   const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
-  // Chunked or unreadable: it could be any length.
   const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
   const socket = incoming.socket;
   if (!saysClose && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
@@ -138,12 +132,10 @@ async function finishEarlyAnswer(response: Response, { incoming, outgoing }: Htt
     const stop = () => clearTimeout(timer);
     incoming.once('end', stop);
     incoming.once('close', stop);
-    // A body a handler began to read and let go of is paused; resumed, its bytes are discarded.
     incoming.resume();
     return response;
   }
-  // Closing a socket with unread input makes the kernel send a reset that can destroy the answer in the
-  // client's buffer: write the answer, half-close, read until the client closes, destroy after the drain time.
+  // Closing with unread input sends a reset that can destroy the answer in the client's buffer: half-close and drain.
   const body = new Uint8Array(await response.arrayBuffer());
   if (socket.destroyed) return RESPONSE_ALREADY_SENT;
   const headers: string[] = [];
@@ -156,16 +148,14 @@ async function finishEarlyAnswer(response: Response, { incoming, outgoing }: Htt
   socket.once('close', () => clearTimeout(timer));
   outgoing.writeHead(response.status, headers);
   outgoing.write(body);
-  // Not `outgoing.end()`: Node would destroy the socket once the answer is written.
+  // Not `outgoing.end()`: Node would destroy the socket.
   socket.end();
   incoming.resume();
   return RESPONSE_ALREADY_SENT;
 }
 
-/** Request-target characters kept as sent in the stand-in's path; any other is percent-encoded. */
 const UNSAFE_IN_PATH = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g;
 
-/** The request's method, a path safe to parse and the headers the answer depends on. */
 function standInFor(incoming: IncomingMessage | undefined): Request {
   const target = incoming?.url ?? '/';
   const path = target.startsWith('/') ? target.split('?')[0]!.replace(UNSAFE_IN_PATH, encodeURIComponent) : '/';
@@ -174,9 +164,7 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
     const value = incoming?.headers[name];
     try {
       if (typeof value === 'string') headers.set(name, value);
-    } catch {
-      // A value Headers refuses is left out: the answer is the same without it.
-    }
+    } catch {}
   }
   const url = `http://localhost${path}`;
   try {
@@ -189,11 +177,10 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
 
 export const urlOf = (info: AddressInfo) => `http://${info.family === 'IPv6' ? `[${info.address}]` : info.address}:${info.port}`;
 
-/** A port in use or a host that cannot be bound, for one clear line (not an unhandled 'error' event). */
 export const whyNotListening = (error: NodeJS.ErrnoException) =>
   error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
 
-/** Whether REQUEST_TIMEOUT_SECONDS cut this request off: the body read reports "aborted" as for a client that hung up. */
+/** Whether REQUEST_TIMEOUT_SECONDS cut this request off (the body read says "aborted" either way). */
 export function timedOutByListener(c: Context): boolean {
   const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
   return (socket?.errored as NodeJS.ErrnoException | null | undefined)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
@@ -202,29 +189,26 @@ export function timedOutByListener(c: Context): boolean {
 interface Client {
   key: string;
   held: number;
-  /** Its connections that have sent no request yet, oldest first. */
   fresh: Set<Held>;
 }
 
 interface Held {
   socket: Socket;
   client: Client | undefined;
-  /** Requests read and not yet done (several when the client pipelines). */
   inFlight: number;
-  /** When it was accepted, or when its last request was done. */
+  /** Accepted, or its last request done. */
   since: number;
   gone: boolean;
 }
 
-/** Which connections make room above MAX_CONNECTIONS, by the rules in docs/node-http.md "A crowd at one address". */
+/** Which connections make room above MAX_CONNECTIONS: docs/node-http.md "A crowd at one address". */
 function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
   const open = new Map<Socket, Held>();
   const clients = new Map<string, Client>();
-  // Oldest first: connections that have sent no request yet, and kept-alive ones between requests.
+  // Oldest first: connections with no request yet, and kept-alive ones between requests.
   const fresh = new Set<Held>();
   const idle = new Set<Held>();
-  // Clients by their count of fresh connections, to find the one holding most at once.
   const byFresh: Set<Client>[] = [];
   let mostFresh = 0;
   let lastShedAt = Number.NEGATIVE_INFINITY;
@@ -258,7 +242,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
     let best: Held | undefined;
     let weighed = 0;
-    // Oldest first: once one is within the grace, every later one is too.
     for (const held of set) {
       if (at - held.since < graceMs || weighed === WINDOW) break;
       weighed += 1;
@@ -267,8 +250,8 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     return best;
   }
 
-  // Of the clients holding the most fresh connections (the first `WINDOW`), the oldest fresh one once `overShareAfterMs`
-  // old; failing that, the oldest of the client holding the most when that is more than its share of the cap.
+  // Of the `WINDOW` clients holding most fresh connections, an oldest one past `overShareAfterMs`; failing that,
+  // the oldest of the client holding most when that is more than its share of the cap.
   function overShare(at: number): Held | undefined {
     let weighed = 0;
     for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {
@@ -283,7 +266,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     return byFresh[mostFresh]!.values().next().value!.fresh.values().next().value;
   }
 
-  /** Closes one connection by the rules; false when none may go. */
   function makeRoom(): boolean {
     const at = performance.now();
     const rules: [ConnectionShedReason, () => Held | undefined][] = [
@@ -306,7 +288,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   function shedDownToCap() {
     clearTimeout(recheck);
     while (overCap() && makeRoom());
-    // Connections age into the rules: look again while the listener stays above its cap.
     recheck = overCap() ? setTimeout(shedDownToCap, Math.min(RECHECK_MS, overShareAfterMs)).unref() : undefined;
   }
 
@@ -322,7 +303,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
       client.fresh.add(held);
       refile(client, client.fresh.size - 1);
     }
-    // One listener per connection, however many requests it carries.
     socket.once('close', () => release(held));
     if (overCap()) shedDownToCap();
   });
@@ -336,21 +316,18 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   function responseClosed(this: ServerResponse) {
     const request = this.req;
     const held = open.get(request.socket);
-    // Released already (closed or shed): nothing is counted for it any more.
     if (held === undefined) return;
     if (request.complete || request.closed) done(held);
     else request.on('close', () => done(held));
   }
 
   return {
-    /** A request read on its connection: in flight until its answer and its body are done. Called first. */
     requestStarted(request: IncomingMessage, response: ServerResponse) {
       const held = open.get(request.socket);
       if (held === undefined) return;
       if (held.inFlight === 0) stopWaiting(held);
       held.inFlight += 1;
-      // On this request's own objects, never on the socket: the request is usually whole, or closed, by then.
-      // One handler for every response: no closure made per request.
+      // On the response, not the socket; one shared handler, no closure per request.
       response.on('close', responseClosed);
     },
     overCap,

@@ -1,4 +1,3 @@
-/** A feature needs an optional package that is not installed (docs/dependencies.md). */
 export class MissingPackageError extends Error {
   constructor(packageName: string, feature: string) {
     super(`${feature} needs the package ${packageName}, which is not installed: run \`npm install ${packageName}\``);
@@ -6,7 +5,7 @@ export class MissingPackageError extends Error {
   }
 }
 
-/** Runs `load` (a dynamic `import()`) and turns "`packageName` not installed" into a MissingPackageError; any other failure is rethrown. */
+/** Runs `load` (a dynamic `import()`), turning "`packageName` not installed" into a MissingPackageError. */
 export async function importOptional<T>(packageName: string, feature: string, load: () => Promise<T>): Promise<T> {
   try {
     return await load();

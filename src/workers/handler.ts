@@ -11,40 +11,30 @@ import { createAppForConfig } from '../core/service.js';
 type Env = Record<string, unknown>;
 type KvNamespace = { get(key: string): Promise<string | null>; put(key: string, value: string): Promise<void> };
 
-/** The optional bindings (wrangler.toml): Workers Rate Limiting, and the KV namespace of the archive watch (one key). */
 const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
 const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
 const WATCH_STATE_KEY = 'archive-watch';
 const SECRETS = ['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL'];
-
 const HINTS = {
-  redis: 'REDIS_URL is for Node instances; on Workers the Cache API tier and the Rate Limiting binding are shared already',
-  disposable:
-    'SUBSCRIBE_BLOCK_DISPOSABLE needs the mailchecker list, loaded on Node only (its 1 MB would not fit a Worker); throwaway domains are not refused here',
-  watchState: `bind a KV namespace as ${WATCH_STATE_BINDING} (wrangler.toml): without it the watch remembers what it saw in this isolate only, and a Cron Trigger run in a new isolate takes its first look again, announcing nothing`,
+  redis: 'REDIS_URL is for Node: on Workers the Cache API tier and the Rate Limiting binding are shared already',
+  disposable: 'SUBSCRIBE_BLOCK_DISPOSABLE needs a list too large for a Worker (loaded on Node only): throwaway domains are not refused',
+  watchState: `bind a KV namespace as ${WATCH_STATE_BINDING}: without it a Cron Trigger run in a new isolate takes a first look, announcing nothing`,
 };
+const GENERIC_ERROR = '{"ok":false,"error":{"code":"INTERNAL_ERROR","message":"The service is not configured correctly."}}';
 
-const GENERIC_ERROR = JSON.stringify({
-  ok: false,
-  error: { code: 'INTERNAL_ERROR', message: 'The service is not configured correctly.' },
-});
-
-/** Test seams of the Worker; production uses the runtime's own. */
+/** Test seams; production uses the runtime's own. */
 export interface WorkerOptions {
   fetch?: typeof globalThis.fetch;
   now?: () => number;
-  /** Where log lines go (console.log, which Workers logs collect). */
   write?: (line: string) => void;
-  /** The Cache API store shared by the isolates of a location (`caches.default`); `null` turns it off. */
+  /** Default `caches.default`; `null` turns the shared tier off. */
   sharedCache?: Cache | null;
 }
 
-/** A Worker handler, `{ fetch, scheduled }`, with one app per isolate. */
 export function createWorker(options: WorkerOptions = {}) {
   const write = options.write ?? ((line: string) => console.log(line));
-  // Built on the first request: bindings cannot change within an isolate, and the in-memory cache lives as long as the app.
+  // Built on the first request: bindings cannot change within an isolate.
   let built: ReturnType<typeof build> | undefined;
-  // Ids of the answers a misconfigured isolate gives (a configured one's come from its header rules).
   const newRequestId = createRequestIds();
 
   function build(env: Env) {
@@ -52,7 +42,7 @@ export function createWorker(options: WorkerOptions = {}) {
     const log = createLogger({ write, now: options.now, redact: secrets });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
-      // Logged once per isolate; the visitor gets a generic 500 and never the details.
+      // Logged once per isolate; the visitor gets a generic 500.
       for (const problem of parsed.problems) log.log('error', 'config_error', { problem });
       return { log };
     }
@@ -64,7 +54,7 @@ export function createWorker(options: WorkerOptions = {}) {
       options.sharedCache === undefined ? (globalThis as { caches?: { default?: Cache } }).caches?.default : options.sharedCache;
     const kv = bindingOf<KvNamespace>(env[WATCH_STATE_BINDING], 'get', 'put');
     if (config.deployHookUrl && !kv) log.log('warn', 'deploy_hook_state_in_memory', { hint: HINTS.watchState });
-    // An isolate has no timer to write a summary with, and may end unannounced: a line each request.
+    // An isolate has no timer for a summary, and may end unannounced: a line each request.
     const service = createAppForConfig(
       { ...config, accessLog: 'all' },
       {
@@ -80,8 +70,7 @@ export function createWorker(options: WorkerOptions = {}) {
               maxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
             })
           : undefined,
-        // The Cron Trigger's runs may land in any isolate, so the state is read from KV at every one
-        // (eventually consistent: docs/deployment-workers.md "Build hooks").
+        // Cron runs land in any isolate: the state is read from KV at each (docs/deployment-workers.md "Build hooks").
         archiveWatch: {
           store: kv && { load: async () => (await kv.get(WATCH_STATE_KEY)) ?? undefined, save: (state) => kv.put(WATCH_STATE_KEY, state) },
           reloadEachTick: true,
@@ -97,7 +86,7 @@ export function createWorker(options: WorkerOptions = {}) {
     fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> {
       const { service, log } = (built ??= build(env));
       if (service) return service.app.fetch(request, env, ctx);
-      // Still one access line and a request id, so a visitor's report can be matched to the log.
+      // An access line and a request id all the same, to match a visitor's report to the log.
       const requestId = newRequestId();
       log.log('info', 'request', { method: request.method, path: new URL(request.url).pathname, status: 500, requestId });
       return new Response(GENERIC_ERROR, {
@@ -106,7 +95,6 @@ export function createWorker(options: WorkerOptions = {}) {
       });
     },
 
-    /** A Cron Trigger reads the archive and the categories into the Cache API tier (docs/deployment-workers.md). */
     async scheduled(controller: { cron: string; scheduledTime: number }, env: Env, ctx: ExecutionContext): Promise<void> {
       const { service, log } = (built ??= build(env));
       if (!service) return;
@@ -118,17 +106,16 @@ export function createWorker(options: WorkerOptions = {}) {
         refreshed = true;
         log.log('info', 'scheduled_refresh', { cron: controller.cron, issues, ms: clock() - started });
       } catch (error) {
-        // The copies stay as they were (stale-if-error); the next run or a visitor tries again.
+        // The copies stay (stale-if-error); the next run or a visitor tries again.
         const reason = error instanceof Error ? error.message : 'unknown';
         log.log('warn', 'scheduled_refresh_failed', { cron: controller.cron, reason, ms: clock() - started });
       }
-      // DEPLOY_HOOK_URL: compared with the last look (after a failed refresh nothing is new, but a call still due is made).
+      // After a failed refresh nothing is new, but a hook call still due is made.
       await service.archiveWatch?.tick({ check: refreshed });
     },
   };
 }
 
-/** A binding of the runtime, when `value` has the methods used of it. */
 function bindingOf<T>(value: unknown, ...methods: string[]): T | undefined {
   const object = value as Record<string, unknown> | null | undefined;
   return typeof object === 'object' && object !== null && methods.every((name) => typeof object[name] === 'function')

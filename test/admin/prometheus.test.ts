@@ -1,3 +1,4 @@
+import { Server } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createPrometheusMetrics, subscribeOutcome } from '../../src/node/admin/prometheus.js';
 import { UpstreamError } from '../../src/core/upstream/transport.js';
@@ -77,9 +78,10 @@ describe('Prometheus metrics', () => {
   it('reports whether Redis answers as redis_up, read at each scrape, and only when Redis is configured', async () => {
     const without = createPrometheusMetrics({ defaultMetrics: false });
     expect(await without.registry.metrics()).not.toContain('redis_up');
-    const { registry, watchRedis } = createPrometheusMetrics({ defaultMetrics: false });
+    const { registry, watch } = createPrometheusMetrics({ defaultMetrics: false });
     let healthy = true;
-    watchRedis(() => healthy);
+    const stats = () => ({ entries: 0, bytes: 0, notFoundEntries: 0, notFoundBytes: 0, renderedPages: 0, renderedPageBytes: 0 });
+    watch({ stats, redisHealthy: () => healthy, publicServer: new Server() });
     expect(sampleOf(await registry.metrics(), 'newsletter_bff_redis_up')).toBe(1);
     healthy = false;
     expect(sampleOf(await registry.metrics(), 'newsletter_bff_redis_up')).toBe(0);

@@ -5,14 +5,13 @@ import { NO_STORE } from '../../core/reads/cache-policies.js';
 import { urlOf, whyNotListening } from '../listener.js';
 import { createPrometheusMetrics, type CacheFigures } from './prometheus.js';
 
-/** How long a not-ready /readyz waits for its probe: within a load balancer's usual 5 s timeout. */
+/** Within a load balancer's usual 5 s timeout. */
 const PROBE_WAIT_MS = 2000;
 const NO_STORE_HEADERS = { 'Cache-Control': NO_STORE };
 
 export interface ListenOptions {
   host: string;
   port: number;
-  /** The public listener, whose open connections are counted. */
   publicServer: Pick<Server, 'on'>;
   shedding: () => boolean;
   stats: () => CacheFigures;
@@ -20,11 +19,9 @@ export interface ListenOptions {
   probe: () => Promise<unknown>;
   redisHealthy?: () => boolean;
   onListening: (url: string) => void;
-  /** The line to print before exiting when the port cannot be bound. */
   onFatal: (line: string) => void;
 }
 
-/** ADMIN_PORT (docs/deployment.md "Health and metrics"): metrics, readiness fed by the same upstream calls, and their routes. */
 export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => number }) {
   const readiness = createReadiness({ unreadyAfterMs: options.unreadyAfterSeconds * 1000, now: options.now });
   const prometheus = createPrometheusMetrics({ observeUpstream: readiness.observe });
@@ -32,12 +29,9 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
   function listen(service: ListenOptions) {
     const { registry } = prometheus;
     const { shedding } = service;
-    prometheus.watchCaches(service.stats);
-    if (service.redisHealthy) prometheus.watchRedis(service.redisHealthy);
-    prometheus.trackConnections(service.publicServer);
+    prometheus.watch(service);
     const cacheWarm = () => service.stats().entries > 0;
-    // Without traffic there are no calls to learn from: a not-ready /readyz makes one (shared by
-    // concurrent checks), or an instance out of rotation would never see the upstream come back.
+    // Out of rotation an instance has no traffic to learn from: a not-ready /readyz makes one call (shared).
     let probing: Promise<unknown> | undefined;
     const probeOnce = () =>
       (probing ??= service
@@ -50,7 +44,6 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
     const app = new Hono()
       .get('/healthz', (c) => c.text('ok\n', 200, NO_STORE_HEADERS))
       .get('/readyz', async (c) => {
-        // A shedding listener is not the upstream's doing: no probe would change the answer.
         if (!shedding() && !readiness.state(cacheWarm()).ready) {
           let timer: NodeJS.Timeout | undefined;
           await Promise.race([probeOnce(), new Promise((resolve) => (timer = setTimeout(resolve, PROBE_WAIT_MS)))]);
@@ -75,12 +68,11 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
 
 export type Admin = ReturnType<typeof createAdmin>;
 
-/** The upstream is there, even when it says no. */
 const ANSWERED: ReadonlySet<string> = new Set(['ok', 'not_found', 'validation', 'refused']);
-/** It is not. A 429 or a hold-off counts neither way: the cache serves meanwhile. */
+/** A 429 or a hold-off counts neither way: the cache serves meanwhile. */
 const FAILED: ReadonlySet<string> = new Set(['unavailable', 'timeout', 'bad_response', 'auth', 'error']);
 
-/** `/readyz`: ready once the upstream has answered (or the cache is warm), not while shedding or failing for `unreadyAfterMs`. */
+/** Ready once the upstream has answered (or the cache is warm), not while shedding or failing for `unreadyAfterMs`. */
 export function createReadiness({ unreadyAfterMs, now = Date.now }: { unreadyAfterMs: number; now?: (() => number) | undefined }) {
   let answered = false;
   let failingSince: number | undefined;

@@ -27,33 +27,29 @@ const CACHES = {
   not_found: ['notFoundBytes', 'notFoundEntries'],
 } as const;
 
-/** Every metric's help (docs/deployment.md "Health and metrics" lists them). */
+/** Every metric's help; docs/deployment.md "Health and metrics" lists their labels. */
 const HELP = {
   http_requests_total: 'Requests answered by the public listener, by route template, method and status.',
   http_request_duration_seconds: 'Time from a request reaching the app to its response, by route template and method.',
   cache_reads_total: 'Reads of the upstream-data cache, by result: hit (fresh), miss (loaded), stale (served past its TTL).',
-  stale_answers_total:
-    'Requests answered with a stale copy, by route template and reason: revalidating (a refresh under way), or the failure spell under way (upstream_5xx, unreachable, timeout, rate_limited, key_refused, path_missing, bad_response, refused, backing_off).',
+  stale_answers_total: 'Requests answered with a stale copy, by route template and reason: revalidating, or the failure spell under way.',
   cache_evictions_total: 'Entries the upstream-data cache dropped on its own: size (over CACHE_MAX_BYTES).',
   upstream_calls_total: 'Calls of the upstream API (retries included), by operation and outcome.',
   upstream_call_duration_seconds: 'Time an upstream call took, retries included, by operation and outcome.',
   upstream_retries_total: 'Upstream attempts that failed and were retried.',
   upstream_hold_off_seconds_total: 'Seconds of hold-off that upstream 429 answers imposed, during which no call went out.',
   subscribe_attempts_total: 'Subscribe attempts, by outcome.',
-  subscribe_surge: 'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused (docs/subscribe.md).',
+  subscribe_surge: 'Whether a subscribe surge is on (1): every subscribe is challenged, or new addresses are paused.',
   subscribe_surges_total: 'Subscribe surges started: attempts above SUBSCRIBE_SURGE_PER_MINUTE.',
-  connections_shed_total:
-    'Connections the public listener closed to make room near MAX_CONNECTIONS, by reason: idle (kept alive, no request in flight), slow_head (no whole request head within the grace), over_share (an address holding more than its share).',
+  connections_shed_total: 'Connections the public listener closed to make room near MAX_CONNECTIONS, by reason.',
   open_connections: 'Open connections to the public listener.',
   cache_bytes: 'Approximate bytes held by each in-memory cache (together bounded by CACHE_MAX_BYTES).',
   cache_entries: 'Entries held by each in-memory cache.',
   redis_up: 'Whether Redis (REDIS_URL) answers: 0 while this instance serves from memory instead.',
 };
 
-/** Each value of `label` as a label set, for a series counted from zero. */
 const each = (label: string, values: readonly string[]) => values.map((value) => ({ [label]: value }));
 
-/** `Metrics` for Prometheus (Node only), named by its conventions; `observeUpstream` hears each upstream call's outcome. */
 export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream = (_outcome: string) => {} } = {}) {
   const registry = new Registry();
   const registers = [registry];
@@ -89,18 +85,6 @@ export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream
   surge.set(0);
   const surges = counter('subscribe_surges_total');
   const shed = counter('connections_shed_total', ['reason'], each('reason', ['idle', 'slow_head', 'over_share']));
-  const connections = gauge('open_connections');
-  let cacheStats: (() => CacheFigures) | undefined;
-  for (const [name, field] of [['cache_bytes', 0] as const, ['cache_entries', 1] as const]) {
-    gauge(
-      name,
-      function collect() {
-        const stats = cacheStats?.();
-        if (stats) for (const [cache, fields] of Object.entries(CACHES)) this.set({ cache }, stats[fields[field]]);
-      },
-      ['cache'],
-    );
-  }
 
   const metrics: Metrics = {
     request(route, method, status, seconds) {
@@ -130,16 +114,25 @@ export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream
   return {
     registry,
     metrics,
-    watchCaches(stats: () => CacheFigures): void {
-      cacheStats = stats;
-    },
-    watchRedis(healthy: () => boolean): void {
-      gauge('redis_up', function collect() {
-        this.set(healthy() ? 1 : 0);
-      });
-    },
-    trackConnections(server: Pick<Server, 'on'>): void {
-      server.on('connection', (socket: { once(event: 'close', listener: () => void): unknown }) => {
+    watch(service: { stats: () => CacheFigures; redisHealthy?: () => boolean; publicServer: Pick<Server, 'on'> }): void {
+      for (const [name, field] of [['cache_bytes', 0] as const, ['cache_entries', 1] as const]) {
+        gauge(
+          name,
+          function collect() {
+            const stats = service.stats();
+            for (const [cache, fields] of Object.entries(CACHES)) this.set({ cache }, stats[fields[field]]);
+          },
+          ['cache'],
+        );
+      }
+      const { redisHealthy } = service;
+      if (redisHealthy) {
+        gauge('redis_up', function collect() {
+          this.set(redisHealthy() ? 1 : 0);
+        });
+      }
+      const connections = gauge('open_connections');
+      service.publicServer.on('connection', (socket: { once(event: 'close', listener: () => void): unknown }) => {
         connections.inc();
         socket.once('close', () => connections.dec());
       });

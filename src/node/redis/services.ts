@@ -12,12 +12,12 @@ const FORMAT_VERSION = 'v1';
 const MAX_RECONNECT_DELAY_MS = 2000;
 const RATE_WINDOW_MS = 60_000;
 const MAX_VALUE_BYTES = 8 * 1024 * 1024;
-/** Ticks renew it every second: a watcher that stopped hands over within this long. */
+/** Renewed each tick: a watcher that stopped hands over within this long. */
 const WATCH_LEASE_MS = 10_000;
 /** The sliding minute still reads the previous fixed one. */
 const SURGE_KEEP_MS = 120_000;
 
-/** Counts in a fixed window, in one round trip; a counter that lost its expiry gets one again. Also reads KEYS[2]. */
+/** A fixed-window count in one round trip (a counter that lost its expiry gets one again); also reads KEYS[2]. */
 const COUNT_SCRIPT = `
 local count = redis.call('INCR', KEYS[1])
 if count == 1 or redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
@@ -46,7 +46,7 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
 interface LinkOptions {
-  /** Per command; a slower answer counts as an outage. */
+  /** Per command; slower counts as an outage. */
   timeoutMs: number;
   log: Logger;
   now?: () => number;
@@ -64,9 +64,8 @@ export class RedisUnavailable extends Error {
 /** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
 const reasonOf = (error: unknown) => (error instanceof Error ? (/^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name) : 'error');
 
-// Every command bounded by `timeoutMs`. A failed one makes Redis down: commands are refused at once (callers
-// fall back to memory) while PING probes. One line starts an outage spell and one ends it, once every command
-// has been answered for `recoveredAfterMs` (a Redis that answers PING but refuses writes is one outage).
+// A failed command makes Redis down: commands are refused at once while PING probes. One line starts an outage and
+// one ends it once every command has been answered for `recoveredAfterMs` (PING answered but writes refused is one).
 export function createRedisLink(options: LinkOptions & { send: (args: string[]) => Promise<unknown> }) {
   const { timeoutMs, log, probeIntervalMs = 1000, recoveredAfterMs = 30_000, now = Date.now } = options;
   let up = true;
@@ -77,7 +76,7 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
 
   function withTimeout(args: string[]): Promise<unknown> {
     let timer: NodeJS.Timeout | undefined;
-    // A late timer runs before that turn's socket reads: one step later, an answer that arrived counts.
+    // A timer runs before that turn's socket reads: one step later, an answer that arrived counts.
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => setImmediate(() => reject(new RedisUnavailable(`no answer within ${timeoutMs} ms`))), timeoutMs);
     });
@@ -85,7 +84,6 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
     return Promise.race([answer, late]).finally(() => clearTimeout(timer));
   }
 
-  // Also told of a connection error the client reports before any command notices.
   function markDown(reason: string): void {
     if (closed) return;
     up = false;
@@ -102,7 +100,6 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
     if (!up) {
       if (probing) return;
       probing = true;
-      // Still down on a failure: the next tick probes again.
       const answered = (await withTimeout(['PING']).catch(() => undefined)) !== undefined;
       probing = false;
       if (answered && !closed) up = true;
@@ -137,8 +134,7 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
 
 export type RedisServices = Awaited<ReturnType<typeof connectRedis>>;
 
-// What several Node instances share through Redis (docs/deployment.md "Several instances"). Never throws on an
-// outage: each service falls back to this instance's memory, or skips the write. Imported only with REDIS_URL.
+/** What Node instances share (docs/deployment.md "Several instances"); on an outage each falls back to memory. */
 export async function connectRedis(
   options: LinkOptions & {
     url: string;
@@ -146,9 +142,7 @@ export async function connectRedis(
     namespace: string;
     apiKey: string;
     subscribeLimitPerMinute: number;
-    /** TTL + stale-if-error. */
     cacheMaxAgeSeconds: number;
-    /** How long startup waits for a connection before serving from memory. */
     connectWaitMs?: number;
     watchLeaseMs?: number;
   },
@@ -169,17 +163,16 @@ export async function connectRedis(
   if (connected) log.log('info', 'redis_connected', { timeoutMs });
   else link.markDown('no connection at startup');
 
-  // Deployments share entries only when they read the same account. The HMAC secret derives from
-  // the API key, so a copy of Redis alone cannot test guessed addresses.
+  // Entries are shared only by deployments of one account; the HMAC secret derives from the API key, so a copy of
+  // Redis alone cannot test guessed addresses.
   const digest = createHash('sha256').update(`newsletter-bff shared state\0${options.apiKey}`).digest('hex').slice(0, 16);
   const secret = createHash('sha256').update(`newsletter-bff keyed hash\0${options.apiKey}`).digest();
   const prefix = `newsletter-bff:${FORMAT_VERSION}:${encodeURIComponent(options.namespace)}:${digest}:`;
-  /** A key for a personal value (an address, an IP): its HMAC, never the value. */
   const hashed = (kind: string, value: string) =>
     `${prefix}${kind}:${createHmac('sha256', secret).update(value).digest('hex').slice(0, 32)}`;
   const send = <T = undefined>(args: string[], otherwise?: T) => link.send(args).catch(() => otherwise);
 
-  // The subscribe limit for every instance at once; while Redis is unavailable, per instance.
+  // Shared by every instance; while Redis is unavailable, per instance (as the rate and surge below).
   const localRate = createMemoryRateLimiter({ limit, windowMs: RATE_WINDOW_MS, now });
   const rateLimiter: RateLimiter = {
     async hit(key) {
@@ -191,7 +184,7 @@ export async function connectRedis(
     },
   };
 
-  // Redis holds only the keyed hash; `localRepeats` is asked first and always written, so an outage forgets nothing.
+  // `localRepeats` is asked first and always written, so an outage forgets nothing.
   const localRepeats = createRepeatGuard(now);
   const repeatGuard: RepeatGuard = {
     async isRepeat(email) {
@@ -199,12 +192,10 @@ export async function connectRedis(
     },
     async remember(email) {
       await localRepeats.remember(email);
-      // Awaited, so the next request on any instance sees it.
       await send(['SET', hashed('seen', email), '1', 'PX', String(REPEAT_WINDOW_MS)]);
     },
   };
 
-  // One rate and one surge for every instance; while Redis is unavailable, per instance.
   const localSurge = createMemorySurgeCounter();
   const surgeKeysOf = (at: number) => [`${prefix}surge:${minuteOf(at)}`, `${prefix}surge:${minuteOf(at) - 1}`];
   const sharedRate = async (args: string[], at: number) => {
@@ -218,7 +209,6 @@ export async function connectRedis(
     rate: async (at) => (await sharedRate(['MGET', ...surgeKeysOf(at)], at)) ?? localSurge.rate(at),
   };
 
-  // Behind each instance's memory (core/reads/shared-tier.ts decides freshness), stored as `<fetchedAt>\n<payload>`.
   const cacheKeyOf = (key: string) => `${prefix}cache:${key}`;
   const sharedCache: SharedTier = {
     async get(key) {
@@ -230,19 +220,18 @@ export async function connectRedis(
     },
     async put(key, entry) {
       const value = `${entry.fetchedAt}\n${entry.payload}`;
-      // Too large to share: the stale shared copy, if any, must not outlive this fresher value.
+      // Too large to share: an older shared copy must not outlive it.
       const tooLarge = Buffer.byteLength(value) > MAX_VALUE_BYTES;
       await send(tooLarge ? ['DEL', cacheKeyOf(key)] : ['SET', cacheKeyOf(key), value, 'EX', String(options.cacheMaxAgeSeconds)]);
     },
     async delete(key) {
       await send(['DEL', cacheKeyOf(key)]);
     },
-    // Held until it expires (the refreshed copy is fresh for a TTL anyway); without Redis, every instance refreshes.
+    // Held until it expires; without Redis, every instance refreshes.
     claimRefresh: async (key, ms) => (await send(['SET', `${prefix}refresh:${key}`, '1', 'NX', 'PX', String(ms)], 'OK')) === 'OK',
   };
 
-  // Shared: the upstream limits the key, not the process. The instance's own hold-off is kept too, so an
-  // outage of Redis never shortens one.
+  // Shared, as the upstream limits the key; the instance's own is kept too, so an outage never shortens one.
   const localHoldOff = createMemoryHoldOff(now);
   const holdKeyOf = (operation: OperationClass) => `${prefix}hold-off:${operation}`;
   const streakKeyOf = (operation: OperationClass) => `${prefix}hold-off:${operation}:streak`;
@@ -283,12 +272,11 @@ export async function connectRedis(
     surgeCounter,
     sharedCache,
     holdOff,
-    // One watcher among the instances (docs/deployment.md "Build hooks"). Redis unavailable: nobody
-    // holds the lease, and the next holder announces what changed meanwhile from the stored state.
+    // One watcher among the instances (docs/deployment.md "Build hooks"); Redis unavailable, nobody holds it.
     watchLease: {
       hold: async () => Number(await send(['EVAL', HOLD_LEASE_SCRIPT, '1', `${prefix}watch:lease`, holder, leaseMs], 0)) === 1,
     },
-    // No expiry. A failed read or write rejects: the watch skips that tick rather than take it for a first look.
+    // No expiry. A failure rejects: the watch skips that tick rather than take it for a first look.
     watchStore: {
       async load() {
         const stored = await link.send(['GET', watchStateKey]);
@@ -299,7 +287,7 @@ export async function connectRedis(
       },
     },
     healthy: link.healthy,
-    /** Commands on one connection run in order: once it resolves, every earlier write has landed. */
+    /** Once it resolves, every earlier write has landed (one connection, in order). */
     ping: () => send(['PING'], false).then((answer) => answer !== false),
     async close() {
       link.close();
