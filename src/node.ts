@@ -38,10 +38,8 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const log = createLogger({
-    write: writer.write,
-    redact: [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl],
-  });
+  const secrets = [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl];
+  const log = createLogger({ write: writer.write, redact: secrets });
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;

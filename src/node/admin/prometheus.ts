@@ -82,7 +82,6 @@ export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream
   const holdOff = counter('upstream_hold_off_seconds_total');
   const subscribes = counter('subscribe_attempts_total', ['outcome'], each('outcome', SUBSCRIBE_OUTCOMES));
   const surge = gauge('subscribe_surge');
-  surge.set(0);
   const surges = counter('subscribe_surges_total');
   const shed = counter('connections_shed_total', ['reason'], each('reason', ['idle', 'slow_head', 'over_share']));
 
