@@ -107,7 +107,6 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   // A surge ends after SUBSCRIBE_SURGE_SECONDS of low rate, also when no attempt comes to notice it.
   if (surge) setInterval(() => void surge.check((promise) => void promise), SURGE_CHECK_INTERVAL_MS).unref();
   if (config.accessLog === 'summary') setInterval(() => logAccess.writeHitSummary(), HIT_SUMMARY_INTERVAL_MS).unref();
-  // Watched without visitors, from the start (the first look is not a change).
   if (archiveWatch) {
     void archiveWatch.tick();
     setInterval(() => void archiveWatch.tick(), WATCH_TICK_MS).unref();

@@ -119,7 +119,6 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
         if (held && known?.etag) headers['If-None-Match'] = known.etag;
         const response = await client.api.issues[':slug'].$get({ param: { slug: summary.slug } }, { headers });
         if (response.status === 304 && held) return keep(held);
-        // Unpublished since the archive was read: left out.
         if (response.status === 404) return;
         if (response.status !== 200) throw new SiteReadError(`GET /api/issues/${summary.slug} answered ${response.status}`);
         const { contentHtml, ...fields } = (await response.json()).data;

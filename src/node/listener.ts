@@ -17,7 +17,6 @@ const DEFAULTS = {
   drainTimeoutMs: 2000,
 };
 
-/** docs/contract.md "Availability under abuse". */
 export type ServerLimits = Partial<typeof DEFAULTS> & {
   maxConnections: number;
   /** The rate limits' key of a peer; undefined (behind a proxy): it counts for no client. */
@@ -196,7 +195,6 @@ interface Held {
   socket: Socket;
   client: Client | undefined;
   inFlight: number;
-  /** Accepted, or its last request done. */
   since: number;
   gone: boolean;
 }
@@ -206,7 +204,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
   const open = new Map<Socket, Held>();
   const clients = new Map<string, Client>();
-  // Oldest first: connections with no request yet, and kept-alive ones between requests.
   const fresh = new Set<Held>();
   const idle = new Set<Held>();
   const byFresh: Set<Client>[] = [];
@@ -250,8 +247,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     return best;
   }
 
-  // Of the `WINDOW` clients holding most fresh connections, an oldest one past `overShareAfterMs`; failing that,
-  // the oldest of the client holding most when that is more than its share of the cap.
+  // The `over_share` rule, weighing the `WINDOW` clients holding most fresh connections.
   function overShare(at: number): Held | undefined {
     let weighed = 0;
     for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {

@@ -10,7 +10,6 @@ export async function importOptional<T>(packageName: string, feature: string, lo
   try {
     return await load();
   } catch (error) {
-    // Node's ESM resolver: ERR_MODULE_NOT_FOUND, `Cannot find package '<name>'`.
     const missing =
       error instanceof Error && 'code' in error && error.code === 'ERR_MODULE_NOT_FOUND' && error.message.includes(`'${packageName}'`);
     throw missing ? new MissingPackageError(packageName, feature) : error;

@@ -18,11 +18,10 @@ const SECRETS = ['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_UR
 const HINTS = {
   redis: 'REDIS_URL is for Node: on Workers the Cache API tier and the Rate Limiting binding are shared already',
   disposable: 'SUBSCRIBE_BLOCK_DISPOSABLE needs a list too large for a Worker (loaded on Node only): throwaway domains are not refused',
-  watchState: `bind a KV namespace as ${WATCH_STATE_BINDING}: without it a Cron Trigger run in a new isolate takes a first look, announcing nothing`,
+  watchState: `bind a KV namespace as ${WATCH_STATE_BINDING}: without it a Cron run in a new isolate looks afresh, announcing nothing`,
 };
 const GENERIC_ERROR = '{"ok":false,"error":{"code":"INTERNAL_ERROR","message":"The service is not configured correctly."}}';
 
-/** Test seams; production uses the runtime's own. */
 export interface WorkerOptions {
   fetch?: typeof globalThis.fetch;
   now?: () => number;
@@ -106,7 +105,6 @@ export function createWorker(options: WorkerOptions = {}) {
         refreshed = true;
         log.log('info', 'scheduled_refresh', { cron: controller.cron, issues, ms: clock() - started });
       } catch (error) {
-        // The copies stay (stale-if-error); the next run or a visitor tries again.
         const reason = error instanceof Error ? error.message : 'unknown';
         log.log('warn', 'scheduled_refresh_failed', { cron: controller.cron, reason, ms: clock() - started });
       }
@@ -117,8 +115,6 @@ export function createWorker(options: WorkerOptions = {}) {
 }
 
 function bindingOf<T>(value: unknown, ...methods: string[]): T | undefined {
-  const object = value as Record<string, unknown> | null | undefined;
-  return typeof object === 'object' && object !== null && methods.every((name) => typeof object[name] === 'function')
-    ? (value as T)
-    : undefined;
+  const object = (value ?? {}) as Record<string, unknown>;
+  return methods.every((name) => typeof object[name] === 'function') ? (value as T) : undefined;
 }

@@ -38,7 +38,6 @@ if failed > last then last = failed end
 redis.call('SET', KEYS[1], string.format('%d:%d', count, last), 'PX', ARGV[3])
 return count`;
 
-/** Takes the lease when free, renews it when held by this instance; 1 when held after. */
 const HOLD_LEASE_SCRIPT = `
 local holder = redis.call('GET', KEYS[1])
 if holder ~= false and holder ~= ARGV[1] then return 0 end
@@ -46,7 +45,6 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
 interface LinkOptions {
-  /** Per command; slower counts as an outage. */
   timeoutMs: number;
   log: Logger;
   now?: () => number;
@@ -64,8 +62,7 @@ export class RedisUnavailable extends Error {
 /** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
 const reasonOf = (error: unknown) => (error instanceof Error ? (/^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name) : 'error');
 
-// A failed command makes Redis down: commands are refused at once while PING probes. One line starts an outage and
-// one ends it once every command has been answered for `recoveredAfterMs` (PING answered but writes refused is one).
+// Down after a failed command (commands refused, PING probes); the outage ends, one log line, after `recoveredAfterMs` without a failure.
 export function createRedisLink(options: LinkOptions & { send: (args: string[]) => Promise<unknown> }) {
   const { timeoutMs, log, probeIntervalMs = 1000, recoveredAfterMs = 30_000, now = Date.now } = options;
   let up = true;
@@ -163,8 +160,7 @@ export async function connectRedis(
   if (connected) log.log('info', 'redis_connected', { timeoutMs });
   else link.markDown('no connection at startup');
 
-  // Entries are shared only by deployments of one account; the HMAC secret derives from the API key, so a copy of
-  // Redis alone cannot test guessed addresses.
+  // Keys per account; the HMAC secret derives from the API key, so a copy of Redis alone cannot test guessed addresses.
   const digest = createHash('sha256').update(`newsletter-bff shared state\0${options.apiKey}`).digest('hex').slice(0, 16);
   const secret = createHash('sha256').update(`newsletter-bff keyed hash\0${options.apiKey}`).digest();
   const prefix = `newsletter-bff:${FORMAT_VERSION}:${encodeURIComponent(options.namespace)}:${digest}:`;
