@@ -67,7 +67,7 @@ export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream
   };
   const histogram = (name: keyof typeof HELP, labelNames: string[], buckets: number[]) =>
     new Histogram({ ...common(name, labelNames), buckets });
-  const gauge = (name: keyof typeof HELP, collect?: (this: Gauge) => void, labelNames: string[] = []) =>
+  const gauge = (name: keyof typeof HELP, labelNames: string[] = [], collect?: (this: Gauge) => void) =>
     new Gauge({ ...common(name, labelNames), ...(collect && { collect }) });
 
   const requests = counter('http_requests_total', ['route', 'method', 'status']);
@@ -115,18 +115,14 @@ export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream
     metrics,
     watch(service: { stats: () => CacheFigures; redisHealthy?: () => boolean; publicServer: Pick<Server, 'on'> }): void {
       for (const [name, field] of [['cache_bytes', 0] as const, ['cache_entries', 1] as const]) {
-        gauge(
-          name,
-          function collect() {
-            const stats = service.stats();
-            for (const [cache, fields] of Object.entries(CACHES)) this.set({ cache }, stats[fields[field]]);
-          },
-          ['cache'],
-        );
+        gauge(name, ['cache'], function collect() {
+          const stats = service.stats();
+          for (const [cache, fields] of Object.entries(CACHES)) this.set({ cache }, stats[fields[field]]);
+        });
       }
       const { redisHealthy } = service;
       if (redisHealthy) {
-        gauge('redis_up', function collect() {
+        gauge('redis_up', [], function collect() {
           this.set(redisHealthy() ? 1 : 0);
         });
       }
