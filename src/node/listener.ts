@@ -195,6 +195,7 @@ interface Held {
   socket: Socket;
   client: Client | undefined;
   inFlight: number;
+  /** Accepted, or its last request done. */
   since: number;
   gone: boolean;
 }
