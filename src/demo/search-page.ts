@@ -1,16 +1,14 @@
 import type { ArchivePageBody, IssueSummary } from '../core/public-shapes.js';
 
-/*
- * Demo mode: examples/site/index.html with a search's matches filled in, so a reader without
- * JavaScript gets them from the server. The markup is what archive.js builds; values are escaped.
- */
+// Demo mode: examples/site/index.html with a search's matches filled in, for a reader without
+// JavaScript. The markup is what archive.js builds; values are escaped.
 
-/** As archive.js pages and cuts `q` (docs/contract.md). */
+// As archive.js pages and cuts `q` (docs/contract.md).
 const PAGE_SIZE = 10;
 const MAX_PAGE = 500;
 const MAX_SEARCH = 200;
 
-/** As they stand in the file (a test renders the page from the real file). */
+// As they stand in the file (a test renders the page from the real file).
 const SLOTS = {
   title: '<title>The Field Notes · Archive</title>',
   body: '<body>',
@@ -62,7 +60,6 @@ function pagerHtml(q: string, page: number, pages: number): string {
   return `<nav class="pager" id="pager" aria-label="Archive pages"${pages > 1 ? '' : ' hidden'}>${newer}<span id="pager-position">Page ${page} of ${pages}</span>${older}</nav>`;
 }
 
-/** A search the service refuses or cannot answer shows the page's own empty or error state. */
 export async function renderSearchPage(
   template: string,
   view: { q: string; page: string | undefined },

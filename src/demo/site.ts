@@ -2,8 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chooseCopy } from '../core/http/read-reply.js';
-import { ifNoneMatchMatches } from '../core/http/read-reply.js';
+import { chooseCopy, ifNoneMatchMatches } from '../core/http/read-reply.js';
 import { cacheControlOf, NO_STORE, SITE_POLICIES } from '../core/reads/cache-policies.js';
 import { type EncodedCopy, strongEtag } from '../core/reads/rendered-json.js';
 import { createNodeBodyEncoder } from '../node/compression.js';
@@ -11,7 +10,7 @@ import { renderSearchPage } from './search-page.js';
 
 const SITE_KEY_LINE = "window.NEWSLETTER_TURNSTILE_SITE_KEY = '';";
 
-/** Content types; `true`: text worth compressing (images other than SVG already are). */
+// `true`: text worth compressing (images other than SVG already are).
 const TYPES: Readonly<Record<string, [type: string, text: boolean]>> = {
   '.html': ['text/html; charset=utf-8', true],
   '.css': ['text/css; charset=utf-8', true],
@@ -25,14 +24,11 @@ const TYPES: Readonly<Record<string, [type: string, text: boolean]>> = {
 type SiteFile = { type: string; cacheControl: string; body: Uint8Array<ArrayBuffer>; etag: string; copies: EncodedCopy[] };
 
 /**
- * The example site (examples/site beside dist/) for demo mode, read once into memory, so no
- * request reaches the file system. With TURNSTILE_SITE_KEY set, config.js is served with the key
- * filled in (the file on disk stays the template a site owner copies). The archive page with `?q=`
- * comes with the matches in it (search-page.ts), so search works without JavaScript.
+ * Demo mode's example site (examples/site), read once into memory; config.js gets TURNSTILE_SITE_KEY filled in.
+ * `api`: the service's own routes in process, so the archive page with `?q=` comes with its matches (search-page.ts).
  */
 export function createDemoSite(
   turnstileSiteKey: string | undefined,
-  // The service's own routes, in process (the app's `request`, with the visitor's bindings), for search results without JavaScript.
   options: { api?: (path: string, env: unknown) => Promise<Response> } = {},
 ): MiddlewareHandler {
   const root = fileURLToPath(new URL('../../examples/site', import.meta.url));

@@ -3,11 +3,10 @@ import * as assumed from '../core/upstream/assumptions.js';
 import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../core/upstream/schemas.js';
 import * as sample from './sample-publication.js';
 
-/** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */
+// `.invalid` can never resolve (RFC 6761).
 export const DEMO_BASE_URL = 'https://demo.newsletter.invalid/v1';
-/** Not a secret: the demo accepts only this key, so the client's auth path runs. */
+// Not a secret: the demo accepts only this key, so the client's auth path runs.
 export const DEMO_API_KEY = 'demo-key-not-a-secret';
-/** Subscribing this address gets the upstream's "refused" answer. */
 export const DEMO_BLOCKED_EMAIL = 'blocked@example.com';
 
 const path = (segments: readonly string[]) => `/${segments.join('/')}`;
@@ -18,14 +17,12 @@ export interface DemoUpstreamOptions {
   apiKey?: string;
   now?: () => number;
   publication?: { categories: sample.DemoCategory[]; issues: sample.DemoIssue[] };
-  /** Where the sample thumbnails are served (DEFAULT_DEMO_ORIGIN unless given). */
   siteOrigin?: string;
-  /** List Issues' order (newest `createdAt` first by default). */
   order?: 'created' | 'newest-sent' | 'oldest-sent';
 }
 
 const sent = (issue: sample.DemoIssue) => issue.sentAt ?? '';
-/** List Issues' orders; ties by id, so pages never overlap. */
+// Ties by id, so pages never overlap.
 const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: sample.DemoIssue, b: sample.DemoIssue) => number> = {
   created: (a, b) => b.createdAt.localeCompare(a.createdAt),
   'newest-sent': (a, b) => sent(b).localeCompare(sent(a)),
@@ -42,7 +39,7 @@ export interface DemoSubscriber {
   sourcePlatform: string | undefined;
 }
 
-/** The details of a 422, one per rule broken: `[path, broken, message]`. */
+// A 422's details, one per rule broken.
 function invalid(rules: [path: string, broken: boolean, message: string][]): { path: string; message: string }[] {
   return rules.filter(([, broken]) => broken).map(([path, , message]) => ({ path, message }));
 }
@@ -57,7 +54,6 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
   const now = options.now ?? Date.now;
   const { categories, issues } = options.publication ?? sample.createSamplePublication(options.siteOrigin);
   const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
-  // By normalized email.
   const subscribers = new Map<string, DemoSubscriber>([
     [DEMO_BLOCKED_EMAIL, { id: 'sub_blocked', ...blocked, status: 'blocked', sourceType: 'import' }],
   ]);

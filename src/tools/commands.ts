@@ -1,5 +1,3 @@
-/* The command line: one table of subcommands, `--help`, `--version`, exit 2 on a usage error. */
-
 export type CliIo = { env: NodeJS.ProcessEnv; stdout: (text: string) => void; stderr: (text: string) => void };
 
 /** `run` gives undefined while it keeps running (a server sets its own code when it stops). */
