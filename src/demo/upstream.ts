@@ -29,14 +29,10 @@ const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: sample.
   'oldest-sent': (a, b) => sent(a).localeCompare(sent(b)),
 };
 
-export interface DemoSubscriber {
-  id: string;
-  emailNormalized: string;
-  emailOriginal: string;
-  status: 'subscribed' | 'blocked';
-  sourceType: string;
-  source: string | undefined;
-  sourcePlatform: string | undefined;
+function subscriberOf(id: string, email: string, status: 'subscribed' | 'blocked', input: Record<string, unknown>) {
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  const sources = { sourceType: String(input.sourceType), source: text(input.source), sourcePlatform: text(input.sourcePlatform) };
+  return { id, emailNormalized: email.toLowerCase(), emailOriginal: email, status, ...sources };
 }
 
 // A 422's details, one per rule broken.
@@ -53,10 +49,8 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
   const { categories, issues } = options.publication ?? sample.createSamplePublication(options.siteOrigin);
-  const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
-  const subscribers = new Map<string, DemoSubscriber>([
-    [DEMO_BLOCKED_EMAIL, { id: 'sub_blocked', ...blocked, status: 'blocked', sourceType: 'import' }],
-  ]);
+  const blocked = subscriberOf('sub_blocked', DEMO_BLOCKED_EMAIL, 'blocked', { sourceType: 'import' });
+  const subscribers = new Map([[DEMO_BLOCKED_EMAIL, blocked]]);
   const base = new URL(DEMO_BASE_URL);
 
   const app = new Hono().basePath(base.pathname);
@@ -112,15 +106,7 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
     if (existing?.status === 'blocked')
       return fail(c, assumed.SUBSCRIBER_REFUSED.status, assumed.SUBSCRIBER_REFUSED.code, `Subscriber ${normalized} is blocked`);
     const timestamp = new Date(now()).toISOString();
-    const subscriber: DemoSubscriber = existing ?? {
-      id: `sub_${String(subscribers.size + 1).padStart(4, '0')}`,
-      emailNormalized: normalized,
-      emailOriginal: email,
-      status: 'subscribed',
-      sourceType: String(input.sourceType),
-      source: typeof source === 'string' ? source : undefined,
-      sourcePlatform: typeof sourcePlatform === 'string' ? sourcePlatform : undefined,
-    };
+    const subscriber = existing ?? subscriberOf(`sub_${String(subscribers.size + 1).padStart(4, '0')}`, email, 'subscribed', input);
     subscribers.set(normalized, subscriber);
     const owner = { workspaceId: sample.DEMO_WORKSPACE_ID, accountSetId: sample.DEMO_ACCOUNT_SET_ID };
     return c.json({ ok: true, data: { ...subscriber, ...owner, subscribedAt: timestamp, createdAt: timestamp, updatedAt: timestamp } });
