@@ -35,7 +35,6 @@ function subscriberOf(id: string, email: string, status: 'subscribed' | 'blocked
   return { id, emailNormalized: email.toLowerCase(), emailOriginal: email, status, ...sources };
 }
 
-// A 422's details, one per rule broken.
 function invalid(rules: [path: string, broken: boolean, message: string][]): { path: string; message: string }[] {
   return rules.filter(([, broken]) => broken).map(([path, , message]) => ({ path, message }));
 }

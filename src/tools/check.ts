@@ -89,11 +89,8 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
     findings.push(note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the demo upstream'));
 
   try {
-    const categories = await timed(() => client.listCategories());
-    findings.push(
-      ok(`the key is accepted (List Categories answered in ${categories.ms} ms)`),
-      ok(`categories: ${categories.value.length}`),
-    );
+    const { value, ms } = await timed(() => client.listCategories());
+    findings.push(ok(`the key is accepted (List Categories answered in ${ms} ms)`), ok(`categories: ${value.length}`));
   } catch (error) {
     findings.push(fail(failureMessage('List Categories', error)));
     if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return finish(findings);

@@ -56,7 +56,6 @@ function worded(properties: Record<string, Json>, words: Record<string, object |
   return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, { ...property, ...words[name] }]));
 }
 
-// The subscribe body as JSON, and as an HTML form posts it (every field as text).
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(input.SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, input.SUBSCRIBE_FIELD_DOCS);
@@ -185,7 +184,6 @@ function errorResponses(): Record<string, Json> {
     const description = codes.map((one) => `${status} ${code(one)}: ${ERROR_WORDING[one]}`).join(' ');
     const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => ERROR_HEADERS[one] ?? []))]);
     const error: Json = { type: 'object', properties: { code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } };
-    // A VALIDATION_ERROR always has its `details`.
     if (codes.every((one) => one === 'VALIDATION_ERROR')) {
       (error.properties as Json).details = { type: 'array', items: schemaRef('ValidationIssue') };
       error.required = ['details'];
@@ -201,7 +199,6 @@ function errorResponses(): Record<string, Json> {
 
 type Operation = { operationId: string; summary: string; description: string; parameters: readonly Json[] };
 
-// A path's GET and HEAD (from GET) or its POST, its preflight and its 405.
 function pathItem(path: string, operation: Operation & ({ ok: Json } | { requestBody: Json; answers: Json })): Json {
   const route = path.replace(/\{(\w+)\}/g, ':$1') as keyof typeof ROUTE_ERRORS;
   const statuses = [...new Set(ROUTE_ERRORS[route].map((one) => ERROR_STATUS[one]))].sort((a, b) => a - b);

@@ -10,7 +10,6 @@ import { createAppForConfig } from '../../core/service.js';
 import * as pages from './pages.js';
 import { SEARCH_JS } from './search-script.js';
 
-/** Read through the four routes (read.ts); issues newest first. */
 export type Publication = { issues: readonly IssueDetail[]; categories: readonly PublicCategory[] };
 
 /** `searchApiUrl`: asked from the reader's browser; none: the page filters its list of every issue instead. */
@@ -60,7 +59,6 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   ];
   for (const { category, issues: listed } of listings) {
     const count = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
-    // Its latest change dates every page of a listing.
     const lastmod = latestUpdate(listed, EPOCH);
     for (let at = 1; at <= count; at++) {
       const view = { issues: listed.slice((at - 1) * PAGE_SIZE, at * PAGE_SIZE), page: at, pages: count, total: listed.length, categories };
@@ -85,7 +83,6 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   });
   const urlset = '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">';
   files.set('sitemap.xml', `<?xml version="1.0" encoding="utf-8"?>\n${urlset}\n${urls.join('')}</urlset>\n`);
-  // Every crawler may read everything; the sitemap says where the pages are.
   files.set('robots.txt', `User-agent: *\nAllow: /\n\nSitemap: ${paths.absolute('sitemap.xml')}\n`);
   files.set('404.html', pages.renderNotFoundPage(site));
   files.set('style.css', assets.styleCss + LETTER_CSS);
@@ -103,7 +100,6 @@ function withIssueCategories(listed: readonly PublicCategory[], issues: readonly
   return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
 }
 
-/** Deploy only when it changes. */
 export function siteDigest(files: ReadonlyMap<string, string>): string {
   const hash = createHash('sha256');
   for (const path of [...files.keys()].sort()) hash.update(`${path}\0${Buffer.byteLength(files.get(path)!)}\0`).update(files.get(path)!);
@@ -128,7 +124,6 @@ export async function writeSite(outDir: string, files: ReadonlyMap<string, strin
   }
 }
 
-/** The service in the build's own process, configured from `env` as `npm start` would be. */
 export function createInProcessService(
   env: Record<string, string | undefined>,
   options: { fetch?: typeof globalThis.fetch; write: (line: string) => void },

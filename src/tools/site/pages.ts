@@ -135,7 +135,6 @@ export function subscribeFormFrom(snippet: string, apiUrl: string, title: string
 
 type ArchivePage = { issues: readonly IssueSummary[]; page: number; pages: number; total: number; categories: readonly PublicCategory[] };
 
-/** `category`: none for the whole archive. */
 export function renderArchivePage(site: SiteIdentity, view: ArchivePage & { category?: PublicCategory }): string {
   const { paths } = site;
   const slug = view.category?.slug;

@@ -26,7 +26,6 @@ export class SiteReadError extends Error {
   override name = 'SiteReadError';
 }
 
-/** `hc<AppType>` with a timeout and a retry after a busy answer; also the Astro loader's. */
 export function createReadClient(options: ReadOptions) {
   const fetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
