@@ -83,15 +83,13 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
   return new Map(await Promise.all(read));
 }
 
-// The archive page with a search's matches filled in, for a reader without JavaScript.
-// The markup is what archive.js builds; values are escaped.
+// The archive page with a search's matches filled in, as archive.js builds it; values are escaped.
 
 // As archive.js pages and cuts `q` (docs/contract.md).
 const PAGE_SIZE = 10;
 const MAX_PAGE = 500;
 const MAX_SEARCH = 200;
 
-// As they stand in the file (a test renders the page from the real file).
 const SLOTS = {
   title: '<title>The Field Notes · Archive</title>',
   body: '<body>',

@@ -33,7 +33,6 @@ export async function runCli(args: readonly string[], options: CliOptions, io: C
   }
   const name = first ?? options.defaultCommand;
   const command = Object.hasOwn(options.commands, name) ? options.commands[name] : undefined;
-  // `--help` alone, or after a command.
   if (HELP_FLAGS.includes(name) || (command && rest.length > 0 && rest.every((arg) => HELP_FLAGS.includes(arg)))) {
     io.stdout(usage(options));
     return 0;

@@ -68,7 +68,7 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
     properties: {
       ...fields,
       email,
-      optInAttestation: { type: 'string', description: `A ticked checkbox: ${input.FORM_CHECKED_VALUES.map(code).join(', ')}.` },
+      optInAttestation: { type: 'string', description: `A ticked checkbox: ${input.FORM_CHECKED_VALUES.map(code).join(', ')} (any case).` },
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
       [honeypotField]: { type: 'string', maxLength: 0, description: 'The honeypot: left empty by people.' },
     },

@@ -12,7 +12,6 @@ import { SEARCH_JS } from './search-script.js';
 
 export type Publication = { issues: readonly IssueDetail[]; categories: readonly PublicCategory[] };
 
-/** `searchApiUrl`: asked from the reader's browser; none: the page filters its list of every issue instead. */
 export interface SiteOptions {
   siteUrl: string;
   apiUrl: string;

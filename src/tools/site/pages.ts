@@ -123,7 +123,6 @@ ${site.subscribeForm}
 `;
 }
 
-// The snippet's placeholders: its service address and its name for the publication.
 const SNIPPET_SERVICE = 'https://newsletter-bff.example.com';
 const SNIPPET_NAME = 'of the newsletter.';
 

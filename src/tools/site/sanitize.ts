@@ -26,7 +26,6 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
     a: (tagName, attribs) => ({ tagName, attribs: { ...absoluteOnly(attribs, 'href'), rel: 'noopener noreferrer', target: '_blank' } }),
     img: (tagName, attribs) => ({ tagName, attribs: { ...absoluteOnly(attribs, 'src'), loading: 'lazy', decoding: 'async' } }),
   },
-  // An image with no usable source is only a broken box.
   exclusiveFilter: (frame) => frame.tag === 'img' && !frame.attribs.src,
 };
 
