@@ -15,7 +15,7 @@ export type Publication = { issues: readonly IssueDetail[]; categories: readonly
 export interface SiteOptions {
   siteUrl: string;
   apiUrl: string;
-  searchApiUrl?: string | undefined;
+  searchApiUrl?: string | undefined; // none: the search page filters its own list of every issue
   title: string;
   description: string;
   assets: { styleCss: string; subscribeJs: string; faviconSvg: string; subscribeFormSnippet: string };
