@@ -3,11 +3,10 @@ import * as assumed from '../core/upstream/assumptions.js';
 import { SOURCE_PLATFORMS, SUBSCRIBER_SOURCE_TYPES } from '../core/upstream/schemas.js';
 import * as sample from './sample-publication.js';
 
-/** Where demo mode points the real upstream client; `.invalid` can never resolve (RFC 6761). */
+// `.invalid` can never resolve (RFC 6761).
 export const DEMO_BASE_URL = 'https://demo.newsletter.invalid/v1';
-/** Not a secret: the demo accepts only this key, so the client's auth path runs. */
+// Not a secret: the demo accepts only this key, so the client's auth path runs.
 export const DEMO_API_KEY = 'demo-key-not-a-secret';
-/** Subscribing this address gets the upstream's "refused" answer. */
 export const DEMO_BLOCKED_EMAIL = 'blocked@example.com';
 
 const path = (segments: readonly string[]) => `/${segments.join('/')}`;
@@ -18,31 +17,24 @@ export interface DemoUpstreamOptions {
   apiKey?: string;
   now?: () => number;
   publication?: { categories: sample.DemoCategory[]; issues: sample.DemoIssue[] };
-  /** Where the sample thumbnails are served (DEFAULT_DEMO_ORIGIN unless given). */
   siteOrigin?: string;
-  /** List Issues' order (newest `createdAt` first by default). */
   order?: 'created' | 'newest-sent' | 'oldest-sent';
 }
 
 const sent = (issue: sample.DemoIssue) => issue.sentAt ?? '';
-/** List Issues' orders; ties by id, so pages never overlap. */
+// Ties by id, so pages never overlap.
 const LIST_ORDERS: Record<NonNullable<DemoUpstreamOptions['order']>, (a: sample.DemoIssue, b: sample.DemoIssue) => number> = {
   created: (a, b) => b.createdAt.localeCompare(a.createdAt),
   'newest-sent': (a, b) => sent(b).localeCompare(sent(a)),
   'oldest-sent': (a, b) => sent(a).localeCompare(sent(b)),
 };
 
-export interface DemoSubscriber {
-  id: string;
-  emailNormalized: string;
-  emailOriginal: string;
-  status: 'subscribed' | 'blocked';
-  sourceType: string;
-  source: string | undefined;
-  sourcePlatform: string | undefined;
+function subscriberOf(id: string, email: string, status: 'subscribed' | 'blocked', input: Record<string, unknown>) {
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  const sources = { sourceType: String(input.sourceType), source: text(input.source), sourcePlatform: text(input.sourcePlatform) };
+  return { id, emailNormalized: email.toLowerCase(), emailOriginal: email, status, ...sources };
 }
 
-/** The details of a 422, one per rule broken: `[path, broken, message]`. */
 function invalid(rules: [path: string, broken: boolean, message: string][]): { path: string; message: string }[] {
   return rules.filter(([, broken]) => broken).map(([path, , message]) => ({ path, message }));
 }
@@ -56,11 +48,8 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
   const apiKey = options.apiKey ?? DEMO_API_KEY;
   const now = options.now ?? Date.now;
   const { categories, issues } = options.publication ?? sample.createSamplePublication(options.siteOrigin);
-  const blocked = { emailNormalized: DEMO_BLOCKED_EMAIL, emailOriginal: DEMO_BLOCKED_EMAIL, source: undefined, sourcePlatform: undefined };
-  // By normalized email.
-  const subscribers = new Map<string, DemoSubscriber>([
-    [DEMO_BLOCKED_EMAIL, { id: 'sub_blocked', ...blocked, status: 'blocked', sourceType: 'import' }],
-  ]);
+  const blocked = subscriberOf('sub_blocked', DEMO_BLOCKED_EMAIL, 'blocked', { sourceType: 'import' });
+  const subscribers = new Map([[DEMO_BLOCKED_EMAIL, blocked]]);
   const base = new URL(DEMO_BASE_URL);
 
   const app = new Hono().basePath(base.pathname);
@@ -116,15 +105,7 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
     if (existing?.status === 'blocked')
       return fail(c, assumed.SUBSCRIBER_REFUSED.status, assumed.SUBSCRIBER_REFUSED.code, `Subscriber ${normalized} is blocked`);
     const timestamp = new Date(now()).toISOString();
-    const subscriber: DemoSubscriber = existing ?? {
-      id: `sub_${String(subscribers.size + 1).padStart(4, '0')}`,
-      emailNormalized: normalized,
-      emailOriginal: email,
-      status: 'subscribed',
-      sourceType: String(input.sourceType),
-      source: typeof source === 'string' ? source : undefined,
-      sourcePlatform: typeof sourcePlatform === 'string' ? sourcePlatform : undefined,
-    };
+    const subscriber = existing ?? subscriberOf(`sub_${String(subscribers.size + 1).padStart(4, '0')}`, email, 'subscribed', input);
     subscribers.set(normalized, subscriber);
     const owner = { workspaceId: sample.DEMO_WORKSPACE_ID, accountSetId: sample.DEMO_ACCOUNT_SET_ID };
     return c.json({ ok: true, data: { ...subscriber, ...owner, subscribedAt: timestamp, createdAt: timestamp, updatedAt: timestamp } });

@@ -8,16 +8,14 @@ import { UpstreamError } from '../core/upstream/transport.js';
 import { UPSTREAM_HINTS } from '../core/upstream/failure-policy.js';
 import { createMemoryHoldOff } from '../core/upstream/hold-off.js';
 
-/*
- * `npm run check`: asks the configured upstream, read-only, whether what the site needs works,
- * and says what to set where it does not. It never creates a subscriber.
- */
+// `npm run check`: asks the configured upstream, read-only, whether what the site needs works,
+// and says what to set where it does not. It never creates a subscriber.
 
 /** `fail`: the site would break or be cut short; `note`: nothing breaks. */
 type CheckFinding = { status: 'ok' | 'fail' | 'note'; message: string };
 type CheckDeps = { fetch?: typeof globalThis.fetch; now?: () => number; sleep?: (ms: number) => Promise<void> };
 
-/** The pauses after its own failed calls are waited out; a 429's longer `Retry-After` is reported instead. */
+// The pauses after its own failed calls are waited out; a 429's longer `Retry-After` is reported instead.
 const CHECK_WAITS_OUT_MS = 10_000;
 
 const ok = (message: string): CheckFinding => ({ status: 'ok', message });
@@ -31,7 +29,6 @@ function failureMessage(call: string, error: unknown): string {
   return `${call} failed: ${error.message}`;
 }
 
-/** Whether the row limit and paging work, asked one row at a time. */
 function judgeProbe(probe: ArchiveRead, config: Config): CheckFinding[] {
   const { limitParam, pagingParam, style } = config.listPaging;
   const [first = 0, second] = probe.pageRows;
@@ -53,15 +50,14 @@ function judgeArchive(read: ArchiveRead, ms: number, config: Config): CheckFindi
   const { count, ids } = read.dropped;
   const pages = `rows per page: ${read.pageRows.join(', ')}; ${config.listPaging.pageSize} asked`;
   const shownIds = ids.slice(0, 10).join(', ');
+  const unserved = read.issues.length - publicIssues;
   return [
     ok(`the archive: ${publicIssues} public sent issues in ${read.pageRows.length} calls, ${ms} ms (${pages})`),
     ...read.findings.map((finding) => fail(`${finding.seen}: set ${finding.set}`)),
     count > 0
       ? fail(`${count} malformed issue ${count === 1 ? 'row' : 'rows'} dropped, not served${shownIds ? ` (ids ${shownIds})` : ''}`)
       : ok('no malformed issue rows dropped'),
-    ...(publicIssues < read.issues.length
-      ? [note(`${read.issues.length - publicIssues} rows are not served: not sent, not public, or without a usable slug`)]
-      : []),
+    ...(unserved > 0 ? [note(`${unserved} rows are not served: not sent, not public, or without a usable slug`)] : []),
   ];
 }
 
@@ -89,18 +85,12 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   const backOff = { holdOff: createMemoryHoldOff(now), waitWhenHeldOffMs: CHECK_WAITS_OUT_MS, sleep: deps.sleep, fetch: deps.fetch, now };
   const client = createUpstreamForConfig(config, { log, ...backOff });
   const probeClient = createUpstreamForConfig({ ...config, listPaging: { ...config.listPaging, pageSize: 1 } }, backOff);
-  if (config.mode === 'demo') {
-    findings.push(
-      note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the embedded demo upstream, not a real one'),
-    );
-  }
+  if (config.mode === 'demo')
+    findings.push(note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the demo upstream'));
 
   try {
-    const categories = await timed(() => client.listCategories());
-    findings.push(
-      ok(`the key is accepted (List Categories answered in ${categories.ms} ms)`),
-      ok(`categories: ${categories.value.length}`),
-    );
+    const { value, ms } = await timed(() => client.listCategories());
+    findings.push(ok(`the key is accepted (List Categories answered in ${ms} ms)`), ok(`categories: ${value.length}`));
   } catch (error) {
     findings.push(fail(failureMessage('List Categories', error)));
     if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return finish(findings);
@@ -138,7 +128,7 @@ export async function main(options: CheckDeps & { env: ConfigSource; write: (lin
     ? await runCheck(parsed.config, options)
     : { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
   const failures = result.findings.filter((finding) => finding.status === 'fail').length;
-  // No finding holds the key; this is the last line of defence.
+  // No finding holds the key: the last line of defence.
   const redact = createRedactor([options.env.NEWSLETTER_API_KEY]);
   for (const { status, message } of result.findings) options.write(redact(`${LABELS[status]}  ${message}`));
   options.write(redact(`check: ${SUMMARIES[result.exitCode]} (${failures} failing, exit ${result.exitCode})`));

@@ -1,5 +1,3 @@
-/* The command line: one table of subcommands, `--help`, `--version`, exit 2 on a usage error. */
-
 export type CliIo = { env: NodeJS.ProcessEnv; stdout: (text: string) => void; stderr: (text: string) => void };
 
 /** `run` gives undefined while it keeps running (a server sets its own code when it stops). */
@@ -35,7 +33,6 @@ export async function runCli(args: readonly string[], options: CliOptions, io: C
   }
   const name = first ?? options.defaultCommand;
   const command = Object.hasOwn(options.commands, name) ? options.commands[name] : undefined;
-  // `--help` alone, or after a command.
   if (HELP_FLAGS.includes(name) || (command && rest.length > 0 && rest.every((arg) => HELP_FLAGS.includes(arg)))) {
     io.stdout(usage(options));
     return 0;

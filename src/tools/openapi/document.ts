@@ -8,11 +8,8 @@ import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/
 import * as input from '../../core/subscribe/input.js';
 import * as z from '../../core/zod.js';
 
-/*
- * openapi.json (`npm run openapi`; a test fails when the committed file is stale). Shapes,
- * parameters, errors and headers come from the code; written here is only what the document
- * alone says: summaries, the headers' wording and which answer carries which header.
- */
+// openapi.json (`npm run openapi`): shapes, parameters, errors and headers come from the code;
+// written here is only the prose and which answer carries which header.
 
 type Json = Record<string, unknown>;
 
@@ -22,13 +19,7 @@ const parameter = (name: string) => ref('parameters', name);
 const responseRef = (name: string) => ref('responses', name);
 const code = (text: string) => `\`${text}\``;
 
-/** "`a`, `b` and `c`" (or "or") */
-function listInWords(items: readonly string[], last: 'and' | 'or' = 'and'): string {
-  const coded = items.map(code);
-  return coded.length < 2 ? coded.join('') : `${coded.slice(0, -1).join(', ')} ${last} ${coded.at(-1)}`;
-}
-
-/** Drops a format's regex and the safe-integer bounds nobody set; adds the URL protocol rule zod leaves out. */
+// Drops a format's regex and the safe-integer bounds nobody set; adds the URL protocol rule zod leaves out.
 function tidy({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodTypes; jsonSchema: z.core.JSONSchema.BaseSchema }): void {
   const def = zodSchema._zod.def as { check?: string; pattern?: RegExp; protocol?: RegExp };
   if (def.check === 'string_format' && jsonSchema.format !== undefined && jsonSchema.pattern === def.pattern?.source)
@@ -38,7 +29,6 @@ function tidy({ zodSchema, jsonSchema }: { zodSchema: z.core.$ZodTypes; jsonSche
   if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
 }
 
-/** A schema as a part of openapi.json: no `$schema` or `$id` of its own. */
 function embedded(jsonSchema: z.core.JSONSchema.BaseSchema): Json {
   const { $schema: _schema, $id: _id, ...rest } = jsonSchema;
   return rest;
@@ -66,16 +56,10 @@ function worded(properties: Record<string, Json>, words: Record<string, object |
   return Object.fromEntries(Object.entries(properties).map(([name, property]) => [name, { ...property, ...words[name] }]));
 }
 
-const HONEYPOT_WORDS =
-  'The honeypot (`SUBSCRIBE_HONEYPOT_FIELD`): left empty by people; filled only by text that is not blank after trimming.';
-
-/** The subscribe body as JSON, and as an HTML form posts it (every field as text). */
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(input.SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, input.SUBSCRIBE_FIELD_DOCS);
-  const others =
-    'Other fields are ignored (the honeypot field aside: filled only by text that is not blank; `null`, `false` and `0` are empty).';
-  const json: Json = { ...sent, properties: fields, description: others };
+  const json: Json = { ...sent, properties: fields, description: 'Other fields are ignored (the honeypot aside).' };
   const { description: _description, ...email } = fields.email!;
   const sourcePlatform = fields.sourcePlatform!;
   const form: Json = {
@@ -84,9 +68,9 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
     properties: {
       ...fields,
       email,
-      optInAttestation: { type: 'string', description: `A ticked checkbox: ${listInWords(input.FORM_CHECKED_VALUES, 'or')} (any case).` },
+      optInAttestation: { type: 'string', description: `A ticked checkbox: ${input.FORM_CHECKED_VALUES.map(code).join(', ')} (any case).` },
       sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
-      [honeypotField]: { type: 'string', maxLength: 0, description: HONEYPOT_WORDS },
+      [honeypotField]: { type: 'string', maxLength: 0, description: 'The honeypot: left empty by people.' },
     },
   };
   return { json, form };
@@ -111,12 +95,11 @@ const HEADER_PARAMETERS: Record<string, Json> = Object.fromEntries(
     'If-None-Match': 'An `ETag` from an earlier answer: a 304 when it is still current.',
     Origin: "A browser's origin; one not in `ALLOWED_ORIGINS` gets no CORS grant (and a 403 on subscribe).",
     'Access-Control-Request-Method': undefined,
-    Accept:
-      'Without `format`, an `Accept` that prefers `application/atom+xml` or `application/rss+xml` (q-values honoured) asks for that feed; anything else gets JSON.',
+    Accept: 'Without `format`, an `Accept` preferring `application/atom+xml` or `application/rss+xml` asks for that feed.',
   }).map(([name, description]) => [name, { name, in: 'header', ...(description && { description }), schema: { type: 'string' } }]),
 );
 
-/** The response headers' components; `required`: every answer that lists the header carries it. */
+// `required`: every answer that lists the header carries it.
 function responseHeaders(): Record<string, Json> {
   const header = (schema: Json, description?: string, required = true): Json => ({
     ...(description && { description }),
@@ -126,29 +109,22 @@ function responseHeaders(): Record<string, Json> {
   const text = { type: 'string' };
   const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
   // Demo mode's example site has a policy of its own; both forbid framing.
-  const policy = API_SECURITY_HEADERS['Content-Security-Policy'];
-  if (policy !== undefined) {
-    const words = `${code(policy)} on the API's answers; the demo's example site has its own policy for the paths it serves.`;
-    security['Content-Security-Policy'] = header({ type: 'string', pattern: "frame-ancestors 'none'" }, words);
-  }
-  const requestId = "This request's id, as in the access log (an incoming safe `X-Request-Id` is kept).";
-  const freshness = 'Public reads: fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.';
+  const words = "The API's policy; the demo site has its own.";
+  security['Content-Security-Policy'] = header({ type: 'string', pattern: "frame-ancestors 'none'" }, words);
   const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
-  const etag = 'A strong validator of the representation sent: each content coding has its own.';
-  const coding = '`br` or `gzip` when the body is sent compressed, as `Accept-Encoding` asked (Node, bodies of 1 KiB or more).';
   return {
-    'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, requestId),
+    'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, "This request's id, as in the access log."),
     ...security,
     'Access-Control-Allow-Origin': header(text, "The request's allowed `Origin`, or `*` when every origin is allowed.", false),
     'Access-Control-Expose-Headers': header({ const: CORS_POLICY.exposeHeaders.join(',') }, undefined, false),
     'Access-Control-Allow-Methods': header({ const: CORS_POLICY.allowMethods.join(',') }, undefined, false),
     'Access-Control-Allow-Headers': header({ const: CORS_POLICY.allowHeaders.join(',') }, undefined, false),
     'Access-Control-Max-Age': header({ type: 'integer', const: CORS_POLICY.maxAge }, undefined, false),
-    Vary: header(text, '`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed (Node).', false),
-    'Cache-Control-Public': header(publicCacheControl, freshness),
+    Vary: header(text, '`Origin` unless every origin is allowed; `Accept-Encoding` where the body is kept compressed.', false),
+    'Cache-Control-Public': header(publicCacheControl, 'Fresh for `CACHE_TTL_SECONDS`, then stale-while-revalidate and stale-if-error.'),
     'Cache-Control-No-Store': header({ const: 'no-store' }, 'Subscribe answers and errors are never cached.'),
-    ETag: header({ type: 'string', pattern: '^"[^"]+"$' }, etag),
-    'Content-Encoding': header({ type: 'string', enum: ['br', 'gzip'] }, coding, false),
+    ETag: header({ type: 'string', pattern: '^"[^"]+"$' }, 'A strong validator; each content coding has its own.'),
+    'Content-Encoding': header({ type: 'string', enum: ['br', 'gzip'] }, 'As `Accept-Encoding` asked (Node, from 1 KiB).', false),
     'X-Cache': header({ enum: [...CACHE_STATES] }, "How this service's cache answered."),
     Age: header({ type: 'integer', minimum: 0 }, 'Seconds since a STALE copy was fetched.', false),
     'Retry-After': header({ type: 'integer', minimum: 1 }, 'Seconds to wait before trying again.'),
@@ -157,14 +133,10 @@ function responseHeaders(): Record<string, Json> {
   };
 }
 
-/** `Cache-Control-*` names the component that describes `Cache-Control` there. */
+// `Cache-Control-*` names the component that describes `Cache-Control` there.
 function headersOf(names: readonly string[]): Record<string, Json> {
-  const headers: Record<string, Json> = {};
-  for (const name of [...COMMON_HEADERS, ...names]) {
-    const [header, component] = name.startsWith('Cache-Control') ? ['Cache-Control', name] : [name, name];
-    headers[header] = ref('headers', component);
-  }
-  return headers;
+  const all = [...COMMON_HEADERS, ...names];
+  return Object.fromEntries(all.map((name) => [name.startsWith('Cache-Control') ? 'Cache-Control' : name, ref('headers', name)]));
 }
 
 const COMMON_HEADERS = [
@@ -176,36 +148,29 @@ const COMMON_HEADERS = [
 ];
 const READ_HEADERS = ['Cache-Control-Public', 'ETag', 'Content-Encoding', 'X-Cache', 'Age'];
 
-/** A new code in ERROR_STATUS does not compile until it is worded here. */
 const ERROR_WORDING: Record<ErrorCode, string> = {
-  VALIDATION_ERROR:
-    'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`. Nothing was asked of the upstream.',
-  BAD_REQUEST: "Node only: the request's `Host` header or path cannot be read as a URL (answered before any route).",
+  VALIDATION_ERROR: 'A query parameter, the slug or a body field is not valid; `details` lists each `{ path, message }`.',
+  BAD_REQUEST: "Node only: the request's `Host` header or path cannot be read as a URL.",
   NOT_FOUND: 'No such issue, or no such route.',
   METHOD_NOT_ALLOWED: 'The path exists but not with this method; `Allow` lists the methods it answers.',
-  FORBIDDEN_ORIGIN:
-    'The browser `Origin` is not in `ALLOWED_ORIGINS` (form posts included: a post without JavaScript gets a short HTML page saying so, or, with `SUBSCRIBE_REDIRECT_URL`, a 303 there with `?subscribe_error=FORBIDDEN_ORIGIN`).',
+  FORBIDDEN_ORIGIN: 'The browser `Origin` is not in `ALLOWED_ORIGINS` (a form post gets a short HTML page, or a 303 with an error).',
   CAPTCHA_FAILED: 'Turnstile is on and the `cf-turnstile-response` token was rejected.',
-  CAPTCHA_REQUIRED:
-    'Turnstile is on (`TURNSTILE_MODE=always`, or a surge of subscribe attempts) and no `cf-turnstile-response` token was sent; ' +
-    '`details[0].siteKey` is the site key to render the widget with.',
+  CAPTCHA_REQUIRED: 'Turnstile is on and no `cf-turnstile-response` token was sent; `details[0].siteKey` renders the widget.',
   PAYLOAD_TOO_LARGE: `The body is over ${input.SUBSCRIBE_MAX_BODY_BYTES / 1024} KiB.`,
   UNSUPPORTED_MEDIA_TYPE: 'The body is not JSON, URL-encoded or multipart form data.',
-  RATE_LIMITED: 'Too many subscribe attempts from this client address; try again after `Retry-After` seconds.',
+  RATE_LIMITED: 'Too many subscribe attempts from this client address; retry after `Retry-After` seconds.',
   UPSTREAM_ERROR: 'The newsletter service failed, rejected our key, or answered with something malformed.',
-  UPSTREAM_UNAVAILABLE: 'The newsletter service rate-limited us or timed out; try again after `Retry-After` seconds.',
+  UPSTREAM_UNAVAILABLE: 'The newsletter service rate-limited us or timed out; retry after `Retry-After` seconds.',
   INTERNAL_ERROR: 'An unexpected failure; it is logged with the request id.',
 };
-/** Headers an error carries besides every error's. */
 const ERROR_HEADERS: Partial<Record<ErrorCode, string>> = {
   METHOD_NOT_ALLOWED: 'Allow',
   RATE_LIMITED: 'Retry-After',
   UPSTREAM_UNAVAILABLE: 'Retry-After',
 };
-const REFUSED_FORM_PAGE = 'A short page in plain words for a visitor without JavaScript: nothing was sent.';
 
 const codesOf = (status: number) => (Object.keys(ERROR_STATUS) as ErrorCode[]).filter((one) => ERROR_STATUS[one] === status);
-/** An error status's response component is named after its first code: `ValidationError`. */
+// An error status's response component is named after its first code: `ValidationError`.
 const errorName = (status: number) =>
   codesOf(status)[0]!
     .toLowerCase()
@@ -219,13 +184,12 @@ function errorResponses(): Record<string, Json> {
     const description = codes.map((one) => `${status} ${code(one)}: ${ERROR_WORDING[one]}`).join(' ');
     const headers = headersOf(['Cache-Control-No-Store', ...new Set(codes.flatMap((one) => ERROR_HEADERS[one] ?? []))]);
     const error: Json = { type: 'object', properties: { code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } };
-    // A VALIDATION_ERROR always has its `details`.
     if (codes.every((one) => one === 'VALIDATION_ERROR')) {
       (error.properties as Json).details = { type: 'array', items: schemaRef('ValidationIssue') };
       error.required = ['details'];
     }
     const schema = { allOf: [schemaRef('ErrorBody'), { type: 'object', properties: { error } }] };
-    const html = codes.includes('FORBIDDEN_ORIGIN') && REFUSED_FORM_PAGE;
+    const html = codes.includes('FORBIDDEN_ORIGIN') && 'A short page for a visitor without JavaScript: nothing was sent.';
     const content = { 'application/json': { schema }, ...(html && { 'text/html': { schema: { type: 'string', description: html } } }) };
     responses[name] = { description, headers, content };
     responses[`${name}Head`] = { description: `${description} (HEAD: no body)`, headers };
@@ -235,7 +199,6 @@ function errorResponses(): Record<string, Json> {
 
 type Operation = { operationId: string; summary: string; description: string; parameters: readonly Json[] };
 
-/** A path's item: its GET and HEAD (derived from GET) or its POST, its preflight and its 405; `{slug}` becomes `:slug` in ROUTE_ERRORS. */
 function pathItem(path: string, operation: Operation & ({ ok: Json } | { requestBody: Json; answers: Json })): Json {
   const route = path.replace(/\{(\w+)\}/g, ':$1') as keyof typeof ROUTE_ERRORS;
   const statuses = [...new Set(ROUTE_ERRORS[route].map((one) => ERROR_STATUS[one]))].sort((a, b) => a - b);
@@ -245,8 +208,7 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
   const options = {
     operationId: `${operation.operationId}Preflight`,
     summary: 'CORS preflight',
-    description:
-      'Answered for any origin with 204; `Access-Control-Allow-*` is granted only to an `Origin` in `ALLOWED_ORIGINS` (or any, with `*`), never with credentials.',
+    description: 'A 204 for any origin; `Access-Control-Allow-*` only for an `Origin` in `ALLOWED_ORIGINS`, never with credentials.',
     tags: ['cors'],
     parameters: [...pathParameters, parameter('Origin'), parameter('Access-Control-Request-Method')],
     responses: { '204': responseRef('Preflight') },
@@ -276,7 +238,6 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
   return { get, head, ...rest };
 }
 
-/** Pure: the same code gives the same bytes. */
 export function createOpenApiDocument(version: string): Json {
   const defaults = parseConfig({});
   if (!defaults.ok) throw new Error(`the default configuration does not parse: ${defaults.problems.join('; ')}`);
@@ -284,13 +245,7 @@ export function createOpenApiDocument(version: string): Json {
 
   const queryParameters = archiveQueryParameters(config.archiveMaxIssues);
   const inputs = subscribeInputs(config.honeypotField);
-  const feed = {
-    schema: {
-      type: 'string',
-      description:
-        "An Atom 1.0 or RSS 2.0 document of the same page of the archive: each entry has the title, the issue's page on the site (from `SITE_ISSUE_URL`), a stable id, dates, the preview text and the category.",
-    },
-  };
+  const feed = { schema: { type: 'string', description: 'An Atom 1.0 or RSS 2.0 document of the same page of the archive.' } };
   const readAnswer = (description: string, content: Json): Json => ({ description, headers: headersOf(READ_HEADERS), content });
   const jsonOf = (name: string) => ({ [MEDIA_TYPES.json]: { schema: schemaRef(name) } });
   const fromCache = 'The data, from the cache or the upstream.';
@@ -299,35 +254,32 @@ export function createOpenApiDocument(version: string): Json {
     '/api/issues': pathItem('/api/issues', {
       operationId: 'listIssues',
       summary: 'A page of the public archive, newest first',
-      description:
-        'Sent, website-visible issues, newest `sentAt` first (undated last, ties by slug). Unknown query parameters are ignored.',
+      description: 'Sent, website-visible issues, newest `sentAt` first (undated last, ties by slug).',
       parameters: [...Object.keys(queryParameters).map(parameter), parameter('If-None-Match'), parameter('Accept')],
-      ok: readAnswer(
-        'The data, from the cache or the upstream: JSON, or a feed when `format` or `Accept` asks for one. Every answer of this route carries `Vary: Accept` (with `Origin` unless every origin is allowed).',
-        { ...jsonOf('ArchivePageBody'), [MEDIA_TYPES.atom]: feed, [MEDIA_TYPES.rss]: feed },
-      ),
+      ok: readAnswer(`${fromCache} A feed if asked for.`, {
+        ...jsonOf('ArchivePageBody'),
+        [MEDIA_TYPES.atom]: feed,
+        [MEDIA_TYPES.rss]: feed,
+      }),
     }),
     '/api/issues/{slug}': pathItem('/api/issues/{slug}', {
       operationId: 'getIssue',
       summary: 'One public issue with its HTML',
-      description: 'A slug that does not match the pattern is a 422 without an upstream call; an unknown, unsent or private issue a 404.',
+      description: 'A slug that does not match the pattern is a 422; an unknown, unsent or private issue a 404.',
       parameters: [parameter('If-None-Match')],
       ok: readAnswer(fromCache, jsonOf('IssueBody')),
     }),
     '/api/categories': pathItem('/api/categories', {
       operationId: 'listCategories',
       summary: 'Categories for archive navigation, sorted by name',
-      description: `Every category of the publication as \`{ ${Object.keys(shapes.PublicCategorySchema.shape).join(', ')} }\`, sorted by name (case-insensitive), then slug. Takes no query parameters.`,
+      description: 'Every category of the publication, sorted by name (case-insensitive), then slug.',
       parameters: [parameter('If-None-Match')],
       ok: readAnswer(fromCache, jsonOf('CategoriesBody')),
     }),
     '/api/subscribe': pathItem('/api/subscribe', {
       operationId: 'subscribe',
       summary: 'Subscribe one email address',
-      description:
-        'The reply never reveals whether the address was new, already subscribed or refused by the upstream for its status. The rate limit and the origin check run before the body is read. ' +
-        'A form post (not JSON, no `Accept: application/json`) gets a 303 to the configured success URL, or to the page its `returnTo` field names (an absolute URL on the allowed origin the post came from; never forwarded upstream), or to the allowed page it came from (its `Referer`), with `?subscribed=1` or `?subscribe_error=<CODE>` (and `#subscribed` / `#subscribe-error`), for errors too. ' +
-        `A filled honeypot field (${code(config.honeypotField)} by default) is answered as a success.`,
+      description: 'The reply never reveals whether the address was new, already subscribed or refused. A form post gets a 303.',
       parameters: [parameter('Origin')],
       requestBody: {
         required: true,
@@ -338,25 +290,21 @@ export function createOpenApiDocument(version: string): Json {
         },
       },
       answers: {
-        '200': {
-          description: 'Accepted (a JSON caller).',
-          headers: headersOf(['Cache-Control-No-Store']),
-          content: jsonOf('SubscribeBody'),
-        },
+        '200': { description: 'Accepted.', headers: headersOf(['Cache-Control-No-Store']), content: jsonOf('SubscribeBody') },
         '303': {
-          description: 'A form post: back to a page, success or failure in its query and fragment.',
+          description: 'A form post: back to a page, the outcome in its query.',
           headers: headersOf(['Cache-Control-No-Store', 'Location']),
         },
       },
     }),
   };
 
-  const notModified = 'The `If-None-Match` names the current `ETag`: no body.';
+  const notModified = '`If-None-Match` names the current `ETag`: no body.';
   const notModifiedHeaders = headersOf(['Cache-Control-Public', 'ETag', 'X-Cache', 'Age']);
   const responses: Record<string, Json> = {
     NotModified: { description: notModified, headers: notModifiedHeaders },
     Preflight: {
-      description: 'A CORS preflight (`Access-Control-Allow-*` only for an allowed origin); no body.',
+      description: 'No body.',
       headers: headersOf(['Access-Control-Allow-Methods', 'Access-Control-Allow-Headers', 'Access-Control-Max-Age']),
     },
     NotModifiedHead: { description: `${notModified} (HEAD: no body)`, headers: notModifiedHeaders },
@@ -372,11 +320,8 @@ export function createOpenApiDocument(version: string): Json {
       version,
       summary: 'The four public routes of a newsletter backend-for-frontend.',
       description:
-        "A public newsletter archive and subscribe form, served without exposing the newsletter service's API key. " +
-        'Every body is JSON in one envelope: `{ "ok": true, "data": … }` or `{ "ok": false, "error": { "code", "message", "details"? } }`. ' +
-        'Any other path is a JSON 404 (`NOT_FOUND`); any other method on these paths a JSON 405 (`METHOD_NOT_ALLOWED`) with `Allow`. ' +
-        `Every answer also carries the security headers ${listInWords(Object.keys(API_SECURITY_HEADERS).sort())} (OWASP's set for REST answers). ` +
-        'CORS: an `Origin` listed in `ALLOWED_ORIGINS` (or any, with `*`) is granted `Access-Control-Allow-Origin`, never credentials.',
+        'Every body is JSON in one envelope: `{ "ok": true, "data": … }` or `{ "ok": false, "error": { … } }`. ' +
+        `Every answer carries the security headers ${Object.keys(API_SECURITY_HEADERS).sort().map(code).join(', ')}.`,
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: `http://${config.host}:${config.port}`, description: 'npm start (demo mode without NEWSLETTER_API_KEY)' }],

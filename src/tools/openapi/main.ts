@@ -1,7 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { createOpenApiDocument, serializeOpenApiDocument } from './document.js';
 
-/** `npm run openapi`: writes openapi.json at the package's root. */
 async function main(): Promise<void> {
   const root = new URL('../../../', import.meta.url);
   const { version } = JSON.parse(await readFile(new URL('package.json', root), 'utf8')) as { version: string };

@@ -10,30 +10,22 @@ import { createAppForConfig } from '../../core/service.js';
 import * as pages from './pages.js';
 import { SEARCH_JS } from './search-script.js';
 
-/** Read through the four routes (read.ts); issues newest first. */
 export type Publication = { issues: readonly IssueDetail[]; categories: readonly PublicCategory[] };
 
 export interface SiteOptions {
-  /** Absolute: canonical URLs, sitemap, feed. */
   siteUrl: string;
-  /** The subscribe form posts to its /api/subscribe. */
   apiUrl: string;
-  /** Asked from the reader's browser; none: the page filters its list of every issue instead. */
-  searchApiUrl?: string | undefined;
+  searchApiUrl?: string | undefined; // none: the search page filters its own list of every issue
   title: string;
   description: string;
-  /** examples/site's files and examples/subscribe-form.html. */
   assets: { styleCss: string; subscribeJs: string; faviconSvg: string; subscribeFormSnippet: string };
 }
 
-// As archive.js pages.
+// As archive.js pages and the service's feed route; the epoch, not the clock: same input, same bytes.
 const PAGE_SIZE = 10;
-// As the service's feed route.
 const FEED_ENTRIES = 20;
-// Not the clock: same input, same bytes.
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
-/** Appended to the example site's style.css. */
 const LETTER_CSS = `
 /* Static site: the letter's own HTML, inline in the issue page. */
 .letter { background: var(--card); border: 1px solid var(--line); border-radius: var(--radius); padding: 1.5rem; font: 1.0625rem/1.65 Georgia, "Iowan Old Style", serif; overflow-wrap: anywhere; }
@@ -66,7 +58,6 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   ];
   for (const { category, issues: listed } of listings) {
     const count = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
-    // Its latest change dates every page of a listing.
     const lastmod = latestUpdate(listed, EPOCH);
     for (let at = 1; at <= count; at++) {
       const view = { issues: listed.slice((at - 1) * PAGE_SIZE, at * PAGE_SIZE), page: at, pages: count, total: listed.length, categories };
@@ -83,22 +74,14 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   files.set(pages.fileOf(pages.SEARCH_PATH), pages.renderSearchPage(site, issues, options.searchApiUrl));
   files.set('search.js', SEARCH_JS);
   const issueUrl = (slug: string) => paths.absolute(pages.issuePath(slug));
-  const feed = {
-    issueUrl,
-    feedUrl: paths.absolute(pages.FEED_PATH),
-    siteUrl: paths.absolute(''),
-    title,
-    description,
-    updated: latestUpdate(issues, EPOCH),
-  };
-  files.set(pages.FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), feed));
+  const feed = { issueUrl, feedUrl: paths.absolute(pages.FEED_PATH), siteUrl: paths.absolute(''), title, description };
+  files.set(pages.FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), { ...feed, updated: latestUpdate(issues, EPOCH) }));
   const urls = sitemap.map(({ loc, lastmod }) => {
     const modified = lastmod ? `    ${xmlElement('lastmod', lastmod.slice(0, 10))}\n` : '';
     return `  <url>\n    ${xmlElement('loc', loc)}\n${modified}  </url>\n`;
   });
   const urlset = '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">';
   files.set('sitemap.xml', `<?xml version="1.0" encoding="utf-8"?>\n${urlset}\n${urls.join('')}</urlset>\n`);
-  // Every crawler may read everything; the sitemap says where the pages are.
   files.set('robots.txt', `User-agent: *\nAllow: /\n\nSitemap: ${paths.absolute('sitemap.xml')}\n`);
   files.set('404.html', pages.renderNotFoundPage(site));
   files.set('style.css', assets.styleCss + LETTER_CSS);
@@ -107,7 +90,7 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   return files;
 }
 
-/** The route's categories, plus any an issue names that it lacks (by name), so no category link leads nowhere. */
+/** The route's categories, plus any an issue names that it lacks (sorted by name), so no category link leads nowhere. */
 function withIssueCategories(listed: readonly PublicCategory[], issues: readonly IssueDetail[]): PublicCategory[] {
   const added = new Map<string, PublicCategory>();
   for (const { category } of issues) {
@@ -116,14 +99,13 @@ function withIssueCategories(listed: readonly PublicCategory[], issues: readonly
   return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
 }
 
-/** One digest of the whole site (paths and bytes, in sorted order): deploy only when it changes. */
 export function siteDigest(files: ReadonlyMap<string, string>): string {
   const hash = createHash('sha256');
   for (const path of [...files.keys()].sort()) hash.update(`${path}\0${Buffer.byteLength(files.get(path)!)}\0`).update(files.get(path)!);
   return hash.digest('hex');
 }
 
-/** `outDir` must be missing, empty or a previous build (it holds sitemap.xml and 404.html), emptied first so an unpublished issue leaves no page. */
+/** `outDir` must be missing, empty or a previous build, emptied first so an unpublished issue leaves no page. */
 export async function writeSite(outDir: string, files: ReadonlyMap<string, string>): Promise<void> {
   const existing = await readdir(outDir).catch((error: NodeJS.ErrnoException): string[] => {
     if (error.code === 'ENOENT') return [];
@@ -141,7 +123,6 @@ export async function writeSite(outDir: string, files: ReadonlyMap<string, strin
   }
 }
 
-/** The service in the build's own process, configured from `env` as `npm start` would be, for a build that reads the upstream itself. */
 export function createInProcessService(
   env: Record<string, string | undefined>,
   options: { fetch?: typeof globalThis.fetch; write: (line: string) => void },

@@ -3,20 +3,17 @@ import { parseArgs } from 'node:util';
 import { importOptional } from '../../node/optional-package.js';
 import { readPublication } from './read.js';
 
-const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [--read-upstream] [--search-api <url>|none] [--title <name>] [--description <text>]
+const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [options]
 
   --api            the newsletter-bff service, e.g. https://news-api.example.com (the subscribe form posts there)
   --site-url       where the built site will be served, e.g. https://news.example.com/
   --out            the folder to write (empty, missing, or a previous build, which is replaced)
-  --read-upstream  read the newsletter service directly, with NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL
-                   from the environment (a server-side build), instead of the service at --api
-  --search-api     the service the search page asks from the reader's browser (GET /api/issues?q=; default: --api;
-                   list the site's origin in its ALLOWED_ORIGINS); none: the search page filters its list of
-                   every issue by subject, preview and category, in the page
+  --read-upstream  read the newsletter service directly (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL)
+  --search-api     the service the search page asks (default: --api); none: the page filters its own list
   --title          the publication's name (default: PUBLICATION_NAME, else the --site-url's host)
   --description    one sentence about it (default: "The archive of <title>.")
 
-A read the service refuses as busy (429, or 503 with Retry-After) is tried again after the wait it names.
+A busy answer (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
 
 const OPTIONS = {
@@ -30,7 +27,6 @@ const OPTIONS = {
   help: { type: 'boolean', default: false },
 } as const;
 
-/** `npm run site:build`: exit 1 on any failure. */
 async function main(): Promise<void> {
   let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'] | undefined;
   try {
@@ -47,12 +43,11 @@ async function main(): Promise<void> {
     process.exitCode = 1;
     return;
   }
-  // A bad --site-url or --search-api fails before anything is read.
+  // Bad URLs fail before anything is read; sanitize-html is optional, so it is loaded before any read too.
   const isHttp = (url: string) => /^https?:$/.test(new URL(url).protocol);
   if (!isHttp(values['site-url'])) throw new Error('the site URL must be http(s)');
   const searchApi = values['search-api'] ?? values.api;
   if (searchApi !== 'none' && !isHttp(searchApi)) throw new Error('--search-api must be an http(s) URL or none');
-  // sanitize-html is optional: loaded before any read.
   const { buildSite, createInProcessService, siteDigest, writeSite } = await importOptional(
     'sanitize-html',
     'npm run site:build (it sanitises each letter)',
@@ -87,10 +82,11 @@ async function main(): Promise<void> {
   await writeSite(values.out, files);
   const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);
   const pages = [...files.keys()].filter((path) => path.endsWith('.html')).length;
+  const ms = Math.round(performance.now() - started);
   process.stdout.write(
-    `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out} in ${Math.round(performance.now() - started)} ms\n` +
-      `site digest: ${siteDigest(files)}\n`,
+    `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out} in ${ms} ms\n`,
   );
+  process.stdout.write(`site digest: ${siteDigest(files)}\n`);
 }
 
 main().catch((error: unknown) => {

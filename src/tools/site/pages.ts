@@ -4,13 +4,8 @@ import { searchWords } from '../../core/reads/letter-text.js';
 import { SLUG_PATTERN } from '../../core/slug.js';
 import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
 
-/*
- * A page path is relative to the site's root: a folder ending in `/`, or a file. Links use the
- * site URL's own path, so a site built for https://example.com/letters/ works from that folder.
- */
-export type SitePaths = ReturnType<typeof createSitePaths>;
-
-/** `siteUrl` must be absolute http(s); a missing trailing slash is added. `href`: from the site's root folder (`/letters/issues/x/`), escaped for an attribute. */
+// A page path is relative to the site's root: a folder ending in `/`, or a file. Links use the
+// site URL's own path, so a site built for https://example.com/letters/ works from that folder.
 export function createSitePaths(siteUrl: string) {
   const root = new URL(siteUrl);
   if (root.protocol !== 'https:' && root.protocol !== 'http:') throw new Error('the site URL must be http(s)');
@@ -20,7 +15,6 @@ export function createSitePaths(siteUrl: string) {
   return { absolute: (path: string) => root.href + path, href: (path: string) => escapeHtml(root.pathname + path) };
 }
 
-/** `''` is the archive's first page. */
 export function archivePath(page: number, category?: string): string {
   const base = category === undefined ? '' : `categories/${category}/`;
   return page <= 1 ? base : `${base}page/${page}/`;
@@ -33,23 +27,22 @@ export const fileOf = (path: string) => (path === '' || path.endsWith('/') ? `${
 /** A slug becomes a folder name: the slug rule, checked here for categories too. */
 export const isSafeSegment = (slug: string) => SLUG_PATTERN.test(slug);
 
-/** One audited escape guards every page and feed: HTML forbids the same characters. */
+// One audited escape guards every page and feed: HTML forbids the same characters.
 const escapeHtml = xmlText;
 
 // Search engines show about this much of a description.
 const DESCRIPTION_MAX = 160;
 
-/** `subscribeForm`: already pointed at the service (`subscribeFormFrom`). */
-export type SiteIdentity = { title: string; description: string; subscribeForm: string; paths: SitePaths };
+export type SiteIdentity = { title: string; description: string; subscribeForm: string; paths: ReturnType<typeof createSitePaths> };
 
-/** JSON inside `<script>`: no value can close the element; U+2028/U+2029 escaped for older parsers. */
+// JSON inside `<script>`: no value can close the element; U+2028/U+2029 escaped for older parsers.
 function inlineJson(value: unknown): string {
   return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
 
-/** "15 November 2026" in UTC, by hand so the bytes do not depend on the ICU build. */
+// "15 November 2026" in UTC, by hand so the bytes do not depend on the ICU build.
 function timeHtml(iso: string | null): string {
   if (!iso) return '';
   const date = new Date(iso);
@@ -63,7 +56,7 @@ function truncate(text: string, max: number): string {
   return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
-/** `socialTitle`: on a shared card the site's name shows anyway (defaults to `title`); `extra`: already HTML. */
+// `socialTitle`: on a shared card the site's name shows anyway; `extra`: already HTML.
 type HeadTags = { title: string; socialTitle?: string; description: string; canonical?: string; image?: string | null; extra?: string[] };
 
 function renderHead(site: SiteIdentity, tags: HeadTags & { ogType?: 'article' }): string {
@@ -88,7 +81,7 @@ function renderHead(site: SiteIdentity, tags: HeadTags & { ogType?: 'article' })
   ].join('\n');
 }
 
-function renderPage(site: SiteIdentity, tags: HeadTags & { ogType?: 'article' }, main: string, skipLinkLabel: string): string {
+function renderPage(site: SiteIdentity, tags: Parameters<typeof renderHead>[1], main: string, skipLinkLabel: string): string {
   const href = site.paths.href;
   const title = escapeHtml(site.title);
   return `<!doctype html>
@@ -130,25 +123,16 @@ ${site.subscribeForm}
 `;
 }
 
-// The snippet's placeholders: its service address and its name for the publication.
 const SNIPPET_SERVICE = 'https://newsletter-bff.example.com';
 const SNIPPET_NAME = 'of the newsletter.';
 
-/** examples/subscribe-form.html's form, pointed at the service and named for the publication. */
 export function subscribeFormFrom(snippet: string, apiUrl: string, title: string): string {
   const form = /<form[\s\S]*<\/form>/.exec(snippet)?.[0];
   if (!form?.includes(SNIPPET_SERVICE)) throw new Error('the subscribe form snippet has no <form> posting to its placeholder address');
   return form.replaceAll(SNIPPET_SERVICE, escapeHtml(apiUrl.replace(/\/+$/, ''))).replace(SNIPPET_NAME, `of ${escapeHtml(title)}.`);
 }
 
-/** `category`: none for the whole archive. */
-export type ArchivePage = {
-  issues: readonly IssueSummary[];
-  page: number;
-  pages: number;
-  total: number;
-  categories: readonly PublicCategory[];
-};
+type ArchivePage = { issues: readonly IssueSummary[]; page: number; pages: number; total: number; categories: readonly PublicCategory[] };
 
 export function renderArchivePage(site: SiteIdentity, view: ArchivePage & { category?: PublicCategory }): string {
   const { paths } = site;
@@ -219,7 +203,6 @@ function metaLine(site: SiteIdentity, issue: IssueSummary): string {
   return `<p class="meta">${parts.join(' · ')}</p>`;
 }
 
-/** The letter's sanitised HTML inline: indexable, readable without JavaScript. */
 export function renderIssuePage(
   site: SiteIdentity,
   issue: IssueDetail,
@@ -270,7 +253,7 @@ ${nav}
 
 const NOINDEX = '<meta name="robots" content="noindex">';
 
-/** The box, and every issue with the words search.js filters by without a service (or the browser's find without JavaScript). */
+// Every issue with the words search.js filters by without a service (or the browser's find without JavaScript).
 export function renderSearchPage(site: SiteIdentity, issues: readonly IssueSummary[], searchApiUrl: string | undefined): string {
   const api = searchApiUrl ? ` data-api="${escapeHtml(searchApiUrl)}"` : '';
   const script = `<script src="${site.paths.href('search.js')}" defer data-root="${site.paths.href('')}"${api}></script>`;

@@ -8,27 +8,24 @@ export interface ReadOptions {
   fetch?: typeof globalThis.fetch;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
-  /** So a long build says why it pauses. */
   onWait?: (wait: { path: string; status: number; ms: number; attempt: number }) => void;
 }
 
 // The route's largest page (docs/contract.md "GET /api/issues"), and a bound for the loop.
 const PAGE_LIMIT = 100;
 const MAX_PAGES = 1000;
-/** Issue pages read at once: a build is one visitor, not a crowd. */
+// Issue pages read at once: a build is one visitor, not a crowd.
 export const DEFAULT_CONCURRENCY = 4;
 const TIMEOUT_MS = 30_000;
-// A build waits out a budget or a hold-off, and still ends when the service stays busy; a refusal that names no wait doubles it.
+// A build waits out a busy service a bounded number of times; a refusal that names no wait doubles it.
 const MAX_RETRIES = 5;
 const MAX_WAIT_MS = 60_000;
 const FIRST_WAIT_MS = 1_000;
 
-/** The build stops rather than deploy a site with holes. */
 export class SiteReadError extends Error {
   override name = 'SiteReadError';
 }
 
-/** `hc<AppType>` with a timeout and a retry after a busy answer; shared by the site builder and the Astro loader. */
 export function createReadClient(options: ReadOptions) {
   const fetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
@@ -63,7 +60,6 @@ export async function readArchive(client: ReturnType<typeof createReadClient>): 
   return summaries;
 }
 
-/** The whole public archive through the routes a browser uses. */
 export async function readPublication(options: ReadOptions): Promise<Publication> {
   const client = createReadClient(options);
   const summaries = await readArchive(client);

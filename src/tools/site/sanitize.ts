@@ -1,9 +1,7 @@
 import sanitizeHtml from 'sanitize-html';
 
-/**
- * The letter is shown on the site's own origin: text structure, links and images only. Inline
- * `style` goes too: it could lay a fake form over the page (position: fixed).
- */
+// The letter is shown on the site's own origin: text structure, links and images only. Inline
+// `style` goes too: it could lay a fake form over the page (position: fixed).
 const LETTER_POLICY: sanitizeHtml.IOptions = {
   allowedTags: [
     ...'h1 h2 h3 h4 h5 h6 p br hr blockquote pre code ul ol li dl dt dd a img figure figcaption'.split(' '),
@@ -28,11 +26,10 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
     a: (tagName, attribs) => ({ tagName, attribs: { ...absoluteOnly(attribs, 'href'), rel: 'noopener noreferrer', target: '_blank' } }),
     img: (tagName, attribs) => ({ tagName, attribs: { ...absoluteOnly(attribs, 'src'), loading: 'lazy', decoding: 'async' } }),
   },
-  // An image with no usable source is only a broken box.
   exclusiveFilter: (frame) => frame.tag === 'img' && !frame.attribs.src,
 };
 
-/** An email's relative link means nothing on the site; the scheme is allowedSchemes' job. */
+// An email's relative link means nothing on the site; the scheme is allowedSchemes' job.
 function absoluteOnly(attribs: sanitizeHtml.Attributes, name: string): sanitizeHtml.Attributes {
   const value = attribs[name];
   const { [name]: _dropped, ...rest } = attribs;
@@ -46,7 +43,6 @@ export function sanitizeLetter(html: string): string {
 // The only entities sanitize-html writes into text; decoded in one pass, so `&amp;lt;` stays `&lt;`.
 const TEXT_ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" };
 
-/** For a description when the issue has no preview text. */
 export function letterText(html: string): string {
   return sanitizeHtml(html, { allowedTags: [], allowedAttributes: {}, nonTextTags: LETTER_POLICY.nonTextTags })
     .replace(/&(amp|lt|gt|quot|#39);/g, (_, name: string) => TEXT_ENTITIES[name]!)
