@@ -3,7 +3,7 @@ import type { Logger, LogLevel } from '../log.js';
 import { NOT_FOUND_STATUS } from './assumptions.js';
 import { UpstreamError } from './transport.js';
 
-/** `error` is `undefined` when subscribe answers as a success; level `error` with a `hint` when the deployment looks misconfigured. */
+/** `error` is `undefined` when subscribe answers as a success. */
 type UpstreamFailureAnswer = { error: ApiError | undefined; level: LogLevel; hint: string | undefined };
 
 const WRONG_BASE_URL = 'NEWSLETTER_API_BASE_URL may be wrong (it must be the service root ending in /v1)';
@@ -16,13 +16,12 @@ export const UPSTREAM_HINTS = {
     'Create Subscriber refused this address (answered to the visitor as a success); if every address is refused so, check that NEWSLETTER_API_KEY may create subscribers',
 } as const;
 
-/** Refusals that, if every address got them, would mean subscriptions are being lost. */
+/** If every address got these, subscriptions would be lost. */
 const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
 
 /**
- * Maps an upstream failure to our answer (docs/contract.md "Errors we return", "POST /api/subscribe").
- * On a read an upstream not-found is a missing list path (unknown slugs are our 404 before this). On
- * subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
+ * docs/contract.md "Errors we return". On a read a not-found is a missing list path (unknown slugs are our 404 before this);
+ * on subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
  */
 export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' | 'subscribe'): UpstreamFailureAnswer {
   const { kind, status } = failure;
@@ -55,7 +54,7 @@ export function readErrorFromUpstream(failure: UpstreamError): ApiError {
   return new ApiError('UPSTREAM_ERROR', { cause: failure });
 }
 
-/** Why reads are stale or failing: a closed set of labels. `backing_off`: a pause another instance started (Redis). */
+/** Why reads are stale or failing. `backing_off`: a pause another instance started (Redis). */
 export const STALE_REASONS = [
   'revalidating',
   'upstream_5xx',
@@ -103,7 +102,6 @@ export function createFailureSpells(options: { log: Logger; now: () => number })
   }
 
   return {
-    /** Starts a spell, or counts into the one under way (a held-off call always does). */
     loadFailed(key: string, failure: unknown): void {
       if (!(failure instanceof UpstreamError)) {
         // A fault of ours, logged each time, without its message (it may hold data).
@@ -123,11 +121,9 @@ export function createFailureSpells(options: { log: Logger; now: () => number })
       const { kind, status, upstreamCode, message } = failure;
       log.log(level, 'upstream_failure', { key, during: 'cache load', reason, kind, status, upstreamCode, message, hint });
     },
-    /** A copy the upstream gave at `fetchedAt` ends a spell begun before it. */
     loaded(fetchedAt: number): void {
       if (spell && fetchedAt >= spell.startedAt) end(spell, 'recovered');
     },
-    /** Counts a stale or failed answer into the spell under way; returns its reason. */
     affectedRead(): FailureReason | undefined {
       if (!spell) return undefined;
       spell.reads += 1;
