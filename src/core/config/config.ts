@@ -62,7 +62,6 @@ const fail = (line: string): never => {
   throw new Problem(line);
 };
 
-/** A `fail` on the way is the variable's problem line. */
 function parsed<T>(parse: (value: string) => T, typeError: string) {
   return z.pipe(
     z.string({ error: typeError }),
@@ -171,7 +170,6 @@ const VARIABLES = {
     withDefault(httpsUrl(HTTPS_ONLY), 'https://challenges.cloudflare.com/turnstile/v0/siteverify'),
   ],
   TURNSTILE_MODE: ['turnstileMode', oneOf(['always', 'surge'], 'always')],
-  // 0 turns surge detection off.
   SUBSCRIBE_SURGE_PER_MINUTE: ['subscribeSurgePerMinute', count(0, 100_000, 30)],
   SUBSCRIBE_SURGE_SECONDS: ['subscribeSurgeSeconds', count(10, 86_400, 600)],
   SUBSCRIBE_BLOCK_DISPOSABLE: ['subscribeBlockDisposable', flag],
@@ -207,7 +205,6 @@ const ConfigSchema = z.object(
 );
 type Env = z.output<typeof ConfigSchema>;
 
-/** A field per variable of VARIABLES that names one, and those worked out in parseConfig. */
 export type Config = { -readonly [Name in keyof Variables as Variables[Name][0] & string]: Env[Name] } & {
   mode: 'upstream' | 'demo';
   categoriesTtlSeconds: number;

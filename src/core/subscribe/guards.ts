@@ -12,7 +12,6 @@ type FailureLog = { outcome: 'rejected' | 'paused' | 'failed'; fields?: LogField
 
 export type RecordOutcome = (outcome: Settled | FailureLog['outcome'], fields?: LogFields, level?: LogLevel) => void;
 
-/** With its log line's fields; the route's one error handler logs and answers. */
 export class SubscribeFailure extends ApiError {
   override readonly name = 'SubscribeFailure';
   readonly outcome: FailureLog['outcome'];
@@ -52,7 +51,7 @@ export function createRepeatGuard(now: () => number): RepeatGuard {
   return { isRepeat: (email) => recent.has(email), remember: (email) => void recent.set(email, true) };
 }
 
-/** Sends with a deadline; no answer in time (`timeout`) or at all (`unreachable`) becomes `failed`'s value, never an error. */
+/** No answer in time (`timeout`) or at all (`unreachable`) becomes `failed`'s value, never an error. */
 export async function sendWithin<T>(
   timeoutMs: number,
   send: (signal: AbortSignal) => Promise<T>,

@@ -5,7 +5,6 @@ import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
 import { blankToUndefined, parseOrThrow, preprocess, type JsonSchemaWords } from '../validation.js';
 
 export const SUBSCRIBE_MAX_BODY_BYTES = 8 * 1024;
-/** Trimmed, any case. */
 export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
 const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data']);
 
@@ -65,7 +64,6 @@ const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES)
 export const SUBSCRIBE_FIELDS: readonly string[] = Object.keys(SubscribeJsonInputSchema.shape);
 export type SubscribeJsonInput = z.output<typeof SubscribeJsonInputSchema>;
 
-/** openapi.json's words for the body's fields. */
 export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonSchemaWords } = {
   email: {
     format: 'email',

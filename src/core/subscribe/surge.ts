@@ -3,7 +3,6 @@ import type { Metrics } from '../metrics.js';
 import { sendWithin } from './guards.js';
 
 const MINUTE_MS = 60_000;
-/** Distinct IPs, domains and addresses kept per minute for the start line. */
 const MAX_DISTINCT = 10_000;
 
 /** Attempts per minute, service-wide (in memory, or in Redis for every instance). */
@@ -54,7 +53,6 @@ export function createAlertWebhook({ url, log, fetch = globalThis.fetch }: { url
 
 type Background = (promise: Promise<unknown>) => void;
 
-/** What the start line tells, and its hint. */
 const TOLD = {
   challenge: ['every subscribe now needs a Turnstile token', 'until the rate stays low'],
   pause: [
@@ -77,7 +75,6 @@ export function createSurgeWatch(options: {
   const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
   const [told, hint] = TOLD[response];
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
-  // Distinct ips, domains and mailboxes, as this instance saw them.
   const visitors = lastTwoMinutes(() => [new Set<string>(), new Set<string>(), new Set<string>()]);
   const distinct = (at: number, index: number) => new Set(visitors(at).flatMap((sets) => [...sets[index]!])).size;
   function tally(count: 'attempts' | 'challenged' | 'paused') {

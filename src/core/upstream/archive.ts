@@ -16,7 +16,6 @@ export type ListedPage = {
 
 export type ListPage = (position: PagePosition) => Promise<ListedPage>;
 
-/** Newest `sentAt` first, or newest `createdAt` first. */
 export type ListOrder = 'sent' | 'created';
 
 /** `findings`: signs that paging did not work as configured, with what an operator should set; `order` is checked, never assumed. */
@@ -240,10 +239,7 @@ export async function readArchiveHead<K>(listPage: ListPage, options: HeadReadOp
   return read;
 }
 
-/**
- * The head replaces the listing down to its deepest known row; rows above it the head no longer holds are `gone`;
- * `present` (ids held but unreadable) are never gone. `undefined` when no known row is held or their order changed.
- */
+/** The head replaces the listing down to its deepest known row; `present` ids are never `gone`; `undefined`: it cannot be placed. */
 export function placeHead(
   listing: readonly string[],
   head: readonly string[],

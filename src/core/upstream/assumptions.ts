@@ -1,4 +1,5 @@
-/* Every fact the upstream's interface leaves "not shown", one constant each (docs/upstream.md "Assumptions"). */
+/* Every fact the upstream's interface leaves "not shown", one constant each, beside the documented ones they go with
+ (paths, 200 rows a call): docs/upstream.md "Assumptions". */
 
 /** `style` offset: the parameter counts rows to skip; page: it is a 1-based page number. */
 export interface ListPaging {
@@ -8,7 +9,6 @@ export interface ListPaging {
   pageSize: number;
 }
 
-/** Documented. */
 export const UPSTREAM_PATHS = {
   listIssues: ['newsletter', 'issues'],
   issueBySlug: ['newsletter', 'issues', 'by-slug'],
@@ -20,7 +20,6 @@ export const LIST_ISSUES_LIMIT_PARAM = 'limit';
 /** List Subscribers documents an offset, so we assume the same. */
 export const LIST_ISSUES_OFFSET_PARAM = 'offset';
 export const LIST_ISSUES_PAGE_PARAM = 'page';
-/** Documented. */
 export const LIST_ISSUES_MAX_ROWS = 200;
 /** Guesses, never trusted: archive.ts reports when the upstream answers otherwise. */
 export const DEFAULT_LIST_PAGING: ListPaging = {
@@ -39,5 +38,4 @@ export const DEFAULT_RETRY_AFTER_SECONDS = 30;
 export const MAX_RETRY_AFTER_SECONDS = 600;
 /** Create Subscriber's further error; the demo refuses a blocked address so. */
 export const SUBSCRIBER_REFUSED = { status: 409, code: 'SUBSCRIBER_BLOCKED' } as const;
-/** A longer body is refused unread. */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;

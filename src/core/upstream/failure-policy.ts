@@ -19,10 +19,8 @@ export const UPSTREAM_HINTS = {
 /** If every address got these, subscriptions would be lost. */
 const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
 
-/**
- * docs/contract.md "Errors we return". On a read a not-found is a missing list path (unknown slugs are our 404 before this);
- * on subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
- */
+// docs/contract.md "Errors we return". On a read a not-found is a missing list path (unknown slugs are our 404 before this);
+// on subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
 export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' | 'subscribe'): UpstreamFailureAnswer {
   const { kind, status } = failure;
   if (operation === 'read') {
@@ -46,7 +44,6 @@ export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' 
   return { error: readErrorFromUpstream(failure), level: 'warn', hint: undefined };
 }
 
-/** A busy or slow upstream is worth retrying later (503 with Retry-After); anything else is a 502. */
 export function readErrorFromUpstream(failure: UpstreamError): ApiError {
   if (failure.kind === 'rate_limited' || failure.kind === 'timeout') {
     return new ApiError('UPSTREAM_UNAVAILABLE', { retryAfter: failure.retryAfterSeconds ?? 5, cause: failure });

@@ -54,7 +54,6 @@ const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze
 const ISSUE_ROW_FIELDS: ReadonlySet<string> = new Set(Object.keys(UpstreamIssueSchema.shape));
 const parseIssueRows = (text: string) => parseRowList(text, ISSUE_ROW_FIELDS);
 
-/** Each segment percent-encoded, and the URL exactly the path meant, or refused. */
 export function createUpstreamUrlBuilder(baseUrl: string) {
   const base = new URL(baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
@@ -89,7 +88,6 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     notFoundCode: 'NOT_FOUND',
   });
 
-  /** Timed for `metrics` with how it ended, retries included. */
   async function request<T>(operation: string, call: TransportRequest<{ data: T }>): Promise<T> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;

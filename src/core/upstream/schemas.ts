@@ -28,7 +28,6 @@ export const UpstreamIssueSchema = z.object({
   createdAt: z.nullish(z.string()),
 });
 
-/** Another state is logged once (newsletter-api.ts). */
 export const KNOWN_ISSUE_STATUSES: ReadonlySet<string> = new Set(['draft', 'sending', 'sent', 'failed']);
 export const KNOWN_SUBSCRIBER_STATUSES: ReadonlySet<string> = new Set(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked']);
 

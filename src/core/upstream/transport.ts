@@ -11,7 +11,6 @@ import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, t
 
 /* JSON over HTTP as unjs/ofetch does it, plus capped reads, hold-offs and errors without the upstream's text. */
 
-/** failure-policy.ts maps each kind to one of docs/contract.md's codes. */
 export type UpstreamErrorKind =
   | 'auth'
   | 'not_found'
@@ -32,32 +31,27 @@ export class UpstreamError extends Error {
   readonly upstreamCode: string | undefined;
   readonly heldOffBy: 'retry_after' | 'backoff' | undefined;
   readonly heldUntilMs: number | undefined;
+  readonly kind: UpstreamErrorKind;
 
-  constructor(
-    readonly kind: UpstreamErrorKind,
-    message: string,
-    { cause, ...details }: UpstreamErrorDetails & { cause?: unknown } = {},
-  ) {
+  constructor(kind: UpstreamErrorKind, message: string, { cause, ...details }: UpstreamErrorDetails & { cause?: unknown } = {}) {
     super(message, { cause });
+    this.kind = kind;
     Object.assign(this, details);
   }
 }
 
-/** The caller may ask for less (a list page with fewer rows). */
 export class ResponseTooLarge extends UpstreamError {
-  constructor(
-    status: number,
-    maxResponseBytes: number,
-    readonly declaredBytes?: number,
-  ) {
+  readonly declaredBytes: number | undefined;
+
+  constructor(status: number, maxResponseBytes: number, declaredBytes?: number) {
     super('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
+    this.declaredBytes = declaredBytes;
   }
 }
 
-/** Not 429 (held off), nor 408/409 (undocumented upstream). */
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
-/** Upper-case and short, so never free text or a key. */
+/** Never free text or a key. */
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 /** A read's last failure: the upstream failing (the streak grows), or answering a wrong call (it ends). */
 const FAILING_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['unavailable', 'timeout', 'auth']);
@@ -89,7 +83,6 @@ export interface TransportRequest<T> {
   url: URL;
   schema: z.ZodMiniType<T>;
   body?: unknown;
-  /** A 304 then returns `notModified()`. */
   conditional?: Validators | undefined;
   notModified?: () => T;
   onValidators?: (validators: Validators) => void;
@@ -161,7 +154,6 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
             throw error;
           }
           metrics.upstreamRetry();
-          // Full jitter spreads retries of many instances apart.
           await sleep(Math.round(random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt)));
           const held = await holdOff.state(operation);
           // A 429 met meanwhile holds this retry off; a pause after failures holds only later calls.
@@ -176,7 +168,6 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     }
   };
 
-  /** The failure streak a call goes out under; throws while its class is held off. */
   async function admit(operation: OperationClass): Promise<number> {
     const held = await holdOff.state(operation);
     const waitMs = held.untilMs - now();
@@ -201,15 +192,9 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     if (conditional?.lastModified !== undefined) headers['If-Modified-Since'] = conditional.lastModified;
     let response: Response;
     try {
-      const signal = AbortSignal.timeout(timeoutMs);
+      const payload = body === undefined ? undefined : JSON.stringify(body);
       // A redirect must never carry the key to another host ('error' is refused by Workers' fetch).
-      response = await fetchImpl(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-        redirect: 'manual',
-      });
+      response = await fetchImpl(url, { method, headers, body: payload, signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
     } catch (error) {
       throw transportError(error);
     }
@@ -233,7 +218,6 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, { status, cause: parsed.error });
   }
 
-  /** `call`: method and path for the log line, never its query or a header. */
   async function failureFromResponse(response: Response, call: string, operation: OperationClass): Promise<UpstreamError> {
     const { status } = response;
     // The status alone decides the kind: an unreadable error body only leaves the code unknown.
@@ -323,7 +307,6 @@ function parseJson(text: string, status: number, parse: (text: string) => unknow
   }
 }
 
-/** Delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
 export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
   const trimmed = value?.trim() ?? '';
   if (/^\d{1,9}$/.test(trimmed)) return Math.max(1, Number(trimmed));
