@@ -98,10 +98,8 @@ function parseOrigins(value: string): '*' | readonly string[] {
 
 function parsePublicBaseUrl(value: string): string {
   const url = parseHttpUrl(value);
-  if (!url || url.username || url.password || url.search || url.hash) {
-    return fail('must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com');
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  if (url && !url.username && !url.password && !url.search && !url.hash) return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  return fail('must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com');
 }
 
 const apiKey = z
@@ -122,11 +120,10 @@ function parseProxies(value: string) {
   if (invalid.length === 0) return list;
   return fail(`has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
 }
-function parseFlag(value: string): boolean {
-  const text = value.toLowerCase();
-  return text === 'true' || (text === 'false' ? false : fail('must be true or false'));
-}
-const flag = preprocess(bindingText, z._default(parsed(parseFlag, 'must be true or false'), false));
+const flag = z.pipe(
+  preprocess((value) => String(bindingText(value) ?? 'false').toLowerCase(), z.enum(['true', 'false'], { error: 'must be true or false' })),
+  z.transform((text) => text === 'true'),
+);
 const siteIssueUrl = z.string().check(
   z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
   z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {

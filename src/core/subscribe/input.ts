@@ -22,12 +22,8 @@ function toAsciiDomain(email: string): string {
   const at = email.lastIndexOf('@');
   const domain = email.slice(at + 1);
   if (/^[\x00-\x7F]*$/.test(email) || at < 1 || !/^[\p{L}\p{M}\p{N}.\u3002\uFF0E\uFF61-]+$/u.test(domain)) return email;
-  try {
-    const ascii = new URL(`http://${domain}/`).hostname;
-    return /^[a-z0-9.-]+$/.test(ascii) ? `${email.slice(0, at)}@${ascii}` : email;
-  } catch {
-    return email;
-  }
+  const ascii = URL.parse(`http://${domain}/`)?.hostname ?? '';
+  return /^[a-z0-9.-]+$/.test(ascii) ? `${email.slice(0, at)}@${ascii}` : email;
 }
 
 /** The one place a body field is written (validation, the type, openapi.json). */
