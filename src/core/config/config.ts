@@ -1,6 +1,6 @@
 import * as z from '../zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from '../upstream/schemas.js';
-import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM, type ListPaging } from '../upstream/assumptions.js';
+import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM } from '../upstream/assumptions.js';
 import { parseHttpUrl } from '../http/origins.js';
 import { parseAddressList } from '../http/ip-address.js';
 import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
@@ -202,14 +202,8 @@ const ConfigSchema = z.object(
 );
 type Env = z.output<typeof ConfigSchema>;
 
-export type Config = { -readonly [Name in keyof Variables as Variables[Name][0] & string]: Env[Name] } & {
-  mode: 'upstream' | 'demo';
-  categoriesTtlSeconds: number;
-  headersTimeoutMs: number;
-  requestTimeoutMs: number;
-  listPaging: ListPaging;
-  adminPort: number | undefined;
-};
+type DirectFields = { -readonly [Name in keyof Variables as Variables[Name][0] & string]: Env[Name] };
+export type Config = DirectFields & ReturnType<typeof derivedFields>;
 
 export type ConfigResult = { ok: true; config: Config; notices: string[] } | { ok: false; problems: string[] };
 
@@ -258,10 +252,15 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     return { ok: false, problems: [...problems].map(([name, line]) => (SECRET_VARIABLES.has(name) ? line : redact(line))) };
   }
   const direct = Object.entries(VARIABLES).filter(([, [field]]) => field !== null);
-  const fields = Object.fromEntries(direct.map(([name, [field]]) => [field, env[name as keyof Env]]));
-  const config: Config = {
-    ...(fields as Omit<Config, 'mode' | 'categoriesTtlSeconds' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'listPaging' | 'adminPort'>),
-    mode: env.NEWSLETTER_API_KEY ? 'upstream' : 'demo',
+  const fields = Object.fromEntries(direct.map(([name, [field]]) => [field, env[name as keyof Env]])) as DirectFields;
+  const config: Config = { ...fields, ...derivedFields(env) };
+  return { ok: true, config, notices: env.MAX_CONNECTIONS_PER_CLIENT === 0 ? [] : [NO_LONGER_PER_CLIENT] };
+}
+
+/** The fields worked out from the variables VARIABLES maps to no field. */
+function derivedFields(env: Env) {
+  return {
+    mode: env.NEWSLETTER_API_KEY ? ('upstream' as const) : ('demo' as const),
     categoriesTtlSeconds: env.CATEGORIES_TTL_SECONDS === 0 ? env.CACHE_TTL_SECONDS : env.CATEGORIES_TTL_SECONDS,
     headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
     requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
@@ -273,5 +272,4 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     },
     adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
   };
-  return { ok: true, config, notices: env.MAX_CONNECTIONS_PER_CLIENT === 0 ? [] : [NO_LONGER_PER_CLIENT] };
 }

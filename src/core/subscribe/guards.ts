@@ -52,11 +52,7 @@ export function createRepeatGuard(now: () => number): RepeatGuard {
 }
 
 /** No answer in time (`timeout`) or at all (`unreachable`) becomes `failed`'s value, never an error. */
-export async function sendWithin<T>(
-  timeoutMs: number,
-  send: (signal: AbortSignal) => Promise<T>,
-  failed: (reason: string) => T,
-): Promise<T> {
+export async function sendWithin<T>(timeoutMs: number, send: (signal: AbortSignal) => Promise<T>, failed: (why: string) => T): Promise<T> {
   try {
     return await send(AbortSignal.timeout(timeoutMs));
   } catch (error) {

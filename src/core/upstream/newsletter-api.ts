@@ -5,22 +5,9 @@ import { readArchiveHead, readWholeArchive, type ArchiveRead, type ArchiveReadOp
 import type { HeadRead, HeadReadOptions } from './archive.js';
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import { parseRowList } from './row-scanner.js';
-import {
-  IssueEnvelope,
-  KNOWN_ISSUE_STATUSES,
-  KNOWN_SUBSCRIBER_STATUSES,
-  ListedCategorySchema,
-  readRows,
-  RowListEnvelope,
-  SubscriberEnvelope,
-  UpstreamErrorBodySchema,
-  UpstreamIssueSchema,
-  type CreateSubscriberBody,
-  type ListIssuesQuery,
-  type UpstreamCategory,
-  type UpstreamIssue,
-  type UpstreamSubscriber,
-} from './schemas.js';
+import { IssueEnvelope, KNOWN_ISSUE_STATUSES, KNOWN_SUBSCRIBER_STATUSES, ListedCategorySchema, readRows } from './schemas.js';
+import { RowListEnvelope, SubscriberEnvelope, UpstreamErrorBodySchema, UpstreamIssueSchema } from './schemas.js';
+import type { CreateSubscriberBody, ListIssuesQuery, UpstreamCategory, UpstreamIssue, UpstreamSubscriber } from './schemas.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
 
 export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {

@@ -1,12 +1,7 @@
 import { noopMetrics, type Metrics } from '../metrics.js';
 import type * as z from '../zod.js';
-import {
-  DEFAULT_RETRY_AFTER_SECONDS,
-  isSuccessStatus,
-  MAX_RESPONSE_BYTES,
-  MAX_RETRY_AFTER_SECONDS,
-  NOT_FOUND_STATUS,
-} from './assumptions.js';
+import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, NOT_FOUND_STATUS } from './assumptions.js';
+import { isSuccessStatus, MAX_RESPONSE_BYTES } from './assumptions.js';
 import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type OperationClass } from './hold-off.js';
 
 /* JSON over HTTP as unjs/ofetch does it, plus capped reads, hold-offs and errors without the upstream's text. */
