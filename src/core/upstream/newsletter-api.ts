@@ -68,10 +68,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     metrics,
     postRetries,
     headers: { Authorization: `Bearer ${apiKey}` },
-    errorCodeOf: (body) => {
-      const parsed = UpstreamErrorBodySchema.safeParse(body);
-      return parsed.success ? parsed.data.error.code : undefined;
-    },
+    errorCodeOf: (body) => UpstreamErrorBodySchema.safeParse(body).data?.error.code,
     notFoundCode: 'NOT_FOUND',
   });
 
