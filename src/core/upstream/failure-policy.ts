@@ -51,35 +51,24 @@ export function readErrorFromUpstream(failure: UpstreamError): ApiError {
   return new ApiError('UPSTREAM_ERROR', { cause: failure });
 }
 
-/** Why reads are stale or failing. `backing_off`: a pause another instance started (Redis). */
-export const STALE_REASONS = [
-  'revalidating',
-  'upstream_5xx',
-  'unreachable',
-  'timeout',
-  'rate_limited',
-  'key_refused',
-  'path_missing',
-  'bad_response',
-  'refused',
-  'backing_off',
-] as const;
-export type StaleReason = (typeof STALE_REASONS)[number];
-type FailureReason = Exclude<StaleReason, 'revalidating'>;
-
-const REASON_OF_KIND: Partial<Record<UpstreamError['kind'], FailureReason>> = {
+const REASON_OF_KIND = {
   unavailable: 'unreachable',
   timeout: 'timeout',
   rate_limited: 'rate_limited',
   auth: 'key_refused',
   not_found: 'path_missing',
   bad_response: 'bad_response',
-};
+} as const satisfies Partial<Record<UpstreamError['kind'], string>>;
+
+/** Why reads are stale or failing. `backing_off`: a pause another instance started (Redis). */
+export const STALE_REASONS = ['revalidating', 'upstream_5xx', ...Object.values(REASON_OF_KIND), 'refused', 'backing_off'] as const;
+export type StaleReason = (typeof STALE_REASONS)[number];
+type FailureReason = Exclude<StaleReason, 'revalidating'>;
 
 export function failureReasonOf(failure: UpstreamError): FailureReason {
   if (failure.heldOffBy === 'backoff') return 'backing_off';
   if ((failure.status ?? 0) >= 500) return 'upstream_5xx';
-  return REASON_OF_KIND[failure.kind] ?? 'refused';
+  return failure.kind in REASON_OF_KIND ? REASON_OF_KIND[failure.kind as keyof typeof REASON_OF_KIND] : 'refused';
 }
 
 /** Failing reads logged by the spell, not by the request: docs/upstream.md "One line per spell". */
