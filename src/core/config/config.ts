@@ -153,7 +153,6 @@ const VARIABLES = {
   SUBSCRIBE_REDIRECT_URL: ['subscribeRedirectUrl', optional(absoluteUrl)],
   SUBSCRIBE_HONEYPOT_FIELD: ['honeypotField', withDefault(honeypotField, 'website')],
   MAX_CONNECTIONS: ['maxConnections', count(16, 1_000_000, 4096)],
-  // No longer used; accepted with a notice at start-up.
   MAX_CONNECTIONS_PER_CLIENT: [null, count(1, 1_000_000, 0)],
   HEADERS_TIMEOUT_SECONDS: [null, count(1, 15, 10)],
   REQUEST_TIMEOUT_SECONDS: [null, count(1, 30, 30)],
@@ -182,7 +181,6 @@ const VARIABLES = {
   PUBLICATION_NAME: ['publicationName', optional(atMost(200))],
   PUBLIC_BASE_URL: ['publicBaseUrl', optional(parsed(parsePublicBaseUrl, 'must be a URL'))],
   NODE_ENV: [null, optional(z.string())],
-  // How List Issues pages is not documented: the defaults are guesses (docs/upstream.md "Assumptions").
   UPSTREAM_LIST_LIMIT_PARAM: [null, withDefault(queryParameterName, DEFAULT_LIST_PAGING.limitParam)],
   UPSTREAM_LIST_PAGING: [null, oneOf(['offset', 'page'], DEFAULT_LIST_PAGING.style)],
   UPSTREAM_LIST_PAGING_PARAM: [null, optional(queryParameterName)],

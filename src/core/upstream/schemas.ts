@@ -52,11 +52,9 @@ export function readRows<T>(rows: readonly unknown[], schema: z.ZodMiniType<T>):
   const droppedIds: (string | undefined)[] = [];
   for (const row of rows) {
     const result = schema.safeParse(row);
+    const id = result.success ? undefined : (row as { id?: unknown } | null)?.id;
     if (result.success) parsed.push(result.data);
-    else {
-      const id = (row as { id?: unknown } | null)?.id;
-      droppedIds.push(typeof id === 'string' && LOGGABLE_ID.test(id) ? id : undefined);
-    }
+    else droppedIds.push(typeof id === 'string' && LOGGABLE_ID.test(id) ? id : undefined);
   }
   return { rows: parsed, droppedIds };
 }
