@@ -51,7 +51,6 @@ function oneOf<const Values extends readonly [string, ...string[]]>(values: Valu
 
 const satisfying = (test: (value: string) => boolean, error: string) => z.string({ error }).check(z.refine(test, { error }));
 const httpsUrl = (error: string, withoutUser = false) => satisfying((value) => isHttpsOrLoopback(parseHttpUrl(value), withoutUser), error);
-/** Never one List Issues' filters already use. */
 const queryParameterName = z.string().check(
   z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
   z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),

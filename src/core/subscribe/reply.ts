@@ -15,7 +15,6 @@ declare module 'hono' {
   }
 }
 
-/** A form body that does not ask for JSON can be answered with a 303 or a page. */
 const isNoScriptPost = (c: Context) => isFormPost(c) && !/\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
 
 /** Only on an allowed origin the post came from: never an open redirect (docs/contract.md). */

@@ -5,7 +5,6 @@ import { ResponseTooLarge, type Validators } from './transport.js';
 /** `page` is 1-based; a 304 to `conditional` means unchanged. */
 export type PagePosition = { limit: number; offset: number; page: number; conditional?: Validators | undefined };
 
-/** `droppedIds`: ids of rows that did not parse (`undefined`: no readable id). */
 export type ListedPage = {
   rows: UpstreamIssue[];
   droppedIds: (string | undefined)[];

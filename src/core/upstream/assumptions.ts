@@ -1,5 +1,4 @@
-/* Every fact the upstream's interface leaves "not shown", one constant each, beside the documented ones they go with
- (paths, 200 rows a call): docs/upstream.md "Assumptions". */
+/* Every fact the upstream's interface leaves "not shown", one constant each (docs/upstream.md "Assumptions"). */
 
 /** `style` offset: the parameter counts rows to skip; page: it is a 1-based page number. */
 export interface ListPaging {
@@ -30,7 +29,6 @@ export const DEFAULT_LIST_PAGING: ListPaging = {
 };
 /** Rows when no maximum is sent (the demo upstream answers this many). */
 export const LIST_ISSUES_DEFAULT_ROWS = 50;
-/** The code NOT_FOUND is recognised at any 4xx status too. */
 export const NOT_FOUND_STATUS = 404;
 export const isSuccessStatus = (status: number): boolean => status >= 200 && status < 300;
 /** After a 429 without a usable `Retry-After`; a longer one is capped, so one odd header cannot silence the site for a day. */

@@ -1,5 +1,4 @@
-/* After a 429 the upstream says how long to wait; after failures the pause grows with each failed round (docs/upstream.md
- "Backing off a failing upstream"). Behind an interface so Redis can share the state between processes. */
+/* docs/upstream.md "Backing off a failing upstream". Behind an interface so Redis can share the state between processes. */
 
 /** Held off apart: a scan that exhausts the upstream's patience must not silence subscribe. */
 export type OperationClass = 'read' | 'write';
