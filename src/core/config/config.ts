@@ -1,6 +1,6 @@
 import * as z from '../zod.js';
 import { SUBSCRIBER_SOURCE_TYPES } from '../upstream/schemas.js';
-import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM, type ListPaging } from '../upstream/assumptions.js';
+import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM } from '../upstream/assumptions.js';
 import { parseHttpUrl } from '../http/origins.js';
 import { parseAddressList } from '../http/ip-address.js';
 import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
@@ -14,13 +14,14 @@ const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 
 const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
-/** https, or plain http to this machine only (a local fake). */
-function isHttpsOrLoopback(url: URL | undefined): boolean {
+/** Plain http only to this machine (a local fake); `withoutUser`: fetch refuses a URL that carries a user or password. */
+function isHttpsOrLoopback(url: URL | undefined, withoutUser = false): boolean {
   const loopback = url?.hostname === 'localhost' || url?.hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(url?.hostname ?? '');
-  return url?.protocol === 'https:' || (url?.protocol === 'http:' && loopback);
+  const secure = url?.protocol === 'https:' || (url?.protocol === 'http:' && loopback);
+  return secure && !(withoutUser && (url.username || url.password));
 }
 
-/** A DNS name, an IPv4 address or a bare IPv6 address (two colons at least: `127.0.0.1:8787` is refused). */
+/** A bare IPv6 address has two colons at least: `127.0.0.1:8787` is refused. */
 function isListenHost(host: string): boolean {
   return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
 }
@@ -48,15 +49,8 @@ function oneOf<const Values extends readonly [string, ...string[]]>(values: Valu
   return withDefault(z.enum(values, { error }), fallback);
 }
 
-const satisfying = (test: (value: string) => boolean, error: string) => z.string().check(z.refine(test, { error }));
-const httpsUrl = z.refine<string>((value) => isHttpsOrLoopback(parseHttpUrl(value)), { error: HTTPS_ONLY });
-/** No user or password: fetch refuses a URL that carries them. */
-const HOOK_URL_RULE = `${HTTPS_ONLY}, without a user or password`;
-function isHookUrl(value: string): boolean {
-  const url = parseHttpUrl(value);
-  return isHttpsOrLoopback(url) && url?.username === '' && url.password === '';
-}
-/** Never one List Issues' filters already use. */
+const satisfying = (test: (value: string) => boolean, error: string) => z.string({ error }).check(z.refine(test, { error }));
+const httpsUrl = (error: string, withoutUser = false) => satisfying((value) => isHttpsOrLoopback(parseHttpUrl(value), withoutUser), error);
 const queryParameterName = z.string().check(
   z.regex(/^[A-Za-z][A-Za-z0-9_.[\]-]{0,63}$/, { error: 'must be a query parameter name (letters, digits, _ . - [ ])' }),
   z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
@@ -67,10 +61,9 @@ const fail = (line: string): never => {
   throw new Problem(line);
 };
 
-/** Text turned into a value; a `fail` on the way is the variable's problem line. */
-function parsed<T>(parse: (value: string) => T, typeError?: string) {
+function parsed<T>(parse: (value: string) => T, typeError: string) {
   return z.pipe(
-    z.string(typeError === undefined ? undefined : { error: typeError }),
+    z.string({ error: typeError }),
     z.transform((value: string, ctx) => {
       try {
         return parse(value);
@@ -97,7 +90,6 @@ function parseOrigins(value: string): '*' | readonly string[] {
     .map((entry) => entry.trim())
     .filter(Boolean);
   if (entries.includes('*')) return entries.length > 1 ? fail('must be either * alone or a list of origins') : '*';
-  // An origin is scheme + host [+ port]: a path, query, userinfo or trailing slash means a typo.
   const invalid = entries.filter((entry) => parseHttpUrl(entry)?.origin !== entry);
   if (invalid.length === 0) return entries;
   return fail(`has entries that are not origins (scheme://host[:port], no path or trailing slash): ${invalid.join(', ')}`);
@@ -105,13 +97,10 @@ function parseOrigins(value: string): '*' | readonly string[] {
 
 function parsePublicBaseUrl(value: string): string {
   const url = parseHttpUrl(value);
-  if (!url || url.username || url.password || url.search || url.hash) {
-    return fail('must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com');
-  }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  if (url && !url.username && !url.password && !url.search && !url.hash) return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  return fail('must be an absolute http(s) URL without a query or fragment, such as https://news-api.example.com');
 }
 
-// Validated for shape only; its value never appears in a message (docs/contract.md: never echo the secret).
 const apiKey = z
   .string({ error: 'must be a string' })
   .check(
@@ -119,8 +108,7 @@ const apiKey = z
     z.minLength(MIN_API_KEY_LENGTH, { error: `is shorter than ${MIN_API_KEY_LENGTH} characters (was all of it copied?)` }),
     z.maxLength(4096, { error: 'is longer than 4096 characters' }),
   );
-const listenHost = (examples: string) =>
-  withDefault(satisfying(isListenHost, `must be a host name or an IP address (such as ${examples})`), '127.0.0.1');
+const listenHost = withDefault(satisfying(isListenHost, 'must be a host name or an IP address'), '127.0.0.1');
 const atMost = (max: number) => z.string().check(z.maxLength(max, { error: `must be at most ${max} characters` }));
 const honeypotField = z.string().check(
   z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
@@ -131,33 +119,26 @@ function parseProxies(value: string) {
   if (invalid.length === 0) return list;
   return fail(`has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
 }
-function parseFlag(value: string): boolean {
-  const text = value.toLowerCase();
-  return text === 'true' || (text === 'false' ? false : fail('must be true or false'));
-}
-const flag = preprocess(bindingText, z._default(parsed(parseFlag, 'must be true or false'), false));
-// Validated for shape only, and never echoed: the URL may carry a password.
-const redisUrl = z
-  .string({ error: 'must be a redis:// or rediss:// URL' })
-  .check(z.refine(isRedisUrl, { error: 'must be a redis:// or rediss:// URL with a host' }));
+const flag = z.pipe(
+  preprocess((value) => String(bindingText(value) ?? 'false').toLowerCase(), z.enum(['true', 'false'], { error: 'must be true or false' })),
+  z.transform((text) => text === 'true'),
+);
 const siteIssueUrl = z.string().check(
   z.refine((value) => value.includes(SLUG_PLACEHOLDER), { error: `must contain ${SLUG_PLACEHOLDER}, where the issue's slug goes` }),
   z.refine((value) => parseHttpUrl(value.replaceAll(SLUG_PLACEHOLDER, 'slug')) !== undefined, {
     error: 'must be an absolute http(s) URL such as https://www.example.com/issues/{slug}/',
   }),
 );
-const PROXY_LIST = 'must be a comma-separated list of addresses or CIDR networks';
 const absoluteUrl = satisfying((value) => parseHttpUrl(value) !== undefined, 'must be an absolute http(s) URL');
-const siteKey = z.string().check(z.regex(/^[\w-]{1,256}$/, { error: 'must be a site key (letters, digits, _ or -)' }));
-const SITEVERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
+const siteKey = satisfying((value) => /^[\w-]{1,256}$/.test(value), 'must be a site key (letters, digits, _ or -)');
 
-/** Every variable of docs/configuration.md: the Config field it fills (null: worked out in parseConfig), its rule and default. Blank is unset. */
+/** Every variable of docs/configuration.md: the Config field it fills (null: worked out in parseConfig), its rule. Blank is unset. */
 const VARIABLES = {
   NEWSLETTER_API_KEY: ['apiKey', optional(apiKey)],
   NEWSLETTER_API_BASE_URL: ['apiBaseUrl', optional(parsed(parseBaseUrl, 'must be a URL'))],
   ALLOWED_ORIGINS: ['allowedOrigins', withDefault(parsed(parseOrigins, 'must be a comma-separated list of origins'), [])],
   PORT: ['port', count(1, 65535, 8787)],
-  HOST: ['host', listenHost('127.0.0.1, 0.0.0.0 or ::')],
+  HOST: ['host', listenHost],
   CACHE_TTL_SECONDS: ['cacheTtlSeconds', count(1, 86_400, 60)],
   // 0 (unset): as CACHE_TTL_SECONDS.
   CATEGORIES_TTL_SECONDS: [null, count(1, 86_400, 0)],
@@ -170,43 +151,42 @@ const VARIABLES = {
   SUBSCRIBE_DEFAULT_SOURCE: ['subscribeDefaultSource', withDefault(atMost(160), 'website')],
   SUBSCRIBE_REDIRECT_URL: ['subscribeRedirectUrl', optional(absoluteUrl)],
   SUBSCRIBE_HONEYPOT_FIELD: ['honeypotField', withDefault(honeypotField, 'website')],
-  // docs/node-http.md "What a connection costs" says why 4096.
   MAX_CONNECTIONS: ['maxConnections', count(16, 1_000_000, 4096)],
-  // No longer used; accepted with a notice at start-up.
   MAX_CONNECTIONS_PER_CLIENT: [null, count(1, 1_000_000, 0)],
   HEADERS_TIMEOUT_SECONDS: [null, count(1, 15, 10)],
   REQUEST_TIMEOUT_SECONDS: [null, count(1, 30, 30)],
   TRUST_PROXY_HOPS: ['trustProxyHops', count(0, 10, 0)],
   RATE_LIMIT_IPV6_PREFIX: ['rateLimitIpv6Prefix', count(32, 128, 64)],
-  TRUSTED_PROXIES: ['trustedProxies', optional(parsed(parseProxies, PROXY_LIST))],
+  TRUSTED_PROXIES: ['trustedProxies', optional(parsed(parseProxies, 'must be a comma-separated list of addresses or CIDR networks'))],
   TURNSTILE_SECRET_KEY: ['turnstileSecretKey', optional(z.string())],
   TURNSTILE_SITE_KEY: ['turnstileSiteKey', optional(siteKey)],
-  TURNSTILE_VERIFY_URL: ['turnstileVerifyUrl', withDefault(z.string().check(httpsUrl), SITEVERIFY_URL)],
+  TURNSTILE_VERIFY_URL: [
+    'turnstileVerifyUrl',
+    withDefault(httpsUrl(HTTPS_ONLY), 'https://challenges.cloudflare.com/turnstile/v0/siteverify'),
+  ],
   TURNSTILE_MODE: ['turnstileMode', oneOf(['always', 'surge'], 'always')],
-  // 0 turns surge detection off; docs/subscribe.md says why 30.
   SUBSCRIBE_SURGE_PER_MINUTE: ['subscribeSurgePerMinute', count(0, 100_000, 30)],
   SUBSCRIBE_SURGE_SECONDS: ['subscribeSurgeSeconds', count(10, 86_400, 600)],
   SUBSCRIBE_BLOCK_DISPOSABLE: ['subscribeBlockDisposable', flag],
-  ALERT_WEBHOOK_URL: ['alertWebhookUrl', optional(z.string({ error: HTTPS_ONLY }).check(httpsUrl))],
+  ALERT_WEBHOOK_URL: ['alertWebhookUrl', optional(httpsUrl(HTTPS_ONLY))],
   ARCHIVE_RESYNC_SECONDS: ['archiveResyncSeconds', count(10, 86_400, 600)],
   INDEX_REFRESH_MIN_SECONDS: ['indexRefreshMinSeconds', count(0, 300, 5)],
   READ_BUDGET_PER_MINUTE: ['readBudgetPerMinute', count(1, 100_000, 120)],
   READ_BUDGET_PER_CLIENT_PER_MINUTE: ['readBudgetPerClientPerMinute', count(1, 100_000, 30)],
-  DEPLOY_HOOK_URL: ['deployHookUrl', optional(z.string({ error: HOOK_URL_RULE }).check(z.refine(isHookUrl, { error: HOOK_URL_RULE })))],
-  REDIS_URL: ['redisUrl', optional(redisUrl)],
+  DEPLOY_HOOK_URL: ['deployHookUrl', optional(httpsUrl(`${HTTPS_ONLY}, without a user or password`, true))],
+  REDIS_URL: ['redisUrl', optional(satisfying(isRedisUrl, 'must be a redis:// or rediss:// URL with a host'))],
   REDIS_TIMEOUT_MS: ['redisTimeoutMs', count(10, 5000, 100)],
   SITE_ISSUE_URL: ['siteIssueUrl', optional(siteIssueUrl)],
   PUBLICATION_NAME: ['publicationName', optional(atMost(200))],
-  PUBLIC_BASE_URL: ['publicBaseUrl', optional(parsed(parsePublicBaseUrl))],
+  PUBLIC_BASE_URL: ['publicBaseUrl', optional(parsed(parsePublicBaseUrl, 'must be a URL'))],
   NODE_ENV: [null, optional(z.string())],
-  // How List Issues pages is not documented: the defaults are guesses (docs/upstream.md "Assumptions").
   UPSTREAM_LIST_LIMIT_PARAM: [null, withDefault(queryParameterName, DEFAULT_LIST_PAGING.limitParam)],
   UPSTREAM_LIST_PAGING: [null, oneOf(['offset', 'page'], DEFAULT_LIST_PAGING.style)],
   UPSTREAM_LIST_PAGING_PARAM: [null, optional(queryParameterName)],
   UPSTREAM_LIST_PAGE_SIZE: [null, count(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize)],
-  // 0 stands for "unset" (the default is not validated): no admin listener.
+  // 0 (not validated) stands for "unset": no admin listener.
   ADMIN_PORT: [null, count(1, 65535, 0)],
-  ADMIN_HOST: ['adminHost', listenHost('127.0.0.1 or ::1')],
+  ADMIN_HOST: ['adminHost', listenHost],
   ADMIN_UNREADY_AFTER_SECONDS: ['adminUnreadyAfterSeconds', count(1, 3600, 60)],
   ACCESS_LOG: ['accessLog', oneOf(['summary', 'all'], 'summary')],
 } as const;
@@ -219,16 +199,8 @@ const ConfigSchema = z.object(
 );
 type Env = z.output<typeof ConfigSchema>;
 
-/** The parsed configuration: a field per variable of VARIABLES that names one, and those worked out in parseConfig. */
-export type Config = { -readonly [Name in keyof Variables as Variables[Name][0] & string]: Env[Name] } & {
-  /** `upstream` talks to the configured service; `demo` to the embedded sample publication. */
-  mode: 'upstream' | 'demo';
-  categoriesTtlSeconds: number;
-  headersTimeoutMs: number;
-  requestTimeoutMs: number;
-  listPaging: ListPaging;
-  adminPort: number | undefined;
-};
+type DirectFields = { -readonly [Name in keyof Variables as Variables[Name][0] & string]: Env[Name] };
+export type Config = DirectFields & ReturnType<typeof derivedFields>;
 
 export type ConfigResult = { ok: true; config: Config; notices: string[] } | { ok: false; problems: string[] };
 
@@ -237,30 +209,24 @@ export type ConfigSource = Readonly<Record<string, unknown>>;
 export const CONFIG_VARIABLES: readonly string[] = Object.keys(ConfigSchema.shape);
 
 const NO_LONGER_PER_CLIENT =
-  'MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as it needs while the listener has room; near MAX_CONNECTIONS the listener closes idle kept-alive connections, then request heads not sent in time, from the address holding most (docs/node-http.md)';
+  'MAX_CONNECTIONS_PER_CLIENT is no longer used: one address may open as many connections as fit (docs/node-http.md)';
+
+const pagingParamOf = (env: Env): string =>
+  env.UPSTREAM_LIST_PAGING_PARAM ?? (env.UPSTREAM_LIST_PAGING === 'page' ? LIST_ISSUES_PAGE_PARAM : DEFAULT_LIST_PAGING.pagingParam);
 
 /** Rules across variables, once each is valid alone: each line is the problem of the variable it starts with. */
-function inconsistencies(env: Env): string[] {
-  const lines: string[] = [];
-  if (env.REQUEST_TIMEOUT_SECONDS < env.HEADERS_TIMEOUT_SECONDS)
-    lines.push('REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS');
-  if (env.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(env))
-    lines.push('UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM');
-  if (env.TURNSTILE_MODE === 'surge' && !(env.TURNSTILE_SECRET_KEY && env.TURNSTILE_SITE_KEY)) {
-    lines.push(
-      'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY (the form is sent the site key to show the challenge)',
-    );
-  }
-  if (env.TRUSTED_PROXIES && env.TRUST_PROXY_HOPS > 0)
-    lines.push('TRUSTED_PROXIES and TRUST_PROXY_HOPS are two ways to say the same: set one of them');
-  if (env.ADMIN_PORT === env.PORT) lines.push('ADMIN_PORT must differ from PORT');
-  return lines;
-}
+const CROSS_RULES: [line: string, broken: (env: Env) => boolean][] = [
+  ['REQUEST_TIMEOUT_SECONDS must be at least HEADERS_TIMEOUT_SECONDS', (env) => env.REQUEST_TIMEOUT_SECONDS < env.HEADERS_TIMEOUT_SECONDS],
+  ['UPSTREAM_LIST_PAGING_PARAM must differ from UPSTREAM_LIST_LIMIT_PARAM', (env) => env.UPSTREAM_LIST_LIMIT_PARAM === pagingParamOf(env)],
+  [
+    'TURNSTILE_MODE=surge needs TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY',
+    (env) => env.TURNSTILE_MODE === 'surge' && !(env.TURNSTILE_SECRET_KEY && env.TURNSTILE_SITE_KEY),
+  ],
+  ['TRUSTED_PROXIES must not be set with TRUST_PROXY_HOPS', (env) => env.TRUSTED_PROXIES !== undefined && env.TRUST_PROXY_HOPS > 0],
+  ['ADMIN_PORT must differ from PORT', (env) => env.ADMIN_PORT === env.PORT],
+];
 
-/**
- * Parses configuration from a plain map (Node's `process.env` or a Worker's `env`).
- * Pure: reports every problem at once, one line per variable, and never echoes a value.
- */
+/** From Node's `process.env` or a Worker's `env`. Pure: reports every problem at once, one line per variable, never a value. */
 export function parseConfig(source: ConfigSource): ConfigResult {
   const result = ConfigSchema.safeParse(source);
   const problems = new Map<string, string>();
@@ -268,29 +234,30 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     const name = String(issue.path[0] ?? 'configuration');
     if (!problems.has(name)) problems.set(name, `${name} ${issue.message}`);
   }
-  // Checked on the raw values so they are reported even when another variable is invalid.
+  const problem = (line: string) => problems.set(line.split(/[ =]/)[0]!, line);
+  // On the raw values, so they are reported even when another variable is invalid.
   const hasKey = blankToUndefined(source.NEWSLETTER_API_KEY) !== undefined;
   const hasBaseUrl = blankToUndefined(source.NEWSLETTER_API_BASE_URL) !== undefined;
-  if (!hasKey && blankToUndefined(source.NODE_ENV) === 'production') {
-    problems.set('NEWSLETTER_API_KEY', 'NEWSLETTER_API_KEY is required when NODE_ENV=production');
-  } else if (!hasKey && hasBaseUrl) {
-    problems.set('NEWSLETTER_API_KEY', 'NEWSLETTER_API_KEY is required when NEWSLETTER_API_BASE_URL is set (unset both to run the demo)');
-  }
-  if (hasKey && !hasBaseUrl) {
-    problems.set('NEWSLETTER_API_BASE_URL', 'NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
-  }
+  if (!hasKey && blankToUndefined(source.NODE_ENV) === 'production') problem('NEWSLETTER_API_KEY is required when NODE_ENV=production');
+  else if (!hasKey && hasBaseUrl) problem('NEWSLETTER_API_KEY is required when NEWSLETTER_API_BASE_URL is set (unset both for the demo)');
+  if (hasKey && !hasBaseUrl) problem('NEWSLETTER_API_BASE_URL is required when NEWSLETTER_API_KEY is set');
   const env = result.data;
-  for (const line of env ? inconsistencies(env) : []) problems.set(line.split(/[ =]/)[0]!, line);
+  for (const [line, broken] of CROSS_RULES) if (env && broken(env)) problem(line);
   if (!env || problems.size > 0) {
     // A secret pasted into another variable is not echoed; a secret's own lines are our wording only.
     const redact = createRedactor([...SECRET_VARIABLES].map((name) => source[name]));
     return { ok: false, problems: [...problems].map(([name, line]) => (SECRET_VARIABLES.has(name) ? line : redact(line))) };
   }
   const direct = Object.entries(VARIABLES).filter(([, [field]]) => field !== null);
-  const fields = Object.fromEntries(direct.map(([name, [field]]) => [field, env[name as keyof Env]]));
-  const config: Config = {
-    ...(fields as Omit<Config, 'mode' | 'categoriesTtlSeconds' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'listPaging' | 'adminPort'>),
-    mode: env.NEWSLETTER_API_KEY ? 'upstream' : 'demo',
+  const fields = Object.fromEntries(direct.map(([name, [field]]) => [field, env[name as keyof Env]])) as DirectFields;
+  const config: Config = { ...fields, ...derivedFields(env) };
+  return { ok: true, config, notices: env.MAX_CONNECTIONS_PER_CLIENT === 0 ? [] : [NO_LONGER_PER_CLIENT] };
+}
+
+/** The fields worked out from the variables VARIABLES maps to no field. */
+function derivedFields(env: Env) {
+  return {
+    mode: env.NEWSLETTER_API_KEY ? ('upstream' as const) : ('demo' as const),
     categoriesTtlSeconds: env.CATEGORIES_TTL_SECONDS === 0 ? env.CACHE_TTL_SECONDS : env.CATEGORIES_TTL_SECONDS,
     headersTimeoutMs: env.HEADERS_TIMEOUT_SECONDS * 1000,
     requestTimeoutMs: env.REQUEST_TIMEOUT_SECONDS * 1000,
@@ -302,11 +269,4 @@ export function parseConfig(source: ConfigSource): ConfigResult {
     },
     adminPort: env.ADMIN_PORT === 0 ? undefined : env.ADMIN_PORT,
   };
-  return { ok: true, config, notices: env.MAX_CONNECTIONS_PER_CLIENT === 0 ? [] : [NO_LONGER_PER_CLIENT] };
-}
-
-/** The paging parameter's name: as set, or the guess for the paging style. */
-function pagingParamOf(env: Env): string {
-  if (env.UPSTREAM_LIST_PAGING_PARAM !== undefined) return env.UPSTREAM_LIST_PAGING_PARAM;
-  return env.UPSTREAM_LIST_PAGING === 'page' ? LIST_ISSUES_PAGE_PARAM : DEFAULT_LIST_PAGING.pagingParam;
 }

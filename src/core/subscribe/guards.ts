@@ -5,14 +5,13 @@ import type { OriginPolicy } from '../http/origins.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import type { LogLevel } from '../log.js';
 
-/** How an attempt that is not an error ended. `abandoned`: the client hung up (499); `timed_out`: REQUEST_TIMEOUT_SECONDS (408). */
+/** `abandoned`: the client hung up (499); `timed_out`: REQUEST_TIMEOUT_SECONDS (408). */
 type Settled = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'abandoned' | 'timed_out';
 type LogFields = Record<string, string | undefined>;
 type FailureLog = { outcome: 'rejected' | 'paused' | 'failed'; fields?: LogFields; level?: LogLevel };
 
 export type RecordOutcome = (outcome: Settled | FailureLog['outcome'], fields?: LogFields, level?: LogLevel) => void;
 
-/** An attempt that ends in an error, with its log line's fields; the route's one error handler logs and answers. */
 export class SubscribeFailure extends ApiError {
   override readonly name = 'SubscribeFailure';
   readonly outcome: FailureLog['outcome'];
@@ -43,9 +42,8 @@ export function isHoneypotFilled(input: Record<string, unknown>, field: string):
   return typeof honeypot === 'string' && !isBlank(honeypot);
 }
 
-/** The same address again within this window is accepted without a second upstream call. */
+/** An address the upstream settled, again within this window, is accepted without a second upstream call. */
 export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
-/** Addresses the upstream settled: a repeat is answered without calling it again. */
 export type RepeatGuard = { isRepeat(email: string): boolean | Promise<boolean>; remember(email: string): void | Promise<void> };
 
 export function createRepeatGuard(now: () => number): RepeatGuard {
@@ -53,12 +51,8 @@ export function createRepeatGuard(now: () => number): RepeatGuard {
   return { isRepeat: (email) => recent.has(email), remember: (email) => void recent.set(email, true) };
 }
 
-/** Sends with a deadline; no answer in time (`timeout`) or at all (`unreachable`) becomes `failed`'s value, never an error. */
-export async function sendWithin<T>(
-  timeoutMs: number,
-  send: (signal: AbortSignal) => Promise<T>,
-  failed: (reason: string) => T,
-): Promise<T> {
+/** No answer in time (`timeout`) or at all (`unreachable`) becomes `failed`'s value, never an error. */
+export async function sendWithin<T>(timeoutMs: number, send: (signal: AbortSignal) => Promise<T>, failed: (why: string) => T): Promise<T> {
   try {
     return await send(AbortSignal.timeout(timeoutMs));
   } catch (error) {
@@ -67,7 +61,7 @@ export async function sendWithin<T>(
 }
 
 export const TURNSTILE_RESPONSE_FIELD = 'cf-turnstile-response';
-/** Error codes that mean our secret is wrong, not the visitor's token: an operator must act. */
+/** Our secret is wrong, not the visitor's token: an operator must act. */
 const OUR_MISTAKES = ['missing-input-secret', 'invalid-input-secret'];
 
 export interface TurnstileChallengeOptions {
@@ -88,7 +82,7 @@ const captchaUnavailable = (captcha: string, level: LogLevel = 'warn') =>
     { message: 'The anti-bot check could not be completed. Try again later.', retryAfter: 5 },
   );
 
-/** Cloudflare Turnstile or any siteverify. A verifier down or refusing our secret fails closed (503): an outage must not let a bot through. */
+/** Any siteverify. A verifier down or refusing our secret fails closed (503): an outage must not let a bot through. */
 export function createTurnstileChallenge(options: TurnstileChallengeOptions) {
   const { secretKey, siteKey, verifyUrl, clientIp, fetch = globalThis.fetch, timeoutMs = 3000 } = options;
 

@@ -4,9 +4,7 @@ import { ApiError } from '../http/errors.js';
 import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
 import { blankToUndefined, parseOrThrow, preprocess, type JsonSchemaWords } from '../validation.js';
 
-/** "A few KB" (docs/contract.md). */
 export const SUBSCRIBE_MAX_BODY_BYTES = 8 * 1024;
-/** What a ticked form checkbox may send for `optInAttestation` (trimmed, any case). */
 export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
 const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form-data']);
 
@@ -16,23 +14,19 @@ const EMAIL_PATTERN =
 
 const atMost = (max: number) => z.maxLength(max, { error: `must be at most ${max} characters` });
 const noControlCharacters = () => z.regex(/^\P{Cc}*$/u, { error: 'must not contain control characters' });
-/** RFC 5321 §4.5.3.1, measured on the A-labels: only the first length broken is told. */
+/** RFC 5321 §4.5.3.1, measured on the A-labels. */
 const lengthRule = (fits: (email: string) => boolean, error: string) => z.refine<string>(fits, { error, abort: true });
 
-/** A Unicode domain as its A-labels (by the URL parser's IDNA, on both runtimes): the upstream takes ASCII, limits apply to those. */
+/** By the URL parser's IDNA, on both runtimes: the upstream takes ASCII. */
 function toAsciiDomain(email: string): string {
   const at = email.lastIndexOf('@');
   const domain = email.slice(at + 1);
   if (/^[\x00-\x7F]*$/.test(email) || at < 1 || !/^[\p{L}\p{M}\p{N}.\u3002\uFF0E\uFF61-]+$/u.test(domain)) return email;
-  try {
-    const ascii = new URL(`http://${domain}/`).hostname;
-    return /^[a-z0-9.-]+$/.test(ascii) ? `${email.slice(0, at)}@${ascii}` : email;
-  } catch {
-    return email;
-  }
+  const ascii = URL.parse(`http://${domain}/`)?.hostname ?? '';
+  return /^[a-z0-9.-]+$/.test(ascii) ? `${email.slice(0, at)}@${ascii}` : email;
 }
 
-/** The one place a body field is written (validation, the type, openapi.json); only a form's attestation differs (`on`). */
+/** The one place a body field is written (validation, the type, openapi.json). */
 export function createSubscribeInputSchema(checkedValues: readonly string[]) {
   return z.object({
     email: preprocess(
@@ -64,29 +58,24 @@ export function createSubscribeInputSchema(checkedValues: readonly string[]) {
 export const SubscribeJsonInputSchema = createSubscribeInputSchema([]);
 const SubscribeFormInputSchema = createSubscribeInputSchema(FORM_CHECKED_VALUES);
 export const SUBSCRIBE_FIELDS: readonly string[] = Object.keys(SubscribeJsonInputSchema.shape);
-/** The JSON body `hc<AppType>` sends. */
 export type SubscribeJsonInput = z.output<typeof SubscribeJsonInputSchema>;
 
-/** openapi.json's words for the body's fields. */
 export const SUBSCRIBE_FIELD_DOCS: { [Field in keyof SubscribeJsonInput]?: JsonSchemaWords } = {
   email: {
     format: 'email',
-    description:
-      'Trimmed before it is checked. RFC 5321 lengths: a local part of at most 64 characters, domain labels of at most 63. A domain in Unicode is accepted and sent upstream as its A-labels, which are what is measured.',
+    description: 'Trimmed. RFC 5321 lengths (local part ≤ 64, labels ≤ 63), measured on the A-labels sent upstream.',
   },
   optInAttestation: { description: 'The subscriber confirmed they opted in; anything else is a 422 and nothing goes upstream.' },
   source: { description: 'A label; `SUBSCRIBE_DEFAULT_SOURCE` when absent.' },
 };
 
 const mediaTypeOf = (c: Context) => c.req.header('content-type')?.split(';')[0]?.trim().toLowerCase() ?? '';
-/** An HTML form post can get a 303 instead of JSON. */
 export const isFormPost = (c: Context): boolean => FORM_TYPES.has(mediaTypeOf(c));
 
 const bodyError = (message: string) => (): never => {
   throw new ApiError('VALIDATION_ERROR', { details: [{ path: '(body)', message }] });
 };
 
-/** JSON, a urlencoded or a multipart form; anything else is a 415. */
 export async function readSubscribeBody(c: Context): Promise<Record<string, unknown>> {
   if (isFormPost(c)) return c.req.parseBody().catch(bodyError('must be a valid form submission'));
   if (mediaTypeOf(c) !== 'application/json') throw new ApiError('UNSUPPORTED_MEDIA_TYPE');
@@ -95,7 +84,7 @@ export async function readSubscribeBody(c: Context): Promise<Record<string, unkn
   return bodyError('must be a JSON object')();
 }
 
-/** Throws VALIDATION_ERROR. Own properties of the known fields only: `__proto__` and others are dropped. */
+/** Own properties of the known fields only: `__proto__` and others are dropped. */
 export function parseSubscribeFields(c: Context, input: Record<string, unknown>) {
   const picked = Object.fromEntries(SUBSCRIBE_FIELDS.filter((field) => Object.hasOwn(input, field)).map((field) => [field, input[field]]));
   const fields = parseOrThrow(isFormPost(c) ? SubscribeFormInputSchema : SubscribeJsonInputSchema, picked);
@@ -107,10 +96,7 @@ const DOTS_IGNORED: Readonly<Record<string, string>> = { 'gmail.com': 'gmail.com
 
 export const domainOf = (email: string): string => email.slice(email.lastIndexOf('@') + 1).toLowerCase();
 
-/**
- * One key per mailbox for the repeat guard and the surge count (upstream gets the address as typed): lower-cased, a `+tag`
- * dropped (RFC 5233; a local part that is only a tag is kept), dots dropped where the provider ignores them.
- */
+/** For the repeat guard and the surge count (upstream gets the address as typed); RFC 5233 tags dropped. */
 export function mailboxKeyOf(email: string): string {
   const local = email.slice(0, email.lastIndexOf('@')).toLowerCase();
   const untagged = local.indexOf('+') > 0 ? local.slice(0, local.indexOf('+')) : local;

@@ -5,7 +5,6 @@ import type { SubscribeBody } from '../public-shapes.js';
 import { isFormPost } from './input.js';
 import { NO_STORE } from '../reads/cache-policies.js';
 
-/** A JSON caller's 200 or a form post's 303 (other errors are thrown and rendered by onError). */
 export type SubscribeReply =
   | (Response & TypedResponse<SubscribeBody, 200, 'json'>)
   | (Response & TypedResponse<undefined, 303, 'redirect'>);
@@ -16,10 +15,9 @@ declare module 'hono' {
   }
 }
 
-/** A post without JavaScript (a form body that does not ask for JSON) can be answered with a 303 or a page. */
 const isNoScriptPost = (c: Context) => isFormPost(c) && !/\bapplication\/json\b/i.test(c.req.header('accept') ?? '');
 
-/** A no-script post's `returnTo`, only on an allowed origin the post came from: never an open redirect (docs/contract.md). */
+/** Only on an allowed origin the post came from: never an open redirect (docs/contract.md). */
 export function returnToPage(c: Context, input: Record<string, unknown>, origins: OriginPolicy): URL | undefined {
   const value = isNoScriptPost(c) && Object.hasOwn(input, 'returnTo') ? input.returnTo : undefined;
   if (typeof value !== 'string' || value.length > 2048) return undefined;
@@ -33,7 +31,6 @@ export function returnToPage(c: Context, input: Record<string, unknown>, origins
   return page;
 }
 
-/** Where a no-script post is sent back with a 303: the configured redirect URL, else `returnTo`, else an allowed `Referer`. */
 export function redirectTarget(c: Context, redirectUrl: string | undefined, origins: OriginPolicy, returnTo?: URL): URL | undefined {
   if (!isNoScriptPost(c)) return undefined;
   if (redirectUrl || returnTo) return new URL(redirectUrl || returnTo!);

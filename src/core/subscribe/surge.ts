@@ -3,18 +3,16 @@ import type { Metrics } from '../metrics.js';
 import { sendWithin } from './guards.js';
 
 const MINUTE_MS = 60_000;
-/** Distinct IPs, domains and addresses kept per minute for the start line; past this, "at least". */
 const MAX_DISTINCT = 10_000;
 
-/** Subscribe attempts per minute, service-wide (in memory, or in Redis for every instance); `add` counts one. */
+/** Attempts per minute, service-wide (in memory, or in Redis for every instance). */
 export type SurgeCounter = { add(at: number): number | Promise<number>; rate(at: number): number | Promise<number> };
 
-/** A sliding minute from two fixed ones (two counters however heavy the flood): the previous weighted by how much of it is still covered. */
+/** A sliding minute from two fixed ones (two counters however heavy the flood). */
 export const slidingRate = (current: number, previous: number, at: number): number =>
   current + previous * (1 - (at % MINUTE_MS) / MINUTE_MS);
 export const minuteOf = (at: number): number => Math.floor(at / MINUTE_MS);
 
-/** A value per fixed minute, this one's and the one before's (empty unless it was the minute just before). */
 function lastTwoMinutes<T>(empty: () => T): (at: number) => [current: T, previous: T] {
   let [minute, current, previous] = [0, empty(), empty()];
   return (at) => {
@@ -34,12 +32,12 @@ export function createMemorySurgeCounter(): SurgeCounter {
   return { add: (at) => count(at, 1), rate: (at) => count(at, 0) };
 }
 
-/** What the owner's webhook receives (docs/subscribe.md "Alert webhook"): counts only, never an address. */
+/** Counts only, never an address. */
 export type SurgeAlert = { text: string; event: string; at: string; [figure: string]: string | number };
 
 const JSON_TYPE = { 'Content-Type': 'application/json' };
 
-/** Posts an alert as JSON (Slack-compatible); a failing receiver is logged, never waited on. The URL is a credential: never logged. */
+/** Slack-compatible; a failing receiver is logged, never waited on. The URL is a credential: never logged. */
 export function createAlertWebhook({ url, log, fetch = globalThis.fetch }: { url: string; log: Logger; fetch?: typeof globalThis.fetch }) {
   return async function sendAlert(payload: SurgeAlert): Promise<void> {
     const body = JSON.stringify(payload);
@@ -53,13 +51,11 @@ export function createAlertWebhook({ url, log, fetch = globalThis.fetch }: { url
   };
 }
 
-/** Workers' waitUntil; on Node the promise simply runs. */
 type Background = (promise: Promise<unknown>) => void;
 
-const TOLD = { challenge: 'every subscribe now needs a Turnstile token', pause: 'new addresses are paused' };
-const HINTS = {
-  challenge: 'until the rate stays low',
-  pause: '(503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
+const TOLD = {
+  challenge: ['every subscribe now needs a Turnstile token', 'until the rate stays low'],
+  pause: ['new addresses are paused', '(503) until the rate stays low; set both Turnstile keys to challenge instead'],
 };
 
 /** docs/subscribe.md "Surges": per-IP limits never trip for a bot on rotating IPs, so attempts are also counted service-wide. */
@@ -74,9 +70,8 @@ export function createSurgeWatch(options: {
   alert?: ((payload: SurgeAlert) => Promise<void>) | undefined;
 }) {
   const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
-  const [told, hint] = [TOLD[response], HINTS[response]];
+  const [told, hint] = TOLD[response];
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
-  // The last two minutes' distinct ips, domains and mailboxes, as this instance saw them.
   const visitors = lastTwoMinutes(() => [new Set<string>(), new Set<string>(), new Set<string>()]);
   const distinct = (at: number, index: number) => new Set(visitors(at).flatMap((sets) => [...sets[index]!])).size;
   function tally(count: 'attempts' | 'challenged' | 'paused') {
@@ -108,7 +103,7 @@ export function createSurgeWatch(options: {
   }
 
   return {
-    /** Counts an attempt that passed validation, honeypot and origin (`ip`: its rate-limit key); true while a surge is on. */
+    /** An attempt that passed validation, honeypot and origin; true while a surge is on. */
     async attempt(attempt: { ip: string | undefined; domain: string; mailbox: string }, background: Background): Promise<boolean> {
       const at = now();
       const [seen] = visitors(at);

@@ -2,10 +2,9 @@ import type { ListPaging } from './assumptions.js';
 import type { UpstreamIssue } from './schemas.js';
 import { ResponseTooLarge, type Validators } from './transport.js';
 
-/** Where one page starts: `offset` rows in, or page number `page` (1-based); a 304 to `conditional` means unchanged. */
+/** `page` is 1-based; a 304 to `conditional` means unchanged. */
 export type PagePosition = { limit: number; offset: number; page: number; conditional?: Validators | undefined };
 
-/** One List Issues answer, read row by row: the rows that parsed, and the ids of those that did not (`undefined`: no readable id). */
 export type ListedPage = {
   rows: UpstreamIssue[];
   droppedIds: (string | undefined)[];
@@ -16,54 +15,45 @@ export type ListedPage = {
 
 export type ListPage = (position: PagePosition) => Promise<ListedPage>;
 
-/** How an upstream lists, as a whole read found it: newest `sentAt` first, or newest `createdAt` first. */
 export type ListOrder = 'sent' | 'created';
 
-/** What reading the archive found: the rows kept, and what it saw on the way (for logs and `check`). */
+/** `findings`: signs that paging did not work as configured, with what an operator should set; `order` is checked, never assumed. */
 export interface ArchiveRead<K = UpstreamIssue> {
   issues: K[];
-  /** Rows received per call, in order (an empty last page included). */
   pageRows: number[];
   dropped: { count: number; ids: string[] };
-  /** Signs that paging did not work as configured, with what an operator should set. */
   findings: { problem: 'repeated_page' | 'row_count_mismatch' | 'page_cap' | 'max_issues'; seen: string; set: string }[];
-  /** Checked on each read, never assumed: `undefined` for neither order. */
   order: ListOrder | undefined;
-  /** Rows per page that fit the body cap, remembered for the next read. */
   pageSize: number;
 }
 
 export interface ArchiveReadOptions<K> {
-  /** What is kept of each row, as each page arrives: memory is bounded by what this keeps, not by the bytes read. */
+  /** Applied as each page arrives: memory is bounded by what this keeps, not by the bytes read. */
   reduceRow: (row: UpstreamIssue) => K;
   pageSize?: number | undefined;
   /** Rows the last full read found: how far ahead pages may be read at once. */
   expectedRows?: number | undefined;
 }
 
-/** Pages as small as a quarter of the page size still read a whole archive of `maxIssues`; smaller ones hit the page cap. */
+// docs/upstream.md "How the archive is read and kept fresh" and "Pages of a few MiB" say why these.
 const SMALLEST_PAGE_FRACTION = 4;
-/** Pages read at once once paging is proven, and their bytes at most (docs/upstream.md "How the archive is read and kept fresh"). */
 const CONCURRENT_PAGES = 4;
 const CONCURRENT_PAGE_BYTES = 8 * 1024 * 1024;
-/** A heavier page is followed by lighter ones: parsing holds a page several times over (docs/upstream.md "Pages of a few MiB"). */
 const TARGET_PAGE_BYTES = 4 * 1024 * 1024;
-/** Pages over the body cap asked again with fewer rows, in a row, before the read gives up. */
 const MAX_SHRINKS = 3;
 
-/** The next smaller page size: divided by its smallest factor, so offsets and page numbers stay aligned. */
+/** Divided by its smallest factor, so offsets and page numbers stay aligned. */
 function smallerPageSize(limit: number): number | undefined {
   for (let divisor = 2; divisor <= limit; divisor += 1) if (limit % divisor === 0) return limit / divisor;
   return undefined;
 }
 
-/** The page size whose pages weigh about TARGET_PAGE_BYTES, judged by one of `limit` rows weighing `bytes`. */
 function lighterPageSize(limit: number, bytes: number, size = limit): number {
   const smaller = smallerPageSize(size);
   return smaller !== undefined && (size * bytes) / limit > TARGET_PAGE_BYTES ? lighterPageSize(limit, bytes, smaller) : size;
 }
 
-/** Watches the order sent rows arrive in, by both dates at once; a row without a readable date breaks that date's order. */
+/** A row without a readable date breaks that date's order. */
 function createOrderWatch() {
   const last = { sent: Number.POSITIVE_INFINITY, created: Number.POSITIVE_INFINITY };
   const holds = { sent: true, created: true };
@@ -81,10 +71,7 @@ function createOrderWatch() {
   };
 }
 
-/**
- * Reads the whole archive, trusting none of the paging guesses (docs/upstream.md "Assumptions" and "How
- * the archive is read and kept fresh"): until a page is empty or adds no new id, within `maxIssues` and a page cap.
- */
+/** Trusts none of the paging guesses (docs/upstream.md "Assumptions"): reads until a page is empty or adds no new id. */
 export async function readWholeArchive<K = UpstreamIssue>(
   listPage: ListPage,
   paging: ListPaging,
@@ -104,14 +91,14 @@ export async function readWholeArchive<K = UpstreamIssue>(
   let page = 1;
   let repeated = false;
   let ended = false;
-  /** Full pages of only new rows in a row at this size: two prove paging works. */
+  // Full pages of only new rows in a row at this size: two prove paging works.
   let cleanPages = 0;
   let calls = 0;
   let lastPageBytes = 0;
   let shrinks = 0;
   let lastDeclared = Number.POSITIVE_INFINITY;
 
-  /** Takes one page's rows in. Only an id tells a new row from a repeated one: a row without one adds nothing. */
+  // Only an id tells a new row from a repeated one: a row without one adds nothing.
   function take({ rows, droppedIds }: ListedPage) {
     const received = rows.length + droppedIds.length;
     pageRows.push(received);
@@ -139,7 +126,6 @@ export async function readWholeArchive<K = UpstreamIssue>(
     return { received, added, identified };
   }
 
-  /** How many pages may be asked at once from here: growing as pages keep coming full, or as the last read's count says. */
   function windowSize(): number {
     if (cleanPages < 2) return 1;
     const most = Math.max(1, Math.min(CONCURRENT_PAGES, Math.floor(CONCURRENT_PAGE_BYTES / Math.max(1, lastPageBytes))));
@@ -147,7 +133,6 @@ export async function readWholeArchive<K = UpstreamIssue>(
     return Math.min(most, expected === undefined ? 2 ** (cleanPages - 1) : Math.max(1, Math.ceil((expected - offset) / limit) + 1));
   }
 
-  // Bounded: every turn makes at least one call, and `calls` stops at maxPages.
   while (calls < maxPages && kept.length < maxIssues && !ended) {
     const window = Array.from({ length: Math.min(windowSize(), maxPages - calls) }, (_, k) => {
       const answer = listPage({ limit, offset: offset + k * limit, page: page + k });
@@ -163,8 +148,7 @@ export async function readWholeArchive<K = UpstreamIssue>(
       } catch (error) {
         if (!(error instanceof ResponseTooLarge)) throw error;
         const declared = error.declaredBytes ?? Number.POSITIVE_INFINITY;
-        // Straight to pages of about TARGET_PAGE_BYTES when the length was declared; a smaller page
-        // whose declared length did not shrink gives up: its rows are not what makes it large.
+        // A smaller page whose declared length did not shrink gives up: its rows are not what makes it large.
         const halved = smallerPageSize(limit);
         if (shrinks >= MAX_SHRINKS || (Number.isFinite(declared) && declared >= lastDeclared) || halved === undefined) throw error;
         shrinks += 1;
@@ -200,13 +184,11 @@ export async function readWholeArchive<K = UpstreamIssue>(
   return { issues: kept, pageRows, dropped, findings, order: order.order(), pageSize: limit };
 }
 
-/** What a refresh read at the head of an archive found. `unchanged`: the first page answered 304. */
+/** `unchanged`: the first page answered 304; `anchored`: a known row was met; `inOrder`: the last whole read's order held. */
 export interface HeadRead<K> extends Pick<ArchiveRead<K>, 'issues' | 'pageRows' | 'dropped'> {
   unchanged: boolean;
   ids: string[];
-  /** A known row was met: the head can be placed in the listing (`placeHead`). */
   anchored: boolean;
-  /** The rows kept the order the last whole read found. */
   inOrder: boolean;
   validators?: Validators | undefined;
 }
@@ -215,18 +197,14 @@ export interface HeadReadOptions<K> {
   isKnownId: (id: string) => boolean;
   reduceRow: (row: UpstreamIssue) => K;
   validators?: Validators | undefined;
-  /** The order the last whole read found: the head must keep it. */
   order: ListOrder;
 }
 
-/** Rows per head page (small: a row may carry a whole letter), and head pages read at most before a whole read. */
+// Small pages: a row may carry a whole letter.
 const HEAD_PAGE_ROWS = 10;
 const HEAD_MAX_PAGES = 5;
 
-/**
- * Reads the newest rows of an archive listed newest first by `order`, a small page at a time, until a page holds
- * a known row; says when none came, or the order broke: the caller then reads the whole archive.
- */
+/** Reads the newest rows until a page holds a known row; when none came or the order broke, the caller reads the whole archive. */
 export async function readArchiveHead<K>(listPage: ListPage, options: HeadReadOptions<K> & { pageSize: number }): Promise<HeadRead<K>> {
   const limit = Math.min(HEAD_PAGE_ROWS, options.pageSize);
   const read: HeadRead<K> = {
@@ -254,19 +232,13 @@ export async function readArchiveHead<K>(listPage: ListPage, options: HeadReadOp
       read.anchored ||= options.isKnownId(row.id);
     }
     read.inOrder = watch.holds(options.order);
-    // A short page is the end of the list: nothing more to meet below it.
     if (read.anchored || !read.inOrder || received < limit) break;
     offset += received;
   }
   return read;
 }
 
-/**
- * Where a head read sits in the listing an index was made from (every id, in the order listed): the
- * head replaces the listing down to its deepest known row; rows above it the head no longer holds are
- * `gone`. `present`: ids the head held but could not read, never taken as gone. `undefined` when the
- * head holds no known row, or its known rows changed their order (only a whole read can tell).
- */
+/** The head replaces the listing down to its deepest known row; `present` ids are never `gone`; `undefined`: it cannot be placed. */
 export function placeHead(
   listing: readonly string[],
   head: readonly string[],

@@ -4,7 +4,6 @@ import { createUpstreamClient, type NewsletterApiClient, type UpstreamClientOpti
 
 export interface UpstreamForConfigDeps
   extends Pick<UpstreamClientOptions, 'fetch' | 'now' | 'log' | 'metrics' | 'holdOff' | 'waitWhenHeldOffMs' | 'sleep'> {
-  /** Demo mode's public origin, for the sample thumbnails. */
   demoOrigin?: string | undefined;
 }
 

@@ -3,7 +3,7 @@ import type { Logger, LogLevel } from '../log.js';
 import { NOT_FOUND_STATUS } from './assumptions.js';
 import { UpstreamError } from './transport.js';
 
-/** `error` is `undefined` when subscribe answers as a success; level `error` with a `hint` when the deployment looks misconfigured. */
+/** `error` is `undefined` when subscribe answers as a success. */
 type UpstreamFailureAnswer = { error: ApiError | undefined; level: LogLevel; hint: string | undefined };
 
 const WRONG_BASE_URL = 'NEWSLETTER_API_BASE_URL may be wrong (it must be the service root ending in /v1)';
@@ -16,14 +16,11 @@ export const UPSTREAM_HINTS = {
     'Create Subscriber refused this address (answered to the visitor as a success); if every address is refused so, check that NEWSLETTER_API_KEY may create subscribers',
 } as const;
 
-/** Refusals that, if every address got them, would mean subscriptions are being lost. */
+/** If every address got these, subscriptions would be lost. */
 const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
 
-/**
- * Maps an upstream failure to our answer (docs/contract.md "Errors we return", "POST /api/subscribe").
- * On a read an upstream not-found is a missing list path (unknown slugs are our 404 before this). On
- * subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
- */
+// docs/contract.md "Errors we return". On a read a not-found is a missing list path (unknown slugs are our 404 before this);
+// on subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
 export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' | 'subscribe'): UpstreamFailureAnswer {
   const { kind, status } = failure;
   if (operation === 'read') {
@@ -47,7 +44,6 @@ export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' 
   return { error: readErrorFromUpstream(failure), level: 'warn', hint: undefined };
 }
 
-/** A busy or slow upstream is worth retrying later (503 with Retry-After); anything else is a 502. */
 export function readErrorFromUpstream(failure: UpstreamError): ApiError {
   if (failure.kind === 'rate_limited' || failure.kind === 'timeout') {
     return new ApiError('UPSTREAM_UNAVAILABLE', { retryAfter: failure.retryAfterSeconds ?? 5, cause: failure });
@@ -55,35 +51,24 @@ export function readErrorFromUpstream(failure: UpstreamError): ApiError {
   return new ApiError('UPSTREAM_ERROR', { cause: failure });
 }
 
-/** Why reads are stale or failing: a closed set of labels. `backing_off`: a pause another instance started (Redis). */
-export const STALE_REASONS = [
-  'revalidating',
-  'upstream_5xx',
-  'unreachable',
-  'timeout',
-  'rate_limited',
-  'key_refused',
-  'path_missing',
-  'bad_response',
-  'refused',
-  'backing_off',
-] as const;
-export type StaleReason = (typeof STALE_REASONS)[number];
-type FailureReason = Exclude<StaleReason, 'revalidating'>;
-
-const REASON_OF_KIND: Partial<Record<UpstreamError['kind'], FailureReason>> = {
+const REASON_OF_KIND = {
   unavailable: 'unreachable',
   timeout: 'timeout',
   rate_limited: 'rate_limited',
   auth: 'key_refused',
   not_found: 'path_missing',
   bad_response: 'bad_response',
-};
+} as const satisfies Partial<Record<UpstreamError['kind'], string>>;
+
+/** Why reads are stale or failing. `backing_off`: a pause another instance started (Redis). */
+export const STALE_REASONS = ['revalidating', 'upstream_5xx', ...Object.values(REASON_OF_KIND), 'refused', 'backing_off'] as const;
+export type StaleReason = (typeof STALE_REASONS)[number];
+type FailureReason = Exclude<StaleReason, 'revalidating'>;
 
 export function failureReasonOf(failure: UpstreamError): FailureReason {
   if (failure.heldOffBy === 'backoff') return 'backing_off';
   if ((failure.status ?? 0) >= 500) return 'upstream_5xx';
-  return REASON_OF_KIND[failure.kind] ?? 'refused';
+  return failure.kind in REASON_OF_KIND ? REASON_OF_KIND[failure.kind as keyof typeof REASON_OF_KIND] : 'refused';
 }
 
 /** Failing reads logged by the spell, not by the request: docs/upstream.md "One line per spell". */
@@ -103,7 +88,6 @@ export function createFailureSpells(options: { log: Logger; now: () => number })
   }
 
   return {
-    /** Starts a spell, or counts into the one under way (a held-off call always does). */
     loadFailed(key: string, failure: unknown): void {
       if (!(failure instanceof UpstreamError)) {
         // A fault of ours, logged each time, without its message (it may hold data).
@@ -123,11 +107,9 @@ export function createFailureSpells(options: { log: Logger; now: () => number })
       const { kind, status, upstreamCode, message } = failure;
       log.log(level, 'upstream_failure', { key, during: 'cache load', reason, kind, status, upstreamCode, message, hint });
     },
-    /** A copy the upstream gave at `fetchedAt` ends a spell begun before it. */
     loaded(fetchedAt: number): void {
       if (spell && fetchedAt >= spell.startedAt) end(spell, 'recovered');
     },
-    /** Counts a stale or failed answer into the spell under way; returns its reason. */
     affectedRead(): FailureReason | undefined {
       if (!spell) return undefined;
       spell.reads += 1;

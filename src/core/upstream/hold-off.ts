@@ -1,41 +1,31 @@
-/**
- * After a 429 the upstream says how long to wait; after failures (5xx, timeouts, our key refused) the
- * pause grows with each failed round (docs/upstream.md "Backing off a failing upstream"). Behind an
- * interface so Redis can share the state between processes.
- */
+/* docs/upstream.md "Backing off a failing upstream". Behind an interface so Redis can share the state between processes. */
 
-/** Reads and writes are held off apart: a scan that exhausts the upstream's patience must not silence subscribe. */
+/** Held off apart: a scan that exhausts the upstream's patience must not silence subscribe. */
 export type OperationClass = 'read' | 'write';
 
-/** Calls of a class are held off until `untilMs`; `streak`: rounds of failed calls since the upstream last answered one. */
+/** `streak`: rounds of failed calls since the upstream last answered one. */
 type HoldState = { untilMs: number; streak: number };
 
 export interface HoldOff {
   state(operation: OperationClass): HoldState | Promise<HoldState>;
-  /** An earlier time never shortens a longer hold-off. */
   hold(operation: OperationClass, untilMs: number): void | Promise<void>;
-  /** Counts a failed call into the streak once per round (calls that fail together count once); returns it. */
+  /** Calls that fail together count once; returns the streak. */
   failed(operation: OperationClass, startedAtMs: number, failedAtMs: number): number | Promise<number>;
-  /** The upstream answered: the streak ends. */
   answered(operation: OperationClass): void | Promise<void>;
 }
 
-/** What the log line says when a 429 starts a hold-off: the refused call's method and path, never its query or a header. */
 export type HoldOffStart = { operation: OperationClass; call: string; untilMs: number; retryAfterSeconds: number };
 
 const BACKOFF_BASE_MS = 1000;
-/** docs/upstream.md "Backing off a failing upstream" says why 30 s. */
 export const BACKOFF_CAP_MS = 30_000;
-/** A streak with no failure for this long is forgotten. */
 export const STREAK_FORGOTTEN_AFTER_MS = 10 * 60_000;
 
-/** base × 2^(streak−1), capped, with equal jitter: instances that failed together come back apart, yet never at once. */
+/** Equal jitter: instances that failed together come back apart, yet never at once. */
 export function backoffPauseMs(streak: number, random: () => number = Math.random): number {
   const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, streak - 1));
   return Math.round(ceiling * (0.5 + random() / 2));
 }
 
-/** One process's (or one isolate's) hold-offs. */
 export function createMemoryHoldOff(now: () => number = Date.now): HoldOff {
   const initial = () => ({ untilMs: 0, streak: 0, lastFailedAt: Number.NEGATIVE_INFINITY });
   const classes = { read: initial(), write: initial() };

@@ -5,62 +5,42 @@ import { readArchiveHead, readWholeArchive, type ArchiveRead, type ArchiveReadOp
 import type { HeadRead, HeadReadOptions } from './archive.js';
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import { parseRowList } from './row-scanner.js';
-import {
-  IssueEnvelope,
-  KNOWN_ISSUE_STATUSES,
-  KNOWN_SUBSCRIBER_STATUSES,
-  ListedCategorySchema,
-  readRows,
-  RowListEnvelope,
-  SubscriberEnvelope,
-  UpstreamErrorBodySchema,
-  UpstreamIssueSchema,
-  type CreateSubscriberBody,
-  type ListIssuesQuery,
-  type UpstreamCategory,
-  type UpstreamIssue,
-  type UpstreamSubscriber,
-} from './schemas.js';
+import { IssueEnvelope, KNOWN_ISSUE_STATUSES, KNOWN_SUBSCRIBER_STATUSES, ListedCategorySchema, readRows } from './schemas.js';
+import { RowListEnvelope, SubscriberEnvelope, UpstreamErrorBodySchema, UpstreamIssueSchema } from './schemas.js';
+import type { CreateSubscriberBody, ListIssuesQuery, UpstreamCategory, UpstreamIssue, UpstreamSubscriber } from './schemas.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
 
 export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {
-  /** Root ending in `/v1`, as validated by parseConfig. */
   baseUrl: string;
   apiKey: string;
-  /** Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe (default 1). */
+  /** Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe. */
   postRetries?: number;
-  /** How List Issues pages; the guesses of assumptions.ts by default. */
   paging?: ListPaging | undefined;
-  /** Told what the upstream does unexpectedly (paging, dropped rows, new states). */
   log?: Logger | undefined;
   metrics?: Pick<Metrics, 'upstreamCall' | 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
-/** The four upstream operations a public site needs, and nothing else. */
+/** The four upstream operations a public site needs, and nothing else. The archive reads log what they found. */
 export interface UpstreamClient {
   listIssues(query: ListIssuesQuery): Promise<UpstreamIssue[]>;
-  /** Reads the whole public archive (`readWholeArchive`), logging what it found. */
   listAllPublicIssues(maxIssues: number): Promise<UpstreamIssue[]>;
-  /** The same read and logs, with what it found (completeness, order); `reduceRow` says what is kept of each row. */
   readPublicArchive?<K>(maxIssues: number, options: ArchiveReadOptions<K>): Promise<ArchiveRead<K>>;
-  /** The newest rows of the archive, for a refresh (`readArchiveHead`). */
   readPublicArchiveHead?<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>>;
   getIssueBySlug(slug: string): Promise<UpstreamIssue>;
   listCategories(): Promise<UpstreamCategory[]>;
   createSubscriber(body: CreateSubscriberBody): Promise<UpstreamSubscriber>;
 }
 
-/** The real client also answers what `check` asks: the archive read of `listAllPublicIssues`, what it found returned, not logged. */
+/** `readArchive`: for `check`, what the read found returned, not logged. */
 export type NewsletterApiClient = UpstreamClient & { readArchive(maxIssues: number): Promise<ArchiveRead> };
 
-/** What the transport hands back for a list page that answered 304: compared by identity. */
+/** A list page that answered 304: compared by identity. */
 const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze([]) as unknown as unknown[] });
 
-/** The members of a listed row that are read: the others, the editor state above all, are never built (row-scanner.ts). */
+/** The other members, the editor state above all, are never built (row-scanner.ts). */
 const ISSUE_ROW_FIELDS: ReadonlySet<string> = new Set(Object.keys(UpstreamIssueSchema.shape));
 const parseIssueRows = (text: string) => parseRowList(text, ISSUE_ROW_FIELDS);
 
-/** Builds upstream URLs under `baseUrl`: each segment percent-encoded, and the URL exactly the path meant, or refused. */
 export function createUpstreamUrlBuilder(baseUrl: string) {
   const base = new URL(baseUrl);
   const basePath = base.pathname.replace(/\/+$/, '');
@@ -70,8 +50,7 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
     if (segments.includes('')) throw new UpstreamError('validation', 'refused to build an upstream path with an empty segment');
     const expectedPath = `${basePath}/${segments.map(encodeURIComponent).join('/')}`;
     const url = new URL(base.origin + expectedPath);
-    // The URL parser judges what a path means: a dot segment it resolved (encodeURIComponent leaves
-    // `.` and `..`) or another origin would let a slug walk to another operation or host.
+    // A dot segment the parser resolved (encodeURIComponent leaves `..`) would let a slug walk to another operation or host.
     if (url.origin !== base.origin || url.pathname !== expectedPath) {
       throw new UpstreamError('validation', 'refused an upstream URL outside the configured base path');
     }
@@ -80,7 +59,6 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
   };
 }
 
-/** Creates the only code that talks to the newsletter service. */
 export function createUpstreamClient(options: UpstreamClientOptions): NewsletterApiClient {
   const { baseUrl, apiKey, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
   const notices = createUpstreamNotices(log);
@@ -90,16 +68,10 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     metrics,
     postRetries,
     headers: { Authorization: `Bearer ${apiKey}` },
-    // The error envelope `{ ok: false, error: { code } }` (docs/upstream.md "Response envelope").
-    errorCodeOf: (body) => {
-      const parsed = UpstreamErrorBodySchema.safeParse(body);
-      return parsed.success ? parsed.data.error.code : undefined;
-    },
-    // Get Issue By Slug's not-found code (docs/upstream.md "Errors").
+    errorCodeOf: (body) => UpstreamErrorBodySchema.safeParse(body).data?.error.code,
     notFoundCode: 'NOT_FOUND',
   });
 
-  /** One call of `operation` (its retries included), timed for `metrics` with how it ended; the envelope's `data`. */
   async function request<T>(operation: string, call: TransportRequest<{ data: T }>): Promise<T> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
@@ -113,7 +85,6 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     }
   }
 
-  /** One List Issues call, read row by row, paged as configured. */
   async function listRows(query: ListIssuesQuery, conditional?: Validators): Promise<ListedPage> {
     const { limit, offset } = query;
     let validators: Validators | undefined;
@@ -142,7 +113,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
 
   const listPage: ListPage = ({ limit, offset, page, conditional }) =>
     listRows({ status: 'sent', isPublic: true, limit, offset: paging.style === 'page' ? (page - 1) * limit : offset }, conditional);
-  /** A page size learnt from a page over the body cap: later reads start there. */
+  // Learnt from a page over the body cap: later reads start there.
   let learntPageSize: number | undefined;
 
   async function readArchive<K = UpstreamIssue>(maxIssues: number, options?: ArchiveReadOptions<K>): Promise<ArchiveRead<K>> {
@@ -198,10 +169,9 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
 }
 
 const MAX_NAMED_IDS = 10;
-/** Bounded: an upstream inventing states cannot grow this without end. */
 const MAX_NOTED_STATES = 64;
 
-/** What the upstream does that its documentation does not say, told to the owner without failing a visitor. */
+/** What the upstream does that its documentation does not say, told to the owner without failing a visitor; bounded. */
 function createUpstreamNotices(log: Logger | undefined) {
   const noted = new Set<string>();
 
@@ -216,7 +186,6 @@ function createUpstreamNotices(log: Logger | undefined) {
   return {
     state,
     issueStatus: (status: string) => state('issue', KNOWN_ISSUE_STATUSES, status),
-    /** `ids`: the dropped rows' ids, `undefined` where unreadable (a whole read's are only the readable ones, with `count`). */
     dropped(operation: 'listIssues' | 'listCategories', ids: readonly (string | undefined)[], count = ids.length): void {
       if (!log || count === 0) return;
       const named = ids.filter((id): id is string => id !== undefined).slice(0, MAX_NAMED_IDS);

@@ -1,9 +1,5 @@
-/*
- * Reads a List Issues page keeping only the row members we read: JSON.parse would build every
- * member of every row (the editor state too, often as large as the letter) only for the schema
- * to strip it. Skipped members are still checked as JSON; kept values are parsed from their own
- * text, so no slice keeps the page alive (docs/dependencies.md says why not a streaming package).
- */
+/* Keeps only the row members we read: JSON.parse would build the editor state too, for the schema to strip. Skipped members
+ are still checked as JSON; kept values are parsed from their own text, so no slice keeps the page alive (docs/dependencies.md). */
 
 /** Sticky patterns (RFC 8259): each is tried exactly at `lastIndex`. */
 const WHITESPACE = /[ \t\n\r]*/y;

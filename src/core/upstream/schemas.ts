@@ -8,7 +8,7 @@ export const SOURCE_PLATFORMS = ['x', 'linkedin'] as const;
 
 export const UpstreamCategorySchema = z.object({ name: z.string(), slug: z.string() });
 
-/** A List Categories row must keep the slug rule `?category=` asks (else dropped); an issue's own `category` stays loose. */
+/** A listed category must keep the slug rule `?category=` asks (else dropped); an issue's own `category` stays loose. */
 export const ListedCategorySchema = z.object({ name: z.string(), slug: z.string().check(z.regex(SLUG_PATTERN)) });
 
 export const UpstreamIssueSchema = z.object({
@@ -24,12 +24,10 @@ export const UpstreamIssueSchema = z.object({
   category: z.nullish(UpstreamCategorySchema),
   categories: z.nullish(z.array(UpstreamCategorySchema)),
   sentAt: z.nullish(z.string()),
-  // Read to tell an edit, and an order by creation from one by sending.
   updatedAt: z.nullish(z.string()),
   createdAt: z.nullish(z.string()),
 });
 
-/** The documented states; another one is logged once (newsletter-api.ts). */
 export const KNOWN_ISSUE_STATUSES: ReadonlySet<string> = new Set(['draft', 'sending', 'sent', 'failed']);
 export const KNOWN_SUBSCRIBER_STATUSES: ReadonlySet<string> = new Set(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked']);
 
@@ -38,7 +36,7 @@ export type UpstreamSubscriber = { status?: string | undefined };
 
 export const UpstreamErrorBodySchema = z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 
-/** Read row by row (`readRows`), so one malformed row cannot fail the others. */
+/** Read row by row, so one malformed row cannot fail the others. */
 export const RowListEnvelope = z.object({ ok: z.literal(true), data: z.array(z.unknown()) });
 export const IssueEnvelope = z.object({ ok: z.literal(true), data: UpstreamIssueSchema });
 export const SubscriberEnvelope = z.object({ ok: z.literal(true), data: z.unknown() });
@@ -46,25 +44,21 @@ export const SubscriberEnvelope = z.object({ ok: z.literal(true), data: z.unknow
 export type UpstreamIssue = z.infer<typeof UpstreamIssueSchema>;
 export type UpstreamCategory = z.infer<typeof UpstreamCategorySchema>;
 
-/** An id worth naming in a log line: short and plain, so never a row's content. */
+/** Short and plain, so a log line never names a row's content. */
 const LOGGABLE_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** The rows that match `schema`, and the loggable ids of those that do not. */
 export function readRows<T>(rows: readonly unknown[], schema: z.ZodMiniType<T>): { rows: T[]; droppedIds: (string | undefined)[] } {
   const parsed: T[] = [];
   const droppedIds: (string | undefined)[] = [];
   for (const row of rows) {
     const result = schema.safeParse(row);
+    const id = result.success ? undefined : (row as { id?: unknown } | null)?.id;
     if (result.success) parsed.push(result.data);
-    else {
-      const id = (row as { id?: unknown } | null)?.id;
-      droppedIds.push(typeof id === 'string' && LOGGABLE_ID.test(id) ? id : undefined);
-    }
+    else droppedIds.push(typeof id === 'string' && LOGGABLE_ID.test(id) ? id : undefined);
   }
   return { rows: parsed, droppedIds };
 }
 
-/** docs/upstream.md "List Issues"; the paging names are assumptions.ts's. */
 export type ListIssuesQuery = { status: 'draft' | 'sending' | 'sent' | 'failed'; isPublic: boolean; limit: number; offset: number };
 
 export interface CreateSubscriberBody {

@@ -1,17 +1,11 @@
 import { noopMetrics, type Metrics } from '../metrics.js';
 import type * as z from '../zod.js';
-import {
-  DEFAULT_RETRY_AFTER_SECONDS,
-  isSuccessStatus,
-  MAX_RESPONSE_BYTES,
-  MAX_RETRY_AFTER_SECONDS,
-  NOT_FOUND_STATUS,
-} from './assumptions.js';
+import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, NOT_FOUND_STATUS } from './assumptions.js';
+import { isSuccessStatus, MAX_RESPONSE_BYTES } from './assumptions.js';
 import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type OperationClass } from './hold-off.js';
 
-/* JSON over HTTP as unjs/ofetch does it, plus what it lacks: capped reads, hold-offs, errors without the upstream's text. */
+/* JSON over HTTP as unjs/ofetch does it, plus capped reads, hold-offs and errors without the upstream's text. */
 
-/** How an upstream call failed; failure-policy.ts maps each kind to one of docs/contract.md's codes. */
 export type UpstreamErrorKind =
   | 'auth'
   | 'not_found'
@@ -24,49 +18,37 @@ export type UpstreamErrorKind =
 
 type UpstreamErrorDetails = Partial<Pick<UpstreamError, 'status' | 'retryAfterSeconds' | 'upstreamCode' | 'heldOffBy' | 'heldUntilMs'>>;
 
-/** The one error of the upstream client. Its message is our own wording: never the upstream's text, a header or the key. */
+/** Its message is our own wording: never the upstream's text, a header or the key. `heldOffBy`: held off without going out. */
 export class UpstreamError extends Error {
   override name = 'UpstreamError';
   readonly status: number | undefined;
   readonly retryAfterSeconds: number | undefined;
-  /** The upstream's error code when well formed, for logs only. */
   readonly upstreamCode: string | undefined;
-  /** Why a call was held off without going out (a `rate_limited` error without a status), and until when. */
   readonly heldOffBy: 'retry_after' | 'backoff' | undefined;
   readonly heldUntilMs: number | undefined;
+  readonly kind: UpstreamErrorKind;
 
-  constructor(
-    readonly kind: UpstreamErrorKind,
-    message: string,
-    { cause, ...details }: UpstreamErrorDetails & { cause?: unknown } = {},
-  ) {
+  constructor(kind: UpstreamErrorKind, message: string, { cause, ...details }: UpstreamErrorDetails & { cause?: unknown } = {}) {
     super(message, { cause });
-    this.status = details.status;
-    this.retryAfterSeconds = details.retryAfterSeconds;
-    this.upstreamCode = details.upstreamCode;
-    this.heldOffBy = details.heldOffBy;
-    this.heldUntilMs = details.heldUntilMs;
+    this.kind = kind;
+    Object.assign(this, details);
   }
 }
 
-/** A body over the cap: the caller may ask for less (a list page with fewer rows). */
 export class ResponseTooLarge extends UpstreamError {
-  constructor(
-    status: number,
-    maxResponseBytes: number,
-    readonly declaredBytes?: number,
-  ) {
+  readonly declaredBytes: number | undefined;
+
+  constructor(status: number, maxResponseBytes: number, declaredBytes?: number) {
     super('bad_response', `upstream ${status} body exceeds ${maxResponseBytes} bytes`, { status });
+    this.declaredBytes = declaredBytes;
   }
 }
 
-/** Transient failures, retried within the budget. Not 429 (held off), nor 408/409 (undocumented upstream). */
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
-/** What a timed-out call tells our caller to wait: a guess of our own, short enough to retry soon. */
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
-/** An error code worth keeping for the logs: upper-case and short, so never free text or a key. */
+/** Never free text or a key. */
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
-/** A read's last failure and what it does to the failure streak: the upstream failing, or answering a wrong call. */
+/** A read's last failure: the upstream failing (the streak grows), or answering a wrong call (it ends). */
 const FAILING_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['unavailable', 'timeout', 'auth']);
 const ANSWERED_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['not_found', 'validation', 'refused']);
 
@@ -74,7 +56,6 @@ export interface TransportOptions {
   timeoutMs: number;
   fetch?: typeof globalThis.fetch;
   maxResponseBytes?: number;
-  /** Retries after the first attempt (docs/contract.md "Upstream calls"); none for a POST by default. */
   getRetries?: number;
   postRetries?: number;
   baseDelayMs?: number;
@@ -84,12 +65,10 @@ export interface TransportOptions {
   now?: () => number;
   headers?: Readonly<Record<string, string>>;
   errorCodeOf?: (body: unknown) => string | undefined;
-  /** An error code that means "not found" at any 4xx status. */
   notFoundCode?: string;
   holdOff?: HoldOff;
-  /** A hold-off this short is waited out instead of failing (`check` only: a visitor gets a stale copy instead). */
+  /** Waited out instead of failing (`check` only: a visitor gets a stale copy instead). */
   waitWhenHeldOffMs?: number;
-  /** Told once per hold-off a 429 starts. */
   onHoldOff?: (start: HoldOffStart) => void;
   metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
@@ -99,12 +78,11 @@ export interface TransportRequest<T> {
   url: URL;
   schema: z.ZodMiniType<T>;
   body?: unknown;
-  /** Sent as If-None-Match / If-Modified-Since (RFC 9110 §13.1); a 304 then returns `notModified()`. */
   conditional?: Validators | undefined;
   notModified?: () => T;
   onValidators?: (validators: Validators) => void;
   onBytes?: (bytes: number) => void;
-  /** Replaces JSON.parse (and throws as it does), to leave out what the schema would strip. */
+  /** Replaces JSON.parse, to leave out what the schema would strip. */
   parse?: (text: string) => unknown;
 }
 
@@ -130,9 +108,9 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     metrics = noopMetrics,
     waitWhenHeldOffMs = 0,
   } = options;
-  /** The one read out during a failure streak: the other reads wait for its answer. */
+  // The one read out during a failure streak: the other reads wait for its answer.
   let probe: Promise<void> | undefined;
-  /** The latest hold-off reported per class, so concurrent calls that met one 429 report it once. */
+  // So concurrent calls that met one 429 report it once.
   const reported: Record<OperationClass, number> = { read: 0, write: 0 };
 
   return async function request<T>(call: TransportRequest<T>): Promise<T> {
@@ -142,7 +120,6 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     let streak = await admit(operation);
     if (backsOff && streak > 0 && probe !== undefined) {
       await probe;
-      // Back: the streak has ended. Still failing: the probe's failure began a new pause.
       streak = await admit(operation);
       if (streak > 0) throw heldOff(now(), streak);
     }
@@ -161,7 +138,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
         } catch (error) {
           if (!(error instanceof UpstreamError)) throw error;
           if (error.kind !== 'unavailable' || attempt >= retries) {
-            // docs/upstream.md "Backing off a failing upstream": a 429 has its own hold-off, a bad body is one resource's.
+            // A 429 has its own hold-off, a bad body is one resource's (docs/upstream.md "Backing off a failing upstream").
             if (backsOff && (FAILING_KINDS.has(error.kind) || (error.status ?? 0) >= 500)) {
               const failedAt = now();
               const failedRounds = await holdOff.failed(operation, startedAt, failedAt);
@@ -172,7 +149,6 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
             throw error;
           }
           metrics.upstreamRetry();
-          // Exponential backoff with full jitter (spreads retries of many instances apart).
           await sleep(Math.round(random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt)));
           const held = await holdOff.state(operation);
           // A 429 met meanwhile holds this retry off; a pause after failures holds only later calls.
@@ -187,7 +163,6 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     }
   };
 
-  /** The failure streak a call goes out under; throws while its class is held off, unless short enough to wait out. */
   async function admit(operation: OperationClass): Promise<number> {
     const held = await holdOff.state(operation);
     const waitMs = held.untilMs - now();
@@ -212,15 +187,9 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     if (conditional?.lastModified !== undefined) headers['If-Modified-Since'] = conditional.lastModified;
     let response: Response;
     try {
-      const signal = AbortSignal.timeout(timeoutMs);
+      const payload = body === undefined ? undefined : JSON.stringify(body);
       // A redirect must never carry the key to another host ('error' is refused by Workers' fetch).
-      response = await fetchImpl(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-        redirect: 'manual',
-      });
+      response = await fetchImpl(url, { method, headers, body: payload, signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
     } catch (error) {
       throw transportError(error);
     }
@@ -244,16 +213,13 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, { status, cause: parsed.error });
   }
 
-  /** `call`: the method and path for the hold-off's log line, never its query or a header. */
   async function failureFromResponse(response: Response, call: string, operation: OperationClass): Promise<UpstreamError> {
     const { status } = response;
-    let upstreamCode: string | undefined;
-    try {
-      const code = errorCodeOf(parseJson(await readCapped(response), status));
-      upstreamCode = code !== undefined && WELL_FORMED_CODE.test(code) ? code : undefined;
-    } catch {
-      // The status alone decides the kind; an unreadable error body changes nothing.
-    }
+    // The status alone decides the kind: an unreadable error body only leaves the code unknown.
+    const code = await readCapped(response)
+      .then((text) => errorCodeOf(parseJson(text, status)))
+      .catch(() => undefined);
+    const upstreamCode = code !== undefined && WELL_FORMED_CODE.test(code) ? code : undefined;
     const details = { status, upstreamCode };
     // Only 401 is documented for a bad key; a 403 stays a plain refusal, so subscribe reveals nothing.
     if (status === 401) return new UpstreamError('auth', 'upstream rejected the API key (401)', details);
@@ -336,7 +302,6 @@ function parseJson(text: string, status: number, parse: (text: string) => unknow
   }
 }
 
-/** Seconds from a `Retry-After` header: delta-seconds or an HTTP date (RFC 9110 §10.2.3). */
 export function parseRetryAfter(value: string | null, nowMs: number): number | undefined {
   const trimmed = value?.trim() ?? '';
   if (/^\d{1,9}$/.test(trimmed)) return Math.max(1, Number(trimmed));
