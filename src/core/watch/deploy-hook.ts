@@ -16,7 +16,6 @@ export function countByKind(changes: readonly ArchiveChange[]): Record<ArchiveCh
   return counts;
 }
 
-/** What changed (`more`: changes left out), never the key or the hook's own address. */
 export function deployHookBody(changes: readonly ArchiveChange[]) {
   return {
     event: 'archive_changed' as const,
@@ -37,7 +36,7 @@ export function describeHookUrl(url: string): string {
 
 const HOOK_TIMEOUT_MS = 10_000;
 
-/** One JSON POST to DEPLOY_HOOK_URL, no redirect followed. Never throws: the watch retries a failure with backoff. */
+/** No redirect followed. Never throws: the watch retries a failure with backoff. */
 export function createDeployHook(options: { url: string; fetch?: typeof globalThis.fetch }) {
   const { url, fetch = globalThis.fetch } = options;
   return async function callDeployHook(changes: readonly ArchiveChange[]): Promise<DeployHookResult> {
