@@ -26,6 +26,8 @@ export interface ArchiveIndex {
   text: TextIndex;
 }
 
+export type IndexCopy = { index: ArchiveIndex; fetchedAt: number };
+
 export type IssueSource = { id: string; updatedAt: string | null };
 
 export type ArchiveSync = { order: ListOrder | undefined; fullReadAt: number; listing: readonly string[]; head?: Validators | undefined };
@@ -121,25 +123,20 @@ const SharedPayloadSchema = z.union([
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
+  return { payload: JSON.stringify(sharedPayloadOf(value)), fetchedAt: value.fetchedAt };
+}
+
+function sharedPayloadOf(value: CachedValue) {
   if (value.kind === 'json') {
     const { rendered, version, neighbours } = value;
-    return {
-      payload: JSON.stringify({ kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours }),
-      fetchedAt: value.fetchedAt,
-    };
+    return { kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours };
   }
   const { all, complete, sources, sync, text } = value.index;
-  const payload = {
-    kind: 'archive',
-    all,
-    complete,
-    sources: [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
-    sync: Number.isFinite(sync.fullReadAt)
-      ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
-      : undefined,
-    text: encodeTextIndex(text),
-  };
-  return { payload: JSON.stringify(payload), fetchedAt: value.fetchedAt };
+  const stored = Number.isFinite(sync.fullReadAt)
+    ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
+    : undefined;
+  const rows = [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]);
+  return { kind: 'archive', all, complete, sources: rows, sync: stored, text: encodeTextIndex(text) };
 }
 
 export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {

@@ -124,23 +124,14 @@ export function scanWords(text: string, sink: WordSink): void {
   const length = text.length;
   for (let at = 0; at <= length; at += 1) {
     const code = at < length ? text.charCodeAt(at) : 0x20;
-    if ((code >= 0x61 && code <= 0x7a) || isDigit(code)) {
+    if (isWordCode(code)) {
       if (start < 0) start = at;
+      if (code >= 0x80) foreign = true;
+      else if (code <= 0x5a && code >= 0x41) upper = true;
       continue;
     }
-    if (code >= 0x41 && code <= 0x5a) {
-      if (start < 0) start = at;
-      upper = true;
-      continue;
-    }
-    if (isApostrophe(code)) {
-      if (start >= 0 && at + 1 < length && isWordCode(text.charCodeAt(at + 1))) {
-        apostrophe = true;
-        continue;
-      }
-    } else if (code >= 0x80 && !isPunctuation(code)) {
-      if (start < 0) start = at;
-      foreign = true;
+    if (start >= 0 && isApostrophe(code) && at + 1 < length && isWordCode(text.charCodeAt(at + 1))) {
+      apostrophe = true;
       continue;
     }
     if (start < 0) continue;

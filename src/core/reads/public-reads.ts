@@ -11,7 +11,7 @@ import { UpstreamError } from '../upstream/transport.js';
 import * as allowList from './allow-list.js';
 import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue, sizeOfCachedValue } from './cached-value.js';
-import type { ArchiveIndex, ArchiveSync, CachedValue, IssueSource } from './cached-value.js';
+import type { ArchiveIndex, ArchiveSync, CachedValue, IndexCopy, IssueSource } from './cached-value.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
@@ -19,7 +19,6 @@ import { andThen, createReadThroughCache, isFresh } from './read-through-cache.j
 import type { CacheState, Loader, MaybePromise, ReadResult, Visitor, WaitUntil } from './read-through-cache.js';
 import { renderedBytes, renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
-import { createSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
 import { addSummary, compacted, createTextStore, documentOf, search, worthCompacting } from './text-index.js';
 
 /** `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
@@ -74,6 +73,45 @@ export function createIndexRenders(maxBytes: number) {
     },
     set: (index: ArchiveIndex, key: string, rendered: RenderedJson) => void renders.set(key, { index, rendered }),
     stats: () => [renders.size, renders.calculatedSize] as const,
+  };
+}
+
+export const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
+
+// A scan of unknown slugs costs the upstream nothing (docs/contract.md "Availability under abuse"). A slug a complete index lacks may
+// only be newer than it, which one refresh settles; 'unknown': only the upstream can tell, by slug.
+export function createSlugLookup<C>(options: {
+  read: (context: C) => Promise<IndexCopy | undefined>;
+  refresh: (context: C) => Promise<IndexCopy | undefined>;
+  now: () => number;
+  minRefreshIntervalMs: number;
+}) {
+  const { read, refresh, now, minRefreshIntervalMs } = options;
+  let refreshing: Promise<IndexCopy | undefined> | undefined;
+  let lastRefreshAt = Number.NEGATIVE_INFINITY;
+
+  function refreshed(copy: IndexCopy, context: C): Promise<IndexCopy | undefined> | undefined {
+    const time = now();
+    if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
+      lastRefreshAt = time;
+      refreshing = refresh(context)
+        .catch(() => undefined)
+        .finally(() => {
+          refreshing = undefined;
+        });
+    }
+    return refreshing;
+  }
+
+  return async function lookUp(slug: string, context: C): Promise<'listed' | 'absent' | 'unknown'> {
+    const copy = await read(context).catch(() => undefined);
+    if (!copy?.index.complete) return 'unknown';
+    if (copy.index.slugs.has(slug)) return 'listed';
+    const due = refreshed(copy, context);
+    const newer = due === undefined ? copy : await due;
+    if (newer?.index.slugs.has(slug)) return 'listed';
+    // A failed refresh, or an archive grown past ARCHIVE_MAX_ISSUES since, cannot settle it.
+    return newer?.index.complete ? 'absent' : 'unknown';
   };
 }
 
@@ -503,8 +541,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     );
   }
 
-  const freshIndex = (value: CachedValue | undefined): IndexCopy | undefined =>
-    value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
+  const freshIndex = (value: CachedValue | undefined) => (value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? value : undefined);
   const readFresh = async (load: Loader<CachedValue>) =>
     freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, { forceRefresh: true })).value);
 

@@ -8,8 +8,6 @@ import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, vis
 /** `version`: its row's `updatedAt`; `subject`: word numbers, ascending; `letterWords`: `null` when the letter was not read. */
 export type TextDoc = { version: string | null; subject: Uint32Array; letterWords: number | null };
 
-type SearchableFields = { subject: string; previewText: string | null; categoryName: string | undefined; letterHtml?: string | undefined };
-
 // Open addressing on a hash of the characters: a known word of a letter is found without making a string of it.
 type Dictionary = ReturnType<typeof createDictionary>;
 
@@ -86,16 +84,11 @@ type TextStore = { dictionary: Dictionary; docs: TextDoc[]; packed: Packed; rece
 
 export type TextIndex = { store: TextStore; slots: Map<string, number> };
 
-function packedStore(
-  dictionary: Dictionary,
-  docs: TextDoc[],
-  offsets: Uint32Array = new Uint32Array(1),
-  bytes: Uint8Array = new Uint8Array(0),
-): TextStore {
+function packedStore(dictionary: Dictionary, docs: TextDoc[], offsets: Uint32Array, bytes: Uint8Array): TextStore {
   return { dictionary, docs, packed: { slots: docs.length, offsets, bytes }, recent: [], marks: new Int32Array(0) };
 }
 
-export const createTextStore = () => packedStore(createDictionary(), []);
+export const createTextStore = () => packedStore(createDictionary(), [], new Uint32Array(1), new Uint8Array(0));
 
 function marksOf(store: TextStore, room = 0): Int32Array {
   if (store.marks.length < store.dictionary.size + room) {
@@ -129,11 +122,11 @@ function numbersOfText(store: TextStore, text: string, found: number[]): number 
   return count;
 }
 
-export function addDocument(store: TextStore, version: string | null, fields: SearchableFields): number {
-  const subject = [...new Set(searchWords(fields.subject).map((word) => store.dictionary.add(word)))];
+export function addSummary(store: TextStore, summary: IssueSummary, version: string | null, letterHtml?: string): number {
+  const subject = [...new Set(searchWords(summary.subject).map((word) => store.dictionary.add(word)))];
   const found: number[] = [];
-  numbersOfText(store, `${fields.subject} ${fields.previewText ?? ''} ${fields.categoryName ?? ''}`, found);
-  const letterWords = fields.letterHtml === undefined ? null : numbersOfText(store, visibleText(fields.letterHtml), found);
+  numbersOfText(store, `${summary.subject} ${summary.previewText ?? ''} ${summary.category?.name ?? ''}`, found);
+  const letterWords = letterHtml === undefined ? null : numbersOfText(store, visibleText(letterHtml), found);
   const marks = marksOf(store);
   for (const number of found) marks[number] = 0;
   const slot = store.docs.length;
@@ -141,13 +134,6 @@ export function addDocument(store: TextStore, version: string | null, fields: Se
   store.recent.push(Uint32Array.from(found).sort());
   return slot;
 }
-
-export const addSummary = (
-  store: TextStore,
-  { subject, previewText, category }: IssueSummary,
-  version: string | null,
-  letterHtml?: string,
-) => addDocument(store, version, { subject, previewText, categoryName: category?.name, letterHtml });
 
 export function summaryTextIndex(all: readonly IssueSummary[], versionOf: (slug: string) => string | null): TextIndex {
   const text: TextIndex = { store: createTextStore(), slots: new Map() };

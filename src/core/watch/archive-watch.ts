@@ -1,8 +1,7 @@
 import * as z from '../zod.js';
 import type { Logger } from '../log.js';
 import type { IssueSummary } from '../public-shapes.js';
-import type { ArchiveIndex } from '../reads/cached-value.js';
-import type { IndexCopy } from '../reads/slug-lookup.js';
+import type { ArchiveIndex, IndexCopy } from '../reads/cached-value.js';
 import { CHANGE_KINDS, countByKind, type ArchiveChange, type DeployHookResult } from './deploy-hook.js';
 
 // `hookLabel`: the hook's origin, never its token; `reloadEachTick`: another isolate's Cron Trigger may write the store between
