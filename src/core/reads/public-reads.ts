@@ -76,7 +76,7 @@ export function createIndexRenders(maxBytes: number) {
   };
 }
 
-export const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
+const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
 
 // A scan of unknown slugs costs the upstream nothing (docs/contract.md "Availability under abuse"). A slug a complete index lacks may
 // only be newer than it, which one refresh settles; 'unknown': only the upstream can tell, by slug.
@@ -90,7 +90,10 @@ export function createSlugLookup<C>(options: {
   let refreshing: Promise<IndexCopy | undefined> | undefined;
   let lastRefreshAt = Number.NEGATIVE_INFINITY;
 
-  function refreshed(copy: IndexCopy, context: C): Promise<IndexCopy | undefined> | undefined {
+  return async function lookUp(slug: string, context: C): Promise<'listed' | 'absent' | 'unknown'> {
+    const copy = await read(context).catch(() => undefined);
+    if (!copy?.index.complete) return 'unknown';
+    if (copy.index.slugs.has(slug)) return 'listed';
     const time = now();
     if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
       lastRefreshAt = time;
@@ -100,17 +103,8 @@ export function createSlugLookup<C>(options: {
           refreshing = undefined;
         });
     }
-    return refreshing;
-  }
-
-  return async function lookUp(slug: string, context: C): Promise<'listed' | 'absent' | 'unknown'> {
-    const copy = await read(context).catch(() => undefined);
-    if (!copy?.index.complete) return 'unknown';
-    if (copy.index.slugs.has(slug)) return 'listed';
-    const due = refreshed(copy, context);
-    const newer = due === undefined ? copy : await due;
+    const newer = refreshing === undefined ? copy : await refreshing;
     if (newer?.index.slugs.has(slug)) return 'listed';
-    // A failed refresh, or an archive grown past ARCHIVE_MAX_ISSUES since, cannot settle it.
     return newer?.index.complete ? 'absent' : 'unknown';
   };
 }
@@ -252,8 +246,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     }
     const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow, expectedRows: prior?.sync.listing.length });
     const rows = read.issues;
-    // Paging that did not work as configured leaves the listing unsure (no head refreshes); anything cut off, dropped or paged oddly
-    // leaves the index incomplete (slugs are then read by slug).
+    // Paging that did not work as configured leaves the listing unsure (no head refreshes), the index incomplete.
     const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
     const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: rows.map((row) => row.source.id) };
     const complete = read.dropped.count === 0 && read.findings.length === 0 && rows.length < options.archiveMaxIssues;
@@ -402,14 +395,12 @@ export function createPublicReads(options: PublicReadsOptions) {
     return undefined;
   };
 
-  // A copy whose row the index lists with the same `updatedAt` is kept without a call; only slugs the index does not list are charged
-  // to the read budget.
+  // A copy the index lists with the same `updatedAt` is kept without a call; only slugs it does not list charge the read budget.
   async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
     issuesLoading.add(slug);
     try {
       let archive = cache.peek(ARCHIVE_KEY);
-      // A copy is checked against an index at least as fresh as itself.
       if (previous?.kind === 'json' && archive !== undefined && !archiveFresh(archive.fetchedAt)) {
         archive = (await readArchive(waitUntil, client, true)).value;
       }
@@ -545,7 +536,6 @@ export function createPublicReads(options: PublicReadsOptions) {
   const readFresh = async (load: Loader<CachedValue>) =>
     freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, { forceRefresh: true })).value);
 
-  // A read a fresh copy answers is answered at once, not as a promise.
   return {
     archiveIndex: (waitUntil?: WaitUntil, client?: Visitor) => counted(archiveIndex(waitUntil, client)),
 
@@ -559,7 +549,6 @@ export function createPublicReads(options: PublicReadsOptions) {
 
     /** Into this cache and the shared tier (a Workers Cron Trigger). */
     async refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }> {
-      // Joins a load under way; a failure leaves the copies as they were, handed back stale.
       const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
       if (archive.state === 'STALE' || categories.state === 'STALE')

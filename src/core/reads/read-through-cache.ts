@@ -162,7 +162,6 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
       }
       return readThrough(key, load, waitUntil, readOptions);
     },
-    /** A tombstone counts. */
     has: (key: string) => lru.peek(key) !== undefined,
     seed(key: string, value: V) {
       const entry = entryOf(key, value);

@@ -15,7 +15,6 @@ function createDictionary() {
   const words: string[] = [];
   const hashes: number[] = [];
   let wordBytes = 0;
-  // Word number + 1 (0: empty); a power of two long, at most half full.
   let table = new Int32Array(1024);
   let sorted: Uint32Array | undefined;
 
@@ -234,7 +233,6 @@ const MIN_PREFIX_LENGTH = 3;
 export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
   if (queryWords.length === 0) return [...candidates];
   const { store } = text;
-  // Per slot: the words of this pass it holds (a bit each), whether it lacked one of an earlier pass, its subject's matches.
   const found = new Uint32Array(store.docs.length);
   const missed = new Uint8Array(store.docs.length);
   const subjectHits = new Uint8Array(store.docs.length);
@@ -270,7 +268,6 @@ export function search(text: TextIndex, candidates: readonly IssueSummary[], que
     const slot = text.slots.get(issue.slug);
     if (slot !== undefined && missed[slot] === 0) matches.push({ issue, rank: subjectHits[slot]! });
   }
-  // A stable sort: within one rank, the candidates' order stays.
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
 }
 

@@ -76,7 +76,6 @@ function fingerprint(text: string): string {
 
 const HOOK_RETRY_FIRST_MS = 5_000;
 const HOOK_RETRY_MAX_MS = 10 * 60_000;
-/** A failing upstream is not polled every tick. */
 const WATCH_READ_PAUSE_MS = 30_000;
 
 /** `attempts`: failed calls in a row for `pending`; `dueAt`: not called before then (settling, or backing off). */
@@ -104,7 +103,6 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   let state: WatchState | undefined;
   let loaded = false;
   let holding = false;
-  // The same copy again (a 304, say) is not compared again.
   let compared: ArchiveIndex | undefined;
   const prints = new WeakMap<IssueSummary, string>();
   let readPausedUntil = Number.NEGATIVE_INFINITY;
