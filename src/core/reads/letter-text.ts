@@ -47,8 +47,7 @@ export function visibleText(html: string): string {
       }
       continue;
     }
-    const closing = html[open + 1] === '/';
-    if (!closing && SKIPPED.has(name) && html[close - 1] !== '/') {
+    if (html[open + 1] !== '/' && SKIPPED.has(name) && html[close - 1] !== '/') {
       const endTag = indexOfIgnoringCase(html, `</${name}`, at);
       const after = endTag === -1 ? -1 : html.indexOf('>', endTag);
       at = after === -1 ? length : after + 1;

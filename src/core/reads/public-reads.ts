@@ -390,10 +390,7 @@ export function createPublicReads(options: PublicReadsOptions) {
 
   const issuesLoading = new Set<string>();
 
-  const gone = (slug: string) => {
-    notFound.set(slug, true);
-    return undefined;
-  };
+  const gone = (slug: string) => void notFound.set(slug, true);
 
   // A copy the index lists with the same `updatedAt` is kept without a call; only slugs it does not list charge the read budget.
   async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {

@@ -169,9 +169,7 @@ export function compacted(text: TextIndex): TextIndex {
   const { store } = text;
   const newSlot = new Int32Array(store.docs.length).fill(-1);
   const kept = [...new Set(text.slots.values())].sort((a, b) => a - b);
-  kept.forEach((slot, at) => {
-    newSlot[slot] = at;
-  });
+  for (const [at, slot] of kept.entries()) newSlot[slot] = at;
   // Each word's kept slots, renumbered, ascending (recent slots come after the packed ones).
   const lists: number[][] = Array.from({ length: store.dictionary.size }, () => []);
   lists.forEach((list, word) => {
@@ -290,13 +288,12 @@ export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
   const words = Array.from({ length: store.dictionary.size }, (_, number) => store.dictionary.wordOf(number)).join('\n');
-  const docs = store.docs.map((doc, slot): EncodedTextIndex['docs'][number] => [
-    slugOf.get(slot)!,
-    doc.version,
-    numbersToBase64(doc.subject),
-    doc.letterWords,
-  ]);
-  return { words, offsets: numbersToBase64(store.packed.offsets), postings: toBase64(store.packed.bytes), docs };
+  return {
+    words,
+    offsets: numbersToBase64(store.packed.offsets),
+    postings: toBase64(store.packed.bytes),
+    docs: store.docs.map((doc, slot) => [slugOf.get(slot)!, doc.version, numbersToBase64(doc.subject), doc.letterWords]),
+  };
 }
 
 export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefined {
@@ -323,9 +320,7 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
 function numbersToBase64(numbers: Uint32Array): string {
   const bytes = new Uint8Array(numbers.length * 4);
   const view = new DataView(bytes.buffer);
-  numbers.forEach((number, i) => {
-    view.setUint32(i * 4, number, true);
-  });
+  for (const [i, number] of numbers.entries()) view.setUint32(i * 4, number, true);
   return toBase64(bytes);
 }
 

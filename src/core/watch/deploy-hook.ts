@@ -1,9 +1,6 @@
 export const CHANGE_KINDS = ['new', 'edited', 'unpublished'] as const;
 
-export interface ArchiveChange {
-  slug: string;
-  kind: (typeof CHANGE_KINDS)[number];
-}
+export type ArchiveChange = { slug: string; kind: (typeof CHANGE_KINDS)[number] };
 
 export type DeployHookResult = { ok: true; status: number } | { ok: false; status?: number; reason: 'status' | 'timeout' | 'unreachable' };
 
@@ -26,13 +23,7 @@ export function deployHookBody(changes: readonly ArchiveChange[]) {
 }
 
 /** Its origin only: a build hook's path is its token (docs/security.md "What the service guarantees"). */
-export function describeHookUrl(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return 'the deploy hook';
-  }
-}
+export const describeHookUrl = (url: string): string => URL.parse(url)?.origin ?? 'the deploy hook';
 
 const HOOK_TIMEOUT_MS = 10_000;
 
