@@ -418,12 +418,8 @@ export function createPublicReads(options: PublicReadsOptions) {
       if (issue === undefined || !allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
       const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
       const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
-      const kept =
-        index ??
-        (await Promise.resolve(readArchive(waitUntil, client)).then(
-          ({ value }) => indexOf(value),
-          () => undefined,
-        ));
+      // Its neighbours are the index's, read once for every issue when none is kept.
+      const kept = index ?? indexOf((await Promise.resolve(readArchive(waitUntil, client)).catch(() => undefined))?.value);
       const neighbourIndex = kept?.index;
       if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
       const neighbours = neighboursIn(neighbourIndex, slug);

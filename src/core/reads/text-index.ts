@@ -15,6 +15,7 @@ function createDictionary() {
   const words: string[] = [];
   const hashes: number[] = [];
   let wordBytes = 0;
+  // Word number + 1 (0: empty); a power of two long, at most half full.
   let table = new Int32Array(1024);
   let sorted: Uint32Array | undefined;
 
@@ -52,8 +53,8 @@ function createDictionary() {
       find(text, start, end, () => asciiWord(text, start, end, upper, false))!,
     matching(prefix: string): number[] {
       if (prefix.length < MIN_PREFIX_LENGTH) {
-        const number = find(prefix, 0, prefix.length);
-        return number === undefined ? [] : [number];
+        const whole = find(prefix, 0, prefix.length);
+        return whole === undefined ? [] : [whole];
       }
       if (sorted === undefined || sorted.length !== words.length) {
         sorted = Uint32Array.from(words.keys()).sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
@@ -101,6 +102,7 @@ function marksOf(store: TextStore, room = 0): Int32Array {
 function numbersOfText(store: TextStore, text: string, found: number[]): number {
   const { dictionary } = store;
   let count = 0;
+  // Room for every new word the text could add (a character and a separator each).
   const marks = marksOf(store, (text.length >>> 1) + 1);
   const seen = (number: number) => {
     count += 1;
