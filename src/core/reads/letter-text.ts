@@ -101,18 +101,13 @@ const WORD = /[\p{L}\p{N}]+/gu;
 export function searchWords(text: string): string[] {
   const words: string[] = [];
   scanWords(text, {
-    ascii(start, end, upper, apostrophe) {
-      words.push(asciiWord(text, start, end, upper, apostrophe));
-    },
+    ascii: (start, end, upper, apostrophe) => words.push(asciiWord(text, start, end, upper, apostrophe)),
     other: (word) => words.push(word),
   });
   return words;
 }
 
-interface WordSink {
-  ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void;
-  other(word: string): void;
-}
+type WordSink = { ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void; other(word: string): void };
 
 export function scanWords(text: string, sink: WordSink): void {
   let start = -1;
