@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { archiveValue, type ArchiveIndex } from '../../src/core/reads/cached-value.js';
-import { createSlugLookup, type IndexCopy } from '../../src/core/reads/slug-lookup.js';
+import { archiveValue, type ArchiveIndex, type IndexCopy } from '../../src/core/reads/cached-value.js';
+import { createSlugLookup } from '../../src/core/reads/public-reads.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 import { createFakeClock } from '../helpers.js';
 

@@ -4,7 +4,6 @@ import { countWords, readingMinutesOf, searchWords, visibleText } from '../../sr
 import { createPublicReads } from '../../src/core/reads/public-reads.js';
 import { cachePolicies } from '../../src/core/reads/cache-policies.js';
 import {
-  addDocument,
   addSummary,
   compacted,
   createTextStore,
@@ -67,12 +66,8 @@ describe('the words of a letter', () => {
 
   it('keep each word of a letter once in its document, however it was spelt, and count them all', () => {
     const store = createTextStore();
-    const slot = addDocument(store, null, {
-      subject: 'Notes',
-      previewText: null,
-      categoryName: undefined,
-      letterHtml: "<p>Garlic garlic GARLIC café cafe Cafe year’s years don't <b>Café</b></p>",
-    });
+    const letter = "<p>Garlic garlic GARLIC café cafe Cafe year’s years don't <b>Café</b></p>";
+    const slot = addSummary(store, summary('n', 'Notes'), null, letter);
     expect(Array.from(store.recent[slot]!, (word) => store.dictionary.wordOf(word))).toEqual(['notes', 'garlic', 'cafe', 'years', 'dont']);
     expect(store.docs[slot]!.letterWords).toBe(10);
   });

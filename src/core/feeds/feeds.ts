@@ -4,7 +4,6 @@ import type { IssueSummary } from '../public-shapes.js';
 const FORBIDDEN_XML_CHARS = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
 
-/** Every string that reaches a feed passes here: for content or a quoted attribute value. */
 export function xmlText(value: string): string {
   return value.replace(FORBIDDEN_XML_CHARS, '').replace(/[&<>"']/g, (char) => ENTITIES[char]!);
 }
@@ -14,7 +13,7 @@ export function xmlElement(name: string, text: string, attributes: Readonly<Reco
   return `<${name}${attributeText.join('')}>${xmlText(text)}</${name}>`;
 }
 
-/** Every URL absolute; `feedUrl` (`rel="self"`) only when known; `updated` from the data, never the clock (equal input, equal bytes). */
+/** Every URL absolute; `updated` from the data, never the clock (equal input, equal bytes). */
 export interface FeedOptions {
   issueUrl: (slug: string) => string;
   feedUrl?: string;
@@ -25,7 +24,7 @@ export interface FeedOptions {
   updated: string;
 }
 
-/** The later of `updatedAt` and `sentAt` (an upstream may not move `updatedAt` on sending); null without either. */
+/** The later of `updatedAt` and `sentAt`: an upstream may not move `updatedAt` on sending. */
 export function issueUpdatedAt(issue: Pick<IssueSummary, 'sentAt' | 'updatedAt'>): string | null {
   const known = [issue.updatedAt, issue.sentAt].map((date) => Date.parse(date ?? '')).filter((time) => !Number.isNaN(time));
   return known.length === 0 ? null : new Date(Math.max(...known)).toISOString();
@@ -37,7 +36,6 @@ export function latestUpdate(issues: readonly IssueSummary[], fallback: string):
   return dates.sort().at(-1) ?? fallback;
 }
 
-/** An Atom 1.0 document (RFC 4287) of the issues, in the order given: the same input gives the same bytes. */
 export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
   return [
     '<?xml version="1.0" encoding="utf-8"?>',
@@ -56,7 +54,7 @@ export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOpt
   ].join('\n');
 }
 
-// The page URL is the id: stable as long as the slug is. An issue without a date gets the feed's (<updated> is required, §4.1.2).
+// An issue without a date gets the feed's (<updated> is required, §4.1.2).
 const atomEntry = (issue: IssueSummary, url: string, updated: string) => [
   '  <entry>',
   `    ${xmlElement('title', issue.subject, { type: 'text' })}`,
@@ -69,10 +67,9 @@ const atomEntry = (issue: IssueSummary, url: string, updated: string) => [
   '  </entry>',
 ];
 
-/** RFC 822 with four-digit years (RFC 1123): what `toUTCString` writes. */
 const rfc822 = (iso: string) => new Date(iso).toUTCString();
 
-/** An RSS 2.0 document, with an Atom `self` link (the RSS Advisory Board's best practice). */
+/** RSS 2.0, with an Atom `self` link (the RSS Advisory Board's best practice). */
 export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
   return [
     '<?xml version="1.0" encoding="utf-8"?>',

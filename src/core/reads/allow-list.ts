@@ -3,17 +3,15 @@ import type { IssueDetail, IssueNeighbour, IssueSummary, PublicCategory } from '
 import { SLUG_PATTERN } from '../slug.js';
 import type { UpstreamCategory, UpstreamIssue } from '../upstream/schemas.js';
 
-// The public shapes built field by field from upstream records, an allow-list: whatever the
-// upstream adds (stats, audience, ids, contentJson…) can never reach a response.
+// Field by field, an allow-list: whatever the upstream adds (stats, audience, ids…) can never reach a response.
 
-/** Only sent, website-visible issues with a usable slug, whatever the upstream sent us. */
 export function isPublicIssue(issue: UpstreamIssue): issue is UpstreamIssue & { slug: string } {
   return issue.status === 'sent' && issue.isPublic === true && typeof issue.slug === 'string' && SLUG_PATTERN.test(issue.slug);
 }
 
 export const toPublicCategory = (category: UpstreamCategory): PublicCategory => ({ name: category.name, slug: category.slug });
 
-/** A category whose slug breaks the slug rule is dropped by the categories route: a link to it could never resolve. */
+/** A category whose slug breaks the slug rule is dropped: a link to it could never resolve. */
 function linkableCategory(issue: UpstreamIssue): PublicCategory | null {
   const category = issue.category ?? issue.categories?.[0] ?? null;
   return category && SLUG_PATTERN.test(category.slug) ? toPublicCategory(category) : null;
@@ -54,7 +52,6 @@ export function compareNewestFirst(a: IssueSummary, b: IssueSummary): number {
   return timeA !== timeB ? timeB - timeA : bySlug(a, b);
 }
 
-/** By name, case-insensitive, then by slug. */
 export const compareByName = (a: PublicCategory, b: PublicCategory) =>
   a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || bySlug(a, b);
 

@@ -5,7 +5,6 @@ import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, t
 import type { WaitUntil } from './read-through-cache.js';
 import { renderBody, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 
-/** SITE_ISSUE_URL (`{slug}` where the slug goes), PUBLICATION_NAME (else the site's host) and PUBLIC_BASE_URL (the `self` link). */
 interface ArchiveFeedsOptions {
   reads: Pick<PublicReads, 'archiveIndex'>;
   siteIssueUrl: string;
@@ -19,12 +18,11 @@ export type ArchiveFeeds = ReturnType<typeof createArchiveFeeds>;
 
 const RENDERERS = { atom: renderAtomFeed, rss: renderRssFeed };
 type FeedFormat = keyof typeof RENDERERS;
-/** The route's default page size: a `self` link names `limit` only when it differs. */
+/** The route's default page size, left out of a `self` link. */
 const DEFAULT_LIMIT = 20;
-/** An empty feed is dated by a fixed instant: the same index, the same bytes. */
+/** An empty feed's date: the same index, the same bytes. */
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
-/** Feeds of the archive, cut from the cached index and rendered (and compressed) once per index and query. */
 export function createArchiveFeeds(options: ArchiveFeedsOptions) {
   const { reads, siteIssueUrl, publicBaseUrl } = options;
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
@@ -49,7 +47,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
   return {
     async feed(query: ArchiveQuery, format: FeedFormat, waitUntil?: WaitUntil): Promise<PublicRead> {
       const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(waitUntil);
-      // A search's feed is not kept, as its JSON page.
+      // A search's feed is not kept, as its JSON page is not.
       if (query.q !== undefined) return { rendered: await render(index, query, format), state, ageSeconds, staleReason };
       const key = `${format}:${archivePageKey(query)}`;
       let page = rendered.get(index, key);
@@ -67,7 +65,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
   };
 }
 
-/** Never built from the `Host` header, which the client writes: from PUBLIC_BASE_URL and the validated query alone. */
+/** Never from the `Host` header, which the client writes. */
 function selfLink(publicBaseUrl: string, query: ArchiveQuery, format: FeedFormat): string {
   const params = new URLSearchParams({ format });
   if (query.category !== undefined) params.set('category', query.category);

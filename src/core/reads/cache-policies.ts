@@ -1,10 +1,9 @@
 import type { FreshnessRules } from './read-through-cache.js';
 
-// How long one kind of answer is fresh (`max-age`; 0: `no-cache`), then served stale while it refreshes, then only while refreshes fail:
-// the in-memory cache, the shared tier and `Cache-Control` all read it from here (docs/contract.md "Caching").
+// Fresh (`max-age`; 0: `no-cache`), then stale while it refreshes, then only while refreshes fail: the in-memory cache, the shared
+// tier and `Cache-Control` all read it from here (docs/contract.md "Caching").
 export type CachePolicy = { ttlSeconds: number; staleWhileRevalidateSeconds: number; staleIfErrorSeconds: number };
 
-/** The three read routes (the archive's feeds share its policy) and the demo site's pages and files. */
 export type CachePolicies = ReturnType<typeof cachePolicies>;
 
 /** A site page is checked again on every visit (an ETag makes that a 304), so an edit shows at once. */
@@ -13,9 +12,8 @@ export const SITE_POLICIES: Record<'sitePage' | 'siteFile', CachePolicy> = {
   siteFile: { ttlSeconds: 300, staleWhileRevalidateSeconds: 0, staleIfErrorSeconds: 0 },
 };
 
-/** The one table of cache policies: categories change far less often than issues are sent, so they may be fresh longer. */
+/** Categories change far less often than issues are sent: they may be fresh longer. The feeds share the archive's. */
 export function cachePolicies(config: { cacheTtlSeconds: number; categoriesTtlSeconds: number }) {
-  // Stale while refreshing for five minutes, and while the upstream fails for a day.
   const read = (ttlSeconds: number): CachePolicy => ({ ttlSeconds, staleWhileRevalidateSeconds: 300, staleIfErrorSeconds: 86_400 });
   return {
     archive: read(config.cacheTtlSeconds),
@@ -25,7 +23,6 @@ export function cachePolicies(config: { cacheTtlSeconds: number; categoriesTtlSe
   };
 }
 
-/** The only place `Cache-Control` of a cached answer is written. */
 export function cacheControlOf(policy: CachePolicy): string {
   if (policy.ttlSeconds === 0) return 'no-cache';
   let value = `public, max-age=${policy.ttlSeconds}`;
@@ -34,7 +31,6 @@ export function cacheControlOf(policy: CachePolicy): string {
   return value;
 }
 
-/** `Cache-Control` of answers no cache may keep: errors, subscribe, the admin listener's. */
 export const NO_STORE = 'no-store';
 
 export const freshnessRulesOf = (policy: CachePolicy): FreshnessRules => ({
@@ -43,6 +39,5 @@ export const freshnessRulesOf = (policy: CachePolicy): FreshnessRules => ({
   staleIfErrorMs: policy.staleIfErrorSeconds * 1000,
 });
 
-/** How long a shared tier keeps a copy: as long as any read may still serve one. */
 export const sharedTierMaxAgeSeconds = ({ archive, issue, categories }: CachePolicies) =>
   Math.max(...[archive, issue, categories].map((policy) => policy.ttlSeconds + policy.staleIfErrorSeconds));

@@ -5,9 +5,16 @@ import { renderedBytes, renderedWithEtag, type RenderedJson } from './rendered-j
 import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
-import { decodeTextIndex, EncodedTextIndexSchema, encodeTextIndex, textIndexBytes, type TextIndex } from './text-index.js';
+import {
+  decodeTextIndex,
+  EncodedTextIndexSchema,
+  encodeTextIndex,
+  summaryTextIndex,
+  textIndexBytes,
+  type TextIndex,
+} from './text-index.js';
 
-/** The archive as one cached index. `complete`: nothing public is missing; no `text`: made from the summaries when a search needs it. */
+/** `complete`: nothing public is missing. */
 export interface ArchiveIndex {
   all: IssueSummary[];
   byCategory: Map<string, IssueSummary[]>;
@@ -16,15 +23,16 @@ export interface ArchiveIndex {
   size: number;
   sources: ReadonlyMap<string, IssueSource>;
   sync: ArchiveSync;
-  text?: TextIndex | undefined;
+  text: TextIndex;
 }
+
+export type IndexCopy = { index: ArchiveIndex; fetchedAt: number };
 
 export type IssueSource = { id: string; updatedAt: string | null };
 
-/** What a refresh needs of the reads that made an index (docs/upstream.md "How the archive is read"). */
 export type ArchiveSync = { order: ListOrder | undefined; fullReadAt: number; listing: readonly string[]; head?: Validators | undefined };
 
-/** What the read cache holds per key; `fetchedAt` is when the upstream answered (ms), `version` the row's `updatedAt`. */
+/** `fetchedAt`: when the upstream answered (ms); `version`: the row's `updatedAt`. */
 export type CachedValue =
   | { kind: 'archive'; index: ArchiveIndex; fetchedAt: number }
   | {
@@ -36,7 +44,7 @@ export type CachedValue =
       neighbours?: string | undefined;
     };
 
-/** An index with nothing to refresh from (a test's or an old shared copy). */
+// An index with nothing to refresh from (a test's or an old shared copy), whose text index is made from the summaries.
 const NO_SYNC: ArchiveSync = { order: undefined, fullReadAt: Number.NEGATIVE_INFINITY, listing: [] };
 
 export function archiveValue(
@@ -45,11 +53,11 @@ export function archiveValue(
   complete = false,
   rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync; text?: TextIndex | undefined } = {},
 ): CachedValue {
-  const { sources = new Map(), sync = NO_SYNC, text } = rows;
+  const { sources = new Map(), sync = NO_SYNC } = rows;
+  const text = rows.text ?? summaryTextIndex(all, (slug) => sources.get(slug)?.updatedAt ?? null);
   const byCategory = new Map<string, IssueSummary[]>();
   const slugs = new Set<string>();
-  // An id and a date per row, and an id per listed row (public or not).
-  let size = 256 + sources.size * 120 + sync.listing.length * 64 + (text === undefined ? 0 : textIndexBytes(text));
+  let size = 256 + sources.size * 120 + sync.listing.length * 64 + textIndexBytes(text);
   for (const summary of all) {
     size += stringBytes(JSON.stringify(summary)) + 16;
     slugs.add(summary.slug);
@@ -58,11 +66,11 @@ export function archiveValue(
     list.push(summary);
     byCategory.set(summary.category.slug, list);
   }
-  return { kind: 'archive', index: { all, byCategory, slugs, complete, size, sources, sync, ...(text && { text }) }, fetchedAt };
+  return { kind: 'archive', index: { all, byCategory, slugs, complete, size, sources, sync, text }, fetchedAt };
 }
 
 export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string, neighbours?: string): CachedValue {
-  // One literal: properties added later would live in a separate store, 24 bytes more an entry.
+  // One literal: properties added later would live in a separate store.
   return {
     kind: 'json',
     rendered,
@@ -88,9 +96,8 @@ const StoredSummarySchema: z.ZodMiniType<IssueSummary> = z.object({
   readingMinutes: z.nullable(z.number()),
 });
 
-// A shared entry that does not match (truncated, another version's) is a miss, not a crash. z.union keeps the Worker bundle smaller.
+// A shared entry that does not match is a miss, not a crash; an older one, without the optional fields, reads as incomplete.
 const SharedPayloadSchema = z.union([
-  // Optional fields: an older entry reads as incomplete, with nothing to refresh from.
   z.object({
     kind: z.literal('archive'),
     all: z.array(StoredSummarySchema),
@@ -116,28 +123,22 @@ const SharedPayloadSchema = z.union([
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
-  if (value.kind === 'json') {
-    const { rendered, version, neighbours } = value;
-    return {
-      payload: JSON.stringify({ kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours }),
-      fetchedAt: value.fetchedAt,
-    };
-  }
-  const { all, complete, sources, sync, text } = value.index;
-  const payload = {
-    kind: 'archive',
-    all,
-    complete,
-    sources: [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]),
-    sync: Number.isFinite(sync.fullReadAt)
-      ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
-      : undefined,
-    text: text && encodeTextIndex(text),
-  };
-  return { payload: JSON.stringify(payload), fetchedAt: value.fetchedAt };
+  return { payload: JSON.stringify(sharedPayloadOf(value)), fetchedAt: value.fetchedAt };
 }
 
-/** `undefined` (a miss) for an entry that does not parse. */
+function sharedPayloadOf(value: CachedValue) {
+  if (value.kind === 'json') {
+    const { rendered, version, neighbours } = value;
+    return { kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours };
+  }
+  const { all, complete, sources, sync, text } = value.index;
+  const stored = Number.isFinite(sync.fullReadAt)
+    ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
+    : undefined;
+  const rows = [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]);
+  return { kind: 'archive', all, complete, sources: rows, sync: stored, text: encodeTextIndex(text) };
+}
+
 export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   let payload: z.infer<typeof SharedPayloadSchema>;
   try {
@@ -152,5 +153,5 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const sync = stored && { order: stored.order, fullReadAt: stored.fullReadAt, listing: stored.ids, head: stored.head };
   const text = payload.text && decodeTextIndex(payload.text);
   if (payload.text && !text) return undefined;
-  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }), ...(text && { text }) });
+  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }), text });
 }

@@ -1,5 +1,4 @@
-// The words of a letter as search and reading time count them (docs/contract.md "Search"). Linear
-// in the length of the HTML: no regular expression that can backtrack over a letter.
+// The words of a letter as search and reading time count them (docs/contract.md "Search"); linear in the HTML's length.
 
 const WORDS_PER_MINUTE = 230;
 /** Longer runs are link targets, encoded images or ids: cut, they cannot bloat the index (search matches word starts). */
@@ -11,17 +10,15 @@ const INLINE = new Set(
   'a abbr b bdi bdo cite code data del dfn em font i ins kbd mark q s samp small span strike strong sub sup time tt u var'.split(' '),
 );
 
-/** `name=text`; accented letters are read as their base letter below. */
 const ENTITIES: Readonly<Record<string, string>> = Object.fromEntries(
   [
     `amp=&,lt=<,gt=>,quot=",apos=',nbsp= ,shy=,zwj=,zwnj=,rsquo=’,lsquo=‘,rdquo=”,ldquo=“,sbquo=‚,bdquo=„,mdash=—,ndash=–,hellip=…,middot=·`,
     `bull=•,laquo=«,raquo=»,copy=©,reg=®,trade=™,deg=°,euro=€,pound=£,szlig=ss,aelig=ae,AElig=AE,oelig=oe,OElig=OE,eth=d,ETH=D,thorn=th,THORN=TH`,
   ].flatMap((list) => list.split(',').map((pair) => pair.split('='))),
 );
-/** `&eacute;`, `&Uuml;`, `&ccedil;`, `&oslash;`…: the letter before the mark's name. */
 const ACCENTED_ENTITY = /^([A-Za-z])(acute|grave|circ|uml|tilde|cedil|ring|slash|caron)$/;
 
-/** Tags, comments and the content of SKIPPED elements dropped (a space where they separate words), references decoded. */
+/** Tags, comments and SKIPPED elements dropped (a space where they separate words), references decoded. */
 export function visibleText(html: string): string {
   const parts: string[] = [];
   let at = 0;
@@ -50,9 +47,7 @@ export function visibleText(html: string): string {
       }
       continue;
     }
-    const closing = html[open + 1] === '/';
-    if (!closing && SKIPPED.has(name) && html[close - 1] !== '/') {
-      // Everything up to the matching end tag is not text (unclosed: the rest of the letter).
+    if (html[open + 1] !== '/' && SKIPPED.has(name) && html[close - 1] !== '/') {
       const endTag = indexOfIgnoringCase(html, `</${name}`, at);
       const after = endTag === -1 ? -1 : html.indexOf('>', endTag);
       at = after === -1 ? length : after + 1;
@@ -64,7 +59,6 @@ export function visibleText(html: string): string {
   return parts.join('');
 }
 
-/** Undefined for `<!doctype`, `<?` and text. */
 function tagName(html: string, from: number): string | undefined {
   const start = html.charCodeAt(from) === 0x2f ? from + 1 : from;
   if (!isAsciiLetter(html.charCodeAt(start))) return undefined;
@@ -78,7 +72,7 @@ const isDigit = (code: number) => code >= 0x30 && code <= 0x39;
 const isApostrophe = (code: number) => code === 0x27 || code === 0x2019 || code === 0x2bc;
 const lowerCode = (code: number) => (code >= 0x41 && code <= 0x5a ? code + 0x20 : code);
 
-// End tags are written in lower case almost always; upper case is looked for only then.
+// End tags are lower case almost always: upper case is looked for only then.
 function indexOfIgnoringCase(html: string, needle: string, from: number): number {
   const lower = html.indexOf(needle, from);
   return lower !== -1 ? lower : html.indexOf(needle.toUpperCase(), from);
@@ -98,31 +92,22 @@ function decodeReferences(text: string): string {
   });
 }
 
-/** Letters NFKD leaves whole. */
 const FOLDS: Readonly<Record<string, string>> = { ß: 'ss', æ: 'ae', œ: 'oe', ø: 'o', ł: 'l', đ: 'd', ð: 'd', þ: 'th', ı: 'i', ħ: 'h' };
 const FOLDABLE = /[ßæœøłđðþıħ]/g;
 const MARKS = /\p{M}+/gu;
-/** An apostrophe inside a word is part of it: `year's` is searched as `years`, `don't` as `dont`. */
 const INNER_APOSTROPHE = /(?<=[\p{L}\p{N}])['’ʼ](?=[\p{L}\p{N}])/gu;
 const WORD = /[\p{L}\p{N}]+/gu;
 
-/** Words as search compares them: `Café` → `cafe`, `ß` → `ss`, cut to MAX_WORD_LENGTH; repeats kept. ASCII runs skip normalisation. */
 export function searchWords(text: string): string[] {
   const words: string[] = [];
   scanWords(text, {
-    ascii(start, end, upper, apostrophe) {
-      words.push(asciiWord(text, start, end, upper, apostrophe));
-    },
+    ascii: (start, end, upper, apostrophe) => words.push(asciiWord(text, start, end, upper, apostrophe)),
     other: (word) => words.push(word),
   });
   return words;
 }
 
-/** An ASCII run is handed over by its bounds (no string made yet), any other word as a string. */
-interface WordSink {
-  ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void;
-  other(word: string): void;
-}
+type WordSink = { ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void; other(word: string): void };
 
 export function scanWords(text: string, sink: WordSink): void {
   let start = -1;
@@ -133,23 +118,14 @@ export function scanWords(text: string, sink: WordSink): void {
   const length = text.length;
   for (let at = 0; at <= length; at += 1) {
     const code = at < length ? text.charCodeAt(at) : 0x20;
-    if ((code >= 0x61 && code <= 0x7a) || isDigit(code)) {
+    if (isWordCode(code)) {
       if (start < 0) start = at;
+      if (code >= 0x80) foreign = true;
+      else if (code <= 0x5a && code >= 0x41) upper = true;
       continue;
     }
-    if (code >= 0x41 && code <= 0x5a) {
-      if (start < 0) start = at;
-      upper = true;
-      continue;
-    }
-    if (isApostrophe(code)) {
-      if (start >= 0 && at + 1 < length && isWordCode(text.charCodeAt(at + 1))) {
-        apostrophe = true;
-        continue;
-      }
-    } else if (code >= 0x80 && !isPunctuation(code)) {
-      if (start < 0) start = at;
-      foreign = true;
+    if (start >= 0 && isApostrophe(code) && at + 1 < length && isWordCode(text.charCodeAt(at + 1))) {
+      apostrophe = true;
       continue;
     }
     if (start < 0) continue;
@@ -173,7 +149,6 @@ const APOSTROPHES = /['’ʼ]/g;
 
 const isWordCode = (code: number) => isAsciiLetter(code) || isDigit(code) || (code >= 0x80 && !isPunctuation(code) && !isApostrophe(code));
 
-/** Spaces and punctuation beyond ASCII that letters use most (no-break space, guillemets, dashes, quotes, ellipsis). */
 const isPunctuation = (code: number) =>
   code === 0xa0 || code === 0xab || code === 0xbb || code === 0xb7 || (code >= 0x2000 && code <= 0x206f) || code === 0x3000;
 
@@ -196,7 +171,6 @@ export function countWords(html: string): number {
   return count;
 }
 
-/** ASCII capitals folded, as asciiWord does. */
 export function hashOf(text: string, start: number, end: number): number {
   let hash = 0;
   for (let at = start; at < end; at += 1) hash = (Math.imul(hash, 31) + lowerCode(text.charCodeAt(at))) | 0;

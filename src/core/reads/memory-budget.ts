@@ -1,5 +1,4 @@
-// The one place CACHE_MAX_BYTES is divided between the lru-caches of the public reads: 70 % upstream data (one entry at most half of it),
-// 20 % rendered JSON pages, 5 % feeds, 5 % remembered 404s. Other in-memory maps are bounded by entry count.
+// The one place CACHE_MAX_BYTES is divided between the lru-caches of the public reads (docs/architecture.md "Caching").
 export function splitMemoryBudget(maxBytes: number) {
   const notFound = Math.floor(maxBytes * 0.05);
   const renderedFeeds = Math.floor(maxBytes * 0.05);
@@ -8,7 +7,7 @@ export function splitMemoryBudget(maxBytes: number) {
   return { upstreamData, upstreamDataEntry: Math.floor(upstreamData / 2), renderedPages, renderedFeeds, notFound };
 }
 
-/** Bytes a string may hold (two a character errs on the safe side). */
+/** Two bytes a character errs on the safe side. */
 export function stringBytes(text: string): number {
   return 2 * text.length + 64;
 }

@@ -11,7 +11,7 @@ import { UpstreamError } from '../upstream/transport.js';
 import * as allowList from './allow-list.js';
 import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue, sizeOfCachedValue } from './cached-value.js';
-import type { ArchiveIndex, ArchiveSync, CachedValue, IssueSource } from './cached-value.js';
+import type { ArchiveIndex, ArchiveSync, CachedValue, IndexCopy, IssueSource } from './cached-value.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
@@ -19,10 +19,9 @@ import { andThen, createReadThroughCache, isFresh } from './read-through-cache.j
 import type { CacheState, Loader, MaybePromise, ReadResult, Visitor, WaitUntil } from './read-through-cache.js';
 import { renderedBytes, renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
-import { createSlugLookup, INDEX_REFRESH_MIN_INTERVAL_MS, type IndexCopy } from './slug-lookup.js';
-import { addSummary, compacted, createTextStore, documentOf, search, worthCompacting, type TextIndex } from './text-index.js';
+import { addSummary, compacted, createTextStore, documentOf, search, worthCompacting } from './text-index.js';
 
-/** A cached read; `T` is the envelope its body serializes (type only, for `hc<AppType>`). `ageSeconds`: STALE reads only. */
+/** `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
 export interface PublicRead<T = unknown> {
   rendered: RenderedJson;
   state: CacheState;
@@ -31,8 +30,6 @@ export interface PublicRead<T = unknown> {
   readonly envelope?: T;
 }
 
-// `maxBytes` is CACHE_MAX_BYTES (split by memory-budget.ts); `readBudget` is charged once per by-slug read the archive index cannot
-// justify; `encodeBody` compresses each JSON copy once as it is made (Node).
 export interface PublicReadsOptions {
   upstream: UpstreamClient;
   now: () => number;
@@ -53,37 +50,17 @@ export interface PublicReadsOptions {
 
 export type PublicReads = ReturnType<typeof createPublicReads>;
 
-/** The validated archive query (routes/archive-query.ts), the representation aside. */
 export type ArchiveQuery = Omit<ArchiveRequest, 'format'>;
 
 export const archivePageKey = ({ limit, offset, category, q }: ArchiveQuery) =>
   `${limit}:${offset}:${category ?? ''}${q === undefined ? '' : `:${q}`}`;
 
-/** One page of the archive index (a category's, a search's best first), with the list's total. */
 export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
   const listed = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
-  const list = query.q === undefined ? listed : search(textIndexOf(index), listed, query.q.split(' '));
+  const list = query.q === undefined ? listed : search(index.text, listed, query.q.split(' '));
   return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
 }
 
-/** Text indexes made from the summaries, for an index that came without one (an older shared copy). */
-const summaryTextIndexes = new WeakMap<ArchiveIndex, TextIndex>();
-
-function noop(): undefined {}
-
-function textIndexOf(index: ArchiveIndex): TextIndex {
-  let text = index.text ?? summaryTextIndexes.get(index);
-  if (text === undefined) {
-    text = { store: createTextStore(), slots: new Map() };
-    for (const summary of index.all) {
-      text.slots.set(summary.slug, addSummary(text.store, summary, index.sources.get(summary.slug)?.updatedAt ?? null));
-    }
-    summaryTextIndexes.set(index, text);
-  }
-  return text;
-}
-
-/** Bodies rendered once per archive index and key: the JSON pages, the feeds. */
 export function createIndexRenders(maxBytes: number) {
   const renders = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
     maxSize: Math.max(1, maxBytes),
@@ -96,6 +73,39 @@ export function createIndexRenders(maxBytes: number) {
     },
     set: (index: ArchiveIndex, key: string, rendered: RenderedJson) => void renders.set(key, { index, rendered }),
     stats: () => [renders.size, renders.calculatedSize] as const,
+  };
+}
+
+const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
+
+// A scan of unknown slugs costs the upstream nothing (docs/contract.md "Availability under abuse"). A slug a complete index lacks may
+// only be newer than it, which one refresh settles; 'unknown': only the upstream can tell, by slug.
+export function createSlugLookup<C>(options: {
+  read: (context: C) => Promise<IndexCopy | undefined>;
+  refresh: (context: C) => Promise<IndexCopy | undefined>;
+  now: () => number;
+  minRefreshIntervalMs: number;
+}) {
+  const { read, refresh, now, minRefreshIntervalMs } = options;
+  let refreshing: Promise<IndexCopy | undefined> | undefined;
+  let lastRefreshAt = Number.NEGATIVE_INFINITY;
+
+  return async function lookUp(slug: string, context: C): Promise<'listed' | 'absent' | 'unknown'> {
+    const copy = await read(context).catch(() => undefined);
+    if (!copy?.index.complete) return 'unknown';
+    if (copy.index.slugs.has(slug)) return 'listed';
+    const time = now();
+    if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
+      lastRefreshAt = time;
+      refreshing = refresh(context)
+        .catch(() => undefined)
+        .finally(() => {
+          refreshing = undefined;
+        });
+    }
+    const newer = refreshing === undefined ? copy : await refreshing;
+    if (newer?.index.slugs.has(slug)) return 'listed';
+    return newer?.index.complete ? 'absent' : 'unknown';
   };
 }
 
@@ -113,12 +123,10 @@ type JsonValue = CachedValue & { kind: 'json' };
 type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
 type Letter = { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined };
 
-/** A copy rendered with other neighbours than these is rendered again. */
 const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
 const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
 const indexOf = (value: CachedValue | undefined) => (value?.kind === 'archive' ? value : undefined);
 
-/** Upstream data → allow-listed shapes → serialized envelope, cached. */
 export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
   const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
@@ -130,7 +138,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   };
   const archiveFresh = (fetchedAt: number) => isFresh(fetchedAt + rules.archive.ttlMs, now());
 
-  // Unknown slugs live apart, so a slug scan can neither reach the upstream twice for one slug nor evict good entries (docs/contract.md).
+  // Apart, so a slug scan can neither reach the upstream twice for one slug nor evict good entries (docs/contract.md).
   const notFound = new LRUCache<string, true>({
     max: NOT_FOUND_MAX_ENTRIES,
     maxSize: budget.notFound,
@@ -177,7 +185,6 @@ export function createPublicReads(options: PublicReadsOptions) {
     return rendered;
   }
 
-  /** `value` with its compressed copies where it has none yet (a shared tier's copy holds text only). */
   async function withCopies(value: CachedValue): Promise<CachedValue> {
     if (value.kind !== 'json' || encodeBody === undefined) return value;
     const rendered = await withEncodedCopies(value.rendered, encodeBody).catch(() => value.rendered);
@@ -197,7 +204,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       .catch((error: unknown) => options.onLoadError?.(key, error));
   }
 
-  /** A loader that asks the shared tier before the upstream, giving what it answers its compressed copies. */
   function withSharedCopy(load: Loader<CachedValue>, keyRules = rules.issue): Loader<CachedValue> {
     if (!sharedCache) return load;
     const loadThroughTier = withSharedTier(load, {
@@ -214,8 +220,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     };
   }
 
-  // A loader that reads the upstream whatever the shared copy's age, and stores what it read there; it refreshes from the copy held here or
-  // the shared one (so a head read stays possible).
+  // Reads the upstream whatever the shared copy's age, building on the copy held here or the shared one (so a head read stays possible).
   const publishing =
     (load: Loader<CachedValue>): Loader<CachedValue> =>
     async (key, waitUntil, client, previous) => {
@@ -225,8 +230,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       return value;
     };
 
-  // Reads the archive index whole or, when the last whole read found the upstream listing newest first and a whole read is not yet due,
-  // only its newest rows merged into the index (docs/upstream.md "How the archive is read and kept fresh").
+  // Whole, or only its newest rows when a whole read is not yet due (docs/upstream.md "How the archive is read and kept fresh").
   async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
     const prior = indexOf(previous)?.index;
     const time = now();
@@ -242,15 +246,13 @@ export function createPublicReads(options: PublicReadsOptions) {
     }
     const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow, expectedRows: prior?.sync.listing.length });
     const rows = read.issues;
-    // Paging that did not work as configured leaves the listing unsure: no head refreshes then.
+    // Paging that did not work as configured leaves the listing unsure (no head refreshes), the index incomplete.
     const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
     const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: rows.map((row) => row.source.id) };
-    // Complete only when nothing was cut off, dropped or paged oddly (else slugs are read by slug).
     const complete = read.dropped.count === 0 && read.findings.length === 0 && rows.length < options.archiveMaxIssues;
     return indexValue(rows, complete, sync, keeper, true);
   }
 
-  /** The index refreshed from the upstream's newest rows (`placeHead`); `undefined` when they cannot be placed (a whole read then). */
   async function refreshHead(prior: ArchiveIndex, order: ListOrder): Promise<CachedValue | undefined> {
     const keeper = createLetterKeeper(prior);
     const known = new Set(prior.sync.listing);
@@ -268,14 +270,13 @@ export function createPublicReads(options: PublicReadsOptions) {
     const kept: KeptRow[] = [...head.issues];
     for (const summary of prior.all) {
       const source = prior.sources.get(summary.slug) ?? { id: summary.slug, updatedAt: null };
-      if (!replaced.has(source.id)) kept.push({ summary, source, slot: prior.text?.slots.get(summary.slug) });
+      if (!replaced.has(source.id)) kept.push({ summary, source, slot: prior.text.slots.get(summary.slug) });
     }
-    // A row the head could not read is an issue the index cannot show: by slug until the next whole read.
+    // A row the head could not read is read by slug until the next whole read.
     const complete = prior.complete && head.dropped.count === 0 && kept.length < options.archiveMaxIssues;
     return indexValue(kept, complete, { ...prior.sync, listing: placed.listing, head: head.validators }, keeper);
   }
 
-  /** The index of `rows` (public ones, newest first), its text index compacted after a whole read; the letters the rows carried seeded. */
   async function indexValue(rows: readonly KeptRow[], complete: boolean, sync: ArchiveSync, keeper: LetterKeeper, whole = false) {
     const fetchedAt = now();
     const bySlug = new Map<string, IssueSummary>();
@@ -307,13 +308,11 @@ export function createPublicReads(options: PublicReadsOptions) {
     return at === undefined ? { newer: null, older: null } : { newer: near(index!.all[at - 1]), older: near(index!.all[at + 1]) };
   }
 
-  // Keeps the letters list rows carry, within one cache entry's bytes, and seeds them as issue copies once the read is done. A copy already
-  // kept for the same `updatedAt` is left as it is.
+  // Keeps the letters list rows carry (within one cache entry's bytes) to seed them as issue copies once the read is done.
   function createLetterKeeper(prior: ArchiveIndex | undefined) {
     const letters: Letter[] = [];
     let bytes = 0;
-    // The prior index's store, so the documents of rows that did not change are kept as they are.
-    const store = prior?.text?.store ?? createTextStore();
+    const store = prior?.text.store ?? createTextStore();
     return {
       store,
       reduceRow(row: UpstreamIssue): KeptRow {
@@ -322,10 +321,9 @@ export function createPublicReads(options: PublicReadsOptions) {
         if (!allowList.isPublicIssue(row)) return { summary: undefined, source };
         const listed = allowList.toIssueSummary(row);
         const version = row.updatedAt ?? undefined;
-        const knownSlot = prior?.text?.slots.get(row.slug);
+        const knownSlot = prior?.text.slots.get(row.slug);
         const known = knownSlot === undefined ? undefined : store.docs[knownSlot];
         const letter = typeof row.contentHtml === 'string' ? row.contentHtml : undefined;
-        // A document is made again unless its row is unchanged and it holds the letter, or there is none.
         const unchanged = known !== undefined && version !== undefined && known.version === version;
         const slot =
           unchanged && (letter === undefined || known.letterWords !== null)
@@ -343,7 +341,6 @@ export function createPublicReads(options: PublicReadsOptions) {
         }
         return { summary, source, slot };
       },
-      /** Kept as text at once (compressed behind the answer), each with its neighbours in `value`. */
       async seed(fetchedAt: number, value: CachedValue): Promise<void> {
         for (const { summary, contentHtml, readingMinutes, version } of letters.splice(0)) {
           // Its own load is under way: setting the key would overtake it, and its copy would not be kept.
@@ -364,7 +361,6 @@ export function createPublicReads(options: PublicReadsOptions) {
   const readArchive = (waitUntil: WaitUntil | undefined, client: string | undefined, forceRefresh = false) =>
     cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client, forceRefresh });
 
-  /** The categories with their counts of public issues in the archive index read beside them (docs/contract.md "GET /api/categories"). */
   async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
     // Both settled before answering: a failure of one does not leave the other running unseen.
     const [categoriesRead, archiveRead] = await Promise.allSettled([upstream.listCategories(), readArchive(waitUntil, client)]);
@@ -383,8 +379,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
   const loadCategories = withSharedCopy(loadCategoriesFromUpstream, rules.categories);
 
-  // What an index read no earlier than `copy` says of it: gone from a complete index (unpublished or renamed), or listed with the same
-  // or another `updatedAt`.
+  // What an index read no earlier than `copy` says of it: gone (unpublished or renamed), or listed with the same or another `updatedAt`.
   function indexSays(slug: string, copy: CachedValue | undefined, archive = indexOf(cache.peek(ARCHIVE_KEY))) {
     if (archive === undefined || copy === undefined || archive.fetchedAt < copy.fetchedAt) return undefined;
     if (archive.index.complete && !archive.index.slugs.has(slug)) return 'dropped';
@@ -393,29 +388,22 @@ export function createPublicReads(options: PublicReadsOptions) {
     return version === copy.version ? 'same' : 'edited';
   }
 
-  /** Slugs whose issue copy is being loaded now: `seed` leaves them alone. */
   const issuesLoading = new Set<string>();
 
-  const gone = (slug: string) => {
-    notFound.set(slug, true);
-    return undefined;
-  };
+  const gone = (slug: string) => void notFound.set(slug, true);
 
-  // An issue the upstream does not have, or must not show, is remembered as a 404. A copy whose row the index lists with the same
-  // `updatedAt` is kept without a call. Only reads the index cannot justify (not listed) are charged to the read budget.
+  // A copy the index lists with the same `updatedAt` is kept without a call; only slugs it does not list charge the read budget.
   async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
     issuesLoading.add(slug);
     try {
       let archive = cache.peek(ARCHIVE_KEY);
-      // A copy is checked against an index at least as fresh as itself: a stale index is refreshed first.
       if (previous?.kind === 'json' && archive !== undefined && !archiveFresh(archive.fetchedAt)) {
         archive = (await readArchive(waitUntil, client, true)).value;
       }
       const index = indexOf(archive);
       const verdict = indexSays(slug, previous, index);
       if (verdict === 'same' && previous?.kind === 'json' && archiveFresh(index!.fetchedAt)) {
-        // The same letter; its neighbours may have changed.
         const neighbours = neighboursIn(index!.index, slug);
         const current = previous.neighbours === neighboursKey(neighbours) ? previous : await withNeighbours(previous, neighbours);
         return { ...(await withCopies(current)), fetchedAt: index!.fetchedAt };
@@ -430,8 +418,8 @@ export function createPublicReads(options: PublicReadsOptions) {
       if (issue === undefined || !allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
       const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
       const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
-      // Its neighbours are the index's: read (once, for every issue) when none is kept yet.
-      const kept = index ?? (await Promise.resolve(readArchive(waitUntil, client)).then(({ value }) => indexOf(value), noop));
+      // Its neighbours are the index's, read once for every issue when none is kept.
+      const kept = index ?? indexOf((await Promise.resolve(readArchive(waitUntil, client)).catch(() => undefined))?.value);
       const neighbourIndex = kept?.index;
       if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
       const neighbours = neighboursIn(neighbourIndex, slug);
@@ -443,22 +431,20 @@ export function createPublicReads(options: PublicReadsOptions) {
     }
   }
 
-  /** An issue page's copy with other neighbours: the letter is the same, so no upstream call. */
   async function withNeighbours(copy: JsonValue, neighbours: Neighbours): Promise<CachedValue> {
     const { data } = JSON.parse(copy.rendered.body) as IssueBody;
     return jsonValue(await renderIssue({ ...data, ...neighbours }, encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
   }
 
-  /** A letter read by slug joins the search of the index whose row (same `updatedAt`) did not carry it. */
   function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, letterHtml: string): void {
-    const text = index.text;
-    const doc = text && documentOf(text, issue.slug);
-    if (!text || !doc || doc.letterWords !== null || doc.version !== (issue.updatedAt ?? null)) return;
+    const { text } = index;
+    const doc = documentOf(text, issue.slug);
+    if (!doc || doc.letterWords !== null || doc.version !== (issue.updatedAt ?? null)) return;
     const summary = index.all.find((candidate) => candidate.slug === issue.slug);
     if (summary) text.slots.set(issue.slug, addSummary(text.store, summary, doc.version, letterHtml));
   }
 
-  /** Through the shared tier; a shared copy older than the index (an edit seen since) is read again and replaced. */
+  // A shared copy older than the index (an edit seen since) is read again and replaced.
   const loadIssueThroughTier = withSharedCopy(loadIssueFromUpstream);
   const loadIssue: Loader<CachedValue> = async (key, waitUntil, client, previous) => {
     const value = await loadIssueThroughTier(key, waitUntil, client, previous);
@@ -468,7 +454,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     return fresh && withCopies(fresh);
   };
 
-  /** A stale copy says how old it is (RFC 9111 §5.1), and why: the failing upstream's doing while a spell is under way, else a refresh's. */
+  // A stale copy says how old it is (RFC 9111 §5.1), and why: a failure spell under way, else a refresh.
   const staleness = (state: CacheState, value: CachedValue) =>
     state === 'STALE'
       ? {
@@ -477,7 +463,6 @@ export function createPublicReads(options: PublicReadsOptions) {
         }
       : { ageSeconds: undefined, staleReason: undefined };
 
-  /** `read`, with an upstream failure it answers with counted into the spell under way. */
   function counted<R>(read: MaybePromise<R>): MaybePromise<R> {
     if (!(read instanceof Promise)) return read;
     return read.catch((error: unknown) => {
@@ -507,7 +492,6 @@ export function createPublicReads(options: PublicReadsOptions) {
     minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
   });
 
-  /** The cached archive index as one read: what the JSON pages and the feeds are cut from. */
   function archiveIndex(waitUntil: WaitUntil | undefined, client?: Visitor) {
     return andThen(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }), indexReadOf);
   }
@@ -522,38 +506,29 @@ export function createPublicReads(options: PublicReadsOptions) {
     return renderPage(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
   }
 
-  /** The issue's body; a copy the index shows edited since is read again now, not served while it refreshes. */
+  // A copy the index shows edited since is read again now, not served while it refreshes.
   const readIssue = (key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined, forceRefresh: boolean) =>
     andThen(andThen(cache.read(key, loadIssue, waitUntil, { client, forceRefresh }), publicReadOf<IssueBody>), foundOrNoSuchIssue);
   const foundOrNoSuchIssue = (found: PublicRead<IssueBody> | undefined) => found ?? Promise.reject(noSuchIssue());
+  const categoriesReadOf = (result: ReadResult<CachedValue>) => publicReadOf<CategoriesBody>(result)!;
 
   function issue(slug: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined): MaybePromise<PublicRead<IssueBody>> {
     const key = ISSUE_KEY_PREFIX + slug;
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);
-    // A copy, or a tombstone (its load answers again).
     if (copy !== undefined || cache.has(key)) {
       const verdict = indexSays(slug, copy);
       return verdict === 'dropped' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, verdict === 'edited');
     }
-    // Any other slug is looked up in the archive index first, so an unknown slug never reaches the upstream.
     return lookUpSlug(slug, { waitUntil, client }).then((found) =>
       found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, indexSays(slug, cache.peek(key)) === 'edited'),
     );
   }
 
-  /** The archive index no older than its TTL (for the archive watch), or `undefined`. */
-  const freshIndex = (value: CachedValue | undefined): IndexCopy | undefined =>
-    value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? { index: value.index, fetchedAt: value.fetchedAt } : undefined;
+  const freshIndex = (value: CachedValue | undefined) => (value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? value : undefined);
   const readFresh = async (load: Loader<CachedValue>) =>
     freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, { forceRefresh: true })).value);
 
-  const pageStats = () => {
-    const [renderedPages, renderedPageBytes] = pages.stats();
-    return { renderedPages, renderedPageBytes };
-  };
-
-  // `client` is the visitor the upstream loads are charged to. A read a fresh copy answers is answered at once, not as a promise.
   return {
     archiveIndex: (waitUntil?: WaitUntil, client?: Visitor) => counted(archiveIndex(waitUntil, client)),
 
@@ -565,9 +540,8 @@ export function createPublicReads(options: PublicReadsOptions) {
 
     issue: (slug: string, waitUntil?: WaitUntil, client?: Visitor) => counted(issue(slug, waitUntil, client)),
 
-    /** Reads the archive and the categories from the upstream now into this cache and the shared tier (a Workers Cron Trigger). */
+    /** Into this cache and the shared tier (a Workers Cron Trigger). */
     async refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }> {
-      // Joins a load under way; a failure leaves the copies as they were, handed back stale.
       const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
       if (archive.state === 'STALE' || categories.state === 'STALE')
@@ -577,30 +551,25 @@ export function createPublicReads(options: PublicReadsOptions) {
       return { issues: index.index.all.length };
     },
 
-    // The copy kept, else (with `load`) the shared tier's fresh one, else (with `upstream`) one read now. Charged to no visitor.
+    // The copy kept, else (with `load`) the shared tier's fresh one, else (with `upstream`) one read now.
     async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}): Promise<IndexCopy | undefined> {
       const kept = freshIndex(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
       if (sharedCache) {
-        // Asked first, so that a stale shared copy does not start a refresh behind the answer besides this one.
+        // Asked first: a stale shared copy would start a refresh behind the answer besides this one.
         const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
         if (entry !== undefined && archiveFresh(entry.fetchedAt)) return readFresh(loadArchive);
         if (!mayReadUpstream) return undefined;
       }
-      // A failed load hands back the copy it had, stale: no answer then.
       return readFresh(publishing(loadArchiveFromUpstream));
     },
 
-    categories(waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<CategoriesBody>> {
-      return andThen(
-        counted(andThen(cache.read(CATEGORIES_KEY, loadCategories, waitUntil, { client }), publicReadOf<CategoriesBody>)),
-        (read) => {
-          if (!read) throw new Error('categories loader returned nothing');
-          return read;
-        },
-      );
-    },
+    categories: (waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<CategoriesBody>> =>
+      counted(andThen(cache.read(CATEGORIES_KEY, loadCategories, waitUntil, { client }), categoriesReadOf)),
 
-    stats: () => ({ ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, ...pageStats() }),
+    stats() {
+      const [renderedPages, renderedPageBytes] = pages.stats();
+      return { ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, renderedPages, renderedPageBytes };
+    },
   };
 }

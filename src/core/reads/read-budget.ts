@@ -1,18 +1,10 @@
 import { LRUCache } from 'lru-cache';
 import { UpstreamError } from '../upstream/transport.js';
 
-// How many cold upstream reads visitors may cause (docs/contract.md "Availability under abuse"): a token bucket per client IP and one
-// for everyone, so a scan cannot spend the upstream's rate limit that subscribing needs too.
-export interface ReadBudget {
-  /** Throws ReadBudgetExceeded when no read is left. */
-  take(client: string | undefined): void;
-}
-
 interface ReadBudgetOptions {
   totalPerMinute: number;
   perClientPerMinute: number;
   now: () => number;
-  /** A bucket ran dry: one call per dry spell. */
   onExhausted?: (scope: Scope) => void;
 }
 
@@ -25,7 +17,7 @@ export class ReadBudgetExceeded extends UpstreamError {
 }
 
 type Scope = 'client' | 'total';
-/** A plain record, no closure: one is kept per client. */
+/** No closure: one is kept per client. */
 type Bucket = { tokens: number; at: number; dry: boolean };
 
 const MAX_CLIENTS = 50_000;
@@ -34,13 +26,16 @@ const BURST_SHARE = 0.25;
 
 const bucketRule = (perMinute: number) => ({ capacity: Math.max(1, Math.ceil(perMinute * BURST_SHARE)), perMs: perMinute / 60_000 });
 
-export function createReadBudget(options: ReadBudgetOptions): ReadBudget {
+export type ReadBudget = ReturnType<typeof createReadBudget>;
+
+// Cold upstream reads visitors may cause (docs/contract.md "Availability under abuse"): a token bucket per client IP and one for
+// everyone, so a scan cannot spend the upstream's rate limit that subscribing needs too.
+export function createReadBudget(options: ReadBudgetOptions) {
   const { now, onExhausted } = options;
   const rules = { total: bucketRule(options.totalPerMinute), client: bucketRule(options.perClientPerMinute) };
   const total: Bucket = { tokens: rules.total.capacity, at: now(), dry: false };
   const clients = new LRUCache<string, Bucket>({ max: MAX_CLIENTS });
 
-  /** Refills `bucket`, or throws when it holds no token. */
   function check(bucket: Bucket, scope: Scope, time: number): void {
     const rule = rules[scope];
     bucket.tokens = Math.min(rule.capacity, bucket.tokens + Math.max(0, time - bucket.at) * rule.perMs);
@@ -57,9 +52,8 @@ export function createReadBudget(options: ReadBudgetOptions): ReadBudget {
   }
 
   return {
-    take(client) {
+    take(client: string | undefined) {
       const time = now();
-      // A read whose address is unknown counts in the total only.
       let own = client === undefined ? undefined : clients.get(client);
       if (client !== undefined && !own) {
         own = { tokens: rules.client.capacity, at: time, dry: false };

@@ -1,14 +1,14 @@
 import { LRUCache } from 'lru-cache';
 import { noopMetrics, type Metrics } from '../metrics.js';
 
-/** How a read was answered, sent as `X-Cache`. */
+/** Sent as `X-Cache`. */
 export const CACHE_STATES = ['HIT', 'MISS', 'STALE'] as const;
 export type CacheState = (typeof CACHE_STATES)[number];
 
-/** Schedules work that must outlive the response (Workers' `waitUntil`; on Node it simply runs). */
+/** Workers' `waitUntil`: work that must outlive the response. */
 export type WaitUntil = (promise: Promise<unknown>) => void;
 
-/** The visitor's IP, asked only when a read loads (for the read budget). */
+/** The visitor's IP, asked only when a read loads. */
 export type Visitor = () => string | undefined;
 
 export type MaybePromise<T> = T | Promise<T>;
@@ -17,13 +17,12 @@ export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybeP
   return value instanceof Promise ? value.then(next) : next(value);
 }
 
-/** `undefined` means "does not exist" and removes any stale copy; `previous` is the copy it replaces, if one is kept. */
+/** `undefined`: "does not exist" (removes any stale copy); `previous`: the copy it replaces, if one is kept. */
 export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
 
-/** `forceRefresh`: load anew even when the copy is fresh (joining a load under way); the old copy only on failure. */
+/** `forceRefresh`: load anew even when the copy is fresh; the old copy only on failure. */
 export type ReadOptions = { client?: Visitor | undefined; forceRefresh?: boolean };
 
-/** How long a value is fresh, then served stale while refreshing, then only when a refresh fails (docs/contract.md "Caching"). */
 export type FreshnessRules = { ttlMs: number; staleWhileRevalidateMs: number; staleIfErrorMs: number };
 
 export const isFresh = (staleAt: number, time: number) => time <= staleAt;
@@ -31,9 +30,8 @@ export const isWithinStaleWhileRevalidate = (staleAt: number, time: number, rule
   time - staleAt <= rules.staleWhileRevalidateMs;
 export const isWithinStaleIfError = (staleAt: number, time: number, rules: FreshnessRules) => time - staleAt <= rules.staleIfErrorMs;
 
-// `rulesFor`: a key's own rules (categories may be fresh longer); `fetchedAtOf`: when a value was fetched, if earlier (a shared copy);
-// `maxEntryBytes` (default half of maxBytes): a larger value is served, not kept; `notFoundTtlMs`: how long a tombstone says "gone";
-// `retryAtOf`: when a failed load may be tried again (a hold-off's end).
+// `fetchedAtOf`: when a value was fetched, if earlier (a shared copy); `maxEntryBytes` (default half of maxBytes): a larger value
+// is served, not kept; `retryAtOf`: when a failed load may be tried again (a hold-off's end).
 export interface ReadThroughCacheOptions<V> extends FreshnessRules {
   rulesFor?: (key: string) => FreshnessRules;
   fetchedAtOf?: (value: V) => number | undefined;
@@ -51,15 +49,15 @@ export interface ReadThroughCacheOptions<V> extends FreshnessRules {
 
 export type ReadResult<V> = { value: V | undefined; state: CacheState };
 
-/** `value` undefined: a tombstone. `refreshFailedAt` starts the back-off; before `retryAt` the stale copy is served without a load. */
+/** `value` undefined: a tombstone; before `retryAt` the stale copy is served without a load. */
 type Entry<V> = { value: V | undefined; staleAt: number; size: number; refreshFailedAt?: number | undefined; retryAt?: number | undefined };
 
 const TOMBSTONE_BYTES = 64;
 
-/** After a failed refresh the stale copy is served at once for this long (never past `staleIfErrorMs`), not after a wait for a failure. */
+/** After a failed refresh the stale copy is served at once for this long (never past `staleIfErrorMs`). */
 export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
 
-/** One load per key at a time, stale-while-revalidate, stale-if-error, a back-off after a failed refresh (docs/contract.md "Caching"). */
+/** One load per key at a time, stale-while-revalidate, stale-if-error (docs/contract.md "Caching"). */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
   const { sizeOf, notFoundTtlMs, now, fetchedAtOf, metrics = noopMetrics } = options;
   const rulesFor = options.rulesFor ?? (() => options);
@@ -71,7 +69,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
     sizeCalculation: (entry) => entry.size,
     dispose: (_entry, _key, reason) => (reason === 'evict' ? metrics.cacheEviction(reason) : undefined),
   });
-  /** The load under way per key. A key set or dropped meanwhile overtakes it: its readers get what it loads, the cache does not. */
+  // A key set or dropped meanwhile overtakes its load: the load's readers get what it loads, the cache does not.
   const loads = new Map<string, Promise<Entry<V> | undefined>>();
 
   function put(key: string, entry: Entry<V>): void {
@@ -79,7 +77,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
     lru.set(key, entry);
   }
 
-  /** A value fetched earlier (by another isolate) is fresh only for what is left of its TTL. */
+  // A value fetched earlier (by another isolate) is fresh only for what is left of its TTL.
   function entryOf(key: string, value: V): Entry<V> {
     const fetchedAt = Math.min(now(), fetchedAtOf?.(value) ?? now());
     return { value, staleAt: fetchedAt + rulesFor(key).ttlMs, size: sizeOf(value) };
@@ -100,7 +98,6 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
           // A copy handed back already stale (its source serves it so) is not loaded again for the back-off's length.
           if (entry.staleAt < time) entry.refreshFailedAt = time;
         } else if (stale !== undefined) {
-          // The source says it is gone: a short-lived tombstone in the place of the stale copy.
           entry = { value: undefined, staleAt: time + notFoundTtlMs, size: TOMBSTONE_BYTES };
         }
         if (loads.get(key) === loaded) {
@@ -120,7 +117,6 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
         throw error;
       },
     );
-    // A refresh nobody waits for fails quietly (onLoadError has it).
     loaded.catch(noop);
     loads.set(key, loaded);
     return loaded;
@@ -136,13 +132,11 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
       current = undefined;
     }
     let entry = current;
-    // Held off until `retryAt`: the stale copy answers, and nothing loads.
     if (current?.retryAt === undefined || time >= current.retryAt) {
       const loading = loads.get(key) ?? startLoad(key, load, waitUntil, readOptions.client, current);
       const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
       const answersStale =
         current !== undefined && !readOptions.forceRefresh && (isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff);
-      // A failed load answers with the copy it was to replace, if there is one.
       if (!answersStale) entry = await (current === undefined ? loading : loading.catch(() => current));
     }
     const state: CacheState = entry !== undefined && !isFresh(entry.staleAt, now()) ? 'STALE' : 'MISS';
@@ -157,7 +151,6 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
   }
 
   return {
-    /** Loads with `load` when there is no fresh copy; concurrent reads share one load. A fresh copy is answered at once. */
     read(key: string, load: Loader<V>, waitUntil?: WaitUntil, readOptions: ReadOptions = {}): MaybePromise<ReadResult<V>> {
       if (readOptions.forceRefresh !== true) {
         const entry = lru.get(key);
@@ -169,22 +162,18 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
       }
       return readThrough(key, load, waitUntil, readOptions);
     },
-    /** A tombstone counts. */
     has: (key: string) => lru.peek(key) !== undefined,
-    /** Keeps `value` as if just loaded (a copy another read brought along), unless it is too large or already stale. */
     seed(key: string, value: V) {
       const entry = entryOf(key, value);
       if (entry.size <= maxEntryBytes && entry.staleAt > now()) put(key, entry);
     },
     holds,
-    /** `next` in the place of `current` while that is the fresh copy (its compressed bodies added), as fresh; no hit counted. */
     replace(key: string, current: V, next: V): boolean {
       const size = sizeOf(next);
       if (!holds(key, current) || size > maxEntryBytes) return false;
       put(key, { ...lru.peek(key)!, value: next, size });
       return true;
     },
-    /** Without loading or counting (it counts as used). */
     peek: (key: string) => lru.get(key)?.value,
     stats: () => ({ ...counters, entries: lru.size, bytes: lru.calculatedSize }),
   };

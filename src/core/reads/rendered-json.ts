@@ -2,7 +2,7 @@ export type ContentCoding = 'br' | 'gzip';
 
 export type EncodedCopy = { coding: ContentCoding; body: Uint8Array<ArrayBuffer>; etag: string };
 
-/** A body serialized once, with its strong ETag (and compressed copies, best first): a cache hit only copies bytes. */
+/** Serialized once, with its strong ETag and compressed copies (best first): a cache hit only copies bytes. */
 export interface RenderedJson {
   readonly bytes: Uint8Array<ArrayBuffer>;
   /** Decoded when asked: kept beside the bytes, it would hold every copy twice. */
@@ -22,7 +22,6 @@ function renderedOf(bytes: Uint8Array<ArrayBuffer>, etag: string, encoded?: read
   };
 }
 
-/** The codings worth keeping, best first (node/compression.ts). */
 export type BodyEncoder = (body: string) => Promise<{ coding: ContentCoding; body: Uint8Array<ArrayBuffer> }[]>;
 
 export const renderJson = (envelope: unknown, encode?: BodyEncoder) => renderBody(JSON.stringify(envelope), encode);
@@ -34,7 +33,7 @@ export async function renderBody(body: string, encode?: BodyEncoder): Promise<Re
 
 export const renderedWithEtag = (body: string, etag: string) => renderedOf(new TextEncoder().encode(body), etag);
 
-/** Bodies the encoder has been given: one it kept no copy of is not given to it again. */
+/** A body the encoder kept no copy of is not given to it again. */
 const encodedOnce = new WeakSet<RenderedJson>();
 
 export async function withEncodedCopies(rendered: RenderedJson, encode?: BodyEncoder): Promise<RenderedJson> {
@@ -46,14 +45,12 @@ export async function withEncodedCopies(rendered: RenderedJson, encode?: BodyEnc
   return withCopies;
 }
 
-/** CACHE_MAX_BYTES counts every copy. */
 export function renderedBytes(rendered: RenderedJson): number {
   let bytes = rendered.bytes.byteLength + rendered.etag.length * 2;
   for (const copy of rendered.encoded ?? []) bytes += copy.body.byteLength + copy.etag.length * 2;
   return bytes;
 }
 
-/** A strong ETag: 144 bits of the body's SHA-256, base64url. */
 export async function strongEtag(body: string | Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', typeof body === 'string' ? new TextEncoder().encode(body) : body);
   let binary = '';

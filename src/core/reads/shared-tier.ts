@@ -1,7 +1,7 @@
 import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate } from './read-through-cache.js';
 import type { FreshnessRules, Loader, WaitUntil } from './read-through-cache.js';
 
-/** A tier shared by isolates or instances (the Cache API, Redis). `claimRefresh` is false when another instance holds the refresh. */
+/** Shared by isolates or instances (the Cache API, Redis). `claimRefresh` is false when another instance holds the refresh. */
 export interface SharedTier {
   get(key: string): Promise<SharedEntry | undefined>;
   put(key: string, entry: SharedEntry): Promise<void>;
@@ -11,7 +11,6 @@ export interface SharedTier {
 
 export type SharedEntry = { payload: string; fetchedAt: number };
 
-/** An entry that does not decode is a miss; `onRefreshError`: a refresh no request sees failed. */
 interface SharedTierOptions<V> {
   store: SharedTier;
   rules: FreshnessRules;
@@ -21,8 +20,7 @@ interface SharedTierOptions<V> {
   onRefreshError?: (key: string, error: unknown) => void;
 }
 
-// A loader that asks the shared tier first, by the in-memory cache's rules (a stale copy answers while one refresh runs), and stores
-// what it loads for the others.
+// Asks the shared tier first, by the in-memory cache's rules, and stores what it loads for the others.
 export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>): Loader<V> {
   const { store, rules, now, encode, decode } = options;
   // The in-memory cache holds a copy handed back stale for 1 ms only: without this, every request would start its own refresh.
@@ -51,10 +49,8 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
     const staleAt = entry === undefined ? 0 : entry.fetchedAt + rules.ttlMs;
     const time = now();
     if (stored !== undefined && isFresh(staleAt, time)) return stored;
-    // The newer of the two copies is what a refresh builds on.
     const base = stored ?? previous;
     if (stored !== undefined && isWithinStaleWhileRevalidate(staleAt, time, rules)) {
-      // This isolate asks again after REFRESH_FAILURE_BACKOFF_MS, by when the refresh has landed.
       // Started before `waitUntil?.()`, which would skip it where there is none (Node).
       const refreshing = refreshOnce(key, waitUntil, client, base);
       waitUntil?.(refreshing);
@@ -71,7 +67,6 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
       throw error;
     }
     if (value !== undefined) {
-      // Started before `waitUntil?.()`, as above: where there is none the copy is stored all the same.
       const storing = store.put(key, encode(value)).catch(() => undefined);
       waitUntil?.(storing);
     }
@@ -79,17 +74,15 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
   };
 }
 
-/** Longer than a whole archive read takes, short enough that a crashed instance's claim does not keep a copy stale long. */
-export const REFRESH_CLAIM_MS = 30_000;
+/** Longer than a whole archive read; short enough that a crashed instance's claim does not keep a copy stale long. */
+const REFRESH_CLAIM_MS = 30_000;
 
 const FETCHED_AT_HEADER = 'X-Fetched-At';
-// Bumped when the payload format changes, so an old deployment's entries are never read.
 const FORMAT_VERSION = 'v1';
 
-// Keys become URLs under the namespace (the upstream base URL) and a digest of the API key: two deployments share entries only when
-// both are the same. On `*.workers.dev` the Cache API stores nothing: this tier then just misses.
+// Keys become URLs under the upstream base URL and a digest of the API key: deployments share entries only when both are the same.
+// On `*.workers.dev` the Cache API stores nothing: this tier then just misses.
 export function createWorkersSharedCache(cache: Cache, options: { namespace: string; apiKey: string; maxAgeSeconds: number }): SharedTier {
-  // Made on first use: digesting is asynchronous, and creating the tier must not be.
   let prefix: Promise<string> | undefined;
   const urlOf = async (key: string) => {
     prefix ??= keyDigest(options.apiKey).then(
@@ -115,7 +108,7 @@ export function createWorkersSharedCache(cache: Cache, options: { namespace: str
   };
 }
 
-/** 16 hex digits of SHA-256 over the key: the key itself never becomes part of a cache URL (which the runtime may log). */
+/** The key itself never becomes part of a cache URL (which the runtime may log). */
 async function keyDigest(apiKey: string): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`newsletter-bff shared cache\0${apiKey}`));
   return [...new Uint8Array(digest).subarray(0, 8)].map((byte) => byte.toString(16).padStart(2, '0')).join('');

@@ -2,29 +2,23 @@ import type { IssueSummary } from '../public-shapes.js';
 import * as z from '../zod.js';
 import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, visibleText } from './letter-text.js';
 
-// The archive's text index (docs/contract.md "Search"): each word once in a dictionary, each word's documents packed as
-// gaps in variable-length bytes. A store is shared by an index and the refreshes that follow it: slots added since the
-// last packing keep a word list each; a whole read compacts the store into one holding only its index's slots.
+// Each word once in a dictionary, each word's slots packed as gaps in variable-length bytes (docs/contract.md "Search"); slots
+// added since the last packing keep a word list each, until a whole read compacts the store.
 
-/** `version`: its row's `updatedAt`; `subject`: its subject's word numbers, ascending; `letterWords`: `null` when the letter was not read. */
+/** `version`: its row's `updatedAt`; `subject`: word numbers, ascending; `letterWords`: `null` when the letter was not read. */
 export type TextDoc = { version: string | null; subject: Uint32Array; letterWords: number | null };
 
-type SearchableFields = { subject: string; previewText: string | null; categoryName: string | undefined; letterHtml?: string | undefined };
-
-// Every word once, numbered in the order first seen, in an open-addressing table keyed by a hash of its characters: a known word of a
-// letter is found without making a string of it.
+// Open addressing on a hash of the characters: a known word of a letter is found without making a string of it.
 type Dictionary = ReturnType<typeof createDictionary>;
 
 function createDictionary() {
   const words: string[] = [];
   const hashes: number[] = [];
   let wordBytes = 0;
-  /** Word number + 1 (0: empty); a power of two long, at most half full. */
+  // Word number + 1 (0: empty); a power of two long, at most half full.
   let table = new Int32Array(1024);
-  /** Word numbers in the words' order, for prefix ranges. */
   let sorted: Uint32Array | undefined;
 
-  /** The number of text[start, end) with ASCII capitals folded; made by `make` when new. */
   function find(text: string, start: number, end: number, make?: () => string): number | undefined {
     const hash = hashOf(text, start, end);
     let at = hash & (table.length - 1);
@@ -55,10 +49,13 @@ function createDictionary() {
       return words.length;
     },
     add: (word: string) => find(word, 0, word.length, () => word)!,
-    numberOf: (word: string) => find(word, 0, word.length),
     addRun: (text: string, start: number, end: number, upper: boolean) =>
       find(text, start, end, () => asciiWord(text, start, end, upper, false))!,
-    startingWith(prefix: string) {
+    matching(prefix: string): number[] {
+      if (prefix.length < MIN_PREFIX_LENGTH) {
+        const whole = find(prefix, 0, prefix.length);
+        return whole === undefined ? [] : [whole];
+      }
       if (sorted === undefined || sorted.length !== words.length) {
         sorted = Uint32Array.from(words.keys()).sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
       }
@@ -80,27 +77,19 @@ function createDictionary() {
   };
 }
 
-/** Each word's packed slots: ascending gaps in variable-length bytes, from `offsets[word]` to `offsets[word + 1]`. */
 type Packed = { slots: number; offsets: Uint32Array; bytes: Uint8Array };
 
-// `recent`: the words of each slot added since packing (slot `packed.slots + i`), ascending; `marks`: scratch, one per dictionary word
-// (a letter's words seen, a search's matches), reset after each use.
+// `recent`: the words of slot `packed.slots + i`, ascending; `marks`: scratch, one per word, reset after each use.
 type TextStore = { dictionary: Dictionary; docs: TextDoc[]; packed: Packed; recent: Uint32Array[]; marks: Int32Array };
 
 export type TextIndex = { store: TextStore; slots: Map<string, number> };
 
-function packedStore(
-  dictionary: Dictionary,
-  docs: TextDoc[],
-  offsets: Uint32Array = new Uint32Array(1),
-  bytes: Uint8Array = new Uint8Array(0),
-): TextStore {
+function packedStore(dictionary: Dictionary, docs: TextDoc[], offsets: Uint32Array, bytes: Uint8Array): TextStore {
   return { dictionary, docs, packed: { slots: docs.length, offsets, bytes }, recent: [], marks: new Int32Array(0) };
 }
 
-export const createTextStore = () => packedStore(createDictionary(), []);
+export const createTextStore = () => packedStore(createDictionary(), [], new Uint32Array(1), new Uint8Array(0));
 
-/** The scratch marks, grown to the dictionary and `room` words more. */
 function marksOf(store: TextStore, room = 0): Int32Array {
   if (store.marks.length < store.dictionary.size + room) {
     const grown = new Int32Array(Math.max(1024, 2 * (store.dictionary.size + room)));
@@ -110,11 +99,10 @@ function marksOf(store: TextStore, room = 0): Int32Array {
   return store.marks;
 }
 
-/** Adds the numbers of `text`'s words to `found`, each once; how many words it holds. */
 function numbersOfText(store: TextStore, text: string, found: number[]): number {
   const { dictionary } = store;
   let count = 0;
-  // Room for every new word the text could add (a word is at least one character and a separator).
+  // Room for every new word the text could add (a character and a separator each).
   const marks = marksOf(store, (text.length >>> 1) + 1);
   const seen = (number: number) => {
     count += 1;
@@ -135,11 +123,11 @@ function numbersOfText(store: TextStore, text: string, found: number[]): number 
   return count;
 }
 
-export function addDocument(store: TextStore, version: string | null, fields: SearchableFields): number {
-  const subject = [...new Set(searchWords(fields.subject).map((word) => store.dictionary.add(word)))];
+export function addSummary(store: TextStore, summary: IssueSummary, version: string | null, letterHtml?: string): number {
+  const subject = [...new Set(searchWords(summary.subject).map((word) => store.dictionary.add(word)))];
   const found: number[] = [];
-  numbersOfText(store, `${fields.subject} ${fields.previewText ?? ''} ${fields.categoryName ?? ''}`, found);
-  const letterWords = fields.letterHtml === undefined ? null : numbersOfText(store, visibleText(fields.letterHtml), found);
+  numbersOfText(store, `${summary.subject} ${summary.previewText ?? ''} ${summary.category?.name ?? ''}`, found);
+  const letterWords = letterHtml === undefined ? null : numbersOfText(store, visibleText(letterHtml), found);
   const marks = marksOf(store);
   for (const number of found) marks[number] = 0;
   const slot = store.docs.length;
@@ -148,12 +136,11 @@ export function addDocument(store: TextStore, version: string | null, fields: Se
   return slot;
 }
 
-export const addSummary = (
-  store: TextStore,
-  { subject, previewText, category }: IssueSummary,
-  version: string | null,
-  letterHtml?: string,
-) => addDocument(store, version, { subject, previewText, categoryName: category?.name, letterHtml });
+export function summaryTextIndex(all: readonly IssueSummary[], versionOf: (slug: string) => string | null): TextIndex {
+  const text: TextIndex = { store: createTextStore(), slots: new Map() };
+  for (const summary of all) text.slots.set(summary.slug, addSummary(text.store, summary, versionOf(summary.slug)));
+  return compacted(text);
+}
 
 export function documentOf(text: TextIndex, slug: string): TextDoc | undefined {
   const slot = text.slots.get(slug);
@@ -180,15 +167,12 @@ function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) =
   }
 }
 
-/** The same index over a new store holding only its own documents and their words, all packed. */
 export function compacted(text: TextIndex): TextIndex {
   const { store } = text;
   const newSlot = new Int32Array(store.docs.length).fill(-1);
   const kept = [...new Set(text.slots.values())].sort((a, b) => a - b);
-  kept.forEach((slot, at) => {
-    newSlot[slot] = at;
-  });
-  // Each word's kept slots, renumbered, ascending (the recent slots all come after the packed ones).
+  for (const [at, slot] of kept.entries()) newSlot[slot] = at;
+  // Each word's kept slots, renumbered, ascending (recent slots come after the packed ones).
   const lists: number[][] = Array.from({ length: store.dictionary.size }, () => []);
   lists.forEach((list, word) => {
     forEachPackedSlot(store.packed, word, (slot) => {
@@ -199,7 +183,6 @@ export function compacted(text: TextIndex): TextIndex {
     const renumbered = newSlot[store.packed.slots + i]!;
     if (renumbered >= 0) for (const word of words) lists[word]!.push(renumbered);
   });
-  // The words in use, numbered afresh in their old order, each list as gaps in variable-length bytes.
   const dictionary = createDictionary();
   const wordNumber = new Int32Array(lists.length).fill(-1);
   const bytes = new Uint8Array(5 * lists.reduce((total, list) => total + list.length, 0));
@@ -242,62 +225,49 @@ export function textIndexBytes(text: TextIndex): number {
   return bytes;
 }
 
-/** Query words compared together: one bit each in a 32-bit mark. */
 const WORDS_PER_PASS = 32;
 /** A shorter query word matches only itself (`a` would otherwise match most words of every letter). */
 const MIN_PREFIX_LENGTH = 3;
 
-function wordsMatching(dictionary: Dictionary, queryWord: string): number[] {
-  if (queryWord.length >= MIN_PREFIX_LENGTH) return dictionary.startingWith(queryWord);
-  const number = dictionary.numberOf(queryWord);
-  return number === undefined ? [] : [number];
-}
-
 /** The `candidates` matching every query word, those whose subject matches more of them first, else in their order. */
 export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
+  if (queryWords.length === 0) return [...candidates];
   const { store } = text;
-  const slotCount = store.docs.length;
-  const bitsetLength = (slotCount + 31) >>> 5;
-  let matching: Uint32Array | undefined;
-  const subjectHits = new Uint8Array(slotCount);
+  const found = new Uint32Array(store.docs.length);
+  const missed = new Uint8Array(store.docs.length);
+  const subjectHits = new Uint8Array(store.docs.length);
   for (let from = 0; from < queryWords.length; from += WORDS_PER_PASS) {
     const pass = queryWords.slice(from, from + WORDS_PER_PASS);
     const marks = marksOf(store);
     const marked: number[] = [];
-    const found = pass.map(() => new Uint32Array(bitsetLength));
+    found.fill(0);
     pass.forEach((queryWord, bit) => {
-      for (const word of wordsMatching(store.dictionary, queryWord)) {
+      for (const word of store.dictionary.matching(queryWord)) {
         if (marks[word] === 0) marked.push(word);
         marks[word]! |= 1 << bit;
-        forEachPackedSlot(store.packed, word, (slot) => (found[bit]![slot >>> 5]! |= 1 << (slot & 31)));
+        forEachPackedSlot(store.packed, word, (slot) => (found[slot]! |= 1 << bit));
       }
     });
-    // Slots added since packing: their own word lists, read against the marks.
     store.recent.forEach((words, i) => {
       let bits = 0;
       for (const word of words) bits |= marks[word]!;
-      const slot = store.packed.slots + i;
-      for (let bit = 0; bits !== 0; bit += 1, bits >>>= 1) if (bits & 1) found[bit]![slot >>> 5]! |= 1 << (slot & 31);
+      found[store.packed.slots + i] = bits;
     });
-    for (const bitset of found) {
-      if (matching === undefined) matching = bitset;
-      else for (let i = 0; i < bitsetLength; i += 1) matching[i]! &= bitset[i]!;
-    }
+    const all = 2 ** pass.length - 1;
     for (const slot of text.slots.values()) {
-      if (matching === undefined || (matching[slot >>> 5]! & (1 << (slot & 31))) === 0) continue;
+      if (found[slot] !== all) missed[slot] = 1;
+      if (missed[slot] === 1) continue;
       let bits = 0;
       for (const word of store.docs[slot]!.subject) bits |= marks[word]!;
       subjectHits[slot] = subjectHits[slot]! + bitCount(bits);
     }
     for (const word of marked) marks[word] = 0;
   }
-  if (matching === undefined) return [...candidates];
   const matches: { issue: IssueSummary; rank: number }[] = [];
   for (const issue of candidates) {
     const slot = text.slots.get(issue.slug);
-    if (slot !== undefined && (matching[slot >>> 5]! & (1 << (slot & 31))) !== 0) matches.push({ issue, rank: subjectHits[slot]! });
+    if (slot !== undefined && missed[slot] === 0) matches.push({ issue, rank: subjectHits[slot]! });
   }
-  // A stable sort: within one rank, the candidates' order stays.
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
 }
 
@@ -307,7 +277,7 @@ function bitCount(bits: number): number {
   return count;
 }
 
-/** Words on lines; offsets, postings and subjects as base64; per document its slug, version, subject and letter words. */
+/** Words on lines; offsets, postings and subjects as base64; per document its slug, version, subject and letter word count. */
 export const EncodedTextIndexSchema = z.object({
   words: z.string(),
   offsets: z.string(),
@@ -320,16 +290,14 @@ export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
   const words = Array.from({ length: store.dictionary.size }, (_, number) => store.dictionary.wordOf(number)).join('\n');
-  const docs = store.docs.map((doc, slot): EncodedTextIndex['docs'][number] => [
-    slugOf.get(slot)!,
-    doc.version,
-    numbersToBase64(doc.subject),
-    doc.letterWords,
-  ]);
-  return { words, offsets: numbersToBase64(store.packed.offsets), postings: toBase64(store.packed.bytes), docs };
+  return {
+    words,
+    offsets: numbersToBase64(store.packed.offsets),
+    postings: toBase64(store.packed.bytes),
+    docs: store.docs.map((doc, slot) => [slugOf.get(slot)!, doc.version, numbersToBase64(doc.subject), doc.letterWords]),
+  };
 }
 
-/** Undefined for a damaged entry. */
 export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefined {
   const dictionary = createDictionary();
   const words = encoded.words === '' ? [] : encoded.words.split('\n');
@@ -350,14 +318,11 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
   return { store: packedStore(dictionary, docs, offsets, bytes), slots };
 }
 
-// Little-endian whatever the platform. Decoded number by number: a view of the decoded bytes would move
-// every small array off the heap, about 120 bytes more a document.
+// Little-endian whatever the platform; decoded number by number, as a view would move every small array off the heap.
 function numbersToBase64(numbers: Uint32Array): string {
   const bytes = new Uint8Array(numbers.length * 4);
   const view = new DataView(bytes.buffer);
-  numbers.forEach((number, i) => {
-    view.setUint32(i * 4, number, true);
-  });
+  for (const [i, number] of numbers.entries()) view.setUint32(i * 4, number, true);
   return toBase64(bytes);
 }
 

@@ -1,35 +1,27 @@
 import * as z from '../zod.js';
 import type { Logger } from '../log.js';
 import type { IssueSummary } from '../public-shapes.js';
-import type { ArchiveIndex } from '../reads/cached-value.js';
-import type { IndexCopy } from '../reads/slug-lookup.js';
+import type { ArchiveIndex, IndexCopy } from '../reads/cached-value.js';
 import { CHANGE_KINDS, countByKind, type ArchiveChange, type DeployHookResult } from './deploy-hook.js';
 
+// `hookLabel`: the hook's origin, never its token; `reloadEachTick`: another isolate's Cron Trigger may write the store between
+// ticks; `settleMs`: the wait before calling, so that every instance's copy has the change.
 export interface ArchiveWatchOptions {
-  /** The index no older than its TTL. `watching`: may read the upstream; the others take the shared copy. */
   readIndex: (watching: boolean) => Promise<IndexCopy | undefined>;
   callHook: (changes: readonly ArchiveChange[]) => Promise<DeployHookResult>;
-  /** The hook's origin, never its token. */
   hookLabel: string;
-  /** What the watch last saw and has not yet announced, as one string: memory, Redis or a KV namespace. */
   store?: { load(): Promise<string | undefined>; save(state: string): Promise<void> };
-  /** Workers: another isolate's Cron Trigger may write the store between ticks. */
   reloadEachTick?: boolean;
-  /** One watcher among instances sharing the store: `hold` takes or renews the lease; false when it cannot be had. */
   lease?: { hold(): Promise<boolean> };
-  /** The wait before calling, so that every instance's copy has the change (Node with Redis). */
   settleMs?: number;
   now: () => number;
   log: Logger;
 }
 
-/**
- * Per public slug, a fingerprint of its `updatedAt` and everything the archive shows of it, so an
- * edit shows even without `updatedAt`, and a renamed category too.
- */
+/** Per public slug, a fingerprint of its `updatedAt` and everything the archive shows of it (a renamed category too). */
 type ArchiveSnapshot = ReadonlyMap<string, string>;
 
-/** `memo`: a head-window refresh reuses the summary objects, so only the rows it read are printed again. */
+/** `memo`: a head-window refresh reuses the summary objects: only the rows it read are printed again. */
 export function snapshotOf(index: ArchiveIndex, memo?: WeakMap<IssueSummary, string>): ArchiveSnapshot {
   const snapshot = new Map<string, string>();
   for (const summary of index.all) {
@@ -54,10 +46,7 @@ export function changesBetween(before: ArchiveSnapshot, after: ArchiveSnapshot):
   return changes;
 }
 
-/**
- * Changes not yet announced, with `later` ones added: one per slug, against what was last announced
- * (new then edited is new; new then unpublished is dropped; unpublished then new is an edit).
- */
+/** One change per slug against what was last announced: new then edited is new, new then unpublished none, unpublished then new an edit. */
 export function mergeChanges(pending: readonly ArchiveChange[], later: readonly ArchiveChange[]): ArchiveChange[] {
   const bySlug = new Map(pending.map((change) => [change.slug, change.kind]));
   for (const { slug, kind } of later) {
@@ -70,7 +59,7 @@ export function mergeChanges(pending: readonly ArchiveChange[], later: readonly 
   return [...bySlug].map(([slug, kind]) => ({ slug, kind }));
 }
 
-/** 64-bit FNV-1a over UTF-16 code units: tells two versions of a row apart and keeps a stored snapshot small. */
+/** 64-bit FNV-1a over UTF-16 code units: keeps a stored snapshot small. */
 function fingerprint(text: string): string {
   let high = 0xcbf29ce4;
   let low = 0x84222325;
@@ -87,10 +76,9 @@ function fingerprint(text: string): string {
 
 const HOOK_RETRY_FIRST_MS = 5_000;
 const HOOK_RETRY_MAX_MS = 10 * 60_000;
-/** A failing upstream is not polled every tick (the read cache's own pause). */
 const WATCH_READ_PAUSE_MS = 30_000;
 
-/** `attempts`: failed calls in a row for `pending`; `dueAt`: not called before then (a change settling, or a failed call backing off). */
+/** `attempts`: failed calls in a row for `pending`; `dueAt`: not called before then (settling, or backing off). */
 const StoredStateSchema = z.object({
   seen: z.array(z.tuple([z.string(), z.string()])),
   pending: z.array(z.object({ slug: z.string(), kind: z.enum(CHANGE_KINDS) })),
@@ -99,7 +87,6 @@ const StoredStateSchema = z.object({
 });
 type WatchState = Omit<z.infer<typeof StoredStateSchema>, 'seen'> & { seen: ArchiveSnapshot };
 
-/** Undefined for none, or one that does not parse (another version's): a first look again. */
 function decodeState(text: string | undefined): WatchState | undefined {
   try {
     const parsed = StoredStateSchema.safeParse(JSON.parse(text ?? 'null'));
@@ -109,17 +96,13 @@ function decodeState(text: string | undefined): WatchState | undefined {
   }
 }
 
-/**
- * Calls the build hook once per change of the archive (docs/deployment.md "Build hooks"): changes
- * become one pending call, retried with backoff; the first look only remembers (a start is not a change).
- */
+/** Changes become one pending call of the build hook, retried with backoff (docs/deployment.md "Build hooks"). */
 export function createArchiveWatch(options: ArchiveWatchOptions) {
   const { readIndex, callHook, hookLabel, store, lease, now, log, settleMs = 0, reloadEachTick = false } = options;
-  /** Trusted while this instance holds the lease; without a store, the only copy. */
+  // Trusted while this instance holds the lease; without a store, the only copy.
   let state: WatchState | undefined;
   let loaded = false;
   let holding = false;
-  /** The same copy again (a 304, say) is not compared again. */
   let compared: ArchiveIndex | undefined;
   const prints = new WeakMap<IssueSummary, string>();
   let readPausedUntil = Number.NEGATIVE_INFINITY;
@@ -167,7 +150,6 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
     if (!holds || (lease !== undefined && !holding) || reloadEachTick) loaded = false;
     holding = holds;
     const time = now();
-    // Reading keeps this instance's copy fresh even where another instance watches.
     let copy: IndexCopy | undefined;
     if (check && time >= readPausedUntil) {
       copy = await readIndex(holds).catch(() => undefined);
@@ -184,7 +166,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   }
 
   return {
-    /** One look and, when due, one call (`check: false`: the call only). Never rejects; a tick while one runs joins it. */
+    /** One look and, when due, one call (`check: false`: the call only). Never rejects. */
     tick({ check = true }: { check?: boolean } = {}): Promise<void> {
       running ??= run(check)
         .catch((error: unknown) => {

@@ -1,9 +1,6 @@
 export const CHANGE_KINDS = ['new', 'edited', 'unpublished'] as const;
 
-export interface ArchiveChange {
-  slug: string;
-  kind: (typeof CHANGE_KINDS)[number];
-}
+export type ArchiveChange = { slug: string; kind: (typeof CHANGE_KINDS)[number] };
 
 export type DeployHookResult = { ok: true; status: number } | { ok: false; status?: number; reason: 'status' | 'timeout' | 'unreachable' };
 
@@ -16,7 +13,6 @@ export function countByKind(changes: readonly ArchiveChange[]): Record<ArchiveCh
   return counts;
 }
 
-/** What changed (`more`: changes left out), never the key or the hook's own address. */
 export function deployHookBody(changes: readonly ArchiveChange[]) {
   return {
     event: 'archive_changed' as const,
@@ -27,17 +23,11 @@ export function deployHookBody(changes: readonly ArchiveChange[]) {
 }
 
 /** Its origin only: a build hook's path is its token (docs/security.md "What the service guarantees"). */
-export function describeHookUrl(url: string): string {
-  try {
-    return new URL(url).origin;
-  } catch {
-    return 'the deploy hook';
-  }
-}
+export const describeHookUrl = (url: string): string => URL.parse(url)?.origin ?? 'the deploy hook';
 
 const HOOK_TIMEOUT_MS = 10_000;
 
-/** One JSON POST to DEPLOY_HOOK_URL, no redirect followed. Never throws: the watch retries a failure with backoff. */
+/** No redirect followed. Never throws: the watch retries a failure with backoff. */
 export function createDeployHook(options: { url: string; fetch?: typeof globalThis.fetch }) {
   const { url, fetch = globalThis.fetch } = options;
   return async function callDeployHook(changes: readonly ArchiveChange[]): Promise<DeployHookResult> {
