@@ -1,4 +1,4 @@
-/** ALLOWED_ORIGINS, plus the service's own when it serves pages (demo mode); never `Host`, which a client writes. */
+/** Plus the service's own when it serves pages (demo mode); never `Host`, which a client writes. */
 export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins: readonly string[] = []) {
   const listed = new Set([...(allowed === '*' ? [] : allowed), ...ownOrigins]);
   return {
@@ -9,7 +9,7 @@ export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins:
   };
 }
 
-/** A browser's origins for a service on `host`:`port`: the loopback names for a loopback or wildcard address. */
+/** The loopback names for a loopback or wildcard address. */
 export function listenOrigins(host: string, port: number): string[] {
   const loopback = ['localhost', '127.0.0.1', '[::1]'];
   const named = host.includes(':') ? `[${host}]` : host;

@@ -6,7 +6,7 @@ export interface RateLimiter {
   hit(key: string): RateLimitDecision | Promise<RateLimitDecision>;
 }
 
-/** Fixed windows in a bounded lru-cache: a flood of new IPs evicts the oldest counters instead of growing memory. */
+/** Bounded: a flood of new IPs evicts the oldest counters instead of growing memory. */
 export function createMemoryRateLimiter(options: { limit: number; windowMs: number; now: () => number }): RateLimiter {
   const { limit, windowMs, now } = options;
   const windows = new LRUCache<string, { count: number; startedAt: number }>({
@@ -30,12 +30,12 @@ export function createMemoryRateLimiter(options: { limit: number; windowMs: numb
   };
 }
 
-/** The Workers Rate Limiting binding (`[[ratelimits]]` in wrangler.toml). */
+/** `[[ratelimits]]` in wrangler.toml. */
 export interface RateLimitBinding {
   limit(options: { key: string }): Promise<{ success: boolean }>;
 }
 
-/** Counted across isolates at a location; the binding tells no reset time, so Retry-After is its period. */
+/** The binding tells no reset time, so Retry-After is its period. */
 export function createBindingRateLimiter(binding: RateLimitBinding, periodSeconds = 60): RateLimiter {
   return {
     async hit(key) {

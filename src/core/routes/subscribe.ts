@@ -25,14 +25,12 @@ import { redirectTarget, refusedOriginReply, reply, returnToPage, type Subscribe
 import { createAlertWebhook, createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
-/** What an entry may put in place of the in-process defaults (Redis, the Workers binding) or add. */
+/** In place of the in-process defaults (Redis, the Workers binding). */
 export interface SubscribeDeps {
   rateLimiter?: RateLimiter | undefined;
-  /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
   repeatGuard?: RepeatGuard | undefined;
   surgeCounter?: SurgeCounter | undefined;
   turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'> | undefined;
-  /** SUBSCRIBE_BLOCK_DISPOSABLE's list (core/subscribe/disposable-domains.ts). */
   isDisposableDomain?: ((domain: string) => boolean) | undefined;
 }
 
@@ -46,13 +44,9 @@ const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
   details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }],
 });
 
-/**
- * POST /api/subscribe, its guards in the order of docs/contract.md "POST /api/subscribe" (origin and rate limit before a byte of the body is
- * read). Every refusal is thrown; the route's error handler logs it once and answers it as the form asked.
- */
+/** Guards in docs/contract.md's order (origin and rate limit before the body); each refusal is thrown, logged once by onError. */
 export function createSubscribeRoutes(
   options: SubscribeDeps & {
-    /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
     first: MiddlewareHandler;
     config: Config;
     upstream: UpstreamClient;
@@ -119,13 +113,12 @@ export function createSubscribeRoutes(
           throw new ApiError('PAYLOAD_TOO_LARGE');
         },
       }),
-      // The error answers are typed for `hc` (ROUTE_ERRORS); the route's onError renders them.
       async function subscribe(c): Promise<SubscribeReply | ErrorAnswer<RouteErrorStatus<'/api/subscribe'>>> {
         const record = recorder(c);
         const input = await readSubscribeBody(c);
         c.set('subscribeReturnTo', returnToPage(c, input, origins));
         if (isHoneypotFilled(input, config.honeypotField)) {
-          // Answered exactly like a success, so a bot learns nothing; nothing goes upstream.
+          // Answered like a success, so a bot learns nothing.
           record('honeypot');
           return reply(c, targetOf(c));
         }
@@ -134,7 +127,7 @@ export function createSubscribeRoutes(
         const surging = surge
           ? await surge.attempt({ ip: rateLimitKey(c), domain: fields.domain, mailbox: fields.normalized }, waitUntilOf(c))
           : false;
-        // After validation, so a typo does not spend the visitor's one-use token.
+        // After validation, so a typo does not spend the one-use token.
         if (challenge && (config.turnstileMode === 'always' || surging)) {
           if (surging) surge?.challenged();
           await challenge(c, input);
@@ -157,21 +150,20 @@ export function createSubscribeRoutes(
       },
     )
     .onError(function answerRefusal(error, c) {
+      const record = recorder(c);
       // The body never arrived whole (499, or the listener's 408), whatever reading it threw; a SubscribeFailure came after.
       const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
-      if (cutOff !== undefined) {
-        if (cutOff === REQUEST_TIMEOUT) recorder(c)('timed_out', { reason: 'REQUEST_TIMEOUT' });
-        else recorder(c)('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
-        return new Response(null, { status: cutOff });
-      }
-      // Not ours to answer (an unknown error): the app's handler logs it and answers 500.
+      if (cutOff === REQUEST_TIMEOUT) record('timed_out', { reason: 'REQUEST_TIMEOUT' });
+      else if (cutOff !== undefined) record('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
+      if (cutOff !== undefined) return new Response(null, { status: cutOff });
+      // An unknown error: the app's handler logs it and answers 500.
       if (!(error instanceof ApiError)) throw error;
-      if (error instanceof SubscribeFailure) recorder(c)(error.outcome, { reason: error.code, ...error.logFields }, error.level);
-      else recorder(c)('rejected', { reason: error.code });
-      // A forbidden origin is never sent back: its pages are not ours to send anyone to.
+      if (error instanceof SubscribeFailure) record(error.outcome, { reason: error.code, ...error.logFields }, error.level);
+      else record('rejected', { reason: error.code });
+      // Its pages are not ours to send anyone to.
       if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
       return reply(c, targetOf(c), error);
     });
-  // The surge goes back for the Node entry's timer that ends it when the flood stops.
+  // The Node entry's timer ends the surge when the flood stops.
   return { routes, surge };
 }
