@@ -30,10 +30,8 @@ export interface AppDeps extends SubscribeDeps {
   upstream: UpstreamClient;
   now?: () => number;
   log?: Logger;
-  /** The socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
   clientIp?: (c: Context) => string | undefined;
   requestHeader?: RequestHeader;
-  /** Answers GET/HEAD outside /api/ (demo mode's example site). */
   site?: MiddlewareHandler;
   sharedCache?: SharedTier;
   /** `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
@@ -42,7 +40,6 @@ export interface AppDeps extends SubscribeDeps {
     fetch?: typeof globalThis.fetch;
   };
   metrics?: Metrics;
-  /** Compresses each cached copy once (Node); Workers' edge compresses. */
   encodeBody?: BodyEncoder;
   /** Whether REQUEST_TIMEOUT_SECONDS cut this request off (logged 408, not 499); Node only. */
   requestTimedOut?: (c: Context) => boolean;
@@ -107,7 +104,6 @@ export function createApp(deps: AppDeps) {
           log,
         });
 
-  // Feeds are on only when issues have a page to link to.
   const siteIssueUrl = config.siteIssueUrl;
   const feeds =
     siteIssueUrl === undefined
@@ -127,11 +123,8 @@ export function createApp(deps: AppDeps) {
     if (error instanceof ApiError) return renderError(c, error);
     // Logged once where the cache loaded it (onLoadError), not for every waiting request.
     if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));
-    log.log('error', 'unhandled_error', {
-      requestId: c.get('requestId'),
-      name: error instanceof Error ? error.name : typeof error,
-      message: error instanceof Error ? error.message : undefined,
-    });
+    const [name, message] = error instanceof Error ? [error.name, error.message] : [typeof error, undefined];
+    log.log('error', 'unhandled_error', { requestId: c.get('requestId'), name, message });
     return renderError(c, new ApiError('INTERNAL_ERROR'));
   }
   const pipeline = createPipeline({ headerRules, logAccess, answerError, requestHeader });
@@ -166,8 +159,7 @@ export function createApp(deps: AppDeps) {
   app.notFound(pipeline.route(noRoute, (c) => publicPathOf(c)?.path));
   app.onError(answerError);
 
-  // A request @hono/node-server cannot make a Request of comes here as a stand-in, so its 400 has the
-  // headers and access line of every other answer (docs/node-http.md).
+  // A request @hono/node-server cannot make a Request of: its 400 gets every answer's headers (docs/node-http.md).
   const refusing = createPipeline({ headerRules, logAccess, answerError, requestHeader: headerOfRequest });
   const badRequest = () => Promise.reject(new ApiError('BAD_REQUEST'));
   const refusals = new Hono().all(
@@ -175,7 +167,6 @@ export function createApp(deps: AppDeps) {
     refusing.route(badRequest, () => undefined),
   );
 
-  // The entries run the timers: the surge's end, the watch's ticks, the Cron Trigger's refresh.
   return {
     app: routes,
     refuse: (request: Request) => refusals.fetch(request),
@@ -187,5 +178,4 @@ export function createApp(deps: AppDeps) {
   };
 }
 
-/** For `hono/client`'s `hc<AppType>()`. */
 export type AppType = ReturnType<typeof createApp>['app'];

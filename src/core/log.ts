@@ -2,7 +2,6 @@ import { createRedactor } from './redact.js';
 
 export type LogLevel = 'info' | 'warn' | 'error';
 
-/** `time`, `level` and `event` are the logger's, never a caller's. */
 export type LogFields = Record<string, string | number | boolean | null | undefined> & { time?: never; level?: never; event?: never };
 
 export interface Logger {
@@ -56,7 +55,7 @@ function safeDecode(segment: string): string {
 export function createBufferedWriter(
   sink: (chunk: Uint8Array) => void,
   options: { flushIntervalMs?: number; maxBufferedBytes?: number } = {},
-): { write: (line: string) => void; flush: () => void; stop: () => void } {
+) {
   const { flushIntervalMs = 250, maxBufferedBytes = 64 * 1024 } = options;
   let batch = Buffer.allocUnsafe(maxBufferedBytes);
   let used = 0;
@@ -71,15 +70,12 @@ export function createBufferedWriter(
   const timer = setInterval(flush, flushIntervalMs);
   (timer as { unref?: () => void }).unref?.();
   return {
-    write(line) {
+    write(line: string) {
       // At most 3 bytes of UTF-8 per UTF-16 unit, and the newline.
       const most = line.length * 3 + 1;
       if (used + most > batch.length) {
         flush();
-        if (most > batch.length) {
-          sink(Buffer.from(`${line}\n`));
-          return;
-        }
+        if (most > batch.length) return sink(Buffer.from(`${line}\n`));
       }
       used += batch.write(line, used);
       batch[used++] = 10; // "\n"

@@ -9,7 +9,6 @@ export interface Metrics {
   upstreamHoldOff(seconds: number): void;
   subscribe(outcome: string, reason?: string): void;
   subscribeSurge(active: boolean): void;
-  /** docs/node-http.md "A crowd at one address". */
   connectionShed(reason: ConnectionShedReason): void;
 }
 

@@ -8,33 +8,22 @@ const described = <S extends z.ZodMiniType>(schema: S, description: string) => s
 
 export const SlugSchema = z.string().check(z.regex(SLUG_PATTERN));
 
-export const PublicCategorySchema = z.strictObject({
-  name: z.string(),
-  slug: SlugSchema,
-});
+export const PublicCategorySchema = z.strictObject({ name: z.string(), slug: SlugSchema });
 
-export const CategoryListingSchema = z.extend(PublicCategorySchema, {
-  count: described(z.int().check(z.gte(0)), 'How many public issues the archive holds in this category.'),
-});
-
-const isoOrNull = (description: string) => described(z.nullable(z.iso.datetime()), description);
+export const CategoryListingSchema = z.extend(PublicCategorySchema, { count: described(z.int().check(z.gte(0)), 'Public issues in it.') });
 
 export const IssueSummarySchema = z.strictObject({
   slug: SlugSchema,
   subject: z.string(),
   previewText: described(z.nullable(z.string()), 'Null when the letter has none.'),
   thumbnailUrl: described(z.nullable(z.url({ protocol: /^https?$/ })), 'http(s) only, for `<img src>`; else null.'),
-  sentAt: isoOrNull('Null when the upstream gives no valid date (listed last).'),
-  updatedAt: isoOrNull('When the upstream last changed the issue, if it says.'),
+  sentAt: described(z.nullable(z.iso.datetime()), 'Null when the upstream gives no valid date (listed last).'),
+  updatedAt: described(z.nullable(z.iso.datetime()), 'When the upstream last changed the issue, if it says.'),
   category: described(z.nullable(PublicCategorySchema), 'Null when none, or when its slug breaks the slug rule.'),
   readingMinutes: described(z.nullable(z.int().check(z.gte(1))), 'At about 230 words a minute; null without the letter text.'),
 });
 
-export const IssueNeighbourSchema = z.strictObject({
-  slug: SlugSchema,
-  subject: z.string(),
-  sentAt: z.nullable(z.iso.datetime()),
-});
+export const IssueNeighbourSchema = z.strictObject({ slug: SlugSchema, subject: z.string(), sentAt: z.nullable(z.iso.datetime()) });
 
 export const IssueDetailSchema = z.extend(IssueSummarySchema, {
   readingMinutes: described(z.int().check(z.gte(1)), 'At about 230 words a minute, at least 1.'),

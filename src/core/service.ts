@@ -16,7 +16,6 @@ export interface RuntimeDeps extends Omit<AppDeps, 'config' | 'upstream' | 'site
   demoOrigin?: string;
 }
 
-/** A wildcard address becomes the loopback of its family. */
 export function linkOriginOf(host: string, port: number): string {
   const linkHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
   return `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${port}`;

@@ -23,7 +23,6 @@ export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown)
   throw new ApiError('VALIDATION_ERROR', { details });
 }
 
-/** A parameter given twice counts once, as `c.req.query()` reads it. */
 export function firstValue(value: unknown): unknown {
   return Array.isArray(value) ? value[0] : value;
 }
@@ -35,17 +34,9 @@ export function blankToUndefined(value: unknown): unknown {
   return text === '' ? undefined : text;
 }
 
-/** Each failure in the same words; `read` turns the raw input into text. */
 export function wholeNumber(min: number, max: number, fallback: number, read: (raw: unknown) => unknown) {
   const rule = `must be a whole number from ${min} to ${max}`;
-  return preprocess(
-    read,
-    z._default(
-      z.pipe(
-        z.pipe(z.string({ error: rule }).check(z.regex(/^\d{1,16}$/, { error: rule })), z.transform(Number)),
-        z.number().check(z.gte(min, { error: rule }), z.lte(max, { error: rule })),
-      ),
-      fallback,
-    ),
-  );
+  const digits = z.pipe(z.string({ error: rule }).check(z.regex(/^\d{1,16}$/, { error: rule })), z.transform(Number));
+  const inRange = z.number().check(z.gte(min, { error: rule }), z.lte(max, { error: rule }));
+  return preprocess(read, z._default(z.pipe(digits, inRange), fallback));
 }

@@ -19,10 +19,7 @@ export interface AccessEntry {
 
 export type AccessLog = ReturnType<typeof createAccessLog>;
 
-/**
- * ACCESS_LOG=summary counts fresh hits (200 or 304) into `cache_hits` lines instead of a line each. A route not in
- * `routes` counts as `other`, never the raw path, so labels stay a closed set.
- */
+/** A route not in `routes` counts as `other`, never the raw path, so labels stay a closed set. */
 export function createAccessLog(
   log: Logger,
   metrics: Metrics,

@@ -2,11 +2,7 @@ import type { Context } from 'hono';
 import { parseIp, type AddressList } from './ip-address.js';
 
 /** The `hops`-th `X-Forwarded-For` entry from the right (further left are the client's own words). */
-export function clientIpFromForwardedFor(
-  forwardedFor: string | undefined,
-  socketAddress: string | undefined,
-  hops: number,
-): string | undefined {
+export function clientIpFromForwardedFor(forwardedFor: string | undefined, socketAddress: string | undefined, hops: number) {
   const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
   if (hops <= 0 || !forwardedFor) return socket;
   const entries = forwardedFor.split(',').filter((entry) => entry.trim() !== '');
@@ -16,11 +12,7 @@ export function clientIpFromForwardedFor(
 }
 
 /** As Express's `trust proxy` list: from the right, the first untrusted entry; one not an address ends the walk. */
-export function clientIpBehindTrustedProxies(
-  forwardedFor: string | undefined,
-  socketAddress: string | undefined,
-  trusted: AddressList,
-): string | undefined {
+export function clientIpBehindTrustedProxies(forwardedFor: string | undefined, socketAddress: string | undefined, trusted: AddressList) {
   const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
   if (socket === undefined || !forwardedFor || !trusted.includes(socket)) return socket;
   const entries = forwardedFor.split(',');
@@ -34,13 +26,9 @@ export function clientIpBehindTrustedProxies(
   return client;
 }
 
-export function createNodeClientIp(
-  trustProxyHops: number,
-  socketAddress: (c: Context) => string | undefined,
-  trustedProxies?: AddressList,
-) {
+export function createNodeClientIp(trustProxyHops: number, socketAddress: (c: Context) => string | undefined, trusted?: AddressList) {
   return (c: Context): string | undefined =>
-    trustedProxies
-      ? clientIpBehindTrustedProxies(c.req.header('x-forwarded-for'), socketAddress(c), trustedProxies)
+    trusted
+      ? clientIpBehindTrustedProxies(c.req.header('x-forwarded-for'), socketAddress(c), trusted)
       : clientIpFromForwardedFor(c.req.header('x-forwarded-for'), socketAddress(c), trustProxyHops);
 }

@@ -45,9 +45,7 @@ export function createErrorBodySchemas() {
   const ValidationIssue = z.strictObject({
     path: z.string(),
     message: z.string(),
-    siteKey: z
-      .optional(z.string())
-      .check(z.meta({ description: '`CAPTCHA_REQUIRED` only: the Turnstile site key to render the widget with.' })),
+    siteKey: z.optional(z.string()).check(z.meta({ description: '`CAPTCHA_REQUIRED` only: the Turnstile site key.' })),
   });
   const ErrorBody = z.strictObject({
     ok: z.literal(false),
@@ -81,14 +79,11 @@ export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus
 export interface ApiErrorOptions {
   message?: string;
   details?: ValidationIssue[];
-  /** Seconds, sent as `Retry-After`. */
   retryAfter?: number;
-  /** Methods, sent as `Allow`. */
   allow?: readonly string[];
   cause?: unknown;
 }
 
-/** The one error type routes throw; `renderError` turns it into the envelope. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: ErrorStatus;
@@ -114,7 +109,6 @@ export class ApiError extends Error {
   }
 }
 
-/** Errors are never cached. */
 export function renderError(c: Context, error: ApiError) {
   const { retryAfter, allow, details } = error;
   const headers: Record<string, string> = { 'Cache-Control': NO_STORE };
@@ -125,7 +119,6 @@ export function renderError(c: Context, error: ApiError) {
   return c.json(body, error.status, headers);
 }
 
-/** REQUEST_TIMEOUT_SECONDS cut the request off; Node answered the 408 itself. */
 export const REQUEST_TIMEOUT = 408;
 
 /** The status of a request gone before it was read whole (nothing is sent): nginx's 499, or 408. */

@@ -14,7 +14,6 @@ export function parseIp(text: string): string | undefined {
   return ipv6Text(address);
 }
 
-/** By WHATWG URL's parser (RFC 4291's grammar). */
 function ipv6Number(value: string): bigint | undefined {
   if (!value.includes(':') || !/^[\da-f:.]{2,45}$/i.test(value)) return undefined;
   const host = URL.parse(`http://[${value}]`)?.hostname.slice(1, -1);
@@ -24,7 +23,6 @@ function ipv6Number(value: string): bigint | undefined {
   return groups.reduce((number, group) => (number << 16n) | BigInt(`0x${group}`), 0n);
 }
 
-/** RFC 5952's spelling, by WHATWG URL's serializer. */
 function ipv6Text(address: bigint): string {
   const groups = Array.from({ length: 8 }, (_, index) => ((address >> BigInt(112 - 16 * index)) & 0xffffn).toString(16));
   return new URL(`http://[${groups.join(':')}]`).hostname.slice(1, -1);
@@ -43,7 +41,6 @@ export function rateLimitKeyOf(ip: string, ipv6PrefixBits: number): string {
   return `${ipv6Text((ipv6Number(canonical)! >> hostBits) << hostBits)}/${ipv6PrefixBits}`;
 }
 
-/** Express's `trust proxy` names. */
 const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = {
   loopback: ['127.0.0.0/8', '::1/128'],
   linklocal: ['169.254.0.0/16', 'fe80::/10'],
@@ -56,11 +53,8 @@ export type AddressList = ReturnType<typeof parseAddressList>['list'];
 export function parseAddressList(text: string) {
   const networks: { width: number; hostBits: bigint; prefix: bigint }[] = [];
   const invalid: string[] = [];
-  const entries = text
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
-  for (const entry of entries.flatMap((entry) => NAMED_RANGES[entry.toLowerCase()] ?? [entry])) {
+  const entries = text.split(',').map((entry) => entry.trim());
+  for (const entry of entries.filter(Boolean).flatMap((entry) => NAMED_RANGES[entry.toLowerCase()] ?? [entry])) {
     const [address = '', bitsText, ...rest] = entry.split('/');
     const canonical = parseIp(address);
     const width = canonical?.includes(':') ? 128 : 32;

@@ -3,13 +3,12 @@ export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins:
   const listed = new Set([...(allowed === '*' ? [] : allowed), ...ownOrigins]);
   return {
     anyOrigin: allowed === '*',
-    isAllowed(origin: string): boolean {
-      return allowed === '*' || listed.has(origin);
-    },
+    isAllowed: (origin: string): boolean => allowed === '*' || listed.has(origin),
+    /** What an API answer to this `Origin` grants: `*`, the origin itself, or nothing. */
+    granted: (origin: string | undefined) => (allowed === '*' ? '*' : origin && listed.has(origin) ? origin : undefined),
   };
 }
 
-/** The loopback names for a loopback or wildcard address. */
 export function listenOrigins(host: string, port: number): string[] {
   const loopback = ['localhost', '127.0.0.1', '[::1]'];
   const named = host.includes(':') ? `[${host}]` : host;

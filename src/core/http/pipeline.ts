@@ -21,10 +21,8 @@ declare module 'hono' {
 type AnyContext = Context<any, any, any>;
 type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response>;
 
-/**
- * Request id, common headers, errors and the access log, wrapped around each handler rather than Hono middleware:
- * Hono composes middleware with promises, and @hono/node-server writes a Response at once only when it is not one.
- */
+// Wrapped around each handler, not Hono middleware: Hono composes middleware with promises, and
+// @hono/node-server writes a Response at once only when it is not one.
 export function createPipeline(options: {
   headerRules: HeaderRules;
   logAccess: AccessLog;

@@ -19,10 +19,7 @@ export function createMemoryRateLimiter(options: { limit: number; windowMs: numb
     hit(key) {
       const time = now();
       let current = windows.get(key);
-      if (!current || time - current.startedAt >= windowMs) {
-        current = { count: 0, startedAt: time };
-        windows.set(key, current);
-      }
+      if (!current || time - current.startedAt >= windowMs) windows.set(key, (current = { count: 0, startedAt: time }));
       current.count += 1;
       const retryAfterSeconds = Math.max(1, Math.ceil((current.startedAt + windowMs - time) / 1000));
       return { allowed: current.count <= limit, retryAfterSeconds };
@@ -30,7 +27,6 @@ export function createMemoryRateLimiter(options: { limit: number; windowMs: numb
   };
 }
 
-/** `[[ratelimits]]` in wrangler.toml. */
 export interface RateLimitBinding {
   limit(options: { key: string }): Promise<{ success: boolean }>;
 }

@@ -11,16 +11,13 @@ export type ReadAnswer<T> = (Response & TypedResponse<T, 200, 'json'>) | (Respon
 export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) => ReadAnswer<T>;
 
 type HeaderRecord = Readonly<Record<string, string>>;
+type ReplyRoute = { contentType: string; cacheControl: string; vary: string | undefined };
 
 /** Per copy and status: one per allowed origin and one for any other, up to this many. */
 const MAX_RECORDS_PER_COPY = 16;
 
 /** Besides the request id, a fresh copy's headers depend only on status, coding and granted origin: made once per copy. */
-export function createReadReplies(
-  rules: HeaderRules,
-  route: { contentType: string; cacheControl: string; vary: string | undefined },
-  requestHeader: RequestHeader,
-): SendRead {
+export function createReadReplies(rules: HeaderRules, route: ReplyRoute, requestHeader: RequestHeader): SendRead {
   const records = { 200: new WeakMap<RenderedJson | EncodedCopy, Map<string, HeaderRecord>>(), 304: new WeakMap() };
 
   function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): HeaderRecord {
@@ -60,7 +57,6 @@ export function createReadReplies(
   } as SendRead;
 }
 
-/** The weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */
 export function ifNoneMatchMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header === etag || header.trim() === '*') return true;
@@ -78,10 +74,8 @@ export function waitUntilOf(c: Context): WaitUntil {
   };
 }
 
-/**
- * RFC 9110 §12.5.3: the coding weighed highest, the earlier copy (`br`) at equal weight; `undefined` for the body
- * as it is, also when nothing kept is acceptable (as the RFC advises, even where `identity` was refused).
- */
+// RFC 9110 §12.5.3; `undefined` (the body as it is) also when nothing kept is acceptable, as the RFC
+// advises, even where `identity` was refused.
 export function chooseCopy(acceptEncoding: string | undefined, copies: readonly EncodedCopy[] | undefined): EncodedCopy | undefined {
   if (copies === undefined || acceptEncoding === undefined || acceptEncoding === '') return undefined;
   const weights = weightsOf(acceptEncoding);

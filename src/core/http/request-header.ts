@@ -1,6 +1,5 @@
 import type { Context } from 'hono';
 
-/** By lower-case name, repeats joined with `, `. */
 export type RequestHeader = (c: Context, name: string) => string | undefined;
 
 export const headerOfRequest: RequestHeader = (c, name) => c.req.header(name);

@@ -46,10 +46,8 @@ const EXPOSE_HEADERS = CORS_POLICY.exposeHeaders.join(',');
 /** An incoming `X-Request-Id` this safe is kept (as Hono's `requestId()` does). */
 export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
-/**
- * The headers every response carries: not Hono's middleware, each a layer (docs/performance.md). With `servesSite`
- * (demo mode) paths outside /api/ get the site's headers, and the service's own origin counts: its pages post to it.
- */
+// Not Hono's middleware, each a layer (docs/performance.md). In demo mode paths outside /api/ get the site's
+// headers, and the service's own origin counts: its pages post to it.
 export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host' | 'port' | 'turnstileSiteKey'>, servesSite: boolean) {
   const { allowedOrigins } = config;
   const origins = createOriginPolicy(allowedOrigins, servesSite ? listenOrigins(config.host, config.port) : []);
@@ -62,7 +60,7 @@ export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host'
     origins,
     requestId: (incoming: string | undefined): string =>
       incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId(),
-    grantedOrigin: (origin: string | undefined) => grantedOrigin(origins, origin),
+    grantedOrigin: origins.granted,
     headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
       const isApi = siteHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(origins, origin) : undefined;
@@ -78,14 +76,9 @@ export type HeaderRules = ReturnType<typeof createHeaderRules>;
 
 /** From the configuration alone, never from `Host`. */
 export function corsGrant(origins: OriginPolicy, origin: string | undefined) {
-  const granted = grantedOrigin(origins, origin);
+  const granted = origins.granted(origin);
   if (granted === undefined) return undefined;
   return granted === '*' ? ANY_ORIGIN_GRANT : { 'Access-Control-Allow-Origin': granted, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
-}
-
-function grantedOrigin(origins: OriginPolicy, origin: string | undefined): string | undefined {
-  if (origins.anyOrigin) return '*';
-  return origin && origins.isAllowed(origin) ? origin : undefined;
 }
 
 const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = {

@@ -34,9 +34,7 @@ function preferredType(ranges: Accept[], config: { supports: string[]; default: 
       if (specificity > 0 && (match === undefined || specificity > match.specificity)) match = { q: range.q, specificity };
     }
     if (match === undefined || match.q <= 0) continue;
-    if (best === undefined || match.q > best.q || (match.q === best.q && match.specificity > best.specificity)) {
-      best = { type, ...match };
-    }
+    if (best === undefined || match.q > best.q || (match.q === best.q && match.specificity > best.specificity)) best = { type, ...match };
   }
   return best?.type ?? config.default;
 }

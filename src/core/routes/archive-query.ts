@@ -18,7 +18,6 @@ function withinSearchLength(text: string): boolean {
   return text.length <= MAX_SEARCH_CHARACTERS || (text.length <= 2 * MAX_SEARCH_CHARACTERS && [...text].length <= MAX_SEARCH_CHARACTERS);
 }
 
-/** `q`'s search words once each, joined by one space; undefined when it holds none. */
 function toSearch(q: string | undefined): string | undefined {
   if (q === undefined) return undefined;
   const words = [...new Set(searchWords(q))];
@@ -27,18 +26,14 @@ function toSearch(q: string | undefined): string | undefined {
 
 /** The one place a parameter is written (route, types, openapi.json); unknown ones never reach a cache key. */
 export function createArchiveQuerySchema(maxOffset: number) {
+  const searchText = z.string({ error: SEARCH_RULE }).check(z.refine(withinSearchLength, { error: SEARCH_RULE }));
   return z.object({
     limit: wholeNumber(PAGE_SIZE.min, PAGE_SIZE.max, PAGE_SIZE.fallback, firstValue),
     offset: wholeNumber(0, maxOffset, 0, firstValue),
     category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
     format: preprocess(firstValue, z.optional(z.enum(FORMATS, { error: `format must be one of ${FORMATS.join(', ')}` }))),
     // Counted in code points, as a reader types them; an empty one is the whole archive.
-    q: z.optional(
-      z.pipe(
-        preprocess(firstValue, z.optional(z.string({ error: SEARCH_RULE }).check(z.refine(withinSearchLength, { error: SEARCH_RULE })))),
-        z.transform(toSearch),
-      ),
-    ),
+    q: z.optional(z.pipe(preprocess(firstValue, z.optional(searchText)), z.transform(toSearch))),
   });
 }
 

@@ -30,10 +30,8 @@ export function createReadRoutes(options: {
   const replies = (read: keyof CachePolicies, contentType = 'application/json', vary?: string) =>
     createReadReplies(headerRules, { contentType, cacheControl: cacheControlOf(policies[read]), vary }, requestHeader);
   const sendArchive = replies('archive', 'application/json', ARCHIVE_VARY);
-  const sendFeed = {
-    atom: replies('archive', `${MEDIA_TYPES.atom}; charset=utf-8`, ARCHIVE_VARY),
-    rss: replies('archive', `${MEDIA_TYPES.rss}; charset=utf-8`, ARCHIVE_VARY),
-  };
+  const feedReplies = (format: 'atom' | 'rss') => replies('archive', `${MEDIA_TYPES[format]}; charset=utf-8`, ARCHIVE_VARY);
+  const sendFeed = { atom: feedReplies('atom'), rss: feedReplies('rss') };
 
   const charged = (c: Context) => () => clientIp(c);
 

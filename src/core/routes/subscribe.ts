@@ -34,11 +34,8 @@ export interface SubscribeDeps {
   isDisposableDomain?: ((domain: string) => boolean) | undefined;
 }
 
-// Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
-const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: SubscribeJsonInput }; out: {} }> =
-  async function declareJsonInput(_c, next) {
-    await next();
-  };
+// Declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
+type JsonInput = { in: { json: SubscribeJsonInput }; out: {} };
 
 const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
   details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }],
@@ -99,20 +96,14 @@ export function createSubscribeRoutes(
   const routes = new Hono()
     .post(
       '/subscribe',
-      options.first,
-      declareJsonInput,
+      options.first as MiddlewareHandler<{}, '/subscribe', JsonInput>,
       async function guardBeforeTheBody(c, next) {
         if (isForbiddenOrigin(c, origins)) throw new ApiError('FORBIDDEN_ORIGIN');
         const limited = await rateLimitError(rateLimiter, rateLimitKey(c));
         if (limited) throw limited;
         await next();
       },
-      bodyLimit({
-        maxSize: SUBSCRIBE_MAX_BODY_BYTES,
-        onError: () => {
-          throw new ApiError('PAYLOAD_TOO_LARGE');
-        },
-      }),
+      bodyLimit({ maxSize: SUBSCRIBE_MAX_BODY_BYTES, onError: () => Promise.reject(new ApiError('PAYLOAD_TOO_LARGE')) }),
       async function subscribe(c): Promise<SubscribeReply | ErrorAnswer<RouteErrorStatus<'/api/subscribe'>>> {
         const record = recorder(c);
         const input = await readSubscribeBody(c);
@@ -164,6 +155,5 @@ export function createSubscribeRoutes(
       if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
       return reply(c, targetOf(c), error);
     });
-  // The Node entry's timer ends the surge when the flood stops.
   return { routes, surge };
 }
