@@ -37,7 +37,6 @@ export function maskEmail(email: string): string {
   return `${email[0]}***@${email.slice(at + 1).toLowerCase()}`;
 }
 
-/** Every path segment holding an `@` (raw or `%40`) masked like an address. */
 export function maskEmailsInPath(path: string): string {
   if (!path.includes('@') && !path.includes('%40')) return path;
   return path.replace(/[^/]*(?:@|%40)[^/]*/g, (segment) => maskEmail(safeDecode(segment)));

@@ -59,7 +59,6 @@ export function createAccessLog(
   }
 
   return Object.assign(logAccess, {
-    /** Undefined when summary mode does not count such hits. */
     hitCounter(route: string | undefined, method: string, status: number) {
       if (!isCounted(status, 'HIT')) return undefined;
       const counted = countOf(routeOf(route), method, status);

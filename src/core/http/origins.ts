@@ -4,7 +4,6 @@ export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins:
   return {
     anyOrigin: allowed === '*',
     isAllowed: (origin: string): boolean => allowed === '*' || listed.has(origin),
-    /** What an API answer to this `Origin` grants: `*`, the origin itself, or nothing. */
     granted: (origin: string | undefined) => (allowed === '*' ? '*' : origin && listed.has(origin) ? origin : undefined),
   };
 }

@@ -53,7 +53,6 @@ export function createPipeline(options: {
     return finish(c, answerError(error, c), route, startedAt);
   };
 
-  /** `routeOf` names the template for a request no route matched (404, 405, the demo site). */
   function route<H extends AnyHandler>(handler: H, routeOf = (c: Context): string | undefined => c.req.routePath): H {
     return async function answer(c: Context, next: () => Promise<void>) {
       const startedAt = performance.now();

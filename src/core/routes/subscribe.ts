@@ -147,7 +147,6 @@ export function createSubscribeRoutes(
       if (cutOff === REQUEST_TIMEOUT) record('timed_out', { reason: 'REQUEST_TIMEOUT' });
       else if (cutOff !== undefined) record('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
       if (cutOff !== undefined) return new Response(null, { status: cutOff });
-      // An unknown error: the app's handler logs it and answers 500.
       if (!(error instanceof ApiError)) throw error;
       if (error instanceof SubscribeFailure) record(error.outcome, { reason: error.code, ...error.logFields }, error.level);
       else record('rejected', { reason: error.code });
