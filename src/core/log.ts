@@ -8,14 +8,11 @@ export interface Logger {
   log(level: LogLevel, event: string, fields?: LogFields): void;
 }
 
+type LoggerOptions = { write: (line: string) => void; now?: () => number; redact?: readonly (string | undefined)[] };
+
 /** JSON lines; `redact`'s secrets (the API key) replaced in every string, as a last defence. */
-export function createLogger(options: {
-  write: (line: string) => void;
-  now?: () => number;
-  redact?: readonly (string | undefined)[];
-}): Logger {
-  const { write, now = Date.now } = options;
-  const redact = createRedactor(options.redact ?? []);
+export function createLogger({ write, now = Date.now, redact: secrets = [] }: LoggerOptions): Logger {
+  const redact = createRedactor(secrets);
   return {
     log(level, event, fields) {
       const line: Record<string, unknown> = { time: new Date(now()).toISOString(), level, event: redact(event) };
@@ -53,9 +50,8 @@ function safeDecode(segment: string): string {
 /** Node only: lines in batches, since a system call per line would be dearer than a cached answer. */
 export function createBufferedWriter(
   sink: (chunk: Uint8Array) => void,
-  options: { flushIntervalMs?: number; maxBufferedBytes?: number } = {},
+  { flushIntervalMs = 250, maxBufferedBytes = 64 * 1024 }: { flushIntervalMs?: number; maxBufferedBytes?: number } = {},
 ) {
-  const { flushIntervalMs = 250, maxBufferedBytes = 64 * 1024 } = options;
   let batch = Buffer.allocUnsafe(maxBufferedBytes);
   let used = 0;
   const flush = () => {
