@@ -104,18 +104,12 @@ export function createApp(deps: AppDeps) {
           log,
         });
 
-  const siteIssueUrl = config.siteIssueUrl;
+  const { siteIssueUrl, publicationName, publicBaseUrl } = config;
+  const feedsMaxBytes = splitMemoryBudget(config.cacheMaxBytes).renderedFeeds;
   const feeds =
     siteIssueUrl === undefined
       ? undefined
-      : createArchiveFeeds({
-          reads,
-          siteIssueUrl,
-          publicationName: config.publicationName,
-          publicBaseUrl: config.publicBaseUrl,
-          maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds,
-          encodeBody: deps.encodeBody,
-        });
+      : createArchiveFeeds({ reads, siteIssueUrl, publicationName, publicBaseUrl, maxBytes: feedsMaxBytes, encodeBody: deps.encodeBody });
 
   function answerError(error: unknown, c: Context): Response {
     const cutOff = cutOffStatus(c, requestTimedOut);

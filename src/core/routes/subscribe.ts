@@ -58,15 +58,8 @@ export function createSubscribeRoutes(
   const { upstream, config, origins, clientIp, now, log, metrics, requestTimedOut, isDisposableDomain } = options;
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now });
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
-  const challenge = config.turnstileSecretKey
-    ? createTurnstileChallenge({
-        secretKey: config.turnstileSecretKey,
-        siteKey: config.turnstileSiteKey,
-        verifyUrl: config.turnstileVerifyUrl,
-        clientIp,
-        ...options.turnstile,
-      })
-    : undefined;
+  const { turnstileSecretKey: secretKey, turnstileSiteKey: siteKey, turnstileVerifyUrl: verifyUrl } = config;
+  const challenge = secretKey ? createTurnstileChallenge({ secretKey, siteKey, verifyUrl, clientIp, ...options.turnstile }) : undefined;
   const surge =
     config.subscribeSurgePerMinute === 0
       ? undefined
