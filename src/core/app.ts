@@ -30,26 +30,21 @@ export interface AppDeps extends SubscribeDeps {
   upstream: UpstreamClient;
   now?: () => number;
   log?: Logger;
-  /** The visitor's IP: the socket (and trusted proxies) on Node, `CF-Connecting-IP` on Workers. */
   clientIp?: (c: Context) => string | undefined;
   requestHeader?: RequestHeader;
-  /** Answers GET/HEAD of every path outside /api/ (demo mode's example site). */
   site?: MiddlewareHandler;
-  /** Workers' Cache API or Redis on Node. */
   sharedCache?: SharedTier;
-  /** DEPLOY_HOOK_URL's watch; `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
+  /** `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
   archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & {
     loadIndex?: boolean;
     fetch?: typeof globalThis.fetch;
   };
   metrics?: Metrics;
-  /** Compresses each cached JSON copy once (Node); none on Workers, whose edge compresses. */
   encodeBody?: BodyEncoder;
-  /** Whether the listener's REQUEST_TIMEOUT_SECONDS cut this request off (logged 408, not 499); Node only. */
+  /** Whether REQUEST_TIMEOUT_SECONDS cut this request off (logged 408, not 499); Node only. */
   requestTimedOut?: (c: Context) => boolean;
 }
 
-/** The four public paths and the methods each answers (OPTIONS is the preflight). */
 const PUBLIC_PATHS = {
   '/api/issues': ['GET', 'HEAD', 'OPTIONS'],
   '/api/issues/:slug': ['GET', 'HEAD', 'OPTIONS'],
@@ -57,14 +52,12 @@ const PUBLIC_PATHS = {
   '/api/subscribe': ['POST', 'OPTIONS'],
 } as const;
 
-/** The whole service from its dependencies: the four routes, one pipeline and one error path. No globals. */
 export function createApp(deps: AppDeps) {
   const { config, upstream, now = Date.now, log = silentLogger, clientIp = () => undefined, metrics = noopMetrics } = deps;
   const { requestHeader = headerOfRequest, requestTimedOut = () => false, site } = deps;
   const headerRules = createHeaderRules(config, site !== undefined);
   const { origins } = headerRules;
   const policies = cachePolicies(config);
-  // A failing upstream is logged once per spell, not once per read it affects.
   const spells = createFailureSpells({ log, now });
   const reads = createPublicReads({
     upstream,
@@ -81,25 +74,22 @@ export function createApp(deps: AppDeps) {
       onExhausted: (scope) => log.log('warn', 'read_budget_exhausted', { scope }),
     }),
     indexRefreshMinIntervalMs: config.indexRefreshMinSeconds * 1000,
-    // A read refused by the budget made no upstream call: read_budget_exhausted said so once.
+    // A read the budget refused made no upstream call: read_budget_exhausted said so once.
     onLoadError: (key, error) => {
       if (!(error instanceof ReadBudgetExceeded)) spells.loadFailed(key, error);
     },
     spells,
-    onTooLarge: (key, bytes, maxEntryBytes) =>
-      log.log('warn', 'cache_entry_too_large', {
-        key,
-        bytes,
-        maxEntryBytes,
-        hint: 'served but not cached, so every request reads it from the upstream again: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES',
-      }),
+    onTooLarge: (key, bytes, maxEntryBytes) => {
+      const hint = 'not cached, so read upstream every time: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES';
+      log.log('warn', 'cache_entry_too_large', { key, bytes, maxEntryBytes, hint });
+    },
     sharedCache: deps.sharedCache,
     encodeBody: deps.encodeBody,
     metrics,
   });
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
-  // The archive is watched without visitors only for a build hook to tell (the entry runs its ticks).
+  // Watched without visitors only for a build hook to tell; the entry runs the ticks.
   const { loadIndex = true, fetch: hookFetch, ...watch } = deps.archiveWatch ?? {};
   const hookUrl = config.deployHookUrl;
   const archiveWatch =
@@ -114,32 +104,21 @@ export function createApp(deps: AppDeps) {
           log,
         });
 
-  // Feeds are a representation of the archive route, on only when issues have a page to link to.
-  const siteIssueUrl = config.siteIssueUrl;
+  const { siteIssueUrl, publicationName, publicBaseUrl } = config;
+  const feedsMaxBytes = splitMemoryBudget(config.cacheMaxBytes).renderedFeeds;
   const feeds =
     siteIssueUrl === undefined
       ? undefined
-      : createArchiveFeeds({
-          reads,
-          siteIssueUrl,
-          publicationName: config.publicationName,
-          publicBaseUrl: config.publicBaseUrl,
-          maxBytes: splitMemoryBudget(config.cacheMaxBytes).renderedFeeds,
-          encodeBody: deps.encodeBody,
-        });
+      : createArchiveFeeds({ reads, siteIssueUrl, publicationName, publicBaseUrl, maxBytes: feedsMaxBytes, encodeBody: deps.encodeBody });
 
   function answerError(error: unknown, c: Context): Response {
-    // The client hung up before its body arrived (499), or the listener timed it out (408): nothing to answer.
     const cutOff = cutOffStatus(c, requestTimedOut);
     if (cutOff !== undefined) return new Response(null, { status: cutOff });
     if (error instanceof ApiError) return renderError(c, error);
-    // Logged once where the cache loaded it (onLoadError), not again for every waiting request.
+    // Logged once where the cache loaded it (onLoadError), not for every waiting request.
     if (error instanceof UpstreamError) return renderError(c, readErrorFromUpstream(error));
-    log.log('error', 'unhandled_error', {
-      requestId: c.get('requestId'),
-      name: error instanceof Error ? error.name : typeof error,
-      message: error instanceof Error ? error.message : undefined,
-    });
+    const [name, message] = error instanceof Error ? [error.name, error.message] : [typeof error, undefined];
+    log.log('error', 'unhandled_error', { requestId: c.get('requestId'), name, message });
     return renderError(c, new ApiError('INTERNAL_ERROR'));
   }
   const pipeline = createPipeline({ headerRules, logAccess, answerError, requestHeader });
@@ -154,12 +133,10 @@ export function createApp(deps: AppDeps) {
   });
   const answerPreflight = pipeline.route(async (c: Context) => (await preflight(c, async () => {})) as Response);
 
-  // Which methods each public path answers, for a request no route took (405 with Allow).
+  // A request no route took: 405 with Allow on a public path, a page of the demo site, or 404.
   const publicPaths = new TrieRouter<{ path: string; allow: readonly string[] }>();
   for (const [path, allow] of Object.entries(PUBLIC_PATHS)) publicPaths.add('ALL', path, { path, allow });
   const publicPathOf = (c: Context) => publicPaths.match(c.req.method, c.req.path)[0][0]?.[0];
-
-  /** A request no route took: a method a public path does not answer, a page of the demo site, or nothing. */
   async function noRoute(c: Context): Promise<Response> {
     const allow = publicPathOf(c)?.allow;
     if (allow) throw new ApiError('METHOD_NOT_ALLOWED', { allow });
@@ -170,27 +147,20 @@ export function createApp(deps: AppDeps) {
     throw new ApiError('NOT_FOUND');
   }
 
-  // Each handler is wrapped in the pipeline (core/http/pipeline.ts) rather than preceded by middleware.
   const app = new Hono();
   for (const path of Object.keys(PUBLIC_PATHS)) app.on('OPTIONS', path, answerPreflight);
   const routes = app.route('/api', new Hono().route('/', readRoutes).route('/', subscribe.routes));
   app.notFound(pipeline.route(noRoute, (c) => publicPathOf(c)?.path));
   app.onError(answerError);
 
-  // A request @hono/node-server cannot make a Request of (a Host or path it refuses) is handed here as a
-  // plain stand-in Request, so its 400 has the headers and access line of every other answer (docs/node-http.md).
+  // A request @hono/node-server cannot make a Request of: its 400 gets every answer's headers (docs/node-http.md).
   const refusing = createPipeline({ headerRules, logAccess, answerError, requestHeader: headerOfRequest });
+  const badRequest = () => Promise.reject(new ApiError('BAD_REQUEST'));
   const refusals = new Hono().all(
     '*',
-    refusing.route(
-      () => {
-        throw new ApiError('BAD_REQUEST');
-      },
-      () => undefined,
-    ),
+    refusing.route(badRequest, () => undefined),
   );
 
-  // The entries run the timers: the surge's end, the watch's ticks, the Cron Trigger's refresh.
   return {
     app: routes,
     refuse: (request: Request) => refusals.fetch(request),
@@ -202,5 +172,4 @@ export function createApp(deps: AppDeps) {
   };
 }
 
-/** The route types, for `hono/client`'s `hc<AppType>()`. */
 export type AppType = ReturnType<typeof createApp>['app'];

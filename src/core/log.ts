@@ -2,21 +2,17 @@ import { createRedactor } from './redact.js';
 
 export type LogLevel = 'info' | 'warn' | 'error';
 
-/** A line's own fields: `time`, `level` and `event` are the logger's, never a caller's. */
 export type LogFields = Record<string, string | number | boolean | null | undefined> & { time?: never; level?: never; event?: never };
 
 export interface Logger {
   log(level: LogLevel, event: string, fields?: LogFields): void;
 }
 
-/** A JSON-lines logger: `{ time, level, event, ...fields }`; `redact`'s secrets (the API key) replaced in every string, as a last defence. */
-export function createLogger(options: {
-  write: (line: string) => void;
-  now?: () => number;
-  redact?: readonly (string | undefined)[];
-}): Logger {
-  const { write, now = Date.now } = options;
-  const redact = createRedactor(options.redact ?? []);
+type LoggerOptions = { write: (line: string) => void; now?: () => number; redact?: readonly (string | undefined)[] };
+
+/** JSON lines; `redact`'s secrets (the API key) replaced in every string, as a last defence. */
+export function createLogger({ write, now = Date.now, redact: secrets = [] }: LoggerOptions): Logger {
+  const redact = createRedactor(secrets);
   return {
     log(level, event, fields) {
       const line: Record<string, unknown> = { time: new Date(now()).toISOString(), level, event: redact(event) };
@@ -38,7 +34,6 @@ export function maskEmail(email: string): string {
   return `${email[0]}***@${email.slice(at + 1).toLowerCase()}`;
 }
 
-/** A request path with every segment holding an `@` (raw or `%40`) masked like an address. */
 export function maskEmailsInPath(path: string): string {
   if (!path.includes('@') && !path.includes('%40')) return path;
   return path.replace(/[^/]*(?:@|%40)[^/]*/g, (segment) => maskEmail(safeDecode(segment)));
@@ -52,38 +47,30 @@ function safeDecode(segment: string): string {
   }
 }
 
-/**
- * Lines written in batches (a system call per line would be dearer than a cached answer), each
- * encoded into the batch as it comes; flushed when full, on the interval and on demand. Node only.
- */
+/** Node only: lines in batches, since a system call per line would be dearer than a cached answer. */
 export function createBufferedWriter(
   sink: (chunk: Uint8Array) => void,
-  options: { flushIntervalMs?: number; maxBufferedBytes?: number } = {},
-): { write: (line: string) => void; flush: () => void; stop: () => void } {
-  const { flushIntervalMs = 250, maxBufferedBytes = 64 * 1024 } = options;
+  { flushIntervalMs = 250, maxBufferedBytes = 64 * 1024 }: { flushIntervalMs?: number; maxBufferedBytes?: number } = {},
+) {
   let batch = Buffer.allocUnsafe(maxBufferedBytes);
   let used = 0;
   const flush = () => {
     if (used === 0) return;
     const chunk = batch.subarray(0, used);
-    // A new batch: the sink may still be writing this one (a pipe writes asynchronously).
+    // The sink may still be writing this one (a pipe writes asynchronously).
     batch = Buffer.allocUnsafe(maxBufferedBytes);
     used = 0;
     sink(chunk);
   };
   const timer = setInterval(flush, flushIntervalMs);
-  // The timer alone must not keep a stopping process alive.
   (timer as { unref?: () => void }).unref?.();
   return {
-    write(line) {
+    write(line: string) {
       // At most 3 bytes of UTF-8 per UTF-16 unit, and the newline.
       const most = line.length * 3 + 1;
       if (used + most > batch.length) {
         flush();
-        if (most > batch.length) {
-          sink(Buffer.from(`${line}\n`));
-          return;
-        }
+        if (most > batch.length) return sink(Buffer.from(`${line}\n`));
       }
       used += batch.write(line, used);
       batch[used++] = 10; // "\n"

@@ -1,8 +1,7 @@
-/** What the service tells an operator (Node: node/admin/prometheus.ts). Labels are closed sets: route templates, never raw paths. */
+/** Labels are closed sets: route templates, never raw paths. */
 export interface Metrics {
   request(route: string, method: string, status: number, seconds: number): void;
   cacheRead(state: 'HIT' | 'MISS' | 'STALE'): void;
-  /** `reason`: `revalidating`, or the failure spell's (failure-policy.ts). */
   staleAnswer(route: string, reason: string): void;
   cacheEviction(reason: 'evict'): void;
   upstreamCall(operation: string, seconds: number, error?: unknown): void;
@@ -10,7 +9,6 @@ export interface Metrics {
   upstreamHoldOff(seconds: number): void;
   subscribe(outcome: string, reason?: string): void;
   subscribeSurge(active: boolean): void;
-  /** docs/node-http.md "A crowd at one address". */
   connectionShed(reason: ConnectionShedReason): void;
 }
 

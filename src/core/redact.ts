@@ -1,7 +1,7 @@
 /** Shorter is a truncated paste, not a key, and is not redacted. */
 export const MIN_API_KEY_LENGTH = 8;
 
-/** Replaces every secret inside a value with `[redacted]`, also trimmed (a Worker secret may keep a trailing newline). */
+/** Each secret also trimmed: a Worker secret may keep a trailing newline. */
 export function createRedactor(secrets: readonly unknown[]): (value: string) => string {
   const forms = new Set<string>();
   for (const secret of secrets) {

@@ -1,7 +1,6 @@
 import * as z from './zod.js';
 import { ApiError, type ValidationIssue } from './http/errors.js';
 
-/** What openapi.json adds to zod's output for a parameter or field. */
 export type JsonSchemaWords = Pick<z.core.JSONSchema.BaseSchema, 'description' | 'type' | 'format' | 'maxLength'>;
 
 /** The classic build's `z.preprocess` and `ctx.addIssue`, which zod/mini lacks. */
@@ -13,7 +12,7 @@ export function addIssue(ctx: z.core.ParsePayload, message: string): void {
   ctx.issues.push({ code: 'custom', message, input: ctx.value });
 }
 
-/** A failure becomes our VALIDATION_ERROR in our words (zod's default dump can echo input). */
+/** Our own VALIDATION_ERROR: zod's default dump can echo input. */
 export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown): z.output<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
@@ -24,29 +23,20 @@ export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown)
   throw new ApiError('VALIDATION_ERROR', { details });
 }
 
-/** A query parameter given twice counts once: the first value, as `c.req.query()` reads it. */
 export function firstValue(value: unknown): unknown {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Blank text means "not given" (env files leave `X=`, forms post empty fields); other text is trimmed. */
+/** Env files leave `X=`, forms post empty fields: blank means "not given". */
 export function blankToUndefined(value: unknown): unknown {
   if (typeof value !== 'string') return value;
   const text = value.trim();
   return text === '' ? undefined : text;
 }
 
-/** Digits, then the range, each failure in the same words; `read` turns the raw input into text. */
 export function wholeNumber(min: number, max: number, fallback: number, read: (raw: unknown) => unknown) {
   const rule = `must be a whole number from ${min} to ${max}`;
-  return preprocess(
-    read,
-    z._default(
-      z.pipe(
-        z.pipe(z.string({ error: rule }).check(z.regex(/^\d{1,16}$/, { error: rule })), z.transform(Number)),
-        z.number().check(z.gte(min, { error: rule }), z.lte(max, { error: rule })),
-      ),
-      fallback,
-    ),
-  );
+  const digits = z.pipe(z.string({ error: rule }).check(z.regex(/^\d{1,16}$/, { error: rule })), z.transform(Number));
+  const inRange = z.number().check(z.gte(min, { error: rule }), z.lte(max, { error: rule }));
+  return preprocess(read, z._default(z.pipe(digits, inRange), fallback));
 }

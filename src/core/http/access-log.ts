@@ -4,7 +4,7 @@ import type { CacheState } from '../reads/read-through-cache.js';
 
 const MAX_LOGGED_PATH = 200;
 
-/** One answered request: `path` as routed (no query), `route` its template, `startedAt` from `performance.now()`. */
+/** `path` as routed (no query), `route` its template, `startedAt` from `performance.now()`. */
 export interface AccessEntry {
   method: string;
   path: string;
@@ -13,17 +13,13 @@ export interface AccessEntry {
   startedAt: number;
   cache: CacheState | undefined;
   requestId: string | undefined;
-  /** Why a STALE answer was stale (counted in the metrics, not logged: the spell's lines say it once). */
+  /** Counted in the metrics, not logged: the spell's lines say it once. */
   staleReason?: string | undefined;
 }
 
 export type AccessLog = ReturnType<typeof createAccessLog>;
 
-/**
- * A `request` line and the request metric per request. ACCESS_LOG=summary counts the fresh cached hits (200 or 304)
- * instead, written as `cache_hits` lines per route, method and status by `writeHitSummary`. `routes`: the templates a
- * metric or summary may name; any other request counts as `other`, never the raw path, so labels stay a closed set.
- */
+/** A route not in `routes` counts as `other`, never the raw path, so labels stay a closed set. */
 export function createAccessLog(
   log: Logger,
   metrics: Metrics,
@@ -35,7 +31,6 @@ export function createAccessLog(
   const measured = metrics !== noopMetrics;
   const isCounted = (status: number, cache: CacheState | undefined) =>
     mode === 'summary' && cache === 'HIT' && (status === 200 || status === 304);
-  // In the order each was first made (the summary's lines).
   const counts = new Map<string, Counted>();
   let countingSince = now();
 
@@ -64,13 +59,11 @@ export function createAccessLog(
   }
 
   return Object.assign(logAccess, {
-    /** The counter of a fresh hit of this route, method and status, when summary mode counts it (undefined otherwise). */
     hitCounter(route: string | undefined, method: string, status: number) {
       if (!isCounted(status, 'HIT')) return undefined;
       const counted = countOf(routeOf(route), method, status);
       return (startedAt: number) => count(counted, startedAt);
     },
-    /** Writes the `cache_hits` lines of what was counted since the last call, and starts counting afresh. */
     writeHitSummary() {
       const at = now();
       // Tenths: a summary at shutdown may follow the last one by less than a second.

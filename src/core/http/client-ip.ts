@@ -1,32 +1,18 @@
 import type { Context } from 'hono';
 import { parseIp, type AddressList } from './ip-address.js';
 
-/**
- * The client IP behind `hops` trusted proxies: the `hops`-th `X-Forwarded-For` entry from the right
- * (entries further left are the client's own words). Clients must not reach this port directly.
- */
-export function clientIpFromForwardedFor(
-  forwardedFor: string | undefined,
-  socketAddress: string | undefined,
-  hops: number,
-): string | undefined {
+/** The `hops`-th `X-Forwarded-For` entry from the right (further left are the client's own words). */
+export function clientIpFromForwardedFor(forwardedFor: string | undefined, socketAddress: string | undefined, hops: number) {
   const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
   if (hops <= 0 || !forwardedFor) return socket;
   const entries = forwardedFor.split(',').filter((entry) => entry.trim() !== '');
-  // Fewer entries than trusted hops: the farthest address our proxies passed on; what is not an address counts as the socket's.
+  // Fewer entries than hops: the farthest one our proxies passed on; what is not an address counts as the socket.
   const chosen = entries[Math.max(0, entries.length - hops)];
   return (chosen !== undefined && parseIp(chosen)) || socket;
 }
 
-/**
- * The client IP behind TRUSTED_PROXIES, as Express's `trust proxy` list: read only from a trusted
- * peer; from the right, the first untrusted entry is the client, and one that is not an address ends the walk.
- */
-export function clientIpBehindTrustedProxies(
-  forwardedFor: string | undefined,
-  socketAddress: string | undefined,
-  trusted: AddressList,
-): string | undefined {
+/** As Express's `trust proxy` list: from the right, the first untrusted entry; one not an address ends the walk. */
+export function clientIpBehindTrustedProxies(forwardedFor: string | undefined, socketAddress: string | undefined, trusted: AddressList) {
   const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
   if (socket === undefined || !forwardedFor || !trusted.includes(socket)) return socket;
   const entries = forwardedFor.split(',');
@@ -40,14 +26,9 @@ export function clientIpBehindTrustedProxies(
   return client;
 }
 
-/** The Node entry's `clientIp`; `socketAddress` is passed in, so this is testable without sockets. */
-export function createNodeClientIp(
-  trustProxyHops: number,
-  socketAddress: (c: Context) => string | undefined,
-  trustedProxies?: AddressList,
-) {
+export function createNodeClientIp(trustProxyHops: number, socketAddress: (c: Context) => string | undefined, trusted?: AddressList) {
   return (c: Context): string | undefined =>
-    trustedProxies
-      ? clientIpBehindTrustedProxies(c.req.header('x-forwarded-for'), socketAddress(c), trustedProxies)
+    trusted
+      ? clientIpBehindTrustedProxies(c.req.header('x-forwarded-for'), socketAddress(c), trusted)
       : clientIpFromForwardedFor(c.req.header('x-forwarded-for'), socketAddress(c), trustProxyHops);
 }

@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import * as z from '../zod.js';
 import { NO_STORE } from '../reads/cache-policies.js';
 
-/** The error codes of docs/contract.md ("Errors we return"): their status, and our own wording (never upstream text). */
+/** docs/contract.md "Errors we return": each code's status and our own words (never upstream text). */
 const ERRORS = {
   BAD_REQUEST: [400, 'The request could not be read: check its Host header and path.'],
   VALIDATION_ERROR: [422, 'The request is not valid.'],
@@ -29,7 +29,7 @@ export const ERROR_STATUS = Object.fromEntries(Object.entries(ERRORS).map(([code
 
 const SERVER_ERRORS = ['INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'] as const;
 
-/** The errors each public route can answer with besides a 405 (openapi.json lists them per operation). */
+/** The errors each public route can answer with besides a 405. */
 export const ROUTE_ERRORS = {
   '/api/issues': ['NOT_FOUND', 'VALIDATION_ERROR', ...SERVER_ERRORS],
   '/api/issues/:slug': ['NOT_FOUND', 'VALIDATION_ERROR', ...SERVER_ERRORS],
@@ -40,14 +40,12 @@ export const ROUTE_ERRORS = {
   ],
 } as const satisfies Record<string, readonly ErrorCode[]>;
 
-/** The error envelope's schema, for openapi.json and the tests only: made where it is read, so it stays out of the Worker bundle. */
+/** For openapi.json and the tests only: made where it is read, so it stays out of the Worker bundle. */
 export function createErrorBodySchemas() {
   const ValidationIssue = z.strictObject({
     path: z.string(),
     message: z.string(),
-    siteKey: z
-      .optional(z.string())
-      .check(z.meta({ description: '`CAPTCHA_REQUIRED` only: the Turnstile site key to render the widget with.' })),
+    siteKey: z.optional(z.string()).check(z.meta({ description: '`CAPTCHA_REQUIRED` only: the Turnstile site key.' })),
   });
   const ErrorBody = z.strictObject({
     ok: z.literal(false),
@@ -60,12 +58,10 @@ export function createErrorBodySchemas() {
   return { ErrorBody, ValidationIssue };
 }
 
-/** The error statuses a route answers, typed into its answers so a typed client can test `res.status === 404`. */
 export type RouteErrorStatus<Route extends keyof typeof ROUTE_ERRORS> = (typeof ERROR_STATUS)[(typeof ROUTE_ERRORS)[Route][number]];
 
 export type ValidationIssue = z.infer<ReturnType<typeof createErrorBodySchemas>['ValidationIssue']>;
 
-/** The body of an error answer with `Status` (any error by default). */
 export type ErrorBody<Status extends ErrorStatus = ErrorStatus> = {
   ok: false;
   error: {
@@ -75,7 +71,7 @@ export type ErrorBody<Status extends ErrorStatus = ErrorStatus> = {
   };
 };
 
-/** One typed response per status, so `hc<AppType>`'s `res.status === 404` narrows the body; a handler throws, onError renders. */
+/** One typed response per status, so `hc<AppType>`'s `res.status === 404` narrows the body. */
 export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus
   ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'>
   : never;
@@ -83,14 +79,11 @@ export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus
 export interface ApiErrorOptions {
   message?: string;
   details?: ValidationIssue[];
-  /** Seconds, sent as `Retry-After`. */
   retryAfter?: number;
-  /** Methods, sent as `Allow`. */
   allow?: readonly string[];
   cause?: unknown;
 }
 
-/** The one error type routes throw; `renderError` turns it into the envelope. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly status: ErrorStatus;
@@ -116,20 +109,19 @@ export class ApiError extends Error {
   }
 }
 
-/** Any ApiError as the JSON envelope of docs/contract.md, with its status and headers; errors are never cached. */
 export function renderError(c: Context, error: ApiError) {
+  const { retryAfter, allow, details } = error;
   const headers: Record<string, string> = { 'Cache-Control': NO_STORE };
-  if (error.retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfter)));
-  if (error.allow) headers.Allow = error.allow.join(', ');
+  if (retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(retryAfter)));
+  if (allow) headers.Allow = allow.join(', ');
   const body: ErrorBody = { ok: false, error: { code: error.code, message: error.message } };
-  if (error.details) body.error.details = error.details;
+  if (details) body.error.details = details;
   return c.json(body, error.status, headers);
 }
 
-/** The listener's REQUEST_TIMEOUT_SECONDS cut the request off; Node answered the 408 itself. */
 export const REQUEST_TIMEOUT = 408;
 
-/** The true status of a request gone before it was read whole (nothing is sent): nginx's 499, or 408; undefined while it is there. */
+/** The status of a request gone before it was read whole (nothing is sent): nginx's 499, or 408. */
 export function cutOffStatus(c: Context, timedOut: (c: Context) => boolean): 499 | typeof REQUEST_TIMEOUT | undefined {
   if (!c.req.raw.signal?.aborted) return undefined;
   return timedOut(c) ? REQUEST_TIMEOUT : 499;

@@ -1,9 +1,7 @@
-/* One spelling per IP address, so a rate limit counts a visitor once however it is written. */
-
 // No leading zeros: `010.0.0.1` is octal to some parsers, so it (and `127.1`, `0x7f.0.0.1`) is refused.
 const IPV4 = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 
-/** RFC 5952 form (an IPv4-mapped address as IPv4), or undefined; accepts `[v6]:port`, `v4:port`, a zone id. */
+/** One spelling (RFC 5952; IPv4-mapped as IPv4), so a rate limit counts a visitor once; accepts `[v6]:port`, `v4:port`, a zone. */
 export function parseIp(text: string): string | undefined {
   let value = text.trim();
   const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(value);
@@ -16,30 +14,26 @@ export function parseIp(text: string): string | undefined {
   return ipv6Text(address);
 }
 
-/** An IPv6 address as a 128-bit number, by WHATWG URL's parser (RFC 4291's grammar). */
 function ipv6Number(value: string): bigint | undefined {
   if (!value.includes(':') || !/^[\da-f:.]{2,45}$/i.test(value)) return undefined;
   const host = URL.parse(`http://[${value}]`)?.hostname.slice(1, -1);
   if (host === undefined) return undefined;
-  // The serializer writes hex groups only, with at most one `::`.
   const [head = [], tail = []] = host.split('::').map((groups) => (groups === '' ? [] : groups.split(':')));
   const groups = [...head, ...new Array<string>(8 - head.length - tail.length).fill('0'), ...tail];
   return groups.reduce((number, group) => (number << 16n) | BigInt(`0x${group}`), 0n);
 }
 
-/** RFC 5952's one spelling (lower-case, the longest zero run as `::`), by WHATWG URL's serializer. */
 function ipv6Text(address: bigint): string {
   const groups = Array.from({ length: 8 }, (_, index) => ((address >> BigInt(112 - 16 * index)) & 0xffffn).toString(16));
   return new URL(`http://[${groups.join(':')}]`).hostname.slice(1, -1);
 }
 
-/** A canonical address as a number and its width in bits, so one prefix test serves IPv4 and IPv6. */
 function numberOf(canonical: string): { value: bigint; width: number } {
   if (canonical.includes(':')) return { value: ipv6Number(canonical)!, width: 128 };
   return { value: canonical.split('.').reduce((number, byte) => (number << 8n) | BigInt(byte), 0n), width: 32 };
 }
 
-/** The address for IPv4; for IPv6 its RATE_LIMIT_IPV6_PREFIX network, since one home line gets a whole /64. */
+/** IPv6 by its RATE_LIMIT_IPV6_PREFIX network: one home line gets a whole /64. */
 export function rateLimitKeyOf(ip: string, ipv6PrefixBits: number): string {
   const canonical = parseIp(ip);
   if (canonical === undefined || !canonical.includes(':')) return canonical ?? ip;
@@ -47,25 +41,20 @@ export function rateLimitKeyOf(ip: string, ipv6PrefixBits: number): string {
   return `${ipv6Text((ipv6Number(canonical)! >> hostBits) << hostBits)}/${ipv6PrefixBits}`;
 }
 
-/** The names Express's `trust proxy` accepts, with the ranges they stand for. */
 const NAMED_RANGES: Readonly<Record<string, readonly string[]>> = {
   loopback: ['127.0.0.0/8', '::1/128'],
   linklocal: ['169.254.0.0/16', 'fe80::/10'],
   uniquelocal: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7'],
 };
 
-/** A set of addresses and networks, tested against any spelling of an address. */
 export type AddressList = ReturnType<typeof parseAddressList>['list'];
 
-/** `TRUSTED_PROXIES`: addresses, CIDR networks and Express's names; `invalid` names the other entries. */
+/** `TRUSTED_PROXIES`: addresses, CIDR networks and Express's names; `invalid` lists the rest. */
 export function parseAddressList(text: string) {
   const networks: { width: number; hostBits: bigint; prefix: bigint }[] = [];
   const invalid: string[] = [];
-  const entries = text
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
-  for (const entry of entries.flatMap((entry) => NAMED_RANGES[entry.toLowerCase()] ?? [entry])) {
+  const entries = text.split(',').map((entry) => entry.trim());
+  for (const entry of entries.filter(Boolean).flatMap((entry) => NAMED_RANGES[entry.toLowerCase()] ?? [entry])) {
     const [address = '', bitsText, ...rest] = entry.split('/');
     const canonical = parseIp(address);
     const width = canonical?.includes(':') ? 128 : 32;

@@ -1,15 +1,13 @@
-/** ALLOWED_ORIGINS, plus the service's own when it serves pages (demo mode); never `Host`, which a client writes. */
+/** Plus the service's own when it serves pages (demo mode); never `Host`, which a client writes. */
 export function createOriginPolicy(allowed: '*' | readonly string[], ownOrigins: readonly string[] = []) {
   const listed = new Set([...(allowed === '*' ? [] : allowed), ...ownOrigins]);
   return {
     anyOrigin: allowed === '*',
-    isAllowed(origin: string): boolean {
-      return allowed === '*' || listed.has(origin);
-    },
+    isAllowed: (origin: string): boolean => allowed === '*' || listed.has(origin),
+    granted: (origin: string | undefined) => (allowed === '*' ? '*' : origin && listed.has(origin) ? origin : undefined),
   };
 }
 
-/** A browser's origins for a service on `host`:`port`: the loopback names for a loopback or wildcard address. */
 export function listenOrigins(host: string, port: number): string[] {
   const loopback = ['localhost', '127.0.0.1', '[::1]'];
   const named = host.includes(':') ? `[${host}]` : host;

@@ -10,7 +10,8 @@ import type { HeaderRules } from './response-headers.js';
 
 declare module 'hono' {
   interface ContextVariableMap {
-    /** How a cached read answered by a handler's own Response (a feed) was answered, for the access log. */
+    requestId: string;
+    // How a read answered by the handler's own Response (a feed) was answered, for the access log.
     cacheState: CacheState;
     staleReason: StaleReason | undefined;
   }
@@ -20,15 +21,11 @@ declare module 'hono' {
 type AnyContext = Context<any, any, any>;
 type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response>;
 
-/**
- * What every answer goes through: its request id, the headers every response carries, errors turned into answers,
- * and the access log. It wraps each route's handler rather than being Hono middleware: Hono composes middleware with
- * promises, and @hono/node-server writes a Response at once only when it is not a promise.
- */
+// Wrapped around each handler, not Hono middleware: Hono composes middleware with promises, and
+// @hono/node-server writes a Response at once only when it is not one.
 export function createPipeline(options: {
   headerRules: HeaderRules;
   logAccess: AccessLog;
-  /** The answer to whatever a handler throws or rejects with. */
   answerError: (error: unknown, c: Context) => Response;
   requestHeader: RequestHeader;
 }) {
@@ -40,7 +37,7 @@ export function createPipeline(options: {
     if (cache === undefined) {
       const headers = headerRules.headersFor({ path: c.req.path, origin: requestHeader(c, 'origin'), requestId: c.get('requestId') });
       for (const name in headers) {
-        // Hono's cors() has answered a preflight: keep its Vary (Origin and the requested headers).
+        // Keep the Vary of Hono's cors() preflight (Origin and the requested headers).
         if (name !== 'Vary' || !res.headers.has('vary')) res.headers.set(name, headers[name]!);
       }
     }
@@ -56,7 +53,6 @@ export function createPipeline(options: {
     return finish(c, answerError(error, c), route, startedAt);
   };
 
-  /** `handler` with everything every answer gets, logged under `routeOf`'s template (a request no route matched: 404, 405, the demo site). */
   function route<H extends AnyHandler>(handler: H, routeOf = (c: Context): string | undefined => c.req.routePath): H {
     return async function answer(c: Context, next: () => Promise<void>) {
       const startedAt = performance.now();
@@ -71,17 +67,13 @@ export function createPipeline(options: {
     } as H;
   }
 
-  /**
-   * A route answering cached reads: `handler` hands back the read, which `send` answers (or a Response of its own, a
-   * feed's, after setting `cacheState`). Fresh hits with ACCESS_LOG=summary are counted by counters this route keeps.
-   * Typed with the route's error answers, for `hc<AppType>`.
-   */
+  /** `handler` hands back a cached read for `send`, or its own Response (a feed's) after setting `cacheState`. */
   function read<Route extends keyof typeof ROUTE_ERRORS, C extends AnyContext, T>(
     route: Route,
     send: SendRead,
     handler: (c: C, requestId: string) => MaybePromise<PublicRead<T> | Response>,
   ): (c: C) => MaybePromise<ReadAnswer<T> | ErrorAnswer<RouteErrorStatus<Route>>> {
-    // By method and status, a closed set (GET or HEAD, 200 or 304), each made when first counted; null: not counted.
+    // ACCESS_LOG=summary's hit counters by method and status (GET or HEAD, 200 or 304); null: not counted.
     const counters: (((startedAt: number) => void) | null | undefined)[] = [undefined, undefined, undefined, undefined];
     function counterOf(method: string, status: number) {
       const slot = (method === 'GET' ? 0 : 2) + (status === 200 ? 0 : 1);
@@ -122,14 +114,14 @@ export function createPipeline(options: {
 
   return {
     read,
-    /** The same as Hono middleware, first of a route of several handlers (subscribe, whose guards run before its body is read). */
+    route,
+    /** The same as Hono middleware, first of subscribe's handlers (its guards run before the body is read). */
     layer: async function answerThrough(c: Context, next: () => Promise<void>): Promise<void> {
       const startedAt = performance.now();
       c.set('requestId', requestIdOf(c));
       await next();
       finish(c, c.res, c.req.routePath, startedAt);
     },
-    route,
   };
 }
 

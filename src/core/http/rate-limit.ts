@@ -6,7 +6,7 @@ export interface RateLimiter {
   hit(key: string): RateLimitDecision | Promise<RateLimitDecision>;
 }
 
-/** Fixed windows in a bounded lru-cache: a flood of new IPs evicts the oldest counters instead of growing memory. */
+/** Bounded: a flood of new IPs evicts the oldest counters instead of growing memory. */
 export function createMemoryRateLimiter(options: { limit: number; windowMs: number; now: () => number }): RateLimiter {
   const { limit, windowMs, now } = options;
   const windows = new LRUCache<string, { count: number; startedAt: number }>({
@@ -19,10 +19,7 @@ export function createMemoryRateLimiter(options: { limit: number; windowMs: numb
     hit(key) {
       const time = now();
       let current = windows.get(key);
-      if (!current || time - current.startedAt >= windowMs) {
-        current = { count: 0, startedAt: time };
-        windows.set(key, current);
-      }
+      if (!current || time - current.startedAt >= windowMs) windows.set(key, (current = { count: 0, startedAt: time }));
       current.count += 1;
       const retryAfterSeconds = Math.max(1, Math.ceil((current.startedAt + windowMs - time) / 1000));
       return { allowed: current.count <= limit, retryAfterSeconds };
@@ -30,12 +27,11 @@ export function createMemoryRateLimiter(options: { limit: number; windowMs: numb
   };
 }
 
-/** The Workers Rate Limiting binding (`[[ratelimits]]` in wrangler.toml). */
 export interface RateLimitBinding {
   limit(options: { key: string }): Promise<{ success: boolean }>;
 }
 
-/** Counted across isolates at a location; the binding tells no reset time, so Retry-After is its period. */
+/** The binding tells no reset time, so Retry-After is its period. */
 export function createBindingRateLimiter(binding: RateLimitBinding, periodSeconds = 60): RateLimiter {
   return {
     async hit(key) {

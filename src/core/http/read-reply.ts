@@ -5,28 +5,19 @@ import type { EncodedCopy, RenderedJson } from '../reads/rendered-json.js';
 import type { RequestHeader } from './request-header.js';
 import type { HeaderRules } from './response-headers.js';
 
-/** A pre-serialized JSON response typed as the envelope `T` it holds, so `hc<AppType>` infers it; or a 304. */
+/** Typed as the envelope `T` it holds, so `hc<AppType>` infers it; or a 304. */
 export type ReadAnswer<T> = (Response & TypedResponse<T, 200, 'json'>) | (Response & TypedResponse<null, 304, 'body'>);
 
-/** The answer to one cached read of a route, with this request's headers and id. */
 export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) => ReadAnswer<T>;
 
 type HeaderRecord = Readonly<Record<string, string>>;
+type ReplyRoute = { contentType: string; cacheControl: string; vary: string | undefined };
 
-/** Records kept per copy and status: one per allowed origin and one for any other, up to this many. */
+/** Per copy and status: one per allowed origin and one for any other, up to this many. */
 const MAX_RECORDS_PER_COPY = 16;
 
-/**
- * The answers of one route's cached reads: the copy `Accept-Encoding` chooses, its strong ETag, `X-Cache` (and `Age`
- * when stale), or a 304 when `If-None-Match` names that ETag (RFC 9110 §13.1.2). Besides the request id, a fresh
- * copy's headers depend only on the status, the coding and the granted origin, so they are worked out once per copy.
- */
-export function createReadReplies(
-  rules: HeaderRules,
-  /** `vary`: the request headers a negotiated answer depends on besides `Origin` and `Accept-Encoding` (the archive's `Accept`). */
-  route: { contentType: string; cacheControl: string; vary: string | undefined },
-  requestHeader: RequestHeader,
-): SendRead {
+/** Besides the request id, a fresh copy's headers depend only on status, coding and granted origin: made once per copy. */
+export function createReadReplies(rules: HeaderRules, route: ReplyRoute, requestHeader: RequestHeader): SendRead {
   const records = { 200: new WeakMap<RenderedJson | EncodedCopy, Map<string, HeaderRecord>>(), 304: new WeakMap() };
 
   function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): HeaderRecord {
@@ -61,19 +52,18 @@ export function createReadReplies(
     const status = ifNoneMatchMatches(requestHeader(c, 'if-none-match'), (copy ?? rendered).etag) ? 304 : 200;
     const headers = { ...recordFor(c, read, copy, status) };
     headers['X-Request-Id'] = requestId;
-    // A plain header record and bytes: @hono/node-server writes such a response straight to the socket.
+    // A plain header record and bytes: @hono/node-server writes it straight to the socket.
     return new Response(status === 304 ? null : (copy?.body ?? rendered.bytes), { status, headers }) as ReadAnswer<never>;
   } as SendRead;
 }
 
-/** If-None-Match uses the weak comparison: `W/"x"` matches `"x"`; `*` matches anything. */
 export function ifNoneMatchMatches(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   if (header === etag || header.trim() === '*') return true;
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
 
-/** Workers' `waitUntil`, looked up only when a load needs it: Hono's `c.executionCtx` throws on Node, dear on every request. */
+/** Looked up only when a load needs it: `c.executionCtx` throws on Node, dear on every request. */
 export function waitUntilOf(c: Context): WaitUntil {
   return (promise) => {
     try {
@@ -84,19 +74,14 @@ export function waitUntilOf(c: Context): WaitUntil {
   };
 }
 
-/**
- * The copy of a cached body to send for this `Accept-Encoding` (RFC 9110 §12.5.3): the kept coding
- * weighed highest, `br` before `gzip` at equal weight; `undefined` for the body as it is, which is
- * also the answer when nothing kept is acceptable (as the RFC advises, even where `identity` was refused).
- */
+// RFC 9110 §12.5.3; `undefined` (the body as it is) also when nothing kept is acceptable, as the RFC
+// advises, even where `identity` was refused.
 export function chooseCopy(acceptEncoding: string | undefined, copies: readonly EncodedCopy[] | undefined): EncodedCopy | undefined {
   if (copies === undefined || acceptEncoding === undefined || acceptEncoding === '') return undefined;
   const weights = weightsOf(acceptEncoding);
   let best: EncodedCopy | undefined;
   let bestWeight = 0;
-  // Not named, the body as it is is the fallback, not a preference.
   const identity = weights.get('identity') ?? weights.get('*') ?? 0;
-  // Copies come best first: a later one must weigh more to be chosen.
   for (const copy of copies) {
     const weight = weights.get(copy.coding) ?? weights.get('*') ?? 0;
     if (weight > bestWeight) [best, bestWeight] = [copy, weight];
@@ -104,17 +89,16 @@ export function chooseCopy(acceptEncoding: string | undefined, copies: readonly 
   return best !== undefined && bestWeight >= identity ? best : undefined;
 }
 
-/** Clients send a handful of distinct headers: the first few are parsed once, so made-up ones cannot grow the map. */
+/** Clients send a handful of distinct headers: the first few are parsed once; made-up ones cannot grow the map. */
 const rememberedWeights = new Map<string, ReadonlyMap<string, number>>();
 const MAX_REMEMBERED_HEADERS = 64;
-/** A weight as RFC 9110 §12.4.2 writes it: 0 to 1, at most three decimals. */
 const QVALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
 const MAX_CODINGS = 32;
 
 function weightsOf(header: string): ReadonlyMap<string, number> {
   const remembered = rememberedWeights.get(header);
   if (remembered !== undefined) return remembered;
-  // `gzip;q=0.8, br` → gzip 0.8, br 1 (names lower-cased; a malformed weight counts as 0).
+  // `gzip;q=0.8, br` → gzip 0.8, br 1; a malformed weight (RFC 9110 §12.4.2) counts as 0.
   const weights = new Map<string, number>();
   for (const part of header.split(',').slice(0, MAX_CODINGS)) {
     const [name = '', ...parameters] = part.split(';');

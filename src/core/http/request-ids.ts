@@ -1,10 +1,7 @@
 const ID_BYTES = 16;
 const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
 
-/**
- * New request ids: 32 hex digits of 128 random bits from Web Crypto, unguessable and telling nothing
- * of traffic. A batch is drawn and written out as hex at once, and each id is a slice of that text (docs/performance.md).
- */
+/** 128 random bits as 32 hex digits, telling nothing of traffic; drawn and written out in batches (docs/performance.md). */
 export function createRequestIds(batch = 128): () => string {
   // getRandomValues fills at most 65,536 bytes at once.
   if (!Number.isInteger(batch) || batch < 1 || batch > 4096) throw new RangeError(`a batch of request ids is 1 to 4096, not ${batch}`);

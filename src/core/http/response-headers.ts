@@ -2,16 +2,7 @@ import type { Config } from '../config/config.js';
 import { createOriginPolicy, listenOrigins, type OriginPolicy } from './origins.js';
 import { createRequestIds } from './request-ids.js';
 
-declare module 'hono' {
-  interface ContextVariableMap {
-    requestId: string;
-  }
-}
-
-/**
- * OWASP's security headers for a JSON answer: never sniffed, framed or run, and only over HTTPS.
- * The document-only ones (the site's) change nothing on a body never rendered (docs/security.md).
- */
+/** OWASP's headers for a JSON answer; the document-only ones change nothing on a body never rendered (docs/security.md). */
 export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'",
   'Strict-Transport-Security': 'max-age=15552000; includeSubDomains',
@@ -19,10 +10,7 @@ export const API_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'X-Frame-Options': 'DENY',
 };
 
-/**
- * The example site's pages (demo mode): Hono's `secureHeaders()` defaults for documents, with issue images from any
- * https host, issue HTML in a sandboxed iframe, and Turnstile when on.
- */
+/** Demo mode's pages: `secureHeaders()` defaults, issue images from any https host, issue HTML in an iframe, Turnstile. */
 function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string>> {
   const challenge = turnstile ? ' https://challenges.cloudflare.com' : '';
   return {
@@ -42,10 +30,10 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
   };
 }
 
-/** The demo's thumbnails are what its archive's `thumbnailUrl`s point at, for sites on other origins too. */
+/** The demo archive's `thumbnailUrl`s point here, for sites on other origins too. */
 const SITE_EMBEDDABLE_PATHS = ['/thumbnails/'];
 
-/** The CORS policy of the four routes: Hono's `cors()` answers preflights with it, `corsGrant` the requests. */
+/** Hono's `cors()` answers preflights with it, `corsGrant` the requests. */
 export const CORS_POLICY = {
   allowMethods: ['GET', 'HEAD', 'POST', 'OPTIONS'],
   allowHeaders: ['Content-Type', 'Accept', 'If-None-Match'],
@@ -55,15 +43,11 @@ export const CORS_POLICY = {
 };
 
 const EXPOSE_HEADERS = CORS_POLICY.exposeHeaders.join(',');
-/** An incoming `X-Request-Id` is kept when it is this safe (as Hono's `requestId()` does). */
+/** An incoming `X-Request-Id` this safe is kept (as Hono's `requestId()` does). */
 export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
-/**
- * The headers every response carries besides its own: security headers, `X-Request-Id`, the CORS grant. Not Hono's
- * `secureHeaders()`, `requestId()` and `cors()`: each is a layer of middleware, and `cors()` writes to `c.res` before
- * the handler (docs/performance.md). `cors()` answers the preflights only. With `servesSite` (demo mode), paths
- * outside /api/ get the site's headers, and the service's own origin counts, since its pages post to it.
- */
+// Not Hono's middleware, each a layer (docs/performance.md). In demo mode paths outside /api/ get the site's
+// headers, and the service's own origin counts: its pages post to it.
 export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host' | 'port' | 'turnstileSiteKey'>, servesSite: boolean) {
   const { allowedOrigins } = config;
   const origins = createOriginPolicy(allowedOrigins, servesSite ? listenOrigins(config.host, config.port) : []);
@@ -74,11 +58,9 @@ export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host'
   const generateId = createRequestIds();
   return {
     origins,
-    /** An incoming `X-Request-Id` when it is safe to echo, else a new one. */
     requestId: (incoming: string | undefined): string =>
       incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId(),
-    /** The origin an API answer to this `Origin` grants (`*`, the origin itself) or `undefined`. */
-    grantedOrigin: (origin: string | undefined) => grantedOrigin(origins, origin),
+    grantedOrigin: origins.granted,
     headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
       const isApi = siteHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(origins, origin) : undefined;
@@ -92,16 +74,11 @@ export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host'
 
 export type HeaderRules = ReturnType<typeof createHeaderRules>;
 
-/** The CORS grant for this `Origin`, for every response and preflight: from the configuration alone, never from `Host`. */
+/** From the configuration alone, never from `Host`. */
 export function corsGrant(origins: OriginPolicy, origin: string | undefined) {
-  const granted = grantedOrigin(origins, origin);
+  const granted = origins.granted(origin);
   if (granted === undefined) return undefined;
   return granted === '*' ? ANY_ORIGIN_GRANT : { 'Access-Control-Allow-Origin': granted, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
-}
-
-function grantedOrigin(origins: OriginPolicy, origin: string | undefined): string | undefined {
-  if (origins.anyOrigin) return '*';
-  return origin && origins.isAllowed(origin) ? origin : undefined;
 }
 
 const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = {

@@ -3,7 +3,6 @@ import { accepts } from 'hono/accepts';
 
 type Accept = { type: string; q: number };
 
-/** The representations of GET /api/issues (docs/contract.md "GET /api/issues"). */
 export const FORMATS = ['json', 'atom', 'rss'] as const;
 export type Format = (typeof FORMATS)[number];
 
@@ -12,12 +11,10 @@ export const MEDIA_TYPES: Readonly<Record<Format, string>> = {
   atom: 'application/atom+xml',
   rss: 'application/rss+xml',
 };
-// JSON first: it wins a tie, and it is the answer when Accept accepts none of the three.
+// JSON first: it wins a tie, and answers an Accept that accepts none. Only an Accept naming a feed is parsed.
 const SUPPORTED_MEDIA_TYPES = FORMATS.map((format) => MEDIA_TYPES[format]);
-// Only an Accept header that names a feed type is parsed; every other one gets JSON at once.
 const NAMES_A_FEED = /atom|rss/i;
 
-/** `?format=` when given; otherwise what `accept` (the request's Accept) prefers; JSON by default. */
 export function negotiateFormat(c: Context, named: Format | undefined, accept: string | undefined): Format {
   if (named !== undefined) return named;
   if (accept === undefined || !NAMES_A_FEED.test(accept)) return 'json';
@@ -25,10 +22,7 @@ export function negotiateFormat(c: Context, named: Format | undefined, accept: s
   return FORMATS[SUPPORTED_MEDIA_TYPES.indexOf(chosen)] ?? 'json';
 }
 
-/**
- * RFC 9110 §12.5.1: each type takes the weight of the most specific range that matches it, the heaviest
- * wins, then the more specific, then the order of `supports`. Hono's own match skips `*∕*`.
- */
+/** RFC 9110 §12.5.1: the most specific matching range weighs a type; heaviest, then most specific, wins (Hono's skips `*∕*`). */
 function preferredType(ranges: Accept[], config: { supports: string[]; default: string }): string {
   let best: { type: string; q: number; specificity: number } | undefined;
   for (const type of config.supports) {
@@ -40,9 +34,7 @@ function preferredType(ranges: Accept[], config: { supports: string[]; default: 
       if (specificity > 0 && (match === undefined || specificity > match.specificity)) match = { q: range.q, specificity };
     }
     if (match === undefined || match.q <= 0) continue;
-    if (best === undefined || match.q > best.q || (match.q === best.q && match.specificity > best.specificity)) {
-      best = { type, ...match };
-    }
+    if (best === undefined || match.q > best.q || (match.q === best.q && match.specificity > best.specificity)) best = { type, ...match };
   }
   return best?.type ?? config.default;
 }

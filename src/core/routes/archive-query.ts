@@ -5,13 +5,11 @@ import { FORMATS } from './archive-format.js';
 import { searchWords } from '../reads/letter-text.js';
 import { firstValue, parseOrThrow, preprocess, wholeNumber, type JsonSchemaWords } from '../validation.js';
 
-/** The archive's answer differs by Accept, so caches must keep the representations apart (RFC 9110 §12.5.5). */
+/** RFC 9110 §12.5.5: the archive's answer differs by Accept. */
 export const ARCHIVE_VARY = 'Accept';
 
-/** A page of the archive holds 1 to 100 issues, 20 unless asked (`?limit=`). */
 export const PAGE_SIZE = { min: 1, max: 100, fallback: 20 } as const;
 
-/** The longest search, in characters (docs/contract.md "GET /api/issues"). */
 const MAX_SEARCH_CHARACTERS = 200;
 const SEARCH_RULE = `q must be at most ${MAX_SEARCH_CHARACTERS} characters`;
 
@@ -20,60 +18,39 @@ function withinSearchLength(text: string): boolean {
   return text.length <= MAX_SEARCH_CHARACTERS || (text.length <= 2 * MAX_SEARCH_CHARACTERS && [...text].length <= MAX_SEARCH_CHARACTERS);
 }
 
-/** `q` as the search words it holds, joined by one space (repeats dropped); undefined when it holds none. */
 function toSearch(q: string | undefined): string | undefined {
   if (q === undefined) return undefined;
   const words = [...new Set(searchWords(q))];
   return words.length === 0 ? undefined : words.join(' ');
 }
 
-/**
- * The query parameters of GET /api/issues: the one place a parameter is written (the route, its
- * types, openapi.json). Unknown parameters are dropped and never reach a cache key.
- */
+/** The one place a parameter is written (route, types, openapi.json); unknown ones never reach a cache key. */
 export function createArchiveQuerySchema(maxOffset: number) {
+  const searchText = z.string({ error: SEARCH_RULE }).check(z.refine(withinSearchLength, { error: SEARCH_RULE }));
   return z.object({
     limit: wholeNumber(PAGE_SIZE.min, PAGE_SIZE.max, PAGE_SIZE.fallback, firstValue),
     offset: wholeNumber(0, maxOffset, 0, firstValue),
     category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
     format: preprocess(firstValue, z.optional(z.enum(FORMATS, { error: `format must be one of ${FORMATS.join(', ')}` }))),
-    // Counted in characters (code points), as a reader types them; an empty one is the whole archive.
-    q: z.optional(
-      z.pipe(
-        preprocess(firstValue, z.optional(z.string({ error: SEARCH_RULE }).check(z.refine(withinSearchLength, { error: SEARCH_RULE })))),
-        z.transform(toSearch),
-      ),
-    ),
+    // Counted in code points, as a reader types them; an empty one is the whole archive.
+    q: z.optional(z.pipe(preprocess(firstValue, z.optional(searchText)), z.transform(toSearch))),
   });
 }
 
 export type ArchiveRequest = z.output<ReturnType<typeof createArchiveQuerySchema>>;
 
-/** openapi.json's words for the parameters: plain data rather than zod metadata, so it stays out of the Worker bundle. */
+/** openapi.json's words: plain data rather than zod metadata, so it stays out of the Worker bundle. */
 export const ARCHIVE_QUERY_DOCS: { [Parameter in keyof ArchiveRequest]?: JsonSchemaWords } = {
   limit: { type: 'integer', description: 'Issues per page.' },
-  offset: { type: 'integer', description: 'Issues to skip: at most `ARCHIVE_MAX_ISSUES` (the maximum shown is its default).' },
+  offset: { type: 'integer', description: 'Issues to skip: at most `ARCHIVE_MAX_ISSUES` (default shown).' },
   category: { description: 'Only issues of this category (its slug).' },
-  q: {
-    type: 'string',
-    maxLength: MAX_SEARCH_CHARACTERS,
-    description:
-      'Search: every word must match the subject, preview text, category name or letter text (case- and accent-insensitive). ' +
-      'Subject matches first, then newest first. At most 200 characters (longer is a 422); empty means the whole archive.',
-  },
-  format: {
-    description:
-      'The representation: `json` (the default), `atom` (Atom 1.0) or `rss` (RSS 2.0). Wins over `Accept`. Anything else is a 422. ' +
-      'Feeds need `SITE_ISSUE_URL`; without it a feed request is a 404.',
-  },
+  q: { type: 'string', maxLength: MAX_SEARCH_CHARACTERS, description: 'Search words, all matched (subject matches first); empty: all.' },
+  format: { description: '`json` (default), `atom` or `rss`; wins over `Accept`. Feeds need `SITE_ISSUE_URL` (else 404).' },
 };
 
 export type ArchiveQueries = ReturnType<typeof createArchiveQueries>;
 
-/**
- * The archive query, validated once per distinct query string (the URL's, without `?`): a site asks
- * for the same few pages over and over. `parameters` reads its values when not validated before.
- */
+/** Validated once per distinct query string (without `?`): a site asks for the same few pages over and over. */
 export function createArchiveQueries(maxOffset: number) {
   const schema = createArchiveQuerySchema(maxOffset);
   const memo = new LRUCache<string, Readonly<ArchiveRequest>>({

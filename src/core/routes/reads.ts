@@ -15,16 +15,13 @@ import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archiv
 type ArchiveQueryInput = { [Parameter in Exclude<keyof ArchiveRequest, 'format'>]?: string };
 type ArchiveInput = { in: { query: ArchiveQueryInput }; out: { query: ArchiveRequest } };
 
-/** GET /api/issues, /api/issues/:slug and /api/categories (docs/contract.md "The four public routes"). */
 export function createReadRoutes(options: {
   reads: PublicReads;
   headerRules: HeaderRules;
-  /** Each read's `Cache-Control`; the feeds have the archive's. */
   policies: CachePolicies;
   archiveQueries: ArchiveQueries;
-  /** The archive's Atom and RSS representations; without them (no SITE_ISSUE_URL) a feed request is a 404. */
   feeds: ArchiveFeeds | undefined;
-  /** The visitor's IP, charged for the upstream reads the request causes (asked only then). */
+  /** Charged for the upstream reads the request causes (asked only then). */
   clientIp: (c: Context) => string | undefined;
   requestHeader: RequestHeader;
   pipeline: Pipeline;
@@ -33,14 +30,11 @@ export function createReadRoutes(options: {
   const replies = (read: keyof CachePolicies, contentType = 'application/json', vary?: string) =>
     createReadReplies(headerRules, { contentType, cacheControl: cacheControlOf(policies[read]), vary }, requestHeader);
   const sendArchive = replies('archive', 'application/json', ARCHIVE_VARY);
-  const sendFeed = {
-    atom: replies('archive', `${MEDIA_TYPES.atom}; charset=utf-8`, ARCHIVE_VARY),
-    rss: replies('archive', `${MEDIA_TYPES.rss}; charset=utf-8`, ARCHIVE_VARY),
-  };
+  const feedReplies = (format: 'atom' | 'rss') => replies('archive', `${MEDIA_TYPES[format]}; charset=utf-8`, ARCHIVE_VARY);
+  const sendFeed = { atom: feedReplies('atom'), rss: feedReplies('rss') };
 
   const charged = (c: Context) => () => clientIp(c);
 
-  // The error answers are typed for `hc` (ROUTE_ERRORS, by the route named); the pipeline renders them.
   return new Hono()
     .get(
       '/issues',
@@ -50,7 +44,6 @@ export function createReadRoutes(options: {
         const query = archiveQueries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries());
         const format = negotiateFormat(c, query.format, requestHeader(c, 'accept'));
         if (format === 'json') return reads.archivePage(query, waitUntilOf(c), charged(c));
-        // A feed is another representation of the same route, with its own replies.
         if (!feeds) throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
         return feeds.feed(query, format, waitUntilOf(c)).then((read) => {
           c.set('cacheState', read.state);
@@ -62,7 +55,7 @@ export function createReadRoutes(options: {
     .get(
       '/issues/:slug',
       pipeline.read('/api/issues/:slug', replies('issue'), (c: Context<{}, '/issues/:slug'>) => {
-        // Hono has percent-decoded the parameter, so `%2F` or `%2E%2E` fail the pattern; a double encoding keeps a `%`.
+        // Percent-decoded by Hono, so `%2F` or `%2E%2E` fail the pattern; a double encoding keeps a `%`.
         const slug = c.req.param('slug');
         if (!SLUG_PATTERN.test(slug)) throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
         return reads.issue(slug, waitUntilOf(c), charged(c));

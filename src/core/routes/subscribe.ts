@@ -25,34 +25,25 @@ import { redirectTarget, refusedOriginReply, reply, returnToPage, type Subscribe
 import { createAlertWebhook, createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
-/** What an entry may put in place of the in-process defaults (Redis, the Workers binding) or add. */
+/** In place of the in-process defaults (Redis, the Workers binding). */
 export interface SubscribeDeps {
   rateLimiter?: RateLimiter | undefined;
-  /** Addresses forwarded lately, shared between instances (Redis); per process by default. */
   repeatGuard?: RepeatGuard | undefined;
   surgeCounter?: SurgeCounter | undefined;
   turnstile?: Pick<TurnstileChallengeOptions, 'fetch' | 'timeoutMs'> | undefined;
-  /** SUBSCRIBE_BLOCK_DISPOSABLE's list (core/subscribe/disposable-domains.ts). */
   isDisposableDomain?: ((domain: string) => boolean) | undefined;
 }
 
-// Type only: declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
-const declareJsonInput: MiddlewareHandler<{}, '/subscribe', { in: { json: SubscribeJsonInput }; out: {} }> =
-  async function declareJsonInput(_c, next) {
-    await next();
-  };
+// Declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
+type JsonInput = { in: { json: SubscribeJsonInput }; out: {} };
 
 const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
   details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }],
 });
 
-/**
- * POST /api/subscribe, its guards in the order of docs/contract.md "POST /api/subscribe" (origin and rate limit before a byte of the body is
- * read). Every refusal is thrown; the route's error handler logs it once and answers it as the form asked.
- */
+/** Guards in docs/contract.md's order (origin and rate limit before the body); each refusal is thrown, logged once by onError. */
 export function createSubscribeRoutes(
   options: SubscribeDeps & {
-    /** The pipeline's layer (core/http/pipeline.ts), first of the route's handlers. */
     first: MiddlewareHandler;
     config: Config;
     upstream: UpstreamClient;
@@ -67,15 +58,8 @@ export function createSubscribeRoutes(
   const { upstream, config, origins, clientIp, now, log, metrics, requestTimedOut, isDisposableDomain } = options;
   const rateLimiter = options.rateLimiter ?? createMemoryRateLimiter({ limit: config.subscribeRateLimitPerMinute, windowMs: 60_000, now });
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
-  const challenge = config.turnstileSecretKey
-    ? createTurnstileChallenge({
-        secretKey: config.turnstileSecretKey,
-        siteKey: config.turnstileSiteKey,
-        verifyUrl: config.turnstileVerifyUrl,
-        clientIp,
-        ...options.turnstile,
-      })
-    : undefined;
+  const { turnstileSecretKey: secretKey, turnstileSiteKey: siteKey, turnstileVerifyUrl: verifyUrl } = config;
+  const challenge = secretKey ? createTurnstileChallenge({ secretKey, siteKey, verifyUrl, clientIp, ...options.turnstile }) : undefined;
   const surge =
     config.subscribeSurgePerMinute === 0
       ? undefined
@@ -105,27 +89,20 @@ export function createSubscribeRoutes(
   const routes = new Hono()
     .post(
       '/subscribe',
-      options.first,
-      declareJsonInput,
+      options.first as MiddlewareHandler<{}, '/subscribe', JsonInput>,
       async function guardBeforeTheBody(c, next) {
         if (isForbiddenOrigin(c, origins)) throw new ApiError('FORBIDDEN_ORIGIN');
         const limited = await rateLimitError(rateLimiter, rateLimitKey(c));
         if (limited) throw limited;
         await next();
       },
-      bodyLimit({
-        maxSize: SUBSCRIBE_MAX_BODY_BYTES,
-        onError: () => {
-          throw new ApiError('PAYLOAD_TOO_LARGE');
-        },
-      }),
-      // The error answers are typed for `hc` (ROUTE_ERRORS); the route's onError renders them.
+      bodyLimit({ maxSize: SUBSCRIBE_MAX_BODY_BYTES, onError: () => Promise.reject(new ApiError('PAYLOAD_TOO_LARGE')) }),
       async function subscribe(c): Promise<SubscribeReply | ErrorAnswer<RouteErrorStatus<'/api/subscribe'>>> {
         const record = recorder(c);
         const input = await readSubscribeBody(c);
         c.set('subscribeReturnTo', returnToPage(c, input, origins));
         if (isHoneypotFilled(input, config.honeypotField)) {
-          // Answered exactly like a success, so a bot learns nothing; nothing goes upstream.
+          // Answered like a success, so a bot learns nothing.
           record('honeypot');
           return reply(c, targetOf(c));
         }
@@ -134,7 +111,7 @@ export function createSubscribeRoutes(
         const surging = surge
           ? await surge.attempt({ ip: rateLimitKey(c), domain: fields.domain, mailbox: fields.normalized }, waitUntilOf(c))
           : false;
-        // After validation, so a typo does not spend the visitor's one-use token.
+        // After validation, so a typo does not spend the one-use token.
         if (challenge && (config.turnstileMode === 'always' || surging)) {
           if (surging) surge?.challenged();
           await challenge(c, input);
@@ -157,21 +134,18 @@ export function createSubscribeRoutes(
       },
     )
     .onError(function answerRefusal(error, c) {
+      const record = recorder(c);
       // The body never arrived whole (499, or the listener's 408), whatever reading it threw; a SubscribeFailure came after.
       const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
-      if (cutOff !== undefined) {
-        if (cutOff === REQUEST_TIMEOUT) recorder(c)('timed_out', { reason: 'REQUEST_TIMEOUT' });
-        else recorder(c)('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
-        return new Response(null, { status: cutOff });
-      }
-      // Not ours to answer (an unknown error): the app's handler logs it and answers 500.
+      if (cutOff === REQUEST_TIMEOUT) record('timed_out', { reason: 'REQUEST_TIMEOUT' });
+      else if (cutOff !== undefined) record('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
+      if (cutOff !== undefined) return new Response(null, { status: cutOff });
       if (!(error instanceof ApiError)) throw error;
-      if (error instanceof SubscribeFailure) recorder(c)(error.outcome, { reason: error.code, ...error.logFields }, error.level);
-      else recorder(c)('rejected', { reason: error.code });
-      // A forbidden origin is never sent back: its pages are not ours to send anyone to.
+      if (error instanceof SubscribeFailure) record(error.outcome, { reason: error.code, ...error.logFields }, error.level);
+      else record('rejected', { reason: error.code });
+      // Its pages are not ours to send anyone to.
       if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
       return reply(c, targetOf(c), error);
     });
-  // The surge goes back for the Node entry's timer that ends it when the flood stops.
   return { routes, surge };
 }
