@@ -14,16 +14,11 @@ const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 
 const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
-/** Plain http only to this machine (a local fake); `withoutUser`: fetch refuses a URL that carries a user or password. */
+/** Plain http only to this machine (a local fake); fetch refuses a URL that carries a user or password. */
 function isHttpsOrLoopback(url: URL | undefined, withoutUser = false): boolean {
   const loopback = url?.hostname === 'localhost' || url?.hostname === '[::1]' || /^127(?:\.\d{1,3}){3}$/.test(url?.hostname ?? '');
   const secure = url?.protocol === 'https:' || (url?.protocol === 'http:' && loopback);
   return secure && !(withoutUser && (url.username || url.password));
-}
-
-/** A bare IPv6 address has two colons at least: `127.0.0.1:8787` is refused. */
-function isListenHost(host: string): boolean {
-  return HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
 }
 
 function isRedisUrl(value: string): boolean {
@@ -32,15 +27,13 @@ function isRedisUrl(value: string): boolean {
 }
 
 const optional = <S extends z.ZodMiniType>(schema: S) => preprocess(blankToUndefined, z.optional(schema));
+const withDefault = <S extends z.ZodMiniType>(schema: S, fallback: z.core.util.NoUndefined<z.output<S>>) =>
+  preprocess(blankToUndefined, z._default(schema, fallback));
 
-function withDefault<S extends z.ZodMiniType>(schema: S, fallback: z.core.util.NoUndefined<z.output<S>>) {
-  return preprocess(blankToUndefined, z._default(schema, fallback));
-}
-
-function bindingText(value: unknown): unknown {
+const bindingText = (value: unknown): unknown => {
   const given = blankToUndefined(value);
   return typeof given === 'number' || typeof given === 'boolean' ? String(given) : given;
-}
+};
 
 const count = (min: number, max: number, fallback: number) => wholeNumber(min, max, fallback, bindingText);
 
@@ -56,11 +49,11 @@ const queryParameterName = z.string().check(
   z.refine((value) => value !== 'status' && value !== 'isPublic', { error: 'must not be status or isPublic' }),
 );
 
-class Problem extends Error {}
 const fail = (line: string): never => {
-  throw new Problem(line);
+  throw new Error(line);
 };
 
+// The parsers below throw only through `fail`: its line becomes the variable's problem.
 function parsed<T>(parse: (value: string) => T, typeError: string) {
   return z.pipe(
     z.string({ error: typeError }),
@@ -68,8 +61,7 @@ function parsed<T>(parse: (value: string) => T, typeError: string) {
       try {
         return parse(value);
       } catch (error) {
-        if (!(error instanceof Problem)) throw error;
-        addIssue(ctx, error.message);
+        addIssue(ctx, (error as Error).message);
         return z.NEVER;
       }
     }),
@@ -85,10 +77,7 @@ function parseBaseUrl(value: string): string {
 }
 
 function parseOrigins(value: string): '*' | readonly string[] {
-  const entries = value
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter(Boolean);
+  const entries = value.split(',').flatMap((entry) => entry.trim() || []);
   if (entries.includes('*')) return entries.length > 1 ? fail('must be either * alone or a list of origins') : '*';
   const invalid = entries.filter((entry) => parseHttpUrl(entry)?.origin !== entry);
   if (invalid.length === 0) return entries;
@@ -108,6 +97,8 @@ const apiKey = z
     z.minLength(MIN_API_KEY_LENGTH, { error: `is shorter than ${MIN_API_KEY_LENGTH} characters (was all of it copied?)` }),
     z.maxLength(4096, { error: 'is longer than 4096 characters' }),
   );
+// A bare IPv6 address has two colons at least: `127.0.0.1:8787` is refused.
+const isListenHost = (host: string) => HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
 const listenHost = withDefault(satisfying(isListenHost, 'must be a host name or an IP address'), '127.0.0.1');
 const atMost = (max: number) => z.string().check(z.maxLength(max, { error: `must be at most ${max} characters` }));
 const honeypotField = z.string().check(
@@ -130,9 +121,10 @@ const siteIssueUrl = z.string().check(
   }),
 );
 const absoluteUrl = satisfying((value) => parseHttpUrl(value) !== undefined, 'must be an absolute http(s) URL');
+const TURNSTILE_VERIFY_URL = 'https://challenges.cloudflare.com/turnstile/v0/siteverify';
 const siteKey = satisfying((value) => /^[\w-]{1,256}$/.test(value), 'must be a site key (letters, digits, _ or -)');
 
-/** Every variable of docs/configuration.md: the Config field it fills (null: worked out in parseConfig), its rule. Blank is unset. */
+/** Each variable of docs/configuration.md: its Config field (null: see derivedFields) and rule. Blank, or a fallback of 0, is unset. */
 const VARIABLES = {
   NEWSLETTER_API_KEY: ['apiKey', optional(apiKey)],
   NEWSLETTER_API_BASE_URL: ['apiBaseUrl', optional(parsed(parseBaseUrl, 'must be a URL'))],
@@ -140,7 +132,6 @@ const VARIABLES = {
   PORT: ['port', count(1, 65535, 8787)],
   HOST: ['host', listenHost],
   CACHE_TTL_SECONDS: ['cacheTtlSeconds', count(1, 86_400, 60)],
-  // 0 (unset): as CACHE_TTL_SECONDS.
   CATEGORIES_TTL_SECONDS: [null, count(1, 86_400, 0)],
   CACHE_MAX_BYTES: ['cacheMaxBytes', count(MIB, 4096 * MIB, 64 * MIB)],
   NOT_FOUND_CACHE_TTL_SECONDS: ['notFoundTtlSeconds', count(1, 3600, 30)],
@@ -160,10 +151,7 @@ const VARIABLES = {
   TRUSTED_PROXIES: ['trustedProxies', optional(parsed(parseProxies, 'must be a comma-separated list of addresses or CIDR networks'))],
   TURNSTILE_SECRET_KEY: ['turnstileSecretKey', optional(z.string())],
   TURNSTILE_SITE_KEY: ['turnstileSiteKey', optional(siteKey)],
-  TURNSTILE_VERIFY_URL: [
-    'turnstileVerifyUrl',
-    withDefault(httpsUrl(HTTPS_ONLY), 'https://challenges.cloudflare.com/turnstile/v0/siteverify'),
-  ],
+  TURNSTILE_VERIFY_URL: ['turnstileVerifyUrl', withDefault(httpsUrl(HTTPS_ONLY), TURNSTILE_VERIFY_URL)],
   TURNSTILE_MODE: ['turnstileMode', oneOf(['always', 'surge'], 'always')],
   SUBSCRIBE_SURGE_PER_MINUTE: ['subscribeSurgePerMinute', count(0, 100_000, 30)],
   SUBSCRIBE_SURGE_SECONDS: ['subscribeSurgeSeconds', count(10, 86_400, 600)],
@@ -184,7 +172,6 @@ const VARIABLES = {
   UPSTREAM_LIST_PAGING: [null, oneOf(['offset', 'page'], DEFAULT_LIST_PAGING.style)],
   UPSTREAM_LIST_PAGING_PARAM: [null, optional(queryParameterName)],
   UPSTREAM_LIST_PAGE_SIZE: [null, count(1, LIST_ISSUES_MAX_ROWS, DEFAULT_LIST_PAGING.pageSize)],
-  // 0 (not validated) stands for "unset": no admin listener.
   ADMIN_PORT: [null, count(1, 65535, 0)],
   ADMIN_HOST: ['adminHost', listenHost],
   ADMIN_UNREADY_AFTER_SECONDS: ['adminUnreadyAfterSeconds', count(1, 3600, 60)],
@@ -254,7 +241,6 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   return { ok: true, config, notices: env.MAX_CONNECTIONS_PER_CLIENT === 0 ? [] : [NO_LONGER_PER_CLIENT] };
 }
 
-/** The fields worked out from the variables VARIABLES maps to no field. */
 function derivedFields(env: Env) {
   return {
     mode: env.NEWSLETTER_API_KEY ? ('upstream' as const) : ('demo' as const),
