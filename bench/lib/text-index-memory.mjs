@@ -46,7 +46,7 @@ process.stdout.write(
     letterBytes,
     estimateBytes: textIndexBytes(text),
     measuredBytes: after - before,
-    dictionaryWords: text.store.dictionary.size,
+    dictionaryWords: text.store.dictionary.size(),
     postingBytes: text.store.packed.bytes.byteLength,
     buildCpuMs: (cpu.user + cpu.system) / 1000,
   })}\n`,

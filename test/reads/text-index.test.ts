@@ -133,7 +133,7 @@ describe('the text index', () => {
     const small = compacted(text);
     expect(worthCompacting(small)).toBe(false);
     expect(small.store.docs).toHaveLength(2);
-    expect(small.store.dictionary.size).toBe(4);
+    expect(small.store.dictionary.size()).toBe(4);
     expect(textIndexBytes(small)).toBeLessThan(textIndexBytes(text));
     for (const q of ['epsilon', 'alpha', 'gam', 'delta'])
       expect(slugsOf(search(small, issues, [q]))).toEqual(slugsOf(search(text, issues, [q])));

@@ -48,7 +48,9 @@ export function visibleText(html: string): string {
       continue;
     }
     if (html[open + 1] !== '/' && SKIPPED.has(name) && html[close - 1] !== '/') {
-      const endTag = indexOfIgnoringCase(html, `</${name}`, at);
+      // End tags are lower case almost always: upper case is looked for only then.
+      const lowerEnd = html.indexOf(`</${name}`, at);
+      const endTag = lowerEnd !== -1 ? lowerEnd : html.indexOf(`</${name.toUpperCase()}`, at);
       const after = endTag === -1 ? -1 : html.indexOf('>', endTag);
       at = after === -1 ? length : after + 1;
       parts.push(' ');
@@ -71,12 +73,6 @@ const isAsciiLetter = (code: number) => (code >= 0x61 && code <= 0x7a) || (code 
 const isDigit = (code: number) => code >= 0x30 && code <= 0x39;
 const isApostrophe = (code: number) => code === 0x27 || code === 0x2019 || code === 0x2bc;
 const lowerCode = (code: number) => (code >= 0x41 && code <= 0x5a ? code + 0x20 : code);
-
-// End tags are lower case almost always: upper case is looked for only then.
-function indexOfIgnoringCase(html: string, needle: string, from: number): number {
-  const lower = html.indexOf(needle, from);
-  return lower !== -1 ? lower : html.indexOf(needle.toUpperCase(), from);
-}
 
 function decodeReferences(text: string): string {
   if (!text.includes('&')) return text;

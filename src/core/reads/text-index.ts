@@ -2,15 +2,13 @@ import type { IssueSummary } from '../public-shapes.js';
 import * as z from '../zod.js';
 import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, visibleText } from './letter-text.js';
 
-// Each word once in a dictionary, each word's slots packed as gaps in variable-length bytes (docs/contract.md "Search"); slots
-// added since the last packing keep a word list each, until a whole read compacts the store.
+// Each word's slots packed as gaps in variable-length bytes (docs/contract.md "Search"); slots added since the last packing
+// keep a word list each until a whole read compacts the store.
 
 /** `version`: its row's `updatedAt`; `subject`: word numbers, ascending; `letterWords`: `null` when the letter was not read. */
-export type TextDoc = { version: string | null; subject: Uint32Array; letterWords: number | null };
+type TextDoc = { version: string | null; subject: Uint32Array; letterWords: number | null };
 
 // Open addressing on a hash of the characters: a known word of a letter is found without making a string of it.
-type Dictionary = ReturnType<typeof createDictionary>;
-
 function createDictionary() {
   const words: string[] = [];
   const hashes: number[] = [];
@@ -45,9 +43,7 @@ function createDictionary() {
   }
 
   return {
-    get size() {
-      return words.length;
-    },
+    size: () => words.length,
     add: (word: string) => find(word, 0, word.length, () => word)!,
     addRun: (text: string, start: number, end: number, upper: boolean) =>
       find(text, start, end, () => asciiWord(text, start, end, upper, false))!,
@@ -56,9 +52,7 @@ function createDictionary() {
         const whole = find(prefix, 0, prefix.length);
         return whole === undefined ? [] : [whole];
       }
-      if (sorted === undefined || sorted.length !== words.length) {
-        sorted = Uint32Array.from(words.keys()).sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
-      }
+      if (sorted?.length !== words.length) sorted = Uint32Array.from(words.keys()).sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
       const order = sorted;
       let low = 0;
       let high = order.length;
@@ -77,6 +71,7 @@ function createDictionary() {
   };
 }
 
+type Dictionary = ReturnType<typeof createDictionary>;
 type Packed = { slots: number; offsets: Uint32Array; bytes: Uint8Array };
 
 // `recent`: the words of slot `packed.slots + i`, ascending; `marks`: scratch, one per word, reset after each use.
@@ -91,8 +86,8 @@ function packedStore(dictionary: Dictionary, docs: TextDoc[], offsets: Uint32Arr
 export const createTextStore = () => packedStore(createDictionary(), [], new Uint32Array(1), new Uint8Array(0));
 
 function marksOf(store: TextStore, room = 0): Int32Array {
-  if (store.marks.length < store.dictionary.size + room) {
-    const grown = new Int32Array(Math.max(1024, 2 * (store.dictionary.size + room)));
+  if (store.marks.length < store.dictionary.size() + room) {
+    const grown = new Int32Array(Math.max(1024, 2 * (store.dictionary.size() + room)));
     grown.set(store.marks);
     store.marks = grown;
   }
@@ -143,8 +138,7 @@ export function summaryTextIndex(all: readonly IssueSummary[], versionOf: (slug:
 }
 
 export function documentOf(text: TextIndex, slug: string): TextDoc | undefined {
-  const slot = text.slots.get(slug);
-  return slot === undefined ? undefined : text.store.docs[slot];
+  return text.store.docs[text.slots.get(slug) ?? -1];
 }
 
 function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) => void): void {
@@ -173,7 +167,7 @@ export function compacted(text: TextIndex): TextIndex {
   const kept = [...new Set(text.slots.values())].sort((a, b) => a - b);
   for (const [at, slot] of kept.entries()) newSlot[slot] = at;
   // Each word's kept slots, renumbered, ascending (recent slots come after the packed ones).
-  const lists: number[][] = Array.from({ length: store.dictionary.size }, () => []);
+  const lists: number[][] = Array.from({ length: store.dictionary.size() }, () => []);
   lists.forEach((list, word) => {
     forEachPackedSlot(store.packed, word, (slot) => {
       if (newSlot[slot]! >= 0) list.push(newSlot[slot]!);
@@ -259,7 +253,7 @@ export function search(text: TextIndex, candidates: readonly IssueSummary[], que
       if (missed[slot] === 1) continue;
       let bits = 0;
       for (const word of store.docs[slot]!.subject) bits |= marks[word]!;
-      subjectHits[slot] = subjectHits[slot]! + bitCount(bits);
+      for (; bits !== 0; bits &= bits - 1) subjectHits[slot]! += 1;
     }
     for (const word of marked) marks[word] = 0;
   }
@@ -269,12 +263,6 @@ export function search(text: TextIndex, candidates: readonly IssueSummary[], que
     if (slot !== undefined && missed[slot] === 0) matches.push({ issue, rank: subjectHits[slot]! });
   }
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
-}
-
-function bitCount(bits: number): number {
-  let count = 0;
-  for (let rest = bits >>> 0; rest !== 0; rest &= rest - 1) count += 1;
-  return count;
 }
 
 /** Words on lines; offsets, postings and subjects as base64; per document its slug, version, subject and letter word count. */
@@ -289,7 +277,7 @@ type EncodedTextIndex = z.infer<typeof EncodedTextIndexSchema>;
 export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
-  const words = Array.from({ length: store.dictionary.size }, (_, number) => store.dictionary.wordOf(number)).join('\n');
+  const words = Array.from({ length: store.dictionary.size() }, (_, number) => store.dictionary.wordOf(number)).join('\n');
   return {
     words,
     offsets: numbersToBase64(store.packed.offsets),
@@ -304,7 +292,7 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
   for (const word of words) dictionary.add(word);
   const offsets = numbersFromBase64(encoded.offsets);
   const bytes = fromBase64(encoded.postings);
-  if (dictionary.size !== words.length || !offsets || !bytes || offsets.length !== words.length + 1) return undefined;
+  if (dictionary.size() !== words.length || !offsets || !bytes || offsets.length !== words.length + 1) return undefined;
   for (let word = 0; word < words.length; word += 1) if (offsets[word]! > offsets[word + 1]!) return undefined;
   if (offsets[0] !== 0 || offsets[words.length] !== bytes.byteLength) return undefined;
   const docs: TextDoc[] = [];
