@@ -31,7 +31,6 @@ export function issueUpdatedAt(issue: Pick<IssueSummary, 'sentAt' | 'updatedAt'>
 }
 
 export function latestUpdate(issues: readonly IssueSummary[], fallback: string): string {
-  // ISO dates in one format: their text sorts as their times do.
   const dates = issues.map(issueUpdatedAt).filter((date) => date !== null);
   return dates.sort().at(-1) ?? fallback;
 }
@@ -69,7 +68,6 @@ const atomEntry = (issue: IssueSummary, url: string, updated: string) => [
 
 const rfc822 = (iso: string) => new Date(iso).toUTCString();
 
-/** RSS 2.0, with an Atom `self` link (the RSS Advisory Board's best practice). */
 export function renderRssFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
   return [
     '<?xml version="1.0" encoding="utf-8"?>',

@@ -18,7 +18,6 @@ const ENTITIES: Readonly<Record<string, string>> = Object.fromEntries(
 );
 const ACCENTED_ENTITY = /^([A-Za-z])(acute|grave|circ|uml|tilde|cedil|ring|slash|caron)$/;
 
-/** Tags, comments and SKIPPED elements dropped (a space where they separate words), references decoded. */
 export function visibleText(html: string): string {
   const parts: string[] = [];
   let at = 0;

@@ -66,7 +66,6 @@ function createDictionary() {
       return found;
     },
     wordOf: (number: number) => words[number]!,
-    // Its characters, a string header, its hash, and its places in the table and the sorted list.
     bytes: () => wordBytes + words.length * 40 + table.byteLength,
   };
 }
@@ -166,7 +165,6 @@ export function compacted(text: TextIndex): TextIndex {
   const newSlot = new Int32Array(store.docs.length).fill(-1);
   const kept = [...new Set(text.slots.values())].sort((a, b) => a - b);
   for (const [at, slot] of kept.entries()) newSlot[slot] = at;
-  // Each word's kept slots, renumbered, ascending (recent slots come after the packed ones).
   const lists: number[][] = Array.from({ length: store.dictionary.size() }, () => []);
   lists.forEach((list, word) => {
     forEachPackedSlot(store.packed, word, (slot) => {
@@ -265,7 +263,6 @@ export function search(text: TextIndex, candidates: readonly IssueSummary[], que
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
 }
 
-/** Words on lines; offsets, postings and subjects as base64; per document its slug, version, subject and letter word count. */
 export const EncodedTextIndexSchema = z.object({
   words: z.string(),
   offsets: z.string(),

@@ -6,7 +6,6 @@ import { answerUpstreamFailure } from '../upstream/failure-policy.js';
 import { SubscribeFailure, type RecordOutcome } from './guards.js';
 import type { parseSubscribeFields } from './input.js';
 
-/** Resolves when the visitor gets the success reply (created, or refused and answered alike). */
 export async function forwardSubscription(
   upstream: UpstreamClient,
   config: Pick<Config, 'subscribeSourceType' | 'subscribeDefaultSource'>,

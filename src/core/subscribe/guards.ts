@@ -42,7 +42,6 @@ export function isHoneypotFilled(input: Record<string, unknown>, field: string):
   return typeof honeypot === 'string' && !isBlank(honeypot);
 }
 
-/** An address the upstream settled, again within this window, is accepted without a second upstream call. */
 export const REPEAT_WINDOW_MS = 10 * 60 * 1000;
 export type RepeatGuard = { isRepeat(email: string): boolean | Promise<boolean>; remember(email: string): void | Promise<void> };
 
@@ -51,7 +50,6 @@ export function createRepeatGuard(now: () => number): RepeatGuard {
   return { isRepeat: (email) => recent.has(email), remember: (email) => void recent.set(email, true) };
 }
 
-/** No answer in time (`timeout`) or at all (`unreachable`) becomes `failed`'s value, never an error. */
 export async function sendWithin<T>(timeoutMs: number, send: (signal: AbortSignal) => Promise<T>, failed: (why: string) => T): Promise<T> {
   try {
     return await send(AbortSignal.timeout(timeoutMs));

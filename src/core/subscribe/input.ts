@@ -14,7 +14,6 @@ const EMAIL_PATTERN =
 
 const atMost = (max: number) => z.maxLength(max, { error: `must be at most ${max} characters` });
 const noControlCharacters = () => z.regex(/^\P{Cc}*$/u, { error: 'must not contain control characters' });
-/** RFC 5321 §4.5.3.1, measured on the A-labels. */
 const lengthRule = (fits: (email: string) => boolean, error: string) => z.refine<string>(fits, { error, abort: true });
 
 /** By the URL parser's IDNA, on both runtimes: the upstream takes ASCII. */
@@ -26,7 +25,6 @@ function toAsciiDomain(email: string): string {
   return /^[a-z0-9.-]+$/.test(ascii) ? `${email.slice(0, at)}@${ascii}` : email;
 }
 
-/** The one place a body field is written (validation, the type, openapi.json). */
 export function createSubscribeInputSchema(checkedValues: readonly string[]) {
   return z.object({
     email: preprocess(

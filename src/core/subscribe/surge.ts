@@ -5,7 +5,6 @@ import { sendWithin } from './guards.js';
 const MINUTE_MS = 60_000;
 const MAX_DISTINCT = 10_000;
 
-/** Attempts per minute, service-wide (in memory, or in Redis for every instance). */
 export type SurgeCounter = { add(at: number): number | Promise<number>; rate(at: number): number | Promise<number> };
 
 /** A sliding minute from two fixed ones (two counters however heavy the flood). */

@@ -18,7 +18,6 @@ export interface ArchiveWatchOptions {
   log: Logger;
 }
 
-/** Per public slug, a fingerprint of its `updatedAt` and everything the archive shows of it (a renamed category too). */
 type ArchiveSnapshot = ReadonlyMap<string, string>;
 
 /** `memo`: a head-window refresh reuses the summary objects: only the rows it read are printed again. */
@@ -78,7 +77,6 @@ const HOOK_RETRY_FIRST_MS = 5_000;
 const HOOK_RETRY_MAX_MS = 10 * 60_000;
 const WATCH_READ_PAUSE_MS = 30_000;
 
-/** `attempts`: failed calls in a row for `pending`; `dueAt`: not called before then (settling, or backing off). */
 const StoredStateSchema = z.object({
   seen: z.array(z.tuple([z.string(), z.string()])),
   pending: z.array(z.object({ slug: z.string(), kind: z.enum(CHANGE_KINDS) })),
@@ -173,9 +171,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
           loaded = false;
           log.log('warn', 'archive_watch_failed', { reason: error instanceof Error ? error.name : 'unknown', hook: hookLabel });
         })
-        .finally(() => {
-          running = undefined;
-        });
+        .finally(() => (running = undefined));
       return running;
     },
   };

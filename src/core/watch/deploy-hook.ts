@@ -4,7 +4,6 @@ export type ArchiveChange = { slug: string; kind: (typeof CHANGE_KINDS)[number] 
 
 export type DeployHookResult = { ok: true; status: number } | { ok: false; status?: number; reason: 'status' | 'timeout' | 'unreachable' };
 
-/** The body stays small whatever changed (a whole category renamed, say). */
 export const MAX_NAMED_CHANGES = 100;
 
 export function countByKind(changes: readonly ArchiveChange[]): Record<ArchiveChange['kind'], number> {
