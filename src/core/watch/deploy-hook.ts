@@ -24,8 +24,6 @@ export function deployHookBody(changes: readonly ArchiveChange[]) {
 /** Its origin only: a build hook's path is its token (docs/security.md "What the service guarantees"). */
 export const describeHookUrl = (url: string): string => URL.parse(url)?.origin ?? 'the deploy hook';
 
-const HOOK_TIMEOUT_MS = 10_000;
-
 /** No redirect followed. Never throws: the watch retries a failure with backoff. */
 export function createDeployHook(options: { url: string; fetch?: typeof globalThis.fetch }) {
   const { url, fetch = globalThis.fetch } = options;
@@ -36,7 +34,7 @@ export function createDeployHook(options: { url: string; fetch?: typeof globalTh
         headers: { 'Content-Type': 'application/json' },
         body: JSON.stringify(deployHookBody(changes)),
         redirect: 'manual',
-        signal: AbortSignal.timeout(HOOK_TIMEOUT_MS),
+        signal: AbortSignal.timeout(10_000),
       });
       await response.body?.cancel();
       return response.ok ? { ok: true, status: response.status } : { ok: false, status: response.status, reason: 'status' };
