@@ -4,9 +4,7 @@ import type { IssueSummary } from '../public-shapes.js';
 const FORBIDDEN_XML_CHARS = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
 const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
 
-export function xmlText(value: string): string {
-  return value.replace(FORBIDDEN_XML_CHARS, '').replace(/[&<>"']/g, (char) => ENTITIES[char]!);
-}
+export const xmlText = (value: string) => value.replace(FORBIDDEN_XML_CHARS, '').replace(/[&<>"']/g, (char) => ENTITIES[char]!);
 
 export function xmlElement(name: string, text: string, attributes: Readonly<Record<string, string>> = {}): string {
   const attributeText = Object.entries(attributes).map(([key, value]) => ` ${key}="${xmlText(value)}"`);

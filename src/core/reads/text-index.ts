@@ -136,9 +136,7 @@ export function summaryTextIndex(all: readonly IssueSummary[], versionOf: (slug:
   return compacted(text);
 }
 
-export function documentOf(text: TextIndex, slug: string): TextDoc | undefined {
-  return text.store.docs[text.slots.get(slug) ?? -1];
-}
+export const documentOf = (text: TextIndex, slug: string): TextDoc | undefined => text.store.docs[text.slots.get(slug) ?? -1];
 
 function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) => void): void {
   if (word + 1 >= packed.offsets.length) return;
@@ -204,9 +202,7 @@ export function compacted(text: TextIndex): TextIndex {
   return { store: packedStore(dictionary, docs, Uint32Array.from(offsets), bytes.slice(0, length)), slots };
 }
 
-export function worthCompacting(text: TextIndex): boolean {
-  return text.store.recent.length > 0 || text.store.docs.length > text.slots.size;
-}
+export const worthCompacting = (text: TextIndex) => text.store.recent.length > 0 || text.store.docs.length > text.slots.size;
 
 export function textIndexBytes(text: TextIndex): number {
   const { store } = text;
