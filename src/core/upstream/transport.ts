@@ -46,7 +46,6 @@ export class ResponseTooLarge extends UpstreamError {
 
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
-/** Never free text or a key. */
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 /** A read's last failure: the upstream failing (the streak grows), or answering a wrong call (it ends). */
 const FAILING_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['unavailable', 'timeout', 'auth']);
