@@ -73,7 +73,6 @@ function issueSchema(): z.ZodType<NewsletterIssueData> {
 // Each build reads the archive, then by the state the previous one left in `meta` only what changed: an unchanged
 // `updatedAt` is not read, a held issue is asked with `If-None-Match`, one that left the archive is removed.
 export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLoader {
-  // A service behind a path prefix keeps the prefix.
   const url = new URL(options.url).href.replace(/\/+$/, '');
   return {
     name: 'newsletter-bff',

@@ -16,7 +16,6 @@ export type ListPage = (position: PagePosition) => Promise<ListedPage>;
 
 export type ListOrder = 'sent' | 'created';
 
-/** `findings`: signs that paging did not work as configured, with what an operator should set; `order` is checked, never assumed. */
 export interface ArchiveRead<K = UpstreamIssue> {
   issues: K[];
   pageRows: number[];
@@ -96,7 +95,6 @@ export async function readWholeArchive<K = UpstreamIssue>(
   let shrinks = 0;
   let lastDeclared = Number.POSITIVE_INFINITY;
 
-  // Only an id tells a new row from a repeated one: a row without one adds nothing.
   function take({ rows, droppedIds }: ListedPage) {
     const received = rows.length + droppedIds.length;
     const identified = rows.length + droppedIds.filter((id) => id !== undefined).length;

@@ -1,12 +1,6 @@
 /* Every fact the upstream's interface leaves "not shown", one constant each (docs/upstream.md "Assumptions"). */
 
-/** `style` offset: the parameter counts rows to skip; page: it is a 1-based page number. */
-export interface ListPaging {
-  limitParam: string;
-  style: 'offset' | 'page';
-  pagingParam: string;
-  pageSize: number;
-}
+export type ListPaging = { limitParam: string; style: 'offset' | 'page'; pagingParam: string; pageSize: number };
 
 export const UPSTREAM_PATHS = {
   listIssues: ['newsletter', 'issues'],
@@ -20,7 +14,6 @@ export const LIST_ISSUES_LIMIT_PARAM = 'limit';
 export const LIST_ISSUES_OFFSET_PARAM = 'offset';
 export const LIST_ISSUES_PAGE_PARAM = 'page';
 export const LIST_ISSUES_MAX_ROWS = 200;
-/** Guesses, never trusted: archive.ts reports when the upstream answers otherwise. */
 export const DEFAULT_LIST_PAGING: ListPaging = {
   limitParam: LIST_ISSUES_LIMIT_PARAM,
   style: 'offset',
