@@ -50,21 +50,20 @@ function lighterPageSize(limit: number, bytes: number, size = limit): number {
   return smaller !== undefined && (size * bytes) / limit > TARGET_PAGE_BYTES ? lighterPageSize(limit, bytes, smaller) : size;
 }
 
-/** A row without a readable date breaks that date's order. */
+/** The last time each order saw, NaN once broken; a row without a readable date breaks that date's order. */
 function createOrderWatch() {
   const last = { sent: Number.POSITIVE_INFINITY, created: Number.POSITIVE_INFINITY };
-  const holds = { sent: true, created: true };
+  const holds = (order: ListOrder): boolean => !Number.isNaN(last[order]);
   return {
     see(row: UpstreamIssue): void {
       if (row.status !== 'sent') return;
       for (const order of ['sent', 'created'] as const) {
         const time = Date.parse((order === 'sent' ? row.sentAt : row.createdAt) ?? '');
-        if (!(time <= last[order])) holds[order] = false;
-        else last[order] = time;
+        last[order] = time <= last[order] ? time : Number.NaN;
       }
     },
-    order: (): ListOrder | undefined => (holds.sent ? 'sent' : holds.created ? 'created' : undefined),
-    holds: (order: ListOrder): boolean => holds[order],
+    order: (): ListOrder | undefined => (holds('sent') ? 'sent' : holds('created') ? 'created' : undefined),
+    holds,
   };
 }
 
