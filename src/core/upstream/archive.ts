@@ -176,7 +176,6 @@ export async function readWholeArchive<K = UpstreamIssue>(
   function judgePaging(): ArchiveRead['findings'] {
     const full = kept.length >= maxIssues;
     const lastAsked = asked.at(-1) ?? paging.pageSize;
-    // Every non-empty page but the last should be full; a longer page is never right.
     let lastFilled = pageRows.length - 1;
     while (lastFilled >= 0 && (pageRows[lastFilled] === 0 || (repeated && lastFilled === pageRows.length - 1))) lastFilled -= 1;
     const odd = pageRows.find((rows, index) => {

@@ -27,6 +27,5 @@ export const isSuccessStatus = (status: number): boolean => status >= 200 && sta
 /** After a 429 without a usable `Retry-After`; a longer one is capped, so one odd header cannot silence the site for a day. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 30;
 export const MAX_RETRY_AFTER_SECONDS = 600;
-/** Create Subscriber's further error; the demo refuses a blocked address so. */
 export const SUBSCRIBER_REFUSED = { status: 409, code: 'SUBSCRIBER_BLOCKED' } as const;
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
