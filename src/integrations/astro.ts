@@ -73,7 +73,6 @@ function issueSchema(): z.ZodType<NewsletterIssueData> {
 // Each build reads the archive, then by the state the previous one left in `meta` only what changed: an unchanged
 // `updatedAt` is not read, a held issue is asked with `If-None-Match`, one that left the archive is removed.
 export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLoader {
-  // A service behind a path prefix keeps the prefix.
   const url = new URL(options.url).href.replace(/\/+$/, '');
   return {
     name: 'newsletter-bff',
@@ -91,7 +90,7 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
       const previous = readState(meta.get(STATE_KEY), url);
       const summaries = await readArchive(client);
       const next: SyncState = { version: 1, url, issues: {} };
-      const counts = { read: 0, unchanged: 0, removed: 0 };
+      const counts = { read: 0, unchanged: 0 };
 
       const write = async (fields: Record<string, unknown>, letter: (data: NewsletterIssueData) => { html: string } | undefined) => {
         const id = String(fields.slug);
@@ -127,13 +126,10 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
         return write(fields, (data) => (contentHtml === null ? undefined : { html: sanitize ? sanitize(contentHtml, data) : contentHtml }));
       });
 
-      for (const id of store.keys()) {
-        if (next.issues[id]) continue;
-        store.delete(id);
-        counts.removed++;
-      }
+      const removed = store.keys().filter((id) => !next.issues[id]);
+      for (const id of removed) store.delete(id);
       meta.set(STATE_KEY, JSON.stringify(next));
-      logger.info(`${summaries.length} issues from ${url}: ${counts.read} read, ${counts.unchanged} unchanged, ${counts.removed} removed`);
+      logger.info(`${summaries.length} issues from ${url}: ${counts.read} read, ${counts.unchanged} unchanged, ${removed.length} removed`);
     },
   };
 }

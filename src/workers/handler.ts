@@ -22,13 +22,8 @@ const HINTS = {
 };
 const GENERIC_ERROR = '{"ok":false,"error":{"code":"INTERNAL_ERROR","message":"The service is not configured correctly."}}';
 
-export interface WorkerOptions {
-  fetch?: typeof globalThis.fetch;
-  now?: () => number;
-  write?: (line: string) => void;
-  /** Default `caches.default`; `null` turns the shared tier off. */
-  sharedCache?: Cache | null;
-}
+// `sharedCache`: default `caches.default`; `null` turns the shared tier off.
+type WorkerOptions = { fetch?: typeof globalThis.fetch; now?: () => number; write?: (line: string) => void; sharedCache?: Cache | null };
 
 export function createWorker(options: WorkerOptions = {}) {
   const write = options.write ?? ((line: string) => console.log(line));
@@ -41,7 +36,6 @@ export function createWorker(options: WorkerOptions = {}) {
     const log = createLogger({ write, now: options.now, redact: secrets });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
-      // Logged once per isolate; the visitor gets a generic 500.
       for (const problem of parsed.problems) log.log('error', 'config_error', { problem });
       return { log };
     }

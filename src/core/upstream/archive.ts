@@ -2,7 +2,6 @@ import type { ListPaging } from './assumptions.js';
 import type { UpstreamIssue } from './schemas.js';
 import { ResponseTooLarge, type Validators } from './transport.js';
 
-/** `page` is 1-based; a 304 to `conditional` means unchanged. */
 export type PagePosition = { limit: number; offset: number; page: number; conditional?: Validators | undefined };
 
 export type ListedPage = {
@@ -17,7 +16,6 @@ export type ListPage = (position: PagePosition) => Promise<ListedPage>;
 
 export type ListOrder = 'sent' | 'created';
 
-/** `findings`: signs that paging did not work as configured, with what an operator should set; `order` is checked, never assumed. */
 export interface ArchiveRead<K = UpstreamIssue> {
   issues: K[];
   pageRows: number[];
@@ -31,7 +29,6 @@ export interface ArchiveReadOptions<K> {
   /** Applied as each page arrives: memory is bounded by what this keeps, not by the bytes read. */
   reduceRow: (row: UpstreamIssue) => K;
   pageSize?: number | undefined;
-  /** Rows the last full read found: how far ahead pages may be read at once. */
   expectedRows?: number | undefined;
 }
 
@@ -53,21 +50,20 @@ function lighterPageSize(limit: number, bytes: number, size = limit): number {
   return smaller !== undefined && (size * bytes) / limit > TARGET_PAGE_BYTES ? lighterPageSize(limit, bytes, smaller) : size;
 }
 
-/** A row without a readable date breaks that date's order. */
+/** The last time each order saw, NaN once broken; a row without a readable date breaks that date's order. */
 function createOrderWatch() {
   const last = { sent: Number.POSITIVE_INFINITY, created: Number.POSITIVE_INFINITY };
-  const holds = { sent: true, created: true };
+  const holds = (order: ListOrder): boolean => !Number.isNaN(last[order]);
   return {
     see(row: UpstreamIssue): void {
       if (row.status !== 'sent') return;
       for (const order of ['sent', 'created'] as const) {
         const time = Date.parse((order === 'sent' ? row.sentAt : row.createdAt) ?? '');
-        if (!(time <= last[order])) holds[order] = false;
-        else last[order] = time;
+        last[order] = time <= last[order] ? time : Number.NaN;
       }
     },
-    order: (): ListOrder | undefined => (holds.sent ? 'sent' : holds.created ? 'created' : undefined),
-    holds: (order: ListOrder): boolean => holds[order],
+    order: (): ListOrder | undefined => (holds('sent') ? 'sent' : holds('created') ? 'created' : undefined),
+    holds,
   };
 }
 
@@ -98,25 +94,20 @@ export async function readWholeArchive<K = UpstreamIssue>(
   let shrinks = 0;
   let lastDeclared = Number.POSITIVE_INFINITY;
 
-  // Only an id tells a new row from a repeated one: a row without one adds nothing.
   function take({ rows, droppedIds }: ListedPage) {
     const received = rows.length + droppedIds.length;
+    const identified = rows.length + droppedIds.filter((id) => id !== undefined).length;
     pageRows.push(received);
     asked.push(limit);
+    dropped.count += droppedIds.length;
     let added = 0;
-    let identified = 0;
     for (const id of droppedIds) {
-      if (id !== undefined) {
-        identified += 1;
-        if (seen.has(id)) continue;
-        seen.add(id);
-        dropped.ids.push(id);
-        added += 1;
-      }
-      dropped.count += 1;
+      if (id === undefined || seen.has(id)) continue;
+      seen.add(id);
+      dropped.ids.push(id);
+      added += 1;
     }
     for (const row of rows) {
-      identified += 1;
       if (seen.has(row.id) || kept.length >= maxIssues) continue;
       seen.add(row.id);
       order.see(row);
@@ -180,8 +171,41 @@ export async function readWholeArchive<K = UpstreamIssue>(
       if (cleanPages === 0 || kept.length >= maxIssues) break;
     }
   }
-  const findings = judgePaging(paging, pageRows, asked, { repeated, ended, full: kept.length >= maxIssues, maxIssues });
-  return { issues: kept, pageRows, dropped, findings, order: order.order(), pageSize: limit };
+  return { issues: kept, pageRows, dropped, findings: judgePaging(), order: order.order(), pageSize: limit };
+
+  function judgePaging(): ArchiveRead['findings'] {
+    const full = kept.length >= maxIssues;
+    const lastAsked = asked.at(-1) ?? paging.pageSize;
+    let lastFilled = pageRows.length - 1;
+    while (lastFilled >= 0 && (pageRows[lastFilled] === 0 || (repeated && lastFilled === pageRows.length - 1))) lastFilled -= 1;
+    const odd = pageRows.find((rows, index) => {
+      const pageAsked = asked[index] ?? lastAsked;
+      return rows > pageAsked || (rows > 0 && rows !== pageAsked && index < lastFilled);
+    });
+    const findings: (ArchiveRead['findings'][number] | false)[] = [
+      odd !== undefined && {
+        problem: 'row_count_mismatch',
+        seen: `List Issues answered pages of ${odd} rows where ${lastAsked} were asked with ${paging.limitParam}=${lastAsked}`,
+        set: `UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter, or UPSTREAM_LIST_PAGE_SIZE=${Math.min(odd, lastAsked)} if it caps pages`,
+      },
+      repeated && {
+        problem: 'repeated_page',
+        seen: `page ${pageRows.length} of List Issues repeated the rows already read: the upstream ignores ${paging.pagingParam} (read as ${paging.style === 'page' ? 'a page number' : 'an offset'})`,
+        set: 'UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM to how it pages',
+      },
+      full && {
+        problem: 'max_issues',
+        seen: `the archive reached ARCHIVE_MAX_ISSUES=${maxIssues}; later issues are not served`,
+        set: 'ARCHIVE_MAX_ISSUES higher',
+      },
+      !(full || ended) && {
+        problem: 'page_cap',
+        seen: `List Issues was still answering after ${pageRows.length} pages (pages of ${pageRows.at(-1) ?? 0} rows)`,
+        set: 'UPSTREAM_LIST_LIMIT_PARAM or UPSTREAM_LIST_PAGE_SIZE so pages come back full',
+      },
+    ];
+    return findings.filter((finding) => finding !== false);
+  }
 }
 
 /** `unchanged`: the first page answered 304; `anchored`: a known row was met; `inOrder`: the last whole read's order held. */
@@ -260,43 +284,4 @@ export function placeHead(
   const gone = listing.slice(0, deepest + 1).filter((id) => !held.has(id));
   const below = listing.slice(deepest + 1).filter((id) => !held.has(id));
   return { listing: [...head, ...unread, ...below], gone };
-}
-
-function judgePaging(
-  paging: ListPaging,
-  pageRows: readonly number[],
-  askedRows: readonly number[],
-  end: { repeated: boolean; ended: boolean; full: boolean; maxIssues: number },
-): ArchiveRead['findings'] {
-  const asked = askedRows.at(-1) ?? paging.pageSize;
-  // Every non-empty page but the last should be full; a longer page is never right.
-  let lastFilled = pageRows.length - 1;
-  while (lastFilled >= 0 && (pageRows[lastFilled] === 0 || (end.repeated && lastFilled === pageRows.length - 1))) lastFilled -= 1;
-  const odd = pageRows.find((rows, index) => {
-    const pageAsked = askedRows[index] ?? asked;
-    return rows > pageAsked || (rows > 0 && rows !== pageAsked && index < lastFilled);
-  });
-  const findings: (ArchiveRead['findings'][number] | false)[] = [
-    odd !== undefined && {
-      problem: 'row_count_mismatch',
-      seen: `List Issues answered pages of ${odd} rows where ${asked} were asked with ${paging.limitParam}=${asked}`,
-      set: `UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter, or UPSTREAM_LIST_PAGE_SIZE=${Math.min(odd, asked)} if it caps pages`,
-    },
-    end.repeated && {
-      problem: 'repeated_page',
-      seen: `page ${pageRows.length} of List Issues repeated the rows already read: the upstream ignores ${paging.pagingParam} (read as ${paging.style === 'page' ? 'a page number' : 'an offset'})`,
-      set: 'UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM to how it pages',
-    },
-    end.full && {
-      problem: 'max_issues',
-      seen: `the archive reached ARCHIVE_MAX_ISSUES=${end.maxIssues}; later issues are not served`,
-      set: 'ARCHIVE_MAX_ISSUES higher',
-    },
-    !(end.full || end.ended) && {
-      problem: 'page_cap',
-      seen: `List Issues was still answering after ${pageRows.length} pages (pages of ${pageRows.at(-1) ?? 0} rows)`,
-      set: 'UPSTREAM_LIST_LIMIT_PARAM or UPSTREAM_LIST_PAGE_SIZE so pages come back full',
-    },
-  ];
-  return findings.filter((finding) => finding !== false);
 }

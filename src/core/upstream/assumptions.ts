@@ -1,12 +1,6 @@
 /* Every fact the upstream's interface leaves "not shown", one constant each (docs/upstream.md "Assumptions"). */
 
-/** `style` offset: the parameter counts rows to skip; page: it is a 1-based page number. */
-export interface ListPaging {
-  limitParam: string;
-  style: 'offset' | 'page';
-  pagingParam: string;
-  pageSize: number;
-}
+export type ListPaging = { limitParam: string; style: 'offset' | 'page'; pagingParam: string; pageSize: number };
 
 export const UPSTREAM_PATHS = {
   listIssues: ['newsletter', 'issues'],
@@ -20,7 +14,6 @@ export const LIST_ISSUES_LIMIT_PARAM = 'limit';
 export const LIST_ISSUES_OFFSET_PARAM = 'offset';
 export const LIST_ISSUES_PAGE_PARAM = 'page';
 export const LIST_ISSUES_MAX_ROWS = 200;
-/** Guesses, never trusted: archive.ts reports when the upstream answers otherwise. */
 export const DEFAULT_LIST_PAGING: ListPaging = {
   limitParam: LIST_ISSUES_LIMIT_PARAM,
   style: 'offset',
@@ -34,6 +27,5 @@ export const isSuccessStatus = (status: number): boolean => status >= 200 && sta
 /** After a 429 without a usable `Retry-After`; a longer one is capped, so one odd header cannot silence the site for a day. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 30;
 export const MAX_RETRY_AFTER_SECONDS = 600;
-/** Create Subscriber's further error; the demo refuses a blocked address so. */
 export const SUBSCRIBER_REFUSED = { status: 409, code: 'SUBSCRIBER_BLOCKED' } as const;
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;

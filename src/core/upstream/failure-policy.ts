@@ -45,10 +45,9 @@ export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' 
 }
 
 export function readErrorFromUpstream(failure: UpstreamError): ApiError {
-  if (failure.kind === 'rate_limited' || failure.kind === 'timeout') {
-    return new ApiError('UPSTREAM_UNAVAILABLE', { retryAfter: failure.retryAfterSeconds ?? 5, cause: failure });
-  }
-  return new ApiError('UPSTREAM_ERROR', { cause: failure });
+  return failure.kind === 'rate_limited' || failure.kind === 'timeout'
+    ? new ApiError('UPSTREAM_UNAVAILABLE', { retryAfter: failure.retryAfterSeconds ?? 5, cause: failure })
+    : new ApiError('UPSTREAM_ERROR', { cause: failure });
 }
 
 const REASON_OF_KIND = {
@@ -72,8 +71,7 @@ export function failureReasonOf(failure: UpstreamError): FailureReason {
 }
 
 /** Failing reads logged by the spell, not by the request: docs/upstream.md "One line per spell". */
-export function createFailureSpells(options: { log: Logger; now: () => number }) {
-  const { log, now } = options;
+export function createFailureSpells({ log, now }: { log: Logger; now: () => number }) {
   let spell: { reason: FailureReason; startedAt: number; reads: number; failedLoads: number } | undefined;
 
   function end(current: NonNullable<typeof spell>, endedBy: FailureReason | 'recovered'): void {

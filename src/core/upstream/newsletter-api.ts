@@ -13,8 +13,6 @@ import { createTransport, UpstreamError, type TransportOptions, type TransportRe
 export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {
   baseUrl: string;
   apiKey: string;
-  /** Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe. */
-  postRetries?: number;
   paging?: ListPaging | undefined;
   log?: Logger | undefined;
   metrics?: Pick<Metrics, 'upstreamCall' | 'upstreamRetry' | 'upstreamHoldOff'>;
@@ -34,7 +32,6 @@ export interface UpstreamClient {
 /** `readArchive`: for `check`, what the read found returned, not logged. */
 export type NewsletterApiClient = UpstreamClient & { readArchive(maxIssues: number): Promise<ArchiveRead> };
 
-/** A list page that answered 304: compared by identity. */
 const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze([]) as unknown as unknown[] });
 
 /** The other members, the editor state above all, are never built (row-scanner.ts). */
@@ -60,6 +57,7 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
 }
 
 export function createUpstreamClient(options: UpstreamClientOptions): NewsletterApiClient {
+  // Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe.
   const { baseUrl, apiKey, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
   const notices = createUpstreamNotices(log);
   const buildUrl = createUpstreamUrlBuilder(baseUrl);

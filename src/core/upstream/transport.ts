@@ -46,7 +46,6 @@ export class ResponseTooLarge extends UpstreamError {
 
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
-/** Never free text or a key. */
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 /** A read's last failure: the upstream failing (the streak grows), or answering a wrong call (it ends). */
 const FAILING_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['unavailable', 'timeout', 'auth']);
@@ -89,25 +88,11 @@ export interface TransportRequest<T> {
 export type Validators = { etag?: string | undefined; lastModified?: string | undefined };
 
 export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
-  const {
-    timeoutMs,
-    fetch: fetchImpl = globalThis.fetch.bind(globalThis),
-    maxResponseBytes = MAX_RESPONSE_BYTES,
-    getRetries = 2,
-    postRetries = 0,
-    baseDelayMs = 100,
-    maxDelayMs = 1000,
-    random = Math.random,
-    sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
-    now = Date.now,
-    headers: fixedHeaders = {},
-    errorCodeOf = () => undefined,
-    notFoundCode,
-    holdOff = createMemoryHoldOff(now),
-    onHoldOff,
-    metrics = noopMetrics,
-    waitWhenHeldOffMs = 0,
-  } = options;
+  const { timeoutMs, fetch: fetchImpl = globalThis.fetch.bind(globalThis), maxResponseBytes = MAX_RESPONSE_BYTES } = options;
+  const { getRetries = 2, postRetries = 0, baseDelayMs = 100, maxDelayMs = 1000, random = Math.random, metrics = noopMetrics } = options;
+  const { now = Date.now, headers: fixedHeaders = {}, errorCodeOf = () => undefined, notFoundCode } = options;
+  const { holdOff = createMemoryHoldOff(now), onHoldOff, waitWhenHeldOffMs = 0 } = options;
+  const { sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = options;
   // The one read out during a failure streak: the other reads wait for its answer.
   let probe: Promise<void> | undefined;
   // So concurrent calls that met one 429 report it once.
