@@ -37,7 +37,7 @@ const LETTER_CSS = `
 .letter > :last-child { margin-bottom: 0; }
 `;
 
-/** The whole static site as path → content, from data only: the same publication gives the same bytes. */
+// From data only: the same publication gives the same bytes.
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = pages.createSitePaths(options.siteUrl);
   const { title, description, assets } = options;
@@ -93,9 +93,8 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
 /** The route's categories, plus any an issue names that it lacks (sorted by name), so no category link leads nowhere. */
 function withIssueCategories(listed: readonly PublicCategory[], issues: readonly IssueDetail[]): PublicCategory[] {
   const added = new Map<string, PublicCategory>();
-  for (const { category } of issues) {
-    if (category && !listed.some((known) => known.slug === category.slug) && !added.has(category.slug)) added.set(category.slug, category);
-  }
+  for (const { category } of issues) if (category && !added.has(category.slug)) added.set(category.slug, category);
+  for (const { slug } of listed) added.delete(slug);
   return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
 }
 
