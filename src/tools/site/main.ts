@@ -79,10 +79,8 @@ async function main(): Promise<void> {
   const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);
   const pages = [...files.keys()].filter((path) => path.endsWith('.html')).length;
   const ms = Math.round(performance.now() - started);
-  process.stdout.write(
-    `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out} in ${ms} ms\n`,
-  );
-  process.stdout.write(`site digest: ${siteDigest(files)}\n`);
+  const wrote = `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out}`;
+  process.stdout.write(`${wrote} in ${ms} ms\nsite digest: ${siteDigest(files)}\n`);
 }
 
 main().catch((error: unknown) => {

@@ -148,14 +148,10 @@ export function renderArchivePage(site: SiteIdentity, view: ArchivePage & { cate
   const list = view.issues.length
     ? `<ol class="issue-list">\n${view.issues.map((issue) => issueCard(site, issue)).join('\n')}\n</ol>`
     : `<div class="state"><p>No issues here yet.</p></div>`;
-  const pagerNav =
-    view.pages > 1
-      ? `<nav class="pager" aria-label="Archive pages">` +
-        (newer ? `<a href="${newer}" rel="prev">← Newer issues</a>` : '<span></span>') +
-        `<span>Page ${view.page} of ${view.pages}</span>` +
-        (older ? `<a href="${older}" rel="next">Older issues →</a>` : '<span></span>') +
-        `</nav>`
-      : '';
+  const pagerLink = (to: string | undefined, rel: string, label: string) =>
+    to ? `<a href="${to}" rel="${rel}">${label}</a>` : '<span></span>';
+  const pager = `${pagerLink(newer, 'prev', '← Newer issues')}<span>Page ${view.page} of ${view.pages}</span>${pagerLink(older, 'next', 'Older issues →')}`;
+  const pagerNav = view.pages > 1 ? `<nav class="pager" aria-label="Archive pages">${pager}</nav>` : '';
   const main = `<section class="archive" aria-labelledby="archive-title">
 <h1 id="archive-title">${escapeHtml(heading)}</h1>
 ${searchForm(site)}
