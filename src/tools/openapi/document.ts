@@ -8,8 +8,7 @@ import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/
 import * as input from '../../core/subscribe/input.js';
 import * as z from '../../core/zod.js';
 
-// openapi.json (`npm run openapi`): shapes, parameters, errors and headers come from the code;
-// written here is only the prose and which answer carries which header.
+// openapi.json (`npm run openapi`): shapes, parameters, errors and headers come from the code; the prose is written here.
 
 type Json = Record<string, unknown>;
 

@@ -37,7 +37,6 @@ const LETTER_CSS = `
 .letter > :last-child { margin-bottom: 0; }
 `;
 
-// From data only: the same publication gives the same bytes.
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = pages.createSitePaths(options.siteUrl);
   const { title, description, assets } = options;

@@ -23,7 +23,6 @@ export const issuePath = (slug: string) => `issues/${slug}/`;
 export const SEARCH_PATH = 'search/';
 export const FEED_PATH = 'feed.xml';
 export const fileOf = (path: string) => (path === '' || path.endsWith('/') ? `${path}index.html` : path);
-// A slug becomes a folder name: the slug rule, checked for categories too.
 export const isSafeSegment = (slug: string) => SLUG_PATTERN.test(slug);
 
 // One audited escape guards every page and feed: HTML forbids the same characters.

@@ -18,7 +18,6 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
   allowedSchemes: ['http', 'https', 'mailto'],
   allowedSchemesByTag: { img: ['http', 'https'] },
   allowProtocolRelative: false,
-  // Their content goes with them: the text of a <script> or <style> is not part of the letter.
   nonTextTags: ['script', 'style', 'textarea', 'option', 'noscript', 'title', 'head', 'template', 'svg', 'math'],
   transformTags: {
     // Off the site: a new tab that cannot reach back (window.opener) nor learn the page.
