@@ -8,10 +8,9 @@ import { UpstreamError } from '../core/upstream/transport.js';
 import { UPSTREAM_HINTS } from '../core/upstream/failure-policy.js';
 import { createMemoryHoldOff } from '../core/upstream/hold-off.js';
 
-// `npm run check`: asks the configured upstream, read-only, whether what the site needs works,
-// and says what to set where it does not. It never creates a subscriber.
+// `npm run check`: asks the configured upstream, read-only, whether what the site needs works. It never creates a subscriber.
 
-/** `fail`: the site would break or be cut short; `note`: nothing breaks. */
+// `fail`: the site would break or be cut short; `note`: nothing breaks.
 type CheckFinding = { status: 'ok' | 'fail' | 'note'; message: string };
 type CheckDeps = { fetch?: typeof globalThis.fetch; now?: () => number; sleep?: (ms: number) => Promise<void> };
 
@@ -33,13 +32,12 @@ function judgeProbe(probe: ArchiveRead, config: Config): CheckFinding[] {
   const { limitParam, pagingParam, style } = config.listPaging;
   const [first = 0, second] = probe.pageRows;
   const paging = `paging by ${style} under ${pagingParam}`;
-  const setLimit = 'set UPSTREAM_LIST_LIMIT_PARAM to the name of its row-limit parameter';
-  const setPaging = 'Set UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM';
   if (first === 0) return [note('the archive is empty, so the row limit and paging cannot be checked yet')];
-  if (first > 1) return [fail(`List Issues ignored ${limitParam}=1 and answered ${first} rows: ${setLimit}`)];
+  if (first > 1) return [fail(`List Issues ignored ${limitParam}=1 (${first} rows): UPSTREAM_LIST_LIMIT_PARAM must name its limit`)];
   const limit = ok(`the row-limit parameter ${limitParam} is honoured (asked 1 row, got 1)`);
   if (probe.findings.some((finding) => finding.problem === 'repeated_page')) {
-    return [limit, fail(`${paging} does not work: the second row came back as the first. ${setPaging}`)];
+    const set = 'Set UPSTREAM_LIST_PAGING (offset or page) and UPSTREAM_LIST_PAGING_PARAM';
+    return [limit, fail(`${paging} does not work: the second row came back as the first. ${set}`)];
   }
   if (!second) return [limit, note('the archive has one row, so paging cannot be checked yet')];
   return [limit, ok(`${paging} works (the next position answered the next row)`)];
@@ -68,7 +66,8 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
     const value = await call();
     return { value, ms: Math.round(now() - started) };
   };
-  const findings: CheckFinding[] = [];
+  const demo = 'demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the demo upstream';
+  const findings: CheckFinding[] = config.mode === 'demo' ? [note(demo)] : [];
   const told: CheckFinding[] = [];
   // What the service would log (dropped categories, new states) becomes findings.
   const log: Logger = {
@@ -85,8 +84,6 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   const backOff = { holdOff: createMemoryHoldOff(now), waitWhenHeldOffMs: CHECK_WAITS_OUT_MS, sleep: deps.sleep, fetch: deps.fetch, now };
   const client = createUpstreamForConfig(config, { log, ...backOff });
   const probeClient = createUpstreamForConfig({ ...config, listPaging: { ...config.listPaging, pageSize: 1 } }, backOff);
-  if (config.mode === 'demo')
-    findings.push(note('demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the demo upstream'));
 
   try {
     const { value, ms } = await timed(() => client.listCategories());

@@ -53,7 +53,7 @@ const PAGING_VARIANTS = [
     served: { total: ARCHIVE_SIZE, listCalls: 6 },
     problem: 'row_count_mismatch',
     names: 'UPSTREAM_LIST_LIMIT_PARAM',
-    checkSays: 'ignored limit=1 and answered 50 rows',
+    checkSays: 'ignored limit=1 (50 rows)',
     fix: { UPSTREAM_LIST_LIMIT_PARAM: 'per_page' },
     fixedCalls: 3,
   },

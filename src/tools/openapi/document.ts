@@ -8,8 +8,7 @@ import { ARCHIVE_QUERY_DOCS, createArchiveQuerySchema } from '../../core/routes/
 import * as input from '../../core/subscribe/input.js';
 import * as z from '../../core/zod.js';
 
-// openapi.json (`npm run openapi`): shapes, parameters, errors and headers come from the code;
-// written here is only the prose and which answer carries which header.
+// openapi.json (`npm run openapi`): shapes, parameters, errors and headers come from the code; the prose is written here.
 
 type Json = Record<string, unknown>;
 
@@ -36,17 +35,9 @@ function embedded(jsonSchema: z.core.JSONSchema.BaseSchema): Json {
 
 function componentSchemas(): Record<string, Json> {
   const components = z.registry<{ id: string }>();
-  const named = {
-    Slug: shapes.SlugSchema,
-    PublicCategory: shapes.PublicCategorySchema,
-    IssueSummary: shapes.IssueSummarySchema,
-    IssueDetail: shapes.IssueDetailSchema,
-    ArchivePageBody: shapes.ArchivePageBodySchema,
-    IssueBody: shapes.IssueBodySchema,
-    CategoriesBody: shapes.CategoriesBodySchema,
-    SubscribeBody: shapes.SubscribeBodySchema,
-    ...createErrorBodySchemas(),
-  };
+  const published: Record<string, z.core.$ZodType> = shapes;
+  const shapeNames = 'Slug PublicCategory IssueSummary IssueDetail ArchivePageBody IssueBody CategoriesBody SubscribeBody'.split(' ');
+  const named = { ...Object.fromEntries(shapeNames.map((name) => [name, published[`${name}Schema`]!])), ...createErrorBodySchemas() };
   for (const [id, schema] of Object.entries(named)) components.add(schema, { id });
   const { schemas } = z.toJSONSchema(components, { uri: (id) => `#/components/schemas/${id}`, override: tidy });
   return Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, embedded(schema)]));
@@ -59,9 +50,9 @@ function worded(properties: Record<string, Json>, words: Record<string, object |
 function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(input.SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, input.SUBSCRIBE_FIELD_DOCS);
-  const json: Json = { ...sent, properties: fields, description: 'Other fields are ignored (the honeypot aside).' };
   const { description: _description, ...email } = fields.email!;
   const sourcePlatform = fields.sourcePlatform!;
+  const json: Json = { ...sent, properties: fields, description: 'Other fields are ignored (the honeypot aside).' };
   const form: Json = {
     type: 'object',
     required: sent.required,
@@ -108,9 +99,10 @@ function responseHeaders(): Record<string, Json> {
   });
   const text = { type: 'string' };
   const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
-  // Demo mode's example site has a policy of its own; both forbid framing.
-  const words = "The API's policy; the demo site has its own.";
-  security['Content-Security-Policy'] = header({ type: 'string', pattern: "frame-ancestors 'none'" }, words);
+  security['Content-Security-Policy'] = header(
+    { type: 'string', pattern: "frame-ancestors 'none'" },
+    "The API's; the demo site has its own.",
+  );
   const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
   return {
     'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, "This request's id, as in the access log."),
@@ -234,8 +226,7 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
     },
   };
   const responses = { '200': ok, '304': responseRef('NotModified'), ...errorAnswers('') };
-  const get = { ...named, tags: ['reads'], parameters: all, responses };
-  return { get, head, ...rest };
+  return { get: { ...named, tags: ['reads'], parameters: all, responses }, head, ...rest };
 }
 
 export function createOpenApiDocument(version: string): Json {
@@ -292,7 +283,7 @@ export function createOpenApiDocument(version: string): Json {
       answers: {
         '200': { description: 'Accepted.', headers: headersOf(['Cache-Control-No-Store']), content: jsonOf('SubscribeBody') },
         '303': {
-          description: 'A form post: back to a page, the outcome in its query.',
+          description: 'A form post: back to its page with the outcome',
           headers: headersOf(['Cache-Control-No-Store', 'Location']),
         },
       },

@@ -37,19 +37,19 @@ const LETTER_CSS = `
 .letter > :last-child { margin-bottom: 0; }
 `;
 
-/** The whole static site as path → content, from data only: the same publication gives the same bytes. */
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = pages.createSitePaths(options.siteUrl);
   const { title, description, assets } = options;
   const subscribeForm = pages.subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title);
-  const site: pages.SiteIdentity = { title, description, subscribeForm, paths };
+  const site = { title, description, subscribeForm, paths };
   const issues = publication.issues.filter((issue) => pages.isSafeSegment(issue.slug));
   const categories = withIssueCategories(publication.categories, issues).filter((category) => pages.isSafeSegment(category.slug));
   const files = new Map<string, string>();
-  const sitemap: { loc: string; lastmod: string | null }[] = [];
+  let sitemap = '';
   const page = (path: string, html: string, lastmod: string | null) => {
     files.set(pages.fileOf(path), html);
-    sitemap.push({ loc: paths.absolute(path), lastmod });
+    const modified = lastmod ? `    ${xmlElement('lastmod', lastmod.slice(0, 10))}\n` : '';
+    sitemap += `  <url>\n    ${xmlElement('loc', paths.absolute(path))}\n${modified}  </url>\n`;
   };
 
   const listings = [
@@ -76,12 +76,8 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
   const issueUrl = (slug: string) => paths.absolute(pages.issuePath(slug));
   const feed = { issueUrl, feedUrl: paths.absolute(pages.FEED_PATH), siteUrl: paths.absolute(''), title, description };
   files.set(pages.FEED_PATH, renderAtomFeed(issues.slice(0, FEED_ENTRIES), { ...feed, updated: latestUpdate(issues, EPOCH) }));
-  const urls = sitemap.map(({ loc, lastmod }) => {
-    const modified = lastmod ? `    ${xmlElement('lastmod', lastmod.slice(0, 10))}\n` : '';
-    return `  <url>\n    ${xmlElement('loc', loc)}\n${modified}  </url>\n`;
-  });
   const urlset = '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">';
-  files.set('sitemap.xml', `<?xml version="1.0" encoding="utf-8"?>\n${urlset}\n${urls.join('')}</urlset>\n`);
+  files.set('sitemap.xml', `<?xml version="1.0" encoding="utf-8"?>\n${urlset}\n${sitemap}</urlset>\n`);
   files.set('robots.txt', `User-agent: *\nAllow: /\n\nSitemap: ${paths.absolute('sitemap.xml')}\n`);
   files.set('404.html', pages.renderNotFoundPage(site));
   files.set('style.css', assets.styleCss + LETTER_CSS);
@@ -93,9 +89,8 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
 /** The route's categories, plus any an issue names that it lacks (sorted by name), so no category link leads nowhere. */
 function withIssueCategories(listed: readonly PublicCategory[], issues: readonly IssueDetail[]): PublicCategory[] {
   const added = new Map<string, PublicCategory>();
-  for (const { category } of issues) {
-    if (category && !listed.some((known) => known.slug === category.slug) && !added.has(category.slug)) added.set(category.slug, category);
-  }
+  for (const { category } of issues) if (category && !added.has(category.slug)) added.set(category.slug, category);
+  for (const { slug } of listed) added.delete(slug);
   return [...listed, ...[...added.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))];
 }
 

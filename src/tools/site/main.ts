@@ -3,29 +3,25 @@ import { parseArgs } from 'node:util';
 import { importOptional } from '../../node/optional-package.js';
 import { readPublication } from './read.js';
 
+const OPTIONS = {
+  api: { type: 'string', help: 'the newsletter-bff service, e.g. https://news-api.example.com (the subscribe form posts there)' },
+  'site-url': { type: 'string', help: 'where the built site will be served, e.g. https://news.example.com/' },
+  out: { type: 'string', help: 'the folder to write (empty, missing, or a previous build, which is replaced)' },
+  'read-upstream': { type: 'boolean', default: false, help: 'read the upstream directly (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL)' },
+  'search-api': { type: 'string', help: 'the service the search page asks (default: --api); none: the page filters its own list' },
+  title: { type: 'string', help: "the publication's name (default: PUBLICATION_NAME, else the --site-url's host)" },
+  description: { type: 'string', help: 'one sentence about it (default: "The archive of <title>.")' },
+  help: { type: 'boolean', default: false },
+} as const;
+
 const USAGE = `usage: npm run site:build -- --api <url> --site-url <url> --out <dir> [options]
 
-  --api            the newsletter-bff service, e.g. https://news-api.example.com (the subscribe form posts there)
-  --site-url       where the built site will be served, e.g. https://news.example.com/
-  --out            the folder to write (empty, missing, or a previous build, which is replaced)
-  --read-upstream  read the newsletter service directly (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL)
-  --search-api     the service the search page asks (default: --api); none: the page filters its own list
-  --title          the publication's name (default: PUBLICATION_NAME, else the --site-url's host)
-  --description    one sentence about it (default: "The archive of <title>.")
+${Object.entries(OPTIONS)
+  .flatMap(([name, option]) => ('help' in option ? [`  ${`--${name}`.padEnd(17)}${option.help}`] : []))
+  .join('\n')}
 
 A busy answer (429, or 503 with Retry-After) is tried again after the wait it names.
 `;
-
-const OPTIONS = {
-  api: { type: 'string' },
-  'site-url': { type: 'string' },
-  out: { type: 'string' },
-  'read-upstream': { type: 'boolean', default: false },
-  'search-api': { type: 'string' },
-  title: { type: 'string' },
-  description: { type: 'string' },
-  help: { type: 'boolean', default: false },
-} as const;
 
 async function main(): Promise<void> {
   let values: ReturnType<typeof parseArgs<{ options: typeof OPTIONS }>>['values'] | undefined;
@@ -83,10 +79,8 @@ async function main(): Promise<void> {
   const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);
   const pages = [...files.keys()].filter((path) => path.endsWith('.html')).length;
   const ms = Math.round(performance.now() - started);
-  process.stdout.write(
-    `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out} in ${ms} ms\n`,
-  );
-  process.stdout.write(`site digest: ${siteDigest(files)}\n`);
+  const wrote = `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out}`;
+  process.stdout.write(`${wrote} in ${ms} ms\nsite digest: ${siteDigest(files)}\n`);
 }
 
 main().catch((error: unknown) => {

@@ -4,8 +4,7 @@ import { searchWords } from '../../core/reads/letter-text.js';
 import { SLUG_PATTERN } from '../../core/slug.js';
 import { letterText, sanitizeLetter, withoutLeadingTitle } from './sanitize.js';
 
-// A page path is relative to the site's root: a folder ending in `/`, or a file. Links use the
-// site URL's own path, so a site built for https://example.com/letters/ works from that folder.
+// Page paths are relative to the site's root; links use the site URL's own path, so a site built for a sub-folder works there.
 export function createSitePaths(siteUrl: string) {
   const root = new URL(siteUrl);
   if (root.protocol !== 'https:' && root.protocol !== 'http:') throw new Error('the site URL must be http(s)');
@@ -24,14 +23,10 @@ export const issuePath = (slug: string) => `issues/${slug}/`;
 export const SEARCH_PATH = 'search/';
 export const FEED_PATH = 'feed.xml';
 export const fileOf = (path: string) => (path === '' || path.endsWith('/') ? `${path}index.html` : path);
-/** A slug becomes a folder name: the slug rule, checked here for categories too. */
 export const isSafeSegment = (slug: string) => SLUG_PATTERN.test(slug);
 
 // One audited escape guards every page and feed: HTML forbids the same characters.
 const escapeHtml = xmlText;
-
-// Search engines show about this much of a description.
-const DESCRIPTION_MAX = 160;
 
 export type SiteIdentity = { title: string; description: string; subscribeForm: string; paths: ReturnType<typeof createSitePaths> };
 
@@ -152,14 +147,10 @@ export function renderArchivePage(site: SiteIdentity, view: ArchivePage & { cate
   const list = view.issues.length
     ? `<ol class="issue-list">\n${view.issues.map((issue) => issueCard(site, issue)).join('\n')}\n</ol>`
     : `<div class="state"><p>No issues here yet.</p></div>`;
-  const pagerNav =
-    view.pages > 1
-      ? `<nav class="pager" aria-label="Archive pages">` +
-        (newer ? `<a href="${newer}" rel="prev">← Newer issues</a>` : '<span></span>') +
-        `<span>Page ${view.page} of ${view.pages}</span>` +
-        (older ? `<a href="${older}" rel="next">Older issues →</a>` : '<span></span>') +
-        `</nav>`
-      : '';
+  const pagerLink = (to: string | undefined, rel: string, label: string) =>
+    to ? `<a href="${to}" rel="${rel}">${label}</a>` : '<span></span>';
+  const pager = `${pagerLink(newer, 'prev', '← Newer issues')}<span>Page ${view.page} of ${view.pages}</span>${pagerLink(older, 'next', 'Older issues →')}`;
+  const pagerNav = view.pages > 1 ? `<nav class="pager" aria-label="Archive pages">${pager}</nav>` : '';
   const main = `<section class="archive" aria-labelledby="archive-title">
 <h1 id="archive-title">${escapeHtml(heading)}</h1>
 ${searchForm(site)}
@@ -191,26 +182,25 @@ ${issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` 
 </li>`;
 }
 
-function metaLine(site: SiteIdentity, issue: IssueSummary): string {
-  const parts = [timeHtml(issue.sentAt)].filter(Boolean);
-  if (issue.category && isSafeSegment(issue.category.slug)) {
-    parts.push(`<a class="category" href="${site.paths.href(archivePath(1, issue.category.slug))}">${escapeHtml(issue.category.name)}</a>`);
-  } else if (issue.category) {
-    // No page for a slug that cannot be a folder name: the name, unlinked.
-    parts.push(`<span class="category">${escapeHtml(issue.category.name)}</span>`);
-  }
-  if (issue.readingMinutes !== null) parts.push(`${issue.readingMinutes} min read`);
-  return `<p class="meta">${parts.join(' · ')}</p>`;
+function metaLine(site: SiteIdentity, { sentAt, category, readingMinutes }: IssueSummary): string {
+  // A slug that cannot be a folder name has no page: the name, unlinked.
+  const categoryHtml = !category
+    ? ''
+    : isSafeSegment(category.slug)
+      ? `<a class="category" href="${site.paths.href(archivePath(1, category.slug))}">${escapeHtml(category.name)}</a>`
+      : `<span class="category">${escapeHtml(category.name)}</span>`;
+  const parts = [timeHtml(sentAt), categoryHtml, readingMinutes === null ? '' : `${readingMinutes} min read`];
+  return `<p class="meta">${parts.filter(Boolean).join(' · ')}</p>`;
 }
 
 export function renderIssuePage(
   site: SiteIdentity,
   issue: IssueDetail,
-  neighbours: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
+  { newer, older }: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
 ): string {
   const url = site.paths.absolute(issuePath(issue.slug));
   const letter = issue.contentHtml ? withoutLeadingTitle(sanitizeLetter(issue.contentHtml), issue.subject) : '';
-  const description = truncate(issue.previewText || letterText(letter) || site.description, DESCRIPTION_MAX);
+  const description = truncate(issue.previewText || letterText(letter) || site.description, 160);
   const article = {
     '@context': 'https://schema.org',
     '@type': 'Article',
@@ -231,7 +221,6 @@ export function renderIssuePage(
   const tags = { title: `${issue.subject} · ${site.title}`, socialTitle: issue.subject, description, canonical: url, extra };
   const link = (to: IssueNeighbour | null, rel: 'prev' | 'next', label: string) =>
     to ? `<a class="${rel === 'prev' ? 'newer' : 'older'}" href="${site.paths.href(issuePath(to.slug))}" rel="${rel}">${label}</a>` : '';
-  const { newer, older } = neighbours;
   const nav =
     newer || older
       ? `<nav class="neighbours" aria-label="Newer and older issues">${link(newer, 'prev', `← Newer: ${escapeHtml(newer?.subject ?? '')}`)}${link(older, 'next', `Older: ${escapeHtml(older?.subject ?? '')} →`)}</nav>`
@@ -257,8 +246,8 @@ const NOINDEX = '<meta name="robots" content="noindex">';
 export function renderSearchPage(site: SiteIdentity, issues: readonly IssueSummary[], searchApiUrl: string | undefined): string {
   const api = searchApiUrl ? ` data-api="${escapeHtml(searchApiUrl)}"` : '';
   const script = `<script src="${site.paths.href('search.js')}" defer data-root="${site.paths.href('')}"${api}></script>`;
-  const [title, description] = [`Search · ${site.title}`, `Search the archive of ${site.title}.`];
-  const tags = { title, description, canonical: site.paths.absolute(SEARCH_PATH), extra: [NOINDEX, script] };
+  const description = `Search the archive of ${site.title}.`;
+  const tags = { title: `Search · ${site.title}`, description, canonical: site.paths.absolute(SEARCH_PATH), extra: [NOINDEX, script] };
   const item = (issue: IssueSummary) => {
     const words = [...new Set(searchWords([issue.subject, issue.previewText ?? '', issue.category?.name ?? ''].join(' ')))].join(' ');
     const parts = [

@@ -1,7 +1,6 @@
 import sanitizeHtml from 'sanitize-html';
 
-// The letter is shown on the site's own origin: text structure, links and images only. Inline
-// `style` goes too: it could lay a fake form over the page (position: fixed).
+// Shown on the site's own origin: structure, links and images only; no `style`, which could lay a fake form over the page.
 const LETTER_POLICY: sanitizeHtml.IOptions = {
   allowedTags: [
     ...'h1 h2 h3 h4 h5 h6 p br hr blockquote pre code ul ol li dl dt dd a img figure figcaption'.split(' '),
@@ -19,7 +18,6 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
   allowedSchemes: ['http', 'https', 'mailto'],
   allowedSchemesByTag: { img: ['http', 'https'] },
   allowProtocolRelative: false,
-  // Their content goes with them: the text of a <script> or <style> is not part of the letter.
   nonTextTags: ['script', 'style', 'textarea', 'option', 'noscript', 'title', 'head', 'template', 'svg', 'math'],
   transformTags: {
     // Off the site: a new tab that cannot reach back (window.opener) nor learn the page.

@@ -1,5 +1,4 @@
-// search.js: the service's matches (`data-api`), or else the page's list of every issue filtered
-// as the service folds words. API values are inserted as text only.
+// search.js: the service's matches (`data-api`), else the page's own list filtered as the service folds words.
 export const SEARCH_JS = `// The search page of a site built with newsletter-bff's site:build (see src/tools/site/search-script.ts).
 (function () {
   var script = document.currentScript;
