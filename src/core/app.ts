@@ -1,48 +1,39 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { TrieRouter } from 'hono/router/trie-router';
-import type { Config } from './config/config.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
 import { cachePolicies } from './reads/cache-policies.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
-import { createPublicReads } from './reads/public-reads.js';
+import { createPublicReads, type PublicReadsOptions } from './reads/public-reads.js';
 import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
-import type { BodyEncoder } from './reads/rendered-json.js';
-import type { SharedTier } from './reads/shared-tier.js';
 import { createAccessLog } from './http/access-log.js';
 import { ApiError, cutOffStatus, renderError } from './http/errors.js';
 import { createPipeline } from './http/pipeline.js';
 import { headerOfRequest, type RequestHeader } from './http/request-header.js';
 import { CORS_POLICY, corsGrant, createHeaderRules } from './http/response-headers.js';
-import { silentLogger, type Logger } from './log.js';
-import { noopMetrics, type Metrics } from './metrics.js';
+import { silentLogger } from './log.js';
+import { noopMetrics } from './metrics.js';
 import { createArchiveQueries } from './routes/archive-query.js';
 import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes, type SubscribeDeps } from './routes/subscribe.js';
 import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
-import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
 import { createArchiveWatch, type ArchiveWatchOptions } from './watch/archive-watch.js';
 import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
 
-export interface AppDeps extends SubscribeDeps {
-  config: Config;
-  upstream: UpstreamClient;
-  now?: () => number;
-  log?: Logger;
-  clientIp?: (c: Context) => string | undefined;
+type SubscribeOptions = Parameters<typeof createSubscribeRoutes>[0];
+
+export interface AppDeps
+  extends Pick<SubscribeOptions, 'config' | 'upstream' | keyof SubscribeDeps>,
+    Partial<Pick<SubscribeOptions, 'now' | 'log' | 'clientIp' | 'metrics' | 'requestTimedOut'>>,
+    Pick<PublicReadsOptions, 'sharedCache' | 'encodeBody'> {
   requestHeader?: RequestHeader;
   site?: MiddlewareHandler;
-  sharedCache?: SharedTier;
   /** `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
   archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & {
     loadIndex?: boolean;
     fetch?: typeof globalThis.fetch;
   };
-  metrics?: Metrics;
-  encodeBody?: BodyEncoder;
-  /** Whether REQUEST_TIMEOUT_SECONDS cut this request off (logged 408, not 499); Node only. */
-  requestTimedOut?: (c: Context) => boolean;
 }
 
 const PUBLIC_PATHS = {

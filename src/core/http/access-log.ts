@@ -60,7 +60,7 @@ export function createAccessLog(
 
   return Object.assign(logAccess, {
     hitCounter(route: string | undefined, method: string, status: number) {
-      if (!isCounted(status, 'HIT')) return undefined;
+      if (!isCounted(status, 'HIT')) return false;
       const counted = countOf(routeOf(route), method, status);
       return (startedAt: number) => count(counted, startedAt);
     },

@@ -43,6 +43,7 @@ export const CORS_POLICY = {
 };
 
 const EXPOSE_HEADERS = CORS_POLICY.exposeHeaders.join(',');
+const ANY_ORIGIN_GRANT = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 /** An incoming `X-Request-Id` this safe is kept (as Hono's `requestId()` does). */
 export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
@@ -80,8 +81,3 @@ export function corsGrant(origins: OriginPolicy, origin: string | undefined) {
   if (granted === undefined) return undefined;
   return granted === '*' ? ANY_ORIGIN_GRANT : { 'Access-Control-Allow-Origin': granted, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 }
-
-const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = {
-  'Access-Control-Allow-Origin': '*',
-  'Access-Control-Expose-Headers': EXPOSE_HEADERS,
-};
