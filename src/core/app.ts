@@ -80,7 +80,6 @@ export function createApp(deps: AppDeps) {
   });
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
-  // Watched without visitors only for a build hook to tell; the entry runs the ticks.
   const { loadIndex = true, fetch: hookFetch, ...watch } = deps.archiveWatch ?? {};
   const hookUrl = config.deployHookUrl;
   const archiveWatch =
@@ -124,7 +123,6 @@ export function createApp(deps: AppDeps) {
   });
   const answerPreflight = pipeline.route(async (c: Context) => (await preflight(c, async () => {})) as Response);
 
-  // A request no route took: 405 with Allow on a public path, a page of the demo site, or 404.
   const publicPaths = new TrieRouter<{ path: string; allow: readonly string[] }>();
   for (const [path, allow] of Object.entries(PUBLIC_PATHS)) publicPaths.add('ALL', path, { path, allow });
   const publicPathOf = (c: Context) => publicPaths.match(c.req.method, c.req.path)[0][0]?.[0];

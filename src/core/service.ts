@@ -12,7 +12,6 @@ export interface RuntimeDeps extends Omit<AppDeps, 'config' | 'upstream' | 'site
   fetch?: typeof globalThis.fetch;
   holdOff?: HoldOff;
   demoSite?: MiddlewareHandler;
-  /** Known to the entry (Node: HOST and PORT), never taken from a request. */
   demoOrigin?: string;
 }
 

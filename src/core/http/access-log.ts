@@ -4,7 +4,6 @@ import type { CacheState } from '../reads/read-through-cache.js';
 
 const MAX_LOGGED_PATH = 200;
 
-/** `path` as routed (no query), `route` its template, `startedAt` from `performance.now()`. */
 export interface AccessEntry {
   method: string;
   path: string;
@@ -19,7 +18,6 @@ export interface AccessEntry {
 
 export type AccessLog = ReturnType<typeof createAccessLog>;
 
-/** A route not in `routes` counts as `other`, never the raw path, so labels stay a closed set. */
 export function createAccessLog(
   log: Logger,
   metrics: Metrics,

@@ -29,7 +29,6 @@ export const ERROR_STATUS = Object.fromEntries(Object.entries(ERRORS).map(([code
 
 const SERVER_ERRORS = ['INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'] as const;
 
-/** The errors each public route can answer with besides a 405. */
 export const ROUTE_ERRORS = {
   '/api/issues': ['NOT_FOUND', 'VALIDATION_ERROR', ...SERVER_ERRORS],
   '/api/issues/:slug': ['NOT_FOUND', 'VALIDATION_ERROR', ...SERVER_ERRORS],

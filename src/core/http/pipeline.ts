@@ -67,7 +67,6 @@ export function createPipeline(options: {
     } as H;
   }
 
-  /** `handler` hands back a cached read for `send`, or its own Response (a feed's) after setting `cacheState`. */
   function read<Route extends keyof typeof ROUTE_ERRORS, C extends AnyContext, T>(
     route: Route,
     send: SendRead,

@@ -5,7 +5,6 @@ import type { EncodedCopy, RenderedJson } from '../reads/rendered-json.js';
 import type { RequestHeader } from './request-header.js';
 import type { HeaderRules } from './response-headers.js';
 
-/** Typed as the envelope `T` it holds, so `hc<AppType>` infers it; or a 304. */
 export type ReadAnswer<T> = (Response & TypedResponse<T, 200, 'json'>) | (Response & TypedResponse<null, 304, 'body'>);
 
 export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) => ReadAnswer<T>;
@@ -13,7 +12,6 @@ export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) =
 type HeaderRecord = Readonly<Record<string, string>>;
 type ReplyRoute = { contentType: string; cacheControl: string; vary: string | undefined };
 
-/** Per copy and status: one per allowed origin and one for any other, up to this many. */
 const MAX_RECORDS_PER_COPY = 16;
 
 /** Besides the request id, a fresh copy's headers depend only on status, coding and granted origin: made once per copy. */

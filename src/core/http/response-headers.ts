@@ -33,7 +33,6 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
 /** The demo archive's `thumbnailUrl`s point here, for sites on other origins too. */
 const SITE_EMBEDDABLE_PATHS = ['/thumbnails/'];
 
-/** Hono's `cors()` answers preflights with it, `corsGrant` the requests. */
 export const CORS_POLICY = {
   allowMethods: ['GET', 'HEAD', 'POST', 'OPTIONS'],
   allowHeaders: ['Content-Type', 'Accept', 'If-None-Match'],
@@ -44,7 +43,6 @@ export const CORS_POLICY = {
 
 const EXPOSE_HEADERS = CORS_POLICY.exposeHeaders.join(',');
 const ANY_ORIGIN_GRANT = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
-/** An incoming `X-Request-Id` this safe is kept (as Hono's `requestId()` does). */
 export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
 // Not Hono's middleware, each a layer (docs/performance.md). In demo mode paths outside /api/ get the site's
