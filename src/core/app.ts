@@ -36,6 +36,8 @@ export interface AppDeps
   };
 }
 
+const TOO_LARGE_HINT = 'not cached, so read upstream every time: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES';
+
 const PUBLIC_PATHS = {
   '/api/issues': ['GET', 'HEAD', 'OPTIONS'],
   '/api/issues/:slug': ['GET', 'HEAD', 'OPTIONS'],
@@ -70,10 +72,8 @@ export function createApp(deps: AppDeps) {
       if (!(error instanceof ReadBudgetExceeded)) spells.loadFailed(key, error);
     },
     spells,
-    onTooLarge: (key, bytes, maxEntryBytes) => {
-      const hint = 'not cached, so read upstream every time: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES';
-      log.log('warn', 'cache_entry_too_large', { key, bytes, maxEntryBytes, hint });
-    },
+    onTooLarge: (key, bytes, maxEntryBytes) =>
+      log.log('warn', 'cache_entry_too_large', { key, bytes, maxEntryBytes, hint: TOO_LARGE_HINT }),
     sharedCache: deps.sharedCache,
     encodeBody: deps.encodeBody,
     metrics,

@@ -21,10 +21,9 @@ export type AccessLog = ReturnType<typeof createAccessLog>;
 export function createAccessLog(
   log: Logger,
   metrics: Metrics,
-  options: { routes: readonly string[]; mode: 'all' | 'summary'; now: () => number },
+  { routes, mode, now }: { routes: readonly string[]; mode: 'all' | 'summary'; now: () => number },
 ) {
-  const { mode, now } = options;
-  const known = new Set(options.routes);
+  const known = new Set(routes);
   const routeOf = (route: string | undefined) => (route !== undefined && known.has(route) ? route : 'other');
   const measured = metrics !== noopMetrics;
   const isCounted = (status: number, cache: CacheState | undefined) =>

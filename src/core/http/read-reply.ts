@@ -76,8 +76,7 @@ const MAX_REMEMBERED_HEADERS = 64;
 const QVALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
 const MAX_CODINGS = 32;
 
-// RFC 9110 §12.5.3; `undefined` (the body as it is) also when nothing kept is acceptable, as the RFC
-// advises, even where `identity` was refused.
+// RFC 9110 §12.5.3; `undefined` (the body as it is) also when no kept copy is acceptable, as the RFC advises.
 export function createCopyChooser() {
   const rememberedWeights = new Map<string, ReadonlyMap<string, number>>();
   return function chooseCopy(acceptEncoding: string | undefined, copies: readonly EncodedCopy[] | undefined): EncodedCopy | undefined {

@@ -45,8 +45,7 @@ const EXPOSE_HEADERS = CORS_POLICY.exposeHeaders.join(',');
 const ANY_ORIGIN_GRANT = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
-// Not Hono's middleware, each a layer (docs/performance.md). In demo mode paths outside /api/ get the site's
-// headers, and the service's own origin counts: its pages post to it.
+// Not Hono's middleware (docs/performance.md). In demo mode pages get the site's headers, and its own origin counts: they post to it.
 export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host' | 'port' | 'turnstileSiteKey'>, servesSite: boolean) {
   const { allowedOrigins } = config;
   const origins = createOriginPolicy(allowedOrigins, servesSite ? listenOrigins(config.host, config.port) : []);
