@@ -1,7 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { parseConfig } from './core/config/config.js';
-import { createNodeClientIp } from './core/http/client-ip.js';
+import { createNodeClientIp } from './core/http/ip-address.js';
 import { headerOfIncoming } from './core/http/request-header.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
 import { cachePolicies, sharedTierMaxAgeSeconds } from './core/reads/cache-policies.js';
@@ -13,7 +13,6 @@ import { limitsOf, serveWithLimits, timedOutByListener, urlOf, whyNotListening }
 import { importOptional, MissingPackageError } from './node/optional-package.js';
 import type { RedisServices } from './node/redis/services.js';
 
-/** Well inside any surge hold. */
 const SURGE_CHECK_INTERVAL_MS = 5000;
 const HIT_SUMMARY_INTERVAL_MS = 60_000;
 /** A tick reads the upstream only once the archive's copy is past its TTL. */
@@ -21,12 +20,8 @@ const WATCH_TICK_MS = 1000;
 const ADMIN_FEATURE = "ADMIN_PORT (the admin listener's /metrics)";
 const REDIS_FEATURE = 'REDIS_URL (state shared by several instances)';
 
-const DEMO_BANNER = `
-  DEMO MODE: no NEWSLETTER_API_KEY is set, so this serves an embedded sample publication.
-  Nothing is sent to a real newsletter service. Set NEWSLETTER_API_KEY and
-  NEWSLETTER_API_BASE_URL to serve your own newsletter.
-
-`;
+const DEMO_BANNER =
+  'DEMO MODE: a sample publication, nothing sent to a newsletter service; set NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL for yours.\n';
 
 export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<void> {
   const parsed = parseConfig(env);

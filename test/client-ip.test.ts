@@ -1,8 +1,12 @@
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { Hono, type Context } from 'hono';
 import { describe, it, expect } from 'vitest';
-import { clientIpBehindTrustedProxies, clientIpFromForwardedFor, createNodeClientIp } from '../src/core/http/client-ip.js';
-import { parseAddressList } from '../src/core/http/ip-address.js';
+import {
+  clientIpBehindTrustedProxies,
+  clientIpFromForwardedFor,
+  createNodeClientIp,
+  parseAddressList,
+} from '../src/core/http/ip-address.js';
 
 const SOCKET = '198.51.100.20';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chooseCopy } from '../src/core/http/read-reply.js';
+import { createCopyChooser } from '../src/core/http/read-reply.js';
 import type { EncodedCopy } from '../src/core/reads/rendered-json.js';
 
 const br: EncodedCopy = { coding: 'br', body: new Uint8Array([1]), etag: '"x-br"' };
@@ -7,6 +7,8 @@ const gzip: EncodedCopy = { coding: 'gzip', body: new Uint8Array([2]), etag: '"x
 const both = [br, gzip];
 
 describe('chooseCopy', () => {
+  const chooseCopy = createCopyChooser();
+
   it.each([
     [undefined, undefined],
     ['', undefined],

@@ -1,49 +1,42 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { TrieRouter } from 'hono/router/trie-router';
-import type { Config } from './config/config.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
 import { cachePolicies } from './reads/cache-policies.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
-import { createPublicReads } from './reads/public-reads.js';
+import { createPublicReads, type PublicReadsOptions } from './reads/public-reads.js';
 import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
-import type { BodyEncoder } from './reads/rendered-json.js';
-import type { SharedTier } from './reads/shared-tier.js';
 import { createAccessLog } from './http/access-log.js';
 import { ApiError, cutOffStatus, renderError } from './http/errors.js';
 import { createPipeline } from './http/pipeline.js';
 import { headerOfRequest, type RequestHeader } from './http/request-header.js';
 import { CORS_POLICY, corsGrant, createHeaderRules } from './http/response-headers.js';
-import { silentLogger, type Logger } from './log.js';
-import { noopMetrics, type Metrics } from './metrics.js';
+import { silentLogger } from './log.js';
+import { noopMetrics } from './metrics.js';
 import { createArchiveQueries } from './routes/archive-query.js';
 import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes, type SubscribeDeps } from './routes/subscribe.js';
 import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
-import type { UpstreamClient } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
 import { createArchiveWatch, type ArchiveWatchOptions } from './watch/archive-watch.js';
 import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
 
-export interface AppDeps extends SubscribeDeps {
-  config: Config;
-  upstream: UpstreamClient;
-  now?: () => number;
-  log?: Logger;
-  clientIp?: (c: Context) => string | undefined;
+type SubscribeOptions = Parameters<typeof createSubscribeRoutes>[0];
+
+export interface AppDeps
+  extends Pick<SubscribeOptions, 'config' | 'upstream' | keyof SubscribeDeps>,
+    Partial<Pick<SubscribeOptions, 'now' | 'log' | 'clientIp' | 'metrics' | 'requestTimedOut'>>,
+    Pick<PublicReadsOptions, 'sharedCache' | 'encodeBody'> {
   requestHeader?: RequestHeader;
   site?: MiddlewareHandler;
-  sharedCache?: SharedTier;
   /** `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
   archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & {
     loadIndex?: boolean;
     fetch?: typeof globalThis.fetch;
   };
-  metrics?: Metrics;
-  encodeBody?: BodyEncoder;
-  /** Whether REQUEST_TIMEOUT_SECONDS cut this request off (logged 408, not 499); Node only. */
-  requestTimedOut?: (c: Context) => boolean;
 }
+
+const TOO_LARGE_HINT = 'not cached, so read upstream every time: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES';
 
 const PUBLIC_PATHS = {
   '/api/issues': ['GET', 'HEAD', 'OPTIONS'],
@@ -79,17 +72,14 @@ export function createApp(deps: AppDeps) {
       if (!(error instanceof ReadBudgetExceeded)) spells.loadFailed(key, error);
     },
     spells,
-    onTooLarge: (key, bytes, maxEntryBytes) => {
-      const hint = 'not cached, so read upstream every time: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES';
-      log.log('warn', 'cache_entry_too_large', { key, bytes, maxEntryBytes, hint });
-    },
+    onTooLarge: (key, bytes, maxEntryBytes) =>
+      log.log('warn', 'cache_entry_too_large', { key, bytes, maxEntryBytes, hint: TOO_LARGE_HINT }),
     sharedCache: deps.sharedCache,
     encodeBody: deps.encodeBody,
     metrics,
   });
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
-  // Watched without visitors only for a build hook to tell; the entry runs the ticks.
   const { loadIndex = true, fetch: hookFetch, ...watch } = deps.archiveWatch ?? {};
   const hookUrl = config.deployHookUrl;
   const archiveWatch =
@@ -133,7 +123,6 @@ export function createApp(deps: AppDeps) {
   });
   const answerPreflight = pipeline.route(async (c: Context) => (await preflight(c, async () => {})) as Response);
 
-  // A request no route took: 405 with Allow on a public path, a page of the demo site, or 404.
   const publicPaths = new TrieRouter<{ path: string; allow: readonly string[] }>();
   for (const [path, allow] of Object.entries(PUBLIC_PATHS)) publicPaths.add('ALL', path, { path, allow });
   const publicPathOf = (c: Context) => publicPaths.match(c.req.method, c.req.path)[0][0]?.[0];

@@ -30,8 +30,7 @@ export const silentLogger: Logger = { log() {} };
 /** `jane.doe@example.com` → `j***@example.com`: enough to follow a case in the logs, not to harvest addresses. */
 export function maskEmail(email: string): string {
   const at = email.lastIndexOf('@');
-  if (at < 1) return '***';
-  return `${email[0]}***@${email.slice(at + 1).toLowerCase()}`;
+  return at < 1 ? '***' : `${email[0]}***@${email.slice(at + 1).toLowerCase()}`;
 }
 
 export function maskEmailsInPath(path: string): string {

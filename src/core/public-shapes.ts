@@ -2,8 +2,6 @@ import { PAGE_SIZE } from './routes/archive-query.js';
 import { SLUG_PATTERN } from './slug.js';
 import * as z from './zod.js';
 
-// docs/contract.md's shapes, written once; reads/allow-list.ts builds the answers (only the types reach the Worker).
-
 const described = <S extends z.ZodMiniType>(schema: S, description: string) => schema.check(z.meta({ description }));
 
 export const SlugSchema = z.string().check(z.regex(SLUG_PATTERN));

@@ -1,18 +1,14 @@
-import type { Context, MiddlewareHandler } from 'hono';
+import type { MiddlewareHandler } from 'hono';
 import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from '../demo/sample-publication.js';
 import { createApp, type AppDeps } from './app.js';
 import type { Config } from './config/config.js';
-import type { Logger } from './log.js';
-import { createUpstreamForConfig } from './upstream/configured-client.js';
-import type { HoldOff } from './upstream/hold-off.js';
+import { createUpstreamForConfig, type UpstreamForConfigDeps } from './upstream/configured-client.js';
 
-export interface RuntimeDeps extends Omit<AppDeps, 'config' | 'upstream' | 'site' | 'log' | 'clientIp'> {
-  log: Logger;
-  clientIp: (c: Context) => string | undefined;
-  fetch?: typeof globalThis.fetch;
-  holdOff?: HoldOff;
+export interface RuntimeDeps
+  extends Omit<AppDeps, 'config' | 'upstream' | 'site' | 'log' | 'clientIp'>,
+    Required<Pick<AppDeps, 'log' | 'clientIp'>>,
+    Pick<UpstreamForConfigDeps, 'fetch' | 'holdOff'> {
   demoSite?: MiddlewareHandler;
-  /** Known to the entry (Node: HOST and PORT), never taken from a request. */
   demoOrigin?: string;
 }
 

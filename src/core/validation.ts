@@ -4,13 +4,9 @@ import { ApiError, type ValidationIssue } from './http/errors.js';
 export type JsonSchemaWords = Pick<z.core.JSONSchema.BaseSchema, 'description' | 'type' | 'format' | 'maxLength'>;
 
 /** The classic build's `z.preprocess` and `ctx.addIssue`, which zod/mini lacks. */
-export function preprocess<S extends z.ZodMiniType>(fn: (value: unknown) => unknown, schema: S) {
-  return z.pipe(z.transform(fn), schema);
-}
+export const preprocess = <S extends z.ZodMiniType>(fn: (value: unknown) => unknown, schema: S) => z.pipe(z.transform(fn), schema);
 
-export function addIssue(ctx: z.core.ParsePayload, message: string): void {
-  ctx.issues.push({ code: 'custom', message, input: ctx.value });
-}
+export const addIssue = (ctx: z.core.ParsePayload, message: string) => ctx.issues.push({ code: 'custom', message, input: ctx.value });
 
 /** Our own VALIDATION_ERROR: zod's default dump can echo input. */
 export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown): z.output<S> {
@@ -23,16 +19,10 @@ export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown)
   throw new ApiError('VALIDATION_ERROR', { details });
 }
 
-export function firstValue(value: unknown): unknown {
-  return Array.isArray(value) ? value[0] : value;
-}
+export const firstValue = (value: unknown): unknown => (Array.isArray(value) ? value[0] : value);
 
 /** Env files leave `X=`, forms post empty fields: blank means "not given". */
-export function blankToUndefined(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  const text = value.trim();
-  return text === '' ? undefined : text;
-}
+export const blankToUndefined = (value: unknown): unknown => (typeof value === 'string' ? value.trim() || undefined : value);
 
 export function wholeNumber(min: number, max: number, fallback: number, read: (raw: unknown) => unknown) {
   const rule = `must be a whole number from ${min} to ${max}`;

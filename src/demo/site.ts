@@ -2,7 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chooseCopy, ifNoneMatchMatches } from '../core/http/read-reply.js';
+import { createCopyChooser, ifNoneMatchMatches } from '../core/http/read-reply.js';
 import type { ArchivePageBody, IssueSummary } from '../core/public-shapes.js';
 import { cacheControlOf, NO_STORE, SITE_POLICIES } from '../core/reads/cache-policies.js';
 import { type EncodedCopy, strongEtag } from '../core/reads/rendered-json.js';
@@ -33,6 +33,7 @@ export function createDemoSite(
 ): MiddlewareHandler {
   const root = fileURLToPath(new URL('../../examples/site', import.meta.url));
   let files: Promise<Map<string, SiteFile>> | undefined;
+  const chooseCopy = createCopyChooser();
   return async function serveDemoSite(c, next) {
     files ??= readSite(root, turnstileSiteKey);
     const path = c.req.path === '/' ? '/index.html' : c.req.path;

@@ -2,7 +2,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createNodeClientIp } from '../../src/core/http/client-ip.js';
+import { createNodeClientIp } from '../../src/core/http/ip-address.js';
 import { startFakeUpstreamServer, type FakeUpstreamServer } from '../support/fake-upstream/server.js';
 import { createAppForConfig } from '../../src/core/service.js';
 import { createLogCapture, TEST_API_KEY, testConfig } from '../helpers.js';

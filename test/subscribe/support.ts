@@ -1,7 +1,7 @@
 /** Shared by the POST /api/subscribe suites: the app over a scripted upstream, posts, and expectations. */
 import { expect } from 'vitest';
 import { createApp } from '../../src/core/app.js';
-import { createNodeClientIp } from '../../src/core/http/client-ip.js';
+import { createNodeClientIp } from '../../src/core/http/ip-address.js';
 import { createUpstreamClient } from '../../src/core/upstream/newsletter-api.js';
 import {
   TEST_API_KEY,

@@ -4,7 +4,6 @@ import type { CacheState } from '../reads/read-through-cache.js';
 
 const MAX_LOGGED_PATH = 200;
 
-/** `path` as routed (no query), `route` its template, `startedAt` from `performance.now()`. */
 export interface AccessEntry {
   method: string;
   path: string;
@@ -19,14 +18,12 @@ export interface AccessEntry {
 
 export type AccessLog = ReturnType<typeof createAccessLog>;
 
-/** A route not in `routes` counts as `other`, never the raw path, so labels stay a closed set. */
 export function createAccessLog(
   log: Logger,
   metrics: Metrics,
-  options: { routes: readonly string[]; mode: 'all' | 'summary'; now: () => number },
+  { routes, mode, now }: { routes: readonly string[]; mode: 'all' | 'summary'; now: () => number },
 ) {
-  const { mode, now } = options;
-  const known = new Set(options.routes);
+  const known = new Set(routes);
   const routeOf = (route: string | undefined) => (route !== undefined && known.has(route) ? route : 'other');
   const measured = metrics !== noopMetrics;
   const isCounted = (status: number, cache: CacheState | undefined) =>
@@ -60,7 +57,7 @@ export function createAccessLog(
 
   return Object.assign(logAccess, {
     hitCounter(route: string | undefined, method: string, status: number) {
-      if (!isCounted(status, 'HIT')) return undefined;
+      if (!isCounted(status, 'HIT')) return false;
       const counted = countOf(routeOf(route), method, status);
       return (startedAt: number) => count(counted, startedAt);
     },

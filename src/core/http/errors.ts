@@ -29,7 +29,6 @@ export const ERROR_STATUS = Object.fromEntries(Object.entries(ERRORS).map(([code
 
 const SERVER_ERRORS = ['INTERNAL_ERROR', 'UPSTREAM_ERROR', 'UPSTREAM_UNAVAILABLE'] as const;
 
-/** The errors each public route can answer with besides a 405. */
 export const ROUTE_ERRORS = {
   '/api/issues': ['NOT_FOUND', 'VALIDATION_ERROR', ...SERVER_ERRORS],
   '/api/issues/:slug': ['NOT_FOUND', 'VALIDATION_ERROR', ...SERVER_ERRORS],
@@ -76,13 +75,7 @@ export type ErrorAnswer<Status extends ErrorStatus> = Status extends ErrorStatus
   ? Response & TypedResponse<ErrorBody<Status>, Status, 'json'>
   : never;
 
-export interface ApiErrorOptions {
-  message?: string;
-  details?: ValidationIssue[];
-  retryAfter?: number;
-  allow?: readonly string[];
-  cause?: unknown;
-}
+export type ApiErrorOptions = Partial<Pick<ApiError, 'message' | 'details' | 'retryAfter' | 'allow' | 'cause'>>;
 
 export class ApiError extends Error {
   readonly code: ErrorCode;
@@ -91,15 +84,12 @@ export class ApiError extends Error {
   readonly retryAfter: number | undefined;
   readonly allow: readonly string[] | undefined;
 
-  constructor(code: ErrorCode, options: ApiErrorOptions = {}) {
+  constructor(code: ErrorCode, { message, cause, ...options }: ApiErrorOptions = {}) {
     // A client error is an answer, not a fault: no stack, which would be dear for a slug scan's 404s.
     const stackTraceLimit = Error.stackTraceLimit;
     if (ERRORS[code][0] < 500) Error.stackTraceLimit = 0;
-    try {
-      super(options.message ?? ERRORS[code][1], { cause: options.cause });
-    } finally {
-      Error.stackTraceLimit = stackTraceLimit;
-    }
+    super(message ?? ERRORS[code][1], { cause });
+    Error.stackTraceLimit = stackTraceLimit;
     this.name = 'ApiError';
     this.code = code;
     this.status = ERRORS[code][0];
@@ -114,15 +104,12 @@ export function renderError(c: Context, error: ApiError) {
   const headers: Record<string, string> = { 'Cache-Control': NO_STORE };
   if (retryAfter !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(retryAfter)));
   if (allow) headers.Allow = allow.join(', ');
-  const body: ErrorBody = { ok: false, error: { code: error.code, message: error.message } };
-  if (details) body.error.details = details;
+  const body: ErrorBody = { ok: false, error: { code: error.code, message: error.message, ...(details && { details }) } };
   return c.json(body, error.status, headers);
 }
 
 export const REQUEST_TIMEOUT = 408;
 
 /** The status of a request gone before it was read whole (nothing is sent): nginx's 499, or 408. */
-export function cutOffStatus(c: Context, timedOut: (c: Context) => boolean): 499 | typeof REQUEST_TIMEOUT | undefined {
-  if (!c.req.raw.signal?.aborted) return undefined;
-  return timedOut(c) ? REQUEST_TIMEOUT : 499;
-}
+export const cutOffStatus = (c: Context, timedOut: (c: Context) => boolean) =>
+  c.req.raw.signal?.aborted ? (timedOut(c) ? REQUEST_TIMEOUT : 499) : undefined;

@@ -18,11 +18,6 @@ export function listenOrigins(host: string, port: number): string[] {
 export type OriginPolicy = ReturnType<typeof createOriginPolicy>;
 
 export function parseHttpUrl(value: string | null | undefined): URL | undefined {
-  if (!value) return undefined;
-  try {
-    const url = new URL(value);
-    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
-  } catch {
-    return undefined;
-  }
+  const url = value ? URL.parse(value) : null;
+  return url?.protocol === 'http:' || url?.protocol === 'https:' ? url : undefined;
 }

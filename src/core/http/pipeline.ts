@@ -67,20 +67,15 @@ export function createPipeline(options: {
     } as H;
   }
 
-  /** `handler` hands back a cached read for `send`, or its own Response (a feed's) after setting `cacheState`. */
   function read<Route extends keyof typeof ROUTE_ERRORS, C extends AnyContext, T>(
     route: Route,
     send: SendRead,
     handler: (c: C, requestId: string) => MaybePromise<PublicRead<T> | Response>,
   ): (c: C) => MaybePromise<ReadAnswer<T> | ErrorAnswer<RouteErrorStatus<Route>>> {
-    // ACCESS_LOG=summary's hit counters by method and status (GET or HEAD, 200 or 304); null: not counted.
-    const counters: (((startedAt: number) => void) | null | undefined)[] = [undefined, undefined, undefined, undefined];
-    function counterOf(method: string, status: number) {
-      const slot = (method === 'GET' ? 0 : 2) + (status === 200 ? 0 : 1);
-      let counter = counters[slot];
-      if (counter === undefined) counter = counters[slot] = logAccess.hitCounter(route, method, status) ?? null;
-      return counter ?? undefined;
-    }
+    // ACCESS_LOG=summary's hit counters by method and status (GET or HEAD, 200 or 304); false: not counted.
+    const counters: (((startedAt: number) => void) | false | undefined)[] = [undefined, undefined, undefined, undefined];
+    const counterOf = (method: string, status: number) =>
+      (counters[(method === 'GET' ? 0 : 2) + (status === 200 ? 0 : 1)] ??= logAccess.hitCounter(route, method, status));
 
     function answerRead(c: C, result: PublicRead<T> | Response, requestId: string, startedAt: number) {
       if (result instanceof Response) {
@@ -89,8 +84,8 @@ export function createPipeline(options: {
       }
       const res = send(c, result, requestId);
       const { method, path } = c.req;
-      const counter = result.state === 'HIT' ? counterOf(method, res.status) : undefined;
-      if (counter !== undefined) counter(startedAt);
+      const counter = result.state === 'HIT' && counterOf(method, res.status);
+      if (counter) counter(startedAt);
       else
         logAccess({ method, path, route, status: res.status, startedAt, cache: result.state, requestId, staleReason: result.staleReason });
       return res;
@@ -116,12 +111,10 @@ export function createPipeline(options: {
     read,
     route,
     /** The same as Hono middleware, first of subscribe's handlers (its guards run before the body is read). */
-    layer: async function answerThrough(c: Context, next: () => Promise<void>): Promise<void> {
-      const startedAt = performance.now();
-      c.set('requestId', requestIdOf(c));
+    layer: route(async function answerThrough(c: Context, next: () => Promise<void>) {
       await next();
-      finish(c, c.res, c.req.routePath, startedAt);
-    },
+      return c.res;
+    }),
   };
 }
 

@@ -7,8 +7,7 @@ export interface RateLimiter {
 }
 
 /** Bounded: a flood of new IPs evicts the oldest counters instead of growing memory. */
-export function createMemoryRateLimiter(options: { limit: number; windowMs: number; now: () => number }): RateLimiter {
-  const { limit, windowMs, now } = options;
+export function createMemoryRateLimiter({ limit, windowMs, now }: { limit: number; windowMs: number; now: () => number }): RateLimiter {
   const windows = new LRUCache<string, { count: number; startedAt: number }>({
     max: 50_000,
     ttl: windowMs,

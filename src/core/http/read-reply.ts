@@ -5,7 +5,6 @@ import type { EncodedCopy, RenderedJson } from '../reads/rendered-json.js';
 import type { RequestHeader } from './request-header.js';
 import type { HeaderRules } from './response-headers.js';
 
-/** Typed as the envelope `T` it holds, so `hc<AppType>` infers it; or a 304. */
 export type ReadAnswer<T> = (Response & TypedResponse<T, 200, 'json'>) | (Response & TypedResponse<null, 304, 'body'>);
 
 export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) => ReadAnswer<T>;
@@ -13,12 +12,12 @@ export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) =
 type HeaderRecord = Readonly<Record<string, string>>;
 type ReplyRoute = { contentType: string; cacheControl: string; vary: string | undefined };
 
-/** Per copy and status: one per allowed origin and one for any other, up to this many. */
 const MAX_RECORDS_PER_COPY = 16;
 
 /** Besides the request id, a fresh copy's headers depend only on status, coding and granted origin: made once per copy. */
 export function createReadReplies(rules: HeaderRules, route: ReplyRoute, requestHeader: RequestHeader): SendRead {
   const records = { 200: new WeakMap<RenderedJson | EncodedCopy, Map<string, HeaderRecord>>(), 304: new WeakMap() };
+  const chooseCopy = createCopyChooser();
 
   function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): HeaderRecord {
     const origin = requestHeader(c, 'origin');
@@ -37,10 +36,8 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5).
     if (route.vary !== undefined || rendered.encoded)
       record.Vary = [record.Vary, route.vary, rendered.encoded && 'Accept-Encoding'].filter(Boolean).join(', ');
-    if (status === 200) {
-      record['Content-Type'] = route.contentType;
-      if (copy !== undefined) record['Content-Encoding'] = copy.coding;
-    }
+    if (status === 200) record['Content-Type'] = route.contentType;
+    if (status === 200 && copy !== undefined) record['Content-Encoding'] = copy.coding;
     if (reusable && byOrigin === undefined) records[status].set(sent, new Map([[granted, record]]));
     else if (reusable && byOrigin!.size < MAX_RECORDS_PER_COPY) byOrigin!.set(granted, record);
     return record;
@@ -74,31 +71,34 @@ export function waitUntilOf(c: Context): WaitUntil {
   };
 }
 
-// RFC 9110 §12.5.3; `undefined` (the body as it is) also when nothing kept is acceptable, as the RFC
-// advises, even where `identity` was refused.
-export function chooseCopy(acceptEncoding: string | undefined, copies: readonly EncodedCopy[] | undefined): EncodedCopy | undefined {
-  if (copies === undefined || acceptEncoding === undefined || acceptEncoding === '') return undefined;
-  const weights = weightsOf(acceptEncoding);
-  let best: EncodedCopy | undefined;
-  let bestWeight = 0;
-  const identity = weights.get('identity') ?? weights.get('*') ?? 0;
-  for (const copy of copies) {
-    const weight = weights.get(copy.coding) ?? weights.get('*') ?? 0;
-    if (weight > bestWeight) [best, bestWeight] = [copy, weight];
-  }
-  return best !== undefined && bestWeight >= identity ? best : undefined;
-}
-
 /** Clients send a handful of distinct headers: the first few are parsed once; made-up ones cannot grow the map. */
-const rememberedWeights = new Map<string, ReadonlyMap<string, number>>();
 const MAX_REMEMBERED_HEADERS = 64;
 const QVALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
 const MAX_CODINGS = 32;
 
+// RFC 9110 §12.5.3; `undefined` (the body as it is) also when no kept copy is acceptable, as the RFC advises.
+export function createCopyChooser() {
+  const rememberedWeights = new Map<string, ReadonlyMap<string, number>>();
+  return function chooseCopy(acceptEncoding: string | undefined, copies: readonly EncodedCopy[] | undefined): EncodedCopy | undefined {
+    if (copies === undefined || !acceptEncoding) return undefined;
+    let weights = rememberedWeights.get(acceptEncoding);
+    if (weights === undefined) {
+      weights = weightsOf(acceptEncoding);
+      if (rememberedWeights.size < MAX_REMEMBERED_HEADERS) rememberedWeights.set(acceptEncoding, weights);
+    }
+    let best: EncodedCopy | undefined;
+    let bestWeight = 0;
+    const identity = weights.get('identity') ?? weights.get('*') ?? 0;
+    for (const copy of copies) {
+      const weight = weights.get(copy.coding) ?? weights.get('*') ?? 0;
+      if (weight > bestWeight) [best, bestWeight] = [copy, weight];
+    }
+    return best !== undefined && bestWeight >= identity ? best : undefined;
+  };
+}
+
+// `gzip;q=0.8, br` → gzip 0.8, br 1; a malformed weight (RFC 9110 §12.4.2) counts as 0.
 function weightsOf(header: string): ReadonlyMap<string, number> {
-  const remembered = rememberedWeights.get(header);
-  if (remembered !== undefined) return remembered;
-  // `gzip;q=0.8, br` → gzip 0.8, br 1; a malformed weight (RFC 9110 §12.4.2) counts as 0.
   const weights = new Map<string, number>();
   for (const part of header.split(',').slice(0, MAX_CODINGS)) {
     const [name = '', ...parameters] = part.split(';');
@@ -111,6 +111,5 @@ function weightsOf(header: string): ReadonlyMap<string, number> {
     }
     weights.set(coding, weight);
   }
-  if (rememberedWeights.size < MAX_REMEMBERED_HEADERS) rememberedWeights.set(header, weights);
   return weights;
 }

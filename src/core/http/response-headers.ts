@@ -33,7 +33,6 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
 /** The demo archive's `thumbnailUrl`s point here, for sites on other origins too. */
 const SITE_EMBEDDABLE_PATHS = ['/thumbnails/'];
 
-/** Hono's `cors()` answers preflights with it, `corsGrant` the requests. */
 export const CORS_POLICY = {
   allowMethods: ['GET', 'HEAD', 'POST', 'OPTIONS'],
   allowHeaders: ['Content-Type', 'Accept', 'If-None-Match'],
@@ -43,11 +42,10 @@ export const CORS_POLICY = {
 };
 
 const EXPOSE_HEADERS = CORS_POLICY.exposeHeaders.join(',');
-/** An incoming `X-Request-Id` this safe is kept (as Hono's `requestId()` does). */
+const ANY_ORIGIN_GRANT = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
-// Not Hono's middleware, each a layer (docs/performance.md). In demo mode paths outside /api/ get the site's
-// headers, and the service's own origin counts: its pages post to it.
+// Not Hono's middleware (docs/performance.md). In demo mode pages get the site's headers, and its own origin counts: they post to it.
 export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host' | 'port' | 'turnstileSiteKey'>, servesSite: boolean) {
   const { allowedOrigins } = config;
   const origins = createOriginPolicy(allowedOrigins, servesSite ? listenOrigins(config.host, config.port) : []);
@@ -80,8 +78,3 @@ export function corsGrant(origins: OriginPolicy, origin: string | undefined) {
   if (granted === undefined) return undefined;
   return granted === '*' ? ANY_ORIGIN_GRANT : { 'Access-Control-Allow-Origin': granted, 'Access-Control-Expose-Headers': EXPOSE_HEADERS };
 }
-
-const ANY_ORIGIN_GRANT: Readonly<Record<string, string>> = {
-  'Access-Control-Allow-Origin': '*',
-  'Access-Control-Expose-Headers': EXPOSE_HEADERS,
-};
