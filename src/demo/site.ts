@@ -23,10 +23,8 @@ const TYPES: Readonly<Record<string, [type: string, text: boolean]>> = {
 
 type SiteFile = { type: string; cacheControl: string; body: Uint8Array<ArrayBuffer>; etag: string; copies: EncodedCopy[] };
 
-/**
- * Demo mode's example site (examples/site), read once into memory; config.js gets TURNSTILE_SITE_KEY filled in.
- * `api`: the service's own routes in process, so the archive page with `?q=` comes with its matches.
- */
+// Demo mode's example site, read once; config.js gets TURNSTILE_SITE_KEY filled in.
+// `api`: the service's own routes in process, so the archive page with `?q=` comes with its matches.
 export function createDemoSite(
   turnstileSiteKey: string | undefined,
   options: { api?: (path: string, env: unknown) => Promise<Response> } = {},
@@ -83,9 +81,7 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
   return new Map(await Promise.all(read));
 }
 
-// The archive page with a search's matches filled in, as archive.js builds it; values are escaped.
-
-// As archive.js pages and cuts `q` (docs/contract.md).
+// The archive page with a search's matches filled in, as archive.js pages, cuts `q` and builds it (docs/contract.md).
 const PAGE_SIZE = 10;
 const MAX_PAGE = 500;
 const MAX_SEARCH = 200;

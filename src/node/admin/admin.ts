@@ -5,8 +5,7 @@ import { NO_STORE } from '../../core/reads/cache-policies.js';
 import { urlOf, whyNotListening } from '../listener.js';
 import { createPrometheusMetrics, type CacheFigures } from './prometheus.js';
 
-/** Within a load balancer's usual 5 s timeout. */
-const PROBE_WAIT_MS = 2000;
+const PROBE_WAIT_MS = 2000; // within a load balancer's usual 5 s timeout
 const NO_STORE_HEADERS = { 'Cache-Control': NO_STORE };
 
 export interface ListenOptions {
