@@ -23,11 +23,10 @@ const TYPES: Readonly<Record<string, [type: string, text: boolean]>> = {
 
 type SiteFile = { type: string; cacheControl: string; body: Uint8Array<ArrayBuffer>; etag: string; copies: EncodedCopy[] };
 
-// Demo mode's example site, read once; config.js gets TURNSTILE_SITE_KEY filled in.
 // `api`: the service's own routes in process, so the archive page with `?q=` comes with its matches.
 export function createDemoSite(
   turnstileSiteKey: string | undefined,
-  options: { api?: (path: string, env: unknown) => Promise<Response> } = {},
+  { api }: { api?: (path: string, env: unknown) => Promise<Response> } = {},
 ): MiddlewareHandler {
   const root = fileURLToPath(new URL('../../examples/site', import.meta.url));
   let files: Promise<Map<string, SiteFile>> | undefined;
@@ -37,7 +36,6 @@ export function createDemoSite(
     const file = (await files).get(path);
     if (!file) return next();
     const q = c.req.query('q');
-    const { api } = options;
     if (path === '/index.html' && q !== undefined && api) {
       const view = { q, page: c.req.query('page') };
       const html = await renderSearchPage(new TextDecoder().decode(file.body), view, (apiPath) => api(apiPath, c.env));

@@ -266,13 +266,8 @@ export async function connectRedis(
     },
     // No expiry. A failure rejects: the watch skips that tick rather than take it for a first look.
     watchStore: {
-      async load() {
-        const stored = await link.send(['GET', watchStateKey]);
-        return typeof stored === 'string' ? stored : undefined;
-      },
-      async save(state: string) {
-        await link.send(['SET', watchStateKey, state]);
-      },
+      load: () => link.send(['GET', watchStateKey]).then((stored) => (typeof stored === 'string' ? stored : undefined)),
+      save: (state: string) => link.send(['SET', watchStateKey, state]).then(() => undefined),
     },
     healthy: link.healthy,
     /** Once it resolves, every earlier write has landed (one connection, in order). */
