@@ -23,13 +23,10 @@ const TYPES: Readonly<Record<string, [type: string, text: boolean]>> = {
 
 type SiteFile = { type: string; cacheControl: string; body: Uint8Array<ArrayBuffer>; etag: string; copies: EncodedCopy[] };
 
-/**
- * Demo mode's example site (examples/site), read once into memory; config.js gets TURNSTILE_SITE_KEY filled in.
- * `api`: the service's own routes in process, so the archive page with `?q=` comes with its matches.
- */
+// `api`: the service's own routes in process, so the archive page with `?q=` comes with its matches.
 export function createDemoSite(
   turnstileSiteKey: string | undefined,
-  options: { api?: (path: string, env: unknown) => Promise<Response> } = {},
+  { api }: { api?: (path: string, env: unknown) => Promise<Response> } = {},
 ): MiddlewareHandler {
   const root = fileURLToPath(new URL('../../examples/site', import.meta.url));
   let files: Promise<Map<string, SiteFile>> | undefined;
@@ -40,7 +37,6 @@ export function createDemoSite(
     const file = (await files).get(path);
     if (!file) return next();
     const q = c.req.query('q');
-    const { api } = options;
     if (path === '/index.html' && q !== undefined && api) {
       const view = { q, page: c.req.query('page') };
       const html = await renderSearchPage(new TextDecoder().decode(file.body), view, (apiPath) => api(apiPath, c.env));
@@ -84,9 +80,7 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
   return new Map(await Promise.all(read));
 }
 
-// The archive page with a search's matches filled in, as archive.js builds it; values are escaped.
-
-// As archive.js pages and cuts `q` (docs/contract.md).
+// The archive page with a search's matches filled in, as archive.js pages, cuts `q` and builds it (docs/contract.md).
 const PAGE_SIZE = 10;
 const MAX_PAGE = 500;
 const MAX_SEARCH = 200;

@@ -28,8 +28,7 @@ export type ServerLimits = Partial<typeof DEFAULTS> & {
 type Limits = Required<ServerLimits>;
 
 const RECHECK_MS = 100;
-/** How many of a rule's oldest candidates (or clients, for `over_share`) are weighed. */
-const WINDOW = 16;
+const WINDOW = 16; // how many of a rule's oldest candidates (or clients, for `over_share`) are weighed
 
 /** Node's own cap: room for arrivals while every held connection has a request in flight. */
 export function hardCeiling(maxConnections: number): number {
@@ -185,20 +184,9 @@ export function timedOutByListener(c: Context): boolean {
   return (socket?.errored as NodeJS.ErrnoException | null | undefined)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
 }
 
-interface Client {
-  key: string;
-  held: number;
-  fresh: Set<Held>;
-}
-
-interface Held {
-  socket: Socket;
-  client: Client | undefined;
-  inFlight: number;
-  /** Accepted, or its last request done. */
-  since: number;
-  gone: boolean;
-}
+type Client = { key: string; held: number; fresh: Set<Held> };
+// `since`: accepted, or its last request done.
+type Held = { socket: Socket; client: Client | undefined; inFlight: number; since: number; gone: boolean };
 
 /** Which connections make room above MAX_CONNECTIONS: docs/node-http.md "A crowd at one address". */
 function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
@@ -236,7 +224,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     if (client !== undefined && --client.held === 0) clients.delete(client.key);
   }
 
-  /** Of the oldest `WINDOW` in `set` past `graceMs`, the one whose client holds the most connections. */
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
     let best: Held | undefined;
     let weighed = 0;
@@ -248,7 +235,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     return best;
   }
 
-  // The `over_share` rule, weighing the `WINDOW` clients holding most fresh connections.
   function overShare(at: number): Held | undefined {
     let weighed = 0;
     for (let count = mostFresh; count > 0 && weighed < WINDOW; count -= 1) {

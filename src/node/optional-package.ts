@@ -5,7 +5,6 @@ export class MissingPackageError extends Error {
   }
 }
 
-/** Runs `load` (a dynamic `import()`), turning "`packageName` not installed" into a MissingPackageError. */
 export async function importOptional<T>(packageName: string, feature: string, load: () => Promise<T>): Promise<T> {
   try {
     return await load();

@@ -5,8 +5,7 @@ import { NO_STORE } from '../../core/reads/cache-policies.js';
 import { urlOf, whyNotListening } from '../listener.js';
 import { createPrometheusMetrics, type CacheFigures } from './prometheus.js';
 
-/** Within a load balancer's usual 5 s timeout. */
-const PROBE_WAIT_MS = 2000;
+const PROBE_WAIT_MS = 2000; // within a load balancer's usual 5 s timeout
 const NO_STORE_HEADERS = { 'Cache-Control': NO_STORE };
 
 export interface ListenOptions {
@@ -15,7 +14,6 @@ export interface ListenOptions {
   publicServer: Pick<Server, 'on'>;
   shedding: () => boolean;
   stats: () => CacheFigures;
-  /** One light upstream call, made when /readyz finds the instance not ready. */
   probe: () => Promise<unknown>;
   redisHealthy?: () => boolean;
   onListening: (url: string) => void;
@@ -69,7 +67,6 @@ const ANSWERED: ReadonlySet<string> = new Set(['ok', 'not_found', 'validation', 
 /** A 429 or a hold-off counts neither way: the cache serves meanwhile. */
 const FAILED: ReadonlySet<string> = new Set(['unavailable', 'timeout', 'bad_response', 'auth', 'error']);
 
-/** Ready once the upstream has answered (or the cache is warm), not while shedding or failing for `unreadyAfterMs`. */
 export function createReadiness({ unreadyAfterMs, now = Date.now }: { unreadyAfterMs: number; now?: (() => number) | undefined }) {
   let answered = false;
   let failingSince: number | undefined;

@@ -27,7 +27,6 @@ const CACHES = {
   not_found: ['notFoundBytes', 'notFoundEntries'],
 } as const;
 
-/** Every metric's help; docs/deployment.md "Health and metrics" lists their labels. */
 const HELP = {
   http_requests_total: 'Requests answered by the public listener, by route template, method and status.',
   http_request_duration_seconds: 'Time from a request reaching the app to its response, by route template and method.',
@@ -141,7 +140,6 @@ export function subscribeOutcome(outcome: string, reason: string | undefined): s
   return SUBSCRIBE_OUTCOMES.includes(outcome) ? outcome : 'other';
 }
 
-/** `ok`, the UpstreamError kind, `held_off` (refused without going out: no status), or `error`. */
 export function upstreamOutcome(error: unknown): string {
   if (error === undefined) return 'ok';
   if (!(error instanceof UpstreamError)) return 'error';

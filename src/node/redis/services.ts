@@ -12,10 +12,8 @@ const FORMAT_VERSION = 'v1';
 const MAX_RECONNECT_DELAY_MS = 2000;
 const RATE_WINDOW_MS = 60_000;
 const MAX_VALUE_BYTES = 8 * 1024 * 1024;
-/** Renewed each tick: a watcher that stopped hands over within this long. */
-const WATCH_LEASE_MS = 10_000;
-/** The sliding minute still reads the previous fixed one. */
-const SURGE_KEEP_MS = 120_000;
+const WATCH_LEASE_MS = 10_000; // renewed each tick: a watcher that stopped hands over within this long
+const SURGE_KEEP_MS = 120_000; // the sliding minute still reads the previous fixed one
 
 /** A fixed-window count in one round trip (a counter that lost its expiry gets one again); also reads KEYS[2]. */
 const COUNT_SCRIPT = `
@@ -28,7 +26,7 @@ const HOLD_UNTIL_SCRIPT = `
 if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[1]) or '0') then redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
 return 1`;
 
-/** The in-memory hold-off's `failed`, on `count:lastFailedAt`. */
+// The in-memory hold-off's `failed`, on `count:lastFailedAt`.
 const FAILED_SCRIPT = `
 local count, last = string.match(redis.call('GET', KEYS[1]) or '', '^(%d+):(-?%d+)$')
 count, last = tonumber(count) or 0, tonumber(last) or -1
@@ -44,13 +42,7 @@ if holder ~= false and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1`;
 
-interface LinkOptions {
-  timeoutMs: number;
-  log: Logger;
-  now?: () => number;
-  probeIntervalMs?: number;
-  recoveredAfterMs?: number;
-}
+type LinkOptions = { timeoutMs: number; log: Logger; now?: () => number; probeIntervalMs?: number; recoveredAfterMs?: number };
 
 export class RedisUnavailable extends Error {
   constructor(readonly reason: string) {
@@ -59,7 +51,7 @@ export class RedisUnavailable extends Error {
   }
 }
 
-/** Redis's error code (`OOM`, never the rest of its message), else the error's name. */
+// Redis's error code (`OOM`), never the rest of its message.
 const reasonOf = (error: unknown) => (error instanceof Error ? (/^([A-Z][A-Z_]+) /.exec(error.message)?.[1] ?? error.name) : 'error');
 
 // Down after a failed command (commands refused, PING probes); the outage ends, one log line, after `recoveredAfterMs` without a failure.
@@ -168,7 +160,7 @@ export async function connectRedis(
     `${prefix}${kind}:${createHmac('sha256', secret).update(value).digest('hex').slice(0, 32)}`;
   const send = <T = undefined>(args: string[], otherwise?: T) => link.send(args).catch(() => otherwise);
 
-  // Shared by every instance; while Redis is unavailable, per instance (as the rate and surge below).
+  // While Redis is unavailable, each instance counts on its own (as the surge below).
   const localRate = createMemoryRateLimiter({ limit, windowMs: RATE_WINDOW_MS, now });
   const rateLimiter: RateLimiter = {
     async hit(key) {
@@ -274,13 +266,8 @@ export async function connectRedis(
     },
     // No expiry. A failure rejects: the watch skips that tick rather than take it for a first look.
     watchStore: {
-      async load() {
-        const stored = await link.send(['GET', watchStateKey]);
-        return typeof stored === 'string' ? stored : undefined;
-      },
-      async save(state: string) {
-        await link.send(['SET', watchStateKey, state]);
-      },
+      load: () => link.send(['GET', watchStateKey]).then((stored) => (typeof stored === 'string' ? stored : undefined)),
+      save: (state: string) => link.send(['SET', watchStateKey, state]).then(() => undefined),
     },
     healthy: link.healthy,
     /** Once it resolves, every earlier write has landed (one connection, in order). */
