@@ -675,6 +675,13 @@ describe('parseConfig subscribe abuse settings (docs/subscribe.md)', () => {
     expect(problemsWith({ SUBSCRIBE_BLOCK_DISPOSABLE: 'maybe' })).toEqual(['SUBSCRIBE_BLOCK_DISPOSABLE must be true or false']);
   });
 
+  it('reads a Worker binding of type boolean for SUBSCRIBE_BLOCK_DISPOSABLE, but refuses null or a list rather than read them as text', () => {
+    expect(configWith({ SUBSCRIBE_BLOCK_DISPOSABLE: true }).subscribeBlockDisposable).toBe(true);
+    for (const value of [null, ['true'], ['false']]) {
+      expect(problemsWith({ SUBSCRIBE_BLOCK_DISPOSABLE: value })).toEqual(['SUBSCRIBE_BLOCK_DISPOSABLE must be true or false']);
+    }
+  });
+
   it('refuses an ALERT_WEBHOOK_URL that is not https without echoing it', () => {
     const problems = problemsWith({ ALERT_WEBHOOK_URL: 'http://hooks.example/T000/B000/secret-part' });
     expect(problems).toEqual([expect.stringMatching(/^ALERT_WEBHOOK_URL must be an https URL/)]);

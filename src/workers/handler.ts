@@ -109,6 +109,6 @@ export function createWorker(options: WorkerOptions = {}) {
 }
 
 function bindingOf<T>(value: unknown, ...methods: string[]): T | undefined {
-  const object = (value ?? {}) as Record<string, unknown>;
+  const object = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   return methods.every((name) => typeof object[name] === 'function') ? (value as T) : undefined;
 }

@@ -86,4 +86,12 @@ describe('Prometheus metrics', () => {
     healthy = false;
     expect(sampleOf(await registry.metrics(), 'newsletter_bff_redis_up')).toBe(0);
   });
+
+  it('lists open connections, then the cache gauges, then redis_up, after the counters, in a stable order for a scrape to diff', async () => {
+    const { registry, watch } = createPrometheusMetrics({ defaultMetrics: false });
+    const stats = () => ({ entries: 0, bytes: 0, notFoundEntries: 0, notFoundBytes: 0, renderedPages: 0, renderedPageBytes: 0 });
+    watch({ stats, redisHealthy: () => true, publicServer: new Server() });
+    const families = [...(await registry.metrics()).matchAll(/^# TYPE newsletter_bff_(\w+)/gm)].map((match) => match[1]);
+    expect(families.slice(-5)).toEqual(['connections_shed_total', 'open_connections', 'cache_bytes', 'cache_entries', 'redis_up']);
+  });
 });

@@ -85,6 +85,14 @@ describe('subscribe surges without Turnstile: new addresses are paused', () => {
     expect(subscribeLogLines(logs).filter((line) => line.outcome === 'paused')).toHaveLength(21);
   });
 
+  it('names in its start line the variables that would challenge instead of pausing', async () => {
+    const { app, logs } = createSubscribeApp({ env: SURGE_ENV });
+    await postMany(app, 0, THRESHOLD + 1);
+    expect(surgeLines(logs)[0]?.hint).toBe(
+      'new addresses are paused (503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
+    );
+  });
+
   it('holds the surge until the rate has stayed below the threshold for SUBSCRIBE_SURGE_SECONDS, then ends it with one line', async () => {
     const { app, calls, logs, clock } = createSubscribeApp({ env: SURGE_ENV });
     await postMany(app, 0, THRESHOLD + 1);

@@ -144,6 +144,15 @@ describe('transport failures', () => {
     expect(error.upstreamCode).toBe('NOT_FOUND');
   });
 
+  it('serializes a failure with its kind first, then its details, and neither the key nor the upstream body', async () => {
+    const { transport } = setup(() => jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': '7' }));
+    const error = await failureOf(transport.get());
+    expect(JSON.stringify(error)).toBe(
+      '{"kind":"rate_limited","name":"UpstreamError","status":429,"retryAfterSeconds":7,"upstreamCode":"RATE_LIMITED"}',
+    );
+    expect(JSON.stringify(error)).not.toContain(TEST_API_KEY);
+  });
+
   it('decides the kind from the status alone when the error body is not JSON', async () => {
     const { transport } = setup(() => new Response('<h1>Unauthorized</h1>', { status: 401, headers: { 'Content-Type': 'text/html' } }));
     const error = await failureOf(transport.get());

@@ -135,6 +135,23 @@ describe('Worker entry (workerd)', () => {
     expect(upstream.calls.filter((entry) => entry.method === 'POST')).toHaveLength(3);
   });
 
+  it('keeps the in-memory limit when SUBSCRIBE_RATE_LIMITER is a function rather than a binding object', async () => {
+    const upstream = createScriptedFetch(upstreamHandler());
+    const worker = createWorker({ fetch: upstream.fetch, write: () => undefined, sharedCache: null });
+    const refuseAll = Object.assign(() => undefined, { limit: async () => ({ success: false }) });
+    const env = bindings({ SUBSCRIBE_RATE_LIMIT_PER_MINUTE: '2', SUBSCRIBE_RATE_LIMITER: refuseAll });
+    const statuses: number[] = [];
+    for (let n = 0; n < 3; n += 1) {
+      const response = await call(worker, env, '/api/subscribe', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'CF-Connecting-IP': '203.0.113.98' },
+        body: JSON.stringify({ email: `unbound${n}@example.com`, optInAttestation: true }),
+      });
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([200, 200, 429]);
+  });
+
   it('uses the Workers Rate Limiting binding when one is configured', async () => {
     const binding = poolEnv.SUBSCRIBE_RATE_LIMITER;
     expect(binding).toBeDefined();

@@ -54,7 +54,10 @@ type Background = (promise: Promise<unknown>) => void;
 
 const TOLD = {
   challenge: ['every subscribe now needs a Turnstile token', 'until the rate stays low'],
-  pause: ['new addresses are paused', '(503) until the rate stays low; set both Turnstile keys to challenge instead'],
+  pause: [
+    'new addresses are paused',
+    '(503) until the rate stays low; set TURNSTILE_SECRET_KEY and TURNSTILE_SITE_KEY to challenge instead',
+  ],
 };
 
 /** docs/subscribe.md "Surges": per-IP limits never trip for a bot on rotating IPs, so attempts are also counted service-wide. */

@@ -20,13 +20,14 @@ type UpstreamErrorDetails = Partial<Pick<UpstreamError, 'status' | 'retryAfterSe
 
 /** Its message is our own wording: never the upstream's text, a header or the key. `heldOffBy`: held off without going out. */
 export class UpstreamError extends Error {
+  // Declared first: the fields keep the order a log or a debugger has always shown.
+  readonly kind: UpstreamErrorKind;
   override name = 'UpstreamError';
   readonly status: number | undefined;
   readonly retryAfterSeconds: number | undefined;
   readonly upstreamCode: string | undefined;
   readonly heldOffBy: 'retry_after' | 'backoff' | undefined;
   readonly heldUntilMs: number | undefined;
-  readonly kind: UpstreamErrorKind;
 
   constructor(kind: UpstreamErrorKind, message: string, { cause, ...details }: UpstreamErrorDetails & { cause?: unknown } = {}) {
     super(message, { cause });

@@ -113,6 +113,12 @@ export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream
     registry,
     metrics,
     watch(service: { stats: () => CacheFigures; redisHealthy?: () => boolean; publicServer: Pick<Server, 'on'> }): void {
+      // Registered in the order a scrape has always listed them.
+      const connections = gauge('open_connections');
+      service.publicServer.on('connection', (socket: { once(event: 'close', listener: () => void): unknown }) => {
+        connections.inc();
+        socket.once('close', () => connections.dec());
+      });
       for (const [name, field] of [['cache_bytes', 0] as const, ['cache_entries', 1] as const]) {
         gauge(name, ['cache'], function collect() {
           const stats = service.stats();
@@ -125,11 +131,6 @@ export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream
           this.set(redisHealthy() ? 1 : 0);
         });
       }
-      const connections = gauge('open_connections');
-      service.publicServer.on('connection', (socket: { once(event: 'close', listener: () => void): unknown }) => {
-        connections.inc();
-        socket.once('close', () => connections.dec());
-      });
     },
   };
 }
