@@ -98,6 +98,18 @@ describe('reading the whole archive', () => {
     expect(positions.map((position) => position.offset)).toEqual([0, 200, 203]);
     expect(read.findings).toEqual([]);
   });
+
+  it('counts a dropped row once when a repeated page brings it again, and a dropped row without an id each time', async () => {
+    const row = (n: number) => ({ id: `iss_${n}`, subject: `Issue ${n}`, status: 'sent' }) as UpstreamIssue;
+    const pages = [
+      { rows: Array.from({ length: 199 }, (_, i) => row(i)), droppedIds: ['broken_1'] },
+      { rows: [row(199), row(200)], droppedIds: ['broken_1', 'broken_2', undefined, 'broken_2'] },
+    ];
+    let call = 0;
+    const read = await readWholeArchive(async () => pages[call++] ?? { rows: [], droppedIds: [] }, DEFAULT_LIST_PAGING, 5000);
+    expect(read.issues).toHaveLength(201);
+    expect(read.dropped).toEqual({ count: 3, ids: ['broken_1', 'broken_2'] });
+  });
 });
 
 describe('what the archive read says when paging does not work as configured', () => {

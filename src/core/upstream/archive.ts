@@ -99,10 +99,12 @@ export async function readWholeArchive<K = UpstreamIssue>(
     const identified = rows.length + droppedIds.filter((id) => id !== undefined).length;
     pageRows.push(received);
     asked.push(limit);
-    dropped.count += droppedIds.length;
     let added = 0;
+    // A dropped row already met (a repeated page) is counted once; one without an id every time.
     for (const id of droppedIds) {
-      if (id === undefined || seen.has(id)) continue;
+      if (id !== undefined && seen.has(id)) continue;
+      dropped.count += 1;
+      if (id === undefined) continue;
       seen.add(id);
       dropped.ids.push(id);
       added += 1;
