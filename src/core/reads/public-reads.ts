@@ -1,6 +1,5 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../http/errors.js';
-import type { Metrics } from '../metrics.js';
 import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
 import { placeHead, type ListOrder } from '../upstream/archive.js';
 import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
@@ -16,12 +15,11 @@ import { countWords, readingMinutesOf } from './letter-text.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
 import { andThen, createReadThroughCache, isFresh } from './read-through-cache.js';
-import type { CacheState, Loader, MaybePromise, ReadResult, Requester, WaitUntil } from './read-through-cache.js';
+import type { CacheState, Loader, MaybePromise, ReadResult, ReadThroughCacheOptions, Requester, WaitUntil } from './read-through-cache.js';
 import { renderedBytes, renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { addSummary, compacted, createTextStore, documentOf, search, worthCompacting } from './text-index.js';
 
-/** `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
 export interface PublicRead<T = unknown> {
   rendered: RenderedJson;
   state: CacheState;
@@ -30,20 +28,16 @@ export interface PublicRead<T = unknown> {
   readonly envelope?: T;
 }
 
-export interface PublicReadsOptions {
+export interface PublicReadsOptions extends Pick<ReadThroughCacheOptions<CachedValue>, 'now' | 'onLoadError' | 'onTooLarge' | 'metrics'> {
   upstream: UpstreamClient;
-  now: () => number;
   policies: Pick<CachePolicies, 'archive' | 'issue' | 'categories'>;
   maxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
   archiveResyncSeconds?: number;
-  onLoadError?: (key: string, error: unknown) => void;
-  onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   sharedCache?: SharedTier;
   readBudget?: ReadBudget;
   indexRefreshMinIntervalMs?: number;
-  metrics?: Metrics;
   encodeBody?: BodyEncoder;
   spells?: Pick<FailureSpells, 'loaded' | 'affectedRead'>;
 }
@@ -78,15 +72,18 @@ export function createIndexRenders(maxBytes: number) {
 
 const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
 
-// A scan of unknown slugs costs the upstream nothing (docs/contract.md "Availability under abuse"). A slug a complete index lacks may
-// only be newer than it, which one refresh settles; 'unknown': only the upstream can tell, by slug.
-export function createSlugLookup<C>(options: {
+// A slug a complete index lacks may only be newer than it, which one refresh settles (docs/contract.md "Availability under abuse").
+export function createSlugLookup<C>({
+  read,
+  refresh,
+  now,
+  minRefreshIntervalMs,
+}: {
   read: (context: C) => Promise<IndexCopy | undefined>;
   refresh: (context: C) => Promise<IndexCopy | undefined>;
   now: () => number;
   minRefreshIntervalMs: number;
 }) {
-  const { read, refresh, now, minRefreshIntervalMs } = options;
   let refreshing: Promise<IndexCopy | undefined> | undefined;
   let lastRefreshAt = Number.NEGATIVE_INFINITY;
 
@@ -169,7 +166,6 @@ export function createPublicReads(options: PublicReadsOptions) {
     metrics: options.metrics,
   });
   const pages = createIndexRenders(budget.renderedPages);
-  // Made once per query object (the routes' are remembered per query string, and frozen).
   const pageKeys = new WeakMap<ArchiveQuery, string>();
   const pageKeyOf = (query: ArchiveQuery) => {
     let key = pageKeys.get(query);
@@ -267,7 +263,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       validators: prior.sync.head,
       order,
     });
-    // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
     if (head.unchanged) return { kind: 'archive', index: prior, fetchedAt: now() };
     const placed = head.anchored && head.inOrder ? placeHead(prior.sync.listing, head.ids, head.dropped.ids) : undefined;
     if (placed === undefined) return undefined;
@@ -322,7 +317,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       store,
       reduceRow(row: UpstreamIssue): KeptRow {
         const source = { id: row.id, updatedAt: row.updatedAt ?? null };
-        // Re-checked here: a leaky upstream must not leak through us.
         if (!allowList.isPublicIssue(row)) return { summary: undefined, source };
         const listed = allowList.toIssueSummary(row);
         const version = row.updatedAt ?? undefined;
@@ -367,7 +361,6 @@ export function createPublicReads(options: PublicReadsOptions) {
     cache.read(ARCHIVE_KEY, loadArchive, { waitUntil, client }, LOADING, forceRefresh);
 
   async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
-    // Both settled before answering: a failure of one does not leave the other running unseen.
     const [categoriesRead, archiveRead] = await Promise.allSettled([upstream.listCategories(), readArchive(waitUntil, client)]);
     if (categoriesRead.status === 'rejected') throw categoriesRead.reason;
     if (archiveRead.status === 'rejected') throw archiveRead.reason;
@@ -423,7 +416,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       if (issue === undefined || !allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
       const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
       const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
-      // Its neighbours are the index's, read once for every issue when none is kept.
       const kept = index ?? indexOf((await Promise.resolve(readArchive(waitUntil, client)).catch(() => undefined))?.value);
       const neighbourIndex = kept?.index;
       if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
@@ -539,7 +531,6 @@ export function createPublicReads(options: PublicReadsOptions) {
   return {
     archiveIndex: <R>(request?: R, requester?: Requester<R>) => counted(archiveIndex(request, requester)),
 
-    // No closure on a synchronous read: a fresh hit makes none.
     archivePage<R>(query: ArchiveQuery, request?: R, requester?: Requester<R>): MaybePromise<PublicRead<ArchivePageBody>> {
       const read = counted(archiveIndex(request, requester));
       return read instanceof Promise ? read.then((settled) => pageOf(settled, query)) : pageOf(read, query);
@@ -564,7 +555,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       const kept = freshIndex(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
       if (sharedCache) {
-        // Asked first: a stale shared copy would start a refresh behind the answer besides this one.
         const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
         if (entry !== undefined && archiveFresh(entry.fetchedAt)) return readFresh(loadArchive);
         if (!mayReadUpstream) return undefined;

@@ -5,7 +5,6 @@ import { noopMetrics, type Metrics } from '../metrics.js';
 export const CACHE_STATES = ['HIT', 'MISS', 'STALE'] as const;
 export type CacheState = (typeof CACHE_STATES)[number];
 
-/** Workers' `waitUntil`: work that must outlive the response. */
 export type WaitUntil = (promise: Promise<unknown>) => void;
 
 /** What a load needs of the request a read serves, asked only when it loads: the request passes as is, so a hit builds nothing. */

@@ -12,7 +12,6 @@ import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
 
-/** The archive query as `hc` sends it: text, `format` left out (the typed client reads JSON). */
 type ArchiveQueryInput = { [Parameter in Exclude<keyof ArchiveRequest, 'format'>]?: string };
 type ArchiveInput = { in: { query: ArchiveQueryInput }; out: { query: ArchiveRequest } };
 
@@ -22,7 +21,6 @@ export function createReadRoutes(options: {
   policies: CachePolicies;
   archiveQueries: ArchiveQueries;
   feeds: ArchiveFeeds | undefined;
-  /** Charged for the upstream reads the request causes (asked only then). */
   clientIp: (c: Context) => string | undefined;
   requestHeader: RequestHeader;
   pipeline: Pipeline;
