@@ -33,19 +33,15 @@ export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingM
 
 type Letter = Pick<IssueDetail, 'contentHtml' | 'readingMinutes'>;
 
-export function toIssueDetail(summary: IssueSummary, letter: Letter, neighbours: Pick<IssueDetail, 'newer' | 'older'>): IssueDetail {
-  return {
-    ...summary,
-    readingMinutes: letter.readingMinutes,
-    contentHtml: letter.contentHtml,
-    newer: neighbours.newer,
-    older: neighbours.older,
-  };
-}
+// Both exact literals of public-reads.ts: the detail keeps the summary's key order, `readingMinutes` replaced in place.
+export const toIssueDetail = (summary: IssueSummary, letter: Letter, neighbours: Pick<IssueDetail, 'newer' | 'older'>): IssueDetail => ({
+  ...summary,
+  ...letter,
+  ...neighbours,
+});
 
 export const toIssueNeighbour = ({ slug, subject, sentAt }: IssueSummary): IssueNeighbour => ({ slug, subject, sentAt });
 
-/** Newest `sentAt` first (undated last); ties by slug, so paging is stable. */
 export function compareNewestFirst(a: IssueSummary, b: IssueSummary): number {
   const timeA = a.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(a.sentAt);
   const timeB = b.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(b.sentAt);
