@@ -33,12 +33,11 @@ export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingM
 
 type Letter = Pick<IssueDetail, 'contentHtml' | 'readingMinutes'>;
 
-// Both exact literals of public-reads.ts: the detail keeps the summary's key order, `readingMinutes` replaced in place.
-export const toIssueDetail = (summary: IssueSummary, letter: Letter, neighbours: Pick<IssueDetail, 'newer' | 'older'>): IssueDetail => ({
-  ...summary,
-  ...letter,
-  ...neighbours,
-});
+// Field by field: only these reach the answer, whatever else the arguments carry.
+export function toIssueDetail(summary: IssueSummary, letter: Letter, neighbours: Pick<IssueDetail, 'newer' | 'older'>): IssueDetail {
+  const { readingMinutes, contentHtml } = letter;
+  return { ...summary, readingMinutes, contentHtml, newer: neighbours.newer, older: neighbours.older };
+}
 
 export const toIssueNeighbour = ({ slug, subject, sentAt }: IssueSummary): IssueNeighbour => ({ slug, subject, sentAt });
 
