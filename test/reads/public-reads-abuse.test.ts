@@ -8,6 +8,7 @@ import { createFakeClock } from '../helpers.js';
 import { publicIssue as issue } from './fixtures.js';
 
 const VISITOR = '198.51.100.7';
+const visitor = { waitUntil: () => undefined, client: () => VISITOR };
 
 /** Public reads over an upstream double that publishes `slugs` and counts every call. */
 function setup(options: { slugs?: string[]; archiveMaxIssues?: number; perClientPerMinute?: number; leanRows?: boolean } = {}) {
@@ -38,7 +39,7 @@ function setup(options: { slugs?: string[]; archiveMaxIssues?: number; perClient
     readBudget: createReadBudget({ totalPerMinute: 1000, perClientPerMinute: options.perClientPerMinute ?? 1000, now: clock.now }),
   });
   const issueStatus = (slug: string) =>
-    Promise.resolve(reads.issue(slug, undefined, () => VISITOR)).then(
+    Promise.resolve(reads.issue(slug, undefined, visitor)).then(
       () => 200,
       // Our 404 is an ApiError (a code); a refused upstream read an UpstreamError (a kind).
       (error: { code?: string; kind?: string }) => error.code ?? error.kind,
@@ -102,9 +103,9 @@ describe('public reads under a slug scan', () => {
     expect(await issueStatus('second-wind')).toBe(200);
     clock.advance(61_000);
     for (let i = 0; i < 3; i += 1) await issueStatus(`unknown-${i}`);
-    const stale = await reads.issue('second-wind', undefined, () => VISITOR);
+    const stale = await reads.issue('second-wind', undefined, visitor);
     expect(stale.state).toBe('STALE');
-    const refused = await Promise.resolve(reads.issue('third-eye', undefined, () => VISITOR)).catch((error: UpstreamError) => error);
+    const refused = await Promise.resolve(reads.issue('third-eye', undefined, visitor)).catch((error: UpstreamError) => error);
     expect(refused).toMatchObject({ kind: 'rate_limited', retryAfterSeconds: expect.any(Number) });
   });
 });

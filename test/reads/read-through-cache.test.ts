@@ -7,6 +7,7 @@ import {
   REFRESH_FAILURE_BACKOFF_MS,
   type Loader,
   type ReadThroughCacheOptions,
+  type Requester,
   type WaitUntil,
 } from '../../src/core/reads/read-through-cache.js';
 import { createFakeClock } from '../helpers.js';
@@ -17,6 +18,9 @@ const TTL = 60_000;
 const SWR = 300_000;
 const SIE = 86_400_000;
 const NOT_FOUND_TTL = 45_000;
+
+/** A request that is its own `waitUntil`. */
+const byWaitUntil: Requester<WaitUntil | undefined> = { waitUntil: (waitUntil) => waitUntil, client: () => undefined };
 
 /** A loader whose answers the test scripts, with a log of every load. */
 function createLoader() {
@@ -61,7 +65,7 @@ function createCache(overrides: Partial<ReadThroughCacheOptions<string>> = {}, l
     ...overrides,
   });
   const cache = {
-    read: (key: string, waitUntil?: WaitUntil) => readThrough.read(key, readLoader, waitUntil),
+    read: (key: string, waitUntil?: WaitUntil) => readThrough.read(key, readLoader, waitUntil, byWaitUntil),
     stats: () => readThrough.stats(),
   };
   return { cache, clock, loader, readThrough };
@@ -100,8 +104,9 @@ describe('read-through cache', () => {
     const visitor = () => (asked.push('asked'), '203.0.113.9');
     const clients: (string | undefined)[] = [];
     const load: Loader<string> = async (_key, _waitUntil, client) => (clients.push(client), 'value');
-    await readThrough.read('a', load, undefined, { client: visitor });
-    readThrough.read('a', load, undefined, { client: visitor });
+    const requester = { waitUntil: () => undefined, client: visitor };
+    await readThrough.read('a', load, undefined, requester);
+    readThrough.read('a', load, undefined, requester);
     expect(asked).toEqual(['asked']);
     expect(clients).toEqual(['203.0.113.9']);
   });
@@ -121,7 +126,7 @@ describe('read-through cache', () => {
     const { readThrough } = createCache();
     const given: (WaitUntil | undefined)[] = [];
     const waitUntil: WaitUntil = () => undefined;
-    await readThrough.read('a', async (_key, received) => (given.push(received), 'a'), waitUntil);
+    await readThrough.read('a', async (_key, received) => (given.push(received), 'a'), waitUntil, byWaitUntil);
     expect(given).toEqual([waitUntil]);
   });
 

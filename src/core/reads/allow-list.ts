@@ -33,19 +33,14 @@ export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingM
 
 type Letter = Pick<IssueDetail, 'contentHtml' | 'readingMinutes'>;
 
+// Field by field: only these reach the answer, whatever else the arguments carry.
 export function toIssueDetail(summary: IssueSummary, letter: Letter, neighbours: Pick<IssueDetail, 'newer' | 'older'>): IssueDetail {
-  return {
-    ...summary,
-    readingMinutes: letter.readingMinutes,
-    contentHtml: letter.contentHtml,
-    newer: neighbours.newer,
-    older: neighbours.older,
-  };
+  const { readingMinutes, contentHtml } = letter;
+  return { ...summary, readingMinutes, contentHtml, newer: neighbours.newer, older: neighbours.older };
 }
 
 export const toIssueNeighbour = ({ slug, subject, sentAt }: IssueSummary): IssueNeighbour => ({ slug, subject, sentAt });
 
-/** Newest `sentAt` first (undated last); ties by slug, so paging is stable. */
 export function compareNewestFirst(a: IssueSummary, b: IssueSummary): number {
   const timeA = a.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(a.sentAt);
   const timeB = b.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(b.sentAt);

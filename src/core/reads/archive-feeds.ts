@@ -2,7 +2,7 @@ import { SLUG_PLACEHOLDER } from '../config/config.js';
 import { renderAtomFeed, latestUpdate, renderRssFeed } from '../feeds/feeds.js';
 import type { ArchiveIndex } from './cached-value.js';
 import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
-import type { WaitUntil } from './read-through-cache.js';
+import type { Requester } from './read-through-cache.js';
 import { renderBody, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 
 interface ArchiveFeedsOptions {
@@ -45,8 +45,8 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
   }
 
   return {
-    async feed(query: ArchiveQuery, format: FeedFormat, waitUntil?: WaitUntil): Promise<PublicRead> {
-      const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(waitUntil);
+    async feed<R>(query: ArchiveQuery, format: FeedFormat, request?: R, requester?: Requester<R>): Promise<PublicRead> {
+      const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(request, requester);
       // A search's feed is not kept, as its JSON page is not.
       if (query.q !== undefined) return { rendered: await render(index, query, format), state, ageSeconds, staleReason };
       const key = `${format}:${archivePageKey(query)}`;

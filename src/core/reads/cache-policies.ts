@@ -1,7 +1,6 @@
 import type { FreshnessRules } from './read-through-cache.js';
 
-// Fresh (`max-age`; 0: `no-cache`), then stale while it refreshes, then only while refreshes fail: the in-memory cache, the shared
-// tier and `Cache-Control` all read it from here (docs/contract.md "Caching").
+// Read by the in-memory cache, the shared tier and `Cache-Control` alike (docs/contract.md "Caching").
 export type CachePolicy = { ttlSeconds: number; staleWhileRevalidateSeconds: number; staleIfErrorSeconds: number };
 
 export type CachePolicies = ReturnType<typeof cachePolicies>;
@@ -12,7 +11,7 @@ export const SITE_POLICIES: Record<'sitePage' | 'siteFile', CachePolicy> = {
   siteFile: { ttlSeconds: 300, staleWhileRevalidateSeconds: 0, staleIfErrorSeconds: 0 },
 };
 
-/** Categories change far less often than issues are sent: they may be fresh longer. The feeds share the archive's. */
+/** Categories change far less often than issues are sent: they may be fresh longer. */
 export function cachePolicies(config: { cacheTtlSeconds: number; categoriesTtlSeconds: number }) {
   const read = (ttlSeconds: number): CachePolicy => ({ ttlSeconds, staleWhileRevalidateSeconds: 300, staleIfErrorSeconds: 86_400 });
   return {

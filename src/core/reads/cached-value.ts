@@ -14,7 +14,6 @@ import {
   type TextIndex,
 } from './text-index.js';
 
-/** `complete`: nothing public is missing. */
 export interface ArchiveIndex {
   all: IssueSummary[];
   byCategory: Map<string, IssueSummary[]>;
@@ -123,20 +122,20 @@ const SharedPayloadSchema = z.union([
 ]);
 
 export function encodeSharedEntry(value: CachedValue): SharedEntry {
-  return { payload: JSON.stringify(sharedPayloadOf(value)), fetchedAt: value.fetchedAt };
-}
-
-function sharedPayloadOf(value: CachedValue) {
+  const { fetchedAt } = value;
   if (value.kind === 'json') {
     const { rendered, version, neighbours } = value;
-    return { kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours };
+    return { payload: JSON.stringify({ kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours }), fetchedAt };
   }
   const { all, complete, sources, sync, text } = value.index;
   const stored = Number.isFinite(sync.fullReadAt)
     ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
     : undefined;
   const rows = [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]);
-  return { kind: 'archive', all, complete, sources: rows, sync: stored, text: encodeTextIndex(text) };
+  return {
+    payload: JSON.stringify({ kind: 'archive', all, complete, sources: rows, sync: stored, text: encodeTextIndex(text) }),
+    fetchedAt,
+  };
 }
 
 export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {

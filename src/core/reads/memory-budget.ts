@@ -7,7 +7,6 @@ export function splitMemoryBudget(maxBytes: number) {
   return { upstreamData, upstreamDataEntry: Math.floor(upstreamData / 2), renderedPages, renderedFeeds, notFound };
 }
 
-/** Two bytes a character errs on the safe side. */
 export function stringBytes(text: string): number {
   return 2 * text.length + 64;
 }

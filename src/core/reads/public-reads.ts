@@ -1,6 +1,5 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../http/errors.js';
-import type { Metrics } from '../metrics.js';
 import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
 import { placeHead, type ListOrder } from '../upstream/archive.js';
 import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
@@ -16,12 +15,11 @@ import { countWords, readingMinutesOf } from './letter-text.js';
 import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
 import { andThen, createReadThroughCache, isFresh } from './read-through-cache.js';
-import type { CacheState, Loader, MaybePromise, ReadResult, Visitor, WaitUntil } from './read-through-cache.js';
+import type { CacheState, Loader, MaybePromise, ReadResult, ReadThroughCacheOptions, Requester, WaitUntil } from './read-through-cache.js';
 import { renderedBytes, renderJson, withEncodedCopies, type BodyEncoder, type RenderedJson } from './rendered-json.js';
 import { withSharedTier, type SharedTier } from './shared-tier.js';
 import { addSummary, compacted, createTextStore, documentOf, search, worthCompacting } from './text-index.js';
 
-/** `T` is the envelope its body serializes (type only, for `hc<AppType>`). */
 export interface PublicRead<T = unknown> {
   rendered: RenderedJson;
   state: CacheState;
@@ -30,20 +28,16 @@ export interface PublicRead<T = unknown> {
   readonly envelope?: T;
 }
 
-export interface PublicReadsOptions {
+export interface PublicReadsOptions extends Pick<ReadThroughCacheOptions<CachedValue>, 'now' | 'onLoadError' | 'onTooLarge' | 'metrics'> {
   upstream: UpstreamClient;
-  now: () => number;
   policies: Pick<CachePolicies, 'archive' | 'issue' | 'categories'>;
   maxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
   archiveResyncSeconds?: number;
-  onLoadError?: (key: string, error: unknown) => void;
-  onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
   sharedCache?: SharedTier;
   readBudget?: ReadBudget;
   indexRefreshMinIntervalMs?: number;
-  metrics?: Metrics;
   encodeBody?: BodyEncoder;
   spells?: Pick<FailureSpells, 'loaded' | 'affectedRead'>;
 }
@@ -78,15 +72,18 @@ export function createIndexRenders(maxBytes: number) {
 
 const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
 
-// A scan of unknown slugs costs the upstream nothing (docs/contract.md "Availability under abuse"). A slug a complete index lacks may
-// only be newer than it, which one refresh settles; 'unknown': only the upstream can tell, by slug.
-export function createSlugLookup<C>(options: {
+// A slug a complete index lacks may only be newer than it, which one refresh settles (docs/contract.md "Availability under abuse").
+export function createSlugLookup<C>({
+  read,
+  refresh,
+  now,
+  minRefreshIntervalMs,
+}: {
   read: (context: C) => Promise<IndexCopy | undefined>;
   refresh: (context: C) => Promise<IndexCopy | undefined>;
   now: () => number;
   minRefreshIntervalMs: number;
 }) {
-  const { read, refresh, now, minRefreshIntervalMs } = options;
   let refreshing: Promise<IndexCopy | undefined> | undefined;
   let lastRefreshAt = Number.NEGATIVE_INFINITY;
 
@@ -127,6 +124,11 @@ const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.new
 const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
 const indexOf = (value: CachedValue | undefined) => (value?.kind === 'archive' ? value : undefined);
 
+// A load's own reads: it has asked its request for both already.
+type Loading = { waitUntil: WaitUntil | undefined; client: string | undefined };
+const LOADING: Requester<Loading> = { waitUntil: (loading) => loading.waitUntil, client: (loading) => loading.client };
+type Caller = { request: unknown; requester: Requester<unknown> | undefined };
+
 export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
   const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
@@ -164,7 +166,6 @@ export function createPublicReads(options: PublicReadsOptions) {
     metrics: options.metrics,
   });
   const pages = createIndexRenders(budget.renderedPages);
-  // Made once per query object (the routes' are remembered per query string, and frozen).
   const pageKeys = new WeakMap<ArchiveQuery, string>();
   const pageKeyOf = (query: ArchiveQuery) => {
     let key = pageKeys.get(query);
@@ -262,7 +263,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       validators: prior.sync.head,
       order,
     });
-    // Stamped when the upstream answered (a read of many pages can outlast a short TTL).
     if (head.unchanged) return { kind: 'archive', index: prior, fetchedAt: now() };
     const placed = head.anchored && head.inOrder ? placeHead(prior.sync.listing, head.ids, head.dropped.ids) : undefined;
     if (placed === undefined) return undefined;
@@ -317,7 +317,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       store,
       reduceRow(row: UpstreamIssue): KeptRow {
         const source = { id: row.id, updatedAt: row.updatedAt ?? null };
-        // Re-checked here: a leaky upstream must not leak through us.
         if (!allowList.isPublicIssue(row)) return { summary: undefined, source };
         const listed = allowList.toIssueSummary(row);
         const version = row.updatedAt ?? undefined;
@@ -359,10 +358,9 @@ export function createPublicReads(options: PublicReadsOptions) {
   const loadArchive = withSharedCopy(loadArchiveFromUpstream, rules.archive);
 
   const readArchive = (waitUntil: WaitUntil | undefined, client: string | undefined, forceRefresh = false) =>
-    cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client: () => client, forceRefresh });
+    cache.read(ARCHIVE_KEY, loadArchive, { waitUntil, client }, LOADING, forceRefresh);
 
   async function loadCategoriesFromUpstream(_key: string, waitUntil: WaitUntil | undefined, client?: string) {
-    // Both settled before answering: a failure of one does not leave the other running unseen.
     const [categoriesRead, archiveRead] = await Promise.allSettled([upstream.listCategories(), readArchive(waitUntil, client)]);
     if (categoriesRead.status === 'rejected') throw categoriesRead.reason;
     if (archiveRead.status === 'rejected') throw archiveRead.reason;
@@ -418,7 +416,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       if (issue === undefined || !allowList.isPublicIssue(issue) || issue.slug !== slug) return gone(slug);
       const letter = typeof issue.contentHtml === 'string' ? issue.contentHtml : undefined;
       const minutes = readingMinutesOf(letter === undefined ? 0 : countWords(letter));
-      // Its neighbours are the index's, read once for every issue when none is kept.
       const kept = index ?? indexOf((await Promise.resolve(readArchive(waitUntil, client)).catch(() => undefined))?.value);
       const neighbourIndex = kept?.index;
       if (letter !== undefined && neighbourIndex) addLetterToSearch(neighbourIndex, issue, letter);
@@ -479,21 +476,21 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
-  const lookUpSlug = createSlugLookup<{ waitUntil: WaitUntil | undefined; client: Visitor | undefined }>({
-    read: async ({ waitUntil, client }) =>
-      cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client })).value) : undefined,
+  const lookUpSlug = createSlugLookup<Caller>({
+    read: async ({ request, requester }) =>
+      cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, request, requester)).value) : undefined,
     // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
-    refresh: async ({ waitUntil, client }) => {
+    refresh: async ({ request, requester }) => {
       const startedAt = now();
-      const { value } = await cache.read(ARCHIVE_KEY, loadArchiveFromUpstream, waitUntil, { client, forceRefresh: true });
+      const { value } = await cache.read(ARCHIVE_KEY, loadArchiveFromUpstream, request, requester, true);
       return value?.kind === 'archive' && value.fetchedAt >= startedAt ? value : undefined;
     },
     now,
     minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
   });
 
-  function archiveIndex(waitUntil: WaitUntil | undefined, client?: Visitor) {
-    return andThen(cache.read(ARCHIVE_KEY, loadArchive, waitUntil, { client }), indexReadOf);
+  function archiveIndex<R>(request?: R, requester?: Requester<R>) {
+    return andThen(cache.read(ARCHIVE_KEY, loadArchive, request, requester), indexReadOf);
   }
   function indexReadOf({ value, state }: ReadResult<CachedValue>) {
     if (value?.kind !== 'archive') throw noIndex();
@@ -507,43 +504,45 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   // A copy the index shows edited since is read again now, not served while it refreshes.
-  const readIssue = (key: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined, forceRefresh: boolean) =>
-    andThen(andThen(cache.read(key, loadIssue, waitUntil, { client, forceRefresh }), publicReadOf<IssueBody>), foundOrNoSuchIssue);
+  const readIssue = (key: string, request: unknown, requester: Requester<unknown> | undefined, forceRefresh: boolean) =>
+    andThen(andThen(cache.read(key, loadIssue, request, requester, forceRefresh), publicReadOf<IssueBody>), foundOrNoSuchIssue);
   const foundOrNoSuchIssue = (found: PublicRead<IssueBody> | undefined) => found ?? Promise.reject(noSuchIssue());
   const categoriesReadOf = (result: ReadResult<CachedValue>) => publicReadOf<CategoriesBody>(result)!;
 
-  function issue(slug: string, waitUntil: WaitUntil | undefined, client: Visitor | undefined): MaybePromise<PublicRead<IssueBody>> {
+  function issue(slug: string, request: unknown, requester: Requester<unknown> | undefined): MaybePromise<PublicRead<IssueBody>> {
     const key = ISSUE_KEY_PREFIX + slug;
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);
     if (copy !== undefined || cache.has(key)) {
       const verdict = indexSays(slug, copy);
-      return verdict === 'dropped' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, verdict === 'edited');
+      return verdict === 'dropped' ? Promise.reject(noSuchIssue()) : readIssue(key, request, requester, verdict === 'edited');
     }
-    return lookUpSlug(slug, { waitUntil, client }).then((found) =>
-      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(key, waitUntil, client, indexSays(slug, cache.peek(key)) === 'edited'),
+    return lookUpSlug(slug, { request, requester }).then((found) =>
+      found === 'absent'
+        ? Promise.reject(noSuchIssue())
+        : readIssue(key, request, requester, indexSays(slug, cache.peek(key)) === 'edited'),
     );
   }
 
   const freshIndex = (value: CachedValue | undefined) => (value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? value : undefined);
   const readFresh = async (load: Loader<CachedValue>) =>
-    freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, { forceRefresh: true })).value);
+    freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, undefined, true)).value);
 
   return {
-    archiveIndex: (waitUntil?: WaitUntil, client?: Visitor) => counted(archiveIndex(waitUntil, client)),
+    archiveIndex: <R>(request?: R, requester?: Requester<R>) => counted(archiveIndex(request, requester)),
 
-    // No closure on a synchronous read: a fresh hit makes none.
-    archivePage(query: ArchiveQuery, waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<ArchivePageBody>> {
-      const read = counted(archiveIndex(waitUntil, client));
+    archivePage<R>(query: ArchiveQuery, request?: R, requester?: Requester<R>): MaybePromise<PublicRead<ArchivePageBody>> {
+      const read = counted(archiveIndex(request, requester));
       return read instanceof Promise ? read.then((settled) => pageOf(settled, query)) : pageOf(read, query);
     },
 
-    issue: (slug: string, waitUntil?: WaitUntil, client?: Visitor) => counted(issue(slug, waitUntil, client)),
+    issue: <R>(slug: string, request?: R, requester?: Requester<R>) => counted(issue(slug, request, requester)),
 
     /** Into this cache and the shared tier (a Workers Cron Trigger). */
     async refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }> {
-      const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), waitUntil, { forceRefresh: true });
-      const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), waitUntil, { forceRefresh: true });
+      const loading = { waitUntil, client: undefined };
+      const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), loading, LOADING, true);
+      const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), loading, LOADING, true);
       if (archive.state === 'STALE' || categories.state === 'STALE')
         throw new Error('the upstream refresh failed; the copies stay as they were');
       const index = indexOf(archive.value);
@@ -556,7 +555,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       const kept = freshIndex(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
       if (sharedCache) {
-        // Asked first: a stale shared copy would start a refresh behind the answer besides this one.
         const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
         if (entry !== undefined && archiveFresh(entry.fetchedAt)) return readFresh(loadArchive);
         if (!mayReadUpstream) return undefined;
@@ -564,8 +562,8 @@ export function createPublicReads(options: PublicReadsOptions) {
       return readFresh(publishing(loadArchiveFromUpstream));
     },
 
-    categories: (waitUntil?: WaitUntil, client?: Visitor): MaybePromise<PublicRead<CategoriesBody>> =>
-      counted(andThen(cache.read(CATEGORIES_KEY, loadCategories, waitUntil, { client }), categoriesReadOf)),
+    categories: <R>(request?: R, requester?: Requester<R>): MaybePromise<PublicRead<CategoriesBody>> =>
+      counted(andThen(cache.read(CATEGORIES_KEY, loadCategories, request, requester), categoriesReadOf)),
 
     stats() {
       const [renderedPages, renderedPageBytes] = pages.stats();

@@ -8,7 +8,6 @@ interface ReadBudgetOptions {
   onExhausted?: (scope: Scope) => void;
 }
 
-/** A 503 UPSTREAM_UNAVAILABLE with Retry-After, or the stale copy where one exists. */
 export class ReadBudgetExceeded extends UpstreamError {
   constructor(retryAfterSeconds: number) {
     super('rate_limited', 'the read budget for upstream calls is spent', { retryAfterSeconds });
@@ -21,15 +20,13 @@ type Scope = 'client' | 'total';
 type Bucket = { tokens: number; at: number; dry: boolean };
 
 const MAX_CLIENTS = 50_000;
-/** A bucket holds at most 15 seconds' worth of tokens. */
 const BURST_SHARE = 0.25;
 
 const bucketRule = (perMinute: number) => ({ capacity: Math.max(1, Math.ceil(perMinute * BURST_SHARE)), perMs: perMinute / 60_000 });
 
 export type ReadBudget = ReturnType<typeof createReadBudget>;
 
-// Cold upstream reads visitors may cause (docs/contract.md "Availability under abuse"): a token bucket per client IP and one for
-// everyone, so a scan cannot spend the upstream's rate limit that subscribing needs too.
+// A token bucket per client IP and one for everyone, so a scan cannot spend the upstream's rate limit (docs/contract.md).
 export function createReadBudget(options: ReadBudgetOptions) {
   const { now, onExhausted } = options;
   const rules = { total: bucketRule(options.totalPerMinute), client: bucketRule(options.perClientPerMinute) };

@@ -5,11 +5,13 @@ import { noopMetrics, type Metrics } from '../metrics.js';
 export const CACHE_STATES = ['HIT', 'MISS', 'STALE'] as const;
 export type CacheState = (typeof CACHE_STATES)[number];
 
-/** Workers' `waitUntil`: work that must outlive the response. */
 export type WaitUntil = (promise: Promise<unknown>) => void;
 
-/** The visitor's IP, asked only when a read loads. */
-export type Visitor = () => string | undefined;
+/** What a load needs of the request a read serves, asked only when it loads: the request passes as is, so a hit builds nothing. */
+export interface Requester<R> {
+  waitUntil(request: R): WaitUntil | undefined;
+  client(request: R): string | undefined;
+}
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -19,9 +21,6 @@ export function andThen<T, R>(value: MaybePromise<T>, next: (value: T) => MaybeP
 
 /** `undefined`: "does not exist" (removes any stale copy); `previous`: the copy it replaces, if one is kept. */
 export type Loader<V> = (key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: V) => Promise<V | undefined>;
-
-/** `forceRefresh`: load anew even when the copy is fresh; the old copy only on failure. */
-export type ReadOptions = { client?: Visitor | undefined; forceRefresh?: boolean };
 
 export type FreshnessRules = { ttlMs: number; staleWhileRevalidateMs: number; staleIfErrorMs: number };
 
@@ -83,8 +82,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
     return { value, staleAt: fetchedAt + rulesFor(key).ttlMs, size: sizeOf(value) };
   }
 
-  function startLoad(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, client: Visitor | undefined, stale?: Entry<V>) {
-    const loading = load(key, waitUntil, client?.(), stale?.value);
+  function startLoad<R>(key: string, load: Loader<V>, request: R, requester: Requester<R> | undefined, stale?: Entry<V>) {
+    const waitUntil = requester?.waitUntil(request);
+    const loading = load(key, waitUntil, requester?.client(request), stale?.value);
     // On Workers the isolate may be frozen once the response is sent: keep refreshes alive.
     waitUntil?.(loading.then(noop, noop));
     const loaded = loading.then(
@@ -122,7 +122,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
     return loaded;
   }
 
-  async function readThrough(key: string, load: Loader<V>, waitUntil: WaitUntil | undefined, readOptions: ReadOptions) {
+  async function readThrough<R>(key: string, load: Loader<V>, request: R, requester: Requester<R> | undefined, forceRefresh: boolean) {
     let current = lru.get(key);
     const time = now();
     const rules = rulesFor(key);
@@ -133,10 +133,10 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
     }
     let entry = current;
     if (current?.retryAt === undefined || time >= current.retryAt) {
-      const loading = loads.get(key) ?? startLoad(key, load, waitUntil, readOptions.client, current);
+      const loading = loads.get(key) ?? startLoad(key, load, request, requester, current);
       const backingOff = current?.refreshFailedAt !== undefined && time - current.refreshFailedAt < REFRESH_FAILURE_BACKOFF_MS;
       const answersStale =
-        current !== undefined && !readOptions.forceRefresh && (isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff);
+        current !== undefined && !forceRefresh && (isWithinStaleWhileRevalidate(current.staleAt, time, rules) || backingOff);
       if (!answersStale) entry = await (current === undefined ? loading : loading.catch(() => current));
     }
     const state: CacheState = entry !== undefined && !isFresh(entry.staleAt, now()) ? 'STALE' : 'MISS';
@@ -151,8 +151,9 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
   }
 
   return {
-    read(key: string, load: Loader<V>, waitUntil?: WaitUntil, readOptions: ReadOptions = {}): MaybePromise<ReadResult<V>> {
-      if (readOptions.forceRefresh !== true) {
+    /** `forceRefresh`: load anew even when the copy is fresh; the old copy only on failure. */
+    read<R>(key: string, load: Loader<V>, request?: R, requester?: Requester<R>, forceRefresh = false): MaybePromise<ReadResult<V>> {
+      if (!forceRefresh) {
         const entry = lru.get(key);
         if (entry !== undefined && isFresh(entry.staleAt, now())) {
           counters.hits += 1;
@@ -160,7 +161,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
           return { value: entry.value, state: 'HIT' };
         }
       }
-      return readThrough(key, load, waitUntil, readOptions);
+      return readThrough(key, load, request, requester, forceRefresh);
     },
     has: (key: string) => lru.peek(key) !== undefined,
     seed(key: string, value: V) {

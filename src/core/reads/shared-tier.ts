@@ -20,7 +20,6 @@ interface SharedTierOptions<V> {
   onRefreshError?: (key: string, error: unknown) => void;
 }
 
-// Asks the shared tier first, by the in-memory cache's rules, and stores what it loads for the others.
 export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>): Loader<V> {
   const { store, rules, now, encode, decode } = options;
   // The in-memory cache holds a copy handed back stale for 1 ms only: without this, every request would start its own refresh.
@@ -81,7 +80,6 @@ const FETCHED_AT_HEADER = 'X-Fetched-At';
 const FORMAT_VERSION = 'v1';
 
 // Keys become URLs under the upstream base URL and a digest of the API key: deployments share entries only when both are the same.
-// On `*.workers.dev` the Cache API stores nothing: this tier then just misses.
 export function createWorkersSharedCache(cache: Cache, options: { namespace: string; apiKey: string; maxAgeSeconds: number }): SharedTier {
   let prefix: Promise<string> | undefined;
   const urlOf = async (key: string) => {

@@ -5,7 +5,6 @@ import { FORMATS } from './archive-format.js';
 import { searchWords } from '../reads/letter-text.js';
 import { firstValue, parseOrThrow, preprocess, wholeNumber, type JsonSchemaWords } from '../validation.js';
 
-/** RFC 9110 §12.5.5: the archive's answer differs by Accept. */
 export const ARCHIVE_VARY = 'Accept';
 
 export const PAGE_SIZE = { min: 1, max: 100, fallback: 20 } as const;
@@ -32,7 +31,6 @@ export function createArchiveQuerySchema(maxOffset: number) {
     offset: wholeNumber(0, maxOffset, 0, firstValue),
     category: preprocess(firstValue, z.optional(z.string().check(z.regex(SLUG_PATTERN, { error: `category ${SLUG_RULE}` })))),
     format: preprocess(firstValue, z.optional(z.enum(FORMATS, { error: `format must be one of ${FORMATS.join(', ')}` }))),
-    // Counted in code points, as a reader types them; an empty one is the whole archive.
     q: z.optional(z.pipe(preprocess(firstValue, z.optional(searchText)), z.transform(toSearch))),
   });
 }

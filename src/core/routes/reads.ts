@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono';
 import { ApiError } from '../http/errors.js';
 import type { Pipeline } from '../http/pipeline.js';
 import { createReadReplies, waitUntilOf } from '../http/read-reply.js';
+import type { Requester } from '../reads/read-through-cache.js';
 import type { RequestHeader } from '../http/request-header.js';
 import type { HeaderRules } from '../http/response-headers.js';
 import type { ArchiveFeeds } from '../reads/archive-feeds.js';
@@ -11,7 +12,6 @@ import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
 
-/** The archive query as `hc` sends it: text, `format` left out (the typed client reads JSON). */
 type ArchiveQueryInput = { [Parameter in Exclude<keyof ArchiveRequest, 'format'>]?: string };
 type ArchiveInput = { in: { query: ArchiveQueryInput }; out: { query: ArchiveRequest } };
 
@@ -21,7 +21,6 @@ export function createReadRoutes(options: {
   policies: CachePolicies;
   archiveQueries: ArchiveQueries;
   feeds: ArchiveFeeds | undefined;
-  /** Charged for the upstream reads the request causes (asked only then). */
   clientIp: (c: Context) => string | undefined;
   requestHeader: RequestHeader;
   pipeline: Pipeline;
@@ -33,7 +32,8 @@ export function createReadRoutes(options: {
   const feedReplies = (format: 'atom' | 'rss') => replies('archive', `${MEDIA_TYPES[format]}; charset=utf-8`, ARCHIVE_VARY);
   const sendFeed = { atom: feedReplies('atom'), rss: feedReplies('rss') };
 
-  const charged = (c: Context) => () => clientIp(c);
+  // Made once: a read asks it of the request only when it loads.
+  const requester: Requester<Context> = { waitUntil: waitUntilOf, client: clientIp };
 
   return new Hono()
     .get(
@@ -43,9 +43,9 @@ export function createReadRoutes(options: {
         const at = url.indexOf('?');
         const query = archiveQueries.validate(at === -1 ? '' : url.slice(at + 1), () => c.req.queries());
         const format = negotiateFormat(c, query.format, requestHeader(c, 'accept'));
-        if (format === 'json') return reads.archivePage(query, waitUntilOf(c), charged(c));
+        if (format === 'json') return reads.archivePage(query, c, requester);
         if (!feeds) throw new ApiError('NOT_FOUND', { message: 'Feeds are off: this service has no SITE_ISSUE_URL to link issues to.' });
-        return feeds.feed(query, format, waitUntilOf(c)).then((read) => {
+        return feeds.feed(query, format, c, requester).then((read) => {
           c.set('cacheState', read.state);
           c.set('staleReason', read.staleReason);
           return sendFeed[format](c, read, requestId);
@@ -58,13 +58,11 @@ export function createReadRoutes(options: {
         // Percent-decoded by Hono, so `%2F` or `%2E%2E` fail the pattern; a double encoding keeps a `%`.
         const slug = c.req.param('slug');
         if (!SLUG_PATTERN.test(slug)) throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
-        return reads.issue(slug, waitUntilOf(c), charged(c));
+        return reads.issue(slug, c, requester);
       }),
     )
     .get(
       '/categories',
-      pipeline.read('/api/categories', replies('categories'), (c: Context<{}, '/categories'>) =>
-        reads.categories(waitUntilOf(c), charged(c)),
-      ),
+      pipeline.read('/api/categories', replies('categories'), (c: Context<{}, '/categories'>) => reads.categories(c, requester)),
     );
 }

@@ -25,7 +25,6 @@ import { redirectTarget, refusedOriginReply, reply, returnToPage, type Subscribe
 import { createAlertWebhook, createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 
-/** In place of the in-process defaults (Redis, the Workers binding). */
 export interface SubscribeDeps {
   rateLimiter?: RateLimiter | undefined;
   repeatGuard?: RepeatGuard | undefined;
