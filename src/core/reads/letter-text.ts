@@ -95,14 +95,12 @@ const WORD = /[\p{L}\p{N}]+/gu;
 
 export function searchWords(text: string): string[] {
   const words: string[] = [];
-  scanWords(text, {
-    ascii: (start, end, upper, apostrophe) => words.push(asciiWord(text, start, end, upper, apostrophe)),
-    other: (word) => words.push(word),
-  });
+  scanWords(text, (source, start, end, upper, apostrophe) => words.push(wordAt(source, start, end, upper, apostrophe)));
   return words;
 }
 
-type WordSink = { ascii(start: number, end: number, upper: boolean, apostrophe: boolean): void; other(word: string): void };
+/** A word as `source.slice(start, end)`, seen without making it; a folded word beyond ASCII comes as a `source` of its own. */
+type WordSink = (source: string, start: number, end: number, upper: boolean, apostrophe: boolean) => void;
 
 export function scanWords(text: string, sink: WordSink): void {
   let start = -1;
@@ -125,7 +123,7 @@ export function scanWords(text: string, sink: WordSink): void {
     }
     if (start < 0) continue;
     if (foreign) foldedWords(text.slice(start, at), sink);
-    else sink.ascii(start, at, upper, apostrophe);
+    else sink(text, start, at, upper, apostrophe);
     start = -1;
     upper = false;
     apostrophe = false;
@@ -133,7 +131,7 @@ export function scanWords(text: string, sink: WordSink): void {
   }
 }
 
-export function asciiWord(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
+export function wordAt(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
   const run = text.slice(start, end);
   const word = apostrophe ? run.replace(APOSTROPHES, '') : run;
   const cut = word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word;
@@ -154,15 +152,14 @@ function foldedWords(run: string, sink: WordSink): void {
     .toLowerCase()
     .replace(FOLDABLE, (letter) => FOLDS[letter] ?? letter)
     .replace(INNER_APOSTROPHE, '');
-  for (const word of folded.match(WORD) ?? []) sink.other(word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word);
+  for (const word of folded.match(WORD) ?? []) sink(word, 0, word.length, false, false);
 }
 
 export const readingMinutesOf = (words: number) => Math.max(1, Math.round(words / WORDS_PER_MINUTE));
 
 export function countWords(html: string): number {
   let count = 0;
-  const counted = () => void (count += 1);
-  scanWords(visibleText(html), { ascii: counted, other: counted });
+  scanWords(visibleText(html), () => void (count += 1));
   return count;
 }
 

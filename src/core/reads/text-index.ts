@@ -1,6 +1,6 @@
 import type { IssueSummary } from '../public-shapes.js';
 import * as z from '../zod.js';
-import { MAX_WORD_LENGTH, asciiWord, hashOf, scanWords, searchWords, spells, visibleText } from './letter-text.js';
+import { MAX_WORD_LENGTH, hashOf, scanWords, searchWords, spells, visibleText, wordAt } from './letter-text.js';
 
 // Each word's slots packed as gaps in variable-length bytes (docs/contract.md "Search"); slots added since the last packing
 // keep a word list each until a whole read compacts the store.
@@ -46,7 +46,7 @@ function createDictionary() {
     size: () => words.length,
     add: (word: string) => find(word, 0, word.length, () => word)!,
     addRun: (text: string, start: number, end: number, upper: boolean) =>
-      find(text, start, end, () => asciiWord(text, start, end, upper, false))!,
+      find(text, start, end, () => wordAt(text, start, end, upper, false))!,
     matching(prefix: string): number[] {
       if (prefix.length < MIN_PREFIX_LENGTH) {
         const whole = find(prefix, 0, prefix.length);
@@ -98,21 +98,15 @@ function numbersOfText(store: TextStore, text: string, found: number[]): number 
   let count = 0;
   // Room for every new word the text could add (a character and a separator each).
   const marks = marksOf(store, (text.length >>> 1) + 1);
-  const seen = (number: number) => {
+  scanWords(text, (source, start, end, upper, apostrophe) => {
+    const number =
+      apostrophe || end - start > MAX_WORD_LENGTH
+        ? dictionary.add(wordAt(source, start, end, upper, apostrophe))
+        : dictionary.addRun(source, start, end, upper);
     count += 1;
     if (marks[number] === 1) return;
     marks[number] = 1;
     found.push(number);
-  };
-  scanWords(text, {
-    ascii(start, end, upper, apostrophe) {
-      seen(
-        apostrophe || end - start > MAX_WORD_LENGTH
-          ? dictionary.add(asciiWord(text, start, end, upper, apostrophe))
-          : dictionary.addRun(text, start, end, upper),
-      );
-    },
-    other: (word) => seen(dictionary.add(word)),
   });
   return count;
 }
