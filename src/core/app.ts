@@ -18,8 +18,7 @@ import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes, type SubscribeDeps } from './routes/subscribe.js';
 import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
 import { UpstreamError } from './upstream/transport.js';
-import { createArchiveWatch, type ArchiveWatchOptions } from './watch/archive-watch.js';
-import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
+import { createArchiveWatch, createDeployHook, describeHookUrl, type ArchiveWatchOptions } from './watch/archive-watch.js';
 
 type SubscribeOptions = Parameters<typeof createSubscribeRoutes>[0];
 

@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { archiveValue, type ArchiveIndex } from '../../src/core/reads/cached-value.js';
 import type { IssueSummary } from '../../src/core/public-shapes.js';
-import { changesBetween, mergeChanges, snapshotOf } from '../../src/core/watch/archive-watch.js';
-import { deployHookBody, describeHookUrl, MAX_NAMED_CHANGES } from '../../src/core/watch/deploy-hook.js';
+import {
+  changesBetween,
+  deployHookBody,
+  describeHookUrl,
+  MAX_NAMED_CHANGES,
+  mergeChanges,
+  snapshotOf,
+} from '../../src/core/watch/archive-watch.js';
 
 const summary = (slug: string, subject = `About ${slug}`): IssueSummary => ({
   slug,
