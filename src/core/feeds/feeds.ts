@@ -6,10 +6,7 @@ const ENTITIES: Readonly<Record<string, string>> = { '&': '&amp;', '<': '&lt;', 
 
 export const xmlText = (value: string) => value.replace(FORBIDDEN_XML_CHARS, '').replace(/[&<>"']/g, (char) => ENTITIES[char]!);
 
-export function xmlElement(name: string, text: string, attributes: Readonly<Record<string, string>> = {}): string {
-  const attributeText = Object.entries(attributes).map(([key, value]) => ` ${key}="${xmlText(value)}"`);
-  return `<${name}${attributeText.join('')}>${xmlText(text)}</${name}>`;
-}
+export const xmlElement = (name: string, text: string) => `<${name}>${xmlText(text)}</${name}>`;
 
 /** Every URL absolute; `updated` from the data, never the clock (equal input, equal bytes). */
 export interface FeedOptions {
@@ -28,10 +25,12 @@ export function issueUpdatedAt(issue: Pick<IssueSummary, 'sentAt' | 'updatedAt'>
   return known.length === 0 ? null : new Date(Math.max(...known)).toISOString();
 }
 
-export function latestUpdate(issues: readonly IssueSummary[], fallback: string): string {
-  const dates = issues.map(issueUpdatedAt).filter((date) => date !== null);
-  return dates.sort().at(-1) ?? fallback;
-}
+export const latestUpdate = (issues: readonly IssueSummary[], fallback: string): string =>
+  issues
+    .map(issueUpdatedAt)
+    .filter((date) => date !== null)
+    .sort()
+    .at(-1) ?? fallback;
 
 export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
   return [
@@ -54,12 +53,12 @@ export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOpt
 // An issue without a date gets the feed's (<updated> is required, §4.1.2).
 const atomEntry = (issue: IssueSummary, url: string, updated: string) => [
   '  <entry>',
-  `    ${xmlElement('title', issue.subject, { type: 'text' })}`,
+  `    <title type="text">${xmlText(issue.subject)}</title>`,
   `    <link rel="alternate" type="text/html" href="${xmlText(url)}"/>`,
   `    ${xmlElement('id', url)}`,
   ...(issue.sentAt ? [`    ${xmlElement('published', issue.sentAt)}`] : []),
   `    ${xmlElement('updated', updated)}`,
-  ...(issue.previewText ? [`    ${xmlElement('summary', issue.previewText, { type: 'text' })}`] : []),
+  ...(issue.previewText ? [`    <summary type="text">${xmlText(issue.previewText)}</summary>`] : []),
   ...(issue.category ? [`    <category term="${xmlText(issue.category.slug)}" label="${xmlText(issue.category.name)}"/>`] : []),
   '  </entry>',
 ];
@@ -88,7 +87,7 @@ const rssItem = (issue: IssueSummary, url: string) => [
   '    <item>',
   `      ${xmlElement('title', issue.subject)}`,
   `      ${xmlElement('link', url)}`,
-  `      ${xmlElement('guid', url, { isPermaLink: 'true' })}`,
+  `      <guid isPermaLink="true">${xmlText(url)}</guid>`,
   ...(issue.sentAt ? [`      ${xmlElement('pubDate', rfc822(issue.sentAt))}`] : []),
   ...(issue.previewText ? [`      ${xmlElement('description', issue.previewText)}`] : []),
   ...(issue.category ? [`      ${xmlElement('category', issue.category.name)}`] : []),

@@ -53,7 +53,6 @@ export const compareByName = (a: PublicCategory, b: PublicCategory) =>
 const bySlug = (a: { slug: string }, b: { slug: string }) => (a.slug < b.slug ? -1 : a.slug > b.slug ? 1 : 0);
 
 function isoDateOrNull(value: string | null | undefined): string | null {
-  if (!value) return null;
-  const time = Date.parse(value);
+  const time = Date.parse(value ?? '');
   return Number.isNaN(time) ? null : new Date(time).toISOString();
 }
