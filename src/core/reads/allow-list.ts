@@ -11,13 +11,8 @@ export function isPublicIssue(issue: UpstreamIssue): issue is UpstreamIssue & { 
 
 export const toPublicCategory = (category: UpstreamCategory): PublicCategory => ({ name: category.name, slug: category.slug });
 
-/** A category whose slug breaks the slug rule is dropped: a link to it could never resolve. */
-function linkableCategory(issue: UpstreamIssue): PublicCategory | null {
-  const category = issue.category ?? issue.categories?.[0] ?? null;
-  return category && SLUG_PATTERN.test(category.slug) ? toPublicCategory(category) : null;
-}
-
 export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingMinutes: number | null = null): IssueSummary {
+  const category = issue.category ?? issue.categories?.[0] ?? null;
   return {
     slug: issue.slug,
     subject: issue.subject,
@@ -26,7 +21,8 @@ export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingM
     thumbnailUrl: parseHttpUrl(issue.thumbnailUrl)?.href ?? null,
     sentAt: isoDateOrNull(issue.sentAt),
     updatedAt: isoDateOrNull(issue.updatedAt),
-    category: linkableCategory(issue),
+    // A category whose slug breaks the slug rule is dropped: a link to it could never resolve.
+    category: category && SLUG_PATTERN.test(category.slug) ? toPublicCategory(category) : null,
     readingMinutes,
   };
 }

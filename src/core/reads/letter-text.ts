@@ -133,9 +133,8 @@ export function scanWords(text: string, sink: WordSink): void {
 
 export function wordAt(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
   const run = text.slice(start, end);
-  const word = apostrophe ? run.replace(APOSTROPHES, '') : run;
-  const cut = word.length > MAX_WORD_LENGTH ? word.slice(0, MAX_WORD_LENGTH) : word;
-  return upper ? cut.toLowerCase() : cut;
+  const word = (apostrophe ? run.replace(APOSTROPHES, '') : run).slice(0, MAX_WORD_LENGTH);
+  return upper ? word.toLowerCase() : word;
 }
 
 const APOSTROPHES = /['’ʼ]/g;

@@ -1,6 +1,4 @@
-export type ContentCoding = 'br' | 'gzip';
-
-export type EncodedCopy = { coding: ContentCoding; body: Uint8Array<ArrayBuffer>; etag: string };
+export type EncodedCopy = { coding: 'br' | 'gzip'; body: Uint8Array<ArrayBuffer>; etag: string };
 
 /** Serialized once, with its strong ETag and compressed copies (best first): a cache hit only copies bytes. */
 export interface RenderedJson {
@@ -22,7 +20,7 @@ function renderedOf(bytes: Uint8Array<ArrayBuffer>, etag: string, encoded?: read
   };
 }
 
-export type BodyEncoder = (body: string) => Promise<{ coding: ContentCoding; body: Uint8Array<ArrayBuffer> }[]>;
+export type BodyEncoder = (body: string) => Promise<Omit<EncodedCopy, 'etag'>[]>;
 
 export const renderJson = (envelope: unknown, encode?: BodyEncoder) => renderBody(JSON.stringify(envelope), encode);
 
@@ -53,7 +51,6 @@ export function renderedBytes(rendered: RenderedJson): number {
 
 export async function strongEtag(body: string | Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', typeof body === 'string' ? new TextEncoder().encode(body) : body);
-  let binary = '';
-  for (const byte of new Uint8Array(digest).subarray(0, 18)) binary += String.fromCharCode(byte);
+  const binary = String.fromCharCode(...new Uint8Array(digest, 0, 18));
   return `"${btoa(binary).replace(/\+/g, '-').replace(/\//g, '_')}"`;
 }

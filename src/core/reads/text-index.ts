@@ -53,16 +53,15 @@ function createDictionary() {
         return whole === undefined ? [] : [whole];
       }
       if (sorted?.length !== words.length) sorted = Uint32Array.from(words.keys()).sort((a, b) => (words[a]! < words[b]! ? -1 : 1));
-      const order = sorted;
       let low = 0;
-      let high = order.length;
+      let high = sorted.length;
       while (low < high) {
         const middle = (low + high) >>> 1;
-        if (words[order[middle]!]! < prefix) low = middle + 1;
+        if (words[sorted[middle]!]! < prefix) low = middle + 1;
         else high = middle;
       }
       const found: number[] = [];
-      for (let at = low; at < order.length && words[order[at]!]!.startsWith(prefix); at += 1) found.push(order[at]!);
+      for (let at = low; at < sorted.length && words[sorted[at]!]!.startsWith(prefix); at += 1) found.push(sorted[at]!);
       return found;
     },
     wordOf: (number: number) => words[number]!,
@@ -141,10 +140,8 @@ function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) =
   for (let at = offsets[word]!, end = offsets[word + 1]!; at < end; at += 1) {
     const byte = bytes[at]!;
     gap += (byte & 0x7f) * 2 ** shift;
-    if (byte & 0x80) {
-      shift += 7;
-      continue;
-    }
+    shift += 7;
+    if (byte & 0x80) continue;
     slot += gap;
     visit(slot);
     gap = 0;
@@ -264,9 +261,8 @@ type EncodedTextIndex = z.infer<typeof EncodedTextIndexSchema>;
 export function encodeTextIndex(text: TextIndex): EncodedTextIndex {
   const { store, slots } = worthCompacting(text) ? compacted(text) : text;
   const slugOf = new Map([...slots].map(([slug, slot]) => [slot, slug]));
-  const words = Array.from({ length: store.dictionary.size() }, (_, number) => store.dictionary.wordOf(number)).join('\n');
   return {
-    words,
+    words: Array.from({ length: store.dictionary.size() }, (_, number) => store.dictionary.wordOf(number)).join('\n'),
     offsets: numbersToBase64(store.packed.offsets),
     postings: toBase64(store.packed.bytes),
     docs: store.docs.map((doc, slot) => [slugOf.get(slot)!, doc.version, numbersToBase64(doc.subject), doc.letterWords]),
