@@ -38,9 +38,9 @@ export function visibleText(html: string): string {
     const name = tagName(html, open + 1);
     at = close + 1;
     if (name === undefined) {
-      // `<` that opens no tag (`a < b`) is text.
+      // `<` that opens no tag (`a < b`) is text; a letter after it would have made a name.
       const next = html.charCodeAt(open + 1);
-      if (!(isAsciiLetter(next) || next === 0x2f || next === 0x21 || next === 0x3f)) {
+      if (next !== 0x2f && next !== 0x21 && next !== 0x3f) {
         parts.push('<');
         at = open + 1;
       }

@@ -154,11 +154,10 @@ export function compacted(text: TextIndex): TextIndex {
   const newSlot = new Int32Array(store.docs.length).fill(-1);
   const kept = [...new Set(text.slots.values())].sort((a, b) => a - b);
   for (const [at, slot] of kept.entries()) newSlot[slot] = at;
-  const lists: number[][] = Array.from({ length: store.dictionary.size() }, () => []);
-  lists.forEach((list, word) => {
-    forEachPackedSlot(store.packed, word, (slot) => {
-      if (newSlot[slot]! >= 0) list.push(newSlot[slot]!);
-    });
+  const lists = Array.from({ length: store.dictionary.size() }, (_, word) => {
+    const list: number[] = [];
+    forEachPackedSlot(store.packed, word, (slot) => newSlot[slot]! >= 0 && list.push(newSlot[slot]!));
+    return list;
   });
   store.recent.forEach((words, i) => {
     const renumbered = newSlot[store.packed.slots + i]!;
@@ -188,8 +187,7 @@ export function compacted(text: TextIndex): TextIndex {
     const doc = store.docs[slot]!;
     return { ...doc, subject: Uint32Array.from(doc.subject, (word) => wordNumber[word]!).sort() };
   });
-  const slots = new Map<string, number>();
-  for (const [slug, slot] of text.slots) slots.set(slug, newSlot[slot]!);
+  const slots = new Map([...text.slots].map(([slug, slot]) => [slug, newSlot[slot]!]));
   return { store: packedStore(dictionary, docs, Uint32Array.from(offsets), bytes.slice(0, length)), slots };
 }
 
