@@ -110,17 +110,17 @@ function replaceOnce(html: string, slot: string | RegExp, replacement: string): 
 }
 
 function card(issue: IssueSummary): string {
-  const meta: string[] = [];
-  if (issue.sentAt)
-    meta.push(`<time datetime="${escapeHtml(issue.sentAt)}">${escapeHtml(dateFormat.format(new Date(issue.sentAt)))}</time>`);
-  if (issue.category)
-    meta.push(`<a href="?category=${encodeURIComponent(issue.category.slug)}" class="category">${escapeHtml(issue.category.name)}</a>`);
-  if (issue.readingMinutes) meta.push(`${issue.readingMinutes} min read`);
+  const meta = [
+    issue.sentAt && `<time datetime="${escapeHtml(issue.sentAt)}">${escapeHtml(dateFormat.format(new Date(issue.sentAt)))}</time>`,
+    issue.category &&
+      `<a href="?category=${encodeURIComponent(issue.category.slug)}" class="category">${escapeHtml(issue.category.name)}</a>`,
+    issue.readingMinutes && `${issue.readingMinutes} min read`,
+  ];
   const image = issue.thumbnailUrl ? `<img src="${escapeHtml(issue.thumbnailUrl)}" alt="" loading="lazy" decoding="async">` : '';
   return (
     `<li class="issue-card"><div class="thumb">${image}</div><div class="issue-text">` +
     `<h2><a href="issue.html?slug=${encodeURIComponent(issue.slug)}">${escapeHtml(issue.subject)}</a></h2>` +
-    `<p class="meta">${meta.join(' · ')}</p>` +
+    `<p class="meta">${meta.filter(Boolean).join(' · ')}</p>` +
     (issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` : '') +
     `</div></li>`
   );

@@ -99,10 +99,7 @@ function responseHeaders(): Record<string, Json> {
   });
   const text = { type: 'string' };
   const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
-  security['Content-Security-Policy'] = header(
-    { type: 'string', pattern: "frame-ancestors 'none'" },
-    "The API's; the demo site has its own.",
-  );
+  security['Content-Security-Policy'] = header({ type: 'string', pattern: "frame-ancestors 'none'" }, "The API's own.");
   const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
   return {
     'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, "This request's id, as in the access log."),
@@ -282,10 +279,7 @@ export function createOpenApiDocument(version: string): Json {
       },
       answers: {
         '200': { description: 'Accepted.', headers: headersOf(['Cache-Control-No-Store']), content: jsonOf('SubscribeBody') },
-        '303': {
-          description: 'A form post: back to its page with the outcome',
-          headers: headersOf(['Cache-Control-No-Store', 'Location']),
-        },
+        '303': { description: 'A form post: back to its page with the result', headers: headersOf(['Cache-Control-No-Store', 'Location']) },
       },
     }),
   };
