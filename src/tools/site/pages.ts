@@ -191,11 +191,7 @@ function metaLine(site: SiteIdentity, { sentAt, category, readingMinutes }: Issu
   return `<p class="meta">${parts.filter(Boolean).join(' · ')}</p>`;
 }
 
-export function renderIssuePage(
-  site: SiteIdentity,
-  issue: IssueDetail,
-  { newer, older }: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
-): string {
+export function renderIssuePage(site: SiteIdentity, issue: IssueDetail, { newer, older }: Pick<IssueDetail, 'newer' | 'older'>): string {
   const url = site.paths.absolute(issuePath(issue.slug));
   const letter = issue.contentHtml ? withoutLeadingTitle(sanitizeLetter(issue.contentHtml), issue.subject) : '';
   const description = truncate(issue.previewText || letterText(letter) || site.description, 160);
