@@ -208,7 +208,6 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
     return { post: { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers('') } }, ...rest };
   }
   const { ok, parameters, ...named } = operation;
-  const { content: _content, ...okHeaders } = ok;
   const all = [...pathParameters, ...parameters];
   const head = {
     operationId: `${named.operationId}Head`,
@@ -217,7 +216,7 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
     tags: ['reads'],
     parameters: all,
     responses: {
-      '200': { ...okHeaders, description: 'As GET, without the body.' },
+      '200': { description: 'As GET, without the body.', headers: ok.headers },
       '304': responseRef('NotModifiedHead'),
       ...errorAnswers('Head'),
     },
