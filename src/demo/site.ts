@@ -64,10 +64,8 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
     let body = new Uint8Array(await readFile(full));
     if (path === '/config.js' && turnstileSiteKey) {
       // The key is letters, digits, `_` and `-` (config checks it), so it is safe in a JS string.
-      const filled = new TextDecoder()
-        .decode(body)
-        .replace(SITE_KEY_LINE, `window.NEWSLETTER_TURNSTILE_SITE_KEY = ${JSON.stringify(turnstileSiteKey)};`);
-      body = new TextEncoder().encode(filled);
+      const line = `window.NEWSLETTER_TURNSTILE_SITE_KEY = ${JSON.stringify(turnstileSiteKey)};`;
+      body = new TextEncoder().encode(new TextDecoder().decode(body).replace(SITE_KEY_LINE, line));
     }
     const [type = 'application/octet-stream', text = false] = TYPES[extname(path)] ?? [];
     const etag = await strongEtag(body);
@@ -110,17 +108,17 @@ function replaceOnce(html: string, slot: string | RegExp, replacement: string): 
 }
 
 function card(issue: IssueSummary): string {
-  const meta: string[] = [];
-  if (issue.sentAt)
-    meta.push(`<time datetime="${escapeHtml(issue.sentAt)}">${escapeHtml(dateFormat.format(new Date(issue.sentAt)))}</time>`);
-  if (issue.category)
-    meta.push(`<a href="?category=${encodeURIComponent(issue.category.slug)}" class="category">${escapeHtml(issue.category.name)}</a>`);
-  if (issue.readingMinutes) meta.push(`${issue.readingMinutes} min read`);
+  const meta = [
+    issue.sentAt && `<time datetime="${escapeHtml(issue.sentAt)}">${escapeHtml(dateFormat.format(new Date(issue.sentAt)))}</time>`,
+    issue.category &&
+      `<a href="?category=${encodeURIComponent(issue.category.slug)}" class="category">${escapeHtml(issue.category.name)}</a>`,
+    issue.readingMinutes && `${issue.readingMinutes} min read`,
+  ];
   const image = issue.thumbnailUrl ? `<img src="${escapeHtml(issue.thumbnailUrl)}" alt="" loading="lazy" decoding="async">` : '';
   return (
     `<li class="issue-card"><div class="thumb">${image}</div><div class="issue-text">` +
     `<h2><a href="issue.html?slug=${encodeURIComponent(issue.slug)}">${escapeHtml(issue.subject)}</a></h2>` +
-    `<p class="meta">${meta.join(' · ')}</p>` +
+    `<p class="meta">${meta.filter(Boolean).join(' · ')}</p>` +
     (issue.previewText ? `<p class="preview">${escapeHtml(issue.previewText)}</p>` : '') +
     `</div></li>`
   );
@@ -136,11 +134,7 @@ function pagerHtml(q: string, page: number, pages: number): string {
   return `<nav class="pager" id="pager" aria-label="Archive pages"${pages > 1 ? '' : ' hidden'}>${newer}<span id="pager-position">Page ${page} of ${pages}</span>${older}</nav>`;
 }
 
-async function renderSearchPage(
-  template: string,
-  view: { q: string; page: string | undefined },
-  api: (path: string) => Promise<Response>,
-): Promise<string> {
+async function renderSearchPage(template: string, view: { q: string; page: string | undefined }, api: (path: string) => Promise<Response>) {
   const q = [...view.q.trim()].slice(0, MAX_SEARCH).join('');
   const pageNumber = /^\d{1,4}$/.test(view.page ?? '') ? Math.min(Math.max(Number(view.page), 1), MAX_PAGE) : 1;
   const title = ['The Field Notes', q ? `Search: ${q}` : 'Archive', pageNumber > 1 ? `page ${pageNumber}` : undefined]

@@ -10,13 +10,7 @@ import type { ReadOptions } from '../tools/site/read.js';
 export type { IssueNeighbour };
 
 /** The public fields without the HTML (`rendered.html`); fields a newer service adds are kept. */
-export type NewsletterIssueData = Omit<IssueDetail, 'contentHtml'> & {
-  updatedAt?: string | null;
-  readingMinutes?: number | null;
-  newer?: IssueNeighbour | null;
-  older?: IssueNeighbour | null;
-  [field: string]: unknown;
-};
+export type NewsletterIssueData = Omit<IssueDetail, 'contentHtml'> & { [field: string]: unknown };
 
 export interface NewsletterEntry {
   id: string;

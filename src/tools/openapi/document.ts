@@ -99,10 +99,7 @@ function responseHeaders(): Record<string, Json> {
   });
   const text = { type: 'string' };
   const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
-  security['Content-Security-Policy'] = header(
-    { type: 'string', pattern: "frame-ancestors 'none'" },
-    "The API's; the demo site has its own.",
-  );
+  security['Content-Security-Policy'] = header({ type: 'string', pattern: "frame-ancestors 'none'" }, "The API's own.");
   const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
   return {
     'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, "This request's id, as in the access log."),
@@ -211,7 +208,6 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
     return { post: { ...named, tags: ['subscribe'], parameters, requestBody, responses: { ...answers, ...errorAnswers('') } }, ...rest };
   }
   const { ok, parameters, ...named } = operation;
-  const { content: _content, ...okHeaders } = ok;
   const all = [...pathParameters, ...parameters];
   const head = {
     operationId: `${named.operationId}Head`,
@@ -220,7 +216,7 @@ function pathItem(path: string, operation: Operation & ({ ok: Json } | { request
     tags: ['reads'],
     parameters: all,
     responses: {
-      '200': { ...okHeaders, description: 'As GET, without the body.' },
+      '200': { description: 'As GET, without the body.', headers: ok.headers },
       '304': responseRef('NotModifiedHead'),
       ...errorAnswers('Head'),
     },
@@ -282,10 +278,7 @@ export function createOpenApiDocument(version: string): Json {
       },
       answers: {
         '200': { description: 'Accepted.', headers: headersOf(['Cache-Control-No-Store']), content: jsonOf('SubscribeBody') },
-        '303': {
-          description: 'A form post: back to its page with the outcome',
-          headers: headersOf(['Cache-Control-No-Store', 'Location']),
-        },
+        '303': { description: 'A form post: back to its page with the result', headers: headersOf(['Cache-Control-No-Store', 'Location']) },
       },
     }),
   };

@@ -78,9 +78,8 @@ async function main(): Promise<void> {
   await writeSite(values.out, files);
   const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);
   const pages = [...files.keys()].filter((path) => path.endsWith('.html')).length;
-  const ms = Math.round(performance.now() - started);
   const wrote = `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out}`;
-  process.stdout.write(`${wrote} in ${ms} ms\nsite digest: ${siteDigest(files)}\n`);
+  process.stdout.write(`${wrote} in ${Math.round(performance.now() - started)} ms\nsite digest: ${siteDigest(files)}\n`);
 }
 
 main().catch((error: unknown) => {

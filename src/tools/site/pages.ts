@@ -1,4 +1,5 @@
-import { xmlText } from '../../core/feeds/feeds.js';
+// One audited escape guards every page and feed: HTML forbids the same characters.
+import { xmlText as escapeHtml } from '../../core/feeds/feeds.js';
 import type { IssueDetail, IssueNeighbour, IssueSummary, PublicCategory } from '../../core/public-shapes.js';
 import { searchWords } from '../../core/reads/letter-text.js';
 import { SLUG_PATTERN } from '../../core/slug.js';
@@ -24,9 +25,6 @@ export const SEARCH_PATH = 'search/';
 export const FEED_PATH = 'feed.xml';
 export const fileOf = (path: string) => (path === '' || path.endsWith('/') ? `${path}index.html` : path);
 export const isSafeSegment = (slug: string) => SLUG_PATTERN.test(slug);
-
-// One audited escape guards every page and feed: HTML forbids the same characters.
-const escapeHtml = xmlText;
 
 export type SiteIdentity = { title: string; description: string; subscribeForm: string; paths: ReturnType<typeof createSitePaths> };
 
@@ -193,11 +191,7 @@ function metaLine(site: SiteIdentity, { sentAt, category, readingMinutes }: Issu
   return `<p class="meta">${parts.filter(Boolean).join(' · ')}</p>`;
 }
 
-export function renderIssuePage(
-  site: SiteIdentity,
-  issue: IssueDetail,
-  { newer, older }: { newer: IssueNeighbour | null; older: IssueNeighbour | null },
-): string {
+export function renderIssuePage(site: SiteIdentity, issue: IssueDetail, { newer, older }: Pick<IssueDetail, 'newer' | 'older'>): string {
   const url = site.paths.absolute(issuePath(issue.slug));
   const letter = issue.contentHtml ? withoutLeadingTitle(sanitizeLetter(issue.contentHtml), issue.subject) : '';
   const description = truncate(issue.previewText || letterText(letter) || site.description, 160);

@@ -74,11 +74,7 @@ export async function readPublication(options: ReadOptions): Promise<Publication
   return { issues, categories };
 }
 
-export async function mapWithConcurrency<T, R>(
-  items: readonly T[],
-  limit: number,
-  map: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
+export async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, map: (item: T, index: number) => Promise<R>) {
   const results: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
