@@ -26,7 +26,7 @@ describe('withEncodedCopies', () => {
       return [];
     };
     const rendered = await renderBody('short', keepsNothing);
-    expect(rendered.encoded).toBeUndefined();
+    expect(rendered.encoded).toEqual([]);
     expect(await withEncodedCopies(rendered, keepsNothing)).toBe(rendered);
     expect(bodies).toEqual(['short']);
   });

@@ -34,8 +34,8 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     record['X-Cache'] = read.state;
     if (read.ageSeconds !== undefined) record.Age = String(read.ageSeconds);
     // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5).
-    if (route.vary !== undefined || rendered.encoded)
-      record.Vary = [record.Vary, route.vary, rendered.encoded && 'Accept-Encoding'].filter(Boolean).join(', ');
+    const varies = Boolean(rendered.encoded?.length);
+    if (route.vary !== undefined || varies) record.Vary = [record.Vary, route.vary, varies && 'Accept-Encoding'].filter(Boolean).join(', ');
     if (status === 200) record['Content-Type'] = route.contentType;
     if (status === 200 && copy !== undefined) record['Content-Encoding'] = copy.coding;
     if (reusable && byOrigin === undefined) records[status].set(sent, new Map([[granted, record]]));
@@ -80,7 +80,7 @@ const MAX_CODINGS = 32;
 export function createCopyChooser() {
   const rememberedWeights = new Map<string, ReadonlyMap<string, number>>();
   return function chooseCopy(acceptEncoding: string | undefined, copies: readonly EncodedCopy[] | undefined): EncodedCopy | undefined {
-    if (copies === undefined || !acceptEncoding) return undefined;
+    if (!copies?.length || !acceptEncoding) return undefined;
     let weights = rememberedWeights.get(acceptEncoding);
     if (weights === undefined) {
       weights = weightsOf(acceptEncoding);

@@ -31,16 +31,12 @@ export async function renderBody(body: string, encode?: BodyEncoder): Promise<Re
 
 export const renderedWithEtag = (body: string, etag: string) => renderedOf(new TextEncoder().encode(body), etag);
 
-/** A body the encoder kept no copy of is not given to it again. */
-const encodedOnce = new WeakSet<RenderedJson>();
-
+/** `encoded` set, even empty (a body the encoder kept no copy of): not given to the encoder again. */
 export async function withEncodedCopies(rendered: RenderedJson, encode?: BodyEncoder): Promise<RenderedJson> {
-  if (encode === undefined || rendered.encoded !== undefined || encodedOnce.has(rendered)) return rendered;
+  if (encode === undefined || rendered.encoded !== undefined) return rendered;
   // Another representation, another strong ETag (RFC 9110 §8.8.3).
   const encoded = (await encode(rendered.body)).map((copy) => ({ ...copy, etag: `${rendered.etag.slice(0, -1)}-${copy.coding}"` }));
-  const withCopies = encoded.length === 0 ? rendered : renderedOf(rendered.bytes, rendered.etag, encoded);
-  encodedOnce.add(withCopies);
-  return withCopies;
+  return renderedOf(rendered.bytes, rendered.etag, encoded);
 }
 
 export function renderedBytes(rendered: RenderedJson): number {
