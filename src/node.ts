@@ -1,6 +1,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { parseConfig } from './core/config/config.js';
+import { parseConfig, secretsOf } from './core/config/config.js';
 import { createNodeClientIp } from './core/http/ip-address.js';
 import { headerOfIncoming } from './core/http/request-header.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
@@ -33,8 +33,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const secrets = [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl];
-  const log = createLogger({ write: writer.write, redact: secrets });
+  const log = createLogger({ write: writer.write, redact: secretsOf(env) });
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;
@@ -84,7 +83,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       holdOff: redis.holdOff,
     }),
     // With TURNSTILE_MODE=surge the form shows no widget until CAPTCHA_REQUIRED brings the key.
-    demoSite:
+    site:
       config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined, { api }) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),

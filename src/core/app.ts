@@ -29,11 +29,10 @@ export interface AppDeps
     Pick<PublicReadsOptions, 'sharedCache' | 'encodeBody'> {
   requestHeader?: RequestHeader;
   site?: MiddlewareHandler;
+  /** The build hook's; the upstream's is given to its client. */
+  fetch?: typeof globalThis.fetch;
   /** `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
-  archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & {
-    loadIndex?: boolean;
-    fetch?: typeof globalThis.fetch;
-  };
+  archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & { loadIndex?: boolean };
 }
 
 const TOO_LARGE_HINT = 'not cached, so read upstream every time: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES';
@@ -80,14 +79,14 @@ export function createApp(deps: AppDeps) {
   });
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
-  const { loadIndex = true, fetch: hookFetch, ...watch } = deps.archiveWatch ?? {};
+  const { loadIndex = true, ...watch } = deps.archiveWatch ?? {};
   const hookUrl = config.deployHookUrl;
   const archiveWatch =
     hookUrl === undefined
       ? undefined
       : createArchiveWatch({
           readIndex: (watching) => reads.freshArchiveIndex({ load: loadIndex, upstream: watching }),
-          callHook: createDeployHook({ url: hookUrl, fetch: hookFetch }),
+          callHook: createDeployHook({ url: hookUrl, fetch: deps.fetch }),
           hookLabel: describeHookUrl(hookUrl),
           ...watch,
           now,
@@ -145,10 +144,7 @@ export function createApp(deps: AppDeps) {
   // A request @hono/node-server cannot make a Request of: its 400 gets every answer's headers (docs/node-http.md).
   const refusing = createPipeline({ headerRules, logAccess, answerError, requestHeader: headerOfRequest });
   const badRequest = () => Promise.reject(new ApiError('BAD_REQUEST'));
-  const refusals = new Hono().all(
-    '*',
-    refusing.route(badRequest, () => undefined),
-  );
+  const refusals = new Hono().use(refusing.route(badRequest, () => undefined));
 
   return {
     app: routes,

@@ -1,14 +1,12 @@
-import type { MiddlewareHandler } from 'hono';
 import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from '../demo/sample-publication.js';
 import { createApp, type AppDeps } from './app.js';
 import type { Config } from './config/config.js';
 import { createUpstreamForConfig, type UpstreamForConfigDeps } from './upstream/configured-client.js';
 
 export interface RuntimeDeps
-  extends Omit<AppDeps, 'config' | 'upstream' | 'site' | 'log' | 'clientIp'>,
+  extends Omit<AppDeps, 'config' | 'upstream' | 'log' | 'clientIp'>,
     Required<Pick<AppDeps, 'log' | 'clientIp'>>,
-    Pick<UpstreamForConfigDeps, 'fetch' | 'holdOff'> {
-  demoSite?: MiddlewareHandler;
+    Pick<UpstreamForConfigDeps, 'holdOff'> {
   demoOrigin?: string;
 }
 
@@ -17,7 +15,7 @@ export function linkOriginOf(host: string, port: number): string {
   return `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${port}`;
 }
 
-/** The upstream goes back too: the Node entry's readiness check calls it directly. */
+/** `fetch` serves the upstream and the build hook. The upstream goes back too: the Node entry's readiness check calls it directly. */
 export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   const demoOrigin = deps.demoOrigin ?? DEFAULT_DEMO_ORIGIN;
   // Demo mode's feeds link to the example site it serves (as examples/site/archive.js does) unless told otherwise.
@@ -31,6 +29,5 @@ export function createAppForConfig(given: Config, deps: RuntimeDeps) {
         }
       : given;
   const upstream = createUpstreamForConfig(config, { ...deps, demoOrigin });
-  const { demoSite, demoOrigin: _origin, holdOff: _holdOff, fetch: _fetch, ...rest } = deps;
-  return { ...createApp({ config, upstream, ...rest, site: config.mode === 'demo' ? demoSite : undefined }), upstream };
+  return { ...createApp({ ...deps, config, upstream }), upstream };
 }

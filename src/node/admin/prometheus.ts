@@ -4,10 +4,7 @@ import type { Metrics } from '../../core/metrics.js';
 import { STALE_REASONS } from '../../core/upstream/failure-policy.js';
 import { UpstreamError } from '../../core/upstream/transport.js';
 
-export type CacheFigures = Record<
-  'entries' | 'bytes' | 'notFoundEntries' | 'notFoundBytes' | 'renderedPages' | 'renderedPageBytes',
-  number
->;
+type CacheFigures = Record<'entries' | 'bytes' | 'notFoundEntries' | 'notFoundBytes' | 'renderedPages' | 'renderedPageBytes', number>;
 
 const PREFIX = 'newsletter_bff_';
 const METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'OPTIONS']);
@@ -134,6 +131,8 @@ export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream
     },
   };
 }
+
+export type PrometheusMetrics = ReturnType<typeof createPrometheusMetrics>;
 
 export function subscribeOutcome(outcome: string, reason: string | undefined): string {
   if (outcome === 'rejected' && reason !== undefined && TOLD_APART.includes(reason)) return reason.toLowerCase();
