@@ -5,7 +5,7 @@ import { createNodeClientIp } from './core/http/ip-address.js';
 import { headerOfIncoming } from './core/http/request-header.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
 import { cachePolicies, sharedTierMaxAgeSeconds } from './core/reads/cache-policies.js';
-import { createAppForConfig, linkOriginOf } from './core/service.js';
+import { createAppForConfig, linkOriginOf } from './core/app.js';
 import { createDemoSite } from './demo/site.js';
 import type { Admin } from './node/admin/admin.js';
 import { createNodeBodyEncoder } from './node/compression.js';

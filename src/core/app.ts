@@ -1,6 +1,8 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { TrieRouter } from 'hono/router/trie-router';
+import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from '../demo/sample-publication.js';
+import type { Config } from './config/config.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
 import { cachePolicies } from './reads/cache-policies.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
@@ -17,6 +19,7 @@ import { createArchiveQueries } from './routes/archive-query.js';
 import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes, type SubscribeDeps } from './routes/subscribe.js';
 import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
+import { createUpstreamForConfig, type UpstreamForConfigDeps } from './upstream/configured-client.js';
 import { UpstreamError } from './upstream/transport.js';
 import { createArchiveWatch, type ArchiveWatchOptions } from './watch/archive-watch.js';
 import { createDeployHook, describeHookUrl } from './watch/deploy-hook.js';
@@ -158,3 +161,32 @@ export function createApp(deps: AppDeps) {
 }
 
 export type AppType = ReturnType<typeof createApp>['app'];
+
+export interface RuntimeDeps
+  extends Omit<AppDeps, 'config' | 'upstream' | 'log' | 'clientIp'>,
+    Required<Pick<AppDeps, 'log' | 'clientIp'>>,
+    Pick<UpstreamForConfigDeps, 'holdOff'> {
+  demoOrigin?: string;
+}
+
+export function linkOriginOf(host: string, port: number): string {
+  const linkHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${port}`;
+}
+
+/** `fetch` serves the upstream and the build hook. The upstream goes back too: the Node entry's readiness check calls it directly. */
+export function createAppForConfig(given: Config, deps: RuntimeDeps) {
+  const demoOrigin = deps.demoOrigin ?? DEFAULT_DEMO_ORIGIN;
+  // Demo mode's feeds link to the example site it serves (as examples/site/archive.js does) unless told otherwise.
+  const config: Config =
+    given.mode === 'demo'
+      ? {
+          ...given,
+          siteIssueUrl: given.siteIssueUrl ?? `${demoOrigin}/issue.html?slug={slug}`,
+          publicationName: given.publicationName ?? DEMO_PUBLICATION_NAME,
+          publicBaseUrl: given.publicBaseUrl ?? demoOrigin,
+        }
+      : given;
+  const upstream = createUpstreamForConfig(config, { ...deps, demoOrigin });
+  return { ...createApp({ ...deps, config, upstream }), upstream };
+}

@@ -6,7 +6,7 @@ import { API_SECURITY_HEADERS } from '../core/http/response-headers.js';
 import { createLogger } from '../core/log.js';
 import { cachePolicies, NO_STORE, sharedTierMaxAgeSeconds } from '../core/reads/cache-policies.js';
 import { createWorkersSharedCache } from '../core/reads/shared-tier.js';
-import { createAppForConfig } from '../core/service.js';
+import { createAppForConfig } from '../core/app.js';
 
 type Env = Record<string, unknown>;
 type KvNamespace = { get(key: string): Promise<string | null>; put(key: string, value: string): Promise<void> };
