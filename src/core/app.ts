@@ -32,7 +32,7 @@ export interface AppDeps
     Pick<PublicReadsOptions, 'sharedCache' | 'encodeBody'> {
   requestHeader?: RequestHeader;
   site?: MiddlewareHandler;
-  /** The build hook's; the upstream's is given to its client. */
+  /** The build hook's; createAppForConfig gives the upstream the same. */
   fetch?: typeof globalThis.fetch;
   /** `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
   archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & { loadIndex?: boolean };
@@ -174,7 +174,7 @@ export function linkOriginOf(host: string, port: number): string {
   return `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${port}`;
 }
 
-/** `fetch` serves the upstream and the build hook. The upstream goes back too: the Node entry's readiness check calls it directly. */
+/** The upstream goes back too: the Node entry's readiness check calls it directly. */
 export function createAppForConfig(given: Config, deps: RuntimeDeps) {
   const demoOrigin = deps.demoOrigin ?? DEFAULT_DEMO_ORIGIN;
   // Demo mode's feeds link to the example site it serves (as examples/site/archive.js does) unless told otherwise.
