@@ -5,7 +5,7 @@ import { createNodeClientIp } from './core/http/ip-address.js';
 import { headerOfIncoming } from './core/http/request-header.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
 import { cachePolicies, sharedTierMaxAgeSeconds } from './core/reads/cache-policies.js';
-import { createAppForConfig, linkOriginOf } from './core/service.js';
+import { createAppForConfig, linkOriginOf } from './core/app.js';
 import { createDemoSite } from './demo/site.js';
 import type { Admin } from './node/admin/admin.js';
 import { createNodeBodyEncoder } from './node/compression.js';
@@ -84,7 +84,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       holdOff: redis.holdOff,
     }),
     // With TURNSTILE_MODE=surge the form shows no widget until CAPTCHA_REQUIRED brings the key.
-    demoSite:
+    site:
       config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined, { api }) : undefined,
     demoOrigin: linkOriginOf(config.host, config.port),
     clientIp: createNodeClientIp(config.trustProxyHops, (c) => getConnInfo(c).remote.address, config.trustedProxies),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createFakeUpstream } from './support/fake-upstream/fake.js';
-import { createAppForConfig } from '../src/core/service.js';
+import { createAppForConfig } from '../src/core/app.js';
 import { createFakeClock, createLogCapture, jsonResponse, TEST_API_KEY, TEST_BASE_URL, testConfig } from './helpers.js';
 
 describe('the service after a read meets an upstream 429', () => {

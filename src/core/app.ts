@@ -1,6 +1,8 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { cors } from 'hono/cors';
 import { TrieRouter } from 'hono/router/trie-router';
+import { DEFAULT_DEMO_ORIGIN, DEMO_PUBLICATION_NAME } from '../demo/sample-publication.js';
+import type { Config } from './config/config.js';
 import { createArchiveFeeds } from './reads/archive-feeds.js';
 import { cachePolicies } from './reads/cache-policies.js';
 import { splitMemoryBudget } from './reads/memory-budget.js';
@@ -17,6 +19,7 @@ import { createArchiveQueries } from './routes/archive-query.js';
 import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes, type SubscribeDeps } from './routes/subscribe.js';
 import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
+import { createUpstreamForConfig, type UpstreamForConfigDeps } from './upstream/configured-client.js';
 import { UpstreamError } from './upstream/transport.js';
 import { createArchiveWatch, createDeployHook, describeHookUrl, type ArchiveWatchOptions } from './watch/archive-watch.js';
 
@@ -28,11 +31,10 @@ export interface AppDeps
     Pick<PublicReadsOptions, 'sharedCache' | 'encodeBody'> {
   requestHeader?: RequestHeader;
   site?: MiddlewareHandler;
+  /** The build hook's; createAppForConfig gives the upstream the same. */
+  fetch?: typeof globalThis.fetch;
   /** `loadIndex: false` looks only at a fresh copy (the Cron Trigger refreshed it). */
-  archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & {
-    loadIndex?: boolean;
-    fetch?: typeof globalThis.fetch;
-  };
+  archiveWatch?: Partial<Pick<ArchiveWatchOptions, 'store' | 'reloadEachTick' | 'lease' | 'settleMs'>> & { loadIndex?: boolean };
 }
 
 const TOO_LARGE_HINT = 'not cached, so read upstream every time: raise CACHE_MAX_BYTES or lower ARCHIVE_MAX_ISSUES';
@@ -79,14 +81,14 @@ export function createApp(deps: AppDeps) {
   });
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
-  const { loadIndex = true, fetch: hookFetch, ...watch } = deps.archiveWatch ?? {};
+  const { loadIndex = true, ...watch } = deps.archiveWatch ?? {};
   const hookUrl = config.deployHookUrl;
   const archiveWatch =
     hookUrl === undefined
       ? undefined
       : createArchiveWatch({
           readIndex: (watching) => reads.freshArchiveIndex({ load: loadIndex, upstream: watching }),
-          callHook: createDeployHook({ url: hookUrl, fetch: hookFetch }),
+          callHook: createDeployHook({ url: hookUrl, fetch: deps.fetch }),
           hookLabel: describeHookUrl(hookUrl),
           ...watch,
           now,
@@ -144,10 +146,7 @@ export function createApp(deps: AppDeps) {
   // A request @hono/node-server cannot make a Request of: its 400 gets every answer's headers (docs/node-http.md).
   const refusing = createPipeline({ headerRules, logAccess, answerError, requestHeader: headerOfRequest });
   const badRequest = () => Promise.reject(new ApiError('BAD_REQUEST'));
-  const refusals = new Hono().all(
-    '*',
-    refusing.route(badRequest, () => undefined),
-  );
+  const refusals = new Hono().use(refusing.route(badRequest, () => undefined));
 
   return {
     app: routes,
@@ -161,3 +160,32 @@ export function createApp(deps: AppDeps) {
 }
 
 export type AppType = ReturnType<typeof createApp>['app'];
+
+export interface RuntimeDeps
+  extends Omit<AppDeps, 'config' | 'upstream' | 'log' | 'clientIp'>,
+    Required<Pick<AppDeps, 'log' | 'clientIp'>>,
+    Pick<UpstreamForConfigDeps, 'holdOff'> {
+  demoOrigin?: string;
+}
+
+export function linkOriginOf(host: string, port: number): string {
+  const linkHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host;
+  return `http://${linkHost.includes(':') ? `[${linkHost}]` : linkHost}:${port}`;
+}
+
+/** The upstream goes back too: the Node entry's readiness check calls it directly. */
+export function createAppForConfig(given: Config, deps: RuntimeDeps) {
+  const demoOrigin = deps.demoOrigin ?? DEFAULT_DEMO_ORIGIN;
+  // Demo mode's feeds link to the example site it serves (as examples/site/archive.js does) unless told otherwise.
+  const config: Config =
+    given.mode === 'demo'
+      ? {
+          ...given,
+          siteIssueUrl: given.siteIssueUrl ?? `${demoOrigin}/issue.html?slug={slug}`,
+          publicationName: given.publicationName ?? DEMO_PUBLICATION_NAME,
+          publicBaseUrl: given.publicBaseUrl ?? demoOrigin,
+        }
+      : given;
+  const upstream = createUpstreamForConfig(config, { ...deps, demoOrigin });
+  return { ...createApp({ ...deps, config, upstream }), upstream };
+}

@@ -8,7 +8,7 @@ export interface Logger {
   log(level: LogLevel, event: string, fields?: LogFields): void;
 }
 
-type LoggerOptions = { write: (line: string) => void; now?: () => number; redact?: readonly (string | undefined)[] };
+type LoggerOptions = { write: (line: string) => void; now?: () => number; redact?: readonly unknown[] };
 
 /** JSON lines; `redact`'s secrets (the API key) replaced in every string, as a last defence. */
 export function createLogger({ write, now = Date.now, redact: secrets = [] }: LoggerOptions): Logger {

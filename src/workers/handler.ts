@@ -1,12 +1,12 @@
 import type { ExecutionContext } from 'hono';
-import { parseConfig } from '../core/config/config.js';
+import { parseConfig, secretsOf } from '../core/config/config.js';
 import { createBindingRateLimiter, type RateLimitBinding } from '../core/http/rate-limit.js';
 import { createRequestIds } from '../core/http/request-ids.js';
 import { API_SECURITY_HEADERS } from '../core/http/response-headers.js';
 import { createLogger } from '../core/log.js';
 import { cachePolicies, NO_STORE, sharedTierMaxAgeSeconds } from '../core/reads/cache-policies.js';
 import { createWorkersSharedCache } from '../core/reads/shared-tier.js';
-import { createAppForConfig } from '../core/service.js';
+import { createAppForConfig } from '../core/app.js';
 
 type Env = Record<string, unknown>;
 type KvNamespace = { get(key: string): Promise<string | null>; put(key: string, value: string): Promise<void> };
@@ -14,7 +14,6 @@ type KvNamespace = { get(key: string): Promise<string | null>; put(key: string, 
 const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
 const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
 const WATCH_STATE_KEY = 'archive-watch';
-const SECRETS = ['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL'];
 const HINTS = {
   redis: 'REDIS_URL is for Node: on Workers the Cache API tier and the Rate Limiting binding are shared already',
   disposable: 'SUBSCRIBE_BLOCK_DISPOSABLE needs a list too large for a Worker (loaded on Node only): throwaway domains are not refused',
@@ -32,8 +31,7 @@ export function createWorker(options: WorkerOptions = {}) {
   const newRequestId = createRequestIds();
 
   function build(env: Env) {
-    const secrets = SECRETS.map((name) => env[name]).filter((value) => typeof value === 'string');
-    const log = createLogger({ write, now: options.now, redact: secrets });
+    const log = createLogger({ write, now: options.now, redact: secretsOf(env) });
     const parsed = parseConfig(env);
     if (!parsed.ok) {
       for (const problem of parsed.problems) log.log('error', 'config_error', { problem });
@@ -68,7 +66,6 @@ export function createWorker(options: WorkerOptions = {}) {
           store: kv && { load: async () => (await kv.get(WATCH_STATE_KEY)) ?? undefined, save: (state) => kv.put(WATCH_STATE_KEY, state) },
           reloadEachTick: true,
           loadIndex: false,
-          fetch: options.fetch,
         },
       },
     );

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createAdmin } from '../../src/node/admin/admin.js';
 import { startFakeUpstreamServer } from '../support/fake-upstream/server.js';
 import { silentLogger } from '../../src/core/log.js';
-import { createAppForConfig } from '../../src/core/service.js';
+import { createAppForConfig } from '../../src/core/app.js';
 import { serveWithLimits, type ServerLimits } from '../../src/node/listener.js';
 import { createFakeClock, TEST_API_KEY, testConfig } from '../helpers.js';
 

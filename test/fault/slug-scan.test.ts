@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createNodeClientIp } from '../../src/core/http/ip-address.js';
 import { startFakeUpstreamServer, type FakeUpstreamServer } from '../support/fake-upstream/server.js';
-import { createAppForConfig } from '../../src/core/service.js';
+import { createAppForConfig } from '../../src/core/app.js';
 import { createLogCapture, TEST_API_KEY, testConfig } from '../helpers.js';
 
 /*

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/core/config/config.js';
 import { createDemoUpstream } from '../../src/demo/upstream.js';
 import { silentLogger } from '../../src/core/log.js';
-import { createAppForConfig, linkOriginOf } from '../../src/core/service.js';
+import { createAppForConfig, linkOriginOf } from '../../src/core/app.js';
 import { TEST_API_KEY, createScriptedFetch, createTestApp, jsonResponse } from '../helpers.js';
 
 /*

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createAppForConfig } from '../../src/core/service.js';
+import { createAppForConfig } from '../../src/core/app.js';
 import { BACKOFF_CAP_MS } from '../../src/core/upstream/hold-off.js';
 import { createFakeUpstream } from '../support/fake-upstream/fake.js';
 import { createFakeClock, createLogCapture, createTestApp, TEST_API_KEY, TEST_BASE_URL, testConfig } from '../helpers.js';

@@ -4,7 +4,7 @@ import { selectAll, selectOne } from 'css-select';
 import type { Document, Element } from 'domhandler';
 import { parseConfig } from '../../src/core/config/config.js';
 import { silentLogger } from '../../src/core/log.js';
-import { createAppForConfig } from '../../src/core/service.js';
+import { createAppForConfig } from '../../src/core/app.js';
 import { buildSite, type SiteOptions } from '../../src/tools/site/build.js';
 import { readPublication } from '../../src/tools/site/read.js';
 

@@ -3,7 +3,7 @@ import { runCheck } from '../../src/tools/check.js';
 import { createArchive } from '../support/fake-upstream/archive.js';
 import { createFakeUpstream } from '../support/fake-upstream/fake.js';
 import type { UpstreamVariant } from '../support/fake-upstream/variant.js';
-import { createAppForConfig } from '../../src/core/service.js';
+import { createAppForConfig } from '../../src/core/app.js';
 import { createFakeClock, createLogCapture, testConfig } from '../helpers.js';
 
 const KEY = 'fake-key-for-variants-not-real';

@@ -11,6 +11,7 @@ const MIB = 1024 * 1024;
 export const SLUG_PLACEHOLDER = '{slug}';
 /** Never echoed: a webhook's or a build hook's URL is its credential. */
 const SECRET_VARIABLES = new Set(['NEWSLETTER_API_KEY', 'TURNSTILE_SECRET_KEY', 'ALERT_WEBHOOK_URL', 'DEPLOY_HOOK_URL']);
+export const secretsOf = (source: ConfigSource) => [...SECRET_VARIABLES].map((name) => source[name]);
 const HTTPS_ONLY = 'must be an https URL (plain http is accepted only for a loopback host)';
 const HOST_NAME = /^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i;
 
@@ -239,7 +240,7 @@ export function parseConfig(source: ConfigSource): ConfigResult {
   for (const [line, broken] of CROSS_RULES) if (env && broken(env)) problem(line);
   if (!env || problems.size > 0) {
     // A secret pasted into another variable is not echoed; a secret's own lines are our wording only.
-    const redact = createRedactor([...SECRET_VARIABLES].map((name) => source[name]));
+    const redact = createRedactor(secretsOf(source));
     return { ok: false, problems: [...problems].map(([name, line]) => (SECRET_VARIABLES.has(name) ? line : redact(line))) };
   }
   const direct = Object.entries(VARIABLES).filter(([, [field]]) => field !== null);

@@ -1,24 +1,20 @@
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import type { Server } from 'node:net';
 import { NO_STORE } from '../../core/reads/cache-policies.js';
 import { urlOf, whyNotListening } from '../listener.js';
-import { createPrometheusMetrics, type CacheFigures } from './prometheus.js';
+import { createPrometheusMetrics, type PrometheusMetrics } from './prometheus.js';
 
 const PROBE_WAIT_MS = 2000; // within a load balancer's usual 5 s timeout
 const NO_STORE_HEADERS = { 'Cache-Control': NO_STORE };
 
-export interface ListenOptions {
+type ListenOptions = Parameters<PrometheusMetrics['watch']>[0] & {
   host: string;
   port: number;
-  publicServer: Pick<Server, 'on'>;
   shedding: () => boolean;
-  stats: () => CacheFigures;
   probe: () => Promise<unknown>;
-  redisHealthy?: () => boolean;
   onListening: (url: string) => void;
   onFatal: (line: string) => void;
-}
+};
 
 export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => number }) {
   const readiness = createReadiness({ unreadyAfterMs: options.unreadyAfterSeconds * 1000, now: options.now });

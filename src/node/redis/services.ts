@@ -127,7 +127,6 @@ export type RedisServices = Awaited<ReturnType<typeof connectRedis>>;
 export async function connectRedis(
   options: LinkOptions & {
     url: string;
-    /** The upstream base URL (or `demo`): keys are namespaced by it and the API key. */
     namespace: string;
     apiKey: string;
     subscribeLimitPerMinute: number;

@@ -6,7 +6,7 @@ import { renderAtomFeed, issueUpdatedAt, latestUpdate, xmlElement } from '../../
 import { createLogger } from '../../core/log.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
 import { toIssueNeighbour } from '../../core/reads/allow-list.js';
-import { createAppForConfig } from '../../core/service.js';
+import { createAppForConfig } from '../../core/app.js';
 import * as pages from './pages.js';
 import { SEARCH_JS } from './search-script.js';
 
