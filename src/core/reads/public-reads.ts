@@ -34,10 +34,10 @@ export interface PublicReadsOptions extends Pick<ReadThroughCacheOptions<CachedV
   maxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
-  archiveResyncSeconds?: number;
+  archiveResyncSeconds: number;
   sharedCache?: SharedTier;
   readBudget?: ReadBudget;
-  indexRefreshMinIntervalMs?: number;
+  indexRefreshMinIntervalMs: number;
   encodeBody?: BodyEncoder;
   spells?: Pick<FailureSpells, 'loaded' | 'affectedRead'>;
 }
@@ -69,8 +69,6 @@ export function createIndexRenders(maxBytes: number) {
     stats: () => [renders.size, renders.calculatedSize] as const,
   };
 }
-
-const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
 
 // A slug a complete index lacks may only be newer than it, which one refresh settles (docs/contract.md "Availability under abuse").
 export function createSlugLookup<C>({
@@ -107,7 +105,6 @@ export function createSlugLookup<C>({
 }
 
 const NOT_FOUND_MAX_ENTRIES = 20_000;
-const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
 const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
@@ -131,7 +128,7 @@ type Caller = { request: unknown; requester: Requester<unknown> | undefined };
 
 export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
-  const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
+  const resyncMs = options.archiveResyncSeconds * 1000;
   const budget = splitMemoryBudget(options.maxBytes);
   const rules = {
     archive: freshnessRulesOf(options.policies.archive),
@@ -323,17 +320,15 @@ export function createPublicReads(options: PublicReadsOptions) {
         const knownSlot = prior?.text.slots.get(row.slug);
         const known = knownSlot === undefined ? undefined : store.docs[knownSlot];
         const letter = typeof row.contentHtml === 'string' ? row.contentHtml : undefined;
-        const unchanged = known !== undefined && version !== undefined && known.version === version;
-        const slot =
-          unchanged && (letter === undefined || known.letterWords !== null)
-            ? knownSlot!
-            : addSummary(store, listed, source.updatedAt, letter);
+        // A version both sides lack is no proof the row is unchanged: null and undefined never match.
+        const unchanged = known !== undefined && known.version === version && (letter === undefined || known.letterWords !== null);
+        const slot = unchanged ? knownSlot! : addSummary(store, listed, source.updatedAt, letter);
         const letterCount = store.docs[slot]!.letterWords;
         const readingMinutes = letterCount === null ? null : readingMinutesOf(letterCount);
         const summary = readingMinutes === null ? listed : { ...listed, readingMinutes };
         if (letter !== undefined && bytes < budget.upstreamDataEntry) {
           const copy = cache.peek(ISSUE_KEY_PREFIX + row.slug);
-          if (!(copy?.kind === 'json' && version !== undefined && copy.version === version)) {
+          if (!(copy?.kind === 'json' && copy.version === source.updatedAt)) {
             bytes += stringBytes(letter);
             letters.push({ summary, contentHtml: letter, readingMinutes: readingMinutes ?? 1, version });
           }
@@ -452,13 +447,10 @@ export function createPublicReads(options: PublicReadsOptions) {
   };
 
   // A stale copy says how old it is (RFC 9111 §5.1), and why: a failure spell under way, else a refresh.
-  const staleness = (state: CacheState, value: CachedValue) =>
-    state === 'STALE'
-      ? {
-          ageSeconds: Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)),
-          staleReason: options.spells?.affectedRead() ?? ('revalidating' as const),
-        }
-      : { ageSeconds: undefined, staleReason: undefined };
+  const ageOf = (state: CacheState, value: CachedValue) =>
+    state === 'STALE' ? Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)) : undefined;
+  const staleReasonOf = (state: CacheState): StaleReason | undefined =>
+    state === 'STALE' ? (options.spells?.affectedRead() ?? 'revalidating') : undefined;
 
   function counted<R>(read: MaybePromise<R>): MaybePromise<R> {
     if (!(read instanceof Promise)) return read;
@@ -471,8 +463,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   // Hoisted, as are the other steps of a cached hit: a closure made per request is a cost every hit pays.
   function publicReadOf<T>({ value, state }: ReadResult<CachedValue>): PublicRead<T> | undefined {
     if (value?.kind !== 'json') return undefined;
-    if (state !== 'STALE') return { rendered: value.rendered, state, ageSeconds: undefined, staleReason: undefined };
-    return { rendered: value.rendered, state, ...staleness(state, value) };
+    return { rendered: value.rendered, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
   }
 
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
@@ -486,7 +477,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       return value?.kind === 'archive' && value.fetchedAt >= startedAt ? value : undefined;
     },
     now,
-    minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
+    minRefreshIntervalMs: options.indexRefreshMinIntervalMs,
   });
 
   function archiveIndex<R>(request?: R, requester?: Requester<R>) {
@@ -494,7 +485,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
   function indexReadOf({ value, state }: ReadResult<CachedValue>) {
     if (value?.kind !== 'archive') throw noIndex();
-    return { index: value.index, state, ...staleness(state, value) };
+    return { index: value.index, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
   }
 
   function pageOf({ index, state, ageSeconds, staleReason }: ReturnType<typeof indexReadOf>, query: ArchiveQuery) {
@@ -504,8 +495,18 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   // A copy the index shows edited since is read again now, not served while it refreshes.
-  const readIssue = (key: string, request: unknown, requester: Requester<unknown> | undefined, forceRefresh: boolean) =>
-    andThen(andThen(cache.read(key, loadIssue, request, requester, forceRefresh), publicReadOf<IssueBody>), foundOrNoSuchIssue);
+  function readIssue(
+    slug: string,
+    key: string,
+    copy: CachedValue | undefined,
+    request: unknown,
+    requester: Requester<unknown> | undefined,
+  ) {
+    const verdict = indexSays(slug, copy);
+    if (verdict === 'dropped') return Promise.reject(noSuchIssue());
+    const read = cache.read(key, loadIssue, request, requester, verdict === 'edited');
+    return andThen(andThen(read, publicReadOf<IssueBody>), foundOrNoSuchIssue);
+  }
   const foundOrNoSuchIssue = (found: PublicRead<IssueBody> | undefined) => found ?? Promise.reject(noSuchIssue());
   const categoriesReadOf = (result: ReadResult<CachedValue>) => publicReadOf<CategoriesBody>(result)!;
 
@@ -513,20 +514,13 @@ export function createPublicReads(options: PublicReadsOptions) {
     const key = ISSUE_KEY_PREFIX + slug;
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);
-    if (copy !== undefined || cache.has(key)) {
-      const verdict = indexSays(slug, copy);
-      return verdict === 'dropped' ? Promise.reject(noSuchIssue()) : readIssue(key, request, requester, verdict === 'edited');
-    }
+    if (copy !== undefined || cache.has(key)) return readIssue(slug, key, copy, request, requester);
     return lookUpSlug(slug, { request, requester }).then((found) =>
-      found === 'absent'
-        ? Promise.reject(noSuchIssue())
-        : readIssue(key, request, requester, indexSays(slug, cache.peek(key)) === 'edited'),
+      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(slug, key, cache.peek(key), request, requester),
     );
   }
 
   const freshIndex = (value: CachedValue | undefined) => (value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? value : undefined);
-  const readFresh = async (load: Loader<CachedValue>) =>
-    freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, undefined, true)).value);
 
   return {
     archiveIndex: <R>(request?: R, requester?: Requester<R>) => counted(archiveIndex(request, requester)),
@@ -554,12 +548,13 @@ export function createPublicReads(options: PublicReadsOptions) {
     async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}): Promise<IndexCopy | undefined> {
       const kept = freshIndex(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
+      let loadFresh = publishing(loadArchiveFromUpstream);
       if (sharedCache) {
         const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
-        if (entry !== undefined && archiveFresh(entry.fetchedAt)) return readFresh(loadArchive);
-        if (!mayReadUpstream) return undefined;
+        if (entry !== undefined && archiveFresh(entry.fetchedAt)) loadFresh = loadArchive;
+        else if (!mayReadUpstream) return undefined;
       }
-      return readFresh(publishing(loadArchiveFromUpstream));
+      return freshIndex((await cache.read(ARCHIVE_KEY, loadFresh, undefined, undefined, true)).value);
     },
 
     categories: <R>(request?: R, requester?: Requester<R>): MaybePromise<PublicRead<CategoriesBody>> =>
