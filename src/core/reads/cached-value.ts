@@ -1,6 +1,6 @@
 import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../public-shapes.js';
-import { stringBytes } from './memory-budget.js';
+import { stringBytes } from './cache-policies.js';
 import { renderedBytes, renderedWithEtag, type RenderedJson } from './rendered-json.js';
 import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
@@ -128,9 +128,8 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
     return { payload: JSON.stringify({ kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours }), fetchedAt };
   }
   const { all, complete, sources, sync, text } = value.index;
-  const stored = Number.isFinite(sync.fullReadAt)
-    ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
-    : undefined;
+  const { order, fullReadAt, listing: ids, head } = sync;
+  const stored = Number.isFinite(fullReadAt) ? { order, fullReadAt, ids, head } : undefined;
   const rows = [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]);
   return {
     payload: JSON.stringify({ kind: 'archive', all, complete, sources: rows, sync: stored, text: encodeTextIndex(text) }),

@@ -8,11 +8,10 @@ import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import type { UpstreamIssue } from '../upstream/schemas.js';
 import { UpstreamError } from '../upstream/transport.js';
 import * as allowList from './allow-list.js';
-import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
+import { freshnessRulesOf, splitMemoryBudget, stringBytes, type CachePolicies } from './cache-policies.js';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue, sizeOfCachedValue } from './cached-value.js';
 import type { ArchiveIndex, ArchiveSync, CachedValue, IndexCopy, IssueSource } from './cached-value.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
-import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
 import { andThen, createReadThroughCache, isFresh } from './read-through-cache.js';
 import type { CacheState, Loader, MaybePromise, ReadResult, ReadThroughCacheOptions, Requester, WaitUntil } from './read-through-cache.js';
@@ -202,16 +201,10 @@ export function createPublicReads(options: PublicReadsOptions) {
       .catch((error: unknown) => options.onLoadError?.(key, error));
   }
 
+  const tierCodec = { now, encode: encodeSharedEntry, decode: decodeSharedEntry, onRefreshError: options.onLoadError };
   function withSharedCopy(load: Loader<CachedValue>, keyRules = rules.issue): Loader<CachedValue> {
     if (!sharedCache) return load;
-    const loadThroughTier = withSharedTier(load, {
-      store: sharedCache,
-      rules: keyRules,
-      now,
-      encode: encodeSharedEntry,
-      decode: decodeSharedEntry,
-      onRefreshError: options.onLoadError,
-    });
+    const loadThroughTier = withSharedTier(load, { ...tierCodec, store: sharedCache, rules: keyRules });
     return async (...args) => {
       const value = await loadThroughTier(...args);
       return value && withCopies(value);
@@ -532,7 +525,6 @@ export function createPublicReads(options: PublicReadsOptions) {
 
     issue: <R>(slug: string, request?: R, requester?: Requester<R>) => counted(issue(slug, request, requester)),
 
-    /** Into this cache and the shared tier (a Workers Cron Trigger). */
     async refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }> {
       const loading = { waitUntil, client: undefined };
       const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), loading, LOADING, true);
