@@ -112,7 +112,6 @@ const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue 
 const noIndex = () => new Error('archive loader returned no index');
 
 type Neighbours = Pick<IssueDetail, 'newer' | 'older'>;
-type JsonValue = CachedValue & { kind: 'json' };
 type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
 type Letter = { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined };
 
@@ -123,7 +122,6 @@ const indexOf = (value: CachedValue | undefined) => (value?.kind === 'archive' ?
 // A load's own reads: it has asked its request for both already.
 type Loading = { waitUntil: WaitUntil | undefined; client: string | undefined };
 const LOADING: Requester<Loading> = { waitUntil: (loading) => loading.waitUntil, client: (loading) => loading.client };
-type Caller = { request: unknown; requester: Requester<unknown> | undefined };
 
 export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
@@ -416,7 +414,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     }
   }
 
-  async function withNeighbours(copy: JsonValue, neighbours: Neighbours): Promise<CachedValue> {
+  async function withNeighbours(copy: CachedValue & { kind: 'json' }, neighbours: Neighbours): Promise<CachedValue> {
     const { data } = JSON.parse(copy.rendered.body) as IssueBody;
     return jsonValue(await renderIssue({ ...data, ...neighbours }, encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
   }
@@ -460,7 +458,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
-  const lookUpSlug = createSlugLookup<Caller>({
+  const lookUpSlug = createSlugLookup<{ request: unknown; requester: Requester<unknown> | undefined }>({
     read: async ({ request, requester }) =>
       cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, request, requester)).value) : undefined,
     // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
@@ -488,13 +486,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   // A copy the index shows edited since is read again now, not served while it refreshes.
-  function readIssue(
-    slug: string,
-    key: string,
-    copy: CachedValue | undefined,
-    request: unknown,
-    requester: Requester<unknown> | undefined,
-  ) {
+  function readIssue(slug: string, key: string, copy: CachedValue | undefined, request: unknown, requester?: Requester<unknown>) {
     const verdict = indexSays(slug, copy);
     if (verdict === 'dropped') return Promise.reject(noSuchIssue());
     const read = cache.read(key, loadIssue, request, requester, verdict === 'edited');
@@ -531,9 +523,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), loading, LOADING, true);
       if (archive.state === 'STALE' || categories.state === 'STALE')
         throw new Error('the upstream refresh failed; the copies stay as they were');
-      const index = indexOf(archive.value);
-      if (index === undefined) throw noIndex();
-      return { issues: index.index.all.length };
+      return { issues: indexReadOf(archive).index.all.length };
     },
 
     // The copy kept, else (with `load`) the shared tier's fresh one, else (with `upstream`) one read now.
