@@ -87,7 +87,7 @@ export function createSlugLookup<C>({
   return async function lookUp(slug: string, context: C): Promise<'listed' | 'absent' | 'unknown'> {
     const copy = await read(context).catch(() => undefined);
     if (!copy?.index.complete) return 'unknown';
-    if (copy.index.slugs.has(slug)) return 'listed';
+    if (copy.index.positions.has(slug)) return 'listed';
     const time = now();
     if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
       lastRefreshAt = time;
@@ -98,7 +98,7 @@ export function createSlugLookup<C>({
         });
     }
     const newer = refreshing === undefined ? copy : await refreshing;
-    if (newer?.index.slugs.has(slug)) return 'listed';
+    if (newer?.index.positions.has(slug)) return 'listed';
     return newer?.index.complete ? 'absent' : 'unknown';
   };
 }
@@ -283,15 +283,8 @@ export function createPublicReads(options: PublicReadsOptions) {
     return value;
   }
 
-  const positions = new WeakMap<ArchiveIndex, Map<string, number>>();
-
   function neighboursIn(index: ArchiveIndex | undefined, slug: string): Neighbours {
-    let bySlug = index && positions.get(index);
-    if (index && bySlug === undefined) {
-      bySlug = new Map(index.all.map((summary, at) => [summary.slug, at]));
-      positions.set(index, bySlug);
-    }
-    const at = bySlug?.get(slug);
+    const at = index?.positions.get(slug);
     const near = (summary: IssueSummary | undefined) => (summary ? allowList.toIssueNeighbour(summary) : null);
     return at === undefined ? { newer: null, older: null } : { newer: near(index!.all[at - 1]), older: near(index!.all[at + 1]) };
   }
@@ -366,7 +359,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   // What an index read no earlier than `copy` says of it: gone (unpublished or renamed), or listed with the same or another `updatedAt`.
   function indexSays(slug: string, copy: CachedValue | undefined, archive = indexOf(cache.peek(ARCHIVE_KEY))) {
     if (archive === undefined || copy === undefined || archive.fetchedAt < copy.fetchedAt) return undefined;
-    if (archive.index.complete && !archive.index.slugs.has(slug)) return 'dropped';
+    if (archive.index.complete && !archive.index.positions.has(slug)) return 'dropped';
     const version = archive.index.sources.get(slug)?.updatedAt;
     if (copy.kind !== 'json' || copy.version === undefined || version === undefined || version === null) return undefined;
     return version === copy.version ? 'same' : 'edited';
@@ -393,7 +386,7 @@ export function createPublicReads(options: PublicReadsOptions) {
         return { ...(await withCopies(current)), fetchedAt: index!.fetchedAt };
       }
       if (verdict === 'dropped') return gone(slug);
-      if (!index?.index.slugs.has(slug)) options.readBudget?.take(client);
+      if (!index?.index.positions.has(slug)) options.readBudget?.take(client);
       const issue = await upstream.getIssueBySlug(slug).catch((error: unknown) => {
         if (error instanceof UpstreamError && error.kind === 'not_found') return undefined;
         throw error;
