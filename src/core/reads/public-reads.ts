@@ -413,11 +413,10 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, letterHtml: string): void {
-    const { text } = index;
-    const doc = documentOf(text, issue.slug);
+    const doc = documentOf(index.text, issue.slug);
     if (!doc || doc.letterWords !== null || doc.version !== (issue.updatedAt ?? null)) return;
     const summary = index.all.find((candidate) => candidate.slug === issue.slug);
-    if (summary) text.slots.set(issue.slug, addSummary(text.store, summary, doc.version, letterHtml));
+    if (summary) index.text.slots.set(issue.slug, addSummary(index.text.store, summary, doc.version, letterHtml));
   }
 
   // A shared copy older than the index (an edit seen since) is read again and replaced.
