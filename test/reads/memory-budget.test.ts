@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { splitMemoryBudget } from '../../src/core/reads/memory-budget.js';
+import { splitMemoryBudget } from '../../src/core/reads/cache-policies.js';
 
 const MIB = 1024 * 1024;
 

@@ -35,6 +35,8 @@ function setup(options: { slugs?: string[]; archiveMaxIssues?: number; perClient
     policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
     maxBytes: 4 * 1024 * 1024,
     notFoundTtlSeconds: 30,
+    archiveResyncSeconds: 600,
+    indexRefreshMinIntervalMs: 5_000,
     archiveMaxIssues: options.archiveMaxIssues ?? 5000,
     readBudget: createReadBudget({ totalPerMinute: 1000, perClientPerMinute: options.perClientPerMinute ?? 1000, now: clock.now }),
   });

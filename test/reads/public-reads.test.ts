@@ -37,6 +37,8 @@ function createReads(overrides: { archiveMaxIssues?: number } = {}) {
     policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
     maxBytes: MAX_BYTES,
     notFoundTtlSeconds: 30,
+    archiveResyncSeconds: 600,
+    indexRefreshMinIntervalMs: 5_000,
     archiveMaxIssues: overrides.archiveMaxIssues ?? 5000,
   });
   return { reads, calls, clock };
@@ -105,6 +107,8 @@ describe('public reads', () => {
       policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
       maxBytes: MAX_BYTES,
       notFoundTtlSeconds: 30,
+      archiveResyncSeconds: 600,
+      indexRefreshMinIntervalMs: 5_000,
       archiveMaxIssues: 5000,
     });
     await reads.archivePage({ limit: 20, offset: 0 });

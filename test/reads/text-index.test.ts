@@ -207,6 +207,8 @@ describe('letters the list rows do not carry', () => {
       policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
       maxBytes: 4 * 1024 * 1024,
       notFoundTtlSeconds: 30,
+      archiveResyncSeconds: 600,
+      indexRefreshMinIntervalMs: 5_000,
       archiveMaxIssues: 5000,
     });
     const page = async (q?: string) =>

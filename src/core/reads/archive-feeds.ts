@@ -48,12 +48,11 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
     async feed<R>(query: ArchiveQuery, format: FeedFormat, request?: R, requester?: Requester<R>): Promise<PublicRead> {
       const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(request, requester);
       // A search's feed is not kept, as its JSON page is not.
-      if (query.q !== undefined) return { rendered: await render(index, query, format), state, ageSeconds, staleReason };
-      const key = `${format}:${archivePageKey(query)}`;
-      let page = rendered.get(index, key);
+      const key = query.q === undefined ? `${format}:${archivePageKey(query)}` : undefined;
+      let page = key === undefined ? undefined : rendered.get(index, key);
       if (page === undefined) {
         page = await render(index, query, format);
-        rendered.set(index, key, page);
+        if (key !== undefined) rendered.set(index, key, page);
       }
       return { rendered: page, state, ageSeconds, staleReason };
     },

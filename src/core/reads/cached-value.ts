@@ -1,6 +1,6 @@
 import * as z from '../zod.js';
 import type { IssueSummary, PublicCategory } from '../public-shapes.js';
-import { stringBytes } from './memory-budget.js';
+import { stringBytes } from './cache-policies.js';
 import { renderedBytes, renderedWithEtag, type RenderedJson } from './rendered-json.js';
 import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
@@ -17,7 +17,8 @@ import {
 export interface ArchiveIndex {
   all: IssueSummary[];
   byCategory: Map<string, IssueSummary[]>;
-  slugs: ReadonlySet<string>;
+  /** Each slug's place in `all`, newest first. */
+  positions: ReadonlyMap<string, number>;
   complete: boolean;
   size: number;
   sources: ReadonlyMap<string, IssueSource>;
@@ -55,17 +56,17 @@ export function archiveValue(
   const { sources = new Map(), sync = NO_SYNC } = rows;
   const text = rows.text ?? summaryTextIndex(all, (slug) => sources.get(slug)?.updatedAt ?? null);
   const byCategory = new Map<string, IssueSummary[]>();
-  const slugs = new Set<string>();
+  const positions = new Map<string, number>();
   let size = 256 + sources.size * 120 + sync.listing.length * 64 + textIndexBytes(text);
-  for (const summary of all) {
+  for (const [at, summary] of all.entries()) {
     size += stringBytes(JSON.stringify(summary)) + 16;
-    slugs.add(summary.slug);
+    positions.set(summary.slug, at);
     if (!summary.category) continue;
     const list = byCategory.get(summary.category.slug) ?? [];
     list.push(summary);
     byCategory.set(summary.category.slug, list);
   }
-  return { kind: 'archive', index: { all, byCategory, slugs, complete, size, sources, sync, text }, fetchedAt };
+  return { kind: 'archive', index: { all, byCategory, positions, complete, size, sources, sync, text }, fetchedAt };
 }
 
 export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: string, neighbours?: string): CachedValue {
@@ -128,9 +129,8 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
     return { payload: JSON.stringify({ kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours }), fetchedAt };
   }
   const { all, complete, sources, sync, text } = value.index;
-  const stored = Number.isFinite(sync.fullReadAt)
-    ? { order: sync.order, fullReadAt: sync.fullReadAt, ids: sync.listing, head: sync.head }
-    : undefined;
+  const { order, fullReadAt, listing: ids, head } = sync;
+  const stored = Number.isFinite(fullReadAt) ? { order, fullReadAt, ids, head } : undefined;
   const rows = [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]);
   return {
     payload: JSON.stringify({ kind: 'archive', all, complete, sources: rows, sync: stored, text: encodeTextIndex(text) }),

@@ -8,11 +8,10 @@ import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import type { UpstreamIssue } from '../upstream/schemas.js';
 import { UpstreamError } from '../upstream/transport.js';
 import * as allowList from './allow-list.js';
-import { freshnessRulesOf, type CachePolicies } from './cache-policies.js';
+import { freshnessRulesOf, splitMemoryBudget, stringBytes, type CachePolicies } from './cache-policies.js';
 import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue, sizeOfCachedValue } from './cached-value.js';
 import type { ArchiveIndex, ArchiveSync, CachedValue, IndexCopy, IssueSource } from './cached-value.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
-import { splitMemoryBudget, stringBytes } from './memory-budget.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
 import { andThen, createReadThroughCache, isFresh } from './read-through-cache.js';
 import type { CacheState, Loader, MaybePromise, ReadResult, ReadThroughCacheOptions, Requester, WaitUntil } from './read-through-cache.js';
@@ -34,10 +33,10 @@ export interface PublicReadsOptions extends Pick<ReadThroughCacheOptions<CachedV
   maxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
-  archiveResyncSeconds?: number;
+  archiveResyncSeconds: number;
   sharedCache?: SharedTier;
   readBudget?: ReadBudget;
-  indexRefreshMinIntervalMs?: number;
+  indexRefreshMinIntervalMs: number;
   encodeBody?: BodyEncoder;
   spells?: Pick<FailureSpells, 'loaded' | 'affectedRead'>;
 }
@@ -70,8 +69,6 @@ export function createIndexRenders(maxBytes: number) {
   };
 }
 
-const INDEX_REFRESH_MIN_INTERVAL_MS = 5_000;
-
 // A slug a complete index lacks may only be newer than it, which one refresh settles (docs/contract.md "Availability under abuse").
 export function createSlugLookup<C>({
   read,
@@ -90,7 +87,7 @@ export function createSlugLookup<C>({
   return async function lookUp(slug: string, context: C): Promise<'listed' | 'absent' | 'unknown'> {
     const copy = await read(context).catch(() => undefined);
     if (!copy?.index.complete) return 'unknown';
-    if (copy.index.slugs.has(slug)) return 'listed';
+    if (copy.index.positions.has(slug)) return 'listed';
     const time = now();
     if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
       lastRefreshAt = time;
@@ -101,13 +98,12 @@ export function createSlugLookup<C>({
         });
     }
     const newer = refreshing === undefined ? copy : await refreshing;
-    if (newer?.index.slugs.has(slug)) return 'listed';
+    if (newer?.index.positions.has(slug)) return 'listed';
     return newer?.index.complete ? 'absent' : 'unknown';
   };
 }
 
 const NOT_FOUND_MAX_ENTRIES = 20_000;
-const DEFAULT_ARCHIVE_RESYNC_SECONDS = 600;
 const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
 const ISSUE_KEY_PREFIX = 'issue:';
@@ -116,7 +112,6 @@ const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue 
 const noIndex = () => new Error('archive loader returned no index');
 
 type Neighbours = Pick<IssueDetail, 'newer' | 'older'>;
-type JsonValue = CachedValue & { kind: 'json' };
 type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
 type Letter = { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined };
 
@@ -127,11 +122,10 @@ const indexOf = (value: CachedValue | undefined) => (value?.kind === 'archive' ?
 // A load's own reads: it has asked its request for both already.
 type Loading = { waitUntil: WaitUntil | undefined; client: string | undefined };
 const LOADING: Requester<Loading> = { waitUntil: (loading) => loading.waitUntil, client: (loading) => loading.client };
-type Caller = { request: unknown; requester: Requester<unknown> | undefined };
 
 export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
-  const resyncMs = (options.archiveResyncSeconds ?? DEFAULT_ARCHIVE_RESYNC_SECONDS) * 1000;
+  const resyncMs = options.archiveResyncSeconds * 1000;
   const budget = splitMemoryBudget(options.maxBytes);
   const rules = {
     archive: freshnessRulesOf(options.policies.archive),
@@ -205,16 +199,10 @@ export function createPublicReads(options: PublicReadsOptions) {
       .catch((error: unknown) => options.onLoadError?.(key, error));
   }
 
+  const tierCodec = { now, encode: encodeSharedEntry, decode: decodeSharedEntry, onRefreshError: options.onLoadError };
   function withSharedCopy(load: Loader<CachedValue>, keyRules = rules.issue): Loader<CachedValue> {
     if (!sharedCache) return load;
-    const loadThroughTier = withSharedTier(load, {
-      store: sharedCache,
-      rules: keyRules,
-      now,
-      encode: encodeSharedEntry,
-      decode: decodeSharedEntry,
-      onRefreshError: options.onLoadError,
-    });
+    const loadThroughTier = withSharedTier(load, { ...tierCodec, store: sharedCache, rules: keyRules });
     return async (...args) => {
       const value = await loadThroughTier(...args);
       return value && withCopies(value);
@@ -295,15 +283,8 @@ export function createPublicReads(options: PublicReadsOptions) {
     return value;
   }
 
-  const positions = new WeakMap<ArchiveIndex, Map<string, number>>();
-
   function neighboursIn(index: ArchiveIndex | undefined, slug: string): Neighbours {
-    let bySlug = index && positions.get(index);
-    if (index && bySlug === undefined) {
-      bySlug = new Map(index.all.map((summary, at) => [summary.slug, at]));
-      positions.set(index, bySlug);
-    }
-    const at = bySlug?.get(slug);
+    const at = index?.positions.get(slug);
     const near = (summary: IssueSummary | undefined) => (summary ? allowList.toIssueNeighbour(summary) : null);
     return at === undefined ? { newer: null, older: null } : { newer: near(index!.all[at - 1]), older: near(index!.all[at + 1]) };
   }
@@ -323,17 +304,15 @@ export function createPublicReads(options: PublicReadsOptions) {
         const knownSlot = prior?.text.slots.get(row.slug);
         const known = knownSlot === undefined ? undefined : store.docs[knownSlot];
         const letter = typeof row.contentHtml === 'string' ? row.contentHtml : undefined;
-        const unchanged = known !== undefined && version !== undefined && known.version === version;
-        const slot =
-          unchanged && (letter === undefined || known.letterWords !== null)
-            ? knownSlot!
-            : addSummary(store, listed, source.updatedAt, letter);
+        // A version both sides lack is no proof the row is unchanged: null and undefined never match.
+        const unchanged = known !== undefined && known.version === version && (letter === undefined || known.letterWords !== null);
+        const slot = unchanged ? knownSlot! : addSummary(store, listed, source.updatedAt, letter);
         const letterCount = store.docs[slot]!.letterWords;
         const readingMinutes = letterCount === null ? null : readingMinutesOf(letterCount);
         const summary = readingMinutes === null ? listed : { ...listed, readingMinutes };
         if (letter !== undefined && bytes < budget.upstreamDataEntry) {
           const copy = cache.peek(ISSUE_KEY_PREFIX + row.slug);
-          if (!(copy?.kind === 'json' && version !== undefined && copy.version === version)) {
+          if (!(copy?.kind === 'json' && copy.version === source.updatedAt)) {
             bytes += stringBytes(letter);
             letters.push({ summary, contentHtml: letter, readingMinutes: readingMinutes ?? 1, version });
           }
@@ -380,7 +359,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   // What an index read no earlier than `copy` says of it: gone (unpublished or renamed), or listed with the same or another `updatedAt`.
   function indexSays(slug: string, copy: CachedValue | undefined, archive = indexOf(cache.peek(ARCHIVE_KEY))) {
     if (archive === undefined || copy === undefined || archive.fetchedAt < copy.fetchedAt) return undefined;
-    if (archive.index.complete && !archive.index.slugs.has(slug)) return 'dropped';
+    if (archive.index.complete && !archive.index.positions.has(slug)) return 'dropped';
     const version = archive.index.sources.get(slug)?.updatedAt;
     if (copy.kind !== 'json' || copy.version === undefined || version === undefined || version === null) return undefined;
     return version === copy.version ? 'same' : 'edited';
@@ -407,7 +386,7 @@ export function createPublicReads(options: PublicReadsOptions) {
         return { ...(await withCopies(current)), fetchedAt: index!.fetchedAt };
       }
       if (verdict === 'dropped') return gone(slug);
-      if (!index?.index.slugs.has(slug)) options.readBudget?.take(client);
+      if (!index?.index.positions.has(slug)) options.readBudget?.take(client);
       const issue = await upstream.getIssueBySlug(slug).catch((error: unknown) => {
         if (error instanceof UpstreamError && error.kind === 'not_found') return undefined;
         throw error;
@@ -428,17 +407,16 @@ export function createPublicReads(options: PublicReadsOptions) {
     }
   }
 
-  async function withNeighbours(copy: JsonValue, neighbours: Neighbours): Promise<CachedValue> {
+  async function withNeighbours(copy: CachedValue & { kind: 'json' }, neighbours: Neighbours): Promise<CachedValue> {
     const { data } = JSON.parse(copy.rendered.body) as IssueBody;
     return jsonValue(await renderIssue({ ...data, ...neighbours }, encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
   }
 
   function addLetterToSearch(index: ArchiveIndex, issue: UpstreamIssue & { slug: string }, letterHtml: string): void {
-    const { text } = index;
-    const doc = documentOf(text, issue.slug);
+    const doc = documentOf(index.text, issue.slug);
     if (!doc || doc.letterWords !== null || doc.version !== (issue.updatedAt ?? null)) return;
     const summary = index.all.find((candidate) => candidate.slug === issue.slug);
-    if (summary) text.slots.set(issue.slug, addSummary(text.store, summary, doc.version, letterHtml));
+    if (summary) index.text.slots.set(issue.slug, addSummary(index.text.store, summary, doc.version, letterHtml));
   }
 
   // A shared copy older than the index (an edit seen since) is read again and replaced.
@@ -452,13 +430,10 @@ export function createPublicReads(options: PublicReadsOptions) {
   };
 
   // A stale copy says how old it is (RFC 9111 §5.1), and why: a failure spell under way, else a refresh.
-  const staleness = (state: CacheState, value: CachedValue) =>
-    state === 'STALE'
-      ? {
-          ageSeconds: Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)),
-          staleReason: options.spells?.affectedRead() ?? ('revalidating' as const),
-        }
-      : { ageSeconds: undefined, staleReason: undefined };
+  const ageOf = (state: CacheState, value: CachedValue) =>
+    state === 'STALE' ? Math.max(0, Math.floor((now() - value.fetchedAt) / 1000)) : undefined;
+  const staleReasonOf = (state: CacheState): StaleReason | undefined =>
+    state === 'STALE' ? (options.spells?.affectedRead() ?? 'revalidating') : undefined;
 
   function counted<R>(read: MaybePromise<R>): MaybePromise<R> {
     if (!(read instanceof Promise)) return read;
@@ -471,12 +446,11 @@ export function createPublicReads(options: PublicReadsOptions) {
   // Hoisted, as are the other steps of a cached hit: a closure made per request is a cost every hit pays.
   function publicReadOf<T>({ value, state }: ReadResult<CachedValue>): PublicRead<T> | undefined {
     if (value?.kind !== 'json') return undefined;
-    if (state !== 'STALE') return { rendered: value.rendered, state, ageSeconds: undefined, staleReason: undefined };
-    return { rendered: value.rendered, state, ...staleness(state, value) };
+    return { rendered: value.rendered, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
   }
 
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
-  const lookUpSlug = createSlugLookup<Caller>({
+  const lookUpSlug = createSlugLookup<{ request: unknown; requester: Requester<unknown> | undefined }>({
     read: async ({ request, requester }) =>
       cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, request, requester)).value) : undefined,
     // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
@@ -486,7 +460,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       return value?.kind === 'archive' && value.fetchedAt >= startedAt ? value : undefined;
     },
     now,
-    minRefreshIntervalMs: options.indexRefreshMinIntervalMs ?? INDEX_REFRESH_MIN_INTERVAL_MS,
+    minRefreshIntervalMs: options.indexRefreshMinIntervalMs,
   });
 
   function archiveIndex<R>(request?: R, requester?: Requester<R>) {
@@ -494,7 +468,7 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
   function indexReadOf({ value, state }: ReadResult<CachedValue>) {
     if (value?.kind !== 'archive') throw noIndex();
-    return { index: value.index, state, ...staleness(state, value) };
+    return { index: value.index, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
   }
 
   function pageOf({ index, state, ageSeconds, staleReason }: ReturnType<typeof indexReadOf>, query: ArchiveQuery) {
@@ -504,8 +478,12 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   // A copy the index shows edited since is read again now, not served while it refreshes.
-  const readIssue = (key: string, request: unknown, requester: Requester<unknown> | undefined, forceRefresh: boolean) =>
-    andThen(andThen(cache.read(key, loadIssue, request, requester, forceRefresh), publicReadOf<IssueBody>), foundOrNoSuchIssue);
+  function readIssue(slug: string, key: string, copy: CachedValue | undefined, request: unknown, requester?: Requester<unknown>) {
+    const verdict = indexSays(slug, copy);
+    if (verdict === 'dropped') return Promise.reject(noSuchIssue());
+    const read = cache.read(key, loadIssue, request, requester, verdict === 'edited');
+    return andThen(andThen(read, publicReadOf<IssueBody>), foundOrNoSuchIssue);
+  }
   const foundOrNoSuchIssue = (found: PublicRead<IssueBody> | undefined) => found ?? Promise.reject(noSuchIssue());
   const categoriesReadOf = (result: ReadResult<CachedValue>) => publicReadOf<CategoriesBody>(result)!;
 
@@ -513,20 +491,13 @@ export function createPublicReads(options: PublicReadsOptions) {
     const key = ISSUE_KEY_PREFIX + slug;
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);
-    if (copy !== undefined || cache.has(key)) {
-      const verdict = indexSays(slug, copy);
-      return verdict === 'dropped' ? Promise.reject(noSuchIssue()) : readIssue(key, request, requester, verdict === 'edited');
-    }
+    if (copy !== undefined || cache.has(key)) return readIssue(slug, key, copy, request, requester);
     return lookUpSlug(slug, { request, requester }).then((found) =>
-      found === 'absent'
-        ? Promise.reject(noSuchIssue())
-        : readIssue(key, request, requester, indexSays(slug, cache.peek(key)) === 'edited'),
+      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(slug, key, cache.peek(key), request, requester),
     );
   }
 
   const freshIndex = (value: CachedValue | undefined) => (value?.kind === 'archive' && archiveFresh(value.fetchedAt) ? value : undefined);
-  const readFresh = async (load: Loader<CachedValue>) =>
-    freshIndex((await cache.read(ARCHIVE_KEY, load, undefined, undefined, true)).value);
 
   return {
     archiveIndex: <R>(request?: R, requester?: Requester<R>) => counted(archiveIndex(request, requester)),
@@ -538,28 +509,26 @@ export function createPublicReads(options: PublicReadsOptions) {
 
     issue: <R>(slug: string, request?: R, requester?: Requester<R>) => counted(issue(slug, request, requester)),
 
-    /** Into this cache and the shared tier (a Workers Cron Trigger). */
     async refreshFromUpstream(waitUntil?: WaitUntil): Promise<{ issues: number }> {
       const loading = { waitUntil, client: undefined };
       const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), loading, LOADING, true);
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), loading, LOADING, true);
       if (archive.state === 'STALE' || categories.state === 'STALE')
         throw new Error('the upstream refresh failed; the copies stay as they were');
-      const index = indexOf(archive.value);
-      if (index === undefined) throw noIndex();
-      return { issues: index.index.all.length };
+      return { issues: indexReadOf(archive).index.all.length };
     },
 
     // The copy kept, else (with `load`) the shared tier's fresh one, else (with `upstream`) one read now.
     async freshArchiveIndex({ load = true, upstream: mayReadUpstream = true } = {}): Promise<IndexCopy | undefined> {
       const kept = freshIndex(cache.peek(ARCHIVE_KEY));
       if (kept || !load) return kept;
+      let loadFresh = publishing(loadArchiveFromUpstream);
       if (sharedCache) {
         const entry = await sharedCache.get(ARCHIVE_KEY).catch(() => undefined);
-        if (entry !== undefined && archiveFresh(entry.fetchedAt)) return readFresh(loadArchive);
-        if (!mayReadUpstream) return undefined;
+        if (entry !== undefined && archiveFresh(entry.fetchedAt)) loadFresh = loadArchive;
+        else if (!mayReadUpstream) return undefined;
       }
-      return readFresh(publishing(loadArchiveFromUpstream));
+      return freshIndex((await cache.read(ARCHIVE_KEY, loadFresh, undefined, undefined, true)).value);
     },
 
     categories: <R>(request?: R, requester?: Requester<R>): MaybePromise<PublicRead<CategoriesBody>> =>

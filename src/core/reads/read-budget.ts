@@ -43,11 +43,6 @@ export function createReadBudget(options: ReadBudgetOptions) {
     throw new ReadBudgetExceeded(Math.max(1, Math.ceil((1 - bucket.tokens) / rule.perMs / 1000)));
   }
 
-  function spend(bucket: Bucket): void {
-    bucket.tokens -= 1;
-    bucket.dry = false;
-  }
-
   return {
     take(client: string | undefined) {
       const time = now();
@@ -59,8 +54,10 @@ export function createReadBudget(options: ReadBudgetOptions) {
       // The client's own bucket first: one address over its share never spends everyone's.
       if (own) check(own, 'client', time);
       check(total, 'total', time);
-      spend(total);
-      if (own) spend(own);
+      for (const bucket of own ? [total, own] : [total]) {
+        bucket.tokens -= 1;
+        bucket.dry = false;
+      }
     },
   };
 }

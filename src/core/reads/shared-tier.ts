@@ -1,5 +1,5 @@
 import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate } from './read-through-cache.js';
-import type { FreshnessRules, Loader, WaitUntil } from './read-through-cache.js';
+import type { FreshnessRules, Loader } from './read-through-cache.js';
 
 /** Shared by isolates or instances (the Cache API, Redis). `claimRefresh` is false when another instance holds the refresh. */
 export interface SharedTier {
@@ -25,23 +25,6 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
   // The in-memory cache holds a copy handed back stale for 1 ms only: without this, every request would start its own refresh.
   const refreshing = new Map<string, Promise<void>>();
 
-  function refreshOnce(key: string, waitUntil: WaitUntil | undefined, client: string | undefined, base: V | undefined): Promise<void> {
-    let running = refreshing.get(key);
-    if (running === undefined) {
-      running = (async () => {
-        try {
-          if (store.claimRefresh && !(await store.claimRefresh(key, REFRESH_CLAIM_MS).catch(() => true))) return;
-          const value = await load(key, waitUntil, client, base);
-          await (value === undefined ? store.delete(key) : store.put(key, encode(value)));
-        } catch (error) {
-          options.onRefreshError?.(key, error);
-        }
-      })().finally(() => refreshing.delete(key));
-      refreshing.set(key, running);
-    }
-    return running;
-  }
-
   return async function loadThroughSharedTier(key, waitUntil, client, previous) {
     const entry = await store.get(key).catch(() => undefined);
     const stored = entry === undefined ? undefined : decode(entry);
@@ -50,9 +33,21 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
     if (stored !== undefined && isFresh(staleAt, time)) return stored;
     const base = stored ?? previous;
     if (stored !== undefined && isWithinStaleWhileRevalidate(staleAt, time, rules)) {
+      let running = refreshing.get(key);
+      if (running === undefined) {
+        running = (async () => {
+          try {
+            if (store.claimRefresh && !(await store.claimRefresh(key, REFRESH_CLAIM_MS).catch(() => true))) return;
+            const value = await load(key, waitUntil, client, base);
+            await (value === undefined ? store.delete(key) : store.put(key, encode(value)));
+          } catch (error) {
+            options.onRefreshError?.(key, error);
+          }
+        })().finally(() => refreshing.delete(key));
+        refreshing.set(key, running);
+      }
       // Started before `waitUntil?.()`, which would skip it where there is none (Node).
-      const refreshing = refreshOnce(key, waitUntil, client, base);
-      waitUntil?.(refreshing);
+      waitUntil?.(running);
       return stored;
     }
     let value: V | undefined;
