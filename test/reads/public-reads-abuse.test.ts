@@ -16,7 +16,6 @@ function setup(options: { slugs?: string[]; archiveMaxIssues?: number; perClient
   const published = [...(options.slugs ?? ['first-light', 'second-wind'])];
   const calls: string[] = [];
   const upstream: UpstreamClient = {
-    listIssues: async () => [],
     listAllPublicIssues: async (max) => {
       calls.push('archive');
       return published.slice(0, max).map((slug) => issue(slug, options.leanRows ? { contentHtml: null } : {}));

@@ -10,7 +10,6 @@ import { publicIssue as issue } from './fixtures.js';
 function createFakeUpstream() {
   const calls: string[] = [];
   const upstream: UpstreamClient = {
-    listIssues: async () => [],
     listAllPublicIssues: async () => {
       calls.push('archive');
       return [issue('first')];
@@ -92,7 +91,6 @@ describe('public reads', () => {
     let rows = [issue('late', { contentHtml: undefined })];
     let release: (() => void) | undefined;
     const upstream: UpstreamClient = {
-      listIssues: async () => [],
       listAllPublicIssues: async () => rows,
       getIssueBySlug: async (slug) => {
         await new Promise<void>((resolve) => (release = resolve));

@@ -183,7 +183,6 @@ describe('letters the list rows do not carry', () => {
     const calls: string[] = [];
     const letters: Record<string, string> = { 'first-light': `<p>${'sorrel '.repeat(700)}</p>`, 'second-wind': '<p>Borage and bees.</p>' };
     const upstream: UpstreamClient = {
-      listIssues: async () => [],
       listAllPublicIssues: async () => {
         calls.push('archive');
         return Object.keys(letters).map((slug, day) =>

@@ -97,6 +97,12 @@ export function setupClient(handler: FetchHandler, overrides: Partial<UpstreamCl
   return { client, ...seams };
 }
 
+/** The issues of the first List Issues page, read as the archive refresh reads the newest rows (one page, pages of 10). */
+export async function firstListPage(client: ReturnType<typeof setupClient>['client']) {
+  const head = await client.readPublicArchiveHead!({ isKnownId: () => false, reduceRow: (row) => row, order: 'sent' });
+  return head.issues;
+}
+
 /** Awaits a promise that must reject with an UpstreamError, and returns that error. */
 export async function failureOf(promise: Promise<unknown>): Promise<UpstreamError> {
   const outcome = await promise.then(

@@ -7,6 +7,7 @@ import {
   connectionReset,
   errorBody,
   failureOf,
+  firstListPage,
   setupClient,
   SUBSCRIBER_BODY,
   timeoutError,
@@ -41,8 +42,12 @@ describe('upstream client request shape', () => {
 
   it('lists issues at /newsletter/issues with status, isPublic and the assumed limit and offset parameters', async () => {
     const { client, calls } = setupClient(() => jsonResponse({ ok: true, data: [] }));
-    await client.listIssues({ status: 'sent', isPublic: true, limit: 200, offset: 400 });
-    expect(calls[0]?.url.href).toBe(`${TEST_BASE_URL}/newsletter/issues?status=sent&isPublic=true&limit=200&offset=400`);
+    await client.listAllPublicIssues(1000);
+    await firstListPage(client);
+    expect(calls.map((call) => call.url.href)).toEqual([
+      `${TEST_BASE_URL}/newsletter/issues?status=sent&isPublic=true&limit=200&offset=0`,
+      `${TEST_BASE_URL}/newsletter/issues?status=sent&isPublic=true&limit=10&offset=0`,
+    ]);
   });
 
   it('gets one issue at /newsletter/issues/by-slug/:slug', async () => {
@@ -74,7 +79,7 @@ describe('upstream client request shape', () => {
 describe('upstream client results', () => {
   it('returns the parsed issue list', async () => {
     const { client } = setupClient(() => jsonResponse({ ok: true, data: [upstreamIssue(1), upstreamIssue(2)] }));
-    const issues = await client.listIssues({ status: 'sent', isPublic: true, limit: 2, offset: 0 });
+    const issues = await firstListPage(client);
     expect(issues.map((issue) => [issue.id, issue.slug, issue.subject])).toEqual([
       ['iss_0001', 'issue-1', 'Issue 1'],
       ['iss_0002', 'issue-2', 'Issue 2'],
@@ -109,7 +114,7 @@ describe('upstream client and the shape of a success body', () => {
     ['a list without the success envelope', () => jsonResponse({ data: [upstreamIssue(1)] })],
   ])('returns kind bad_response and does not retry for %s', async (_label, respond) => {
     const { client, calls, sleeps } = setupClient(respond);
-    const error = await failureOf(client.listIssues({ status: 'sent', isPublic: true, limit: 10, offset: 0 }));
+    const error = await failureOf(firstListPage(client));
     expect(error.kind).toBe('bad_response');
     expect(error.status).toBe(200);
     expect(calls).toHaveLength(1);

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { parseRowList, skipValue } from '../../src/core/upstream/row-scanner.js';
 import { jsonResponse } from '../helpers.js';
-import { setupClient, upstreamIssue } from './fixtures.js';
+import { firstListPage, setupClient, upstreamIssue } from './fixtures.js';
 
 const FIELDS: ReadonlySet<string> = new Set(['id', 'subject', 'contentHtml', 'category']);
 
@@ -77,7 +77,7 @@ describe('reading a list page without building the members it does not keep', ()
       upstreamIssue(3, { subject: 12 }),
     ];
     const { client } = setupClient(() => jsonResponse({ ok: true, data: rows }));
-    const issues = await client.listIssues({ status: 'sent', isPublic: true, limit: 10, offset: 0 });
+    const issues = await firstListPage(client);
     expect(issues.map((issue) => issue.id)).toEqual(['iss_0001', 'iss_0002']);
     for (const issue of issues) expect(issue).not.toHaveProperty('contentJson');
   });

@@ -1,8 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { createLogCapture, jsonResponse } from '../helpers.js';
-import { failureOf, setupClient, SUBSCRIBER_BODY, upstreamCategory, upstreamIssue, UPSTREAM_SENTENCE } from './fixtures.js';
-
-const LIST = { status: 'sent', isPublic: true, limit: 10, offset: 0 } as const;
+import { failureOf, firstListPage, setupClient, SUBSCRIBER_BODY, upstreamCategory, upstreamIssue, UPSTREAM_SENTENCE } from './fixtures.js';
 
 /** The real client over a scripted upstream, logging into a capture. */
 function clientAnswering(respond: () => Response) {
@@ -15,7 +13,7 @@ describe('reading a list row by row', () => {
   it('drops a row that fails its schema, serves the rest, and names its id in one warn line, never its content', async () => {
     const rows = [upstreamIssue(1), upstreamIssue(2, { subject: null, previewText: UPSTREAM_SENTENCE }), upstreamIssue(3)];
     const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: rows }));
-    const issues = await client.listIssues(LIST);
+    const issues = await firstListPage(client);
     expect(issues.map((issue) => issue.id)).toEqual(['iss_0001', 'iss_0003']);
     expect(logs.entries()).toEqual([
       expect.objectContaining({ level: 'warn', event: 'upstream_rows_dropped', operation: 'listIssues', count: 1, ids: 'iss_0002' }),
@@ -26,7 +24,7 @@ describe('reading a list row by row', () => {
   it('counts a dropped row whose id is not a plain short id without naming it', async () => {
     const rows = [upstreamIssue(1, { id: 42 }), upstreamIssue(2, { id: `<script>${'x'.repeat(80)}`, subject: 7 })];
     const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: rows }));
-    expect(await client.listIssues(LIST)).toEqual([]);
+    expect(await firstListPage(client)).toEqual([]);
     expect(logs.entries()[0]).toMatchObject({ event: 'upstream_rows_dropped', count: 2 });
     expect(logs.entries()[0]).not.toHaveProperty('ids');
   });
@@ -57,7 +55,7 @@ describe('reading a list row by row', () => {
   it('never validates fields it does not show: extra fields, and null in internal fields', async () => {
     const row = upstreamIssue(1, { workspaceId: null, stats: null, createdBy: null, audience: 'everyone', brandNew: [1, 2] });
     const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: [row] }));
-    expect(await client.listIssues(LIST)).toHaveLength(1);
+    expect(await firstListPage(client)).toHaveLength(1);
     expect(logs.lines).toEqual([]);
   });
 
@@ -70,8 +68,8 @@ describe('reading a list row by row', () => {
 describe('states the upstream documentation does not list', () => {
   it('accepts an issue in a new state and tells the owner once per process, at info', async () => {
     const { client, logs } = clientAnswering(() => jsonResponse({ ok: true, data: [upstreamIssue(1, { status: 'archived' })] }));
-    expect(await client.listIssues(LIST)).toHaveLength(1);
-    await client.listIssues(LIST);
+    expect(await firstListPage(client)).toHaveLength(1);
+    await firstListPage(client);
     expect(logs.entries()).toEqual([
       expect.objectContaining({ level: 'info', event: 'upstream_unknown_status', resource: 'issue', status: 'archived' }),
     ]);
@@ -81,7 +79,7 @@ describe('states the upstream documentation does not list', () => {
     const { client, logs } = clientAnswering(() =>
       jsonResponse({ ok: true, data: [upstreamIssue(1), upstreamIssue(2, { status: 'draft' })] }),
     );
-    await client.listIssues(LIST);
+    await firstListPage(client);
     expect(logs.lines).toEqual([]);
   });
 });

@@ -1,12 +1,10 @@
 import type { ListPaging } from './assumptions.js';
-import type { UpstreamIssue } from './schemas.js';
+import type { readRows, UpstreamIssue } from './schemas.js';
 import { ResponseTooLarge, type Validators } from './transport.js';
 
 export type PagePosition = { limit: number; offset: number; page: number; conditional?: Validators | undefined };
 
-export type ListedPage = {
-  rows: UpstreamIssue[];
-  droppedIds: (string | undefined)[];
+export type ListedPage = ReturnType<typeof readRows<UpstreamIssue>> & {
   notModified?: boolean;
   validators?: Validators | undefined;
   bytes?: number | undefined;
@@ -32,7 +30,6 @@ export interface ArchiveReadOptions<K> {
   expectedRows?: number | undefined;
 }
 
-// docs/upstream.md "How the archive is read and kept fresh" and "Pages of a few MiB" say why these.
 const SMALLEST_PAGE_FRACTION = 4;
 const CONCURRENT_PAGES = 4;
 const CONCURRENT_PAGE_BYTES = 8 * 1024 * 1024;

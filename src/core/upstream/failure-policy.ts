@@ -3,7 +3,6 @@ import type { Logger, LogLevel } from '../log.js';
 import { NOT_FOUND_STATUS } from './assumptions.js';
 import { UpstreamError } from './transport.js';
 
-/** `error` is `undefined` when subscribe answers as a success. */
 type UpstreamFailureAnswer = { error: ApiError | undefined; level: LogLevel; hint: string | undefined };
 
 const WRONG_BASE_URL = 'NEWSLETTER_API_BASE_URL may be wrong (it must be the service root ending in /v1)';

@@ -7,7 +7,7 @@ import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumpti
 import { parseRowList } from './row-scanner.js';
 import { IssueEnvelope, KNOWN_ISSUE_STATUSES, KNOWN_SUBSCRIBER_STATUSES, ListedCategorySchema, readRows } from './schemas.js';
 import { RowListEnvelope, SubscriberEnvelope, UpstreamErrorBodySchema, UpstreamIssueSchema } from './schemas.js';
-import type { CreateSubscriberBody, ListIssuesQuery, UpstreamCategory, UpstreamIssue, UpstreamSubscriber } from './schemas.js';
+import type { CreateSubscriberBody, UpstreamCategory, UpstreamIssue, UpstreamSubscriber } from './schemas.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
 
 export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {
@@ -20,7 +20,6 @@ export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' 
 
 /** The four upstream operations a public site needs, and nothing else. The archive reads log what they found. */
 export interface UpstreamClient {
-  listIssues(query: ListIssuesQuery): Promise<UpstreamIssue[]>;
   listAllPublicIssues(maxIssues: number): Promise<UpstreamIssue[]>;
   readPublicArchive?<K>(maxIssues: number, options: ArchiveReadOptions<K>): Promise<ArchiveRead<K>>;
   readPublicArchiveHead?<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>>;
@@ -83,15 +82,15 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     }
   }
 
-  async function listRows(query: ListIssuesQuery, conditional?: Validators): Promise<ListedPage> {
-    const { limit, offset } = query;
+  // Every read of List Issues is an archive read: the public, sent issues, page by page.
+  const listPage: ListPage = async ({ limit, offset, page, conditional }) => {
     let validators: Validators | undefined;
     let bytes: number | undefined;
     const url = buildUrl(UPSTREAM_PATHS.listIssues, {
-      status: query.status,
-      isPublic: String(query.isPublic),
+      status: 'sent',
+      isPublic: 'true',
       [paging.limitParam]: String(limit),
-      [paging.pagingParam]: String(paging.style === 'page' ? Math.floor(offset / limit) + 1 : offset),
+      [paging.pagingParam]: String(paging.style === 'page' ? page : offset),
     });
     const data = await request('list_issues', {
       method: 'GET',
@@ -107,10 +106,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
     const listed = readRows(data, UpstreamIssueSchema);
     for (const row of listed.rows) notices.issueStatus(row.status);
     return { ...listed, validators, bytes };
-  }
+  };
 
-  const listPage: ListPage = ({ limit, offset, page, conditional }) =>
-    listRows({ status: 'sent', isPublic: true, limit, offset: paging.style === 'page' ? (page - 1) * limit : offset }, conditional);
   // Learnt from a page over the body cap: later reads start there.
   let learntPageSize: number | undefined;
 
@@ -128,11 +125,6 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
   }
 
   return {
-    async listIssues(query) {
-      const { rows, droppedIds } = await listRows(query);
-      notices.dropped('listIssues', droppedIds);
-      return rows;
-    },
     readArchive: (maxIssues) => readArchive(maxIssues),
     listAllPublicIssues: async (maxIssues) => (await readPublicArchive(maxIssues, { reduceRow: (row) => row })).issues,
     readPublicArchive,

@@ -59,8 +59,6 @@ export function readRows<T>(rows: readonly unknown[], schema: z.ZodMiniType<T>):
   return { rows: parsed, droppedIds };
 }
 
-export type ListIssuesQuery = { status: 'draft' | 'sending' | 'sent' | 'failed'; isPublic: boolean; limit: number; offset: number };
-
 export interface CreateSubscriberBody {
   email: string;
   optInAttestation: true;
