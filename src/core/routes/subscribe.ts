@@ -8,11 +8,9 @@ import { maskEmail, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../http/origins.js';
 import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.js';
-import { forwardSubscription } from '../subscribe/forward.js';
 import {
   createRepeatGuard,
   createTurnstileChallenge,
-  isForbiddenOrigin,
   isHoneypotFilled,
   rateLimitError,
   SubscribeFailure,
@@ -24,6 +22,8 @@ import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type
 import { redirectTarget, refusedOriginReply, reply, returnToPage, type SubscribeReply } from '../subscribe/reply.js';
 import { createAlertWebhook, createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
+import { UpstreamError } from '../upstream/transport.js';
+import { answerUpstreamFailure } from '../upstream/failure-policy.js';
 
 export interface SubscribeDeps {
   rateLimiter?: RateLimiter | undefined;
@@ -85,12 +85,43 @@ export function createSubscribeRoutes(
     return ip === undefined ? undefined : rateLimitKeyOf(ip, config.rateLimitIpv6Prefix);
   };
 
+  async function forward(fields: ReturnType<typeof parseSubscribeFields>, record: RecordOutcome): Promise<void> {
+    const email = maskEmail(fields.email);
+    try {
+      // Built field by field: the client can never choose sourceType or add upstream fields.
+      await upstream.createSubscriber({
+        email: fields.email,
+        optInAttestation: true,
+        sourceType: config.subscribeSourceType,
+        source: fields.source ?? config.subscribeDefaultSource,
+        ...(fields.sourcePlatform ? { sourcePlatform: fields.sourcePlatform } : {}),
+      });
+    } catch (failure) {
+      if (!(failure instanceof UpstreamError)) throw failure;
+      const { error, level, hint } = answerUpstreamFailure(failure, 'subscribe');
+      const { kind: upstreamKind, upstreamCode } = failure;
+      const upstreamStatus = String(failure.status);
+      if (error) {
+        // With a hint the status is the clue (a 404 on our path, a 401 for our key), so it is logged too.
+        const logged = hint ? { email, upstreamKind, upstreamStatus, upstreamCode, hint } : { email, upstreamKind, upstreamCode };
+        const { code, message, details, retryAfter } = error;
+        throw new SubscribeFailure(code, { outcome: 'failed', fields: logged, level }, { message, details, retryAfter, cause: failure });
+      }
+      await repeats.remember(fields.normalized);
+      return record('refused_by_upstream', { email, upstreamStatus, upstreamCode, hint }, level);
+    }
+    await repeats.remember(fields.normalized);
+    record('forwarded', { email });
+  }
+
   const routes = new Hono()
     .post(
       '/subscribe',
       options.first as MiddlewareHandler<{}, '/subscribe', JsonInput>,
       async function guardBeforeTheBody(c, next) {
-        if (isForbiddenOrigin(c, origins)) throw new ApiError('FORBIDDEN_ORIGIN');
+        // CORS does not stop a cross-site form post; this does. A request without `Origin` passes.
+        const origin = c.req.header('origin');
+        if (origin !== undefined && !origins.isAllowed(origin)) throw new ApiError('FORBIDDEN_ORIGIN');
         const limited = await rateLimitError(rateLimiter, rateLimitKey(c));
         if (limited) throw limited;
         await next();
@@ -128,7 +159,7 @@ export function createSubscribeRoutes(
             { message: 'Subscriptions are paused for a few minutes. Try again later.', retryAfter: surge?.retryAfterSeconds() },
           );
         }
-        await forwardSubscription(upstream, config, fields, record, repeats.remember);
+        await forward(fields, record);
         return reply(c, targetOf(c));
       },
     )

@@ -1,7 +1,6 @@
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError, type ApiErrorOptions, type ErrorCode } from '../http/errors.js';
-import type { OriginPolicy } from '../http/origins.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import type { LogLevel } from '../log.js';
 
@@ -21,12 +20,6 @@ export class SubscribeFailure extends ApiError {
     super(code, options);
     [this.outcome, this.logFields, this.level] = [outcome, fields, level];
   }
-}
-
-/** CORS does not stop a cross-site form post; this does. A request without `Origin` passes. */
-export function isForbiddenOrigin(c: Context, origins: OriginPolicy): boolean {
-  const origin = c.req.header('origin');
-  return origin !== undefined && !origins.isAllowed(origin);
 }
 
 export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string | undefined): Promise<ApiError | undefined> {
