@@ -3,7 +3,6 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import * as z from '../zod.js';
 import { NO_STORE } from '../reads/cache-policies.js';
 
-/** docs/contract.md "Errors we return": each code's status and our own words (never upstream text). */
 const ERRORS = {
   BAD_REQUEST: [400, 'The request could not be read: check its Host header and path.'],
   VALIDATION_ERROR: [422, 'The request is not valid.'],

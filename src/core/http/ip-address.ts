@@ -78,7 +78,6 @@ export function parseAddressList(text: string) {
   return { list, invalid };
 }
 
-/** The `hops`-th `X-Forwarded-For` entry from the right (further left are the client's own words). */
 export function clientIpFromForwardedFor(forwardedFor: string | undefined, socketAddress: string | undefined, hops: number) {
   const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
   if (hops <= 0 || !forwardedFor) return socket;

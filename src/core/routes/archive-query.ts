@@ -23,7 +23,6 @@ function toSearch(q: string | undefined): string | undefined {
   return words.length === 0 ? undefined : words.join(' ');
 }
 
-/** The one place a parameter is written (route, types, openapi.json); unknown ones never reach a cache key. */
 export function createArchiveQuerySchema(maxOffset: number) {
   const searchText = z.string({ error: SEARCH_RULE }).check(z.refine(withinSearchLength, { error: SEARCH_RULE }));
   return z.object({

@@ -173,7 +173,6 @@ export function createSubscribeRoutes(
       if (!(error instanceof ApiError)) throw error;
       if (error instanceof SubscribeFailure) record(error.outcome, { reason: error.code, ...error.logFields }, error.level);
       else record('rejected', { reason: error.code });
-      // Its pages are not ours to send anyone to.
       if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
       return reply(c, targetOf(c), error);
     });

@@ -4,7 +4,6 @@ import { ApiError, type ApiErrorOptions, type ErrorCode } from '../http/errors.j
 import type { RateLimiter } from '../http/rate-limit.js';
 import type { LogLevel } from '../log.js';
 
-/** `abandoned`: the client hung up (499); `timed_out`: REQUEST_TIMEOUT_SECONDS (408). */
 type Settled = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'abandoned' | 'timed_out';
 type LogFields = Record<string, string | undefined>;
 type FailureLog = { outcome: 'rejected' | 'paused' | 'failed'; fields?: LogFields; level?: LogLevel };
@@ -52,7 +51,6 @@ export async function sendWithin<T>(timeoutMs: number, send: (signal: AbortSigna
 }
 
 export const TURNSTILE_RESPONSE_FIELD = 'cf-turnstile-response';
-/** Our secret is wrong, not the visitor's token: an operator must act. */
 const OUR_MISTAKES = ['missing-input-secret', 'invalid-input-secret'];
 
 export interface TurnstileChallengeOptions {

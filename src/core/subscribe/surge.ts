@@ -105,7 +105,6 @@ export function createSurgeWatch(options: {
   }
 
   return {
-    /** An attempt that passed validation, honeypot and origin; true while a surge is on. */
     async attempt(attempt: { ip: string | undefined; domain: string; mailbox: string }, background: Background): Promise<boolean> {
       const at = now();
       const [seen] = visitors(at);
