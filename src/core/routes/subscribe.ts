@@ -20,7 +20,7 @@ import {
 } from '../subscribe/guards.js';
 import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type SubscribeJsonInput } from '../subscribe/input.js';
 import { redirectTarget, refusedOriginReply, reply, returnToPage, type SubscribeReply } from '../subscribe/reply.js';
-import { createAlertWebhook, createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
+import { createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
 import { UpstreamError } from '../upstream/transport.js';
 import { answerUpstreamFailure } from '../upstream/failure-policy.js';
@@ -59,19 +59,7 @@ export function createSubscribeRoutes(
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
   const { turnstileSecretKey: secretKey, turnstileSiteKey: siteKey, turnstileVerifyUrl: verifyUrl } = config;
   const challenge = secretKey ? createTurnstileChallenge({ secretKey, siteKey, verifyUrl, clientIp, ...options.turnstile }) : undefined;
-  const surge =
-    config.subscribeSurgePerMinute === 0
-      ? undefined
-      : createSurgeWatch({
-          perMinute: config.subscribeSurgePerMinute,
-          holdSeconds: config.subscribeSurgeSeconds,
-          response: challenge ? 'challenge' : 'pause',
-          counter: options.surgeCounter ?? createMemorySurgeCounter(),
-          now,
-          log,
-          metrics,
-          alert: config.alertWebhookUrl ? createAlertWebhook({ url: config.alertWebhookUrl, log }) : undefined,
-        });
+  const surge = createSurgeWatch({ config, response: challenge ? 'challenge' : 'pause', counter: options.surgeCounter, now, log, metrics });
 
   const recorder =
     (c: Context): RecordOutcome =>
