@@ -12,7 +12,6 @@ import {
   createRepeatGuard,
   createTurnstileChallenge,
   isHoneypotFilled,
-  rateLimitError,
   SubscribeFailure,
   type RecordOutcome,
   type RepeatGuard,
@@ -110,8 +109,8 @@ export function createSubscribeRoutes(
         // CORS does not stop a cross-site form post; this does. A request without `Origin` passes.
         const origin = c.req.header('origin');
         if (origin !== undefined && !origins.isAllowed(origin)) throw new ApiError('FORBIDDEN_ORIGIN');
-        const limited = await rateLimitError(rateLimiter, rateLimitKey(c));
-        if (limited) throw limited;
+        const limit = await rateLimiter.hit(rateLimitKey(c) ?? 'unknown');
+        if (!limit.allowed) throw new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
         await next();
       },
       bodyLimit({ maxSize: SUBSCRIBE_MAX_BODY_BYTES, onError: () => Promise.reject(new ApiError('PAYLOAD_TOO_LARGE')) }),

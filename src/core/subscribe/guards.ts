@@ -1,7 +1,6 @@
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError, type ApiErrorOptions, type ErrorCode } from '../http/errors.js';
-import type { RateLimiter } from '../http/rate-limit.js';
 import type { LogLevel } from '../log.js';
 
 type Settled = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'abandoned' | 'timed_out';
@@ -19,11 +18,6 @@ export class SubscribeFailure extends ApiError {
     super(code, options);
     [this.outcome, this.logFields, this.level] = [outcome, fields, level];
   }
-}
-
-export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string | undefined): Promise<ApiError | undefined> {
-  const limit = await rateLimiter.hit(clientIp ?? 'unknown');
-  return limit.allowed ? undefined : new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
 }
 
 const ownField = (input: Record<string, unknown>, field: string) => (Object.hasOwn(input, field) ? input[field] : undefined);
