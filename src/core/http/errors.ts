@@ -89,12 +89,8 @@ export class ApiError extends Error {
     if (ERRORS[code][0] < 500) Error.stackTraceLimit = 0;
     super(message ?? ERRORS[code][1], { cause });
     Error.stackTraceLimit = stackTraceLimit;
-    this.name = 'ApiError';
-    this.code = code;
-    this.status = ERRORS[code][0];
-    this.details = options.details;
-    this.retryAfter = options.retryAfter;
-    this.allow = options.allow;
+    [this.name, this.code, this.status] = ['ApiError', code, ERRORS[code][0]];
+    ({ details: this.details, retryAfter: this.retryAfter, allow: this.allow } = options);
   }
 }
 
