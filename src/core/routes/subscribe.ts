@@ -35,10 +35,6 @@ export interface SubscribeDeps {
 // Declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
 type JsonInput = { in: { json: SubscribeJsonInput }; out: {} };
 
-const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
-  details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }],
-});
-
 /** Guards in docs/contract.md's order (origin and rate limit before the body); each refusal is thrown, logged once by onError. */
 export function createSubscribeRoutes(
   options: SubscribeDeps & {
@@ -60,19 +56,17 @@ export function createSubscribeRoutes(
   const challenge = secretKey ? createTurnstileChallenge({ secretKey, siteKey, verifyUrl, clientIp, ...options.turnstile }) : undefined;
   const surge = createSurgeWatch({ config, response: challenge ? 'challenge' : 'pause', counter: options.surgeCounter, now, log, metrics });
 
-  const recorder =
-    (c: Context): RecordOutcome =>
-    (outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') => {
-      metrics.subscribe(outcome, fields.reason);
-      log.log(level, 'subscribe', { outcome, requestId: c.get('requestId'), ...fields });
-    };
+  const record: RecordOutcome = (c, outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') => {
+    metrics.subscribe(outcome, fields.reason);
+    log.log(level, 'subscribe', { outcome, requestId: c.get('requestId'), ...fields });
+  };
   const targetOf = (c: Context) => redirectTarget(c, config.subscribeRedirectUrl, origins, c.get('subscribeReturnTo'));
   const rateLimitKey = (c: Context) => {
     const ip = clientIp(c);
     return ip === undefined ? undefined : rateLimitKeyOf(ip, config.rateLimitIpv6Prefix);
   };
 
-  async function forward(fields: ReturnType<typeof parseSubscribeFields>, record: RecordOutcome): Promise<void> {
+  async function forward(c: Context, fields: ReturnType<typeof parseSubscribeFields>): Promise<void> {
     const email = maskEmail(fields.email);
     try {
       // Built field by field: the client can never choose sourceType or add upstream fields.
@@ -95,10 +89,10 @@ export function createSubscribeRoutes(
         throw new SubscribeFailure(code, { outcome: 'failed', fields: logged, level }, { message, details, retryAfter, cause: failure });
       }
       await repeats.remember(fields.normalized);
-      return record('refused_by_upstream', { email, upstreamStatus, upstreamCode, hint }, level);
+      return record(c, 'refused_by_upstream', { email, upstreamStatus, upstreamCode, hint }, level);
     }
     await repeats.remember(fields.normalized);
-    record('forwarded', { email });
+    record(c, 'forwarded', { email });
   }
 
   const routes = new Hono()
@@ -115,16 +109,17 @@ export function createSubscribeRoutes(
       },
       bodyLimit({ maxSize: SUBSCRIBE_MAX_BODY_BYTES, onError: () => Promise.reject(new ApiError('PAYLOAD_TOO_LARGE')) }),
       async function subscribe(c): Promise<SubscribeReply | ErrorAnswer<RouteErrorStatus<'/api/subscribe'>>> {
-        const record = recorder(c);
         const input = await readSubscribeBody(c);
         c.set('subscribeReturnTo', returnToPage(c, input, origins));
         if (isHoneypotFilled(input, config.honeypotField)) {
           // Answered like a success, so a bot learns nothing.
-          record('honeypot');
+          record(c, 'honeypot');
           return reply(c, targetOf(c));
         }
         const fields = parseSubscribeFields(c, input);
-        if (isDisposableDomain?.(fields.domain)) throw DISPOSABLE_REFUSAL;
+        if (isDisposableDomain?.(fields.domain)) {
+          throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }] });
+        }
         const surging = surge
           ? await surge.attempt({ ip: rateLimitKey(c), domain: fields.domain, mailbox: fields.normalized }, waitUntilOf(c))
           : false;
@@ -134,7 +129,7 @@ export function createSubscribeRoutes(
           await challenge(c, input);
         }
         if (await repeats.isRepeat(fields.normalized)) {
-          record('deduped', { email: maskEmail(fields.email) });
+          record(c, 'deduped', { email: maskEmail(fields.email) });
           return reply(c, targetOf(c));
         }
         if (surging && !challenge) {
@@ -146,20 +141,19 @@ export function createSubscribeRoutes(
             { message: 'Subscriptions are paused for a few minutes. Try again later.', retryAfter: surge?.retryAfterSeconds() },
           );
         }
-        await forward(fields, record);
+        await forward(c, fields);
         return reply(c, targetOf(c));
       },
     )
     .onError(function answerRefusal(error, c) {
-      const record = recorder(c);
       // The body never arrived whole (499, or the listener's 408), whatever reading it threw; a SubscribeFailure came after.
       const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
-      if (cutOff === REQUEST_TIMEOUT) record('timed_out', { reason: 'REQUEST_TIMEOUT' });
-      else if (cutOff !== undefined) record('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
+      if (cutOff === REQUEST_TIMEOUT) record(c, 'timed_out', { reason: 'REQUEST_TIMEOUT' });
+      else if (cutOff !== undefined) record(c, 'abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
       if (cutOff !== undefined) return new Response(null, { status: cutOff });
       if (!(error instanceof ApiError)) throw error;
-      if (error instanceof SubscribeFailure) record(error.outcome, { reason: error.code, ...error.logFields }, error.level);
-      else record('rejected', { reason: error.code });
+      if (error instanceof SubscribeFailure) record(c, error.outcome, { reason: error.code, ...error.logFields }, error.level);
+      else record(c, 'rejected', { reason: error.code });
       if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
       return reply(c, targetOf(c), error);
     });

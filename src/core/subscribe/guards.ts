@@ -7,7 +7,7 @@ type Settled = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'a
 type LogFields = Record<string, string | undefined>;
 type FailureLog = { outcome: 'rejected' | 'paused' | 'failed'; fields?: LogFields; level?: LogLevel };
 
-export type RecordOutcome = (outcome: Settled | FailureLog['outcome'], fields?: LogFields, level?: LogLevel) => void;
+export type RecordOutcome = (c: Context, outcome: Settled | FailureLog['outcome'], fields?: LogFields, level?: LogLevel) => void;
 
 export class SubscribeFailure extends ApiError {
   override readonly name = 'SubscribeFailure';
