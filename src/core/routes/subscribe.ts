@@ -138,7 +138,7 @@ export function createSubscribeRoutes(
           throw new SubscribeFailure(
             'UPSTREAM_UNAVAILABLE',
             { outcome: 'paused', fields: { reason: 'SURGE' } },
-            { message: 'Subscriptions are paused for a few minutes. Try again later.', retryAfter: surge?.retryAfterSeconds() },
+            { message: 'Subscriptions are paused for a few minutes. Try again later.', retryAfter: config.subscribeSurgeSeconds },
           );
         }
         await forward(c, fields);

@@ -124,7 +124,5 @@ export function createSurgeWatch(options: {
       const at = now();
       if (surge) evaluate(await counter.rate(at), at, background);
     },
-    active: () => surge !== undefined,
-    retryAfterSeconds: () => holdSeconds,
   };
 }
