@@ -26,11 +26,6 @@ export function createMemoryRateLimiter({ limit, windowMs, now }: { limit: numbe
 export type RateLimitBinding = { limit(options: { key: string }): Promise<{ success: boolean }> };
 
 /** The binding tells no reset time, so Retry-After is its period. */
-export function createBindingRateLimiter(binding: RateLimitBinding, periodSeconds = 60): RateLimiter {
-  return {
-    async hit(key) {
-      const { success } = await binding.limit({ key });
-      return { allowed: success, retryAfterSeconds: periodSeconds };
-    },
-  };
-}
+export const createBindingRateLimiter = (binding: RateLimitBinding, periodSeconds = 60): RateLimiter => ({
+  hit: async (key) => ({ allowed: (await binding.limit({ key })).success, retryAfterSeconds: periodSeconds }),
+});

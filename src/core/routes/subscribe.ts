@@ -120,12 +120,10 @@ export function createSubscribeRoutes(
         if (isDisposableDomain?.(fields.domain)) {
           throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }] });
         }
-        const surging = surge
-          ? await surge.attempt({ ip: rateLimitKey(c), domain: fields.domain, mailbox: fields.normalized }, waitUntilOf(c))
-          : false;
+        const surging = (await surge?.attempt(rateLimitKey(c), fields, waitUntilOf(c))) ?? false;
         // After validation, so a typo does not spend the one-use token.
         if (challenge && (config.turnstileMode === 'always' || surging)) {
-          if (surging) surge?.challenged();
+          if (surging) surge?.tally('challenged');
           await challenge(c, input);
         }
         if (await repeats.isRepeat(fields.normalized)) {
@@ -134,7 +132,7 @@ export function createSubscribeRoutes(
         }
         if (surging && !challenge) {
           // No challenge to tell people from bots: a paused form costs less than a suspended list.
-          surge?.paused();
+          surge?.tally('paused');
           throw new SubscribeFailure(
             'UPSTREAM_UNAVAILABLE',
             { outcome: 'paused', fields: { reason: 'SURGE' } },

@@ -107,18 +107,17 @@ export function createSurgeWatch(options: {
   }
 
   return {
-    async attempt(attempt: { ip: string | undefined; domain: string; mailbox: string }, background: Background): Promise<boolean> {
+    async attempt(ip: string | undefined, { domain, normalized }: { domain: string; normalized: string }, background: Background) {
       const at = now();
       const [seen] = visitors(at);
-      [attempt.ip, attempt.domain, attempt.mailbox].forEach((value, index) => {
+      [ip, domain, normalized].forEach((value, index) => {
         if (value !== undefined && seen[index]!.size < MAX_DISTINCT) seen[index]!.add(value);
       });
       evaluate(await counter.add(at), at, background);
       tally('attempts');
       return surge !== undefined;
     },
-    challenged: () => tally('challenged'),
-    paused: () => tally('paused'),
+    tally,
     // Without an attempt, so a surge ends on time when the flood stops.
     async check(background: Background): Promise<void> {
       const at = now();
