@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { REPEAT_WINDOW_MS, createRepeatGuard, rateLimitError, isHoneypotFilled } from '../../src/core/subscribe/guards.js';
+import { REPEAT_WINDOW_MS, createRepeatGuard, isHoneypotFilled } from '../../src/core/subscribe/guards.js';
 import { createFakeClock } from '../helpers.js';
 import {
   EMAIL,
@@ -329,9 +329,14 @@ describe('the guards one by one', () => {
 
   it('gives RATE_LIMITED with the limiter’s Retry-After, and counts a visitor without an address as one', async () => {
     const keys: string[] = [];
-    const limiter = { hit: (key: string) => (keys.push(key), { allowed: keys.length < 2, retryAfterSeconds: 12 }) };
-    await expect(rateLimitError(limiter, undefined)).resolves.toBeUndefined();
-    await expect(rateLimitError(limiter, '203.0.113.9')).resolves.toMatchObject({ code: 'RATE_LIMITED', retryAfter: 12 });
+    const rateLimiter = { hit: (key: string) => (keys.push(key), { allowed: keys.length < 2, retryAfterSeconds: 12 }) };
+    let ip: string | undefined;
+    const { app } = createSubscribeApp({ deps: { rateLimiter, clientIp: () => ip } });
+    await expectAccepted(await postJson(app, { email: EMAIL, optInAttestation: true }));
+    ip = '203.0.113.9';
+    const limited = await postJson(app, { email: 'john@example.com', optInAttestation: true });
+    await expectErrorCode(limited, 429, 'RATE_LIMITED');
+    expect(limited.headers.get('retry-after')).toBe('12');
     expect(keys).toEqual(['unknown', '203.0.113.9']);
   });
 });

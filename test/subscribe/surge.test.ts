@@ -130,7 +130,6 @@ describe('subscribe surges without Turnstile: new addresses are paused', () => {
     await postMany(app, 0, THRESHOLD + 1);
     clock.advance(HOLD_SECONDS * 1000);
     await surge?.check(() => undefined);
-    expect(surge?.active()).toBe(false);
     expect(surgeLines(logs).map((line) => line.event)).toEqual(['subscribe_surge_started', 'subscribe_surge_ended']);
   });
 

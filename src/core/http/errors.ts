@@ -3,7 +3,6 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import * as z from '../zod.js';
 import { NO_STORE } from '../reads/cache-policies.js';
 
-/** docs/contract.md "Errors we return": each code's status and our own words (never upstream text). */
 const ERRORS = {
   BAD_REQUEST: [400, 'The request could not be read: check its Host header and path.'],
   VALIDATION_ERROR: [422, 'The request is not valid.'],
@@ -90,12 +89,8 @@ export class ApiError extends Error {
     if (ERRORS[code][0] < 500) Error.stackTraceLimit = 0;
     super(message ?? ERRORS[code][1], { cause });
     Error.stackTraceLimit = stackTraceLimit;
-    this.name = 'ApiError';
-    this.code = code;
-    this.status = ERRORS[code][0];
-    this.details = options.details;
-    this.retryAfter = options.retryAfter;
-    this.allow = options.allow;
+    [this.name, this.code, this.status] = ['ApiError', code, ERRORS[code][0]];
+    ({ details: this.details, retryAfter: this.retryAfter, allow: this.allow } = options);
   }
 }
 

@@ -5,10 +5,8 @@ const IPV4 = /^(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d
 
 /** One spelling (RFC 5952; IPv4-mapped as IPv4), so a rate limit counts a visitor once; accepts `[v6]:port`, `v4:port`, a zone. */
 export function parseIp(text: string): string | undefined {
-  let value = text.trim();
-  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(value);
-  if (bracketed) value = bracketed[1]!;
-  else if (/^[\d.]+:\d{1,5}$/.test(value)) value = value.slice(0, value.indexOf(':'));
+  const withPort = /^\[([^\]]+)\](?::\d{1,5})?$|^([\d.]+):\d{1,5}$/.exec(text.trim());
+  const value = withPort ? (withPort[1] ?? withPort[2]!) : text.trim();
   if (IPV4.test(value)) return value;
   const address = ipv6Number(value.replace(/%[\w.-]{1,64}$/, ''));
   if (address === undefined) return undefined;
@@ -78,7 +76,6 @@ export function parseAddressList(text: string) {
   return { list, invalid };
 }
 
-/** The `hops`-th `X-Forwarded-For` entry from the right (further left are the client's own words). */
 export function clientIpFromForwardedFor(forwardedFor: string | undefined, socketAddress: string | undefined, hops: number) {
   const socket = socketAddress === undefined ? undefined : (parseIp(socketAddress) ?? socketAddress);
   if (hops <= 0 || !forwardedFor) return socket;

@@ -1,10 +1,7 @@
 import { LRUCache } from 'lru-cache';
 
 type RateLimitDecision = { allowed: boolean; retryAfterSeconds: number };
-
-export interface RateLimiter {
-  hit(key: string): RateLimitDecision | Promise<RateLimitDecision>;
-}
+export type RateLimiter = { hit(key: string): RateLimitDecision | Promise<RateLimitDecision> };
 
 /** Bounded: a flood of new IPs evicts the oldest counters instead of growing memory. */
 export function createMemoryRateLimiter({ limit, windowMs, now }: { limit: number; windowMs: number; now: () => number }): RateLimiter {
@@ -26,16 +23,9 @@ export function createMemoryRateLimiter({ limit, windowMs, now }: { limit: numbe
   };
 }
 
-export interface RateLimitBinding {
-  limit(options: { key: string }): Promise<{ success: boolean }>;
-}
+export type RateLimitBinding = { limit(options: { key: string }): Promise<{ success: boolean }> };
 
 /** The binding tells no reset time, so Retry-After is its period. */
-export function createBindingRateLimiter(binding: RateLimitBinding, periodSeconds = 60): RateLimiter {
-  return {
-    async hit(key) {
-      const { success } = await binding.limit({ key });
-      return { allowed: success, retryAfterSeconds: periodSeconds };
-    },
-  };
-}
+export const createBindingRateLimiter = (binding: RateLimitBinding, periodSeconds = 60): RateLimiter => ({
+  hit: async (key) => ({ allowed: (await binding.limit({ key })).success, retryAfterSeconds: periodSeconds }),
+});

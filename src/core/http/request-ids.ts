@@ -1,12 +1,11 @@
 const ID_BYTES = 16;
+const BATCH = 128;
 const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
 
 /** 128 random bits as 32 hex digits, telling nothing of traffic; drawn and written out in batches (docs/performance.md). */
-export function createRequestIds(batch = 128): () => string {
-  // getRandomValues fills at most 65,536 bytes at once.
-  if (!Number.isInteger(batch) || batch < 1 || batch > 4096) throw new RangeError(`a batch of request ids is 1 to 4096, not ${batch}`);
-  const bytes = new Uint8Array(ID_BYTES * batch);
-  const digits = new Uint8Array(2 * ID_BYTES * batch);
+export function createRequestIds(): () => string {
+  const bytes = new Uint8Array(ID_BYTES * BATCH);
+  const digits = new Uint8Array(2 * ID_BYTES * BATCH);
   const decoder = new TextDecoder();
   let hex = '';
   let at = 0;

@@ -1,8 +1,6 @@
 import type { Context } from 'hono';
 import { accepts } from 'hono/accepts';
 
-type Accept = { type: string; q: number };
-
 export const FORMATS = ['json', 'atom', 'rss'] as const;
 export type Format = (typeof FORMATS)[number];
 
@@ -23,7 +21,7 @@ export function negotiateFormat(c: Context, named: Format | undefined, accept: s
 }
 
 /** RFC 9110 §12.5.1: the most specific matching range weighs a type; heaviest, then most specific, wins (Hono's skips `*∕*`). */
-function preferredType(ranges: Accept[], config: { supports: string[]; default: string }): string {
+function preferredType(ranges: { type: string; q: number }[], config: { supports: string[]; default: string }): string {
   let best: { type: string; q: number; specificity: number } | undefined;
   for (const type of config.supports) {
     const [main] = type.split('/');

@@ -13,17 +13,11 @@ const MAX_SEARCH_CHARACTERS = 200;
 const SEARCH_RULE = `q must be at most ${MAX_SEARCH_CHARACTERS} characters`;
 
 /** A code point is one or two UTF-16 units: only a text between the two bounds is counted. */
-function withinSearchLength(text: string): boolean {
-  return text.length <= MAX_SEARCH_CHARACTERS || (text.length <= 2 * MAX_SEARCH_CHARACTERS && [...text].length <= MAX_SEARCH_CHARACTERS);
-}
+const withinSearchLength = (text: string) =>
+  text.length <= MAX_SEARCH_CHARACTERS || (text.length <= 2 * MAX_SEARCH_CHARACTERS && [...text].length <= MAX_SEARCH_CHARACTERS);
 
-function toSearch(q: string | undefined): string | undefined {
-  if (q === undefined) return undefined;
-  const words = [...new Set(searchWords(q))];
-  return words.length === 0 ? undefined : words.join(' ');
-}
+const toSearch = (q: string | undefined) => [...new Set(searchWords(q ?? ''))].join(' ') || undefined;
 
-/** The one place a parameter is written (route, types, openapi.json); unknown ones never reach a cache key. */
 export function createArchiveQuerySchema(maxOffset: number) {
   const searchText = z.string({ error: SEARCH_RULE }).check(z.refine(withinSearchLength, { error: SEARCH_RULE }));
   return z.object({

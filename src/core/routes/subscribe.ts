@@ -8,13 +8,10 @@ import { maskEmail, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { OriginPolicy } from '../http/origins.js';
 import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.js';
-import { forwardSubscription } from '../subscribe/forward.js';
 import {
   createRepeatGuard,
   createTurnstileChallenge,
-  isForbiddenOrigin,
   isHoneypotFilled,
-  rateLimitError,
   SubscribeFailure,
   type RecordOutcome,
   type RepeatGuard,
@@ -22,8 +19,10 @@ import {
 } from '../subscribe/guards.js';
 import { SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody, type SubscribeJsonInput } from '../subscribe/input.js';
 import { redirectTarget, refusedOriginReply, reply, returnToPage, type SubscribeReply } from '../subscribe/reply.js';
-import { createAlertWebhook, createMemorySurgeCounter, createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
+import { createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
 import type { UpstreamClient } from '../upstream/newsletter-api.js';
+import { UpstreamError } from '../upstream/transport.js';
+import { answerUpstreamFailure } from '../upstream/failure-policy.js';
 
 export interface SubscribeDeps {
   rateLimiter?: RateLimiter | undefined;
@@ -35,10 +34,6 @@ export interface SubscribeDeps {
 
 // Declares the JSON body to `hc`; the handler parses it (one schema for JSON and forms).
 type JsonInput = { in: { json: SubscribeJsonInput }; out: {} };
-
-const DISPOSABLE_REFUSAL = new ApiError('VALIDATION_ERROR', {
-  details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }],
-});
 
 /** Guards in docs/contract.md's order (origin and rate limit before the body); each refusal is thrown, logged once by onError. */
 export function createSubscribeRoutes(
@@ -59,90 +54,104 @@ export function createSubscribeRoutes(
   const repeats = options.repeatGuard ?? createRepeatGuard(now);
   const { turnstileSecretKey: secretKey, turnstileSiteKey: siteKey, turnstileVerifyUrl: verifyUrl } = config;
   const challenge = secretKey ? createTurnstileChallenge({ secretKey, siteKey, verifyUrl, clientIp, ...options.turnstile }) : undefined;
-  const surge =
-    config.subscribeSurgePerMinute === 0
-      ? undefined
-      : createSurgeWatch({
-          perMinute: config.subscribeSurgePerMinute,
-          holdSeconds: config.subscribeSurgeSeconds,
-          response: challenge ? 'challenge' : 'pause',
-          counter: options.surgeCounter ?? createMemorySurgeCounter(),
-          now,
-          log,
-          metrics,
-          alert: config.alertWebhookUrl ? createAlertWebhook({ url: config.alertWebhookUrl, log }) : undefined,
-        });
+  const surge = createSurgeWatch({ config, response: challenge ? 'challenge' : 'pause', counter: options.surgeCounter, now, log, metrics });
 
-  const recorder =
-    (c: Context): RecordOutcome =>
-    (outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') => {
-      metrics.subscribe(outcome, fields.reason);
-      log.log(level, 'subscribe', { outcome, requestId: c.get('requestId'), ...fields });
-    };
+  const record: RecordOutcome = (c, outcome, fields = {}, level = outcome === 'failed' ? 'warn' : 'info') => {
+    metrics.subscribe(outcome, fields.reason);
+    log.log(level, 'subscribe', { outcome, requestId: c.get('requestId'), ...fields });
+  };
   const targetOf = (c: Context) => redirectTarget(c, config.subscribeRedirectUrl, origins, c.get('subscribeReturnTo'));
   const rateLimitKey = (c: Context) => {
     const ip = clientIp(c);
     return ip === undefined ? undefined : rateLimitKeyOf(ip, config.rateLimitIpv6Prefix);
   };
 
+  async function forward(c: Context, fields: ReturnType<typeof parseSubscribeFields>): Promise<void> {
+    const email = maskEmail(fields.email);
+    try {
+      // Built field by field: the client can never choose sourceType or add upstream fields.
+      await upstream.createSubscriber({
+        email: fields.email,
+        optInAttestation: true,
+        sourceType: config.subscribeSourceType,
+        source: fields.source ?? config.subscribeDefaultSource,
+        ...(fields.sourcePlatform ? { sourcePlatform: fields.sourcePlatform } : {}),
+      });
+    } catch (failure) {
+      if (!(failure instanceof UpstreamError)) throw failure;
+      const { error, level, hint } = answerUpstreamFailure(failure, 'subscribe');
+      const { kind: upstreamKind, upstreamCode } = failure;
+      const upstreamStatus = String(failure.status);
+      if (error) {
+        // With a hint the status is the clue (a 404 on our path, a 401 for our key), so it is logged too.
+        const logged = hint ? { email, upstreamKind, upstreamStatus, upstreamCode, hint } : { email, upstreamKind, upstreamCode };
+        const { code, message, details, retryAfter } = error;
+        throw new SubscribeFailure(code, { outcome: 'failed', fields: logged, level }, { message, details, retryAfter, cause: failure });
+      }
+      await repeats.remember(fields.normalized);
+      return record(c, 'refused_by_upstream', { email, upstreamStatus, upstreamCode, hint }, level);
+    }
+    await repeats.remember(fields.normalized);
+    record(c, 'forwarded', { email });
+  }
+
   const routes = new Hono()
     .post(
       '/subscribe',
       options.first as MiddlewareHandler<{}, '/subscribe', JsonInput>,
       async function guardBeforeTheBody(c, next) {
-        if (isForbiddenOrigin(c, origins)) throw new ApiError('FORBIDDEN_ORIGIN');
-        const limited = await rateLimitError(rateLimiter, rateLimitKey(c));
-        if (limited) throw limited;
+        // CORS does not stop a cross-site form post; this does. A request without `Origin` passes.
+        const origin = c.req.header('origin');
+        if (origin !== undefined && !origins.isAllowed(origin)) throw new ApiError('FORBIDDEN_ORIGIN');
+        const limit = await rateLimiter.hit(rateLimitKey(c) ?? 'unknown');
+        if (!limit.allowed) throw new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
         await next();
       },
       bodyLimit({ maxSize: SUBSCRIBE_MAX_BODY_BYTES, onError: () => Promise.reject(new ApiError('PAYLOAD_TOO_LARGE')) }),
       async function subscribe(c): Promise<SubscribeReply | ErrorAnswer<RouteErrorStatus<'/api/subscribe'>>> {
-        const record = recorder(c);
         const input = await readSubscribeBody(c);
         c.set('subscribeReturnTo', returnToPage(c, input, origins));
         if (isHoneypotFilled(input, config.honeypotField)) {
           // Answered like a success, so a bot learns nothing.
-          record('honeypot');
+          record(c, 'honeypot');
           return reply(c, targetOf(c));
         }
         const fields = parseSubscribeFields(c, input);
-        if (isDisposableDomain?.(fields.domain)) throw DISPOSABLE_REFUSAL;
-        const surging = surge
-          ? await surge.attempt({ ip: rateLimitKey(c), domain: fields.domain, mailbox: fields.normalized }, waitUntilOf(c))
-          : false;
+        if (isDisposableDomain?.(fields.domain)) {
+          throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'email', message: 'must not be a disposable (throwaway) address' }] });
+        }
+        const surging = (await surge?.attempt(rateLimitKey(c), fields, waitUntilOf(c))) ?? false;
         // After validation, so a typo does not spend the one-use token.
         if (challenge && (config.turnstileMode === 'always' || surging)) {
-          if (surging) surge?.challenged();
+          if (surging) surge?.tally('challenged');
           await challenge(c, input);
         }
         if (await repeats.isRepeat(fields.normalized)) {
-          record('deduped', { email: maskEmail(fields.email) });
+          record(c, 'deduped', { email: maskEmail(fields.email) });
           return reply(c, targetOf(c));
         }
         if (surging && !challenge) {
           // No challenge to tell people from bots: a paused form costs less than a suspended list.
-          surge?.paused();
+          surge?.tally('paused');
           throw new SubscribeFailure(
             'UPSTREAM_UNAVAILABLE',
             { outcome: 'paused', fields: { reason: 'SURGE' } },
-            { message: 'Subscriptions are paused for a few minutes. Try again later.', retryAfter: surge?.retryAfterSeconds() },
+            { message: 'Subscriptions are paused for a few minutes. Try again later.', retryAfter: config.subscribeSurgeSeconds },
           );
         }
-        await forwardSubscription(upstream, config, fields, record, repeats.remember);
+        await forward(c, fields);
         return reply(c, targetOf(c));
       },
     )
     .onError(function answerRefusal(error, c) {
-      const record = recorder(c);
       // The body never arrived whole (499, or the listener's 408), whatever reading it threw; a SubscribeFailure came after.
       const cutOff = error instanceof SubscribeFailure ? undefined : cutOffStatus(c, requestTimedOut);
-      if (cutOff === REQUEST_TIMEOUT) record('timed_out', { reason: 'REQUEST_TIMEOUT' });
-      else if (cutOff !== undefined) record('abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
+      if (cutOff === REQUEST_TIMEOUT) record(c, 'timed_out', { reason: 'REQUEST_TIMEOUT' });
+      else if (cutOff !== undefined) record(c, 'abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
       if (cutOff !== undefined) return new Response(null, { status: cutOff });
       if (!(error instanceof ApiError)) throw error;
-      if (error instanceof SubscribeFailure) record(error.outcome, { reason: error.code, ...error.logFields }, error.level);
-      else record('rejected', { reason: error.code });
-      // Its pages are not ours to send anyone to.
+      if (error instanceof SubscribeFailure) record(c, error.outcome, { reason: error.code, ...error.logFields }, error.level);
+      else record(c, 'rejected', { reason: error.code });
       if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
       return reply(c, targetOf(c), error);
     });

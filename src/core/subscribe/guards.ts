@@ -1,16 +1,13 @@
 import type { Context } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError, type ApiErrorOptions, type ErrorCode } from '../http/errors.js';
-import type { OriginPolicy } from '../http/origins.js';
-import type { RateLimiter } from '../http/rate-limit.js';
 import type { LogLevel } from '../log.js';
 
-/** `abandoned`: the client hung up (499); `timed_out`: REQUEST_TIMEOUT_SECONDS (408). */
 type Settled = 'forwarded' | 'deduped' | 'honeypot' | 'refused_by_upstream' | 'abandoned' | 'timed_out';
 type LogFields = Record<string, string | undefined>;
 type FailureLog = { outcome: 'rejected' | 'paused' | 'failed'; fields?: LogFields; level?: LogLevel };
 
-export type RecordOutcome = (outcome: Settled | FailureLog['outcome'], fields?: LogFields, level?: LogLevel) => void;
+export type RecordOutcome = (c: Context, outcome: Settled | FailureLog['outcome'], fields?: LogFields, level?: LogLevel) => void;
 
 export class SubscribeFailure extends ApiError {
   override readonly name = 'SubscribeFailure';
@@ -21,17 +18,6 @@ export class SubscribeFailure extends ApiError {
     super(code, options);
     [this.outcome, this.logFields, this.level] = [outcome, fields, level];
   }
-}
-
-/** CORS does not stop a cross-site form post; this does. A request without `Origin` passes. */
-export function isForbiddenOrigin(c: Context, origins: OriginPolicy): boolean {
-  const origin = c.req.header('origin');
-  return origin !== undefined && !origins.isAllowed(origin);
-}
-
-export async function rateLimitError(rateLimiter: RateLimiter, clientIp: string | undefined): Promise<ApiError | undefined> {
-  const limit = await rateLimiter.hit(clientIp ?? 'unknown');
-  return limit.allowed ? undefined : new ApiError('RATE_LIMITED', { retryAfter: limit.retryAfterSeconds });
 }
 
 const ownField = (input: Record<string, unknown>, field: string) => (Object.hasOwn(input, field) ? input[field] : undefined);
@@ -59,7 +45,6 @@ export async function sendWithin<T>(timeoutMs: number, send: (signal: AbortSigna
 }
 
 export const TURNSTILE_RESPONSE_FIELD = 'cf-turnstile-response';
-/** Our secret is wrong, not the visitor's token: an operator must act. */
 const OUR_MISTAKES = ['missing-input-secret', 'invalid-input-secret'];
 
 export interface TurnstileChallengeOptions {

@@ -1,3 +1,4 @@
+import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { sendWithin } from './guards.js';
@@ -62,16 +63,17 @@ const TOLD = {
 
 /** docs/subscribe.md "Surges": per-IP limits never trip for a bot on rotating IPs, so attempts are also counted service-wide. */
 export function createSurgeWatch(options: {
-  perMinute: number;
-  holdSeconds: number;
+  config: Pick<Config, 'subscribeSurgePerMinute' | 'subscribeSurgeSeconds' | 'alertWebhookUrl'>;
   response: 'challenge' | 'pause';
-  counter: SurgeCounter;
+  counter: SurgeCounter | undefined;
   now: () => number;
   log: Logger;
   metrics: Pick<Metrics, 'subscribeSurge'>;
-  alert?: ((payload: SurgeAlert) => Promise<void>) | undefined;
 }) {
-  const { perMinute, holdSeconds, response, counter, now, log, metrics, alert } = options;
+  const { config, response, counter = createMemorySurgeCounter(), now, log, metrics } = options;
+  const { subscribeSurgePerMinute: perMinute, subscribeSurgeSeconds: holdSeconds, alertWebhookUrl: url } = config;
+  if (perMinute === 0) return undefined;
+  const alert = url ? createAlertWebhook({ url, log }) : undefined;
   const [told, hint] = TOLD[response];
   let surge: { startedAt: number; lastAboveAt: number; attempts: number; challenged: number; paused: number } | undefined;
   const visitors = lastTwoMinutes(() => [new Set<string>(), new Set<string>(), new Set<string>()]);
@@ -105,25 +107,21 @@ export function createSurgeWatch(options: {
   }
 
   return {
-    /** An attempt that passed validation, honeypot and origin; true while a surge is on. */
-    async attempt(attempt: { ip: string | undefined; domain: string; mailbox: string }, background: Background): Promise<boolean> {
+    async attempt(ip: string | undefined, { domain, normalized }: { domain: string; normalized: string }, background: Background) {
       const at = now();
       const [seen] = visitors(at);
-      [attempt.ip, attempt.domain, attempt.mailbox].forEach((value, index) => {
+      [ip, domain, normalized].forEach((value, index) => {
         if (value !== undefined && seen[index]!.size < MAX_DISTINCT) seen[index]!.add(value);
       });
       evaluate(await counter.add(at), at, background);
       tally('attempts');
       return surge !== undefined;
     },
-    challenged: () => tally('challenged'),
-    paused: () => tally('paused'),
+    tally,
     // Without an attempt, so a surge ends on time when the flood stops.
     async check(background: Background): Promise<void> {
       const at = now();
       if (surge) evaluate(await counter.rate(at), at, background);
     },
-    active: () => surge !== undefined,
-    retryAfterSeconds: () => holdSeconds,
   };
 }
