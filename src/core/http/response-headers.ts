@@ -58,7 +58,6 @@ export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host'
     origins,
     requestId: (incoming: string | undefined): string =>
       incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId(),
-    grantedOrigin: origins.granted,
     headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
       const isApi = siteHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(origins, origin) : undefined;
