@@ -2,7 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { parseConfig } from './core/config/config.js';
 import { createNodeClientIp } from './core/http/ip-address.js';
-import { headerOfIncoming } from './core/http/request-header.js';
+import { headerOfIncoming } from './core/http/read-reply.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
 import { cachePolicies, sharedTierMaxAgeSeconds } from './core/reads/cache-policies.js';
 import { createAppForConfig, linkOriginOf } from './core/app.js';

@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { headerOfIncoming, headerOfRequest } from '../src/core/http/request-header.js';
+import { headerOfIncoming, headerOfRequest } from '../src/core/http/read-reply.js';
 import { closeServer } from './helpers.js';
 
 const NAMES = ['origin', 'accept', 'accept-encoding', 'if-none-match', 'x-request-id', 'x-forwarded-for', 'absent'];

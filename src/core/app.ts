@@ -10,7 +10,7 @@ import { createReadBudget, ReadBudgetExceeded } from './reads/read-budget.js';
 import { createAccessLog } from './http/access-log.js';
 import { ApiError, cutOffStatus, renderError } from './http/errors.js';
 import { createPipeline } from './http/pipeline.js';
-import { headerOfRequest, type RequestHeader } from './http/request-header.js';
+import { headerOfRequest, type RequestHeader } from './http/read-reply.js';
 import { CORS_POLICY, corsGrant, createHeaderRules } from './http/response-headers.js';
 import { silentLogger } from './log.js';
 import { noopMetrics } from './metrics.js';

@@ -41,13 +41,12 @@ export function limitsOf(
     'maxConnections' | 'headersTimeoutMs' | 'requestTimeoutMs' | 'trustProxyHops' | 'trustedProxies' | 'rateLimitIpv6Prefix'
   >,
 ): ServerLimits {
-  const { trustedProxies } = config;
   return {
     maxConnections: config.maxConnections,
     // Behind proxies every peer is a proxy, which caps its own clients.
     ...(config.trustProxyHops === 0 && {
       clientKeyOf: (address: string) =>
-        trustedProxies?.includes(address) ? undefined : rateLimitKeyOf(address, config.rateLimitIpv6Prefix),
+        config.trustedProxies?.includes(address) ? undefined : rateLimitKeyOf(address, config.rateLimitIpv6Prefix),
     }),
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
@@ -251,21 +250,16 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
 
   function makeRoom(): boolean {
     const at = performance.now();
-    const rules: [ConnectionShedReason, () => Held | undefined][] = [
-      ['slow_head', () => pick(fresh, slowHeadGraceMs, at)],
-      ['over_share', () => overShare(at)],
-      ['idle', () => pick(idle, idleGraceMs, at)],
-    ];
-    for (const [reason, find] of rules) {
-      const held = find();
-      if (held === undefined) continue;
-      release(held);
-      lastShedAt = performance.now();
-      held.socket.destroy();
-      onShed?.(reason);
-      return true;
-    }
-    return false;
+    let reason: ConnectionShedReason = 'slow_head';
+    let held = pick(fresh, slowHeadGraceMs, at);
+    if (held === undefined) [reason, held] = ['over_share', overShare(at)];
+    if (held === undefined) [reason, held] = ['idle', pick(idle, idleGraceMs, at)];
+    if (held === undefined) return false;
+    release(held);
+    lastShedAt = performance.now();
+    held.socket.destroy();
+    onShed?.(reason);
+    return true;
   }
 
   function shedDownToCap() {

@@ -4,8 +4,7 @@ import type { CacheState, MaybePromise } from '../reads/read-through-cache.js';
 import type { StaleReason } from '../upstream/failure-policy.js';
 import type { AccessLog } from './access-log.js';
 import type { ErrorAnswer, ROUTE_ERRORS, RouteErrorStatus } from './errors.js';
-import type { ReadAnswer, SendRead } from './read-reply.js';
-import type { RequestHeader } from './request-header.js';
+import type { ReadAnswer, RequestHeader, SendRead } from './read-reply.js';
 import type { HeaderRules } from './response-headers.js';
 
 declare module 'hono' {
@@ -57,12 +56,11 @@ export function createPipeline(options: {
     return async function answer(c: Context, next: () => Promise<void>) {
       const startedAt = performance.now();
       const route = routeOf(c);
-      const requestId = requestIdOf(c);
-      c.set('requestId', requestId);
+      c.set('requestId', requestIdOf(c));
       try {
         return finish(c, await handler(c, next), route, startedAt);
       } catch (error) {
-        return failed(c, route, startedAt, requestId)(error);
+        return failed(c, route, startedAt, c.get('requestId'))(error);
       }
     } as H;
   }

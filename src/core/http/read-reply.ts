@@ -2,12 +2,21 @@ import type { Context, TypedResponse } from 'hono';
 import type { PublicRead } from '../reads/public-reads.js';
 import type { WaitUntil } from '../reads/read-through-cache.js';
 import type { EncodedCopy, RenderedJson } from '../reads/rendered-json.js';
-import type { RequestHeader } from './request-header.js';
 import type { HeaderRules } from './response-headers.js';
 
 export type ReadAnswer<T> = (Response & TypedResponse<T, 200, 'json'>) | (Response & TypedResponse<null, 304, 'body'>);
 
 export type SendRead = <T>(c: Context, read: PublicRead<T>, requestId: string) => ReadAnswer<T>;
+
+export type RequestHeader = (c: Context, name: string) => string | undefined;
+
+export const headerOfRequest: RequestHeader = (c, name) => c.req.header(name);
+
+/** What `node:http` parsed (joined, trimmed and checked), which `c.req.header` would check again. */
+export const headerOfIncoming: RequestHeader = (c, name) => {
+  const value = (c.env as { incoming: { headers: Record<string, string | string[] | undefined> } }).incoming.headers[name];
+  return typeof value === 'string' ? value : undefined;
+};
 
 type HeaderRecord = Readonly<Record<string, string>>;
 type ReplyRoute = { contentType: string; cacheControl: string; vary: string | undefined };
@@ -21,7 +30,7 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
 
   function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): HeaderRecord {
     const origin = requestHeader(c, 'origin');
-    const granted = rules.grantedOrigin(origin) ?? '';
+    const granted = rules.origins.granted(origin) ?? '';
     const { rendered } = read;
     const reusable = read.state === 'HIT' && read.ageSeconds === undefined;
     const sent = copy ?? rendered;

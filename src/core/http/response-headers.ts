@@ -31,7 +31,7 @@ function siteSecurityHeaders(turnstile: boolean): Readonly<Record<string, string
 }
 
 /** The demo archive's `thumbnailUrl`s point here, for sites on other origins too. */
-const SITE_EMBEDDABLE_PATHS = ['/thumbnails/'];
+const SITE_EMBEDDABLE_PATH = '/thumbnails/';
 
 export const CORS_POLICY = {
   allowMethods: ['GET', 'HEAD', 'POST', 'OPTIONS'],
@@ -58,11 +58,10 @@ export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host'
     origins,
     requestId: (incoming: string | undefined): string =>
       incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId(),
-    grantedOrigin: origins.granted,
     headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
       const isApi = siteHeaders === undefined || path.startsWith('/api/');
       const grant = isApi ? corsGrant(origins, origin) : undefined;
-      const pageHeaders = SITE_EMBEDDABLE_PATHS.some((prefix) => path.startsWith(prefix)) ? embeddableHeaders : siteHeaders;
+      const pageHeaders = path.startsWith(SITE_EMBEDDABLE_PATH) ? embeddableHeaders : siteHeaders;
       const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : pageHeaders);
       headers['X-Request-Id'] = requestId;
       return grant ? Object.assign(headers, grant) : headers;

@@ -1,9 +1,8 @@
 import { Hono, type Context } from 'hono';
 import { ApiError } from '../http/errors.js';
 import type { Pipeline } from '../http/pipeline.js';
-import { createReadReplies, waitUntilOf } from '../http/read-reply.js';
+import { createReadReplies, waitUntilOf, type RequestHeader } from '../http/read-reply.js';
 import type { Requester } from '../reads/read-through-cache.js';
-import type { RequestHeader } from '../http/request-header.js';
 import type { HeaderRules } from '../http/response-headers.js';
 import type { ArchiveFeeds } from '../reads/archive-feeds.js';
 import type { PublicReads } from '../reads/public-reads.js';
