@@ -99,7 +99,10 @@ function responseHeaders(): Record<string, Json> {
   });
   const text = { type: 'string' };
   const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
-  security['Content-Security-Policy'] = header({ type: 'string', pattern: "frame-ancestors 'none'" }, "The API's own.");
+  security['Content-Security-Policy'] = header(
+    { type: 'string', pattern: "frame-ancestors 'none'" },
+    "The API's; demo pages have their own.",
+  );
   const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
   return {
     'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, "This request's id, as in the access log."),
