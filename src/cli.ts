@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { runCli, type CliCommand } from './tools/commands.js';
 import { main as runCheck } from './tools/check.js';
 import { startNode } from './node.js';
 
-const commands: Record<string, CliCommand> = {
+type CliIo = { env: NodeJS.ProcessEnv; stdout: (text: string) => void; stderr: (text: string) => void };
+
+/** `run` gives undefined while it keeps running (a server sets its own code when it stops). */
+const COMMANDS: Record<string, { summary: string; run: (io: CliIo) => number | undefined | Promise<number | undefined> }> = {
   start: {
     summary: 'run the service; demo mode without NEWSLETTER_API_KEY',
     run: ({ env }) => void startNode(env),
@@ -14,13 +16,52 @@ const commands: Record<string, CliCommand> = {
     run: ({ env, stdout }) => runCheck({ env, write: (line) => stdout(`${line}\n`) }),
   },
 };
+const DEFAULT_COMMAND = 'start';
+const HELP_FLAGS = ['-h', '--help', 'help'];
+
+function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((command) => command.length));
+  const lines = Object.entries(COMMANDS).map(
+    ([command, { summary }]) => `  ${command.padEnd(width)}  ${summary}${command === DEFAULT_COMMAND ? ' (the default)' : ''}`,
+  );
+  return `Usage: newsletter-bff [command]
+
+Commands:
+${lines.join('\n')}
+
+Options:
+  -h, --help     show this help
+  -v, --version  print the version
+
+Configured by environment variables (README.md "Configuration").
+`;
+}
 
 // package.json sits beside dist/ in the repository and in the installed package alike.
 const version = () => (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
-const code = await runCli(
-  process.argv.slice(2),
-  { name: 'newsletter-bff', version, commands, defaultCommand: 'start' },
-  { env: process.env, stdout: (text) => process.stdout.write(text), stderr: (text) => process.stderr.write(text) },
-);
+async function runCli([first, ...rest]: readonly string[], io: CliIo): Promise<number | undefined> {
+  if (first === '-v' || first === '--version') {
+    io.stdout(`${version()}\n`);
+    return 0;
+  }
+  const name = first ?? DEFAULT_COMMAND;
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (HELP_FLAGS.includes(name) || (command && rest.length > 0 && rest.every((arg) => HELP_FLAGS.includes(arg)))) {
+    io.stdout(usage());
+    return 0;
+  }
+  if (command === undefined || rest.length > 0) {
+    const problem = command === undefined ? `unknown command "${name}"` : `unexpected argument "${rest[0]}" after "${name}"`;
+    io.stderr(`newsletter-bff: ${problem}\n\n${usage()}`);
+    return 2;
+  }
+  return command.run(io);
+}
+
+const code = await runCli(process.argv.slice(2), {
+  env: process.env,
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+});
 if (code !== undefined) process.exitCode = code;

@@ -19,7 +19,7 @@ describe('Prometheus metrics', () => {
   });
 
   it('folds unknown methods into `other`, so a client cannot add series', async () => {
-    const { metrics, registry } = createPrometheusMetrics({ defaultMetrics: false });
+    const { metrics, registry } = createPrometheusMetrics();
     metrics.request('other', 'PURGE', 404, 0.001);
     metrics.request('other', 'X-MADE-UP', 404, 0.001);
     const text = await registry.metrics();
@@ -28,7 +28,7 @@ describe('Prometheus metrics', () => {
   });
 
   it('counts upstream calls by outcome, and leaves a held-off call (which never went out) out of the latency histogram', async () => {
-    const { metrics, registry } = createPrometheusMetrics({ defaultMetrics: false });
+    const { metrics, registry } = createPrometheusMetrics();
     metrics.upstreamCall('list_categories', 0.05);
     metrics.upstreamCall('list_categories', 8, new UpstreamError('timeout', 'upstream did not answer'));
     metrics.upstreamCall('list_categories', 0, new UpstreamError('rate_limited', 'holding off'));
@@ -46,7 +46,7 @@ describe('Prometheus metrics', () => {
   });
 
   it('exposes every subscribe outcome and cache result from zero, before the first one happens', async () => {
-    const { registry } = createPrometheusMetrics({ defaultMetrics: false });
+    const { registry } = createPrometheusMetrics();
     const text = await registry.metrics();
     for (const outcome of ['forwarded', 'deduped', 'honeypot', 'rate_limited', 'refused', 'captcha_failed']) {
       expect(text).toContain(`newsletter_bff_subscribe_attempts_total{outcome="${outcome}"} 0`);
@@ -55,7 +55,7 @@ describe('Prometheus metrics', () => {
   });
 
   it('counts stale answers by route and reason, each read route and reason from zero', async () => {
-    const { metrics, registry } = createPrometheusMetrics({ defaultMetrics: false });
+    const { metrics, registry } = createPrometheusMetrics();
     expect(await registry.metrics()).toContain('newsletter_bff_stale_answers_total{route="/api/issues/:slug",reason="timeout"} 0');
     metrics.staleAnswer('/api/issues', 'upstream_5xx');
     metrics.staleAnswer('/api/issues', 'upstream_5xx');
@@ -67,7 +67,7 @@ describe('Prometheus metrics', () => {
   });
 
   it('counts a subscribe body the client abandoned and one the listener timed out as outcomes of their own, from zero', async () => {
-    const { metrics, registry } = createPrometheusMetrics({ defaultMetrics: false });
+    const { metrics, registry } = createPrometheusMetrics();
     expect(await registry.metrics()).toContain('newsletter_bff_subscribe_attempts_total{outcome="timed_out"} 0');
     metrics.subscribe('abandoned', 'CLIENT_CLOSED_REQUEST');
     const text = await registry.metrics();
@@ -76,9 +76,9 @@ describe('Prometheus metrics', () => {
   });
 
   it('reports whether Redis answers as redis_up, read at each scrape, and only when Redis is configured', async () => {
-    const without = createPrometheusMetrics({ defaultMetrics: false });
+    const without = createPrometheusMetrics();
     expect(await without.registry.metrics()).not.toContain('redis_up');
-    const { registry, watch } = createPrometheusMetrics({ defaultMetrics: false });
+    const { registry, watch } = createPrometheusMetrics();
     let healthy = true;
     const stats = () => ({ entries: 0, bytes: 0, notFoundEntries: 0, notFoundBytes: 0, renderedPages: 0, renderedPageBytes: 0 });
     watch({ stats, redisHealthy: () => healthy, publicServer: new Server() });
@@ -88,7 +88,7 @@ describe('Prometheus metrics', () => {
   });
 
   it('lists open connections, then the cache gauges, then redis_up, after the counters, in a stable order for a scrape to diff', async () => {
-    const { registry, watch } = createPrometheusMetrics({ defaultMetrics: false });
+    const { registry, watch } = createPrometheusMetrics();
     const stats = () => ({ entries: 0, bytes: 0, notFoundEntries: 0, notFoundBytes: 0, renderedPages: 0, renderedPageBytes: 0 });
     watch({ stats, redisHealthy: () => true, publicServer: new Server() });
     const families = [...(await registry.metrics()).matchAll(/^# TYPE newsletter_bff_(\w+)/gm)].map((match) => match[1]);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Hono } from 'hono';
 import { ApiError } from '../../src/core/http/errors.js';
 import { createOriginPolicy } from '../../src/core/http/origins.js';
-import { redirectTarget, reply } from '../../src/core/subscribe/reply.js';
+import { redirectTarget, reply } from '../../src/core/routes/subscribe.js';
 import {
   PATH,
   EMAIL,

@@ -25,7 +25,7 @@ async function postMany(app: Parameters<typeof postJson>[0], from: number, count
 
 describe('/metrics during a surge', () => {
   it('sets the gauge and counts the surge and its paused attempts in /metrics', async () => {
-    const prometheus = createPrometheusMetrics({ defaultMetrics: false });
+    const prometheus = createPrometheusMetrics();
     const { app, clock } = createSubscribeApp({ env: SURGE_ENV, metrics: prometheus.metrics });
     await postMany(app, 0, THRESHOLD + 3);
     const during = await prometheus.registry.metrics();

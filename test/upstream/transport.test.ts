@@ -100,18 +100,6 @@ describe('transport failures', () => {
     expect(sleeps).toEqual([50, 100]);
   });
 
-  it('caps the backoff delay at maxDelayMs', async () => {
-    const { transport, calls, sleeps } = setup(() => jsonResponse(errorBody('INTERNAL'), 503), {
-      getRetries: 5,
-      random: () => 1,
-      baseDelayMs: 100,
-      maxDelayMs: 500,
-    });
-    await failureOf(transport.get());
-    expect(calls).toHaveLength(6);
-    expect(sleeps).toEqual([100, 200, 400, 500, 500]);
-  });
-
   it.each([501, 505])('does not retry a %i, which will not get better, and returns kind bad_response', async (status) => {
     const { transport, calls, sleeps } = setup(() => jsonResponse(errorBody('NOT_IMPLEMENTED'), status));
     const error = await failureOf(transport.get());

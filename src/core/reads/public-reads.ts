@@ -69,40 +69,6 @@ export function createIndexRenders(maxBytes: number) {
   };
 }
 
-// A slug a complete index lacks may only be newer than it, which one refresh settles (docs/contract.md "Availability under abuse").
-export function createSlugLookup<C>({
-  read,
-  refresh,
-  now,
-  minRefreshIntervalMs,
-}: {
-  read: (context: C) => Promise<IndexCopy | undefined>;
-  refresh: (context: C) => Promise<IndexCopy | undefined>;
-  now: () => number;
-  minRefreshIntervalMs: number;
-}) {
-  let refreshing: Promise<IndexCopy | undefined> | undefined;
-  let lastRefreshAt = Number.NEGATIVE_INFINITY;
-
-  return async function lookUp(slug: string, context: C): Promise<'listed' | 'absent' | 'unknown'> {
-    const copy = await read(context).catch(() => undefined);
-    if (!copy?.index.complete) return 'unknown';
-    if (copy.index.positions.has(slug)) return 'listed';
-    const time = now();
-    if (refreshing === undefined && time - Math.max(lastRefreshAt, copy.fetchedAt) >= minRefreshIntervalMs) {
-      lastRefreshAt = time;
-      refreshing = refresh(context)
-        .catch(() => undefined)
-        .finally(() => {
-          refreshing = undefined;
-        });
-    }
-    const newer = refreshing === undefined ? copy : await refreshing;
-    if (newer?.index.positions.has(slug)) return 'listed';
-    return newer?.index.complete ? 'absent' : 'unknown';
-  };
-}
-
 const NOT_FOUND_MAX_ENTRIES = 20_000;
 const ARCHIVE_KEY = 'archive';
 const CATEGORIES_KEY = 'categories';
@@ -449,19 +415,36 @@ export function createPublicReads(options: PublicReadsOptions) {
     return { rendered: value.rendered, state, ageSeconds: ageOf(state, value), staleReason: staleReasonOf(state) };
   }
 
+  // A slug a complete index lacks may only be newer than it, which one refresh settles (docs/contract.md "Availability under abuse").
+  let indexRefresh: Promise<IndexCopy | undefined> | undefined;
+  let lastIndexRefreshAt = Number.NEGATIVE_INFINITY;
+  async function lookUpSlug(slug: string, request: unknown, requester: Requester<unknown> | undefined) {
+    const copy = await keptIndex(request, requester).catch(() => undefined);
+    if (!copy?.index.complete) return 'unknown';
+    if (copy.index.positions.has(slug)) return 'listed';
+    const time = now();
+    if (indexRefresh === undefined && time - Math.max(lastIndexRefreshAt, copy.fetchedAt) >= options.indexRefreshMinIntervalMs) {
+      lastIndexRefreshAt = time;
+      indexRefresh = refreshIndex(request, requester)
+        .catch(() => undefined)
+        .finally(() => {
+          indexRefresh = undefined;
+        });
+    }
+    const newer = indexRefresh === undefined ? copy : await indexRefresh;
+    if (newer?.index.positions.has(slug)) return 'listed';
+    return newer?.index.complete ? 'absent' : 'unknown';
+  }
+
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
-  const lookUpSlug = createSlugLookup<{ request: unknown; requester: Requester<unknown> | undefined }>({
-    read: async ({ request, requester }) =>
-      cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, request, requester)).value) : undefined,
-    // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
-    refresh: async ({ request, requester }) => {
-      const startedAt = now();
-      const { value } = await cache.read(ARCHIVE_KEY, loadArchiveFromUpstream, request, requester, true);
-      return value?.kind === 'archive' && value.fetchedAt >= startedAt ? value : undefined;
-    },
-    now,
-    minRefreshIntervalMs: options.indexRefreshMinIntervalMs,
-  });
+  const keptIndex = async (request: unknown, requester: Requester<unknown> | undefined) =>
+    cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, request, requester)).value) : undefined;
+  // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
+  async function refreshIndex(request: unknown, requester: Requester<unknown> | undefined) {
+    const startedAt = now();
+    const { value } = await cache.read(ARCHIVE_KEY, loadArchiveFromUpstream, request, requester, true);
+    return value?.kind === 'archive' && value.fetchedAt >= startedAt ? value : undefined;
+  }
 
   function archiveIndex<R>(request?: R, requester?: Requester<R>) {
     return andThen(cache.read(ARCHIVE_KEY, loadArchive, request, requester), indexReadOf);
@@ -492,7 +475,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);
     if (copy !== undefined || cache.has(key)) return readIssue(slug, key, copy, request, requester);
-    return lookUpSlug(slug, { request, requester }).then((found) =>
+    return lookUpSlug(slug, request, requester).then((found) =>
       found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(slug, key, cache.peek(key), request, requester),
     );
   }

@@ -46,6 +46,8 @@ export class ResponseTooLarge extends UpstreamError {
 }
 
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
+const GET_RETRIES = 2;
+const RETRY_BASE_DELAY_MS = 100;
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 /** A read's last failure: the upstream failing (the streak grows), or answering a wrong call (it ends). */
@@ -56,10 +58,7 @@ export interface TransportOptions {
   timeoutMs: number;
   fetch?: typeof globalThis.fetch;
   maxResponseBytes?: number;
-  getRetries?: number;
   postRetries?: number;
-  baseDelayMs?: number;
-  maxDelayMs?: number;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
@@ -90,7 +89,7 @@ export type Validators = { etag?: string | undefined; lastModified?: string | un
 
 export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
   const { timeoutMs, fetch: fetchImpl = globalThis.fetch.bind(globalThis), maxResponseBytes = MAX_RESPONSE_BYTES } = options;
-  const { getRetries = 2, postRetries = 0, baseDelayMs = 100, maxDelayMs = 1000, random = Math.random, metrics = noopMetrics } = options;
+  const { postRetries = 0, random = Math.random, metrics = noopMetrics } = options;
   const { now = Date.now, headers: fixedHeaders = {}, errorCodeOf = () => undefined, notFoundCode } = options;
   const { holdOff = createMemoryHoldOff(now), onHoldOff, waitWhenHeldOffMs = 0 } = options;
   const { sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = options;
@@ -113,7 +112,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     let probed = () => {};
     if (failing) probe = new Promise<void>((resolve) => (probed = resolve));
     // While failures run, the pause between calls is the retry: one attempt each, never a burst.
-    const retries = failing ? 0 : backsOff ? getRetries : postRetries;
+    const retries = failing ? 0 : backsOff ? GET_RETRIES : postRetries;
     const startedAt = now();
     try {
       for (let attempt = 0; ; attempt += 1) {
@@ -135,7 +134,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
             throw error;
           }
           metrics.upstreamRetry();
-          await sleep(Math.round(random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt)));
+          await sleep(Math.round(random() * RETRY_BASE_DELAY_MS * 2 ** attempt));
           const held = await holdOff.state(operation);
           // A 429 met meanwhile holds this retry off; a pause after failures holds only later calls.
           if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, 0);

@@ -45,13 +45,11 @@ const HELP = {
 
 const each = (label: string, values: readonly string[]) => values.map((value) => ({ [label]: value }));
 
-export function createPrometheusMetrics({ defaultMetrics = true, observeUpstream = (_outcome: string) => {} } = {}) {
+export function createPrometheusMetrics({ observeUpstream = (_outcome: string) => {} } = {}) {
   const registry = new Registry();
   const registers = [registry];
-  if (defaultMetrics) {
-    collectDefaultMetrics({ register: registry });
-    for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
-  }
+  collectDefaultMetrics({ register: registry });
+  for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
 
   const common = (name: keyof typeof HELP, labelNames: string[]) => ({ name: PREFIX + name, help: HELP[name], labelNames, registers });
   // Counted from zero (`zeroes`): a series that appears only with its first event breaks rate() and alerts.
