@@ -123,6 +123,62 @@ describe('public reads', () => {
     const answered = await pending;
     expect(JSON.parse(answered.rendered.body)).toMatchObject({ ok: true, data: { slug: 'late', contentHtml: '<p>read by slug</p>' } });
   });
+
+  it('keeps the edit read by slug when a seeded copy the encoder kept nothing of finishes compressing meanwhile', async () => {
+    const clock = createFakeClock();
+    let rows = [issue('small', { updatedAt: '2026-01-01T00:00:00.000Z', contentHtml: '<p>first</p>' })];
+    const bySlug: string[] = [];
+    let releaseRead: (() => void) | undefined;
+    const upstream: UpstreamClient = {
+      listAllPublicIssues: async () => rows,
+      getIssueBySlug: async (slug) => {
+        bySlug.push(slug);
+        if (bySlug.length === 1) await new Promise<void>((resolve) => (releaseRead = resolve));
+        return issue(slug, { updatedAt: '2026-01-02T00:00:00.000Z', contentHtml: '<p>edited</p>' });
+      },
+      listCategories: async () => [],
+      createSubscriber: async () => ({}),
+    };
+    // As the Node encoder does for a body too small to compress: no copy; the first call waits until told.
+    let releaseEncoder: (() => void) | undefined;
+    let encoderCalls = 0;
+    const encodeBody = async () => {
+      encoderCalls += 1;
+      if (encoderCalls === 1) await new Promise<void>((resolve) => (releaseEncoder = resolve));
+      return [];
+    };
+    const reads = createPublicReads({
+      upstream,
+      now: clock.now,
+      policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
+      maxBytes: MAX_BYTES,
+      notFoundTtlSeconds: 30,
+      archiveResyncSeconds: 600,
+      indexRefreshMinIntervalMs: 5_000,
+      archiveMaxIssues: 5000,
+      encodeBody,
+    });
+    const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
+    // The letter listed is seeded as the issue's copy and queued for compressing.
+    await reads.archivePage({ limit: 20, offset: 0 });
+    for (let step = 0; step < 50 && releaseEncoder === undefined; step += 1) await turn();
+    expect(releaseEncoder).toBeDefined();
+    // A refreshed index shows the issue edited: its copy is read again by slug.
+    clock.advance(1_000);
+    rows = [issue('small', { updatedAt: '2026-01-02T00:00:00.000Z', contentHtml: undefined })];
+    await reads.refreshFromUpstream();
+    const pending = reads.issue('small');
+    for (let step = 0; step < 50 && releaseRead === undefined; step += 1) await turn();
+    expect(releaseRead).toBeDefined();
+    releaseEncoder?.();
+    for (let step = 0; step < 5; step += 1) await turn();
+    releaseRead?.();
+    expect(JSON.parse((await pending).rendered.body)).toMatchObject({ data: { contentHtml: '<p>edited</p>' } });
+    const again = await reads.issue('small');
+    expect(JSON.parse(again.rendered.body)).toMatchObject({ data: { contentHtml: '<p>edited</p>' } });
+    expect(again.state).toBe('HIT');
+    expect(bySlug).toEqual(['small']);
+  });
 });
 
 describe('HTTP caching of the public GET routes', () => {

@@ -160,7 +160,8 @@ export function createPublicReads(options: PublicReadsOptions) {
       .then(async () => {
         if (!cache.holds(key, value)) return;
         const next = await withCopies(value);
-        if (next !== value) cache.replace(key, value, next);
+        // Only a copy with compressed bodies replaces it: a replace overtakes a load under way (a read by slug of an edit).
+        if (next !== value && next.kind === 'json' && next.rendered.encoded?.length) cache.replace(key, value, next);
       })
       .catch((error: unknown) => options.onLoadError?.(key, error));
   }
