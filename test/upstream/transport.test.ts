@@ -246,6 +246,13 @@ describe('transport options', () => {
     expect(calls.map((call) => call.method)).toEqual(['POST', 'POST', 'POST']);
   });
 
+  it('waits at most a second between POST retries, however many postRetries allows', async () => {
+    const { transport, calls, sleeps } = setup(() => Promise.reject(connectionReset()), { postRetries: 5, random: () => 1 });
+    await failureOf(transport.post(THING));
+    expect(calls).toHaveLength(6);
+    expect(sleeps).toEqual([100, 200, 400, 800, 1000]);
+  });
+
   it('decides by the status alone and keeps no code when it is not told how to read one', async () => {
     const { transport } = setup(() => jsonResponse(errorBody('NOT_FOUND'), 400), { readsCodes: false });
     const error = await failureOf(transport.get());

@@ -48,6 +48,8 @@ export class ResponseTooLarge extends UpstreamError {
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 const GET_RETRIES = 2;
 const RETRY_BASE_DELAY_MS = 100;
+/** Reached only by a caller that allows a POST more retries than the default. */
+const RETRY_MAX_DELAY_MS = 1000;
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 /** A read's last failure: the upstream failing (the streak grows), or answering a wrong call (it ends). */
@@ -134,7 +136,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
             throw error;
           }
           metrics.upstreamRetry();
-          await sleep(Math.round(random() * RETRY_BASE_DELAY_MS * 2 ** attempt));
+          await sleep(Math.round(random() * Math.min(RETRY_MAX_DELAY_MS, RETRY_BASE_DELAY_MS * 2 ** attempt)));
           const held = await holdOff.state(operation);
           // A 429 met meanwhile holds this retry off; a pause after failures holds only later calls.
           if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, 0);
