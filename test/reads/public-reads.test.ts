@@ -27,20 +27,24 @@ function createFakeUpstream() {
 
 const MAX_BYTES = 1024 * 1024;
 
-function createReads(overrides: { archiveMaxIssues?: number } = {}) {
-  const clock = createFakeClock();
-  const { upstream, calls } = createFakeUpstream();
-  const reads = createPublicReads({
+function publicReadsOver(upstream: UpstreamClient, now: () => number, more: Partial<Parameters<typeof createPublicReads>[0]> = {}) {
+  return createPublicReads({
     upstream,
-    now: clock.now,
+    now,
     policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
     maxBytes: MAX_BYTES,
     notFoundTtlSeconds: 30,
     archiveResyncSeconds: 600,
     indexRefreshMinIntervalMs: 5_000,
-    archiveMaxIssues: overrides.archiveMaxIssues ?? 5000,
+    archiveMaxIssues: 5000,
+    ...more,
   });
-  return { reads, calls, clock };
+}
+
+function createReads(overrides: { archiveMaxIssues?: number } = {}) {
+  const clock = createFakeClock();
+  const { upstream, calls } = createFakeUpstream();
+  return { reads: publicReadsOver(upstream, clock.now, overrides), calls, clock };
 }
 
 describe('public reads', () => {
@@ -99,16 +103,7 @@ describe('public reads', () => {
       listCategories: async () => [],
       createSubscriber: async () => ({}),
     };
-    const reads = createPublicReads({
-      upstream,
-      now: clock.now,
-      policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
-      maxBytes: MAX_BYTES,
-      notFoundTtlSeconds: 30,
-      archiveResyncSeconds: 600,
-      indexRefreshMinIntervalMs: 5_000,
-      archiveMaxIssues: 5000,
-    });
+    const reads = publicReadsOver(upstream, clock.now);
     await reads.archivePage({ limit: 20, offset: 0 });
     const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
     const pending = reads.issue('late');
@@ -147,17 +142,7 @@ describe('public reads', () => {
       if (encoderCalls === 1) await new Promise<void>((resolve) => (releaseEncoder = resolve));
       return [];
     };
-    const reads = createPublicReads({
-      upstream,
-      now: clock.now,
-      policies: cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 60 }),
-      maxBytes: MAX_BYTES,
-      notFoundTtlSeconds: 30,
-      archiveResyncSeconds: 600,
-      indexRefreshMinIntervalMs: 5_000,
-      archiveMaxIssues: 5000,
-      encodeBody,
-    });
+    const reads = publicReadsOver(upstream, clock.now, { encodeBody });
     const turn = () => new Promise((resolve) => setTimeout(resolve, 0));
     // The letter listed is seeded as the issue's copy and queued for compressing.
     await reads.archivePage({ limit: 20, offset: 0 });
