@@ -81,8 +81,6 @@ export function jsonValue(rendered: RenderedJson, fetchedAt: number, version?: s
   };
 }
 
-export const sizeOfCachedValue = (value: CachedValue) => (value.kind === 'archive' ? value.index.size : value.size);
-
 // A lighter copy of core/public-shapes.ts's schemas (which the Worker never loads), typed against them so a new field fails to compile.
 const StoredCategorySchema: z.ZodMiniType<PublicCategory> = z.object({ name: z.string(), slug: z.string() });
 const StoredSummarySchema: z.ZodMiniType<IssueSummary> = z.object({

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../http/errors.js';
-import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary, PublicCategory } from '../public-shapes.js';
+import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary } from '../public-shapes.js';
 import { placeHead, type ListOrder } from '../upstream/archive.js';
 import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
 import type { ArchiveRequest } from '../routes/archive-query.js';
@@ -9,7 +9,7 @@ import type { UpstreamIssue } from '../upstream/schemas.js';
 import { UpstreamError } from '../upstream/transport.js';
 import * as allowList from './allow-list.js';
 import { freshnessRulesOf, splitMemoryBudget, stringBytes, type CachePolicies } from './cache-policies.js';
-import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue, sizeOfCachedValue } from './cached-value.js';
+import { archiveValue, decodeSharedEntry, encodeSharedEntry, jsonValue } from './cached-value.js';
 import type { ArchiveIndex, ArchiveSync, CachedValue, IndexCopy, IssueSource } from './cached-value.js';
 import { countWords, readingMinutesOf } from './letter-text.js';
 import { ReadBudgetExceeded, type ReadBudget } from './read-budget.js';
@@ -117,7 +117,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     maxEntryBytes: budget.upstreamDataEntry,
     notFoundTtlMs: options.notFoundTtlSeconds * 1000,
     now,
-    sizeOf: sizeOfCachedValue,
+    sizeOf: (value) => (value.kind === 'archive' ? value.index.size : value.size),
     fetchedAtOf: (value) => value.fetchedAt,
     onLoadError: options.onLoadError,
     onLoaded: (_key, value) => options.spells?.loaded(value.fetchedAt),
@@ -312,10 +312,8 @@ export function createPublicReads(options: PublicReadsOptions) {
     if (archiveRead.status === 'rejected') throw archiveRead.reason;
     const archive = indexOf(archiveRead.value.value);
     if (archive === undefined) throw noIndex();
-    const bySlug = new Map<string, PublicCategory>();
-    for (const category of categoriesRead.value) {
-      if (!bySlug.has(category.slug)) bySlug.set(category.slug, allowList.toPublicCategory(category));
-    }
+    // Reversed, so the first row with a slug is the one kept; the sort below makes the order.
+    const bySlug = new Map([...categoriesRead.value].reverse().map((category) => [category.slug, allowList.toPublicCategory(category)]));
     const data = [...bySlug.values()]
       .sort(allowList.compareByName)
       .map((category) => ({ ...category, count: archive.index.byCategory.get(category.slug)?.length ?? 0 }));

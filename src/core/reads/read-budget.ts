@@ -47,10 +47,7 @@ export function createReadBudget(options: ReadBudgetOptions) {
     take(client: string | undefined) {
       const time = now();
       let own = client === undefined ? undefined : clients.get(client);
-      if (client !== undefined && !own) {
-        own = { tokens: rules.client.capacity, at: time, dry: false };
-        clients.set(client, own);
-      }
+      if (client !== undefined && !own) clients.set(client, (own = { tokens: rules.client.capacity, at: time, dry: false }));
       // The client's own bucket first: one address over its share never spends everyone's.
       if (own) check(own, 'client', time);
       check(total, 'total', time);
