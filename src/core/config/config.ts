@@ -4,7 +4,7 @@ import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM } fro
 import { parseHttpUrl } from '../http/origins.js';
 import { parseAddressList } from '../http/ip-address.js';
 import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
-import { MIN_API_KEY_LENGTH, createRedactor } from '../redact.js';
+import { MIN_API_KEY_LENGTH, createRedactor } from '../log.js';
 import { addIssue, atMost, blankToUndefined, optional, preprocess, wholeNumber } from '../validation.js';
 
 const MIB = 1024 * 1024;
