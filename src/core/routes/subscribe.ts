@@ -8,22 +8,10 @@ import { maskEmail, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { parseHttpUrl, type OriginPolicy } from '../http/origins.js';
 import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.js';
-import {
-  createRepeatGuard,
-  createTurnstileChallenge,
-  isHoneypotFilled,
-  SubscribeFailure,
-  type RecordOutcome,
-  type RepeatGuard,
-  type TurnstileChallengeOptions,
-} from '../subscribe/guards.js';
-import {
-  isFormPost,
-  SUBSCRIBE_MAX_BODY_BYTES,
-  parseSubscribeFields,
-  readSubscribeBody,
-  type SubscribeJsonInput,
-} from '../subscribe/input.js';
+import { createRepeatGuard, createTurnstileChallenge, isHoneypotFilled, SubscribeFailure } from '../subscribe/guards.js';
+import type { RecordOutcome, RepeatGuard, TurnstileChallengeOptions } from '../subscribe/guards.js';
+import { isFormPost, SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody } from '../subscribe/input.js';
+import type { SubscribeJsonInput } from '../subscribe/input.js';
 import type { SubscribeBody } from '../public-shapes.js';
 import { NO_STORE } from '../reads/cache-policies.js';
 import { createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
