@@ -1,28 +1,17 @@
-/** Labels are closed sets: route templates, never raw paths. */
-export interface Metrics {
-  request(route: string, method: string, status: number, seconds: number): void;
-  cacheRead(state: 'HIT' | 'MISS' | 'STALE'): void;
-  staleAnswer(route: string, reason: string): void;
-  cacheEviction(reason: 'evict'): void;
-  upstreamCall(operation: string, seconds: number, error?: unknown): void;
-  upstreamRetry(): void;
-  upstreamHoldOff(seconds: number): void;
-  subscribe(outcome: string, reason?: string): void;
-  subscribeSurge(active: boolean): void;
-  connectionShed(reason: ConnectionShedReason): void;
-}
-
 export type ConnectionShedReason = 'idle' | 'slow_head' | 'over_share';
 
-export const noopMetrics: Metrics = {
-  request() {},
-  cacheRead() {},
-  staleAnswer() {},
-  cacheEviction() {},
-  upstreamCall() {},
+/** Also the Metrics type, so each method is written once. Labels are closed sets: route templates, never raw paths. */
+export const noopMetrics = {
+  request(_route: string, _method: string, _status: number, _seconds: number) {},
+  cacheRead(_state: 'HIT' | 'MISS' | 'STALE') {},
+  staleAnswer(_route: string, _reason: string) {},
+  cacheEviction(_reason: 'evict') {},
+  upstreamCall(_operation: string, _seconds: number, _error?: unknown) {},
   upstreamRetry() {},
-  upstreamHoldOff() {},
-  subscribe() {},
-  subscribeSurge() {},
-  connectionShed() {},
+  upstreamHoldOff(_seconds: number) {},
+  subscribe(_outcome: string, _reason?: string) {},
+  subscribeSurge(_active: boolean) {},
+  connectionShed(_reason: ConnectionShedReason) {},
 };
+
+export type Metrics = typeof noopMetrics;

@@ -23,6 +23,8 @@ export const firstValue = (value: unknown): unknown => (Array.isArray(value) ? v
 
 /** Env files leave `X=`, forms post empty fields: blank means "not given". */
 export const blankToUndefined = (value: unknown): unknown => (typeof value === 'string' ? value.trim() || undefined : value);
+export const optional = <S extends z.ZodMiniType>(schema: S) => preprocess(blankToUndefined, z.optional(schema));
+export const atMost = (max: number) => z.maxLength(max, { error: `must be at most ${max} characters` });
 
 export function wholeNumber(min: number, max: number, fallback: number, read: (raw: unknown) => unknown) {
   const rule = `must be a whole number from ${min} to ${max}`;

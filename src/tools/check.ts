@@ -1,6 +1,5 @@
 import { parseConfig, type Config, type ConfigSource } from '../core/config/config.js';
-import type { Logger } from '../core/log.js';
-import { createRedactor } from '../core/redact.js';
+import { createRedactor, type Logger } from '../core/log.js';
 import { isPublicIssue } from '../core/reads/allow-list.js';
 import type { ArchiveRead } from '../core/upstream/archive.js';
 import { createUpstreamForConfig } from '../core/upstream/configured-client.js';

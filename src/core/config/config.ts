@@ -4,8 +4,8 @@ import { DEFAULT_LIST_PAGING, LIST_ISSUES_MAX_ROWS, LIST_ISSUES_PAGE_PARAM } fro
 import { parseHttpUrl } from '../http/origins.js';
 import { parseAddressList } from '../http/ip-address.js';
 import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
-import { MIN_API_KEY_LENGTH, createRedactor } from '../redact.js';
-import { addIssue, blankToUndefined, preprocess, wholeNumber } from '../validation.js';
+import { MIN_API_KEY_LENGTH, createRedactor } from '../log.js';
+import { addIssue, atMost, blankToUndefined, optional, preprocess, wholeNumber } from '../validation.js';
 
 const MIB = 1024 * 1024;
 export const SLUG_PLACEHOLDER = '{slug}';
@@ -27,7 +27,6 @@ function isRedisUrl(value: string): boolean {
   return (url?.protocol === 'redis:' || url?.protocol === 'rediss:') && url.hostname !== '' && !url.search && !url.hash;
 }
 
-const optional = <S extends z.ZodMiniType>(schema: S) => preprocess(blankToUndefined, z.optional(schema));
 const withDefault = <S extends z.ZodMiniType>(schema: S, fallback: z.core.util.NoUndefined<z.output<S>>) =>
   preprocess(blankToUndefined, z._default(schema, fallback));
 
@@ -101,7 +100,6 @@ const apiKey = z
 // A bare IPv6 address has two colons at least: `127.0.0.1:8787` is refused.
 const isListenHost = (host: string) => HOST_NAME.test(host) || (/:.*:/.test(host) && /^[0-9a-f:.]{2,45}$/i.test(host));
 const listenHost = withDefault(satisfying(isListenHost, 'must be a host name or an IP address'), '127.0.0.1');
-const atMost = (max: number) => z.string().check(z.maxLength(max, { error: `must be at most ${max} characters` }));
 const honeypotField = z.string().check(
   z.regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, { error: 'must be a simple field name (letters, digits, _ or -)' }),
   z.refine((value) => !SUBSCRIBE_FIELDS.includes(value), { error: 'must not be one of the real form fields' }),
@@ -147,7 +145,7 @@ const VARIABLES = {
   UPSTREAM_TIMEOUT_MS: ['upstreamTimeoutMs', count(100, 60_000, 8000)],
   SUBSCRIBE_RATE_LIMIT_PER_MINUTE: ['subscribeRateLimitPerMinute', count(1, 10_000, 10)],
   SUBSCRIBE_SOURCE_TYPE: ['subscribeSourceType', oneOf(SUBSCRIBER_SOURCE_TYPES, 'embed')],
-  SUBSCRIBE_DEFAULT_SOURCE: ['subscribeDefaultSource', withDefault(atMost(160), 'website')],
+  SUBSCRIBE_DEFAULT_SOURCE: ['subscribeDefaultSource', withDefault(z.string().check(atMost(160)), 'website')],
   SUBSCRIBE_REDIRECT_URL: ['subscribeRedirectUrl', optional(absoluteUrl)],
   SUBSCRIBE_HONEYPOT_FIELD: ['honeypotField', withDefault(honeypotField, 'website')],
   MAX_CONNECTIONS: ['maxConnections', count(16, 1_000_000, 4096)],
@@ -173,7 +171,7 @@ const VARIABLES = {
   REDIS_URL: ['redisUrl', optional(satisfying(isRedisUrl, 'must be a redis:// or rediss:// URL with a host'))],
   REDIS_TIMEOUT_MS: ['redisTimeoutMs', count(10, 5000, 100)],
   SITE_ISSUE_URL: ['siteIssueUrl', optional(siteIssueUrl)],
-  PUBLICATION_NAME: ['publicationName', optional(atMost(200))],
+  PUBLICATION_NAME: ['publicationName', optional(z.string().check(atMost(200)))],
   PUBLIC_BASE_URL: ['publicBaseUrl', optional(parsed(parsePublicBaseUrl, 'must be a URL'))],
   NODE_ENV: [null, optional(z.string())],
   UPSTREAM_LIST_LIMIT_PARAM: [null, withDefault(queryParameterName, DEFAULT_LIST_PAGING.limitParam)],

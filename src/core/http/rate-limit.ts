@@ -1,16 +1,12 @@
 import { LRUCache } from 'lru-cache';
 
 type RateLimitDecision = { allowed: boolean; retryAfterSeconds: number };
+type RateWindow = { count: number; startedAt: number };
 export type RateLimiter = { hit(key: string): RateLimitDecision | Promise<RateLimitDecision> };
 
 /** Bounded: a flood of new IPs evicts the oldest counters instead of growing memory. */
 export function createMemoryRateLimiter({ limit, windowMs, now }: { limit: number; windowMs: number; now: () => number }): RateLimiter {
-  const windows = new LRUCache<string, { count: number; startedAt: number }>({
-    max: 50_000,
-    ttl: windowMs,
-    perf: { now },
-    ttlResolution: 0,
-  });
+  const windows = new LRUCache<string, RateWindow>({ max: 50_000, ttl: windowMs, perf: { now }, ttlResolution: 0 });
   return {
     hit(key) {
       const time = now();
@@ -25,7 +21,7 @@ export function createMemoryRateLimiter({ limit, windowMs, now }: { limit: numbe
 
 export type RateLimitBinding = { limit(options: { key: string }): Promise<{ success: boolean }> };
 
-/** The binding tells no reset time, so Retry-After is its period. */
-export const createBindingRateLimiter = (binding: RateLimitBinding, periodSeconds = 60): RateLimiter => ({
-  hit: async (key) => ({ allowed: (await binding.limit({ key })).success, retryAfterSeconds: periodSeconds }),
+/** The binding tells no reset time, so Retry-After is its period (wrangler.toml: 60 s). */
+export const createBindingRateLimiter = (binding: RateLimitBinding): RateLimiter => ({
+  hit: async (key) => ({ allowed: (await binding.limit({ key })).success, retryAfterSeconds: 60 }),
 });

@@ -8,22 +8,10 @@ import { maskEmail, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { parseHttpUrl, type OriginPolicy } from '../http/origins.js';
 import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.js';
-import {
-  createRepeatGuard,
-  createTurnstileChallenge,
-  isHoneypotFilled,
-  SubscribeFailure,
-  type RecordOutcome,
-  type RepeatGuard,
-  type TurnstileChallengeOptions,
-} from '../subscribe/guards.js';
-import {
-  isFormPost,
-  SUBSCRIBE_MAX_BODY_BYTES,
-  parseSubscribeFields,
-  readSubscribeBody,
-  type SubscribeJsonInput,
-} from '../subscribe/input.js';
+import { createRepeatGuard, createTurnstileChallenge, isHoneypotFilled, SubscribeFailure } from '../subscribe/guards.js';
+import type { RecordOutcome, RepeatGuard, TurnstileChallengeOptions } from '../subscribe/guards.js';
+import { isFormPost, SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody } from '../subscribe/input.js';
+import type { SubscribeJsonInput } from '../subscribe/input.js';
 import type { SubscribeBody } from '../public-shapes.js';
 import { NO_STORE } from '../reads/cache-policies.js';
 import { createSurgeWatch, type SurgeCounter } from '../subscribe/surge.js';
@@ -159,7 +147,10 @@ export function createSubscribeRoutes(
       if (!(error instanceof ApiError)) throw error;
       if (error instanceof SubscribeFailure) record(c, error.outcome, { reason: error.code, ...error.logFields }, error.level);
       else record(c, 'rejected', { reason: error.code });
-      if (error.code === 'FORBIDDEN_ORIGIN') return refusedOriginReply(c, config.subscribeRedirectUrl, error);
+      // FORBIDDEN_ORIGIN: that page is not ours to send anyone back to; a short page means more to a visitor than raw JSON.
+      if (error.code === 'FORBIDDEN_ORIGIN' && isNoScriptPost(c) && !config.subscribeRedirectUrl) {
+        return c.html(REFUSED_ORIGIN_PAGE, error.status, { 'Cache-Control': NO_STORE });
+      }
       return reply(c, targetOf(c), error);
     });
   return { routes, surge };
@@ -207,13 +198,6 @@ export function reply(c: Context, target: URL | undefined, error?: ApiError): Re
   // A page without JavaScript cannot read the query, but CSS can show `:target`; the redirect URL's own fragment is kept.
   if (!target.hash) target.hash = !error ? 'subscribed' : error.code === 'CAPTCHA_REQUIRED' ? 'subscribe-challenge' : 'subscribe-error';
   return c.redirect(target.href, 303);
-}
-
-/** FORBIDDEN_ORIGIN: that page is not ours to send anyone back to; a short page means more to a visitor than raw JSON. */
-function refusedOriginReply(c: Context, redirectUrl: string | undefined, error: ApiError): Response {
-  if (!isNoScriptPost(c)) return reply(c, undefined, error);
-  if (redirectUrl) return reply(c, new URL(redirectUrl), error);
-  return c.html(REFUSED_ORIGIN_PAGE, error.status, { 'Cache-Control': NO_STORE });
 }
 
 // No style or script: the API's Content-Security-Policy (default-src 'none') covers this page too.

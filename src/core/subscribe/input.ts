@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import * as z from '../zod.js';
 import { ApiError } from '../http/errors.js';
 import { SOURCE_PLATFORMS } from '../upstream/schemas.js';
-import { blankToUndefined, parseOrThrow, preprocess, type JsonSchemaWords } from '../validation.js';
+import { atMost, optional, parseOrThrow, preprocess, type JsonSchemaWords } from '../validation.js';
 
 export const SUBSCRIBE_MAX_BODY_BYTES = 8 * 1024;
 export const FORM_CHECKED_VALUES = ['true', 'on', '1', 'yes'] as const;
@@ -12,7 +12,6 @@ const FORM_TYPES = new Set(['application/x-www-form-urlencoded', 'multipart/form
 const EMAIL_PATTERN =
   /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9-]*\.)+(?:[A-Za-z]{2,}|xn--[A-Za-z0-9-]+)$/;
 
-const atMost = (max: number) => z.maxLength(max, { error: `must be at most ${max} characters` });
 const noControlCharacters = () => z.regex(/^\P{Cc}*$/u, { error: 'must not contain control characters' });
 const lengthRule = (fits: (email: string) => boolean, error: string) => z.refine<string>(fits, { error, abort: true });
 
@@ -45,11 +44,8 @@ export function createSubscribeInputSchema(checkedValues: readonly string[]) {
       (value) => (typeof value === 'string' && checkedValues.includes(value.trim().toLowerCase()) ? true : value),
       z.literal(true, { error: 'must be true: the subscriber must confirm they opted in' }),
     ),
-    source: preprocess(blankToUndefined, z.optional(z.string({ error: 'must be text' }).check(atMost(160), noControlCharacters()))),
-    sourcePlatform: preprocess(
-      blankToUndefined,
-      z.optional(z.enum(SOURCE_PLATFORMS, { error: `must be one of ${SOURCE_PLATFORMS.join(', ')}` })),
-    ),
+    source: optional(z.string({ error: 'must be text' }).check(atMost(160), noControlCharacters())),
+    sourcePlatform: optional(z.enum(SOURCE_PLATFORMS, { error: `must be one of ${SOURCE_PLATFORMS.join(', ')}` })),
   });
 }
 
