@@ -22,7 +22,6 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
 
   function listen(service: ListenOptions) {
     const { registry } = prometheus;
-    const { shedding } = service;
     prometheus.watch(service);
     const cacheWarm = () => service.stats().entries > 0;
     // Out of rotation an instance has no traffic to learn from: a not-ready /readyz makes one call (shared).
@@ -35,12 +34,12 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
     const app = new Hono()
       .get('/healthz', (c) => c.text('ok\n', 200, NO_STORE_HEADERS))
       .get('/readyz', async (c) => {
-        if (!shedding() && !readiness.state(cacheWarm()).ready) {
+        if (!service.shedding() && !readiness.state(cacheWarm()).ready) {
           let timer: NodeJS.Timeout | undefined;
           await Promise.race([probeOnce(), new Promise((resolve) => (timer = setTimeout(resolve, PROBE_WAIT_MS)))]);
           clearTimeout(timer);
         }
-        const state = readiness.state(cacheWarm(), shedding());
+        const state = readiness.state(cacheWarm(), service.shedding());
         if (state.ready) return c.text('ready\n', 200, NO_STORE_HEADERS);
         return c.text(`not ready: ${state.reason}\n`, 503, NO_STORE_HEADERS);
       })
