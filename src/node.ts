@@ -76,13 +76,11 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
     log,
-    ...(redis && {
-      rateLimiter: redis.rateLimiter,
-      repeatGuard: redis.repeatGuard,
-      surgeCounter: redis.surgeCounter,
-      sharedCache: redis.sharedCache,
-      holdOff: redis.holdOff,
-    }),
+    rateLimiter: redis?.rateLimiter,
+    repeatGuard: redis?.repeatGuard,
+    surgeCounter: redis?.surgeCounter,
+    sharedCache: redis?.sharedCache,
+    holdOff: redis?.holdOff,
     // With TURNSTILE_MODE=surge the form shows no widget until CAPTCHA_REQUIRED brings the key.
     site:
       config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined, { api }) : undefined,

@@ -147,7 +147,6 @@ export async function startInstance(
     subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
     cacheMaxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
     log,
-    connectWaitMs: 1000,
     probeIntervalMs: 50,
     recoveredAfterMs: options.recoveredAfterMs ?? 300,
     ...(options.watchLeaseMs !== undefined && { watchLeaseMs: options.watchLeaseMs }),

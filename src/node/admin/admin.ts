@@ -26,9 +26,7 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
     const cacheWarm = () => service.stats().entries > 0;
     // Out of rotation an instance has no traffic to learn from: a not-ready /readyz makes one call (shared).
     let probing: Promise<unknown> | undefined;
-    const forget = () => {
-      probing = undefined;
-    };
+    const forget = () => (probing = undefined);
     const probeOnce = () => (probing ??= service.probe().then(forget, forget));
 
     const app = new Hono()

@@ -129,7 +129,6 @@ export async function connectRedis(
     apiKey: string;
     subscribeLimitPerMinute: number;
     cacheMaxAgeSeconds: number;
-    connectWaitMs?: number;
     watchLeaseMs?: number;
   },
 ) {
@@ -144,7 +143,7 @@ export async function connectRedis(
   });
   const link = createRedisLink({ ...options, send: (args) => client.sendCommand(args), now });
   client.on('error', (error: unknown) => link.markDown(error instanceof Error ? error.name : 'connection error'));
-  const waited = new Promise<false>((resolve) => setTimeout(() => resolve(false), options.connectWaitMs ?? 2000).unref());
+  const waited = new Promise<false>((resolve) => setTimeout(() => resolve(false), 2000).unref());
   const connected = await Promise.race([client.connect().then(() => true), waited]).catch(() => false);
   if (connected) log.log('info', 'redis_connected', { timeoutMs });
   else link.markDown('no connection at startup');
