@@ -109,6 +109,10 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     writer.stop();
     process.exit(code);
   };
+  const failedToListen = (where: string) => (error: NodeJS.ErrnoException) => {
+    process.stderr.write(`newsletter-bff could not listen on ${where}: ${whyNotListening(error)}\n`);
+    exit(1);
+  };
 
   const { server, shedding } = serveWithLimits(
     { fetch: service.app.fetch, refuse: service.refuse, hostname: config.host, port: config.port, onShed: admin?.metrics.connectionShed },
@@ -118,13 +122,10 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       process.stdout.write(`newsletter-bff listening on ${urlOf(info)} (${config.mode} mode)\n`);
     },
   );
-  server.on('error', (error: NodeJS.ErrnoException) => {
-    process.stderr.write(`newsletter-bff could not listen on ${config.host} port ${config.port}: ${whyNotListening(error)}\n`);
-    exit(1);
-  });
+  server.on('error', failedToListen(`${config.host} port ${config.port}`));
 
   if (admin && config.adminPort !== undefined) {
-    admin.listen({
+    const adminServer = admin.listen({
       host: config.adminHost,
       port: config.adminPort,
       publicServer: server,
@@ -133,11 +134,8 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       probe: () => service.upstream.listCategories(),
       redisHealthy: redis?.healthy,
       onListening: (url) => process.stdout.write(`newsletter-bff admin (/healthz, /readyz, /metrics) on ${url}\n`),
-      onFatal: (line) => {
-        process.stderr.write(`${line}\n`);
-        exit(1);
-      },
     });
+    adminServer.on('error', failedToListen(`${config.adminHost} port ${config.adminPort} (ADMIN_PORT)`));
   }
 
   let stopping = false;

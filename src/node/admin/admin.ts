@@ -1,7 +1,7 @@
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { NO_STORE } from '../../core/reads/cache-policies.js';
-import { urlOf, whyNotListening } from '../listener.js';
+import { urlOf } from '../listener.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from './prometheus.js';
 
 const PROBE_WAIT_MS = 2000; // within a load balancer's usual 5 s timeout
@@ -13,7 +13,6 @@ type ListenOptions = Parameters<PrometheusMetrics['watch']>[0] & {
   shedding: () => boolean;
   probe: () => Promise<unknown>;
   onListening: (url: string) => void;
-  onFatal: (line: string) => void;
 };
 
 export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => number }) {
@@ -44,11 +43,7 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
       .get('/metrics', async (c) => c.body(await registry.metrics(), 200, { ...NO_STORE_HEADERS, 'Content-Type': registry.contentType }))
       .notFound((c) => c.text('not found\n', 404, NO_STORE_HEADERS));
 
-    const server = serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => service.onListening(urlOf(info)));
-    server.on('error', (error: NodeJS.ErrnoException) => {
-      service.onFatal(`newsletter-bff could not listen on ${service.host} port ${service.port} (ADMIN_PORT): ${whyNotListening(error)}`);
-    });
-    return server;
+    return serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => service.onListening(urlOf(info)));
   }
 
   return { metrics: prometheus.metrics, listen, drain: readiness.drain };
