@@ -76,13 +76,11 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     metrics: admin?.metrics,
     encodeBody: createNodeBodyEncoder(),
     log,
-    ...(redis && {
-      rateLimiter: redis.rateLimiter,
-      repeatGuard: redis.repeatGuard,
-      surgeCounter: redis.surgeCounter,
-      sharedCache: redis.sharedCache,
-      holdOff: redis.holdOff,
-    }),
+    rateLimiter: redis?.rateLimiter,
+    repeatGuard: redis?.repeatGuard,
+    surgeCounter: redis?.surgeCounter,
+    sharedCache: redis?.sharedCache,
+    holdOff: redis?.holdOff,
     // With TURNSTILE_MODE=surge the form shows no widget until CAPTCHA_REQUIRED brings the key.
     site:
       config.mode === 'demo' ? createDemoSite(config.turnstileMode === 'always' ? config.turnstileSiteKey : undefined, { api }) : undefined,
@@ -111,6 +109,10 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     writer.stop();
     process.exit(code);
   };
+  const failedToListen = (where: string) => (error: NodeJS.ErrnoException) => {
+    process.stderr.write(`newsletter-bff could not listen on ${where}: ${whyNotListening(error)}\n`);
+    exit(1);
+  };
 
   const { server, shedding } = serveWithLimits(
     { fetch: service.app.fetch, refuse: service.refuse, hostname: config.host, port: config.port, onShed: admin?.metrics.connectionShed },
@@ -120,13 +122,10 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       process.stdout.write(`newsletter-bff listening on ${urlOf(info)} (${config.mode} mode)\n`);
     },
   );
-  server.on('error', (error: NodeJS.ErrnoException) => {
-    process.stderr.write(`newsletter-bff could not listen on ${config.host} port ${config.port}: ${whyNotListening(error)}\n`);
-    exit(1);
-  });
+  server.on('error', failedToListen(`${config.host} port ${config.port}`));
 
   if (admin && config.adminPort !== undefined) {
-    admin.listen({
+    const adminServer = admin.listen({
       host: config.adminHost,
       port: config.adminPort,
       publicServer: server,
@@ -135,11 +134,8 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
       probe: () => service.upstream.listCategories(),
       redisHealthy: redis?.healthy,
       onListening: (url) => process.stdout.write(`newsletter-bff admin (/healthz, /readyz, /metrics) on ${url}\n`),
-      onFatal: (line) => {
-        process.stderr.write(`${line}\n`);
-        exit(1);
-      },
     });
+    adminServer.on('error', failedToListen(`${config.adminHost} port ${config.adminPort} (ADMIN_PORT)`));
   }
 
   let stopping = false;

@@ -49,7 +49,6 @@ export async function startServiceWithAdmin({
   );
   const publicServer = limited.server;
   const publicPort = await listening(publicServer);
-  const fatal: string[] = [];
   const adminServer = admin.listen({
     host: '127.0.0.1',
     port: 0,
@@ -58,7 +57,6 @@ export async function startServiceWithAdmin({
     stats: service.stats,
     probe: () => service.upstream.listCategories(),
     onListening: () => undefined,
-    onFatal: (line) => fatal.push(line),
   }) as Server;
   const adminPort = await listening(adminServer);
   const publicUrl = `http://127.0.0.1:${publicPort}`;
@@ -67,7 +65,6 @@ export async function startServiceWithAdmin({
     clock,
     upstream,
     admin,
-    fatal,
     publicUrl,
     adminUrl,
     get: (path: string, init?: RequestInit) => fetch(`${publicUrl}${path}`, init),

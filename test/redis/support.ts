@@ -147,7 +147,6 @@ export async function startInstance(
     subscribeLimitPerMinute: config.subscribeRateLimitPerMinute,
     cacheMaxAgeSeconds: sharedTierMaxAgeSeconds(cachePolicies(config)),
     log,
-    connectWaitMs: 1000,
     probeIntervalMs: 50,
     recoveredAfterMs: options.recoveredAfterMs ?? 300,
     ...(options.watchLeaseMs !== undefined && { watchLeaseMs: options.watchLeaseMs }),
@@ -179,6 +178,8 @@ export async function startInstance(
     lines,
     /** DEPLOY_HOOK_URL's watch, ticked by hand as the Node entry's timer ticks it (none without the variable). */
     archiveWatch,
+    /** Once it resolves, every earlier write has landed: one connection answers in order. */
+    writesLanded: () => redis.sharedCache.get('writes-landed'),
     /** Log lines of one event. */
     events: (event: string) => lines.filter((line) => line.event === event),
     get: (path: string, init?: RequestInit) => app.request(`http://bff.test${path}`, init),

@@ -1,7 +1,7 @@
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { NO_STORE } from '../../core/reads/cache-policies.js';
-import { urlOf, whyNotListening } from '../listener.js';
+import { urlOf } from '../listener.js';
 import { createPrometheusMetrics, type PrometheusMetrics } from './prometheus.js';
 
 const PROBE_WAIT_MS = 2000; // within a load balancer's usual 5 s timeout
@@ -13,7 +13,6 @@ type ListenOptions = Parameters<PrometheusMetrics['watch']>[0] & {
   shedding: () => boolean;
   probe: () => Promise<unknown>;
   onListening: (url: string) => void;
-  onFatal: (line: string) => void;
 };
 
 export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => number }) {
@@ -22,36 +21,29 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
 
   function listen(service: ListenOptions) {
     const { registry } = prometheus;
-    const { shedding } = service;
     prometheus.watch(service);
     const cacheWarm = () => service.stats().entries > 0;
     // Out of rotation an instance has no traffic to learn from: a not-ready /readyz makes one call (shared).
     let probing: Promise<unknown> | undefined;
-    const forget = () => {
-      probing = undefined;
-    };
+    const forget = () => (probing = undefined);
     const probeOnce = () => (probing ??= service.probe().then(forget, forget));
 
     const app = new Hono()
       .get('/healthz', (c) => c.text('ok\n', 200, NO_STORE_HEADERS))
       .get('/readyz', async (c) => {
-        if (!shedding() && !readiness.state(cacheWarm()).ready) {
+        if (!service.shedding() && !readiness.state(cacheWarm()).ready) {
           let timer: NodeJS.Timeout | undefined;
           await Promise.race([probeOnce(), new Promise((resolve) => (timer = setTimeout(resolve, PROBE_WAIT_MS)))]);
           clearTimeout(timer);
         }
-        const state = readiness.state(cacheWarm(), shedding());
+        const state = readiness.state(cacheWarm(), service.shedding());
         if (state.ready) return c.text('ready\n', 200, NO_STORE_HEADERS);
         return c.text(`not ready: ${state.reason}\n`, 503, NO_STORE_HEADERS);
       })
       .get('/metrics', async (c) => c.body(await registry.metrics(), 200, { ...NO_STORE_HEADERS, 'Content-Type': registry.contentType }))
       .notFound((c) => c.text('not found\n', 404, NO_STORE_HEADERS));
 
-    const server = serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => service.onListening(urlOf(info)));
-    server.on('error', (error: NodeJS.ErrnoException) => {
-      service.onFatal(`newsletter-bff could not listen on ${service.host} port ${service.port} (ADMIN_PORT): ${whyNotListening(error)}`);
-    });
-    return server;
+    return serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => service.onListening(urlOf(info)));
   }
 
   return { metrics: prometheus.metrics, listen, drain: readiness.drain };

@@ -59,9 +59,8 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
   const { timeoutMs, log, probeIntervalMs = 1000, recoveredAfterMs = 30_000, now = Date.now } = options;
   let up = true;
   let closed = false;
-  let probe: NodeJS.Timeout | undefined;
   let probing = false;
-  let spell: { startedAt: number; lastFailureAt: number; failures: number } | undefined;
+  let spell: { startedAt: number; lastFailureAt: number; failures: number; probe: NodeJS.Timeout } | undefined;
 
   function withTimeout(args: string[]): Promise<unknown> {
     let timer: NodeJS.Timeout | undefined;
@@ -77,9 +76,8 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
     if (closed) return;
     up = false;
     if (!spell) {
-      spell = { startedAt: now(), lastFailureAt: 0, failures: 0 };
       log.log('warn', 'redis_unavailable', { reason, fallback: 'in-memory limits, guards and cache until it is back' });
-      probe = setInterval(onTick, probeIntervalMs).unref();
+      spell = { startedAt: now(), lastFailureAt: 0, failures: 0, probe: setInterval(onTick, probeIntervalMs).unref() };
     }
     spell.lastFailureAt = now();
     spell.failures += 1;
@@ -95,7 +93,7 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
       return;
     }
     if (!spell || now() - spell.lastFailureAt < recoveredAfterMs) return;
-    const { startedAt, failures } = spell;
+    const { startedAt, failures, probe } = spell;
     spell = undefined;
     clearInterval(probe);
     log.log('info', 'redis_available', { outageSeconds: Math.round((now() - startedAt) / 1000), failedCommands: failures });
@@ -116,7 +114,7 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
     markDown,
     close() {
       closed = true;
-      clearInterval(probe);
+      clearInterval(spell?.probe);
     },
   };
 }
@@ -131,7 +129,6 @@ export async function connectRedis(
     apiKey: string;
     subscribeLimitPerMinute: number;
     cacheMaxAgeSeconds: number;
-    connectWaitMs?: number;
     watchLeaseMs?: number;
   },
 ) {
@@ -146,7 +143,7 @@ export async function connectRedis(
   });
   const link = createRedisLink({ ...options, send: (args) => client.sendCommand(args), now });
   client.on('error', (error: unknown) => link.markDown(error instanceof Error ? error.name : 'connection error'));
-  const waited = new Promise<false>((resolve) => setTimeout(() => resolve(false), options.connectWaitMs ?? 2000).unref());
+  const waited = new Promise<false>((resolve) => setTimeout(() => resolve(false), 2000).unref());
   const connected = await Promise.race([client.connect().then(() => true), waited]).catch(() => false);
   if (connected) log.log('info', 'redis_connected', { timeoutMs });
   else link.markDown('no connection at startup');
@@ -269,8 +266,6 @@ export async function connectRedis(
       save: (state: string) => link.send(['SET', watchStateKey, state]).then(() => undefined),
     },
     healthy: link.healthy,
-    /** Once it resolves, every earlier write has landed (one connection, in order). */
-    ping: () => send(['PING'], false).then((answer) => answer !== false),
     async close() {
       link.close();
       client.destroy();
