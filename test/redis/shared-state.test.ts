@@ -92,7 +92,7 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
   it('serves on B an issue A read, without an upstream call', async () => {
     const [a, b, c] = await startThree();
     expect((await a.get(`/api/issues/${SLUG}`)).status).toBe(200);
-    await a.writesLanded(); // the shared copy is written behind the response
+    await a.redis.ping(); // the shared copy is written behind the response
     const afterA = upstreamCalls(fake);
     const fromB = await b.get(`/api/issues/${SLUG}`);
     const fromC = await c.get(`/api/issues/${SLUG}`);
@@ -106,7 +106,7 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
     const brotli = { headers: { 'Accept-Encoding': 'br' } };
     const fromA = await a.get(`/api/issues/${SLUG}`, brotli);
     expect(fromA.headers.get('content-encoding')).toBe('br');
-    await a.writesLanded(); // the shared copy is written behind the response
+    await a.redis.ping(); // the shared copy is written behind the response
     const afterA = upstreamCalls(fake);
     const fromB = await b.get(`/api/issues/${SLUG}`, brotli);
     expect(fromB.status).toBe(200);
@@ -121,7 +121,7 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
     for (const instance of three) {
       expect((await instance.get('/api/issues?limit=5')).status).toBe(200);
       expect((await instance.get('/api/categories')).status).toBe(200);
-      await instance.writesLanded();
+      await instance.redis.ping();
     }
     const withRedis = upstreamCalls(fake);
 
@@ -150,7 +150,7 @@ describe.runIf(redisServerAvailable())('several instances sharing one Redis', ()
     instances = await Promise.all([0, 1].map(() => startInstance(fake, server.url, { timeoutMs: PATIENT_TIMEOUT_MS, now: clock.now })));
     const [a, b] = instances as [Instance, Instance];
     expect((await a.get('/api/issues?limit=5')).status).toBe(200);
-    await a.writesLanded();
+    await a.redis.ping();
     expect((await b.get('/api/issues?limit=5')).status).toBe(200);
     const listCalls = () => fake.callsFor(LIST_ISSUES);
     const cold = listCalls();

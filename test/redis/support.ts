@@ -178,8 +178,6 @@ export async function startInstance(
     lines,
     /** DEPLOY_HOOK_URL's watch, ticked by hand as the Node entry's timer ticks it (none without the variable). */
     archiveWatch,
-    /** Once it resolves, every earlier write has landed: one connection answers in order. */
-    writesLanded: () => redis.sharedCache.get('writes-landed'),
     /** Log lines of one event. */
     events: (event: string) => lines.filter((line) => line.event === event),
     get: (path: string, init?: RequestInit) => app.request(`http://bff.test${path}`, init),

@@ -266,6 +266,8 @@ export async function connectRedis(
       save: (state: string) => link.send(['SET', watchStateKey, state]).then(() => undefined),
     },
     healthy: link.healthy,
+    /** Once it resolves, every earlier write has landed (one connection, in order). */
+    ping: () => send(['PING'], false).then((answer) => answer !== false),
     async close() {
       link.close();
       client.destroy();
