@@ -30,7 +30,7 @@ export type IndexCopy = { index: ArchiveIndex; fetchedAt: number };
 
 export type IssueSource = { id: string; updatedAt: string | null };
 
-export type ArchiveSync = { order: ListOrder | undefined; fullReadAt: number; listing: readonly string[]; head?: Validators | undefined };
+export type ArchiveSync = { order?: ListOrder | undefined; fullReadAt: number; ids: readonly string[]; head?: Validators | undefined };
 
 /** `fetchedAt`: when the upstream answered (ms); `version`: the row's `updatedAt`. */
 export type CachedValue =
@@ -45,7 +45,7 @@ export type CachedValue =
     };
 
 // An index with nothing to refresh from (a test's or an old shared copy), whose text index is made from the summaries.
-const NO_SYNC: ArchiveSync = { order: undefined, fullReadAt: Number.NEGATIVE_INFINITY, listing: [] };
+const NO_SYNC: ArchiveSync = { order: undefined, fullReadAt: Number.NEGATIVE_INFINITY, ids: [] };
 
 export function archiveValue(
   all: IssueSummary[],
@@ -57,7 +57,7 @@ export function archiveValue(
   const text = rows.text ?? summaryTextIndex(all, (slug) => sources.get(slug)?.updatedAt ?? null);
   const byCategory = new Map<string, IssueSummary[]>();
   const positions = new Map<string, number>();
-  let size = 256 + sources.size * 120 + sync.listing.length * 64 + textIndexBytes(text);
+  let size = 256 + sources.size * 120 + sync.ids.length * 64 + textIndexBytes(text);
   for (const [at, summary] of all.entries()) {
     size += stringBytes(JSON.stringify(summary)) + 16;
     positions.set(summary.slug, at);
@@ -127,8 +127,7 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
     return { payload: JSON.stringify({ kind: 'json', body: rendered.body, etag: rendered.etag, version, neighbours }), fetchedAt };
   }
   const { all, complete, sources, sync, text } = value.index;
-  const { order, fullReadAt, listing: ids, head } = sync;
-  const stored = Number.isFinite(fullReadAt) ? { order, fullReadAt, ids, head } : undefined;
+  const stored = Number.isFinite(sync.fullReadAt) ? sync : undefined;
   const rows = [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]);
   return {
     payload: JSON.stringify({ kind: 'archive', all, complete, sources: rows, sync: stored, text: encodeTextIndex(text) }),
@@ -146,9 +145,11 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   if (payload.kind === 'json')
     return jsonValue(renderedWithEtag(payload.body, payload.etag), entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
-  const stored = payload.sync;
-  const sync = stored && { order: stored.order, fullReadAt: stored.fullReadAt, listing: stored.ids, head: stored.head };
   const text = payload.text && decodeTextIndex(payload.text);
   if (payload.text && !text) return undefined;
-  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, ...(sync && { sync }), text });
+  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, {
+    sources,
+    ...(payload.sync && { sync: payload.sync }),
+    text,
+  });
 }

@@ -194,32 +194,26 @@ export function createPublicReads(options: PublicReadsOptions) {
       const merged = await refreshHead(prior, prior.sync.order);
       if (merged) return merged;
     }
-    const keeper = createLetterKeeper(prior);
-    const { reduceRow } = keeper;
+    const { reduceRow, build } = createIndexBuilder(prior);
     if (!upstream.readPublicArchive) {
       const rows = (await upstream.listAllPublicIssues(options.archiveMaxIssues)).map(reduceRow);
-      return indexValue(rows, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, listing: [] }, keeper, true);
+      return build(rows, rows.length < options.archiveMaxIssues, { order: undefined, fullReadAt: time, ids: [] }, true);
     }
-    const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow, expectedRows: prior?.sync.listing.length });
+    const read = await upstream.readPublicArchive(options.archiveMaxIssues, { reduceRow, expectedRows: prior?.sync.ids.length });
     const rows = read.issues;
     // Paging that did not work as configured leaves the listing unsure (no head refreshes), the index incomplete.
     const pagedWell = read.findings.every((finding) => finding.problem === 'max_issues');
-    const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, listing: rows.map((row) => row.source.id) };
+    const sync = { order: pagedWell ? read.order : undefined, fullReadAt: time, ids: rows.map((row) => row.source.id) };
     const complete = read.dropped.count === 0 && read.findings.length === 0 && rows.length < options.archiveMaxIssues;
-    return indexValue(rows, complete, sync, keeper, true);
+    return build(rows, complete, sync, true);
   }
 
   async function refreshHead(prior: ArchiveIndex, order: ListOrder): Promise<CachedValue | undefined> {
-    const keeper = createLetterKeeper(prior);
-    const known = new Set(prior.sync.listing);
-    const head = await upstream.readPublicArchiveHead!({
-      isKnownId: (id) => known.has(id),
-      reduceRow: keeper.reduceRow,
-      validators: prior.sync.head,
-      order,
-    });
+    const { reduceRow, build } = createIndexBuilder(prior);
+    const known = new Set(prior.sync.ids);
+    const head = await upstream.readPublicArchiveHead!({ isKnownId: (id) => known.has(id), reduceRow, validators: prior.sync.head, order });
     if (head.unchanged) return { kind: 'archive', index: prior, fetchedAt: now() };
-    const placed = head.anchored && head.inOrder ? placeHead(prior.sync.listing, head.ids, head.dropped.ids) : undefined;
+    const placed = head.anchored && head.inOrder ? placeHead(prior.sync.ids, head.ids, head.dropped.ids) : undefined;
     if (placed === undefined) return undefined;
     const replaced = new Set([...head.ids, ...placed.gone]);
     const kept: KeptRow[] = [...head.issues];
@@ -229,25 +223,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     }
     // A row the head could not read is read by slug until the next whole read.
     const complete = prior.complete && head.dropped.count === 0 && kept.length < options.archiveMaxIssues;
-    return indexValue(kept, complete, { ...prior.sync, listing: placed.listing, head: head.validators }, keeper);
-  }
-
-  async function indexValue(rows: readonly KeptRow[], complete: boolean, sync: ArchiveSync, keeper: LetterKeeper, whole = false) {
-    const fetchedAt = now();
-    const bySlug = new Map<string, IssueSummary>();
-    const sources = new Map<string, IssueSource>();
-    const slots = new Map<string, number>();
-    for (const { summary, source, slot } of rows) {
-      if (summary === undefined || bySlug.has(summary.slug)) continue;
-      bySlug.set(summary.slug, summary);
-      sources.set(summary.slug, source);
-      slots.set(summary.slug, slot ?? addSummary(keeper.store, summary, source.updatedAt));
-    }
-    const text = { store: keeper.store, slots };
-    const all = [...bySlug.values()].sort(allowList.compareNewestFirst);
-    const value = archiveValue(all, fetchedAt, complete, { sources, sync, text: whole && worthCompacting(text) ? compacted(text) : text });
-    await keeper.seed(fetchedAt, value);
-    return value;
+    return build(kept, complete, { ...prior.sync, ids: placed.listing, head: head.validators });
   }
 
   function neighboursIn(index: ArchiveIndex | undefined, slug: string): Neighbours {
@@ -256,13 +232,12 @@ export function createPublicReads(options: PublicReadsOptions) {
     return at === undefined ? { newer: null, older: null } : { newer: near(index!.all[at - 1]), older: near(index!.all[at + 1]) };
   }
 
-  // Keeps the letters list rows carry (within one cache entry's bytes) to seed them as issue copies once the read is done.
-  function createLetterKeeper(prior: ArchiveIndex | undefined) {
+  // Builds an index from the rows read, keeping the letters they carry (within one cache entry's bytes) to seed as issue copies.
+  function createIndexBuilder(prior: ArchiveIndex | undefined) {
     const letters: Letter[] = [];
     let bytes = 0;
     const store = prior?.text.store ?? createTextStore();
     return {
-      store,
       reduceRow(row: UpstreamIssue): KeptRow {
         const source = { id: row.id, updatedAt: row.updatedAt ?? null };
         if (!allowList.isPublicIssue(row)) return { summary: undefined, source };
@@ -286,7 +261,24 @@ export function createPublicReads(options: PublicReadsOptions) {
         }
         return { summary, source, slot };
       },
-      async seed(fetchedAt: number, value: CachedValue): Promise<void> {
+      async build(rows: readonly KeptRow[], complete: boolean, sync: ArchiveSync, whole = false): Promise<CachedValue> {
+        const fetchedAt = now();
+        const bySlug = new Map<string, IssueSummary>();
+        const sources = new Map<string, IssueSource>();
+        const slots = new Map<string, number>();
+        for (const { summary, source, slot } of rows) {
+          if (summary === undefined || bySlug.has(summary.slug)) continue;
+          bySlug.set(summary.slug, summary);
+          sources.set(summary.slug, source);
+          slots.set(summary.slug, slot ?? addSummary(store, summary, source.updatedAt));
+        }
+        const text = { store, slots };
+        const all = [...bySlug.values()].sort(allowList.compareNewestFirst);
+        const value = archiveValue(all, fetchedAt, complete, {
+          sources,
+          sync,
+          text: whole && worthCompacting(text) ? compacted(text) : text,
+        });
         for (const { summary, contentHtml, readingMinutes, version } of letters.splice(0)) {
           // Its own load is under way: setting the key would overtake it, and its copy would not be kept.
           if (issuesLoading.has(summary.slug)) continue;
@@ -297,10 +289,10 @@ export function createPublicReads(options: PublicReadsOptions) {
           cache.seed(key, copy);
           compressBehind(key, copy);
         }
+        return value;
       },
     };
   }
-  type LetterKeeper = ReturnType<typeof createLetterKeeper>;
   const loadArchive = withSharedCopy(loadArchiveFromUpstream, rules.archive);
 
   const readArchive = (waitUntil: WaitUntil | undefined, client: string | undefined, forceRefresh = false) =>
