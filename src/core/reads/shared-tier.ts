@@ -74,15 +74,14 @@ const REFRESH_CLAIM_MS = 30_000;
 const FETCHED_AT_HEADER = 'X-Fetched-At';
 const FORMAT_VERSION = 'v1';
 
-// Keys become URLs under the upstream base URL and a digest of the API key: deployments share entries only when both are the same.
+// Keys become URLs under the upstream base URL and a digest of the API key (URLs may be logged): shared only when both are the same.
 export function createWorkersSharedCache(cache: Cache, options: { namespace: string; apiKey: string; maxAgeSeconds: number }): SharedTier {
-  let prefix: Promise<string> | undefined;
-  const urlOf = async (key: string) => {
-    prefix ??= keyDigest(options.apiKey).then(
-      (digest) => `https://newsletter-bff.cache/${FORMAT_VERSION}/${encodeURIComponent(options.namespace)}/${digest}/`,
-    );
-    return (await prefix) + encodeURIComponent(key);
-  };
+  const keyed = new TextEncoder().encode(`newsletter-bff shared cache\0${options.apiKey}`);
+  const prefix = crypto.subtle.digest('SHA-256', keyed).then((digest) => {
+    const hex = [...new Uint8Array(digest).subarray(0, 8)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+    return `https://newsletter-bff.cache/${FORMAT_VERSION}/${encodeURIComponent(options.namespace)}/${hex}/`;
+  });
+  const urlOf = async (key: string) => (await prefix) + encodeURIComponent(key);
   return {
     async get(key) {
       const response = await cache.match(await urlOf(key));
@@ -99,10 +98,4 @@ export function createWorkersSharedCache(cache: Cache, options: { namespace: str
       await cache.delete(await urlOf(key));
     },
   };
-}
-
-/** The key itself never becomes part of a cache URL (which the runtime may log). */
-async function keyDigest(apiKey: string): Promise<string> {
-  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`newsletter-bff shared cache\0${apiKey}`));
-  return [...new Uint8Array(digest).subarray(0, 8)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
 }
