@@ -35,14 +35,7 @@ export type ArchiveSync = { order?: ListOrder | undefined; fullReadAt: number; i
 /** `fetchedAt`: when the upstream answered (ms); `version`: the row's `updatedAt`. */
 export type CachedValue =
   | { kind: 'archive'; index: ArchiveIndex; fetchedAt: number }
-  | {
-      kind: 'json';
-      rendered: RenderedJson;
-      size: number;
-      fetchedAt: number;
-      version?: string | undefined;
-      neighbours?: string | undefined;
-    };
+  | { kind: 'json'; rendered: RenderedJson; size: number; fetchedAt: number; version?: string; neighbours?: string };
 
 // An index with nothing to refresh from (a test's or an old shared copy), whose text index is made from the summaries.
 const NO_SYNC: ArchiveSync = { order: undefined, fullReadAt: Number.NEGATIVE_INFINITY, ids: [] };

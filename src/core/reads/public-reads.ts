@@ -79,7 +79,6 @@ const noIndex = () => new Error('archive loader returned no index');
 
 type Neighbours = Pick<IssueDetail, 'newer' | 'older'>;
 type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
-type Letter = { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined };
 
 const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
 const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
@@ -234,7 +233,7 @@ export function createPublicReads(options: PublicReadsOptions) {
 
   // Builds an index from the rows read, keeping the letters they carry (within one cache entry's bytes) to seed as issue copies.
   function createIndexBuilder(prior: ArchiveIndex | undefined) {
-    const letters: Letter[] = [];
+    const letters: { summary: IssueSummary; contentHtml: string; readingMinutes: number; version: string | undefined }[] = [];
     let bytes = 0;
     const store = prior?.text.store ?? createTextStore();
     return {
