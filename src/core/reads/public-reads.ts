@@ -84,7 +84,6 @@ const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.new
 const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
 const indexOf = (value: CachedValue | undefined) => (value?.kind === 'archive' ? value : undefined);
 
-// A load's own reads: it has asked its request for both already.
 type Loading = { waitUntil: WaitUntil | undefined; client: string | undefined };
 const LOADING: Requester<Loading> = { waitUntil: (loading) => loading.waitUntil, client: (loading) => loading.client };
 
@@ -185,7 +184,6 @@ export function createPublicReads(options: PublicReadsOptions) {
       return value;
     };
 
-  // Whole, or only its newest rows when a whole read is not yet due (docs/upstream.md "How the archive is read and kept fresh").
   async function loadArchiveFromUpstream(_key: string, _waitUntil: WaitUntil | undefined, _client?: string, previous?: CachedValue) {
     const prior = indexOf(previous)?.index;
     const time = now();
@@ -325,7 +323,6 @@ export function createPublicReads(options: PublicReadsOptions) {
 
   const gone = (slug: string) => void notFound.set(slug, true);
 
-  // A copy the index lists with the same `updatedAt` is kept without a call; only slugs it does not list charge the read budget.
   async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
     issuesLoading.add(slug);

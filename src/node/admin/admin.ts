@@ -2,12 +2,12 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { NO_STORE } from '../../core/reads/cache-policies.js';
 import { urlOf } from '../listener.js';
-import { createPrometheusMetrics, type PrometheusMetrics } from './prometheus.js';
+import { createPrometheusMetrics } from './prometheus.js';
 
 const PROBE_WAIT_MS = 2000; // within a load balancer's usual 5 s timeout
 const NO_STORE_HEADERS = { 'Cache-Control': NO_STORE };
 
-type ListenOptions = Parameters<PrometheusMetrics['watch']>[0] & {
+type ListenOptions = Parameters<ReturnType<typeof createPrometheusMetrics>['watch']>[0] & {
   host: string;
   port: number;
   shedding: () => boolean;
@@ -17,11 +17,10 @@ type ListenOptions = Parameters<PrometheusMetrics['watch']>[0] & {
 
 export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => number }) {
   const readiness = createReadiness({ unreadyAfterMs: options.unreadyAfterSeconds * 1000, now: options.now });
-  const prometheus = createPrometheusMetrics({ observeUpstream: readiness.observe });
+  const { registry, metrics, watch } = createPrometheusMetrics({ observeUpstream: readiness.observe });
 
   function listen(service: ListenOptions) {
-    const { registry } = prometheus;
-    prometheus.watch(service);
+    watch(service);
     const cacheWarm = () => service.stats().entries > 0;
     // Out of rotation an instance has no traffic to learn from: a not-ready /readyz makes one call (shared).
     let probing: Promise<unknown> | undefined;
@@ -46,7 +45,7 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
     return serve({ fetch: app.fetch, hostname: service.host, port: service.port }, (info) => service.onListening(urlOf(info)));
   }
 
-  return { metrics: prometheus.metrics, listen, drain: readiness.drain };
+  return { metrics, listen, drain: readiness.drain };
 }
 
 export type Admin = ReturnType<typeof createAdmin>;

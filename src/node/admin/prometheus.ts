@@ -129,8 +129,6 @@ export function createPrometheusMetrics({ observeUpstream = (_outcome: string) =
   };
 }
 
-export type PrometheusMetrics = ReturnType<typeof createPrometheusMetrics>;
-
 export function subscribeOutcome(outcome: string, reason: string | undefined): string {
   if (outcome === 'rejected' && reason !== undefined && TOLD_APART.includes(reason)) return reason.toLowerCase();
   if (outcome === 'refused_by_upstream') return 'refused';

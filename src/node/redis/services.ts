@@ -156,7 +156,6 @@ export async function connectRedis(
     `${prefix}${kind}:${createHmac('sha256', secret).update(value).digest('hex').slice(0, 32)}`;
   const send = <T = undefined>(args: string[], otherwise?: T) => link.send(args).catch(() => otherwise);
 
-  // While Redis is unavailable, each instance counts on its own (as the surge below).
   const localRate = createMemoryRateLimiter({ limit, windowMs: RATE_WINDOW_MS, now });
   const rateLimiter: RateLimiter = {
     async hit(key) {
