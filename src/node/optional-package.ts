@@ -5,12 +5,10 @@ export class MissingPackageError extends Error {
   }
 }
 
-export async function importOptional<T>(packageName: string, feature: string, load: () => Promise<T>): Promise<T> {
-  try {
-    return await load();
-  } catch (error) {
+export function importOptional<T>(packageName: string, feature: string, load: () => Promise<T>): Promise<T> {
+  return load().catch((error: unknown) => {
     const missing =
       error instanceof Error && 'code' in error && error.code === 'ERR_MODULE_NOT_FOUND' && error.message.includes(`'${packageName}'`);
     throw missing ? new MissingPackageError(packageName, feature) : error;
-  }
+  });
 }

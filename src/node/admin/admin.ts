@@ -36,8 +36,7 @@ export function createAdmin(options: { unreadyAfterSeconds: number; now?: () => 
           clearTimeout(timer);
         }
         const state = readiness.state(cacheWarm(), service.shedding());
-        if (state.ready) return c.text('ready\n', 200, NO_STORE_HEADERS);
-        return c.text(`not ready: ${state.reason}\n`, 503, NO_STORE_HEADERS);
+        return state.ready ? c.text('ready\n', 200, NO_STORE_HEADERS) : c.text(`not ready: ${state.reason}\n`, 503, NO_STORE_HEADERS);
       })
       .get('/metrics', async (c) => c.body(await registry.metrics(), 200, { ...NO_STORE_HEADERS, 'Content-Type': registry.contentType }))
       .notFound((c) => c.text('not found\n', 404, NO_STORE_HEADERS));
