@@ -269,13 +269,10 @@ export function createPublicReads(options: PublicReadsOptions) {
           sources.set(summary.slug, source);
           slots.set(summary.slug, slot ?? addSummary(store, summary, source.updatedAt));
         }
-        const text = { store, slots };
         const all = [...bySlug.values()].sort(allowList.compareNewestFirst);
-        const value = archiveValue(all, fetchedAt, complete, {
-          sources,
-          sync,
-          text: whole && worthCompacting(text) ? compacted(text) : text,
-        });
+        const text = { store, slots };
+        const kept = whole && worthCompacting(text) ? compacted(text) : text;
+        const value = archiveValue(all, fetchedAt, complete, { sources, sync, text: kept });
         for (const { summary, contentHtml, readingMinutes, version } of letters.splice(0)) {
           // Its own load is under way: setting the key would overtake it, and its copy would not be kept.
           if (issuesLoading.has(summary.slug)) continue;
