@@ -17,15 +17,6 @@ function countByKind(changes: readonly ArchiveChange[]): Record<ArchiveChange['k
   return counts;
 }
 
-export function deployHookBody(changes: readonly ArchiveChange[]) {
-  return {
-    event: 'archive_changed' as const,
-    counts: countByKind(changes),
-    changes: changes.slice(0, MAX_NAMED_CHANGES),
-    more: Math.max(0, changes.length - MAX_NAMED_CHANGES),
-  };
-}
-
 /** Its origin only: a build hook's path is its token (docs/security.md "What the service guarantees"). */
 export const describeHookUrl = (url: string): string => URL.parse(url)?.origin ?? 'the deploy hook';
 
@@ -36,7 +27,12 @@ export function createDeployHook({ url, fetch = globalThis.fetch }: { url: strin
       const response = await fetch(url, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify(deployHookBody(changes)),
+        body: JSON.stringify({
+          event: 'archive_changed',
+          counts: countByKind(changes),
+          changes: changes.slice(0, MAX_NAMED_CHANGES),
+          more: Math.max(0, changes.length - MAX_NAMED_CHANGES),
+        }),
         redirect: 'manual',
         signal: AbortSignal.timeout(10_000),
       });
@@ -144,7 +140,6 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   // Trusted while this instance holds the lease; without a store, the only copy.
   let state: WatchState | undefined;
   let loaded = false;
-  let holding = false;
   let compared: ArchiveIndex | undefined;
   const prints = new WeakMap<IssueSummary, string>();
   let readPausedUntil = Number.NEGATIVE_INFINITY;
@@ -189,8 +184,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   async function run(check: boolean): Promise<void> {
     const holds = lease === undefined ? true : await lease.hold().catch(() => false);
     // Another instance may have watched meanwhile: what it saved is what this one goes on from.
-    if (!holds || (lease !== undefined && !holding) || reloadEachTick) loaded = false;
-    holding = holds;
+    if (!holds || reloadEachTick) loaded = false;
     const time = now();
     let copy: IndexCopy | undefined;
     if (check && time >= readPausedUntil) {
