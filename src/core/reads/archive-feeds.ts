@@ -1,9 +1,8 @@
 import { SLUG_PLACEHOLDER } from '../config/config.js';
 import { renderAtomFeed, latestUpdate, renderRssFeed } from '../feeds/feeds.js';
-import type { ArchiveIndex } from './cached-value.js';
 import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
 import type { Requester } from './read-through-cache.js';
-import { renderBody, type BodyEncoder, type RenderedJson } from './rendered-json.js';
+import { renderBody, type BodyEncoder } from './rendered-json.js';
 
 interface ArchiveFeedsOptions {
   reads: Pick<PublicReads, 'archiveIndex'>;
@@ -30,20 +29,6 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
   const siteName = options.publicationName ?? new URL(siteUrl).host;
   const rendered = createIndexRenders(options.maxBytes);
 
-  async function render(index: ArchiveIndex, query: ArchiveQuery, format: FeedFormat): Promise<RenderedJson> {
-    const { issues } = archivePageOf(index, query);
-    const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
-    const body = RENDERERS[format](issues, {
-      issueUrl,
-      ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
-      siteUrl,
-      title: [siteName, categoryName, query.q === undefined ? undefined : `search for “${query.q}”`].filter(Boolean).join(': '),
-      author: siteName,
-      updated: latestUpdate(issues, EPOCH),
-    });
-    return renderBody(body, options.encodeBody);
-  }
-
   return {
     async feed<R>(query: ArchiveQuery, format: FeedFormat, request?: R, requester?: Requester<R>): Promise<PublicRead> {
       const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(request, requester);
@@ -51,7 +36,17 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
       const key = query.q === undefined ? `${format}:${archivePageKey(query)}` : undefined;
       let page = key === undefined ? undefined : rendered.get(index, key);
       if (page === undefined) {
-        page = await render(index, query, format);
+        const { issues } = archivePageOf(index, query);
+        const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
+        const body = RENDERERS[format](issues, {
+          issueUrl,
+          ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
+          siteUrl,
+          title: [siteName, categoryName, query.q === undefined ? undefined : `search for “${query.q}”`].filter(Boolean).join(': '),
+          author: siteName,
+          updated: latestUpdate(issues, EPOCH),
+        });
+        page = await renderBody(body, options.encodeBody);
         if (key !== undefined) rendered.set(index, key, page);
       }
       return { rendered: page, state, ageSeconds, staleReason };
