@@ -1,14 +1,12 @@
-import { SLUG_PLACEHOLDER } from '../config/config.js';
+import { SLUG_PLACEHOLDER, type Config } from '../config/config.js';
 import { renderAtomFeed, latestUpdate, renderRssFeed } from '../feeds/feeds.js';
 import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
 import type { Requester } from './read-through-cache.js';
 import { renderBody, type BodyEncoder } from './rendered-json.js';
 
-interface ArchiveFeedsOptions {
+interface ArchiveFeedsOptions extends Pick<Config, 'publicationName' | 'publicBaseUrl'> {
   reads: Pick<PublicReads, 'archiveIndex'>;
   siteIssueUrl: string;
-  publicationName?: string | undefined;
-  publicBaseUrl?: string | undefined;
   maxBytes: number;
   encodeBody?: BodyEncoder | undefined;
 }
