@@ -124,9 +124,8 @@ export function addSummary(store: TextStore, summary: IssueSummary, version: str
 }
 
 export function summaryTextIndex(all: readonly IssueSummary[], versionOf: (slug: string) => string | null): TextIndex {
-  const text: TextIndex = { store: createTextStore(), slots: new Map() };
-  for (const summary of all) text.slots.set(summary.slug, addSummary(text.store, summary, versionOf(summary.slug)));
-  return compacted(text);
+  const store = createTextStore();
+  return compacted({ store, slots: new Map(all.map((summary) => [summary.slug, addSummary(store, summary, versionOf(summary.slug))])) });
 }
 
 export const documentOf = (text: TextIndex, slug: string): TextDoc | undefined => text.store.docs[text.slots.get(slug) ?? -1];

@@ -3,9 +3,7 @@ import type { Logger } from '../log.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex, IndexCopy } from '../reads/cached-value.js';
 
-const CHANGE_KINDS = ['new', 'edited', 'unpublished'] as const;
-
-type ArchiveChange = { slug: string; kind: (typeof CHANGE_KINDS)[number] };
+type ArchiveChange = WatchState['pending'][number];
 
 type DeployHookResult = { ok: true; status: number } | { ok: false; status?: number; reason: 'status' | 'timeout' | 'unreachable' };
 
@@ -119,7 +117,7 @@ const WATCH_READ_PAUSE_MS = 30_000;
 
 const StoredStateSchema = z.object({
   seen: z.array(z.tuple([z.string(), z.string()])),
-  pending: z.array(z.object({ slug: z.string(), kind: z.enum(CHANGE_KINDS) })),
+  pending: z.array(z.object({ slug: z.string(), kind: z.enum(['new', 'edited', 'unpublished']) })),
   attempts: z.number(),
   dueAt: z.number(),
 });
