@@ -20,12 +20,11 @@ const DEFAULT_LIMIT = 20;
 /** An empty feed's date: the same index, the same bytes. */
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
-export function createArchiveFeeds(options: ArchiveFeedsOptions) {
-  const { reads, siteIssueUrl, publicBaseUrl } = options;
+export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publicBaseUrl, maxBytes, encodeBody }: ArchiveFeedsOptions) {
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
   const siteUrl = new URL('/', issueUrl('slug')).href;
-  const siteName = options.publicationName ?? new URL(siteUrl).host;
-  const rendered = createIndexRenders(options.maxBytes);
+  const siteName = publicationName ?? new URL(siteUrl).host;
+  const rendered = createIndexRenders(maxBytes);
 
   return {
     async feed<R>(query: ArchiveQuery, format: FeedFormat, request?: R, requester?: Requester<R>): Promise<PublicRead> {
@@ -44,7 +43,7 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
           author: siteName,
           updated: latestUpdate(issues, EPOCH),
         });
-        page = await renderBody(body, options.encodeBody);
+        page = await renderBody(body, encodeBody);
         if (key !== undefined) rendered.set(index, key, page);
       }
       return { rendered: page, state, ageSeconds, staleReason };
