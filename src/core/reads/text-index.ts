@@ -93,15 +93,14 @@ function marksOf(store: TextStore, room = 0): Int32Array {
 }
 
 function numbersOfText(store: TextStore, text: string, found: number[]): number {
-  const { dictionary } = store;
   let count = 0;
   // Room for every new word the text could add (a character and a separator each).
   const marks = marksOf(store, (text.length >>> 1) + 1);
   scanWords(text, (source, start, end, upper, apostrophe) => {
     const number =
       apostrophe || end - start > MAX_WORD_LENGTH
-        ? dictionary.add(wordAt(source, start, end, upper, apostrophe))
-        : dictionary.addRun(source, start, end, upper);
+        ? store.dictionary.add(wordAt(source, start, end, upper, apostrophe))
+        : store.dictionary.addRun(source, start, end, upper);
     count += 1;
     if (marks[number] === 1) return;
     marks[number] = 1;
