@@ -167,10 +167,8 @@ export function compacted({ store, slots }: TextIndex): TextIndex {
   lists.forEach((list, word) => {
     if (list.length === 0) return;
     wordNumber[word] = dictionary.add(store.dictionary.wordOf(word));
-    let previous = 0;
-    for (const slot of list) {
-      let gap = slot - previous;
-      previous = slot;
+    for (let i = 0; i < list.length; i += 1) {
+      let gap = i === 0 ? list[0]! : list[i]! - list[i - 1]!;
       while (gap >= 0x80) {
         bytes[length++] = (gap & 0x7f) | 0x80;
         gap >>>= 7;
