@@ -3,7 +3,7 @@ import { archiveValue, type ArchiveIndex } from '../../src/core/reads/cached-val
 import type { IssueSummary } from '../../src/core/public-shapes.js';
 import {
   changesBetween,
-  deployHookBody,
+  createDeployHook,
   describeHookUrl,
   MAX_NAMED_CHANGES,
   mergeChanges,
@@ -91,9 +91,18 @@ describe('what changed between two looks at the archive', () => {
 });
 
 describe('the build hook call', () => {
-  it('names at most MAX_NAMED_CHANGES changes, counting the rest, so the body stays small', () => {
+  it('names at most MAX_NAMED_CHANGES changes, counting the rest, so the body stays small', async () => {
     const changes = Array.from({ length: MAX_NAMED_CHANGES + 20 }, (_, index) => ({ slug: `issue-${index}`, kind: 'edited' as const }));
-    const body = deployHookBody(changes);
+    const sent: string[] = [];
+    const fetch = async (_url: unknown, init?: RequestInit) => {
+      sent.push(String(init?.body));
+      return new Response(null, { status: 204 });
+    };
+    await expect(createDeployHook({ url: 'https://hooks.example/build/token', fetch })(changes)).resolves.toEqual({
+      ok: true,
+      status: 204,
+    });
+    const body = JSON.parse(sent[0]!);
     expect(body.changes).toHaveLength(MAX_NAMED_CHANGES);
     expect(body).toMatchObject({ event: 'archive_changed', counts: { new: 0, edited: MAX_NAMED_CHANGES + 20, unpublished: 0 }, more: 20 });
   });

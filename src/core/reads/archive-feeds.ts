@@ -1,15 +1,12 @@
-import { SLUG_PLACEHOLDER } from '../config/config.js';
+import { SLUG_PLACEHOLDER, type Config } from '../config/config.js';
 import { renderAtomFeed, latestUpdate, renderRssFeed } from '../feeds/feeds.js';
-import type { ArchiveIndex } from './cached-value.js';
 import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
 import type { Requester } from './read-through-cache.js';
-import { renderBody, type BodyEncoder, type RenderedJson } from './rendered-json.js';
+import { renderBody, type BodyEncoder } from './rendered-json.js';
 
-interface ArchiveFeedsOptions {
+interface ArchiveFeedsOptions extends Pick<Config, 'publicationName' | 'publicBaseUrl'> {
   reads: Pick<PublicReads, 'archiveIndex'>;
   siteIssueUrl: string;
-  publicationName?: string | undefined;
-  publicBaseUrl?: string | undefined;
   maxBytes: number;
   encodeBody?: BodyEncoder | undefined;
 }
@@ -23,26 +20,11 @@ const DEFAULT_LIMIT = 20;
 /** An empty feed's date: the same index, the same bytes. */
 const EPOCH = '1970-01-01T00:00:00.000Z';
 
-export function createArchiveFeeds(options: ArchiveFeedsOptions) {
-  const { reads, siteIssueUrl, publicBaseUrl } = options;
+export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publicBaseUrl, maxBytes, encodeBody }: ArchiveFeedsOptions) {
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
   const siteUrl = new URL('/', issueUrl('slug')).href;
-  const siteName = options.publicationName ?? new URL(siteUrl).host;
-  const rendered = createIndexRenders(options.maxBytes);
-
-  async function render(index: ArchiveIndex, query: ArchiveQuery, format: FeedFormat): Promise<RenderedJson> {
-    const { issues } = archivePageOf(index, query);
-    const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
-    const body = RENDERERS[format](issues, {
-      issueUrl,
-      ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
-      siteUrl,
-      title: [siteName, categoryName, query.q === undefined ? undefined : `search for “${query.q}”`].filter(Boolean).join(': '),
-      author: siteName,
-      updated: latestUpdate(issues, EPOCH),
-    });
-    return renderBody(body, options.encodeBody);
-  }
+  const siteName = publicationName ?? new URL(siteUrl).host;
+  const rendered = createIndexRenders(maxBytes);
 
   return {
     async feed<R>(query: ArchiveQuery, format: FeedFormat, request?: R, requester?: Requester<R>): Promise<PublicRead> {
@@ -51,7 +33,17 @@ export function createArchiveFeeds(options: ArchiveFeedsOptions) {
       const key = query.q === undefined ? `${format}:${archivePageKey(query)}` : undefined;
       let page = key === undefined ? undefined : rendered.get(index, key);
       if (page === undefined) {
-        page = await render(index, query, format);
+        const { issues } = archivePageOf(index, query);
+        const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
+        const body = RENDERERS[format](issues, {
+          issueUrl,
+          ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
+          siteUrl,
+          title: [siteName, categoryName, query.q === undefined ? undefined : `search for “${query.q}”`].filter(Boolean).join(': '),
+          author: siteName,
+          updated: latestUpdate(issues, EPOCH),
+        });
+        page = await renderBody(body, encodeBody);
         if (key !== undefined) rendered.set(index, key, page);
       }
       return { rendered: page, state, ageSeconds, staleReason };

@@ -133,11 +133,9 @@ export function scanWords(text: string, sink: WordSink): void {
 
 export function wordAt(text: string, start: number, end: number, upper: boolean, apostrophe: boolean): string {
   const run = text.slice(start, end);
-  const word = (apostrophe ? run.replace(APOSTROPHES, '') : run).slice(0, MAX_WORD_LENGTH);
+  const word = (apostrophe ? run.replace(INNER_APOSTROPHE, '') : run).slice(0, MAX_WORD_LENGTH);
   return upper ? word.toLowerCase() : word;
 }
-
-const APOSTROPHES = /['’ʼ]/g;
 
 const isWordCode = (code: number) => isAsciiLetter(code) || isDigit(code) || (code >= 0x80 && !isPunctuation(code) && !isApostrophe(code));
 

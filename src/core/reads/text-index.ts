@@ -93,15 +93,14 @@ function marksOf(store: TextStore, room = 0): Int32Array {
 }
 
 function numbersOfText(store: TextStore, text: string, found: number[]): number {
-  const { dictionary } = store;
   let count = 0;
   // Room for every new word the text could add (a character and a separator each).
   const marks = marksOf(store, (text.length >>> 1) + 1);
   scanWords(text, (source, start, end, upper, apostrophe) => {
     const number =
       apostrophe || end - start > MAX_WORD_LENGTH
-        ? dictionary.add(wordAt(source, start, end, upper, apostrophe))
-        : dictionary.addRun(source, start, end, upper);
+        ? store.dictionary.add(wordAt(source, start, end, upper, apostrophe))
+        : store.dictionary.addRun(source, start, end, upper);
     count += 1;
     if (marks[number] === 1) return;
     marks[number] = 1;
@@ -124,16 +123,14 @@ export function addSummary(store: TextStore, summary: IssueSummary, version: str
 }
 
 export function summaryTextIndex(all: readonly IssueSummary[], versionOf: (slug: string) => string | null): TextIndex {
-  const text: TextIndex = { store: createTextStore(), slots: new Map() };
-  for (const summary of all) text.slots.set(summary.slug, addSummary(text.store, summary, versionOf(summary.slug)));
-  return compacted(text);
+  const store = createTextStore();
+  return compacted({ store, slots: new Map(all.map((summary) => [summary.slug, addSummary(store, summary, versionOf(summary.slug))])) });
 }
 
 export const documentOf = (text: TextIndex, slug: string): TextDoc | undefined => text.store.docs[text.slots.get(slug) ?? -1];
 
-function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) => void): void {
-  if (word + 1 >= packed.offsets.length) return;
-  const { offsets, bytes } = packed;
+function forEachPackedSlot({ offsets, bytes }: Packed, word: number, visit: (slot: number) => void): void {
+  if (word + 1 >= offsets.length) return;
   let slot = 0;
   let gap = 0;
   let shift = 0;
@@ -149,10 +146,9 @@ function forEachPackedSlot(packed: Packed, word: number, visit: (slot: number) =
   }
 }
 
-export function compacted(text: TextIndex): TextIndex {
-  const { store } = text;
+export function compacted({ store, slots }: TextIndex): TextIndex {
   const newSlot = new Int32Array(store.docs.length).fill(-1);
-  const kept = [...new Set(text.slots.values())].sort((a, b) => a - b);
+  const kept = [...new Set(slots.values())].sort((a, b) => a - b);
   for (const [at, slot] of kept.entries()) newSlot[slot] = at;
   const lists = Array.from({ length: store.dictionary.size() }, (_, word) => {
     const list: number[] = [];
@@ -171,10 +167,8 @@ export function compacted(text: TextIndex): TextIndex {
   lists.forEach((list, word) => {
     if (list.length === 0) return;
     wordNumber[word] = dictionary.add(store.dictionary.wordOf(word));
-    let previous = 0;
-    for (const slot of list) {
-      let gap = slot - previous;
-      previous = slot;
+    for (let i = 0; i < list.length; i += 1) {
+      let gap = i === 0 ? list[0]! : list[i]! - list[i - 1]!;
       while (gap >= 0x80) {
         bytes[length++] = (gap & 0x7f) | 0x80;
         gap >>>= 7;
@@ -187,18 +181,17 @@ export function compacted(text: TextIndex): TextIndex {
     const doc = store.docs[slot]!;
     return { ...doc, subject: Uint32Array.from(doc.subject, (word) => wordNumber[word]!).sort() };
   });
-  const slots = new Map([...text.slots].map(([slug, slot]) => [slug, newSlot[slot]!]));
-  return { store: packedStore(dictionary, docs, Uint32Array.from(offsets), bytes.slice(0, length)), slots };
+  const renumbered = new Map([...slots].map(([slug, slot]) => [slug, newSlot[slot]!]));
+  return { store: packedStore(dictionary, docs, Uint32Array.from(offsets), bytes.slice(0, length)), slots: renumbered };
 }
 
 export const worthCompacting = (text: TextIndex) => text.store.recent.length > 0 || text.store.docs.length > text.slots.size;
 
-export function textIndexBytes(text: TextIndex): number {
-  const { store } = text;
+export function textIndexBytes({ store, slots }: TextIndex): number {
   let bytes = store.dictionary.bytes() + store.packed.bytes.byteLength + store.packed.offsets.byteLength + store.marks.byteLength;
   for (const words of store.recent) bytes += 100 + words.byteLength;
   for (const doc of store.docs) bytes += 160 + doc.subject.byteLength;
-  for (const slug of text.slots.keys()) bytes += 2 * slug.length + 60;
+  for (const slug of slots.keys()) bytes += 2 * slug.length + 60;
   return bytes;
 }
 
@@ -207,9 +200,8 @@ const WORDS_PER_PASS = 32;
 const MIN_PREFIX_LENGTH = 3;
 
 /** The `candidates` matching every query word, those whose subject matches more of them first, else in their order. */
-export function search(text: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
+export function search({ store, slots }: TextIndex, candidates: readonly IssueSummary[], queryWords: readonly string[]): IssueSummary[] {
   if (queryWords.length === 0) return [...candidates];
-  const { store } = text;
   const found = new Uint32Array(store.docs.length);
   const missed = new Uint8Array(store.docs.length);
   const subjectHits = new Uint8Array(store.docs.length);
@@ -231,7 +223,7 @@ export function search(text: TextIndex, candidates: readonly IssueSummary[], que
       found[store.packed.slots + i] = bits;
     });
     const all = 2 ** pass.length - 1;
-    for (const slot of text.slots.values()) {
+    for (const slot of slots.values()) {
       if (found[slot] !== all) missed[slot] = 1;
       if (missed[slot] === 1) continue;
       let bits = 0;
@@ -242,7 +234,7 @@ export function search(text: TextIndex, candidates: readonly IssueSummary[], que
   }
   const matches: { issue: IssueSummary; rank: number }[] = [];
   for (const issue of candidates) {
-    const slot = text.slots.get(issue.slug);
+    const slot = slots.get(issue.slug);
     if (slot !== undefined && missed[slot] === 0) matches.push({ issue, rank: subjectHits[slot]! });
   }
   return matches.sort((a, b) => b.rank - a.rank).map((match) => match.issue);
@@ -273,9 +265,9 @@ export function decodeTextIndex(encoded: EncodedTextIndex): TextIndex | undefine
   for (const word of words) dictionary.add(word);
   const offsets = numbersFromBase64(encoded.offsets);
   const bytes = fromBase64(encoded.postings);
-  if (dictionary.size() !== words.length || !offsets || !bytes || offsets.length !== words.length + 1) return undefined;
+  if (dictionary.size() !== words.length || offsets?.length !== words.length + 1 || offsets[0] !== 0) return undefined;
   for (let word = 0; word < words.length; word += 1) if (offsets[word]! > offsets[word + 1]!) return undefined;
-  if (offsets[0] !== 0 || offsets[words.length] !== bytes.byteLength) return undefined;
+  if (!bytes || offsets[words.length] !== bytes.byteLength) return undefined;
   const docs: TextDoc[] = [];
   const slots = new Map<string, number>();
   for (const [slug, version, subject, letterWords] of encoded.docs) {

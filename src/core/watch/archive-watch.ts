@@ -3,9 +3,7 @@ import type { Logger } from '../log.js';
 import type { IssueSummary } from '../public-shapes.js';
 import type { ArchiveIndex, IndexCopy } from '../reads/cached-value.js';
 
-const CHANGE_KINDS = ['new', 'edited', 'unpublished'] as const;
-
-type ArchiveChange = { slug: string; kind: (typeof CHANGE_KINDS)[number] };
+type ArchiveChange = WatchState['pending'][number];
 
 type DeployHookResult = { ok: true; status: number } | { ok: false; status?: number; reason: 'status' | 'timeout' | 'unreachable' };
 
@@ -15,15 +13,6 @@ function countByKind(changes: readonly ArchiveChange[]): Record<ArchiveChange['k
   const counts = { new: 0, edited: 0, unpublished: 0 };
   for (const change of changes) counts[change.kind] += 1;
   return counts;
-}
-
-export function deployHookBody(changes: readonly ArchiveChange[]) {
-  return {
-    event: 'archive_changed' as const,
-    counts: countByKind(changes),
-    changes: changes.slice(0, MAX_NAMED_CHANGES),
-    more: Math.max(0, changes.length - MAX_NAMED_CHANGES),
-  };
 }
 
 /** Its origin only: a build hook's path is its token (docs/security.md "What the service guarantees"). */
@@ -36,7 +25,12 @@ export function createDeployHook({ url, fetch = globalThis.fetch }: { url: strin
       const response = await fetch(url, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify(deployHookBody(changes)),
+        body: JSON.stringify({
+          event: 'archive_changed',
+          counts: countByKind(changes),
+          changes: changes.slice(0, MAX_NAMED_CHANGES),
+          more: Math.max(0, changes.length - MAX_NAMED_CHANGES),
+        }),
         redirect: 'manual',
         signal: AbortSignal.timeout(10_000),
       });
@@ -123,7 +117,7 @@ const WATCH_READ_PAUSE_MS = 30_000;
 
 const StoredStateSchema = z.object({
   seen: z.array(z.tuple([z.string(), z.string()])),
-  pending: z.array(z.object({ slug: z.string(), kind: z.enum(CHANGE_KINDS) })),
+  pending: z.array(z.object({ slug: z.string(), kind: z.enum(['new', 'edited', 'unpublished']) })),
   attempts: z.number(),
   dueAt: z.number(),
 });
@@ -144,7 +138,6 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   // Trusted while this instance holds the lease; without a store, the only copy.
   let state: WatchState | undefined;
   let loaded = false;
-  let holding = false;
   let compared: ArchiveIndex | undefined;
   const prints = new WeakMap<IssueSummary, string>();
   let readPausedUntil = Number.NEGATIVE_INFINITY;
@@ -189,8 +182,7 @@ export function createArchiveWatch(options: ArchiveWatchOptions) {
   async function run(check: boolean): Promise<void> {
     const holds = lease === undefined ? true : await lease.hold().catch(() => false);
     // Another instance may have watched meanwhile: what it saved is what this one goes on from.
-    if (!holds || (lease !== undefined && !holding) || reloadEachTick) loaded = false;
-    holding = holds;
+    if (!holds || reloadEachTick) loaded = false;
     const time = now();
     let copy: IndexCopy | undefined;
     if (check && time >= readPausedUntil) {
