@@ -65,15 +65,13 @@ export function parseAddressList(text: string) {
     const hostBits = BigInt(width - bits);
     networks.push({ width, hostBits, prefix: numberOf(canonical).value >> hostBits });
   }
-  const list = {
-    includes(ip: string): boolean {
-      const canonical = parseIp(ip);
-      if (canonical === undefined) return false;
-      const { value, width } = numberOf(canonical);
-      return networks.some((network) => network.width === width && value >> network.hostBits === network.prefix);
-    },
+  const includes = (ip: string): boolean => {
+    const canonical = parseIp(ip);
+    if (canonical === undefined) return false;
+    const { value, width } = numberOf(canonical);
+    return networks.some((network) => network.width === width && value >> network.hostBits === network.prefix);
   };
-  return { list, invalid };
+  return { list: { includes }, invalid };
 }
 
 export function clientIpOf(forwardedFor: string | undefined, socketAddress: string | undefined, trust: number | AddressList) {
