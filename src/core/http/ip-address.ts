@@ -85,10 +85,9 @@ export function clientIpOf(forwardedFor: string | undefined, socketAddress: stri
   }
   // As Express's `trust proxy` list: from the right, the first untrusted entry; one not an address ends the walk.
   if (socket === undefined || !forwardedFor || !trust.includes(socket)) return socket;
-  const entries = forwardedFor.split(',');
   let client = socket;
-  for (let index = entries.length - 1; index >= 0; index -= 1) {
-    const ip = parseIp(entries[index]!);
+  for (const entry of forwardedFor.split(',').reverse()) {
+    const ip = parseIp(entry);
     if (ip === undefined) return client;
     client = ip;
     if (!trust.includes(ip)) return ip;
