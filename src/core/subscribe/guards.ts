@@ -11,12 +11,10 @@ export type RecordOutcome = (c: Context, outcome: Settled | FailureLog['outcome'
 
 export class SubscribeFailure extends ApiError {
   override readonly name = 'SubscribeFailure';
-  constructor(
-    code: ErrorCode,
-    readonly log: FailureLog,
-    options: ApiErrorOptions = {},
-  ) {
+  readonly log: FailureLog;
+  constructor(code: ErrorCode, log: FailureLog, options: ApiErrorOptions = {}) {
     super(code, options);
+    this.log = log;
   }
 }
 
