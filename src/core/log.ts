@@ -14,8 +14,7 @@ export function createRedactor(secrets: readonly unknown[]): (value: string) => 
   }
   // Longest first, so a form containing another is replaced whole.
   const ordered = [...forms].sort((a, b) => b.length - a.length);
-  if (ordered.length === 0) return (value) => value;
-  const shortest = ordered[ordered.length - 1]!.length;
+  const shortest = ordered.at(-1)?.length ?? Number.POSITIVE_INFINITY;
   return (value) => {
     if (value.length < shortest) return value;
     let result = value;

@@ -3,10 +3,8 @@ import { ApiError, type ValidationIssue } from './http/errors.js';
 
 export type JsonSchemaWords = Pick<z.core.JSONSchema.BaseSchema, 'description' | 'type' | 'format' | 'maxLength'>;
 
-/** The classic build's `z.preprocess` and `ctx.addIssue`, which zod/mini lacks. */
+/** The classic build's `z.preprocess`, which zod/mini lacks. */
 export const preprocess = <S extends z.ZodMiniType>(fn: (value: unknown) => unknown, schema: S) => z.pipe(z.transform(fn), schema);
-
-export const addIssue = (ctx: z.core.ParsePayload, message: string) => ctx.issues.push({ code: 'custom', message, input: ctx.value });
 
 /** Our own VALIDATION_ERROR: zod's default dump can echo input. */
 export function parseOrThrow<S extends z.ZodMiniType>(schema: S, input: unknown): z.output<S> {

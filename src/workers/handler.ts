@@ -1,6 +1,6 @@
 import type { ExecutionContext } from 'hono';
 import { parseConfig, secretsOf } from '../core/config/config.js';
-import { createBindingRateLimiter, type RateLimitBinding } from '../core/http/rate-limit.js';
+import { createBindingRateLimiter, type RateLimitBinding } from '../core/subscribe/guards.js';
 import { createRequestIds } from '../core/http/request-ids.js';
 import { API_SECURITY_HEADERS } from '../core/http/response-headers.js';
 import { createLogger } from '../core/log.js';

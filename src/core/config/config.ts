@@ -5,7 +5,7 @@ import { parseHttpUrl } from '../http/origins.js';
 import { parseAddressList } from '../http/ip-address.js';
 import { SUBSCRIBE_FIELDS } from '../subscribe/input.js';
 import { MIN_API_KEY_LENGTH, createRedactor } from '../log.js';
-import { addIssue, atMost, blankToUndefined, optional, preprocess, wholeNumber } from '../validation.js';
+import { atMost, blankToUndefined, optional, preprocess, wholeNumber } from '../validation.js';
 
 const MIB = 1024 * 1024;
 export const SLUG_PLACEHOLDER = '{slug}';
@@ -61,7 +61,7 @@ function parsed<T>(parse: (value: string) => T, typeError: string) {
       try {
         return parse(value);
       } catch (error) {
-        addIssue(ctx, (error as Error).message);
+        ctx.issues.push({ code: 'custom', message: (error as Error).message, input: value });
         return z.NEVER;
       }
     }),

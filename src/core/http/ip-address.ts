@@ -65,15 +65,13 @@ export function parseAddressList(text: string) {
     const hostBits = BigInt(width - bits);
     networks.push({ width, hostBits, prefix: numberOf(canonical).value >> hostBits });
   }
-  const list = {
-    includes(ip: string): boolean {
-      const canonical = parseIp(ip);
-      if (canonical === undefined) return false;
-      const { value, width } = numberOf(canonical);
-      return networks.some((network) => network.width === width && value >> network.hostBits === network.prefix);
-    },
+  const includes = (ip: string): boolean => {
+    const canonical = parseIp(ip);
+    if (canonical === undefined) return false;
+    const { value, width } = numberOf(canonical);
+    return networks.some((network) => network.width === width && value >> network.hostBits === network.prefix);
   };
-  return { list, invalid };
+  return { list: { includes }, invalid };
 }
 
 export function clientIpOf(forwardedFor: string | undefined, socketAddress: string | undefined, trust: number | AddressList) {
@@ -87,10 +85,9 @@ export function clientIpOf(forwardedFor: string | undefined, socketAddress: stri
   }
   // As Express's `trust proxy` list: from the right, the first untrusted entry; one not an address ends the walk.
   if (socket === undefined || !forwardedFor || !trust.includes(socket)) return socket;
-  const entries = forwardedFor.split(',');
   let client = socket;
-  for (let index = entries.length - 1; index >= 0; index -= 1) {
-    const ip = parseIp(entries[index]!);
+  for (const entry of forwardedFor.split(',').reverse()) {
+    const ip = parseIp(entry);
     if (ip === undefined) return client;
     client = ip;
     if (!trust.includes(ip)) return ip;

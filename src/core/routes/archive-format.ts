@@ -22,17 +22,16 @@ export function negotiateFormat(c: Context, named: Format | undefined, accept: s
 
 /** RFC 9110 §12.5.1: the most specific matching range weighs a type; heaviest, then most specific, wins (Hono's skips `*∕*`). */
 function preferredType(ranges: { type: string; q: number }[], config: { supports: string[]; default: string }): string {
-  let best: { type: string; q: number; specificity: number } | undefined;
+  let best = { type: config.default, q: 0, specificity: 0 };
   for (const type of config.supports) {
     const [main] = type.split('/');
-    let match: { q: number; specificity: number } | undefined;
+    let match = { q: 0, specificity: 0 };
     for (const range of ranges) {
       const name = range.type.toLowerCase();
       const specificity = name === type ? 3 : name === `${main}/*` ? 2 : name === '*/*' || name === '*' ? 1 : 0;
-      if (specificity > 0 && (match === undefined || specificity > match.specificity)) match = { q: range.q, specificity };
+      if (specificity > match.specificity) match = { q: range.q, specificity };
     }
-    if (match === undefined || match.q <= 0) continue;
-    if (best === undefined || match.q > best.q || (match.q === best.q && match.specificity > best.specificity)) best = { type, ...match };
+    if (match.q > 0 && (match.q > best.q || (match.q === best.q && match.specificity > best.specificity))) best = { type, ...match };
   }
-  return best?.type ?? config.default;
+  return best.type;
 }

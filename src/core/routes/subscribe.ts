@@ -7,9 +7,9 @@ import { rateLimitKeyOf } from '../http/ip-address.js';
 import { maskEmail, type Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { parseHttpUrl, type OriginPolicy } from '../http/origins.js';
-import { createMemoryRateLimiter, type RateLimiter } from '../http/rate-limit.js';
-import { createRepeatGuard, createTurnstileChallenge, isHoneypotFilled, SubscribeFailure } from '../subscribe/guards.js';
-import type { RecordOutcome, RepeatGuard, TurnstileChallengeOptions } from '../subscribe/guards.js';
+import { createMemoryRateLimiter, createRepeatGuard, createTurnstileChallenge, isHoneypotFilled } from '../subscribe/guards.js';
+import { SubscribeFailure, type RateLimiter, type RecordOutcome, type RepeatGuard } from '../subscribe/guards.js';
+import type { TurnstileChallengeOptions } from '../subscribe/guards.js';
 import { isFormPost, SUBSCRIBE_MAX_BODY_BYTES, parseSubscribeFields, readSubscribeBody } from '../subscribe/input.js';
 import type { SubscribeJsonInput } from '../subscribe/input.js';
 import type { SubscribeBody } from '../public-shapes.js';
@@ -145,7 +145,7 @@ export function createSubscribeRoutes(
       else if (cutOff !== undefined) record(c, 'abandoned', { reason: 'CLIENT_CLOSED_REQUEST' });
       if (cutOff !== undefined) return new Response(null, { status: cutOff });
       if (!(error instanceof ApiError)) throw error;
-      if (error instanceof SubscribeFailure) record(c, error.outcome, { reason: error.code, ...error.logFields }, error.level);
+      if (error instanceof SubscribeFailure) record(c, error.log.outcome, { reason: error.code, ...error.log.fields }, error.log.level);
       else record(c, 'rejected', { reason: error.code });
       // FORBIDDEN_ORIGIN: that page is not ours to send anyone back to; a short page means more to a visitor than raw JSON.
       if (error.code === 'FORBIDDEN_ORIGIN' && isNoScriptPost(c) && !config.subscribeRedirectUrl) {

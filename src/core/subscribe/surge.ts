@@ -40,9 +40,8 @@ const JSON_TYPE = { 'Content-Type': 'application/json' };
 /** Slack-compatible; a failing receiver is logged, never waited on. The URL is a credential: never logged. */
 export function createAlertWebhook({ url, log, fetch = globalThis.fetch }: { url: string; log: Logger; fetch?: typeof globalThis.fetch }) {
   return async function sendAlert(payload: SurgeAlert): Promise<void> {
-    const body = JSON.stringify(payload);
     const post = async (signal: AbortSignal) => {
-      const response = await fetch(url, { method: 'POST', headers: JSON_TYPE, body, redirect: 'manual', signal });
+      const response = await fetch(url, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify(payload), redirect: 'manual', signal });
       await response.body?.cancel();
       return response.ok ? undefined : { status: response.status };
     };

@@ -1,6 +1,6 @@
 import { createClient } from '@redis/client';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { createMemoryRateLimiter, type RateLimiter } from '../../core/http/rate-limit.js';
+import { createMemoryRateLimiter, type RateLimiter } from '../../core/subscribe/guards.js';
 import type { Logger } from '../../core/log.js';
 import type { SharedTier } from '../../core/reads/shared-tier.js';
 import { createRepeatGuard, REPEAT_WINDOW_MS, type RepeatGuard } from '../../core/subscribe/guards.js';
