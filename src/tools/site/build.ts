@@ -5,9 +5,9 @@ import { parseConfig } from '../../core/config/config.js';
 import { renderAtomFeed, issueUpdatedAt, latestUpdate, xmlElement } from '../../core/feeds/feeds.js';
 import { createLogger } from '../../core/log.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
-import { toIssueNeighbour } from '../../core/reads/allow-list.js';
 import { createAppForConfig } from '../../core/app.js';
 import * as pages from './pages.js';
+import { neighbourOf } from './read.js';
 import { SEARCH_JS } from './search-script.js';
 
 export type Publication = { issues: readonly IssueDetail[]; categories: readonly PublicCategory[] };
@@ -65,9 +65,8 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     }
   }
   // Neighbours from the pages this build writes, so each link has its page.
-  const neighbour = (next: IssueDetail | undefined) => (next ? toIssueNeighbour(next) : null);
   issues.forEach((issue, at) => {
-    const neighbours = { newer: neighbour(issues[at - 1]), older: neighbour(issues[at + 1]) };
+    const neighbours = { newer: neighbourOf(issues[at - 1]), older: neighbourOf(issues[at + 1]) };
     page(pages.issuePath(issue.slug), pages.renderIssuePage(site, issue, neighbours), issueUpdatedAt(issue));
   });
 
