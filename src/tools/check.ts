@@ -89,7 +89,7 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
     findings.push(ok(`the key is accepted (List Categories answered in ${ms} ms)`), ok(`categories: ${value.length}`));
   } catch (error) {
     findings.push(fail(failureMessage('List Categories', error)));
-    if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return finish(findings);
+    if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return findings;
   }
   try {
     const probe = await timed(() => probeClient.readArchive(2));
@@ -104,11 +104,7 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   } catch (error) {
     findings.push(fail(failureMessage('List Issues or Get Issue By Slug', error)));
   }
-  return finish([...findings, ...told]);
-}
-
-function finish(findings: CheckFinding[]): { findings: CheckFinding[]; exitCode: 0 | 1 | 2 } {
-  return { findings, exitCode: findings.some((finding) => finding.status === 'fail') ? 1 : 0 };
+  return [...findings, ...told];
 }
 
 const LABELS = { ok: 'ok  ', fail: 'FAIL', note: 'note' } as const;
@@ -120,13 +116,12 @@ const SUMMARIES = {
 
 export async function main(options: CheckDeps & { env: ConfigSource; write: (line: string) => void }): Promise<number> {
   const parsed = parseConfig(options.env);
-  const result: ReturnType<typeof finish> = parsed.ok
-    ? await runCheck(parsed.config, options)
-    : { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
-  const failures = result.findings.filter((finding) => finding.status === 'fail').length;
+  const findings = parsed.ok ? await runCheck(parsed.config, options) : parsed.problems.map((problem) => fail(`config error: ${problem}`));
+  const failures = findings.filter((finding) => finding.status === 'fail').length;
+  const exitCode = !parsed.ok ? 2 : failures > 0 ? 1 : 0;
   // No finding holds the key: the last line of defence.
   const redact = createRedactor([options.env.NEWSLETTER_API_KEY]);
-  for (const { status, message } of result.findings) options.write(redact(`${LABELS[status]}  ${message}`));
-  options.write(redact(`check: ${SUMMARIES[result.exitCode]} (${failures} failing, exit ${result.exitCode})`));
-  return result.exitCode;
+  for (const { status, message } of findings) options.write(redact(`${LABELS[status]}  ${message}`));
+  options.write(redact(`check: ${SUMMARIES[exitCode]} (${failures} failing, exit ${exitCode})`));
+  return exitCode;
 }
