@@ -62,8 +62,7 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   const now = deps.now ?? Date.now;
   const timed = async <T>(call: () => Promise<T>) => {
     const started = now();
-    const value = await call();
-    return { value, ms: Math.round(now() - started) };
+    return { value: await call(), ms: Math.round(now() - started) };
   };
   const demo = 'demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the demo upstream';
   const findings: CheckFinding[] = config.mode === 'demo' ? [note(demo)] : [];
