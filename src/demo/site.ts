@@ -17,8 +17,6 @@ const TYPES: Readonly<Record<string, [type: string, text: boolean]>> = {
   '.js': ['text/javascript; charset=utf-8', true],
   '.svg': ['image/svg+xml', true],
   '.ico': ['image/x-icon', false],
-  '.png': ['image/png', false],
-  '.txt': ['text/plain; charset=utf-8', true],
 };
 
 // `api`: the service's own routes in process, so the archive page with `?q=` comes with its matches.

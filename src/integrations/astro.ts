@@ -69,8 +69,7 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
   return {
     name: 'newsletter-bff',
     schema: async () => issueSchema(),
-    async load(context) {
-      const { store, meta, logger, parseData, generateDigest } = context;
+    async load({ store, meta, logger, parseData, generateDigest }) {
       const client = site.createReadClient({
         ...options,
         apiUrl: url,
