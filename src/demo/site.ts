@@ -151,9 +151,8 @@ async function renderSearchPage(template: string, view: { q: string; page: strin
   const { total } = body.meta;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   html = replaceOnce(html, SLOTS.pager, pagerHtml(q, pageNumber, pages));
-  if (body.data.length === 0) {
+  if (body.data.length === 0)
     return state(total > 0 ? 'This page is empty.' : q ? `No issues match “${escapeHtml(q)}”.` : 'No issues have been published yet.');
-  }
   const counted = q
     ? `${total} ${total === 1 ? 'issue matches' : 'issues match'} “${escapeHtml(q)}”`
     : `${total} ${total === 1 ? 'issue' : 'issues'}`;

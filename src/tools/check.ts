@@ -70,12 +70,10 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   // What the service would log (dropped categories, new states) becomes findings.
   const log: Logger = {
     log: (_level, event, { count, ids, operation, resource, status } = {}) => {
-      if (event === 'upstream_rows_dropped' && operation === 'listCategories') {
+      if (event === 'upstream_rows_dropped' && operation === 'listCategories')
         told.push(fail(`${String(count)} malformed category rows dropped, not served${ids ? ` (ids ${String(ids)})` : ''}`));
-      }
-      if (event === 'upstream_unknown_status') {
+      if (event === 'upstream_unknown_status')
         told.push(note(`the upstream answered a ${String(resource)} state it does not document: ${String(status)} (accepted)`));
-      }
     },
   };
   // One hold-off for both clients: a one-shot probe backs off as the service does.

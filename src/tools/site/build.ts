@@ -106,9 +106,8 @@ export async function writeSite(outDir: string, files: ReadonlyMap<string, strin
     throw error;
   });
   if (existing.length > 0) {
-    if (!existing.includes('sitemap.xml') || !existing.includes('404.html')) {
+    if (!existing.includes('sitemap.xml') || !existing.includes('404.html'))
       throw new Error(`${outDir} is not empty and is not a previous site build; choose an empty folder`);
-    }
     await rm(outDir, { recursive: true });
   }
   for (const path of [...files.keys()].sort()) {
