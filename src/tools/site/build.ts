@@ -40,8 +40,7 @@ const LETTER_CSS = `
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = pages.createSitePaths(options.siteUrl);
   const { title, description, assets } = options;
-  const subscribeForm = pages.subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title);
-  const site = { title, description, subscribeForm, paths };
+  const site = { title, description, subscribeForm: pages.subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title), paths };
   const issues = publication.issues.filter((issue) => pages.isSafeSegment(issue.slug));
   const categories = withIssueCategories(publication.categories, issues).filter((category) => pages.isSafeSegment(category.slug));
   const files = new Map<string, string>();
