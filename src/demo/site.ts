@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createCopyChooser, ifNoneMatchMatches } from '../core/http/read-reply.js';
 import type { ArchivePageBody, IssueSummary } from '../core/public-shapes.js';
 import { cacheControlOf, NO_STORE, SITE_POLICIES } from '../core/reads/cache-policies.js';
-import { type EncodedCopy, strongEtag } from '../core/reads/rendered-json.js';
+import { strongEtag } from '../core/reads/rendered-json.js';
 import { createNodeBodyEncoder } from '../node/compression.js';
 
 const SITE_KEY_LINE = "window.NEWSLETTER_TURNSTILE_SITE_KEY = '';";
@@ -17,11 +17,7 @@ const TYPES: Readonly<Record<string, [type: string, text: boolean]>> = {
   '.js': ['text/javascript; charset=utf-8', true],
   '.svg': ['image/svg+xml', true],
   '.ico': ['image/x-icon', false],
-  '.png': ['image/png', false],
-  '.txt': ['text/plain; charset=utf-8', true],
 };
-
-type SiteFile = { type: string; cacheControl: string; body: Uint8Array<ArrayBuffer>; etag: string; copies: EncodedCopy[] };
 
 // `api`: the service's own routes in process, so the archive page with `?q=` comes with its matches.
 export function createDemoSite(
@@ -29,7 +25,7 @@ export function createDemoSite(
   { api }: { api?: (path: string, env: unknown) => Promise<Response> } = {},
 ): MiddlewareHandler {
   const root = fileURLToPath(new URL('../../examples/site', import.meta.url));
-  let files: Promise<Map<string, SiteFile>> | undefined;
+  let files: ReturnType<typeof readSite> | undefined;
   const chooseCopy = createCopyChooser();
   return async function serveDemoSite(c, next) {
     files ??= readSite(root, turnstileSiteKey);
@@ -55,10 +51,10 @@ export function createDemoSite(
   };
 }
 
-async function readSite(root: string, turnstileSiteKey: string | undefined): Promise<Map<string, SiteFile>> {
+async function readSite(root: string, turnstileSiteKey: string | undefined) {
   const encode = createNodeBodyEncoder({ minBytes: 0 });
   const entries = (await readdir(root, { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile());
-  const read = entries.map(async (entry): Promise<[string, SiteFile]> => {
+  const read = entries.map(async (entry) => {
     const full = join(entry.parentPath, entry.name);
     const path = `/${relative(root, full).split(sep).join('/')}`;
     let body = new Uint8Array(await readFile(full));
@@ -73,7 +69,7 @@ async function readSite(root: string, turnstileSiteKey: string | undefined): Pro
       ? (await encode(new TextDecoder().decode(body))).map((one) => ({ ...one, etag: `${etag.slice(0, -1)}-${one.coding}"` }))
       : [];
     const policy = path.endsWith('.html') || path === '/config.js' ? SITE_POLICIES.sitePage : SITE_POLICIES.siteFile;
-    return [path, { type, cacheControl: cacheControlOf(policy), body, etag, copies }];
+    return [path, { type, cacheControl: cacheControlOf(policy), body, etag, copies }] as const;
   });
   return new Map(await Promise.all(read));
 }
@@ -155,9 +151,8 @@ async function renderSearchPage(template: string, view: { q: string; page: strin
   const { total } = body.meta;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
   html = replaceOnce(html, SLOTS.pager, pagerHtml(q, pageNumber, pages));
-  if (body.data.length === 0) {
+  if (body.data.length === 0)
     return state(total > 0 ? 'This page is empty.' : q ? `No issues match “${escapeHtml(q)}”.` : 'No issues have been published yet.');
-  }
   const counted = q
     ? `${total} ${total === 1 ? 'issue matches' : 'issues match'} “${escapeHtml(q)}”`
     : `${total} ${total === 1 ? 'issue' : 'issues'}`;

@@ -2,10 +2,8 @@
 // loader API is declared here, so Astro stays an optional peer; the schema uses `zod/v3`, Astro 5's zod.
 import { z } from 'zod/v3';
 import { importOptional } from '../node/optional-package.js';
-import type { IssueDetail, IssueNeighbour, IssueSummary } from '../core/public-shapes.js';
-import { toIssueNeighbour } from '../core/reads/allow-list.js';
-import { createReadClient, DEFAULT_CONCURRENCY, mapWithConcurrency, readArchive, SiteReadError } from '../tools/site/read.js';
-import type { ReadOptions } from '../tools/site/read.js';
+import type { IssueDetail, IssueNeighbour } from '../core/public-shapes.js';
+import * as site from '../tools/site/read.js';
 
 export type { IssueNeighbour };
 
@@ -28,7 +26,7 @@ export interface NewsletterLoaderContext {
   generateDigest(data: Record<string, unknown> | string): string;
 }
 
-export interface NewsletterLoaderOptions extends Pick<ReadOptions, 'fetch' | 'sleep' | 'now'> {
+export interface NewsletterLoaderOptions extends Pick<site.ReadOptions, 'fetch' | 'sleep' | 'now'> {
   url: string;
   /** Default: `sanitizeLetter` of `newsletter-bff/sanitize` (needs sanitize-html); `false` keeps the service's HTML. */
   sanitize?: ((html: string, issue: NewsletterIssueData) => string) | false;
@@ -71,9 +69,8 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
   return {
     name: 'newsletter-bff',
     schema: async () => issueSchema(),
-    async load(context) {
-      const { store, meta, logger, parseData, generateDigest } = context;
-      const client = createReadClient({
+    async load({ store, meta, logger, parseData, generateDigest }) {
+      const client = site.createReadClient({
         ...options,
         apiUrl: url,
         onWait: ({ path, status, ms }) => logger.info(`${path} answered ${status}: reading it again in ${Math.ceil(ms / 1000)} s`),
@@ -82,7 +79,7 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
       const sanitize =
         options.sanitize ?? (await importOptional('sanitize-html', why, () => import('../tools/site/sanitize.js'))).sanitizeLetter;
       const previous = readState(meta.get(STATE_KEY), url);
-      const summaries = await readArchive(client);
+      const summaries = await site.readArchive(client);
       const next: SyncState = { version: 1, url, issues: {} };
       const counts = { read: 0, unchanged: 0 };
 
@@ -93,7 +90,7 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
         store.set({ id, data, digest: generateDigest({ data, html: rendered?.html ?? null }), ...(rendered ? { rendered } : {}) });
       };
 
-      await mapWithConcurrency(summaries, options.concurrency ?? DEFAULT_CONCURRENCY, async (summary, index) => {
+      await site.mapWithConcurrency(summaries, options.concurrency ?? site.DEFAULT_CONCURRENCY, async (summary, index) => {
         const held = store.get(summary.slug);
         const known = previous?.issues[summary.slug];
         // Absent from an older service.
@@ -102,8 +99,8 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
           next.issues[summary.slug] = { ...known, updatedAt };
           counts.unchanged++;
           const data: Record<string, unknown> = { ...entry.data, ...summary };
-          if ('newer' in entry.data) data.newer = neighbourOf(summaries[index - 1]);
-          if ('older' in entry.data) data.older = neighbourOf(summaries[index + 1]);
+          if ('newer' in entry.data) data.newer = site.neighbourOf(summaries[index - 1]);
+          if ('older' in entry.data) data.older = site.neighbourOf(summaries[index + 1]);
           return write(data, () => entry.rendered);
         };
         if (held && known && updatedAt != null && known.updatedAt === updatedAt) return keep(held);
@@ -113,7 +110,7 @@ export function newsletterLoader(options: NewsletterLoaderOptions): NewsletterLo
         const response = await client.api.issues[':slug'].$get({ param: { slug: summary.slug } }, { headers });
         if (response.status === 304 && held) return keep(held);
         if (response.status === 404) return;
-        if (response.status !== 200) throw new SiteReadError(`GET /api/issues/${summary.slug} answered ${response.status}`);
+        if (response.status !== 200) throw new site.SiteReadError(`GET /api/issues/${summary.slug} answered ${response.status}`);
         const { contentHtml, ...fields } = (await response.json()).data;
         next.issues[summary.slug] = { etag: response.headers.get('etag') ?? undefined, updatedAt };
         counts.read++;
@@ -135,5 +132,3 @@ function readState(value: string | undefined, url: string): SyncState | undefine
   } catch {}
   return undefined;
 }
-
-const neighbourOf = (summary: IssueSummary | undefined) => (summary ? toIssueNeighbour(summary) : null);

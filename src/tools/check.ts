@@ -62,8 +62,7 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   const now = deps.now ?? Date.now;
   const timed = async <T>(call: () => Promise<T>) => {
     const started = now();
-    const value = await call();
-    return { value, ms: Math.round(now() - started) };
+    return { value: await call(), ms: Math.round(now() - started) };
   };
   const demo = 'demo mode (NEWSLETTER_API_KEY and NEWSLETTER_API_BASE_URL unset): checking the demo upstream';
   const findings: CheckFinding[] = config.mode === 'demo' ? [note(demo)] : [];
@@ -71,12 +70,10 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   // What the service would log (dropped categories, new states) becomes findings.
   const log: Logger = {
     log: (_level, event, { count, ids, operation, resource, status } = {}) => {
-      if (event === 'upstream_rows_dropped' && operation === 'listCategories') {
+      if (event === 'upstream_rows_dropped' && operation === 'listCategories')
         told.push(fail(`${String(count)} malformed category rows dropped, not served${ids ? ` (ids ${String(ids)})` : ''}`));
-      }
-      if (event === 'upstream_unknown_status') {
+      if (event === 'upstream_unknown_status')
         told.push(note(`the upstream answered a ${String(resource)} state it does not document: ${String(status)} (accepted)`));
-      }
     },
   };
   // One hold-off for both clients: a one-shot probe backs off as the service does.
@@ -89,7 +86,7 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
     findings.push(ok(`the key is accepted (List Categories answered in ${ms} ms)`), ok(`categories: ${value.length}`));
   } catch (error) {
     findings.push(fail(failureMessage('List Categories', error)));
-    if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return finish(findings);
+    if (error instanceof UpstreamError && (error.kind === 'auth' || error.kind === 'not_found')) return findings;
   }
   try {
     const probe = await timed(() => probeClient.readArchive(2));
@@ -104,11 +101,7 @@ export async function runCheck(config: Config, deps: CheckDeps = {}) {
   } catch (error) {
     findings.push(fail(failureMessage('List Issues or Get Issue By Slug', error)));
   }
-  return finish([...findings, ...told]);
-}
-
-function finish(findings: CheckFinding[]): { findings: CheckFinding[]; exitCode: 0 | 1 | 2 } {
-  return { findings, exitCode: findings.some((finding) => finding.status === 'fail') ? 1 : 0 };
+  return [...findings, ...told];
 }
 
 const LABELS = { ok: 'ok  ', fail: 'FAIL', note: 'note' } as const;
@@ -120,13 +113,12 @@ const SUMMARIES = {
 
 export async function main(options: CheckDeps & { env: ConfigSource; write: (line: string) => void }): Promise<number> {
   const parsed = parseConfig(options.env);
-  const result: ReturnType<typeof finish> = parsed.ok
-    ? await runCheck(parsed.config, options)
-    : { findings: parsed.problems.map((problem) => fail(`config error: ${problem}`)), exitCode: 2 };
-  const failures = result.findings.filter((finding) => finding.status === 'fail').length;
+  const findings = parsed.ok ? await runCheck(parsed.config, options) : parsed.problems.map((problem) => fail(`config error: ${problem}`));
+  const failures = findings.filter((finding) => finding.status === 'fail').length;
+  const exitCode = !parsed.ok ? 2 : failures > 0 ? 1 : 0;
   // No finding holds the key: the last line of defence.
   const redact = createRedactor([options.env.NEWSLETTER_API_KEY]);
-  for (const { status, message } of result.findings) options.write(redact(`${LABELS[status]}  ${message}`));
-  options.write(redact(`check: ${SUMMARIES[result.exitCode]} (${failures} failing, exit ${result.exitCode})`));
-  return result.exitCode;
+  for (const { status, message } of findings) options.write(redact(`${LABELS[status]}  ${message}`));
+  options.write(redact(`check: ${SUMMARIES[exitCode]} (${failures} failing, exit ${exitCode})`));
+  return exitCode;
 }

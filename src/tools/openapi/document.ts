@@ -51,7 +51,6 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
   const sent = embedded(z.toJSONSchema(input.SubscribeJsonInputSchema, { io: 'input', override: tidy }));
   const fields = worded(sent.properties as Record<string, Json>, input.SUBSCRIBE_FIELD_DOCS);
   const { description: _description, ...email } = fields.email!;
-  const sourcePlatform = fields.sourcePlatform!;
   const json: Json = { ...sent, properties: fields, description: 'Other fields are ignored (the honeypot aside).' };
   const form: Json = {
     type: 'object',
@@ -60,7 +59,7 @@ function subscribeInputs(honeypotField: string): { json: Json; form: Json } {
       ...fields,
       email,
       optInAttestation: { type: 'string', description: `A ticked checkbox: ${input.FORM_CHECKED_VALUES.map(code).join(', ')} (any case).` },
-      sourcePlatform: { ...sourcePlatform, enum: [...(sourcePlatform.enum as string[]), ''] },
+      sourcePlatform: { ...fields.sourcePlatform, enum: [...(fields.sourcePlatform!.enum as string[]), ''] },
       [honeypotField]: { type: 'string', maxLength: 0, description: 'The honeypot: left empty by people.' },
     },
   };
@@ -99,14 +98,11 @@ function responseHeaders(): Record<string, Json> {
   });
   const text = { type: 'string' };
   const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
-  security['Content-Security-Policy'] = header(
-    { type: 'string', pattern: "frame-ancestors 'none'" },
-    "The API's; demo pages have their own.",
-  );
   const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
   return {
     'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, "This request's id, as in the access log."),
     ...security,
+    'Content-Security-Policy': header({ type: 'string', pattern: "frame-ancestors 'none'" }, "The API's; demo pages have their own."),
     'Access-Control-Allow-Origin': header(text, "The request's allowed `Origin`, or `*` when every origin is allowed.", false),
     'Access-Control-Expose-Headers': header({ const: CORS_POLICY.exposeHeaders.join(',') }, undefined, false),
     'Access-Control-Allow-Methods': header({ const: CORS_POLICY.allowMethods.join(',') }, undefined, false),

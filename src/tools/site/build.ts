@@ -5,9 +5,9 @@ import { parseConfig } from '../../core/config/config.js';
 import { renderAtomFeed, issueUpdatedAt, latestUpdate, xmlElement } from '../../core/feeds/feeds.js';
 import { createLogger } from '../../core/log.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
-import { toIssueNeighbour } from '../../core/reads/allow-list.js';
 import { createAppForConfig } from '../../core/app.js';
 import * as pages from './pages.js';
+import { neighbourOf } from './read.js';
 import { SEARCH_JS } from './search-script.js';
 
 export type Publication = { issues: readonly IssueDetail[]; categories: readonly PublicCategory[] };
@@ -40,8 +40,7 @@ const LETTER_CSS = `
 export function buildSite(publication: Publication, options: SiteOptions): Map<string, string> {
   const paths = pages.createSitePaths(options.siteUrl);
   const { title, description, assets } = options;
-  const subscribeForm = pages.subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title);
-  const site = { title, description, subscribeForm, paths };
+  const site = { title, description, subscribeForm: pages.subscribeFormFrom(assets.subscribeFormSnippet, options.apiUrl, title), paths };
   const issues = publication.issues.filter((issue) => pages.isSafeSegment(issue.slug));
   const categories = withIssueCategories(publication.categories, issues).filter((category) => pages.isSafeSegment(category.slug));
   const files = new Map<string, string>();
@@ -65,9 +64,8 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     }
   }
   // Neighbours from the pages this build writes, so each link has its page.
-  const neighbour = (next: IssueDetail | undefined) => (next ? toIssueNeighbour(next) : null);
   issues.forEach((issue, at) => {
-    const neighbours = { newer: neighbour(issues[at - 1]), older: neighbour(issues[at + 1]) };
+    const neighbours = { newer: neighbourOf(issues[at - 1]), older: neighbourOf(issues[at + 1]) };
     page(pages.issuePath(issue.slug), pages.renderIssuePage(site, issue, neighbours), issueUpdatedAt(issue));
   });
 
@@ -107,9 +105,8 @@ export async function writeSite(outDir: string, files: ReadonlyMap<string, strin
     throw error;
   });
   if (existing.length > 0) {
-    if (!existing.includes('sitemap.xml') || !existing.includes('404.html')) {
+    if (!existing.includes('sitemap.xml') || !existing.includes('404.html'))
       throw new Error(`${outDir} is not empty and is not a previous site build; choose an empty folder`);
-    }
     await rm(outDir, { recursive: true });
   }
   for (const path of [...files.keys()].sort()) {

@@ -30,13 +30,10 @@ async function main(): Promise<void> {
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n`);
   }
-  if (values?.help) {
-    process.stdout.write(USAGE);
-    return;
-  }
-  if (!values?.api || !values['site-url'] || !values.out) {
-    process.stderr.write(USAGE);
-    process.exitCode = 1;
+  const help = values?.help === true;
+  if (help || !values?.api || !values['site-url'] || !values.out) {
+    (help ? process.stdout : process.stderr).write(USAGE);
+    process.exitCode = help ? 0 : 1;
     return;
   }
   // Bad URLs fail before anything is read; sanitize-html is optional, so it is loaded before any read too.

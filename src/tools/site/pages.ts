@@ -52,11 +52,11 @@ function truncate(text: string, max: number): string {
 // `socialTitle`: on a shared card the site's name shows anyway; `extra`: already HTML.
 type HeadTags = { title: string; socialTitle?: string; description: string; canonical?: string; image?: string | null; extra?: string[] };
 
-function renderHead(site: SiteIdentity, tags: HeadTags & { ogType?: 'article' }): string {
+function renderPage(site: SiteIdentity, tags: HeadTags & { ogType?: 'article' }, main: string, skipLinkLabel: string): string {
   const meta = (attribute: 'name' | 'property', key: string, value: string) =>
     `<meta ${attribute}="${key}" content="${escapeHtml(value)}">`;
   const social = tags.socialTitle ?? tags.title;
-  return [
+  const head = [
     `<title>${escapeHtml(tags.title)}</title>`,
     meta('name', 'description', tags.description),
     ...(tags.canonical ? [`<link rel="canonical" href="${escapeHtml(tags.canonical)}">`] : []),
@@ -72,9 +72,6 @@ function renderHead(site: SiteIdentity, tags: HeadTags & { ogType?: 'article' })
     ...(tags.image ? [meta('name', 'twitter:image', tags.image)] : []),
     ...(tags.extra ?? []),
   ].join('\n');
-}
-
-function renderPage(site: SiteIdentity, tags: Parameters<typeof renderHead>[1], main: string, skipLinkLabel: string): string {
   const href = site.paths.href;
   const title = escapeHtml(site.title);
   return `<!doctype html>
@@ -84,7 +81,7 @@ function renderPage(site: SiteIdentity, tags: Parameters<typeof renderHead>[1], 
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <!-- The no-JavaScript subscribe path redirects back to the Referer: keep it sent even if the host says no-referrer. -->
 <meta name="referrer" content="strict-origin-when-cross-origin">
-${renderHead(site, tags)}
+${head}
 <link rel="alternate" type="application/atom+xml" title="${title}" href="${href(FEED_PATH)}">
 <link rel="icon" href="${href('favicon.svg')}" type="image/svg+xml">
 <link rel="stylesheet" href="${href('style.css')}">

@@ -1,6 +1,7 @@
 import { hc } from 'hono/client';
 import type { AppType } from '../../core/app.js';
 import type { IssueSummary } from '../../core/public-shapes.js';
+import { toIssueNeighbour } from '../../core/reads/allow-list.js';
 import type { Publication } from './build.js';
 
 export interface ReadOptions {
@@ -73,6 +74,8 @@ export async function readPublication(options: ReadOptions): Promise<Publication
   });
   return { issues, categories };
 }
+
+export const neighbourOf = (summary: IssueSummary | undefined) => (summary ? toIssueNeighbour(summary) : null);
 
 export async function mapWithConcurrency<T, R>(items: readonly T[], limit: number, map: (item: T, index: number) => Promise<R>) {
   const results: R[] = new Array(items.length);
