@@ -1,18 +1,17 @@
 import type { Logger } from '../log.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
 import { SLUG_PATTERN } from '../slug.js';
-import { readArchiveHead, readWholeArchive, type ArchiveRead, type ArchiveReadOptions, type ListedPage, type ListPage } from './archive.js';
+import { readArchiveHead, readWholeArchive, type ArchiveRead, type ArchiveReadOptions, type ListPage } from './archive.js';
 import type { HeadRead, HeadReadOptions } from './archive.js';
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import { parseRowList } from './row-scanner.js';
 import { IssueEnvelope, KNOWN_ISSUE_STATUSES, KNOWN_SUBSCRIBER_STATUSES, ListedCategorySchema, readRows } from './schemas.js';
-import { RowListEnvelope, SubscriberEnvelope, UpstreamErrorBodySchema, UpstreamIssueSchema } from './schemas.js';
+import { RowListEnvelope, SubscriberEnvelope, UpstreamIssueSchema } from './schemas.js';
 import type { CreateSubscriberBody, UpstreamCategory, UpstreamIssue, UpstreamSubscriber } from './schemas.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
 
-export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {
+export interface UpstreamClientOptions extends TransportOptions {
   baseUrl: string;
-  apiKey: string;
   paging?: ListPaging | undefined;
   log?: Logger | undefined;
   metrics?: Pick<Metrics, 'upstreamCall' | 'upstreamRetry' | 'upstreamHoldOff'>;
@@ -57,29 +56,20 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
 
 export function createUpstreamClient(options: UpstreamClientOptions): NewsletterApiClient {
   // Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe.
-  const { baseUrl, apiKey, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
+  const { baseUrl, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
   const notices = createUpstreamNotices(log);
   const buildUrl = createUpstreamUrlBuilder(baseUrl);
-  const transport = createTransport({
-    ...tuning,
-    metrics,
-    postRetries,
-    headers: { Authorization: `Bearer ${apiKey}` },
-    errorCodeOf: (body) => UpstreamErrorBodySchema.safeParse(body).data?.error.code,
-    notFoundCode: 'NOT_FOUND',
-  });
+  const transport = createTransport({ ...tuning, metrics, postRetries });
 
   async function request<T>(operation: string, call: TransportRequest<{ data: T }>): Promise<T> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
-    try {
-      const { data } = await transport(call);
-      metrics.upstreamCall(operation, seconds());
-      return data;
-    } catch (error) {
+    const { data } = await transport(call).catch((error: unknown) => {
       metrics.upstreamCall(operation, seconds(), error);
       throw error;
-    }
+    });
+    metrics.upstreamCall(operation, seconds());
+    return data;
   }
 
   // Every read of List Issues is an archive read: the public, sent issues, page by page.

@@ -2,9 +2,10 @@ import { noopMetrics, type Metrics } from '../metrics.js';
 import type * as z from '../zod.js';
 import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, NOT_FOUND_STATUS } from './assumptions.js';
 import { isSuccessStatus, MAX_RESPONSE_BYTES } from './assumptions.js';
+import { UpstreamErrorBodySchema } from './schemas.js';
 import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type OperationClass } from './hold-off.js';
 
-/* JSON over HTTP as unjs/ofetch does it, plus capped reads, hold-offs and errors without the upstream's text. */
+/* JSON over HTTP as unjs/ofetch does it, plus the key, the error codes, capped reads, hold-offs and errors without the upstream's text. */
 
 export type UpstreamErrorKind =
   | 'auth'
@@ -57,6 +58,7 @@ const FAILING_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['unavailable', 't
 const ANSWERED_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['not_found', 'validation', 'refused']);
 
 export interface TransportOptions {
+  apiKey: string;
   timeoutMs: number;
   fetch?: typeof globalThis.fetch;
   maxResponseBytes?: number;
@@ -64,9 +66,6 @@ export interface TransportOptions {
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
-  headers?: Readonly<Record<string, string>>;
-  errorCodeOf?: (body: unknown) => string | undefined;
-  notFoundCode?: string;
   holdOff?: HoldOff;
   /** Waited out instead of failing (`check` only: a visitor gets a stale copy instead). */
   waitWhenHeldOffMs?: number;
@@ -92,8 +91,7 @@ export type Validators = { etag?: string | undefined; lastModified?: string | un
 export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
   const { timeoutMs, fetch: fetchImpl = globalThis.fetch.bind(globalThis), maxResponseBytes = MAX_RESPONSE_BYTES } = options;
   const { postRetries = 0, random = Math.random, metrics = noopMetrics } = options;
-  const { now = Date.now, headers: fixedHeaders = {}, errorCodeOf = () => undefined, notFoundCode } = options;
-  const { holdOff = createMemoryHoldOff(now), onHoldOff, waitWhenHeldOffMs = 0 } = options;
+  const { apiKey, now = Date.now, holdOff = createMemoryHoldOff(now), onHoldOff, waitWhenHeldOffMs = 0 } = options;
   const { sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = options;
   // The one read out during a failure streak: the other reads wait for its answer.
   let probe: Promise<void> | undefined;
@@ -168,7 +166,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
   async function attemptOnce<T>(call: TransportRequest<T>, operation: OperationClass): Promise<T> {
     const { method, url, body, conditional } = call;
     // Built from scratch on every call: no header of the visitor's request is ever passed on.
-    const headers: Record<string, string> = { ...fixedHeaders, Accept: 'application/json' };
+    const headers: Record<string, string> = { Authorization: `Bearer ${apiKey}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (conditional?.etag !== undefined) headers['If-None-Match'] = conditional.etag;
     if (conditional?.lastModified !== undefined) headers['If-Modified-Since'] = conditional.lastModified;
@@ -204,13 +202,13 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     const { status } = response;
     // The status alone decides the kind: an unreadable error body only leaves the code unknown.
     const code = await readCapped(response)
-      .then((text) => errorCodeOf(parseJson(text, status)))
+      .then((text) => UpstreamErrorBodySchema.safeParse(parseJson(text, status)).data?.error.code)
       .catch(() => undefined);
     const upstreamCode = code !== undefined && WELL_FORMED_CODE.test(code) ? code : undefined;
     const details = { status, upstreamCode };
     // Only 401 is documented for a bad key; a 403 stays a plain refusal, so subscribe reveals nothing.
     if (status === 401) return new UpstreamError('auth', 'upstream rejected the API key (401)', details);
-    if (status === NOT_FOUND_STATUS || (status < 500 && upstreamCode !== undefined && upstreamCode === notFoundCode)) {
+    if (status === NOT_FOUND_STATUS || (status < 500 && upstreamCode === 'NOT_FOUND')) {
       return new UpstreamError('not_found', `upstream answered not found (${status})`, details);
     }
     if (status === 422) return new UpstreamError('validation', 'upstream rejected the request as invalid (422)', details);
