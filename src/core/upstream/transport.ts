@@ -7,15 +7,8 @@ import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, t
 
 /* JSON over HTTP as unjs/ofetch does it, plus the key, the error codes, capped reads, hold-offs and errors without the upstream's text. */
 
-export type UpstreamErrorKind =
-  | 'auth'
-  | 'not_found'
-  | 'validation'
-  | 'rate_limited'
-  | 'timeout'
-  | 'unavailable'
-  | 'refused'
-  | 'bad_response';
+const ERROR_KINDS = ['auth', 'not_found', 'validation', 'rate_limited', 'timeout', 'unavailable', 'refused', 'bad_response'] as const;
+export type UpstreamErrorKind = (typeof ERROR_KINDS)[number];
 
 type UpstreamErrorDetails = Partial<Pick<UpstreamError, 'status' | 'retryAfterSeconds' | 'upstreamCode' | 'heldOffBy' | 'heldUntilMs'>>;
 
@@ -215,22 +208,18 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     if (status === 429) {
       const asked = parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS;
       const retryAfterSeconds = Math.min(MAX_RETRY_AFTER_SECONDS, asked);
-      await holdOffAfter429(operation, call, retryAfterSeconds);
+      const time = now();
+      const untilMs = time + retryAfterSeconds * 1000;
+      const startsHere = reported[operation] <= time;
+      reported[operation] = Math.max(reported[operation], untilMs);
+      const heldUntil = (await holdOff.state(operation)).untilMs;
+      metrics.upstreamHoldOff(Math.max(0, untilMs - Math.max(heldUntil, time)) / 1000);
+      await holdOff.hold(operation, untilMs);
+      if (startsHere && heldUntil <= time) onHoldOff?.({ operation, call, untilMs, retryAfterSeconds });
       return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
     }
     if (status < 500) return new UpstreamError('refused', `upstream refused the request (${status})`, details);
     return new UpstreamError(RETRYABLE_STATUSES.has(status) ? 'unavailable' : 'bad_response', `upstream failed (${status})`, details);
-  }
-
-  async function holdOffAfter429(operation: OperationClass, call: string, retryAfterSeconds: number): Promise<void> {
-    const time = now();
-    const untilMs = time + retryAfterSeconds * 1000;
-    const startsHere = reported[operation] <= time;
-    reported[operation] = Math.max(reported[operation], untilMs);
-    const heldUntil = (await holdOff.state(operation)).untilMs;
-    metrics.upstreamHoldOff(Math.max(0, untilMs - Math.max(heldUntil, time)) / 1000);
-    await holdOff.hold(operation, untilMs);
-    if (startsHere && heldUntil <= time) onHoldOff?.({ operation, call, untilMs, retryAfterSeconds });
   }
 
   async function readCapped(response: Response, onBytes?: (bytes: number) => void): Promise<string> {
