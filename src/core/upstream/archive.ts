@@ -262,11 +262,7 @@ export async function readArchiveHead<K>(listPage: ListPage, options: HeadReadOp
 }
 
 /** The head replaces the listing down to its deepest known row; `present` ids are never `gone`; `undefined`: it cannot be placed. */
-export function placeHead(
-  listing: readonly string[],
-  head: readonly string[],
-  present: readonly string[] = [],
-): { listing: string[]; gone: string[] } | undefined {
+export function placeHead(listing: readonly string[], head: readonly string[], present: readonly string[] = []) {
   const position = new Map<string, number>();
   for (const [index, id] of listing.entries()) if (!position.has(id)) position.set(id, index);
   let deepest = -1;
