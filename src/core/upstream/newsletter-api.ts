@@ -57,11 +57,10 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
 }
 
 export function createUpstreamClient(options: UpstreamClientOptions): NewsletterApiClient {
-  // Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe.
-  const { baseUrl, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
+  const { baseUrl, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
   const notices = createUpstreamNotices(log);
   const buildUrl = createUpstreamUrlBuilder(baseUrl);
-  const transport = createTransport({ ...tuning, metrics, postRetries });
+  const transport = createTransport({ ...tuning, metrics });
 
   async function request<T>(operation: string, call: TransportRequest<{ data: T }>): Promise<T> {
     const started = performance.now();

@@ -41,9 +41,9 @@ export class ResponseTooLarge extends UpstreamError {
 
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 const GET_RETRIES = 2;
+/** Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe. */
+const POST_RETRIES = 1;
 const RETRY_BASE_DELAY_MS = 100;
-/** Reached only by a caller that allows a POST more retries than the default. */
-const RETRY_MAX_DELAY_MS = 1000;
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 /** A read's last failure: the upstream failing (the streak grows), or answering a wrong call (it ends). */
@@ -55,7 +55,6 @@ export interface TransportOptions {
   timeoutMs: number;
   fetch?: typeof globalThis.fetch;
   maxResponseBytes?: number;
-  postRetries?: number;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
@@ -83,9 +82,8 @@ export type Validators = { etag?: string | undefined; lastModified?: string | un
 
 export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
   const { timeoutMs, fetch: fetchImpl = globalThis.fetch.bind(globalThis), maxResponseBytes = MAX_RESPONSE_BYTES } = options;
-  const { postRetries = 0, random = Math.random, metrics = noopMetrics } = options;
-  const { apiKey, now = Date.now, holdOff = createMemoryHoldOff(now), onHoldOff, waitWhenHeldOffMs = 0 } = options;
-  const { sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = options;
+  const { apiKey, now = Date.now, holdOff = createMemoryHoldOff(now), onHoldOff, waitWhenHeldOffMs = 0, random = Math.random } = options;
+  const { metrics = noopMetrics, sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = options;
   // The one read out during a failure streak: the other reads wait for its answer.
   let probe: Promise<void> | undefined;
   // So concurrent calls that met one 429 report it once.
@@ -105,7 +103,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     let probed = () => {};
     if (failing) probe = new Promise<void>((resolve) => (probed = resolve));
     // While failures run, the pause between calls is the retry: one attempt each, never a burst.
-    const retries = failing ? 0 : backsOff ? GET_RETRIES : postRetries;
+    const retries = failing ? 0 : backsOff ? GET_RETRIES : POST_RETRIES;
     const startedAt = now();
     try {
       for (let attempt = 0; ; attempt += 1) {
@@ -127,7 +125,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
             throw error;
           }
           metrics.upstreamRetry();
-          await sleep(Math.round(random() * Math.min(RETRY_MAX_DELAY_MS, RETRY_BASE_DELAY_MS * 2 ** attempt)));
+          await sleep(Math.round(random() * RETRY_BASE_DELAY_MS * 2 ** attempt));
           const held = await holdOff.state(operation);
           // A 429 met meanwhile holds this retry off; a pause after failures holds only later calls.
           if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, 0);
