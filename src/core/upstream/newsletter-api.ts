@@ -9,7 +9,7 @@ import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumpti
 import { parseRowList } from './row-scanner.js';
 import { IssueEnvelope, KNOWN_ISSUE_STATUSES, KNOWN_SUBSCRIBER_STATUSES, ListedCategorySchema, readRows } from './schemas.js';
 import { RowListEnvelope, SubscriberEnvelope, UpstreamIssueSchema } from './schemas.js';
-import type { CreateSubscriberBody, UpstreamCategory, UpstreamIssue, UpstreamSubscriber } from './schemas.js';
+import type { CreateSubscriberBody, UpstreamCategory, UpstreamIssue } from './schemas.js';
 import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
 
 export interface UpstreamClientOptions extends TransportOptions {
@@ -26,7 +26,8 @@ export interface UpstreamClient {
   readPublicArchiveHead?<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>>;
   getIssueBySlug(slug: string): Promise<UpstreamIssue>;
   listCategories(): Promise<UpstreamCategory[]>;
-  createSubscriber(body: CreateSubscriberBody): Promise<UpstreamSubscriber>;
+  /** The success envelope alone means accepted (docs/contract.md "POST /api/subscribe"); the status is only logged. */
+  createSubscriber(body: CreateSubscriberBody): Promise<{ status?: string | undefined }>;
 }
 
 /** `readArchive`: for `check`, what the read found returned, not logged. */
