@@ -3,7 +3,7 @@ import type * as z from '../zod.js';
 import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, NOT_FOUND_STATUS } from './assumptions.js';
 import { isSuccessStatus, MAX_RESPONSE_BYTES } from './assumptions.js';
 import { UpstreamErrorBodySchema } from './schemas.js';
-import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type OperationClass } from './hold-off.js';
+import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type OperationClass } from './hold-off.js';
 
 /* JSON over HTTP as unjs/ofetch does it, plus the key, the error codes, capped reads, hold-offs and errors without the upstream's text. */
 
@@ -61,7 +61,7 @@ export interface TransportOptions {
   holdOff?: HoldOff;
   /** Waited out instead of failing (`check` only: a visitor gets a stale copy instead). */
   waitWhenHeldOffMs?: number;
-  onHoldOff?: (start: HoldOffStart) => void;
+  onHoldOff?: (start: { operation: OperationClass; call: string; untilMs: number; retryAfterSeconds: number }) => void;
   metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
