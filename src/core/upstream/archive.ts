@@ -4,11 +4,7 @@ import { ResponseTooLarge, type Validators } from './transport.js';
 
 export type PagePosition = { limit: number; offset: number; page: number; conditional?: Validators | undefined };
 
-export type ListedPage = ReturnType<typeof readRows<UpstreamIssue>> & {
-  notModified?: boolean;
-  validators?: Validators | undefined;
-  bytes?: number | undefined;
-};
+export type ListedPage = ReturnType<typeof readRows<UpstreamIssue>> & { notModified?: boolean; validators?: Validators; bytes?: number };
 
 export type ListPage = (position: PagePosition) => Promise<ListedPage>;
 
@@ -23,12 +19,8 @@ export interface ArchiveRead<K = UpstreamIssue> {
   pageSize: number;
 }
 
-export interface ArchiveReadOptions<K> {
-  /** Applied as each page arrives: memory is bounded by what this keeps, not by the bytes read. */
-  reduceRow: (row: UpstreamIssue) => K;
-  pageSize?: number | undefined;
-  expectedRows?: number | undefined;
-}
+/** `reduceRow` is applied as each page arrives: memory is bounded by what it keeps, not by the bytes read. */
+export type ArchiveReadOptions<K> = { reduceRow: (row: UpstreamIssue) => K; pageSize?: number; expectedRows?: number };
 
 const SMALLEST_PAGE_FRACTION = 4;
 const CONCURRENT_PAGES = 4;
