@@ -3,14 +3,14 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
 import { SLUG_PATTERN } from '../slug.js';
-import { readArchiveHead, readWholeArchive, type ArchiveRead, type ArchiveReadOptions, type ListPage } from './archive.js';
+import { readArchiveHead, readWholeArchive, type ArchiveRead, type ArchiveReadOptions, type ListedPage, type ListPage } from './archive.js';
 import type { HeadRead, HeadReadOptions } from './archive.js';
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import { parseRowList } from './row-scanner.js';
 import { IssueEnvelope, KNOWN_ISSUE_STATUSES, KNOWN_SUBSCRIBER_STATUSES, ListedCategorySchema, readRows } from './schemas.js';
 import { RowListEnvelope, SubscriberEnvelope, UpstreamIssueSchema } from './schemas.js';
 import type { CreateSubscriberBody, UpstreamCategory, UpstreamIssue } from './schemas.js';
-import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
+import { createTransport, UpstreamError, type TransportOptions, type TransportRequest } from './transport.js';
 
 export interface UpstreamClientOptions extends TransportOptions {
   baseUrl: string;
@@ -76,8 +76,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
 
   // Every read of List Issues is an archive read: the public, sent issues, page by page.
   const listPage: ListPage = async ({ limit, offset, page, conditional }) => {
-    let validators: Validators | undefined;
-    let bytes: number | undefined;
+    const answered: Pick<ListedPage, 'validators' | 'bytes'> = {};
     const url = buildUrl(UPSTREAM_PATHS.listIssues, {
       status: 'sent',
       isPublic: 'true',
@@ -90,14 +89,14 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       schema: RowListEnvelope,
       conditional,
       notModified: () => NOT_MODIFIED_PAGE,
-      onValidators: (given) => (validators = given),
-      onBytes: (given) => (bytes = given),
+      onValidators: (validators) => (answered.validators = validators),
+      onBytes: (bytes) => (answered.bytes = bytes),
       parse: parseIssueRows,
     });
     if (data === NOT_MODIFIED_PAGE.data) return { rows: [], droppedIds: [], notModified: true, validators: conditional };
     const listed = readRows(data, UpstreamIssueSchema);
     for (const row of listed.rows) notices.issueStatus(row.status);
-    return { ...listed, validators, bytes };
+    return { ...listed, ...answered };
   };
 
   // Learnt from a page over the body cap: later reads start there.
