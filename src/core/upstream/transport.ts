@@ -117,8 +117,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
             // A 429 has its own hold-off, a bad body is one resource's (docs/upstream.md "Backing off a failing upstream").
             if (backsOff && (FAILING_KINDS.has(error.kind) || (error.status ?? 0) >= 500)) {
               const failedAt = now();
-              const failedRounds = await holdOff.failed(operation, startedAt, failedAt);
-              await holdOff.hold(operation, failedAt + backoffPauseMs(failedRounds, random));
+              await holdOff.hold(operation, failedAt + backoffPauseMs(await holdOff.failed(operation, startedAt, failedAt), random));
             } else if (failing && ANSWERED_KINDS.has(error.kind)) {
               await holdOff.answered(operation);
             }
