@@ -18,7 +18,7 @@ import { createArchiveQueries } from './routes/archive-query.js';
 import { createReadRoutes } from './routes/reads.js';
 import { createSubscribeRoutes, type SubscribeDeps } from './routes/subscribe.js';
 import { createFailureSpells, readErrorFromUpstream } from './upstream/failure-policy.js';
-import { createUpstreamForConfig, type UpstreamForConfigDeps } from './upstream/configured-client.js';
+import { createUpstreamForConfig, type UpstreamForConfigDeps } from './upstream/newsletter-api.js';
 import { UpstreamError } from './upstream/transport.js';
 import { createArchiveWatch, createDeployHook, describeHookUrl, type ArchiveWatchOptions } from './watch/archive-watch.js';
 

@@ -2,7 +2,7 @@ import { parseConfig, type Config, type ConfigSource } from '../core/config/conf
 import { createRedactor, type Logger } from '../core/log.js';
 import { isPublicIssue } from '../core/reads/allow-list.js';
 import type { ArchiveRead } from '../core/upstream/archive.js';
-import { createUpstreamForConfig } from '../core/upstream/configured-client.js';
+import { createUpstreamForConfig } from '../core/upstream/newsletter-api.js';
 import { UpstreamError } from '../core/upstream/transport.js';
 import { UPSTREAM_HINTS } from '../core/upstream/failure-policy.js';
 import { createMemoryHoldOff } from '../core/upstream/hold-off.js';

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { createMemoryHoldOff, type HoldOffStart } from '../../src/core/upstream/hold-off.js';
+import { createMemoryHoldOff } from '../../src/core/upstream/hold-off.js';
 import { parseRetryAfter } from '../../src/core/upstream/transport.js';
 import { createFakeClock, jsonResponse, TEST_API_KEY, type FetchHandler } from '../helpers.js';
 import { errorBody, failureOf, UPSTREAM_SENTENCE } from './fixtures.js';
@@ -55,7 +55,7 @@ describe('transport and 429', () => {
   });
 
   it('reports the start of a hold-off once, with the refused call and until when, however many calls it refuses', async () => {
-    const starts: HoldOffStart[] = [];
+    const starts: unknown[] = [];
     const clock = createFakeClock();
     const { transport } = setup(() => jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': '30' }), {
       now: clock.now,

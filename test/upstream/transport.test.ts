@@ -132,6 +132,20 @@ describe('transport failures', () => {
     expect(error.upstreamCode).toBe('NOT_FOUND');
   });
 
+  it('decides by the status alone and keeps no code when the error body is not the upstream envelope', async () => {
+    const { transport } = setup(() => jsonResponse({ error: { code: 'NOT_FOUND', message: 'gone' } }, 400));
+    const error = await failureOf(transport.get());
+    expect(error.kind).toBe('refused');
+    expect(error.upstreamCode).toBeUndefined();
+  });
+
+  it('keeps the code of a refusal that is not NOT_FOUND', async () => {
+    const { transport } = setup(() => jsonResponse(errorBody('SOME_CODE'), 400));
+    const error = await failureOf(transport.get());
+    expect(error.kind).toBe('refused');
+    expect(error.upstreamCode).toBe('SOME_CODE');
+  });
+
   it('serializes a failure with its kind first, then its details, and neither the key nor the upstream body', async () => {
     const { transport } = setup(() => jsonResponse(errorBody('RATE_LIMITED'), 429, { 'Retry-After': '7' }));
     const error = await failureOf(transport.get());
@@ -232,41 +246,17 @@ describe('transport failures', () => {
   });
 });
 
-describe('transport options', () => {
-  it('does not repeat a POST unless told it is safe to', async () => {
+describe('transport POST retries', () => {
+  it('repeats a POST once after a 503, as Create Subscriber is safe to repeat', async () => {
     const { transport, calls, sleeps } = setup(() => jsonResponse(errorBody('INTERNAL'), 503));
     expect((await failureOf(transport.post(THING))).kind).toBe('unavailable');
-    expect(calls).toHaveLength(1);
-    expect(sleeps).toEqual([]);
+    expect(calls.map((call) => call.method)).toEqual(['POST', 'POST']);
+    expect(sleeps).toEqual([50]);
   });
 
-  it('repeats a POST as many times as postRetries allows', async () => {
-    const { transport, calls } = setup(() => Promise.reject(connectionReset()), { postRetries: 2 });
+  it('repeats a POST once after a connection reset, and no more', async () => {
+    const { transport, calls } = setup(() => Promise.reject(connectionReset()));
     expect((await failureOf(transport.post(THING))).kind).toBe('unavailable');
-    expect(calls.map((call) => call.method)).toEqual(['POST', 'POST', 'POST']);
-  });
-
-  it('waits at most a second between POST retries, however many postRetries allows', async () => {
-    const { transport, calls, sleeps } = setup(() => Promise.reject(connectionReset()), { postRetries: 5, random: () => 1 });
-    await failureOf(transport.post(THING));
-    expect(calls).toHaveLength(6);
-    expect(sleeps).toEqual([100, 200, 400, 800, 1000]);
-  });
-
-  it('decides by the status alone and keeps no code when it is not told how to read one', async () => {
-    const { transport } = setup(() => jsonResponse(errorBody('NOT_FOUND'), 400), { readsCodes: false });
-    const error = await failureOf(transport.get());
-    expect(error.kind).toBe('refused');
-    expect(error.upstreamCode).toBeUndefined();
-  });
-
-  it('keeps a code it can read but reads no not-found code unless told which one', async () => {
-    const { transport } = setup(() => jsonResponse(errorBody('NOT_FOUND'), 400), {
-      readsCodes: false,
-      errorCodeOf: (body) => (body as { error: { code: string } }).error.code,
-    });
-    const error = await failureOf(transport.get());
-    expect(error.kind).toBe('refused');
-    expect(error.upstreamCode).toBe('NOT_FOUND');
+    expect(calls.map((call) => call.method)).toEqual(['POST', 'POST']);
   });
 });

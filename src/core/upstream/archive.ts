@@ -4,11 +4,7 @@ import { ResponseTooLarge, type Validators } from './transport.js';
 
 export type PagePosition = { limit: number; offset: number; page: number; conditional?: Validators | undefined };
 
-export type ListedPage = ReturnType<typeof readRows<UpstreamIssue>> & {
-  notModified?: boolean;
-  validators?: Validators | undefined;
-  bytes?: number | undefined;
-};
+export type ListedPage = ReturnType<typeof readRows<UpstreamIssue>> & { notModified?: boolean; validators?: Validators; bytes?: number };
 
 export type ListPage = (position: PagePosition) => Promise<ListedPage>;
 
@@ -23,12 +19,8 @@ export interface ArchiveRead<K = UpstreamIssue> {
   pageSize: number;
 }
 
-export interface ArchiveReadOptions<K> {
-  /** Applied as each page arrives: memory is bounded by what this keeps, not by the bytes read. */
-  reduceRow: (row: UpstreamIssue) => K;
-  pageSize?: number | undefined;
-  expectedRows?: number | undefined;
-}
+/** `reduceRow` is applied as each page arrives: memory is bounded by what it keeps, not by the bytes read. */
+export type ArchiveReadOptions<K> = { reduceRow: (row: UpstreamIssue) => K; pageSize?: number; expectedRows?: number };
 
 const SMALLEST_PAGE_FRACTION = 4;
 const CONCURRENT_PAGES = 4;
@@ -262,11 +254,7 @@ export async function readArchiveHead<K>(listPage: ListPage, options: HeadReadOp
 }
 
 /** The head replaces the listing down to its deepest known row; `present` ids are never `gone`; `undefined`: it cannot be placed. */
-export function placeHead(
-  listing: readonly string[],
-  head: readonly string[],
-  present: readonly string[] = [],
-): { listing: string[]; gone: string[] } | undefined {
+export function placeHead(listing: readonly string[], head: readonly string[], present: readonly string[] = []) {
   const position = new Map<string, number>();
   for (const [index, id] of listing.entries()) if (!position.has(id)) position.set(id, index);
   let deepest = -1;

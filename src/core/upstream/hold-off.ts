@@ -14,8 +14,6 @@ export interface HoldOff {
   answered(operation: OperationClass): void | Promise<void>;
 }
 
-export type HoldOffStart = { operation: OperationClass; call: string; untilMs: number; retryAfterSeconds: number };
-
 const BACKOFF_BASE_MS = 1000;
 export const BACKOFF_CAP_MS = 30_000;
 export const STREAK_FORGOTTEN_AFTER_MS = 10 * 60_000;

@@ -1,3 +1,5 @@
+import { createDemoUpstream } from '../../demo/upstream.js';
+import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import { noopMetrics, type Metrics } from '../metrics.js';
 import { SLUG_PATTERN } from '../slug.js';
@@ -6,13 +8,12 @@ import type { HeadRead, HeadReadOptions } from './archive.js';
 import { DEFAULT_LIST_PAGING, UPSTREAM_PATHS, type ListPaging } from './assumptions.js';
 import { parseRowList } from './row-scanner.js';
 import { IssueEnvelope, KNOWN_ISSUE_STATUSES, KNOWN_SUBSCRIBER_STATUSES, ListedCategorySchema, readRows } from './schemas.js';
-import { RowListEnvelope, SubscriberEnvelope, UpstreamErrorBodySchema, UpstreamIssueSchema } from './schemas.js';
-import type { CreateSubscriberBody, UpstreamCategory, UpstreamIssue, UpstreamSubscriber } from './schemas.js';
-import { createTransport, UpstreamError, type TransportOptions, type TransportRequest, type Validators } from './transport.js';
+import { RowListEnvelope, SubscriberEnvelope, UpstreamIssueSchema } from './schemas.js';
+import type { CreateSubscriberBody, UpstreamCategory, UpstreamIssue } from './schemas.js';
+import { createTransport, UpstreamError, type TransportOptions, type TransportRequest } from './transport.js';
 
-export interface UpstreamClientOptions extends Omit<TransportOptions, 'headers' | 'errorCodeOf' | 'notFoundCode'> {
+export interface UpstreamClientOptions extends TransportOptions {
   baseUrl: string;
-  apiKey: string;
   paging?: ListPaging | undefined;
   log?: Logger | undefined;
   metrics?: Pick<Metrics, 'upstreamCall' | 'upstreamRetry' | 'upstreamHoldOff'>;
@@ -25,7 +26,8 @@ export interface UpstreamClient {
   readPublicArchiveHead?<K>(options: HeadReadOptions<K>): Promise<HeadRead<K>>;
   getIssueBySlug(slug: string): Promise<UpstreamIssue>;
   listCategories(): Promise<UpstreamCategory[]>;
-  createSubscriber(body: CreateSubscriberBody): Promise<UpstreamSubscriber>;
+  /** The success envelope alone means accepted (docs/contract.md "POST /api/subscribe"); the status is only logged. */
+  createSubscriber(body: CreateSubscriberBody): Promise<{ status?: string | undefined }>;
 }
 
 /** `readArchive`: for `check`, what the read found returned, not logged. */
@@ -56,36 +58,25 @@ export function createUpstreamUrlBuilder(baseUrl: string) {
 }
 
 export function createUpstreamClient(options: UpstreamClientOptions): NewsletterApiClient {
-  // Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe.
-  const { baseUrl, apiKey, postRetries = 1, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
+  const { baseUrl, paging = DEFAULT_LIST_PAGING, log, metrics = noopMetrics, ...tuning } = options;
   const notices = createUpstreamNotices(log);
   const buildUrl = createUpstreamUrlBuilder(baseUrl);
-  const transport = createTransport({
-    ...tuning,
-    metrics,
-    postRetries,
-    headers: { Authorization: `Bearer ${apiKey}` },
-    errorCodeOf: (body) => UpstreamErrorBodySchema.safeParse(body).data?.error.code,
-    notFoundCode: 'NOT_FOUND',
-  });
+  const transport = createTransport({ ...tuning, metrics });
 
   async function request<T>(operation: string, call: TransportRequest<{ data: T }>): Promise<T> {
     const started = performance.now();
     const seconds = () => (performance.now() - started) / 1000;
-    try {
-      const { data } = await transport(call);
-      metrics.upstreamCall(operation, seconds());
-      return data;
-    } catch (error) {
+    const { data } = await transport(call).catch((error: unknown) => {
       metrics.upstreamCall(operation, seconds(), error);
       throw error;
-    }
+    });
+    metrics.upstreamCall(operation, seconds());
+    return data;
   }
 
   // Every read of List Issues is an archive read: the public, sent issues, page by page.
   const listPage: ListPage = async ({ limit, offset, page, conditional }) => {
-    let validators: Validators | undefined;
-    let bytes: number | undefined;
+    const answered: Pick<ListedPage, 'validators' | 'bytes'> = {};
     const url = buildUrl(UPSTREAM_PATHS.listIssues, {
       status: 'sent',
       isPublic: 'true',
@@ -98,14 +89,14 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       schema: RowListEnvelope,
       conditional,
       notModified: () => NOT_MODIFIED_PAGE,
-      onValidators: (given) => (validators = given),
-      onBytes: (given) => (bytes = given),
+      onValidators: (validators) => (answered.validators = validators),
+      onBytes: (bytes) => (answered.bytes = bytes),
       parse: parseIssueRows,
     });
     if (data === NOT_MODIFIED_PAGE.data) return { rows: [], droppedIds: [], notModified: true, validators: conditional };
     const listed = readRows(data, UpstreamIssueSchema);
     for (const row of listed.rows) notices.issueStatus(row.status);
-    return { ...listed, validators, bytes };
+    return { ...listed, ...answered };
   };
 
   // Learnt from a page over the body cap: later reads start there.
@@ -156,6 +147,31 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       return subscriber;
     },
   };
+}
+
+export interface UpstreamForConfigDeps
+  extends Pick<UpstreamClientOptions, 'fetch' | 'now' | 'log' | 'metrics' | 'holdOff' | 'waitWhenHeldOffMs' | 'sleep'> {
+  demoOrigin?: string | undefined;
+}
+
+/** The configured upstream or the demo; the service and `check` both build theirs here, so `check` probes what the site calls. */
+export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigDeps): NewsletterApiClient {
+  const demo = config.mode === 'demo' ? createDemoUpstream({ now: deps.now, siteOrigin: deps.demoOrigin || undefined }) : undefined;
+  return createUpstreamClient({
+    timeoutMs: config.upstreamTimeoutMs,
+    now: deps.now,
+    log: deps.log,
+    paging: config.listPaging,
+    metrics: deps.metrics,
+    holdOff: deps.holdOff,
+    waitWhenHeldOffMs: deps.waitWhenHeldOffMs,
+    sleep: deps.sleep,
+    onHoldOff: ({ call, untilMs, ...start }) =>
+      deps.log?.log('warn', 'upstream_hold_off', { ...start, refusedCall: call, until: new Date(untilMs).toISOString() }),
+    baseUrl: demo ? demo.baseUrl : (config.apiBaseUrl ?? ''),
+    apiKey: demo ? demo.apiKey : (config.apiKey ?? ''),
+    fetch: demo ? demo.fetch : deps.fetch,
+  });
 }
 
 const MAX_NAMED_IDS = 10;

@@ -31,9 +31,6 @@ export const UpstreamIssueSchema = z.object({
 export const KNOWN_ISSUE_STATUSES: ReadonlySet<string> = new Set(['draft', 'sending', 'sent', 'failed']);
 export const KNOWN_SUBSCRIBER_STATUSES: ReadonlySet<string> = new Set(['subscribed', 'unsubscribed', 'bounced', 'complained', 'blocked']);
 
-/** The success envelope alone means accepted (docs/contract.md "POST /api/subscribe"); the status is only logged. */
-export type UpstreamSubscriber = { status?: string | undefined };
-
 export const UpstreamErrorBodySchema = z.object({ ok: z.literal(false), error: z.object({ code: z.string(), message: z.string() }) });
 
 /** Read row by row, so one malformed row cannot fail the others. */

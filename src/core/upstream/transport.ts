@@ -2,19 +2,13 @@ import { noopMetrics, type Metrics } from '../metrics.js';
 import type * as z from '../zod.js';
 import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, NOT_FOUND_STATUS } from './assumptions.js';
 import { isSuccessStatus, MAX_RESPONSE_BYTES } from './assumptions.js';
-import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type HoldOffStart, type OperationClass } from './hold-off.js';
+import { UpstreamErrorBodySchema } from './schemas.js';
+import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type OperationClass } from './hold-off.js';
 
-/* JSON over HTTP as unjs/ofetch does it, plus capped reads, hold-offs and errors without the upstream's text. */
+/* JSON over HTTP as unjs/ofetch does it, plus the key, the error codes, capped reads, hold-offs and errors without the upstream's text. */
 
-export type UpstreamErrorKind =
-  | 'auth'
-  | 'not_found'
-  | 'validation'
-  | 'rate_limited'
-  | 'timeout'
-  | 'unavailable'
-  | 'refused'
-  | 'bad_response';
+const ERROR_KINDS = ['auth', 'not_found', 'validation', 'rate_limited', 'timeout', 'unavailable', 'refused', 'bad_response'] as const;
+export type UpstreamErrorKind = (typeof ERROR_KINDS)[number];
 
 type UpstreamErrorDetails = Partial<Pick<UpstreamError, 'status' | 'retryAfterSeconds' | 'upstreamCode' | 'heldOffBy' | 'heldUntilMs'>>;
 
@@ -47,9 +41,9 @@ export class ResponseTooLarge extends UpstreamError {
 
 const RETRYABLE_STATUSES: ReadonlySet<number> = new Set([500, 502, 503, 504]);
 const GET_RETRIES = 2;
+/** Create Subscriber creates or resubscribes, so one repeat after a 5xx or a reset is safe. */
+const POST_RETRIES = 1;
 const RETRY_BASE_DELAY_MS = 100;
-/** Reached only by a caller that allows a POST more retries than the default. */
-const RETRY_MAX_DELAY_MS = 1000;
 const TIMEOUT_RETRY_AFTER_SECONDS = 5;
 const WELL_FORMED_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 /** A read's last failure: the upstream failing (the streak grows), or answering a wrong call (it ends). */
@@ -57,20 +51,17 @@ const FAILING_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['unavailable', 't
 const ANSWERED_KINDS: ReadonlySet<UpstreamErrorKind> = new Set(['not_found', 'validation', 'refused']);
 
 export interface TransportOptions {
+  apiKey: string;
   timeoutMs: number;
   fetch?: typeof globalThis.fetch;
   maxResponseBytes?: number;
-  postRetries?: number;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
-  headers?: Readonly<Record<string, string>>;
-  errorCodeOf?: (body: unknown) => string | undefined;
-  notFoundCode?: string;
   holdOff?: HoldOff;
   /** Waited out instead of failing (`check` only: a visitor gets a stale copy instead). */
   waitWhenHeldOffMs?: number;
-  onHoldOff?: (start: HoldOffStart) => void;
+  onHoldOff?: (start: { operation: OperationClass; call: string; untilMs: number; retryAfterSeconds: number }) => void;
   metrics?: Pick<Metrics, 'upstreamRetry' | 'upstreamHoldOff'>;
 }
 
@@ -91,10 +82,8 @@ export type Validators = { etag?: string | undefined; lastModified?: string | un
 
 export function createTransport(options: TransportOptions): <T>(request: TransportRequest<T>) => Promise<T> {
   const { timeoutMs, fetch: fetchImpl = globalThis.fetch.bind(globalThis), maxResponseBytes = MAX_RESPONSE_BYTES } = options;
-  const { postRetries = 0, random = Math.random, metrics = noopMetrics } = options;
-  const { now = Date.now, headers: fixedHeaders = {}, errorCodeOf = () => undefined, notFoundCode } = options;
-  const { holdOff = createMemoryHoldOff(now), onHoldOff, waitWhenHeldOffMs = 0 } = options;
-  const { sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = options;
+  const { apiKey, now = Date.now, holdOff = createMemoryHoldOff(now), onHoldOff, waitWhenHeldOffMs = 0, random = Math.random } = options;
+  const { metrics = noopMetrics, sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)) } = options;
   // The one read out during a failure streak: the other reads wait for its answer.
   let probe: Promise<void> | undefined;
   // So concurrent calls that met one 429 report it once.
@@ -114,7 +103,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     let probed = () => {};
     if (failing) probe = new Promise<void>((resolve) => (probed = resolve));
     // While failures run, the pause between calls is the retry: one attempt each, never a burst.
-    const retries = failing ? 0 : backsOff ? GET_RETRIES : postRetries;
+    const retries = failing ? 0 : backsOff ? GET_RETRIES : POST_RETRIES;
     const startedAt = now();
     try {
       for (let attempt = 0; ; attempt += 1) {
@@ -128,15 +117,14 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
             // A 429 has its own hold-off, a bad body is one resource's (docs/upstream.md "Backing off a failing upstream").
             if (backsOff && (FAILING_KINDS.has(error.kind) || (error.status ?? 0) >= 500)) {
               const failedAt = now();
-              const failedRounds = await holdOff.failed(operation, startedAt, failedAt);
-              await holdOff.hold(operation, failedAt + backoffPauseMs(failedRounds, random));
+              await holdOff.hold(operation, failedAt + backoffPauseMs(await holdOff.failed(operation, startedAt, failedAt), random));
             } else if (failing && ANSWERED_KINDS.has(error.kind)) {
               await holdOff.answered(operation);
             }
             throw error;
           }
           metrics.upstreamRetry();
-          await sleep(Math.round(random() * Math.min(RETRY_MAX_DELAY_MS, RETRY_BASE_DELAY_MS * 2 ** attempt)));
+          await sleep(Math.round(random() * RETRY_BASE_DELAY_MS * 2 ** attempt));
           const held = await holdOff.state(operation);
           // A 429 met meanwhile holds this retry off; a pause after failures holds only later calls.
           if (held.untilMs > now() && held.streak === 0) throw heldOff(held.untilMs, 0);
@@ -168,7 +156,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
   async function attemptOnce<T>(call: TransportRequest<T>, operation: OperationClass): Promise<T> {
     const { method, url, body, conditional } = call;
     // Built from scratch on every call: no header of the visitor's request is ever passed on.
-    const headers: Record<string, string> = { ...fixedHeaders, Accept: 'application/json' };
+    const headers: Record<string, string> = { Authorization: `Bearer ${apiKey}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (conditional?.etag !== undefined) headers['If-None-Match'] = conditional.etag;
     if (conditional?.lastModified !== undefined) headers['If-Modified-Since'] = conditional.lastModified;
@@ -204,35 +192,31 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     const { status } = response;
     // The status alone decides the kind: an unreadable error body only leaves the code unknown.
     const code = await readCapped(response)
-      .then((text) => errorCodeOf(parseJson(text, status)))
+      .then((text) => UpstreamErrorBodySchema.safeParse(parseJson(text, status)).data?.error.code)
       .catch(() => undefined);
     const upstreamCode = code !== undefined && WELL_FORMED_CODE.test(code) ? code : undefined;
     const details = { status, upstreamCode };
     // Only 401 is documented for a bad key; a 403 stays a plain refusal, so subscribe reveals nothing.
     if (status === 401) return new UpstreamError('auth', 'upstream rejected the API key (401)', details);
-    if (status === NOT_FOUND_STATUS || (status < 500 && upstreamCode !== undefined && upstreamCode === notFoundCode)) {
+    if (status === NOT_FOUND_STATUS || (status < 500 && upstreamCode === 'NOT_FOUND')) {
       return new UpstreamError('not_found', `upstream answered not found (${status})`, details);
     }
     if (status === 422) return new UpstreamError('validation', 'upstream rejected the request as invalid (422)', details);
     if (status === 429) {
       const asked = parseRetryAfter(response.headers.get('retry-after'), now()) ?? DEFAULT_RETRY_AFTER_SECONDS;
       const retryAfterSeconds = Math.min(MAX_RETRY_AFTER_SECONDS, asked);
-      await holdOffAfter429(operation, call, retryAfterSeconds);
+      const time = now();
+      const untilMs = time + retryAfterSeconds * 1000;
+      const startsHere = reported[operation] <= time;
+      reported[operation] = Math.max(reported[operation], untilMs);
+      const heldUntil = (await holdOff.state(operation)).untilMs;
+      metrics.upstreamHoldOff(Math.max(0, untilMs - Math.max(heldUntil, time)) / 1000);
+      await holdOff.hold(operation, untilMs);
+      if (startsHere && heldUntil <= time) onHoldOff?.({ operation, call, untilMs, retryAfterSeconds });
       return new UpstreamError('rate_limited', 'upstream asked us to slow down (429)', { ...details, retryAfterSeconds });
     }
     if (status < 500) return new UpstreamError('refused', `upstream refused the request (${status})`, details);
     return new UpstreamError(RETRYABLE_STATUSES.has(status) ? 'unavailable' : 'bad_response', `upstream failed (${status})`, details);
-  }
-
-  async function holdOffAfter429(operation: OperationClass, call: string, retryAfterSeconds: number): Promise<void> {
-    const time = now();
-    const untilMs = time + retryAfterSeconds * 1000;
-    const startsHere = reported[operation] <= time;
-    reported[operation] = Math.max(reported[operation], untilMs);
-    const heldUntil = (await holdOff.state(operation)).untilMs;
-    metrics.upstreamHoldOff(Math.max(0, untilMs - Math.max(heldUntil, time)) / 1000);
-    await holdOff.hold(operation, untilMs);
-    if (startsHere && heldUntil <= time) onHoldOff?.({ operation, call, untilMs, retryAfterSeconds });
   }
 
   async function readCapped(response: Response, onBytes?: (bytes: number) => void): Promise<string> {
