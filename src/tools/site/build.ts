@@ -7,10 +7,8 @@ import { createLogger } from '../../core/log.js';
 import type { IssueDetail, PublicCategory } from '../../core/public-shapes.js';
 import { createAppForConfig } from '../../core/app.js';
 import * as pages from './pages.js';
-import { neighbourOf } from './read.js';
+import { neighbourOf, type Publication } from './read.js';
 import { SEARCH_JS } from './search-script.js';
-
-export type Publication = { issues: readonly IssueDetail[]; categories: readonly PublicCategory[] };
 
 export interface SiteOptions {
   siteUrl: string;

@@ -1,8 +1,9 @@
 import { hc } from 'hono/client';
 import type { AppType } from '../../core/app.js';
-import type { IssueSummary } from '../../core/public-shapes.js';
+import type { IssueDetail, IssueSummary, PublicCategory } from '../../core/public-shapes.js';
 import { toIssueNeighbour } from '../../core/reads/allow-list.js';
-import type { Publication } from './build.js';
+
+export type Publication = { issues: readonly IssueDetail[]; categories: readonly PublicCategory[] };
 
 export interface ReadOptions {
   apiUrl: string;
