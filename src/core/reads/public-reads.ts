@@ -45,26 +45,35 @@ export type PublicReads = ReturnType<typeof createPublicReads>;
 
 export type ArchiveQuery = Omit<ArchiveRequest, 'format'>;
 
-export const archivePageKey = ({ limit, offset, category, q }: ArchiveQuery) =>
-  `${limit}:${offset}:${category ?? ''}${q === undefined ? '' : `:${q}`}`;
-
 export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
   const listed = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
   const list = query.q === undefined ? listed : search(index.text, listed, query.q.split(' '));
   return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
 }
 
-export function createIndexRenders(maxBytes: number) {
+type Render<F> = (index: ArchiveIndex, query: ArchiveQuery, format: F) => Promise<RenderedJson>;
+
+// A page (or a feed, by format) is kept while its index is current; a search's is not: anyone could fill this cache with them.
+export function createIndexRenders<F extends string | undefined>(maxBytes: number, render: Render<F>) {
   const renders = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
     maxSize: Math.max(1, maxBytes),
     sizeCalculation: (render) => renderedBytes(render.rendered),
   });
+  const pageKeys = new WeakMap<ArchiveQuery, string>();
+  async function renderAndKeep(index: ArchiveIndex, query: ArchiveQuery, format: F, key: string) {
+    const rendered = await render(index, query, format);
+    renders.set(key, { index, rendered });
+    return rendered;
+  }
   return {
-    get: (index: ArchiveIndex, key: string) => {
+    rendered(index: ArchiveIndex, query: ArchiveQuery, format: F): MaybePromise<RenderedJson> {
+      if (query.q !== undefined) return render(index, query, format);
+      let pageKey = pageKeys.get(query);
+      if (pageKey === undefined) pageKeys.set(query, (pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`));
+      const key = format === undefined ? pageKey : `${format}:${pageKey}`;
       const kept = renders.get(key);
-      return kept?.index === index ? kept.rendered : undefined;
+      return kept?.index === index ? kept.rendered : renderAndKeep(index, query, format, key);
     },
-    set: (index: ArchiveIndex, key: string, rendered: RenderedJson) => void renders.set(key, { index, rendered }),
     stats: () => [renders.size, renders.calculatedSize] as const,
   };
 }
@@ -123,26 +132,14 @@ export function createPublicReads(options: PublicReadsOptions) {
     onTooLarge: options.onTooLarge,
     metrics: options.metrics,
   });
-  const pages = createIndexRenders(budget.renderedPages);
-  const pageKeys = new WeakMap<ArchiveQuery, string>();
-  const pageKeyOf = (query: ArchiveQuery) => {
-    let key = pageKeys.get(query);
-    if (key === undefined) pageKeys.set(query, (key = archivePageKey(query)));
-    return key;
-  };
-
-  // A search's page is neither kept nor compressed: keeping them would let anyone fill this cache.
-  async function renderPage(index: ArchiveIndex, query: ArchiveQuery): Promise<RenderedJson> {
+  const pages = createIndexRenders(budget.renderedPages, (index, query) => {
     const { issues, total } = archivePageOf(index, query);
     const { limit, offset } = query;
     const nextOffset = offset + limit < total ? offset + limit : null;
     const meta = { total, limit, offset, nextOffset, previousOffset: offset > 0 ? Math.max(0, Math.min(offset, total) - limit) : null };
-    const envelope: ArchivePageBody = { ok: true, data: issues, meta };
-    if (query.q !== undefined) return renderJson(envelope);
-    const rendered = await renderJson(envelope, encodeBody);
-    pages.set(index, pageKeyOf(query), rendered);
-    return rendered;
-  }
+    // A search's page is not compressed either: it is not kept.
+    return renderJson({ ok: true, data: issues, meta } satisfies ArchivePageBody, query.q === undefined ? encodeBody : undefined);
+  });
 
   async function withCopies(value: CachedValue): Promise<CachedValue> {
     if (value.kind !== 'json' || encodeBody === undefined) return value;
@@ -439,9 +436,9 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   function pageOf({ index, state, ageSeconds, staleReason }: ReturnType<typeof indexReadOf>, query: ArchiveQuery) {
-    const rendered = query.q === undefined ? pages.get(index, pageKeyOf(query)) : undefined;
-    if (rendered !== undefined) return { rendered, state, ageSeconds, staleReason };
-    return renderPage(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
+    const rendered = pages.rendered(index, query, undefined);
+    if (!(rendered instanceof Promise)) return { rendered, state, ageSeconds, staleReason };
+    return rendered.then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
   }
 
   // A copy the index shows edited since is read again now, not served while it refreshes.
