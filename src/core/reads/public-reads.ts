@@ -118,7 +118,6 @@ export function createPublicReads(options: PublicReadsOptions) {
   });
 
   const cache = createReadThroughCache<CachedValue>({
-    ...rules.issue,
     rulesFor: (key) => (key === ARCHIVE_KEY ? rules.archive : key === CATEGORIES_KEY ? rules.categories : rules.issue),
     maxBytes: budget.upstreamData,
     maxEntryBytes: budget.upstreamDataEntry,
