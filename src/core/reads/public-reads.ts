@@ -398,10 +398,9 @@ export function createPublicReads(options: PublicReadsOptions) {
   // A slug a complete index lacks may only be newer than it, which one refresh settles (docs/contract.md "Availability under abuse").
   let indexRefresh: Promise<IndexCopy | undefined> | undefined;
   let lastIndexRefreshAt = Number.NEGATIVE_INFINITY;
-  async function lookUpSlug(slug: string, request: unknown, requester: Requester<unknown> | undefined) {
+  async function isUnlisted(slug: string, request: unknown, requester: Requester<unknown> | undefined) {
     const copy = await keptIndex(request, requester).catch(() => undefined);
-    if (!copy?.index.complete) return 'unknown';
-    if (copy.index.positions.has(slug)) return 'listed';
+    if (!copy?.index.complete || copy.index.positions.has(slug)) return false;
     const time = now();
     if (indexRefresh === undefined && time - Math.max(lastIndexRefreshAt, copy.fetchedAt) >= options.indexRefreshMinIntervalMs) {
       lastIndexRefreshAt = time;
@@ -412,8 +411,7 @@ export function createPublicReads(options: PublicReadsOptions) {
         });
     }
     const newer = indexRefresh === undefined ? copy : await indexRefresh;
-    if (newer?.index.positions.has(slug)) return 'listed';
-    return newer?.index.complete ? 'absent' : 'unknown';
+    return newer?.index.complete === true && !newer.index.positions.has(slug);
   }
 
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
@@ -455,8 +453,8 @@ export function createPublicReads(options: PublicReadsOptions) {
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);
     if (copy !== undefined || cache.has(key)) return readIssue(slug, key, copy, request, requester);
-    return lookUpSlug(slug, request, requester).then((found) =>
-      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(slug, key, cache.peek(key), request, requester),
+    return isUnlisted(slug, request, requester).then((unlisted) =>
+      unlisted ? Promise.reject(noSuchIssue()) : readIssue(slug, key, cache.peek(key), request, requester),
     );
   }
 
