@@ -404,7 +404,9 @@ export function createPublicReads(options: PublicReadsOptions) {
     const time = now();
     if (indexRefresh === undefined && time - Math.max(lastIndexRefreshAt, copy.fetchedAt) >= options.indexRefreshMinIntervalMs) {
       lastIndexRefreshAt = time;
-      indexRefresh = refreshIndex(request, requester)
+      // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
+      indexRefresh = Promise.resolve(cache.read(ARCHIVE_KEY, loadArchiveFromUpstream, request, requester, true))
+        .then(({ value }) => (value?.kind === 'archive' && value.fetchedAt >= time ? value : undefined))
         .catch(() => undefined)
         .finally(() => {
           indexRefresh = undefined;
@@ -417,12 +419,6 @@ export function createPublicReads(options: PublicReadsOptions) {
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
   const keptIndex = async (request: unknown, requester: Requester<unknown> | undefined) =>
     cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, request, requester)).value) : undefined;
-  // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
-  async function refreshIndex(request: unknown, requester: Requester<unknown> | undefined) {
-    const startedAt = now();
-    const { value } = await cache.read(ARCHIVE_KEY, loadArchiveFromUpstream, request, requester, true);
-    return value?.kind === 'archive' && value.fetchedAt >= startedAt ? value : undefined;
-  }
 
   function archiveIndex<R>(request?: R, requester?: Requester<R>) {
     return andThen(cache.read(ARCHIVE_KEY, loadArchive, request, requester), indexReadOf);
