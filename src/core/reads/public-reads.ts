@@ -60,11 +60,6 @@ export function createIndexRenders<F extends string | undefined>(maxBytes: numbe
     sizeCalculation: (render) => renderedBytes(render.rendered),
   });
   const pageKeys = new WeakMap<ArchiveQuery, string>();
-  async function renderAndKeep(index: ArchiveIndex, query: ArchiveQuery, format: F, key: string) {
-    const rendered = await render(index, query, format);
-    renders.set(key, { index, rendered });
-    return rendered;
-  }
   return {
     rendered(index: ArchiveIndex, query: ArchiveQuery, format: F): MaybePromise<RenderedJson> {
       if (query.q !== undefined) return render(index, query, format);
@@ -72,7 +67,11 @@ export function createIndexRenders<F extends string | undefined>(maxBytes: numbe
       if (pageKey === undefined) pageKeys.set(query, (pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`));
       const key = format === undefined ? pageKey : `${format}:${pageKey}`;
       const kept = renders.get(key);
-      return kept?.index === index ? kept.rendered : renderAndKeep(index, query, format, key);
+      if (kept?.index === index) return kept.rendered;
+      return render(index, query, format).then((rendered) => {
+        renders.set(key, { index, rendered });
+        return rendered;
+      });
     },
     stats: () => [renders.size, renders.calculatedSize] as const,
   };
@@ -381,12 +380,10 @@ export function createPublicReads(options: PublicReadsOptions) {
   const staleReasonOf = (state: CacheState): StaleReason | undefined =>
     state === 'STALE' ? (options.spells?.affectedRead() ?? 'revalidating') : undefined;
 
-  function counted<R>(read: MaybePromise<R>): MaybePromise<R> {
-    if (!(read instanceof Promise)) return read;
-    return read.catch((error: unknown) => {
-      if (error instanceof UpstreamError && !(error instanceof ReadBudgetExceeded)) options.spells?.affectedRead();
-      throw error;
-    });
+  const counted = <R>(read: MaybePromise<R>) => (read instanceof Promise ? read.catch(countAffected) : read);
+  function countAffected(error: unknown): never {
+    if (error instanceof UpstreamError && !(error instanceof ReadBudgetExceeded)) options.spells?.affectedRead();
+    throw error;
   }
 
   // Hoisted, as are the other steps of a cached hit: a closure made per request is a cost every hit pays.
@@ -438,10 +435,9 @@ export function createPublicReads(options: PublicReadsOptions) {
   function readIssue(slug: string, key: string, copy: CachedValue | undefined, request: unknown, requester?: Requester<unknown>) {
     const verdict = indexSays(slug, copy);
     if (verdict === 'dropped') return Promise.reject(noSuchIssue());
-    const read = cache.read(key, loadIssue, request, requester, verdict === 'edited');
-    return andThen(andThen(read, publicReadOf<IssueBody>), foundOrNoSuchIssue);
+    return andThen(cache.read(key, loadIssue, request, requester, verdict === 'edited'), issueReadOf);
   }
-  const foundOrNoSuchIssue = (found: PublicRead<IssueBody> | undefined) => found ?? Promise.reject(noSuchIssue());
+  const issueReadOf = (result: ReadResult<CachedValue>) => publicReadOf<IssueBody>(result) ?? Promise.reject(noSuchIssue());
   const categoriesReadOf = (result: ReadResult<CachedValue>) => publicReadOf<CategoriesBody>(result)!;
 
   function issue(slug: string, request: unknown, requester: Requester<unknown> | undefined): MaybePromise<PublicRead<IssueBody>> {
