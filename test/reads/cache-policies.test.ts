@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { cacheControlOf, cachePolicies, freshnessRulesOf, sharedTierMaxAgeSeconds } from '../../src/core/reads/cache-policies.js';
+import {
+  cacheControlOf,
+  cachePolicies,
+  freshnessRulesOf,
+  SITE_POLICIES,
+  sharedTierMaxAgeSeconds,
+} from '../../src/core/reads/cache-policies.js';
 
 describe('the cache policies', () => {
   const policies = cachePolicies({ cacheTtlSeconds: 60, categoriesTtlSeconds: 900 });
@@ -8,8 +14,8 @@ describe('the cache policies', () => {
     expect(cacheControlOf(policies.archive)).toBe('public, max-age=60, stale-while-revalidate=300, stale-if-error=86400');
     expect(cacheControlOf(policies.issue)).toBe('public, max-age=60, stale-while-revalidate=300, stale-if-error=86400');
     expect(cacheControlOf(policies.categories)).toBe('public, max-age=900, stale-while-revalidate=300, stale-if-error=86400');
-    expect(cacheControlOf(policies.sitePage)).toBe('no-cache');
-    expect(cacheControlOf(policies.siteFile)).toBe('public, max-age=300');
+    expect(cacheControlOf(SITE_POLICIES.sitePage)).toBe('no-cache');
+    expect(cacheControlOf(SITE_POLICIES.siteFile)).toBe('public, max-age=300');
   });
 
   it('gives the read-through cache the same times in milliseconds', () => {

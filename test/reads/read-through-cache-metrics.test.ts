@@ -9,9 +9,8 @@ function createCache(maxBytes: number) {
   const cache = createReadThroughCache<string>({
     sizeOf: (value) => value.length,
     maxBytes,
-    ttlMs: 60_000,
-    staleWhileRevalidateMs: 300_000,
-    staleIfErrorMs: 86_400_000,
+    maxEntryBytes: maxBytes / 2,
+    rulesFor: () => ({ ttlMs: 60_000, staleWhileRevalidateMs: 300_000, staleIfErrorMs: 86_400_000 }),
     notFoundTtlMs: 30_000,
     now: clock.now,
     metrics: recorder.metrics,

@@ -57,9 +57,8 @@ function createCache(overrides: Partial<ReadThroughCacheOptions<string>> = {}, l
   const readThrough = createReadThroughCache<string>({
     sizeOf: (value) => value.length,
     maxBytes: 10_000,
-    ttlMs: TTL,
-    staleWhileRevalidateMs: SWR,
-    staleIfErrorMs: SIE,
+    maxEntryBytes: 5_000,
+    rulesFor: () => ({ ttlMs: TTL, staleWhileRevalidateMs: SWR, staleIfErrorMs: SIE }),
     notFoundTtlMs: NOT_FOUND_TTL,
     now: clock.now,
     ...overrides,
@@ -343,7 +342,7 @@ describe('read-through cache', () => {
   });
 
   it('never holds more bytes than its bound, however many keys are read', async () => {
-    const { cache } = createCache({ maxBytes: 5_000 });
+    const { cache } = createCache({ maxBytes: 5_000, maxEntryBytes: 2_500 });
     for (let i = 0; i < 20_000; i += 1) {
       await cache.read(`key-${i}`);
       const { bytes } = cache.stats();
@@ -406,7 +405,7 @@ describe('read-through cache', () => {
     { key: 'a', answer: 'a@v1', what: 'what it loaded' },
     { key: 'missing-a', answer: undefined, what: '"does not exist" when it found nothing' },
   ])('answers a cold read whose load in flight is evicted by other keys with $what', async ({ key, answer }) => {
-    const { cache, loader, readThrough } = createCache({ maxBytes: 12 });
+    const { cache, loader, readThrough } = createCache({ maxBytes: 12, maxEntryBytes: 6 });
     loader.hold();
     const pending = cache.read(key);
     await settle();

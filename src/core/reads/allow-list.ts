@@ -37,11 +37,10 @@ export function toIssueDetail(summary: IssueSummary, letter: Letter, neighbours:
 
 export const toIssueNeighbour = ({ slug, subject, sentAt }: IssueSummary): IssueNeighbour => ({ slug, subject, sentAt });
 
-export function compareNewestFirst(a: IssueSummary, b: IssueSummary): number {
-  const timeA = a.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(a.sentAt);
-  const timeB = b.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(b.sentAt);
-  return timeA !== timeB ? timeB - timeA : bySlug(a, b);
-}
+export const compareNewestFirst = (a: IssueSummary, b: IssueSummary) => sentTime(b) - sentTime(a) || bySlug(a, b);
+
+// Unsent last; two unsent give NaN, which falls through to the slug as equal times do.
+const sentTime = (summary: IssueSummary) => (summary.sentAt === null ? Number.NEGATIVE_INFINITY : Date.parse(summary.sentAt));
 
 export const compareByName = (a: PublicCategory, b: PublicCategory) =>
   a.name.localeCompare(b.name, 'en', { sensitivity: 'base' }) || bySlug(a, b);

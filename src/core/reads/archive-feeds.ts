@@ -1,6 +1,6 @@
 import { SLUG_PLACEHOLDER, type Config } from '../config/config.js';
 import { renderAtomFeed, latestUpdate, renderRssFeed } from '../feeds/feeds.js';
-import { archivePageKey, archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
+import { archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
 import type { Requester } from './read-through-cache.js';
 import { renderBody, type BodyEncoder } from './rendered-json.js';
 
@@ -24,29 +24,25 @@ export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publi
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
   const siteUrl = new URL('/', issueUrl('slug')).href;
   const siteName = publicationName ?? new URL(siteUrl).host;
-  const rendered = createIndexRenders(maxBytes);
+  const rendered = createIndexRenders(maxBytes, (index, query, format: FeedFormat) => {
+    const { issues } = archivePageOf(index, query);
+    const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
+    const body = RENDERERS[format](issues, {
+      issueUrl,
+      ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
+      siteUrl,
+      title: [siteName, categoryName, query.q === undefined ? undefined : `search for “${query.q}”`].filter(Boolean).join(': '),
+      author: siteName,
+      updated: latestUpdate(issues, EPOCH),
+    });
+    return renderBody(body, encodeBody);
+  });
 
   return {
     async feed<R>(query: ArchiveQuery, format: FeedFormat, request?: R, requester?: Requester<R>): Promise<PublicRead> {
       const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(request, requester);
-      // A search's feed is not kept, as its JSON page is not.
-      const key = query.q === undefined ? `${format}:${archivePageKey(query)}` : undefined;
-      let page = key === undefined ? undefined : rendered.get(index, key);
-      if (page === undefined) {
-        const { issues } = archivePageOf(index, query);
-        const categoryName = query.category === undefined ? undefined : index.byCategory.get(query.category)?.[0]?.category?.name;
-        const body = RENDERERS[format](issues, {
-          issueUrl,
-          ...(publicBaseUrl === undefined ? {} : { feedUrl: selfLink(publicBaseUrl, query, format) }),
-          siteUrl,
-          title: [siteName, categoryName, query.q === undefined ? undefined : `search for “${query.q}”`].filter(Boolean).join(': '),
-          author: siteName,
-          updated: latestUpdate(issues, EPOCH),
-        });
-        page = await renderBody(body, encodeBody);
-        if (key !== undefined) rendered.set(index, key, page);
-      }
-      return { rendered: page, state, ageSeconds, staleReason };
+      const page = rendered.rendered(index, query, format);
+      return { rendered: page instanceof Promise ? await page : page, state, ageSeconds, staleReason };
     },
 
     stats: () => {

@@ -18,7 +18,6 @@ export function cachePolicies(config: { cacheTtlSeconds: number; categoriesTtlSe
     archive: read(config.cacheTtlSeconds),
     issue: read(config.cacheTtlSeconds),
     categories: read(config.categoriesTtlSeconds),
-    ...SITE_POLICIES,
   };
 }
 
@@ -50,6 +49,4 @@ export function splitMemoryBudget(maxBytes: number) {
   return { upstreamData, upstreamDataEntry: Math.floor(upstreamData / 2), renderedPages, renderedFeeds, notFound };
 }
 
-export function stringBytes(text: string): number {
-  return 2 * text.length + 64;
-}
+export const stringBytes = (text: string) => 2 * text.length + 64;

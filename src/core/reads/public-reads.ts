@@ -45,26 +45,34 @@ export type PublicReads = ReturnType<typeof createPublicReads>;
 
 export type ArchiveQuery = Omit<ArchiveRequest, 'format'>;
 
-export const archivePageKey = ({ limit, offset, category, q }: ArchiveQuery) =>
-  `${limit}:${offset}:${category ?? ''}${q === undefined ? '' : `:${q}`}`;
-
 export function archivePageOf(index: ArchiveIndex, query: ArchiveQuery): { issues: IssueSummary[]; total: number } {
   const listed = query.category === undefined ? index.all : (index.byCategory.get(query.category) ?? []);
   const list = query.q === undefined ? listed : search(index.text, listed, query.q.split(' '));
   return { issues: list.slice(query.offset, query.offset + query.limit), total: list.length };
 }
 
-export function createIndexRenders(maxBytes: number) {
+type Render<F> = (index: ArchiveIndex, query: ArchiveQuery, format: F) => Promise<RenderedJson>;
+
+// A page (or a feed, by format) is kept while its index is current; a search's is not: anyone could fill this cache with them.
+export function createIndexRenders<F extends string | undefined>(maxBytes: number, render: Render<F>) {
   const renders = new LRUCache<string, { index: ArchiveIndex; rendered: RenderedJson }>({
     maxSize: Math.max(1, maxBytes),
     sizeCalculation: (render) => renderedBytes(render.rendered),
   });
+  const pageKeys = new WeakMap<ArchiveQuery, string>();
   return {
-    get: (index: ArchiveIndex, key: string) => {
+    rendered(index: ArchiveIndex, query: ArchiveQuery, format: F): MaybePromise<RenderedJson> {
+      if (query.q !== undefined) return render(index, query, format);
+      let pageKey = pageKeys.get(query);
+      if (pageKey === undefined) pageKeys.set(query, (pageKey = `${query.limit}:${query.offset}:${query.category ?? ''}`));
+      const key = format === undefined ? pageKey : `${format}:${pageKey}`;
       const kept = renders.get(key);
-      return kept?.index === index ? kept.rendered : undefined;
+      if (kept?.index === index) return kept.rendered;
+      return render(index, query, format).then((rendered) => {
+        renders.set(key, { index, rendered });
+        return rendered;
+      });
     },
-    set: (index: ArchiveIndex, key: string, rendered: RenderedJson) => void renders.set(key, { index, rendered }),
     stats: () => [renders.size, renders.calculatedSize] as const,
   };
 }
@@ -109,7 +117,6 @@ export function createPublicReads(options: PublicReadsOptions) {
   });
 
   const cache = createReadThroughCache<CachedValue>({
-    ...rules.issue,
     rulesFor: (key) => (key === ARCHIVE_KEY ? rules.archive : key === CATEGORIES_KEY ? rules.categories : rules.issue),
     maxBytes: budget.upstreamData,
     maxEntryBytes: budget.upstreamDataEntry,
@@ -123,26 +130,14 @@ export function createPublicReads(options: PublicReadsOptions) {
     onTooLarge: options.onTooLarge,
     metrics: options.metrics,
   });
-  const pages = createIndexRenders(budget.renderedPages);
-  const pageKeys = new WeakMap<ArchiveQuery, string>();
-  const pageKeyOf = (query: ArchiveQuery) => {
-    let key = pageKeys.get(query);
-    if (key === undefined) pageKeys.set(query, (key = archivePageKey(query)));
-    return key;
-  };
-
-  // A search's page is neither kept nor compressed: keeping them would let anyone fill this cache.
-  async function renderPage(index: ArchiveIndex, query: ArchiveQuery): Promise<RenderedJson> {
+  const pages = createIndexRenders(budget.renderedPages, (index, query) => {
     const { issues, total } = archivePageOf(index, query);
     const { limit, offset } = query;
     const nextOffset = offset + limit < total ? offset + limit : null;
     const meta = { total, limit, offset, nextOffset, previousOffset: offset > 0 ? Math.max(0, Math.min(offset, total) - limit) : null };
-    const envelope: ArchivePageBody = { ok: true, data: issues, meta };
-    if (query.q !== undefined) return renderJson(envelope);
-    const rendered = await renderJson(envelope, encodeBody);
-    pages.set(index, pageKeyOf(query), rendered);
-    return rendered;
-  }
+    // A search's page is not compressed either: it is not kept.
+    return renderJson({ ok: true, data: issues, meta } satisfies ArchivePageBody, query.q === undefined ? encodeBody : undefined);
+  });
 
   async function withCopies(value: CachedValue): Promise<CachedValue> {
     if (value.kind !== 'json' || encodeBody === undefined) return value;
@@ -385,12 +380,10 @@ export function createPublicReads(options: PublicReadsOptions) {
   const staleReasonOf = (state: CacheState): StaleReason | undefined =>
     state === 'STALE' ? (options.spells?.affectedRead() ?? 'revalidating') : undefined;
 
-  function counted<R>(read: MaybePromise<R>): MaybePromise<R> {
-    if (!(read instanceof Promise)) return read;
-    return read.catch((error: unknown) => {
-      if (error instanceof UpstreamError && !(error instanceof ReadBudgetExceeded)) options.spells?.affectedRead();
-      throw error;
-    });
+  const counted = <R>(read: MaybePromise<R>) => (read instanceof Promise ? read.catch(countAffected) : read);
+  function countAffected(error: unknown): never {
+    if (error instanceof UpstreamError && !(error instanceof ReadBudgetExceeded)) options.spells?.affectedRead();
+    throw error;
   }
 
   // Hoisted, as are the other steps of a cached hit: a closure made per request is a cost every hit pays.
@@ -402,33 +395,27 @@ export function createPublicReads(options: PublicReadsOptions) {
   // A slug a complete index lacks may only be newer than it, which one refresh settles (docs/contract.md "Availability under abuse").
   let indexRefresh: Promise<IndexCopy | undefined> | undefined;
   let lastIndexRefreshAt = Number.NEGATIVE_INFINITY;
-  async function lookUpSlug(slug: string, request: unknown, requester: Requester<unknown> | undefined) {
+  async function isUnlisted(slug: string, request: unknown, requester: Requester<unknown> | undefined) {
     const copy = await keptIndex(request, requester).catch(() => undefined);
-    if (!copy?.index.complete) return 'unknown';
-    if (copy.index.positions.has(slug)) return 'listed';
+    if (!copy?.index.complete || copy.index.positions.has(slug)) return false;
     const time = now();
     if (indexRefresh === undefined && time - Math.max(lastIndexRefreshAt, copy.fetchedAt) >= options.indexRefreshMinIntervalMs) {
       lastIndexRefreshAt = time;
-      indexRefresh = refreshIndex(request, requester)
+      // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
+      indexRefresh = Promise.resolve(cache.read(ARCHIVE_KEY, loadArchiveFromUpstream, request, requester, true))
+        .then(({ value }) => (value?.kind === 'archive' && value.fetchedAt >= time ? value : undefined))
         .catch(() => undefined)
         .finally(() => {
           indexRefresh = undefined;
         });
     }
     const newer = indexRefresh === undefined ? copy : await indexRefresh;
-    if (newer?.index.positions.has(slug)) return 'listed';
-    return newer?.index.complete ? 'absent' : 'unknown';
+    return newer?.index.complete === true && !newer.index.positions.has(slug);
   }
 
   // An issue read keeps a kept index fresh but never loads one cold: without one, a slug is read by slug.
   const keptIndex = async (request: unknown, requester: Requester<unknown> | undefined) =>
     cache.has(ARCHIVE_KEY) ? indexOf((await cache.read(ARCHIVE_KEY, loadArchive, request, requester)).value) : undefined;
-  // Past any shared tier; a failed refresh hands back the copy it had (stale-if-error): no answer.
-  async function refreshIndex(request: unknown, requester: Requester<unknown> | undefined) {
-    const startedAt = now();
-    const { value } = await cache.read(ARCHIVE_KEY, loadArchiveFromUpstream, request, requester, true);
-    return value?.kind === 'archive' && value.fetchedAt >= startedAt ? value : undefined;
-  }
 
   function archiveIndex<R>(request?: R, requester?: Requester<R>) {
     return andThen(cache.read(ARCHIVE_KEY, loadArchive, request, requester), indexReadOf);
@@ -439,19 +426,18 @@ export function createPublicReads(options: PublicReadsOptions) {
   }
 
   function pageOf({ index, state, ageSeconds, staleReason }: ReturnType<typeof indexReadOf>, query: ArchiveQuery) {
-    const rendered = query.q === undefined ? pages.get(index, pageKeyOf(query)) : undefined;
-    if (rendered !== undefined) return { rendered, state, ageSeconds, staleReason };
-    return renderPage(index, query).then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
+    const rendered = pages.rendered(index, query, undefined);
+    if (!(rendered instanceof Promise)) return { rendered, state, ageSeconds, staleReason };
+    return rendered.then((page) => ({ rendered: page, state, ageSeconds, staleReason }));
   }
 
   // A copy the index shows edited since is read again now, not served while it refreshes.
   function readIssue(slug: string, key: string, copy: CachedValue | undefined, request: unknown, requester?: Requester<unknown>) {
     const verdict = indexSays(slug, copy);
     if (verdict === 'dropped') return Promise.reject(noSuchIssue());
-    const read = cache.read(key, loadIssue, request, requester, verdict === 'edited');
-    return andThen(andThen(read, publicReadOf<IssueBody>), foundOrNoSuchIssue);
+    return andThen(cache.read(key, loadIssue, request, requester, verdict === 'edited'), issueReadOf);
   }
-  const foundOrNoSuchIssue = (found: PublicRead<IssueBody> | undefined) => found ?? Promise.reject(noSuchIssue());
+  const issueReadOf = (result: ReadResult<CachedValue>) => publicReadOf<IssueBody>(result) ?? Promise.reject(noSuchIssue());
   const categoriesReadOf = (result: ReadResult<CachedValue>) => publicReadOf<CategoriesBody>(result)!;
 
   function issue(slug: string, request: unknown, requester: Requester<unknown> | undefined): MaybePromise<PublicRead<IssueBody>> {
@@ -459,8 +445,8 @@ export function createPublicReads(options: PublicReadsOptions) {
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);
     if (copy !== undefined || cache.has(key)) return readIssue(slug, key, copy, request, requester);
-    return lookUpSlug(slug, request, requester).then((found) =>
-      found === 'absent' ? Promise.reject(noSuchIssue()) : readIssue(slug, key, cache.peek(key), request, requester),
+    return isUnlisted(slug, request, requester).then((unlisted) =>
+      unlisted ? Promise.reject(noSuchIssue()) : readIssue(slug, key, cache.peek(key), request, requester),
     );
   }
 

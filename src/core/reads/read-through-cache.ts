@@ -29,14 +29,14 @@ export const isWithinStaleWhileRevalidate = (staleAt: number, time: number, rule
   time - staleAt <= rules.staleWhileRevalidateMs;
 export const isWithinStaleIfError = (staleAt: number, time: number, rules: FreshnessRules) => time - staleAt <= rules.staleIfErrorMs;
 
-// `fetchedAtOf`: when a value was fetched, if earlier (a shared copy); `maxEntryBytes` (default half of maxBytes): a larger value
-// is served, not kept; `retryAtOf`: when a failed load may be tried again (a hold-off's end).
-export interface ReadThroughCacheOptions<V> extends FreshnessRules {
-  rulesFor?: (key: string) => FreshnessRules;
+// `fetchedAtOf`: when a value was fetched, if earlier (a shared copy); `maxEntryBytes`: a larger value is served, not kept;
+// `retryAtOf`: when a failed load may be tried again (a hold-off's end).
+export interface ReadThroughCacheOptions<V> {
+  rulesFor: (key: string) => FreshnessRules;
   fetchedAtOf?: (value: V) => number | undefined;
   sizeOf: (value: V) => number;
   maxBytes: number;
-  maxEntryBytes?: number;
+  maxEntryBytes: number;
   notFoundTtlMs: number;
   now: () => number;
   onLoadError?: (key: string, error: unknown) => void;
@@ -58,9 +58,7 @@ export const REFRESH_FAILURE_BACKOFF_MS = 30_000;
 
 /** One load per key at a time, stale-while-revalidate, stale-if-error (docs/contract.md "Caching"). */
 export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
-  const { sizeOf, notFoundTtlMs, now, fetchedAtOf, metrics = noopMetrics } = options;
-  const rulesFor = options.rulesFor ?? (() => options);
-  const maxEntryBytes = options.maxEntryBytes ?? Math.floor(options.maxBytes / 2);
+  const { sizeOf, notFoundTtlMs, now, fetchedAtOf, rulesFor, maxEntryBytes, metrics = noopMetrics } = options;
   const counters = { hits: 0, misses: 0, staleServed: 0, refreshFailures: 0 };
   const lru = new LRUCache<string, Entry<V>>({
     maxSize: options.maxBytes,

@@ -11,8 +11,7 @@ import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
 
-type ArchiveQueryInput = { [Parameter in Exclude<keyof ArchiveRequest, 'format'>]?: string };
-type ArchiveInput = { in: { query: ArchiveQueryInput }; out: { query: ArchiveRequest } };
+type ArchiveInput = { in: { query: { [Parameter in Exclude<keyof ArchiveRequest, 'format'>]?: string } }; out: { query: ArchiveRequest } };
 
 export function createReadRoutes(options: {
   reads: PublicReads;
