@@ -66,9 +66,8 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
   const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
   // Closing after an answer: a request pipelined behind it is not run.
   const closing = new WeakSet<Socket>();
-  // The request the adapter is reading, for its errorHandler (two variables: no object per request).
-  let readingIncoming: IncomingMessage | undefined;
-  let readingOutgoing: ServerResponse | undefined;
+  // The answer to the request the adapter is reading (its `req`), for its errorHandler.
+  let reading: ServerResponse | undefined;
   const finish = (response: Response, bindings: HttpBindings) => finishEarlyAnswer(response, bindings, closing, limits);
 
   const adapterListener = getRequestListener(
@@ -86,10 +85,9 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
       // A Host or path the adapter refuses: the app answers a stand-in. Called before the adapter's first await.
       errorHandler: async (error) => {
         if (!(error instanceof RequestError)) return new Response(null, { status: 500 });
-        const incoming = readingIncoming;
-        const outgoing = readingOutgoing;
-        const response = await options.refuse(standInFor(incoming));
-        return incoming && outgoing ? finish(response, { incoming, outgoing }) : response;
+        const outgoing = reading;
+        const response = await options.refuse(standInFor(outgoing?.req));
+        return outgoing ? finish(response, { incoming: outgoing.req, outgoing }) : response;
       },
     },
   );
@@ -105,13 +103,11 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
     shedding.requestStarted(incoming, outgoing);
     if (closing.has(incoming.socket)) return void incoming.resume();
     if (shedding.overCap()) outgoing.setHeader('Connection', 'close');
-    readingIncoming = incoming;
-    readingOutgoing = outgoing;
+    reading = outgoing;
     try {
       return adapterListener(incoming, outgoing);
     } finally {
-      readingIncoming = undefined;
-      readingOutgoing = undefined;
+      reading = undefined;
     }
   });
   server.listen(options.port, options.hostname, () => onListening?.(server.address() as AddressInfo));
@@ -210,9 +206,8 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   }
 
   function stopWaiting(held: Held) {
-    const { client } = held;
     if (idle.delete(held) || !fresh.delete(held)) return;
-    if (client?.fresh.delete(held)) refile(client, client.fresh.size + 1);
+    if (held.client?.fresh.delete(held)) refile(held.client, held.client.fresh.size + 1);
   }
 
   function release(held: Held) {
