@@ -117,10 +117,9 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
 // An answer ready before the body was read reaches the client whole (docs/node-http.md "Clean early answers").
 async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
   if (incoming.complete) return response;
-  const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
   const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
   const socket = incoming.socket;
-  if (!saysClose && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
+  if (outgoing.getHeader('connection') !== 'close' && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
     const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
     const stop = () => clearTimeout(timer);
     incoming.once('end', stop);
@@ -155,9 +154,8 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
   const headers = new Headers();
   for (const name of ['origin', 'x-request-id']) {
     const value = incoming?.headers[name];
-    try {
-      if (typeof value === 'string') headers.set(name, value);
-    } catch {}
+    // Node's parser refuses every value Headers would (NUL, CR, LF, beyond Latin-1).
+    if (typeof value === 'string') headers.set(name, value);
   }
   const url = `http://localhost${path}`;
   try {

@@ -20,8 +20,7 @@ declare module 'hono' {
 type AnyContext = Context<any, any, any>;
 type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response>;
 
-// Wrapped around each handler, not Hono middleware: Hono composes middleware with promises, and
-// @hono/node-server writes a Response at once only when it is not one.
+// Around each handler, not Hono middleware: that returns a promise, and @hono/node-server writes at once only a Response that is not one.
 export function createPipeline(options: {
   headerRules: HeaderRules;
   logAccess: AccessLog;
