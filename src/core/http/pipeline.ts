@@ -48,7 +48,7 @@ export function createPipeline(options: {
   const requestIdOf = (c: Context) => headerRules.requestId(requestHeader(c, 'x-request-id'));
   const failed = (c: Context, route: string | undefined, startedAt: number, requestId: string) => (error: unknown) => {
     c.set('requestId', requestId);
-    return finish(c, answerError(error, c), route, startedAt);
+    return finish(c, answerError(error, c), route, startedAt) as ReadAnswer<never>;
   };
 
   function route<H extends AnyHandler>(handler: H, routeOf = (c: Context): string | undefined => c.req.routePath): H {
@@ -95,11 +95,9 @@ export function createPipeline(options: {
       try {
         const result = handler(c, requestId);
         if (!(result instanceof Promise)) return answerRead(c, result, requestId, startedAt);
-        return result.then((settled) => answerRead(c, settled, requestId, startedAt), failed(c, route, startedAt, requestId)) as Promise<
-          ReadAnswer<T>
-        >;
+        return result.then((settled) => answerRead(c, settled, requestId, startedAt), failed(c, route, startedAt, requestId));
       } catch (error) {
-        return failed(c, route, startedAt, requestId)(error) as ReadAnswer<T>;
+        return failed(c, route, startedAt, requestId)(error);
       }
     };
   }

@@ -55,8 +55,7 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     const { rendered } = read;
     const copy = chooseCopy(requestHeader(c, 'accept-encoding'), rendered.encoded);
     const status = ifNoneMatchMatches(requestHeader(c, 'if-none-match'), (copy ?? rendered).etag) ? 304 : 200;
-    const headers = { ...recordFor(c, read, copy, status) };
-    headers['X-Request-Id'] = requestId;
+    const headers = { ...recordFor(c, read, copy, status), 'X-Request-Id': requestId };
     // A plain header record and bytes: @hono/node-server writes it straight to the socket.
     return new Response(status === 304 ? null : (copy?.body ?? rendered.bytes), { status, headers }) as ReadAnswer<never>;
   } as SendRead;

@@ -59,11 +59,10 @@ export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host'
       incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId(),
     headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
       const isApi = siteHeaders === undefined || path.startsWith('/api/');
-      const grant = isApi ? corsGrant(origins, origin) : undefined;
       const pageHeaders = path.startsWith(SITE_EMBEDDABLE_PATH) ? embeddableHeaders : siteHeaders;
       const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : pageHeaders);
       headers['X-Request-Id'] = requestId;
-      return grant ? Object.assign(headers, grant) : headers;
+      return isApi ? Object.assign(headers, corsGrant(origins, origin)) : headers;
     },
   };
 }
