@@ -193,7 +193,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   let lastShedAt = Number.NEGATIVE_INFINITY;
   let recheck: NodeJS.Timeout | undefined;
   const overCap = () => open.size > maxConnections;
-  const heldBy = (held: Held) => held.client?.held ?? 0;
 
   function refile(client: Client, from: number) {
     const to = client.fresh.size;
@@ -212,8 +211,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     if (!open.delete(held.socket)) return;
     held.gone = true;
     stopWaiting(held);
-    const { client } = held;
-    if (client !== undefined && --client.held === 0) clients.delete(client.key);
+    if (held.client !== undefined && --held.client.held === 0) clients.delete(held.client.key);
   }
 
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
@@ -222,7 +220,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     for (const held of set) {
       if (at - held.since < graceMs || weighed === WINDOW) break;
       weighed += 1;
-      if (best === undefined || heldBy(held) > heldBy(best)) best = held;
+      if (best === undefined || (held.client?.held ?? 0) > (best.client?.held ?? 0)) best = held;
     }
     return best;
   }
@@ -278,8 +276,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   });
 
   const done = (held: Held) => {
-    held.inFlight -= 1;
-    if (held.inFlight > 0 || held.gone) return;
+    if (--held.inFlight > 0 || held.gone) return;
     held.since = performance.now();
     idle.add(held);
   };
