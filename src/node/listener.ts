@@ -30,11 +30,6 @@ type Limits = Required<ServerLimits>;
 const RECHECK_MS = 100;
 const WINDOW = 16; // how many of a rule's oldest candidates (or clients, for `over_share`) are weighed
 
-/** Node's own cap: room for arrivals while every held connection has a request in flight. */
-export function hardCeiling(maxConnections: number): number {
-  return maxConnections + Math.max(16, Math.ceil(maxConnections / 8));
-}
-
 export function limitsOf(
   config: Pick<
     Config,
@@ -97,7 +92,8 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
     requestTimeout: limits.requestTimeoutMs,
     connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
   });
-  server.maxConnections = hardCeiling(limits.maxConnections);
+  // Node's own cap: room for arrivals while every held connection has a request in flight.
+  server.maxConnections = limits.maxConnections + Math.max(16, Math.ceil(limits.maxConnections / 8));
   const shedding = shedConnections(server, limits, options.onShed);
   server.on('request', (incoming: IncomingMessage, outgoing: ServerResponse) => {
     shedding.requestStarted(incoming, outgoing);

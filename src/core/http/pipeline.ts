@@ -69,8 +69,8 @@ export function createPipeline(options: {
     send: SendRead,
     handler: (c: C, requestId: string) => MaybePromise<PublicRead<T> | Response>,
   ): (c: C) => MaybePromise<ReadAnswer<T> | ErrorAnswer<RouteErrorStatus<Route>>> {
-    // ACCESS_LOG=summary's hit counters by method and status (GET or HEAD, 200 or 304); false: not counted.
-    const counters: (((startedAt: number) => void) | false | undefined)[] = [undefined, undefined, undefined, undefined];
+    // ACCESS_LOG=summary's hit tallies by method and status (GET or HEAD, 200 or 304); false: not counted.
+    const counters: (ReturnType<AccessLog['hitCounter']> | undefined)[] = [undefined, undefined, undefined, undefined];
     const counterOf = (method: string, status: number) =>
       (counters[(method === 'GET' ? 0 : 2) + (status === 200 ? 0 : 1)] ??= logAccess.hitCounter(route, method, status));
 
@@ -82,7 +82,7 @@ export function createPipeline(options: {
       const res = send(c, result, requestId);
       const { method, path } = c.req;
       const counter = result.state === 'HIT' && counterOf(method, res.status);
-      if (counter) counter(startedAt);
+      if (counter) logAccess.countHit(counter, startedAt);
       else
         logAccess({ method, path, route, status: res.status, startedAt, cache: result.state, requestId, staleReason: result.staleReason });
       return res;
