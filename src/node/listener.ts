@@ -25,8 +25,6 @@ export type ServerLimits = Partial<typeof DEFAULTS> & {
   requestTimeoutMs: number;
 };
 
-type Limits = Required<ServerLimits>;
-
 const RECHECK_MS = 100;
 const WINDOW = 16; // how many of a rule's oldest candidates (or clients, for `over_share`) are weighed
 
@@ -58,12 +56,43 @@ export interface ServeOptions {
 
 /** @hono/node-server's listener with limits, shedding and clean early answers (docs/node-http.md). */
 export function serveWithLimits(options: ServeOptions, given: ServerLimits, onListening?: (info: AddressInfo) => void) {
-  const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
+  const limits: Required<ServerLimits> = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
   // Closing after an answer: a request pipelined behind it is not run.
   const closing = new WeakSet<Socket>();
   // The answer to the request the adapter is reading (its `req`), for its errorHandler.
   let reading: ServerResponse | undefined;
-  const finish = (response: Response, bindings: HttpBindings) => finishEarlyAnswer(response, bindings, closing, limits);
+
+  // An answer ready before the body was read reaches the client whole (docs/node-http.md "Clean early answers").
+  async function finish(response: Response, { incoming, outgoing }: HttpBindings) {
+    if (incoming.complete) return response;
+    const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
+    const socket = incoming.socket;
+    if (outgoing.getHeader('connection') !== 'close' && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
+      const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
+      const stop = () => clearTimeout(timer);
+      incoming.once('end', stop);
+      incoming.once('close', stop);
+      incoming.resume();
+      return response;
+    }
+    // Closing with unread input sends a reset that can destroy the answer in the client's buffer: half-close and drain.
+    const body = new Uint8Array(await response.arrayBuffer());
+    if (socket.destroyed) return RESPONSE_ALREADY_SENT;
+    const headers: string[] = [];
+    response.headers.forEach((value, name) => {
+      if (name !== 'content-length' && name !== 'connection' && name !== 'transfer-encoding') headers.push(name, value);
+    });
+    headers.push('Content-Length', String(body.byteLength), 'Connection', 'close');
+    closing.add(socket);
+    const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
+    socket.once('close', () => clearTimeout(timer));
+    outgoing.writeHead(response.status, headers);
+    outgoing.write(body);
+    // Not `outgoing.end()`: Node would destroy the socket.
+    socket.end();
+    incoming.resume();
+    return RESPONSE_ALREADY_SENT;
+  }
 
   const adapterListener = getRequestListener(
     (request, env) => {
@@ -107,39 +136,8 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
     }
   });
   server.listen(options.port, options.hostname, () => onListening?.(server.address() as AddressInfo));
-  return { server, shedding: shedding.isShedding };
-}
 
-// An answer ready before the body was read reaches the client whole (docs/node-http.md "Clean early answers").
-async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
-  if (incoming.complete) return response;
-  const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
-  const socket = incoming.socket;
-  if (outgoing.getHeader('connection') !== 'close' && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
-    const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
-    const stop = () => clearTimeout(timer);
-    incoming.once('end', stop);
-    incoming.once('close', stop);
-    incoming.resume();
-    return response;
-  }
-  // Closing with unread input sends a reset that can destroy the answer in the client's buffer: half-close and drain.
-  const body = new Uint8Array(await response.arrayBuffer());
-  if (socket.destroyed) return RESPONSE_ALREADY_SENT;
-  const headers: string[] = [];
-  response.headers.forEach((value, name) => {
-    if (name !== 'content-length' && name !== 'connection' && name !== 'transfer-encoding') headers.push(name, value);
-  });
-  headers.push('Content-Length', String(body.byteLength), 'Connection', 'close');
-  closing.add(socket);
-  const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
-  socket.once('close', () => clearTimeout(timer));
-  outgoing.writeHead(response.status, headers);
-  outgoing.write(body);
-  // Not `outgoing.end()`: Node would destroy the socket.
-  socket.end();
-  incoming.resume();
-  return RESPONSE_ALREADY_SENT;
+  return { server, shedding: shedding.isShedding };
 }
 
 const UNSAFE_IN_PATH = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g;
@@ -178,7 +176,7 @@ type Client = { key: string; held: number; fresh: Set<Held> };
 type Held = { socket: Socket; client: Client | undefined; inFlight: number; since: number; gone: boolean };
 
 /** Which connections make room above MAX_CONNECTIONS: docs/node-http.md "A crowd at one address". */
-function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
+function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?: (reason: ConnectionShedReason) => void) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
   const open = new Map<Socket, Held>();
   const clients = new Map<string, Client>();
