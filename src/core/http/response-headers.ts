@@ -60,8 +60,7 @@ export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host'
     headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
       const isApi = siteHeaders === undefined || path.startsWith('/api/');
       const pageHeaders = path.startsWith(SITE_EMBEDDABLE_PATH) ? embeddableHeaders : siteHeaders;
-      const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : pageHeaders);
-      headers['X-Request-Id'] = requestId;
+      const headers: Record<string, string> = { ...(isApi ? apiHeaders : pageHeaders), 'X-Request-Id': requestId };
       return isApi ? Object.assign(headers, corsGrant(origins, origin)) : headers;
     },
   };
