@@ -25,15 +25,8 @@ export type ServerLimits = Partial<typeof DEFAULTS> & {
   requestTimeoutMs: number;
 };
 
-type Limits = Required<ServerLimits>;
-
 const RECHECK_MS = 100;
 const WINDOW = 16; // how many of a rule's oldest candidates (or clients, for `over_share`) are weighed
-
-/** Node's own cap: room for arrivals while every held connection has a request in flight. */
-export function hardCeiling(maxConnections: number): number {
-  return maxConnections + Math.max(16, Math.ceil(maxConnections / 8));
-}
 
 export function limitsOf(
   config: Pick<
@@ -63,13 +56,43 @@ export interface ServeOptions {
 
 /** @hono/node-server's listener with limits, shedding and clean early answers (docs/node-http.md). */
 export function serveWithLimits(options: ServeOptions, given: ServerLimits, onListening?: (info: AddressInfo) => void) {
-  const limits: Limits = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
+  const limits: Required<ServerLimits> = { clientKeyOf: () => undefined, ...DEFAULTS, ...given };
   // Closing after an answer: a request pipelined behind it is not run.
   const closing = new WeakSet<Socket>();
-  // The request the adapter is reading, for its errorHandler (two variables: no object per request).
-  let readingIncoming: IncomingMessage | undefined;
-  let readingOutgoing: ServerResponse | undefined;
-  const finish = (response: Response, bindings: HttpBindings) => finishEarlyAnswer(response, bindings, closing, limits);
+  // The answer to the request the adapter is reading (its `req`), for its errorHandler.
+  let reading: ServerResponse | undefined;
+
+  // An answer ready before the body was read reaches the client whole (docs/node-http.md "Clean early answers").
+  async function finish(response: Response, { incoming, outgoing }: HttpBindings) {
+    if (incoming.complete) return response;
+    const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
+    const socket = incoming.socket;
+    if (outgoing.getHeader('connection') !== 'close' && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
+      const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
+      const stop = () => clearTimeout(timer);
+      incoming.once('end', stop);
+      incoming.once('close', stop);
+      incoming.resume();
+      return response;
+    }
+    // Closing with unread input sends a reset that can destroy the answer in the client's buffer: half-close and drain.
+    const body = new Uint8Array(await response.arrayBuffer());
+    if (socket.destroyed) return RESPONSE_ALREADY_SENT;
+    const headers: string[] = [];
+    response.headers.forEach((value, name) => {
+      if (name !== 'content-length' && name !== 'connection' && name !== 'transfer-encoding') headers.push(name, value);
+    });
+    headers.push('Content-Length', String(body.byteLength), 'Connection', 'close');
+    closing.add(socket);
+    const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
+    socket.once('close', () => clearTimeout(timer));
+    outgoing.writeHead(response.status, headers);
+    outgoing.write(body);
+    // Not `outgoing.end()`: Node would destroy the socket.
+    socket.end();
+    incoming.resume();
+    return RESPONSE_ALREADY_SENT;
+  }
 
   const adapterListener = getRequestListener(
     (request, env) => {
@@ -86,10 +109,9 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
       // A Host or path the adapter refuses: the app answers a stand-in. Called before the adapter's first await.
       errorHandler: async (error) => {
         if (!(error instanceof RequestError)) return new Response(null, { status: 500 });
-        const incoming = readingIncoming;
-        const outgoing = readingOutgoing;
-        const response = await options.refuse(standInFor(incoming));
-        return incoming && outgoing ? finish(response, { incoming, outgoing }) : response;
+        const outgoing = reading;
+        const response = await options.refuse(standInFor(outgoing?.req));
+        return outgoing ? finish(response, { incoming: outgoing.req, outgoing }) : response;
       },
     },
   );
@@ -99,56 +121,23 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
     requestTimeout: limits.requestTimeoutMs,
     connectionsCheckingInterval: limits.connectionsCheckingIntervalMs,
   });
-  server.maxConnections = hardCeiling(limits.maxConnections);
+  // Node's own cap: room for arrivals while every held connection has a request in flight.
+  server.maxConnections = limits.maxConnections + Math.max(16, Math.ceil(limits.maxConnections / 8));
   const shedding = shedConnections(server, limits, options.onShed);
   server.on('request', (incoming: IncomingMessage, outgoing: ServerResponse) => {
     shedding.requestStarted(incoming, outgoing);
     if (closing.has(incoming.socket)) return void incoming.resume();
     if (shedding.overCap()) outgoing.setHeader('Connection', 'close');
-    readingIncoming = incoming;
-    readingOutgoing = outgoing;
+    reading = outgoing;
     try {
       return adapterListener(incoming, outgoing);
     } finally {
-      readingIncoming = undefined;
-      readingOutgoing = undefined;
+      reading = undefined;
     }
   });
   server.listen(options.port, options.hostname, () => onListening?.(server.address() as AddressInfo));
-  return { server, shedding: shedding.isShedding };
-}
 
-// An answer ready before the body was read reaches the client whole (docs/node-http.md "Clean early answers").
-async function finishEarlyAnswer(response: Response, { incoming, outgoing }: HttpBindings, closing: WeakSet<Socket>, limits: Limits) {
-  if (incoming.complete) return response;
-  const saysClose = String(outgoing.getHeader('connection') ?? '').toLowerCase() === 'close';
-  const declared = incoming.headers['transfer-encoding'] === undefined ? Number(incoming.headers['content-length'] ?? 0) : Number.NaN;
-  const socket = incoming.socket;
-  if (!saysClose && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
-    const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
-    const stop = () => clearTimeout(timer);
-    incoming.once('end', stop);
-    incoming.once('close', stop);
-    incoming.resume();
-    return response;
-  }
-  // Closing with unread input sends a reset that can destroy the answer in the client's buffer: half-close and drain.
-  const body = new Uint8Array(await response.arrayBuffer());
-  if (socket.destroyed) return RESPONSE_ALREADY_SENT;
-  const headers: string[] = [];
-  response.headers.forEach((value, name) => {
-    if (name !== 'content-length' && name !== 'connection' && name !== 'transfer-encoding') headers.push(name, value);
-  });
-  headers.push('Content-Length', String(body.byteLength), 'Connection', 'close');
-  closing.add(socket);
-  const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
-  socket.once('close', () => clearTimeout(timer));
-  outgoing.writeHead(response.status, headers);
-  outgoing.write(body);
-  // Not `outgoing.end()`: Node would destroy the socket.
-  socket.end();
-  incoming.resume();
-  return RESPONSE_ALREADY_SENT;
+  return { server, shedding: shedding.isShedding };
 }
 
 const UNSAFE_IN_PATH = /[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]/g;
@@ -159,9 +148,8 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
   const headers = new Headers();
   for (const name of ['origin', 'x-request-id']) {
     const value = incoming?.headers[name];
-    try {
-      if (typeof value === 'string') headers.set(name, value);
-    } catch {}
+    // Node's parser refuses every value Headers would (NUL, CR, LF, beyond Latin-1).
+    if (typeof value === 'string') headers.set(name, value);
   }
   const url = `http://localhost${path}`;
   try {
@@ -188,7 +176,7 @@ type Client = { key: string; held: number; fresh: Set<Held> };
 type Held = { socket: Socket; client: Client | undefined; inFlight: number; since: number; gone: boolean };
 
 /** Which connections make room above MAX_CONNECTIONS: docs/node-http.md "A crowd at one address". */
-function shedConnections(server: Server, limits: Limits, onShed?: (reason: ConnectionShedReason) => void) {
+function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?: (reason: ConnectionShedReason) => void) {
   const { maxConnections, clientKeyOf, idleGraceMs, slowHeadGraceMs, overShareAfterMs } = limits;
   const open = new Map<Socket, Held>();
   const clients = new Map<string, Client>();
@@ -199,7 +187,6 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   let lastShedAt = Number.NEGATIVE_INFINITY;
   let recheck: NodeJS.Timeout | undefined;
   const overCap = () => open.size > maxConnections;
-  const heldBy = (held: Held) => held.client?.held ?? 0;
 
   function refile(client: Client, from: number) {
     const to = client.fresh.size;
@@ -210,17 +197,15 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   }
 
   function stopWaiting(held: Held) {
-    const { client } = held;
     if (idle.delete(held) || !fresh.delete(held)) return;
-    if (client?.fresh.delete(held)) refile(client, client.fresh.size + 1);
+    if (held.client?.fresh.delete(held)) refile(held.client, held.client.fresh.size + 1);
   }
 
   function release(held: Held) {
     if (!open.delete(held.socket)) return;
     held.gone = true;
     stopWaiting(held);
-    const { client } = held;
-    if (client !== undefined && --client.held === 0) clients.delete(client.key);
+    if (held.client !== undefined && --held.client.held === 0) clients.delete(held.client.key);
   }
 
   function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
@@ -229,7 +214,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
     for (const held of set) {
       if (at - held.since < graceMs || weighed === WINDOW) break;
       weighed += 1;
-      if (best === undefined || heldBy(held) > heldBy(best)) best = held;
+      if (best === undefined || (held.client?.held ?? 0) > (best.client?.held ?? 0)) best = held;
     }
     return best;
   }
@@ -285,8 +270,7 @@ function shedConnections(server: Server, limits: Limits, onShed?: (reason: Conne
   });
 
   const done = (held: Held) => {
-    held.inFlight -= 1;
-    if (held.inFlight > 0 || held.gone) return;
+    if (--held.inFlight > 0 || held.gone) return;
     held.since = performance.now();
     idle.add(held);
   };

@@ -56,11 +56,9 @@ export function createAccessLog(
   }
 
   return Object.assign(logAccess, {
-    hitCounter(route: string | undefined, method: string, status: number) {
-      if (!isCounted(status, 'HIT')) return false;
-      const counted = countOf(routeOf(route), method, status);
-      return (startedAt: number) => count(counted, startedAt);
-    },
+    hitCounter: (route: string | undefined, method: string, status: number) =>
+      isCounted(status, 'HIT') && countOf(routeOf(route), method, status),
+    countHit: count,
     writeHitSummary() {
       const at = now();
       // Tenths: a summary at shutdown may follow the last one by less than a second.

@@ -20,8 +20,7 @@ declare module 'hono' {
 type AnyContext = Context<any, any, any>;
 type AnyHandler = (c: AnyContext, next: () => Promise<void>) => Response | Promise<Response>;
 
-// Wrapped around each handler, not Hono middleware: Hono composes middleware with promises, and
-// @hono/node-server writes a Response at once only when it is not one.
+// Around each handler, not Hono middleware: that returns a promise, and @hono/node-server writes at once only a Response that is not one.
 export function createPipeline(options: {
   headerRules: HeaderRules;
   logAccess: AccessLog;
@@ -49,7 +48,7 @@ export function createPipeline(options: {
   const requestIdOf = (c: Context) => headerRules.requestId(requestHeader(c, 'x-request-id'));
   const failed = (c: Context, route: string | undefined, startedAt: number, requestId: string) => (error: unknown) => {
     c.set('requestId', requestId);
-    return finish(c, answerError(error, c), route, startedAt);
+    return finish(c, answerError(error, c), route, startedAt) as ReadAnswer<never>;
   };
 
   function route<H extends AnyHandler>(handler: H, routeOf = (c: Context): string | undefined => c.req.routePath): H {
@@ -70,8 +69,8 @@ export function createPipeline(options: {
     send: SendRead,
     handler: (c: C, requestId: string) => MaybePromise<PublicRead<T> | Response>,
   ): (c: C) => MaybePromise<ReadAnswer<T> | ErrorAnswer<RouteErrorStatus<Route>>> {
-    // ACCESS_LOG=summary's hit counters by method and status (GET or HEAD, 200 or 304); false: not counted.
-    const counters: (((startedAt: number) => void) | false | undefined)[] = [undefined, undefined, undefined, undefined];
+    // ACCESS_LOG=summary's hit tallies by method and status (GET or HEAD, 200 or 304); false: not counted.
+    const counters: (ReturnType<AccessLog['hitCounter']> | undefined)[] = [undefined, undefined, undefined, undefined];
     const counterOf = (method: string, status: number) =>
       (counters[(method === 'GET' ? 0 : 2) + (status === 200 ? 0 : 1)] ??= logAccess.hitCounter(route, method, status));
 
@@ -83,7 +82,7 @@ export function createPipeline(options: {
       const res = send(c, result, requestId);
       const { method, path } = c.req;
       const counter = result.state === 'HIT' && counterOf(method, res.status);
-      if (counter) counter(startedAt);
+      if (counter) logAccess.countHit(counter, startedAt);
       else
         logAccess({ method, path, route, status: res.status, startedAt, cache: result.state, requestId, staleReason: result.staleReason });
       return res;
@@ -96,11 +95,9 @@ export function createPipeline(options: {
       try {
         const result = handler(c, requestId);
         if (!(result instanceof Promise)) return answerRead(c, result, requestId, startedAt);
-        return result.then((settled) => answerRead(c, settled, requestId, startedAt), failed(c, route, startedAt, requestId)) as Promise<
-          ReadAnswer<T>
-        >;
+        return result.then((settled) => answerRead(c, settled, requestId, startedAt), failed(c, route, startedAt, requestId));
       } catch (error) {
-        return failed(c, route, startedAt, requestId)(error) as ReadAnswer<T>;
+        return failed(c, route, startedAt, requestId)(error);
       }
     };
   }

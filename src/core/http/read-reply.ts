@@ -31,9 +31,8 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
   function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): HeaderRecord {
     const origin = requestHeader(c, 'origin');
     const granted = rules.origins.granted(origin) ?? '';
-    const { rendered } = read;
     const reusable = read.state === 'HIT' && read.ageSeconds === undefined;
-    const sent = copy ?? rendered;
+    const sent = copy ?? read.rendered;
     const byOrigin = reusable ? records[status].get(sent) : undefined;
     const kept = byOrigin?.get(granted);
     if (kept !== undefined) return kept;
@@ -43,7 +42,7 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     record['X-Cache'] = read.state;
     if (read.ageSeconds !== undefined) record.Age = String(read.ageSeconds);
     // A 304 carries the Vary its 200 would (RFC 9110 §15.4.5).
-    const varies = Boolean(rendered.encoded?.length);
+    const varies = Boolean(read.rendered.encoded?.length);
     if (route.vary !== undefined || varies) record.Vary = [record.Vary, route.vary, varies && 'Accept-Encoding'].filter(Boolean).join(', ');
     if (status === 200) record['Content-Type'] = route.contentType;
     if (status === 200 && copy !== undefined) record['Content-Encoding'] = copy.coding;
@@ -56,8 +55,7 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     const { rendered } = read;
     const copy = chooseCopy(requestHeader(c, 'accept-encoding'), rendered.encoded);
     const status = ifNoneMatchMatches(requestHeader(c, 'if-none-match'), (copy ?? rendered).etag) ? 304 : 200;
-    const headers = { ...recordFor(c, read, copy, status) };
-    headers['X-Request-Id'] = requestId;
+    const headers = { ...recordFor(c, read, copy, status), 'X-Request-Id': requestId };
     // A plain header record and bytes: @hono/node-server writes it straight to the socket.
     return new Response(status === 304 ? null : (copy?.body ?? rendered.bytes), { status, headers }) as ReadAnswer<never>;
   } as SendRead;
@@ -69,14 +67,12 @@ export function ifNoneMatchMatches(header: string | undefined, etag: string): bo
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
 
-/** Looked up only when a load needs it: `c.executionCtx` throws on Node, dear on every request. */
+/** Looked up only when a load needs it: `c.executionCtx` throws on Node (the work simply runs), dear on every request. */
 export function waitUntilOf(c: Context): WaitUntil {
   return (promise) => {
     try {
       c.executionCtx.waitUntil(promise);
-    } catch {
-      // Node: the work simply runs.
-    }
+    } catch {}
   };
 }
 

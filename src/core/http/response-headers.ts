@@ -47,12 +47,11 @@ export const INCOMING_REQUEST_ID = /^[\w=-]{1,255}$/;
 
 // Not Hono's middleware (docs/performance.md). In demo mode pages get the site's headers, and its own origin counts: they post to it.
 export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host' | 'port' | 'turnstileSiteKey'>, servesSite: boolean) {
-  const { allowedOrigins } = config;
-  const origins = createOriginPolicy(allowedOrigins, servesSite ? listenOrigins(config.host, config.port) : []);
+  const origins = createOriginPolicy(config.allowedOrigins, servesSite ? listenOrigins(config.host, config.port) : []);
   const siteHeaders = servesSite ? siteSecurityHeaders(config.turnstileSiteKey !== undefined) : undefined;
   const embeddableHeaders = siteHeaders && { ...siteHeaders, 'Cross-Origin-Resource-Policy': 'cross-origin' };
   // The answer depends on the Origin unless every origin gets the same grant.
-  const apiHeaders = allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
+  const apiHeaders = config.allowedOrigins === '*' ? API_SECURITY_HEADERS : { ...API_SECURITY_HEADERS, Vary: 'Origin' };
   const generateId = createRequestIds();
   return {
     origins,
@@ -60,11 +59,9 @@ export function createHeaderRules(config: Pick<Config, 'allowedOrigins' | 'host'
       incoming !== undefined && INCOMING_REQUEST_ID.test(incoming) ? incoming : generateId(),
     headersFor({ path, origin, requestId }: { path: string; origin: string | undefined; requestId: string }): Record<string, string> {
       const isApi = siteHeaders === undefined || path.startsWith('/api/');
-      const grant = isApi ? corsGrant(origins, origin) : undefined;
       const pageHeaders = path.startsWith(SITE_EMBEDDABLE_PATH) ? embeddableHeaders : siteHeaders;
-      const headers: Record<string, string> = Object.assign({}, isApi ? apiHeaders : pageHeaders);
-      headers['X-Request-Id'] = requestId;
-      return grant ? Object.assign(headers, grant) : headers;
+      const headers: Record<string, string> = { ...(isApi ? apiHeaders : pageHeaders), 'X-Request-Id': requestId };
+      return isApi ? Object.assign(headers, corsGrant(origins, origin)) : headers;
     },
   };
 }
