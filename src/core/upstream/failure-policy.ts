@@ -15,9 +15,6 @@ export const UPSTREAM_HINTS = {
     'Create Subscriber refused this address (answered to the visitor as a success); if every address is refused so, check that NEWSLETTER_API_KEY may create subscribers',
 } as const;
 
-/** If every address got these, subscriptions would be lost. */
-const REFUSALS_WORTH_A_WARNING: ReadonlySet<number> = new Set([400, 403]);
-
 // docs/contract.md "Errors we return". On a read a not-found is a missing list path (unknown slugs are our 404 before this);
 // on subscribe only what every address gets alike may be an error: new, subscribed and refused look the same.
 export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' | 'subscribe'): UpstreamFailureAnswer {
@@ -36,7 +33,8 @@ export function answerUpstreamFailure(failure: UpstreamError, operation: 'read' 
     return { error: new ApiError('VALIDATION_ERROR', { message, details, cause: failure }), level: 'warn', hint: undefined };
   }
   if (kind === 'refused' || kind === 'not_found' || kind === 'validation') {
-    return REFUSALS_WORTH_A_WARNING.has(status ?? 0)
+    // A 400 or 403 to every address would lose every subscription.
+    return status === 400 || status === 403
       ? { error: undefined, level: 'warn', hint: UPSTREAM_HINTS.subscribeRefused }
       : { error: undefined, level: 'info', hint: undefined };
   }
