@@ -77,20 +77,18 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
   // Every read of List Issues is an archive read: the public, sent issues, page by page.
   const listPage: ListPage = async ({ limit, offset, page, conditional }) => {
     const answered: Pick<ListedPage, 'validators' | 'bytes'> = {};
-    const url = buildUrl(UPSTREAM_PATHS.listIssues, {
-      status: 'sent',
-      isPublic: 'true',
-      [paging.limitParam]: String(limit),
-      [paging.pagingParam]: String(paging.style === 'page' ? page : offset),
-    });
     const data = await request('list_issues', {
       method: 'GET',
-      url,
+      url: buildUrl(UPSTREAM_PATHS.listIssues, {
+        status: 'sent',
+        isPublic: 'true',
+        [paging.limitParam]: String(limit),
+        [paging.pagingParam]: String(paging.style === 'page' ? page : offset),
+      }),
       schema: RowListEnvelope,
       conditional,
       notModified: () => NOT_MODIFIED_PAGE,
-      onValidators: (validators) => (answered.validators = validators),
-      onBytes: (bytes) => (answered.bytes = bytes),
+      answered,
       parse: parseIssueRows,
     });
     if (data === NOT_MODIFIED_PAGE.data) return { rows: [], droppedIds: [], notModified: true, validators: conditional };

@@ -71,8 +71,8 @@ export interface TransportRequest<T> {
   body?: unknown;
   conditional?: Validators | undefined;
   notModified?: () => T;
-  onValidators?: (validators: Validators) => void;
-  onBytes?: (bytes: number) => void;
+  /** Filled with what a success said besides its body. */
+  answered?: { validators?: Validators; bytes?: number };
   /** Replaces JSON.parse, to leave out what the schema would strip. */
   parse?: (text: string) => unknown;
 }
@@ -181,8 +181,8 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     const etag = response.headers.get('etag') ?? undefined;
     const lastModified = response.headers.get('last-modified') ?? undefined;
     // The text is not kept in a variable, so a large page is let go once parsed.
-    const parsed = call.schema.safeParse(parseJson(await readCapped(response, call.onBytes), status, call.parse));
-    if (etag !== undefined || lastModified !== undefined) call.onValidators?.({ etag, lastModified });
+    const parsed = call.schema.safeParse(parseJson(await readCapped(response, call.answered), status, call.parse));
+    if (call.answered && (etag !== undefined || lastModified !== undefined)) call.answered.validators = { etag, lastModified };
     if (parsed.success) return parsed.data;
     throw new UpstreamError('bad_response', `upstream ${status} body does not match the expected shape`, { status, cause: parsed.error });
   }
@@ -218,7 +218,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     return new UpstreamError(RETRYABLE_STATUSES.has(status) ? 'unavailable' : 'bad_response', `upstream failed (${status})`, details);
   }
 
-  async function readCapped(response: Response, onBytes?: (bytes: number) => void): Promise<string> {
+  async function readCapped(response: Response, answered?: { bytes?: number }): Promise<string> {
     const { status } = response;
     const declared = Number(response.headers.get('content-length') ?? Number.NaN);
     const tooLarge = () => new ResponseTooLarge(status, maxResponseBytes, Number.isFinite(declared) ? declared : undefined);
@@ -251,7 +251,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
     } catch (error) {
       throw error instanceof UpstreamError ? error : transportError(error);
     }
-    onBytes?.(total);
+    if (answered) answered.bytes = total;
     return parts.join('');
   }
 
