@@ -140,9 +140,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       const url = buildUrl(UPSTREAM_PATHS.createSubscriber);
       const data = await request('create_subscriber', { method: 'POST', url, schema: SubscriberEnvelope, body });
       const status = (data as { status?: unknown } | null | undefined)?.status;
-      const subscriber = { status: typeof status === 'string' ? status : undefined };
-      notices.state('subscriber', KNOWN_SUBSCRIBER_STATUSES, subscriber.status);
-      return subscriber;
+      notices.state('subscriber', KNOWN_SUBSCRIBER_STATUSES, status);
+      return { status: typeof status === 'string' ? status : undefined };
     },
   };
 }
@@ -179,8 +178,8 @@ const MAX_NOTED_STATES = 64;
 function createUpstreamNotices(log: Logger | undefined) {
   const noted = new Set<string>();
 
-  function state(resource: 'issue' | 'subscriber', known: ReadonlySet<string>, status: string | undefined): void {
-    if (!log || status === undefined || known.has(status)) return;
+  function state(resource: 'issue' | 'subscriber', known: ReadonlySet<string>, status: unknown): void {
+    if (!log || typeof status !== 'string' || known.has(status)) return;
     const key = `${resource}:${status}`;
     if (noted.has(key) || noted.size >= MAX_NOTED_STATES) return;
     noted.add(key);
