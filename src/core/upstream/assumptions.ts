@@ -23,6 +23,7 @@ export const DEFAULT_LIST_PAGING: ListPaging = {
 /** Rows when no maximum is sent (the demo upstream answers this many). */
 export const LIST_ISSUES_DEFAULT_ROWS = 50;
 export const NOT_FOUND_STATUS = 404;
+export const isSuccessStatus = (status: number): boolean => status >= 200 && status < 300;
 /** After a 429 without a usable `Retry-After`; a longer one is capped, so one odd header cannot silence the site for a day. */
 export const DEFAULT_RETRY_AFTER_SECONDS = 30;
 export const MAX_RETRY_AFTER_SECONDS = 600;

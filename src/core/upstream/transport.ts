@@ -1,6 +1,7 @@
 import { noopMetrics, type Metrics } from '../metrics.js';
 import type * as z from '../zod.js';
-import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RESPONSE_BYTES, MAX_RETRY_AFTER_SECONDS, NOT_FOUND_STATUS } from './assumptions.js';
+import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, NOT_FOUND_STATUS } from './assumptions.js';
+import { isSuccessStatus, MAX_RESPONSE_BYTES } from './assumptions.js';
 import { UpstreamErrorBodySchema } from './schemas.js';
 import { backoffPauseMs, createMemoryHoldOff, type HoldOff, type OperationClass } from './hold-off.js';
 
@@ -177,7 +178,7 @@ export function createTransport(options: TransportOptions): <T>(request: Transpo
       await discard(response);
       throw new UpstreamError('bad_response', `upstream answered with a redirect (${status}); not followed`, { status });
     }
-    if (status < 200 || status >= 300) throw await failureFromResponse(response, `${method} ${url.pathname}`, operation);
+    if (!isSuccessStatus(status)) throw await failureFromResponse(response, `${method} ${url.pathname}`, operation);
     const etag = response.headers.get('etag') ?? undefined;
     const lastModified = response.headers.get('last-modified') ?? undefined;
     // The text is not kept in a variable, so a large page is let go once parsed.
