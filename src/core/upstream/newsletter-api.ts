@@ -153,16 +153,12 @@ export interface UpstreamForConfigDeps
 
 /** The configured upstream or the demo; the service and `check` both build theirs here, so `check` probes what the site calls. */
 export function createUpstreamForConfig(config: Config, deps: UpstreamForConfigDeps): NewsletterApiClient {
-  const demo = config.mode === 'demo' ? createDemoUpstream({ now: deps.now, siteOrigin: deps.demoOrigin || undefined }) : undefined;
+  const { demoOrigin, ...passed } = deps;
+  const demo = config.mode === 'demo' ? createDemoUpstream({ now: deps.now, siteOrigin: demoOrigin || undefined }) : undefined;
   return createUpstreamClient({
+    ...passed,
     timeoutMs: config.upstreamTimeoutMs,
-    now: deps.now,
-    log: deps.log,
     paging: config.listPaging,
-    metrics: deps.metrics,
-    holdOff: deps.holdOff,
-    waitWhenHeldOffMs: deps.waitWhenHeldOffMs,
-    sleep: deps.sleep,
     onHoldOff: ({ call, untilMs, ...start }) =>
       deps.log?.log('warn', 'upstream_hold_off', { ...start, refusedCall: call, until: new Date(untilMs).toISOString() }),
     baseUrl: demo ? demo.baseUrl : (config.apiBaseUrl ?? ''),
