@@ -44,7 +44,7 @@ export function archiveValue(
   all: IssueSummary[],
   fetchedAt: number,
   complete = false,
-  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync; text?: TextIndex | undefined } = {},
+  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync | undefined; text?: TextIndex | undefined } = {},
 ): CachedValue {
   const { sources = new Map(), sync = NO_SYNC } = rows;
   const text = rows.text ?? summaryTextIndex(all, (slug) => sources.get(slug)?.updatedAt ?? null);
@@ -140,9 +140,5 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
   const text = payload.text && decodeTextIndex(payload.text);
   if (payload.text && !text) return undefined;
-  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, {
-    sources,
-    ...(payload.sync && { sync: payload.sync }),
-    text,
-  });
+  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, sync: payload.sync, text });
 }
