@@ -73,7 +73,7 @@ export function createIndexRenders<F extends string | undefined>(maxBytes: numbe
         return rendered;
       });
     },
-    stats: () => [renders.size, renders.calculatedSize] as const,
+    kept: renders,
   };
 }
 
@@ -487,7 +487,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       counted(andThen(cache.read(CATEGORIES_KEY, loadCategories, request, requester), categoriesReadOf)),
 
     stats() {
-      const [renderedPages, renderedPageBytes] = pages.stats();
+      const { size: renderedPages, calculatedSize: renderedPageBytes } = pages.kept;
       return { ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, renderedPages, renderedPageBytes };
     },
   };
