@@ -465,8 +465,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       const loading = { waitUntil, client: undefined };
       const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), loading, LOADING, true);
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), loading, LOADING, true);
-      if (archive.state === 'STALE' || categories.state === 'STALE')
-        throw new Error('the upstream refresh failed; the copies stay as they were');
+      if (archive.state === 'STALE' || categories.state === 'STALE') throw new Error('the upstream refresh failed; the copies are kept');
       return { issues: indexReadOf(archive).index.all.length };
     },
 
