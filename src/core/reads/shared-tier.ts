@@ -1,5 +1,4 @@
-import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate } from './read-through-cache.js';
-import type { FreshnessRules, Loader } from './read-through-cache.js';
+import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate, type FreshnessRules, type Loader } from './read-through-cache.js';
 
 /** Shared by isolates or instances (the Cache API, Redis). `claimRefresh` is false when another instance holds the refresh. */
 export interface SharedTier {
