@@ -25,12 +25,11 @@ export function issueUpdatedAt(issue: Pick<IssueSummary, 'sentAt' | 'updatedAt'>
   return known.length === 0 ? null : new Date(Math.max(...known)).toISOString();
 }
 
-export const latestUpdate = (issues: readonly IssueSummary[], fallback: string): string =>
-  issues
-    .map(issueUpdatedAt)
-    .filter((date) => date !== null)
-    .sort()
-    .at(-1) ?? fallback;
+/** With no date at all, a fixed one: the same issues, the same bytes. */
+export function latestUpdate(issues: readonly IssueSummary[], fallback = '1970-01-01T00:00:00.000Z'): string {
+  const dates = issues.map(issueUpdatedAt).filter((date) => date !== null);
+  return dates.sort().at(-1) ?? fallback;
+}
 
 export function renderAtomFeed(issues: readonly IssueSummary[], options: FeedOptions): string {
   return [

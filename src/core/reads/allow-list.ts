@@ -28,11 +28,10 @@ export function toIssueSummary(issue: UpstreamIssue & { slug: string }, readingM
 }
 
 type Letter = Pick<IssueDetail, 'contentHtml' | 'readingMinutes'>;
+export type Neighbours = Pick<IssueDetail, 'newer' | 'older'>;
 
-// Field by field: only these reach the answer, whatever else the arguments carry.
-export function toIssueDetail(summary: IssueSummary, letter: Letter, neighbours: Pick<IssueDetail, 'newer' | 'older'>): IssueDetail {
-  const { readingMinutes, contentHtml } = letter;
-  return { ...summary, readingMinutes, contentHtml, newer: neighbours.newer, older: neighbours.older };
+export function toIssueDetail(summary: IssueSummary, { readingMinutes, contentHtml }: Letter, { newer, older }: Neighbours): IssueDetail {
+  return { ...summary, readingMinutes, contentHtml, newer, older };
 }
 
 export const toIssueNeighbour = ({ slug, subject, sentAt }: IssueSummary): IssueNeighbour => ({ slug, subject, sentAt });

@@ -17,8 +17,6 @@ const RENDERERS = { atom: renderAtomFeed, rss: renderRssFeed };
 type FeedFormat = keyof typeof RENDERERS;
 /** The route's default page size, left out of a `self` link. */
 const DEFAULT_LIMIT = 20;
-/** An empty feed's date: the same index, the same bytes. */
-const EPOCH = '1970-01-01T00:00:00.000Z';
 
 export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publicBaseUrl, maxBytes, encodeBody }: ArchiveFeedsOptions) {
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
@@ -33,7 +31,7 @@ export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publi
       siteUrl,
       title: [siteName, categoryName, query.q === undefined ? undefined : `search for “${query.q}”`].filter(Boolean).join(': '),
       author: siteName,
-      updated: latestUpdate(issues, EPOCH),
+      updated: latestUpdate(issues),
     });
     return renderBody(body, encodeBody);
   });
@@ -45,10 +43,7 @@ export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publi
       return { rendered: page instanceof Promise ? await page : page, state, ageSeconds, staleReason };
     },
 
-    stats: () => {
-      const [renderedFeeds, renderedFeedBytes] = rendered.stats();
-      return { renderedFeeds, renderedFeedBytes };
-    },
+    stats: () => ({ renderedFeeds: rendered.kept.size, renderedFeedBytes: rendered.kept.calculatedSize }),
   };
 }
 

@@ -5,14 +5,7 @@ import { renderedBytes, renderedWithEtag, type RenderedJson } from './rendered-j
 import type { ListOrder } from '../upstream/archive.js';
 import type { Validators } from '../upstream/transport.js';
 import type { SharedEntry } from './shared-tier.js';
-import {
-  decodeTextIndex,
-  EncodedTextIndexSchema,
-  encodeTextIndex,
-  summaryTextIndex,
-  textIndexBytes,
-  type TextIndex,
-} from './text-index.js';
+import * as textIndex from './text-index.js';
 
 export interface ArchiveIndex {
   all: IssueSummary[];
@@ -23,7 +16,7 @@ export interface ArchiveIndex {
   size: number;
   sources: ReadonlyMap<string, IssueSource>;
   sync: ArchiveSync;
-  text: TextIndex;
+  text: textIndex.TextIndex;
 }
 
 export type IndexCopy = { index: ArchiveIndex; fetchedAt: number };
@@ -44,13 +37,13 @@ export function archiveValue(
   all: IssueSummary[],
   fetchedAt: number,
   complete = false,
-  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync; text?: TextIndex | undefined } = {},
+  rows: { sources?: ReadonlyMap<string, IssueSource>; sync?: ArchiveSync | undefined; text?: textIndex.TextIndex | undefined } = {},
 ): CachedValue {
   const { sources = new Map(), sync = NO_SYNC } = rows;
-  const text = rows.text ?? summaryTextIndex(all, (slug) => sources.get(slug)?.updatedAt ?? null);
+  const text = rows.text ?? textIndex.summaryTextIndex(all, (slug) => sources.get(slug)?.updatedAt ?? null);
   const byCategory = new Map<string, IssueSummary[]>();
   const positions = new Map<string, number>();
-  let size = 256 + sources.size * 120 + sync.ids.length * 64 + textIndexBytes(text);
+  let size = 256 + sources.size * 120 + sync.ids.length * 64 + textIndex.textIndexBytes(text);
   for (const [at, summary] of all.entries()) {
     size += stringBytes(JSON.stringify(summary)) + 16;
     positions.set(summary.slug, at);
@@ -102,7 +95,7 @@ const SharedPayloadSchema = z.union([
         head: z.optional(z.object({ etag: z.optional(z.string()), lastModified: z.optional(z.string()) })),
       }),
     ),
-    text: z.optional(EncodedTextIndexSchema),
+    text: z.optional(textIndex.EncodedTextIndexSchema),
   }),
   z.object({
     kind: z.literal('json'),
@@ -123,7 +116,7 @@ export function encodeSharedEntry(value: CachedValue): SharedEntry {
   const stored = Number.isFinite(sync.fullReadAt) ? sync : undefined;
   const rows = [...sources].map(([slug, source]) => [slug, source.id, source.updatedAt]);
   return {
-    payload: JSON.stringify({ kind: 'archive', all, complete, sources: rows, sync: stored, text: encodeTextIndex(text) }),
+    payload: JSON.stringify({ kind: 'archive', all, complete, sources: rows, sync: stored, text: textIndex.encodeTextIndex(text) }),
     fetchedAt,
   };
 }
@@ -138,11 +131,7 @@ export function decodeSharedEntry(entry: SharedEntry): CachedValue | undefined {
   if (payload.kind === 'json')
     return jsonValue(renderedWithEtag(payload.body, payload.etag), entry.fetchedAt, payload.version, payload.neighbours);
   const sources = new Map((payload.sources ?? []).map(([slug, id, updatedAt]) => [slug, { id, updatedAt }]));
-  const text = payload.text && decodeTextIndex(payload.text);
+  const text = payload.text && textIndex.decodeTextIndex(payload.text);
   if (payload.text && !text) return undefined;
-  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, {
-    sources,
-    ...(payload.sync && { sync: payload.sync }),
-    text,
-  });
+  return archiveValue(payload.all, entry.fetchedAt, payload.complete ?? false, { sources, sync: payload.sync, text });
 }

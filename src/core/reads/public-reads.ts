@@ -73,7 +73,7 @@ export function createIndexRenders<F extends string | undefined>(maxBytes: numbe
         return rendered;
       });
     },
-    stats: () => [renders.size, renders.calculatedSize] as const,
+    kept: renders,
   };
 }
 
@@ -85,10 +85,9 @@ const ISSUE_KEY_PREFIX = 'issue:';
 const noSuchIssue = () => new ApiError('NOT_FOUND', { message: 'No public issue has this slug.' });
 const noIndex = () => new Error('archive loader returned no index');
 
-type Neighbours = Pick<IssueDetail, 'newer' | 'older'>;
 type KeptRow = { summary: IssueSummary | undefined; source: IssueSource; slot?: number | undefined };
 
-const neighboursKey = (neighbours: Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
+const neighboursKey = (neighbours: allowList.Neighbours) => JSON.stringify([neighbours.newer, neighbours.older]);
 const renderIssue = (data: IssueDetail, encode?: BodyEncoder) => renderJson({ ok: true, data } satisfies IssueBody, encode);
 const indexOf = (value: CachedValue | undefined) => (value?.kind === 'archive' ? value : undefined);
 
@@ -218,7 +217,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     return build(kept, complete, { ...prior.sync, ids: placed.listing, head: head.validators });
   }
 
-  function neighboursIn(index: ArchiveIndex | undefined, slug: string): Neighbours {
+  function neighboursIn(index: ArchiveIndex | undefined, slug: string): allowList.Neighbours {
     const at = index?.positions.get(slug);
     const near = (summary: IssueSummary | undefined) => (summary ? allowList.toIssueNeighbour(summary) : null);
     return at === undefined ? { newer: null, older: null } : { newer: near(index!.all[at - 1]), older: near(index!.all[at + 1]) };
@@ -352,7 +351,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     }
   }
 
-  async function withNeighbours(copy: CachedValue & { kind: 'json' }, neighbours: Neighbours): Promise<CachedValue> {
+  async function withNeighbours(copy: CachedValue & { kind: 'json' }, neighbours: allowList.Neighbours): Promise<CachedValue> {
     const { data } = JSON.parse(copy.rendered.body) as IssueBody;
     return jsonValue(await renderIssue({ ...data, ...neighbours }, encodeBody), copy.fetchedAt, copy.version, neighboursKey(neighbours));
   }
@@ -466,8 +465,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       const loading = { waitUntil, client: undefined };
       const archive = await cache.read(ARCHIVE_KEY, publishing(loadArchiveFromUpstream), loading, LOADING, true);
       const categories = await cache.read(CATEGORIES_KEY, publishing(loadCategoriesFromUpstream), loading, LOADING, true);
-      if (archive.state === 'STALE' || categories.state === 'STALE')
-        throw new Error('the upstream refresh failed; the copies stay as they were');
+      if (archive.state === 'STALE' || categories.state === 'STALE') throw new Error('the upstream refresh failed; the copies are kept');
       return { issues: indexReadOf(archive).index.all.length };
     },
 
@@ -488,7 +486,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       counted(andThen(cache.read(CATEGORIES_KEY, loadCategories, request, requester), categoriesReadOf)),
 
     stats() {
-      const [renderedPages, renderedPageBytes] = pages.stats();
+      const { size: renderedPages, calculatedSize: renderedPageBytes } = pages.kept;
       return { ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, renderedPages, renderedPageBytes };
     },
   };

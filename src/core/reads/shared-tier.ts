@@ -1,5 +1,4 @@
-import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate } from './read-through-cache.js';
-import type { FreshnessRules, Loader } from './read-through-cache.js';
+import { isFresh, isWithinStaleIfError, isWithinStaleWhileRevalidate, type FreshnessRules, type Loader } from './read-through-cache.js';
 
 /** Shared by isolates or instances (the Cache API, Redis). `claimRefresh` is false when another instance holds the refresh. */
 export interface SharedTier {
@@ -72,14 +71,13 @@ export function withSharedTier<V>(load: Loader<V>, options: SharedTierOptions<V>
 const REFRESH_CLAIM_MS = 30_000;
 
 const FETCHED_AT_HEADER = 'X-Fetched-At';
-const FORMAT_VERSION = 'v1';
 
 // Keys become URLs under the upstream base URL and a digest of the API key (URLs may be logged): shared only when both are the same.
 export function createWorkersSharedCache(cache: Cache, options: { namespace: string; apiKey: string; maxAgeSeconds: number }): SharedTier {
   const keyed = new TextEncoder().encode(`newsletter-bff shared cache\0${options.apiKey}`);
   const prefix = crypto.subtle.digest('SHA-256', keyed).then((digest) => {
     const hex = [...new Uint8Array(digest).subarray(0, 8)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
-    return `https://newsletter-bff.cache/${FORMAT_VERSION}/${encodeURIComponent(options.namespace)}/${hex}/`;
+    return `https://newsletter-bff.cache/v1/${encodeURIComponent(options.namespace)}/${hex}/`;
   });
   const urlOf = async (key: string) => (await prefix) + encodeURIComponent(key);
   return {
