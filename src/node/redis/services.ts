@@ -1,8 +1,8 @@
 import { createClient } from '@redis/client';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { createMemoryRateLimiter, type RateLimiter } from '../../core/subscribe/guards.js';
 import type { Logger } from '../../core/log.js';
 import type { SharedTier } from '../../core/reads/shared-tier.js';
+import { createMemoryRateLimiter, type RateLimiter } from '../../core/subscribe/guards.js';
 import { createRepeatGuard, REPEAT_WINDOW_MS, type RepeatGuard } from '../../core/subscribe/guards.js';
 import { createMemorySurgeCounter, minuteOf, slidingRate, type SurgeCounter } from '../../core/subscribe/surge.js';
 import { createMemoryHoldOff, STREAK_FORGOTTEN_AFTER_MS, type HoldOff, type OperationClass } from '../../core/upstream/hold-off.js';
@@ -103,12 +103,10 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
     async send(args: readonly string[]): Promise<unknown> {
       if (closed) throw new RedisUnavailable('closed');
       if (!up) throw new RedisUnavailable('outage');
-      try {
-        return await withTimeout([...args]);
-      } catch (error) {
-        markDown((error as RedisUnavailable).reason);
+      return withTimeout([...args]).catch((error: RedisUnavailable) => {
+        markDown(error.reason);
         throw error;
-      }
+      });
     },
     healthy: () => spell === undefined && !closed,
     markDown,
@@ -207,9 +205,7 @@ export async function connectRedis(
       const tooLarge = Buffer.byteLength(value) > MAX_VALUE_BYTES;
       await send(tooLarge ? ['DEL', cacheKeyOf(key)] : ['SET', cacheKeyOf(key), value, 'EX', String(options.cacheMaxAgeSeconds)]);
     },
-    async delete(key) {
-      await send(['DEL', cacheKeyOf(key)]);
-    },
+    delete: (key) => send(['DEL', cacheKeyOf(key)]).then(() => undefined),
     // Held until it expires; without Redis, every instance refreshes.
     claimRefresh: async (key, ms) => (await send(['SET', `${prefix}refresh:${key}`, '1', 'NX', 'PX', String(ms)], 'OK')) === 'OK',
   };
