@@ -168,9 +168,7 @@ export async function connectRedis(
   // `localRepeats` is asked first and always written, so an outage forgets nothing.
   const localRepeats = createRepeatGuard(now);
   const repeatGuard: RepeatGuard = {
-    async isRepeat(email) {
-      return (await localRepeats.isRepeat(email)) || (await send(['EXISTS', hashed('seen', email)], 0)) === 1;
-    },
+    isRepeat: async (email) => (await localRepeats.isRepeat(email)) || (await send(['EXISTS', hashed('seen', email)], 0)) === 1,
     async remember(email) {
       await localRepeats.remember(email);
       await send(['SET', hashed('seen', email), '1', 'PX', String(REPEAT_WINDOW_MS)]);
