@@ -130,7 +130,7 @@ export async function connectRedis(
     watchLeaseMs?: number;
   },
 ) {
-  const { timeoutMs, log, now = Date.now, subscribeLimitPerMinute: limit } = options;
+  const { timeoutMs, log, now = Date.now, subscribeLimitPerMinute: limit, watchLeaseMs = WATCH_LEASE_MS } = options;
   const client = createClient({
     url: options.url,
     disableOfflineQueue: true,
@@ -242,7 +242,6 @@ export async function connectRedis(
 
   const watchStateKey = `${prefix}watch:state`;
   const holder = randomUUID();
-  const leaseMs = String(options.watchLeaseMs ?? WATCH_LEASE_MS);
   return {
     rateLimiter,
     repeatGuard,
@@ -251,7 +250,7 @@ export async function connectRedis(
     holdOff,
     // One watcher among the instances (docs/deployment.md "Build hooks"); Redis unavailable, nobody holds it.
     watchLease: {
-      hold: async () => Number(await send(['EVAL', HOLD_LEASE_SCRIPT, '1', `${prefix}watch:lease`, holder, leaseMs], 0)) === 1,
+      hold: async () => Number(await send(['EVAL', HOLD_LEASE_SCRIPT, '1', `${prefix}watch:lease`, holder, String(watchLeaseMs)], 0)) === 1,
     },
     // No expiry. A failure rejects: the watch skips that tick rather than take it for a first look.
     watchStore: {
