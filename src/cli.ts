@@ -5,10 +5,7 @@ import { startNode } from './node.js';
 
 /** `run` gives undefined while it keeps running (a server sets its own code when it stops). */
 const COMMANDS: Record<string, { summary: string; run: () => number | undefined | Promise<number | undefined> }> = {
-  start: {
-    summary: 'run the service; demo mode without NEWSLETTER_API_KEY',
-    run: () => void startNode(process.env),
-  },
+  start: { summary: 'run the service; demo mode without NEWSLETTER_API_KEY', run: () => void startNode(process.env) },
   check: {
     summary: 'probe the configured upstream read-only and report what the site would get (exit 0 ok, 1 broken, 2 bad config)',
     run: () => runCheck({ env: process.env, write: (line) => process.stdout.write(`${line}\n`) }),

@@ -154,6 +154,5 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     setInterval(() => server.closeIdleConnections(), 50).unref();
     setTimeout(() => exit(0), 10_000).unref();
   };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
+  for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => shutdown(signal));
 }

@@ -13,10 +13,9 @@ export function createNodeBodyEncoder({ minBytes = 1024 } = {}): BodyEncoder {
     const { BROTLI_PARAM_MODE, BROTLI_MODE_TEXT, BROTLI_PARAM_QUALITY, BROTLI_PARAM_SIZE_HINT } = constants;
     const params = { [BROTLI_PARAM_MODE]: BROTLI_MODE_TEXT, [BROTLI_PARAM_QUALITY]: 9, [BROTLI_PARAM_SIZE_HINT]: text.length };
     const [br, gz] = await Promise.all([brotli(text, { params }), gzipAsync(text, { level: 9 })]);
-    const copies = [
-      { coding: 'br', body: br },
-      { coding: 'gzip', body: gz },
-    ] as Awaited<ReturnType<BodyEncoder>>;
-    return copies.filter((copy) => copy.body.length <= text.length * 0.9);
+    return [
+      { coding: 'br' as const, body: br },
+      { coding: 'gzip' as const, body: gz },
+    ].filter((copy) => copy.body.length <= text.length * 0.9);
   };
 }

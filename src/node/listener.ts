@@ -70,8 +70,7 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
     if (outgoing.getHeader('connection') !== 'close' && Number.isSafeInteger(declared) && declared <= limits.drainMaxBytes) {
       const timer = setTimeout(() => socket.destroy(), limits.drainTimeoutMs).unref();
       const stop = () => clearTimeout(timer);
-      incoming.once('end', stop);
-      incoming.once('close', stop);
+      incoming.once('end', stop).once('close', stop);
       incoming.resume();
       return response;
     }

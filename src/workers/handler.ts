@@ -11,7 +11,6 @@ import { createAppForConfig } from '../core/app.js';
 type Env = Record<string, unknown>;
 type KvNamespace = { get(key: string): Promise<string | null>; put(key: string, value: string): Promise<void> };
 
-const RATE_LIMIT_BINDING = 'SUBSCRIBE_RATE_LIMITER';
 const WATCH_STATE_BINDING = 'DEPLOY_HOOK_STATE';
 const WATCH_STATE_KEY = 'archive-watch';
 const HINTS = {
@@ -40,7 +39,7 @@ export function createWorker(options: WorkerOptions = {}) {
     const { config } = parsed;
     if (config.redisUrl) log.log('warn', 'redis_url_ignored', { hint: HINTS.redis });
     if (config.subscribeBlockDisposable) log.log('error', 'subscribe_block_disposable_unavailable', { hint: HINTS.disposable });
-    const binding = bindingOf<RateLimitBinding>(env[RATE_LIMIT_BINDING], 'limit');
+    const binding = bindingOf<RateLimitBinding>(env.SUBSCRIBE_RATE_LIMITER, 'limit');
     const store =
       options.sharedCache === undefined ? (globalThis as { caches?: { default?: Cache } }).caches?.default : options.sharedCache;
     const kv = bindingOf<KvNamespace>(env[WATCH_STATE_BINDING], 'get', 'put');

@@ -1,8 +1,8 @@
 import { createClient } from '@redis/client';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { createMemoryRateLimiter, type RateLimiter } from '../../core/subscribe/guards.js';
 import type { Logger } from '../../core/log.js';
 import type { SharedTier } from '../../core/reads/shared-tier.js';
+import { createMemoryRateLimiter, type RateLimiter } from '../../core/subscribe/guards.js';
 import { createRepeatGuard, REPEAT_WINDOW_MS, type RepeatGuard } from '../../core/subscribe/guards.js';
 import { createMemorySurgeCounter, minuteOf, slidingRate, type SurgeCounter } from '../../core/subscribe/surge.js';
 import { createMemoryHoldOff, STREAK_FORGOTTEN_AFTER_MS, type HoldOff, type OperationClass } from '../../core/upstream/hold-off.js';
@@ -103,12 +103,10 @@ export function createRedisLink(options: LinkOptions & { send: (args: string[]) 
     async send(args: readonly string[]): Promise<unknown> {
       if (closed) throw new RedisUnavailable('closed');
       if (!up) throw new RedisUnavailable('outage');
-      try {
-        return await withTimeout([...args]);
-      } catch (error) {
-        markDown((error as RedisUnavailable).reason);
+      return withTimeout([...args]).catch((error: RedisUnavailable) => {
+        markDown(error.reason);
         throw error;
-      }
+      });
     },
     healthy: () => spell === undefined && !closed,
     markDown,
@@ -132,7 +130,7 @@ export async function connectRedis(
     watchLeaseMs?: number;
   },
 ) {
-  const { timeoutMs, log, now = Date.now, subscribeLimitPerMinute: limit } = options;
+  const { timeoutMs, log, now = Date.now, subscribeLimitPerMinute: limit, watchLeaseMs = WATCH_LEASE_MS } = options;
   const client = createClient({
     url: options.url,
     disableOfflineQueue: true,
@@ -170,9 +168,7 @@ export async function connectRedis(
   // `localRepeats` is asked first and always written, so an outage forgets nothing.
   const localRepeats = createRepeatGuard(now);
   const repeatGuard: RepeatGuard = {
-    async isRepeat(email) {
-      return (await localRepeats.isRepeat(email)) || (await send(['EXISTS', hashed('seen', email)], 0)) === 1;
-    },
+    isRepeat: async (email) => (await localRepeats.isRepeat(email)) || (await send(['EXISTS', hashed('seen', email)], 0)) === 1,
     async remember(email) {
       await localRepeats.remember(email);
       await send(['SET', hashed('seen', email), '1', 'PX', String(REPEAT_WINDOW_MS)]);
@@ -207,9 +203,7 @@ export async function connectRedis(
       const tooLarge = Buffer.byteLength(value) > MAX_VALUE_BYTES;
       await send(tooLarge ? ['DEL', cacheKeyOf(key)] : ['SET', cacheKeyOf(key), value, 'EX', String(options.cacheMaxAgeSeconds)]);
     },
-    async delete(key) {
-      await send(['DEL', cacheKeyOf(key)]);
-    },
+    delete: (key) => send(['DEL', cacheKeyOf(key)]).then(() => undefined),
     // Held until it expires; without Redis, every instance refreshes.
     claimRefresh: async (key, ms) => (await send(['SET', `${prefix}refresh:${key}`, '1', 'NX', 'PX', String(ms)], 'OK')) === 'OK',
   };
@@ -248,7 +242,6 @@ export async function connectRedis(
 
   const watchStateKey = `${prefix}watch:state`;
   const holder = randomUUID();
-  const leaseMs = String(options.watchLeaseMs ?? WATCH_LEASE_MS);
   return {
     rateLimiter,
     repeatGuard,
@@ -257,7 +250,7 @@ export async function connectRedis(
     holdOff,
     // One watcher among the instances (docs/deployment.md "Build hooks"); Redis unavailable, nobody holds it.
     watchLease: {
-      hold: async () => Number(await send(['EVAL', HOLD_LEASE_SCRIPT, '1', `${prefix}watch:lease`, holder, leaseMs], 0)) === 1,
+      hold: async () => Number(await send(['EVAL', HOLD_LEASE_SCRIPT, '1', `${prefix}watch:lease`, holder, String(watchLeaseMs)], 0)) === 1,
     },
     // No expiry. A failure rejects: the watch skips that tick rather than take it for a first look.
     watchStore: {
