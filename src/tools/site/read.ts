@@ -31,7 +31,6 @@ export class SiteReadError extends Error {
 export function createReadClient(options: ReadOptions) {
   const fetch = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const now = options.now ?? Date.now;
   return hc<AppType>(options.apiUrl.replace(/\/+$/, ''), {
     async fetch(input: RequestInfo | URL, init?: RequestInit) {
       const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
@@ -39,7 +38,7 @@ export function createReadClient(options: ReadOptions) {
         const response = await fetch(input, { ...init, signal: AbortSignal.timeout(TIMEOUT_MS) }).catch((error: unknown) => {
           throw new SiteReadError(`could not read ${path} from ${options.apiUrl}: ${(error as Error).message}`, { cause: error });
         });
-        const ms = attempt <= MAX_RETRIES ? retryWaitMs(response, attempt, now()) : undefined;
+        const ms = attempt <= MAX_RETRIES ? retryWaitMs(response, attempt, (options.now ?? Date.now)()) : undefined;
         if (ms === undefined) return response;
         await response.body?.cancel();
         options.onWait?.({ path, status: response.status, ms, attempt });
