@@ -81,14 +81,13 @@ export function createApp(deps: AppDeps) {
   const logAccess = createAccessLog(log, metrics, { routes: Object.keys(PUBLIC_PATHS), mode: config.accessLog, now });
 
   const { loadIndex = true, ...watch } = deps.archiveWatch ?? {};
-  const hookUrl = config.deployHookUrl;
   const archiveWatch =
-    hookUrl === undefined
+    config.deployHookUrl === undefined
       ? undefined
       : createArchiveWatch({
           readIndex: (watching) => reads.freshArchiveIndex({ load: loadIndex, upstream: watching }),
-          callHook: createDeployHook({ url: hookUrl, fetch: deps.fetch }),
-          hookLabel: describeHookUrl(hookUrl),
+          callHook: createDeployHook({ url: config.deployHookUrl, fetch: deps.fetch }),
+          hookLabel: describeHookUrl(config.deployHookUrl),
           ...watch,
           now,
           log,

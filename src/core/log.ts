@@ -17,9 +17,8 @@ export function createRedactor(secrets: readonly unknown[]): (value: string) => 
   const shortest = ordered.at(-1)?.length ?? Number.POSITIVE_INFINITY;
   return (value) => {
     if (value.length < shortest) return value;
-    let result = value;
-    for (const form of ordered) if (result.includes(form)) result = result.replaceAll(form, '[redacted]');
-    return result;
+    for (const form of ordered) if (value.includes(form)) value = value.replaceAll(form, '[redacted]');
+    return value;
   };
 }
 
