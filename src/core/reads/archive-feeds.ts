@@ -43,7 +43,7 @@ export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publi
       return { rendered: page instanceof Promise ? await page : page, state, ageSeconds, staleReason };
     },
 
-    stats: () => ({ renderedFeeds: rendered.kept.size, renderedFeedBytes: rendered.kept.calculatedSize }),
+    stats: () => ({ renderedFeeds: rendered.stats().size, renderedFeedBytes: rendered.stats().calculatedSize }),
   };
 }
 

@@ -73,7 +73,7 @@ export function createIndexRenders<F extends string | undefined>(maxBytes: numbe
         return rendered;
       });
     },
-    kept: renders,
+    stats: () => ({ size: renders.size, calculatedSize: renders.calculatedSize }),
   };
 }
 
@@ -486,7 +486,7 @@ export function createPublicReads(options: PublicReadsOptions) {
       counted(andThen(cache.read(CATEGORIES_KEY, loadCategories, request, requester), categoriesReadOf)),
 
     stats() {
-      const { size: renderedPages, calculatedSize: renderedPageBytes } = pages.kept;
+      const { size: renderedPages, calculatedSize: renderedPageBytes } = pages.stats();
       return { ...cache.stats(), notFoundEntries: notFound.size, notFoundBytes: notFound.calculatedSize, renderedPages, renderedPageBytes };
     },
   };
