@@ -1,5 +1,6 @@
 import { SLUG_PLACEHOLDER, type Config } from '../config/config.js';
 import { renderAtomFeed, latestUpdate, renderRssFeed } from '../feeds/feeds.js';
+import { PAGE_SIZE } from '../routes/archive-query.js';
 import { archivePageOf, createIndexRenders, type ArchiveQuery, type PublicRead, type PublicReads } from './public-reads.js';
 import type { Requester } from './read-through-cache.js';
 import { renderBody, type BodyEncoder } from './rendered-json.js';
@@ -15,8 +16,6 @@ export type ArchiveFeeds = ReturnType<typeof createArchiveFeeds>;
 
 const RENDERERS = { atom: renderAtomFeed, rss: renderRssFeed };
 type FeedFormat = keyof typeof RENDERERS;
-/** The route's default page size, left out of a `self` link. */
-const DEFAULT_LIMIT = 20;
 
 export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publicBaseUrl, maxBytes, encodeBody }: ArchiveFeedsOptions) {
   const issueUrl = (slug: string) => siteIssueUrl.replaceAll(SLUG_PLACEHOLDER, encodeURIComponent(slug));
@@ -52,7 +51,7 @@ function selfLink(publicBaseUrl: string, query: ArchiveQuery, format: FeedFormat
   const params = new URLSearchParams({ format });
   if (query.category !== undefined) params.set('category', query.category);
   if (query.q !== undefined) params.set('q', query.q);
-  if (query.limit !== DEFAULT_LIMIT) params.set('limit', String(query.limit));
+  if (query.limit !== PAGE_SIZE.fallback) params.set('limit', String(query.limit));
   if (query.offset > 0) params.set('offset', String(query.offset));
   return `${publicBaseUrl}/api/issues?${params}`;
 }
