@@ -38,8 +38,7 @@ export function createArchiveFeeds({ reads, siteIssueUrl, publicationName, publi
   return {
     async feed<R>(query: ArchiveQuery, format: FeedFormat, request?: R, requester?: Requester<R>): Promise<PublicRead> {
       const { index, state, ageSeconds, staleReason } = await reads.archiveIndex(request, requester);
-      const page = rendered.rendered(index, query, format);
-      return { rendered: page instanceof Promise ? await page : page, state, ageSeconds, staleReason };
+      return { rendered: await rendered.rendered(index, query, format), state, ageSeconds, staleReason };
     },
 
     stats: () => ({ renderedFeeds: rendered.stats().size, renderedFeedBytes: rendered.stats().calculatedSize }),

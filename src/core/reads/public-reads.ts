@@ -29,7 +29,7 @@ export interface PublicRead<T = unknown> {
 
 export interface PublicReadsOptions extends Pick<ReadThroughCacheOptions<CachedValue>, 'now' | 'onLoadError' | 'onTooLarge' | 'metrics'> {
   upstream: UpstreamClient;
-  policies: Pick<CachePolicies, 'archive' | 'issue' | 'categories'>;
+  policies: CachePolicies;
   maxBytes: number;
   notFoundTtlSeconds: number;
   archiveMaxIssues: number;
