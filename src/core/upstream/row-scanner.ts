@@ -8,9 +8,6 @@ const ESCAPE = /["\\/bfnrt]|u[0-9A-Fa-f]{4}/y;
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const LITERAL = /true|false|null/y;
 
-const OBJECT = 1;
-const ARRAY = 2;
-
 function fail(text: string, at: number): never {
   throw new SyntaxError(at >= text.length ? 'Unexpected end of JSON input' : `Unexpected token in JSON at position ${at}`);
 }
@@ -44,7 +41,7 @@ function skipName(text: string, at: number): number {
 
 /** The end of the JSON value at `at`, checked but not built; a stack, not recursion, so no nesting overflows. */
 export function skipValue(text: string, at: number): number {
-  const open: number[] = [];
+  const closers: number[] = [];
   let index = at;
   for (;;) {
     index = skipWhitespace(text, index);
@@ -53,7 +50,7 @@ export function skipValue(text: string, at: number): number {
       const inside = skipWhitespace(text, index + 1);
       const close = code === 0x7b ? 0x7d : 0x5d;
       if (text.charCodeAt(inside) !== close) {
-        open.push(code === 0x7b ? OBJECT : ARRAY);
+        closers.push(close);
         index = code === 0x7b ? skipName(text, inside) : inside;
         continue;
       }
@@ -67,16 +64,16 @@ export function skipValue(text: string, at: number): number {
     }
     // A value ended: close what it ends, or go on to the next member or element.
     for (;;) {
-      if (open.length === 0) return index;
+      if (closers.length === 0) return index;
       index = skipWhitespace(text, index);
       const next = text.charCodeAt(index);
-      const kind = open[open.length - 1];
+      const close = closers[closers.length - 1];
       if (next === 0x2c) {
-        index = kind === OBJECT ? skipName(text, index + 1) : index + 1;
+        index = close === 0x7d ? skipName(text, index + 1) : index + 1;
         break;
       }
-      if (next !== (kind === OBJECT ? 0x7d : 0x5d)) fail(text, index);
-      open.pop();
+      if (next !== close) fail(text, index);
+      closers.pop();
       index += 1;
     }
   }
