@@ -131,28 +131,24 @@ function readRowArray(text: string, at: number, fields: ReadonlySet<string>): { 
 /** `{ ok, data: [...] }` as JSON.parse would read it, rows cut to `fields`; text that is not JSON throws a SyntaxError. */
 export function parseRowList(text: string, fields: ReadonlySet<string>): unknown {
   try {
-    return readEnvelope(text, fields);
+    const start = skipWhitespace(text, 0);
+    if (text.charCodeAt(start) !== 0x7b) return JSON.parse(text);
+    const envelope: Record<string, unknown> = {};
+    const end = eachMember(text, start, (name, valueStart) => {
+      if (name === 'data' && text.charCodeAt(valueStart) === 0x5b) {
+        const { rows, end: valueEnd } = readRowArray(text, valueStart, fields);
+        envelope.data = rows;
+        return valueEnd;
+      }
+      if (name !== 'ok' && name !== 'data') return undefined;
+      const valueEnd = skipValue(text, valueStart);
+      envelope[name] = JSON.parse(text.slice(valueStart, valueEnd));
+      return valueEnd;
+    });
+    if (skipWhitespace(text, end) !== text.length) fail(text, skipWhitespace(text, end));
+    return envelope;
   } finally {
     // V8 remembers the last text a pattern matched (RegExp.input): let go of the page's.
     after(WHITESPACE, '', 0);
   }
-}
-
-function readEnvelope(text: string, fields: ReadonlySet<string>): unknown {
-  const start = skipWhitespace(text, 0);
-  if (text.charCodeAt(start) !== 0x7b) return JSON.parse(text);
-  const envelope: Record<string, unknown> = {};
-  const end = eachMember(text, start, (name, valueStart) => {
-    if (name === 'data' && text.charCodeAt(valueStart) === 0x5b) {
-      const { rows, end: valueEnd } = readRowArray(text, valueStart, fields);
-      envelope.data = rows;
-      return valueEnd;
-    }
-    if (name !== 'ok' && name !== 'data') return undefined;
-    const valueEnd = skipValue(text, valueStart);
-    envelope[name] = JSON.parse(text.slice(valueStart, valueEnd));
-    return valueEnd;
-  });
-  if (skipWhitespace(text, end) !== text.length) fail(text, skipWhitespace(text, end));
-  return envelope;
 }
