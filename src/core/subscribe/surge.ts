@@ -38,7 +38,7 @@ export type SurgeAlert = { text: string; event: string; at: string; [figure: str
 const JSON_TYPE = { 'Content-Type': 'application/json' };
 
 /** Slack-compatible; a failing receiver is logged, never waited on. The URL is a credential: never logged. */
-export function createAlertWebhook({ url, log, fetch = globalThis.fetch }: { url: string; log: Logger; fetch?: typeof globalThis.fetch }) {
+export function createAlertWebhook({ url, log }: { url: string; log: Logger }) {
   return async function sendAlert(payload: SurgeAlert): Promise<void> {
     const post = async (signal: AbortSignal) => {
       const response = await fetch(url, { method: 'POST', headers: JSON_TYPE, body: JSON.stringify(payload), redirect: 'manual', signal });

@@ -19,7 +19,7 @@ export const BACKOFF_CAP_MS = 30_000;
 export const STREAK_FORGOTTEN_AFTER_MS = 10 * 60_000;
 
 /** Equal jitter: instances that failed together come back apart, yet never at once. */
-export function backoffPauseMs(streak: number, random: () => number = Math.random): number {
+export function backoffPauseMs(streak: number, random: () => number): number {
   const ceiling = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.max(0, streak - 1));
   return Math.round(ceiling * (0.5 + random() / 2));
 }

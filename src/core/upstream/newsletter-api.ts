@@ -37,7 +37,6 @@ const NOT_MODIFIED_PAGE = Object.freeze({ ok: true as const, data: Object.freeze
 
 /** The other members, the editor state above all, are never built (row-scanner.ts). */
 const ISSUE_ROW_FIELDS: ReadonlySet<string> = new Set(Object.keys(UpstreamIssueSchema.shape));
-const parseIssueRows = (text: string) => parseRowList(text, ISSUE_ROW_FIELDS);
 
 export function createUpstreamUrlBuilder(baseUrl: string) {
   const base = new URL(baseUrl);
@@ -89,7 +88,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): Newsletter
       conditional,
       notModified: () => NOT_MODIFIED_PAGE,
       answered,
-      parse: parseIssueRows,
+      parse: (text) => parseRowList(text, ISSUE_ROW_FIELDS),
     });
     if (data === NOT_MODIFIED_PAGE.data) return { rows: [], droppedIds: [], notModified: true, validators: conditional };
     const listed = readRows(data, UpstreamIssueSchema);

@@ -8,9 +8,6 @@ const ESCAPE = /["\\/bfnrt]|u[0-9A-Fa-f]{4}/y;
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const LITERAL = /true|false|null/y;
 
-const OBJECT = 1;
-const ARRAY = 2;
-
 function fail(text: string, at: number): never {
   throw new SyntaxError(at >= text.length ? 'Unexpected end of JSON input' : `Unexpected token in JSON at position ${at}`);
 }
@@ -44,7 +41,7 @@ function skipName(text: string, at: number): number {
 
 /** The end of the JSON value at `at`, checked but not built; a stack, not recursion, so no nesting overflows. */
 export function skipValue(text: string, at: number): number {
-  const open: number[] = [];
+  const closers: number[] = [];
   let index = at;
   for (;;) {
     index = skipWhitespace(text, index);
@@ -53,7 +50,7 @@ export function skipValue(text: string, at: number): number {
       const inside = skipWhitespace(text, index + 1);
       const close = code === 0x7b ? 0x7d : 0x5d;
       if (text.charCodeAt(inside) !== close) {
-        open.push(code === 0x7b ? OBJECT : ARRAY);
+        closers.push(close);
         index = code === 0x7b ? skipName(text, inside) : inside;
         continue;
       }
@@ -67,16 +64,16 @@ export function skipValue(text: string, at: number): number {
     }
     // A value ended: close what it ends, or go on to the next member or element.
     for (;;) {
-      if (open.length === 0) return index;
+      if (closers.length === 0) return index;
       index = skipWhitespace(text, index);
       const next = text.charCodeAt(index);
-      const kind = open[open.length - 1];
+      const close = closers[closers.length - 1];
       if (next === 0x2c) {
-        index = kind === OBJECT ? skipName(text, index + 1) : index + 1;
+        index = close === 0x7d ? skipName(text, index + 1) : index + 1;
         break;
       }
-      if (next !== (kind === OBJECT ? 0x7d : 0x5d)) fail(text, index);
-      open.pop();
+      if (next !== close) fail(text, index);
+      closers.pop();
       index += 1;
     }
   }
@@ -134,28 +131,24 @@ function readRowArray(text: string, at: number, fields: ReadonlySet<string>): { 
 /** `{ ok, data: [...] }` as JSON.parse would read it, rows cut to `fields`; text that is not JSON throws a SyntaxError. */
 export function parseRowList(text: string, fields: ReadonlySet<string>): unknown {
   try {
-    return readEnvelope(text, fields);
+    const start = skipWhitespace(text, 0);
+    if (text.charCodeAt(start) !== 0x7b) return JSON.parse(text);
+    const envelope: Record<string, unknown> = {};
+    const end = eachMember(text, start, (name, valueStart) => {
+      if (name === 'data' && text.charCodeAt(valueStart) === 0x5b) {
+        const { rows, end: valueEnd } = readRowArray(text, valueStart, fields);
+        envelope.data = rows;
+        return valueEnd;
+      }
+      if (name !== 'ok' && name !== 'data') return undefined;
+      const valueEnd = skipValue(text, valueStart);
+      envelope[name] = JSON.parse(text.slice(valueStart, valueEnd));
+      return valueEnd;
+    });
+    if (skipWhitespace(text, end) !== text.length) fail(text, skipWhitespace(text, end));
+    return envelope;
   } finally {
     // V8 remembers the last text a pattern matched (RegExp.input): let go of the page's.
     after(WHITESPACE, '', 0);
   }
-}
-
-function readEnvelope(text: string, fields: ReadonlySet<string>): unknown {
-  const start = skipWhitespace(text, 0);
-  if (text.charCodeAt(start) !== 0x7b) return JSON.parse(text);
-  const envelope: Record<string, unknown> = {};
-  const end = eachMember(text, start, (name, valueStart) => {
-    if (name === 'data' && text.charCodeAt(valueStart) === 0x5b) {
-      const { rows, end: valueEnd } = readRowArray(text, valueStart, fields);
-      envelope.data = rows;
-      return valueEnd;
-    }
-    if (name !== 'ok' && name !== 'data') return undefined;
-    const valueEnd = skipValue(text, valueStart);
-    envelope[name] = JSON.parse(text.slice(valueStart, valueEnd));
-    return valueEnd;
-  });
-  if (skipWhitespace(text, end) !== text.length) fail(text, skipWhitespace(text, end));
-  return envelope;
 }

@@ -97,11 +97,10 @@ function responseHeaders(): Record<string, Json> {
     schema,
   });
   const text = { type: 'string' };
-  const security = Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })]));
   const publicCacheControl = { type: 'string', pattern: '^public, max-age=\\d+, stale-while-revalidate=\\d+, stale-if-error=\\d+$' };
   return {
     'X-Request-Id': header({ type: 'string', pattern: INCOMING_REQUEST_ID.source }, "This request's id, as in the access log."),
-    ...security,
+    ...Object.fromEntries(Object.entries(API_SECURITY_HEADERS).map(([name, value]) => [name, header({ const: value })])),
     'Content-Security-Policy': header({ type: 'string', pattern: "frame-ancestors 'none'" }, "The API's; demo pages have their own."),
     'Access-Control-Allow-Origin': header(text, "The request's allowed `Origin`, or `*` when every origin is allowed.", false),
     'Access-Control-Expose-Headers': header({ const: CORS_POLICY.exposeHeaders.join(',') }, undefined, false),

@@ -49,11 +49,8 @@ export function buildSite(publication: Publication, options: SiteOptions): Map<s
     sitemap += `  <url>\n    ${xmlElement('loc', paths.absolute(path))}\n${modified}  </url>\n`;
   };
 
-  const listings = [
-    { category: undefined, issues },
-    ...categories.map((category) => ({ category, issues: issues.filter((issue) => issue.category?.slug === category.slug) })),
-  ];
-  for (const { category, issues: listed } of listings) {
+  for (const category of [undefined, ...categories]) {
+    const listed = category ? issues.filter((issue) => issue.category?.slug === category.slug) : issues;
     const count = Math.max(1, Math.ceil(listed.length / PAGE_SIZE));
     const lastmod = latestUpdate(listed, EPOCH);
     for (let at = 1; at <= count; at++) {

@@ -29,8 +29,7 @@ const LETTER_POLICY: sanitizeHtml.IOptions = {
 
 // An email's relative link means nothing on the site; the scheme is allowedSchemes' job.
 function absoluteOnly(attribs: sanitizeHtml.Attributes, name: string): sanitizeHtml.Attributes {
-  const value = attribs[name];
-  const { [name]: _dropped, ...rest } = attribs;
+  const { [name]: value, ...rest } = attribs;
   return value !== undefined && /^[a-z][a-z0-9+.-]*:/i.test(value.trim()) ? { ...rest, [name]: value } : rest;
 }
 
