@@ -50,15 +50,13 @@ export function maskEmail(email: string): string {
 
 export function maskEmailsInPath(path: string): string {
   if (!path.includes('@') && !path.includes('%40')) return path;
-  return path.replace(/[^/]*(?:@|%40)[^/]*/g, (segment) => maskEmail(safeDecode(segment)));
-}
-
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
+  return path.replace(/[^/]*(?:@|%40)[^/]*/g, (segment) => {
+    try {
+      return maskEmail(decodeURIComponent(segment));
+    } catch {
+      return maskEmail(segment);
+    }
+  });
 }
 
 /** Node only: lines in batches, since a system call per line would be dearer than a cached answer. */
