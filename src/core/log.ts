@@ -74,8 +74,7 @@ export function createBufferedWriter(
     used = 0;
     sink(chunk);
   };
-  const timer = setInterval(flush, flushIntervalMs);
-  (timer as { unref?: () => void }).unref?.();
+  const timer = setInterval(flush, flushIntervalMs).unref();
   return {
     write(line: string) {
       // At most 3 bytes of UTF-8 per UTF-16 unit, and the newline.
