@@ -2,14 +2,6 @@
 export type { AppType } from './core/app.js';
 export type { ErrorBody, ErrorCode, ValidationIssue } from './core/http/errors.js';
 export type { SubscribeJsonInput } from './core/subscribe/input.js';
-export type {
-  ArchivePageBody,
-  CategoriesBody,
-  CategoryListing,
-  IssueBody,
-  IssueDetail,
-  IssueNeighbour,
-  IssueSummary,
-  PublicCategory,
-  SubscribeBody,
-} from './core/public-shapes.js';
+// The answers' bodies, then the shapes within them.
+export type { ArchivePageBody, CategoriesBody, IssueBody, SubscribeBody } from './core/public-shapes.js';
+export type { CategoryListing, IssueDetail, IssueNeighbour, IssueSummary, PublicCategory } from './core/public-shapes.js';

@@ -9,7 +9,7 @@ import { createAppForConfig, linkOriginOf } from './core/app.js';
 import { createDemoSite } from './demo/site.js';
 import type { Admin } from './node/admin/admin.js';
 import { createNodeBodyEncoder } from './node/compression.js';
-import { limitsOf, serveWithLimits, timedOutByListener, urlOf, whyNotListening } from './node/listener.js';
+import { limitsOf, serveWithLimits, timedOutByListener, urlOf } from './node/listener.js';
 import { importOptional, MissingPackageError } from './node/optional-package.js';
 import type { RedisServices } from './node/redis/services.js';
 
@@ -110,7 +110,8 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
     process.exit(code);
   };
   const failedToListen = (where: string) => (error: NodeJS.ErrnoException) => {
-    process.stderr.write(`newsletter-bff could not listen on ${where}: ${whyNotListening(error)}\n`);
+    const why = error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
+    process.stderr.write(`newsletter-bff could not listen on ${where}: ${why}\n`);
     exit(1);
   };
 

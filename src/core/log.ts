@@ -50,15 +50,13 @@ export function maskEmail(email: string): string {
 
 export function maskEmailsInPath(path: string): string {
   if (!path.includes('@') && !path.includes('%40')) return path;
-  return path.replace(/[^/]*(?:@|%40)[^/]*/g, (segment) => maskEmail(safeDecode(segment)));
-}
-
-function safeDecode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
+  return path.replace(/[^/]*(?:@|%40)[^/]*/g, (segment) => {
+    try {
+      return maskEmail(decodeURIComponent(segment));
+    } catch {
+      return maskEmail(segment);
+    }
+  });
 }
 
 /** Node only: lines in batches, since a system call per line would be dearer than a cached answer. */
@@ -76,8 +74,7 @@ export function createBufferedWriter(
     used = 0;
     sink(chunk);
   };
-  const timer = setInterval(flush, flushIntervalMs);
-  (timer as { unref?: () => void }).unref?.();
+  const timer = setInterval(flush, flushIntervalMs).unref();
   return {
     write(line: string) {
       // At most 3 bytes of UTF-8 per UTF-16 unit, and the newline.

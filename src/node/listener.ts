@@ -161,9 +161,6 @@ function standInFor(incoming: IncomingMessage | undefined): Request {
 
 export const urlOf = (info: AddressInfo) => `http://${info.family === 'IPv6' ? `[${info.address}]` : info.address}:${info.port}`;
 
-export const whyNotListening = (error: NodeJS.ErrnoException) =>
-  error.code === 'EADDRINUSE' ? 'the port is already in use' : (error.code ?? error.message);
-
 /** Whether REQUEST_TIMEOUT_SECONDS cut this request off (the body read says "aborted" either way). */
 export function timedOutByListener(c: Context): boolean {
   const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;

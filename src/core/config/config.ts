@@ -110,14 +110,12 @@ function parseProxies(value: string) {
   return fail(`has entries that are not addresses, CIDR networks or loopback/linklocal/uniquelocal: ${invalid.join(', ')}`);
 }
 // Only text (a Worker's boolean binding as text) is read: `null` or a list is refused, not read as its String().
+const flagText = (value: unknown) => {
+  const text = bindingText(value);
+  return text === undefined ? 'false' : typeof text === 'string' ? text.toLowerCase() : text;
+};
 const flag = z.pipe(
-  preprocess(
-    (value) => {
-      const text = bindingText(value);
-      return text === undefined ? 'false' : typeof text === 'string' ? text.toLowerCase() : text;
-    },
-    z.enum(['true', 'false'], { error: 'must be true or false' }),
-  ),
+  preprocess(flagText, z.enum(['true', 'false'], { error: 'must be true or false' })),
   z.transform((text) => text === 'true'),
 );
 const siteIssueUrl = z.string().check(

@@ -18,11 +18,9 @@ export interface AccessEntry {
 
 export type AccessLog = ReturnType<typeof createAccessLog>;
 
-export function createAccessLog(
-  log: Logger,
-  metrics: Metrics,
-  { routes, mode, now }: { routes: readonly string[]; mode: 'all' | 'summary'; now: () => number },
-) {
+type AccessLogOptions = { routes: readonly string[]; mode: 'all' | 'summary'; now: () => number };
+
+export function createAccessLog(log: Logger, metrics: Metrics, { routes, mode, now }: AccessLogOptions) {
   const known = new Set(routes);
   const routeOf = (route: string | undefined) => (route !== undefined && known.has(route) ? route : 'other');
   const measured = metrics !== noopMetrics;
