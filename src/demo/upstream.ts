@@ -45,8 +45,7 @@ function fail(c: Context, status: number, code: string, message: string, details
 
 /** The upstream operations we use, in process, as the injected `fetch`: demo mode and tests run the real client. */
 export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
-  const apiKey = options.apiKey ?? DEMO_API_KEY;
-  const now = options.now ?? Date.now;
+  const { apiKey = DEMO_API_KEY, now = Date.now, order = 'created' } = options;
   const { categories, issues } = options.publication ?? sample.createSamplePublication(options.siteOrigin);
   const blocked = subscriberOf('sub_blocked', DEMO_BLOCKED_EMAIL, 'blocked', { sourceType: 'import' });
   const subscribers = new Map([[DEMO_BLOCKED_EMAIL, blocked]]);
@@ -73,7 +72,7 @@ export function createDemoUpstream(options: DemoUpstreamOptions = {}) {
     const matching = issues
       .filter((issue) => status === undefined || issue.status === status)
       .filter((issue) => isPublic === undefined || issue.isPublic === (isPublic === 'true'))
-      .sort((a, b) => LIST_ORDERS[options.order ?? 'created'](a, b) || a.id.localeCompare(b.id));
+      .sort((a, b) => LIST_ORDERS[order](a, b) || a.id.localeCompare(b.id));
     return c.json({ ok: true, data: matching.slice(skip, skip + rows) });
   });
 
