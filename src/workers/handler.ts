@@ -40,8 +40,7 @@ export function createWorker(options: WorkerOptions = {}) {
     if (config.redisUrl) log.log('warn', 'redis_url_ignored', { hint: HINTS.redis });
     if (config.subscribeBlockDisposable) log.log('error', 'subscribe_block_disposable_unavailable', { hint: HINTS.disposable });
     const binding = bindingOf<RateLimitBinding>(env.SUBSCRIBE_RATE_LIMITER, 'limit');
-    const store =
-      options.sharedCache === undefined ? (globalThis as { caches?: { default?: Cache } }).caches?.default : options.sharedCache;
+    const { sharedCache: store = (globalThis as { caches?: { default?: Cache } }).caches?.default } = options;
     const kv = bindingOf<KvNamespace>(env[WATCH_STATE_BINDING], 'get', 'put');
     if (config.deployHookUrl && !kv) log.log('warn', 'deploy_hook_state_in_memory', { hint: HINTS.watchState });
     // An isolate has no timer for a summary, and may end unannounced: a line each request.
