@@ -1,6 +1,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { parseConfig } from './core/config/config.js';
+import { parseConfig, secretsOf } from './core/config/config.js';
 import { createNodeClientIp } from './core/http/ip-address.js';
 import { headerOfIncoming } from './core/http/read-reply.js';
 import { createBufferedWriter, createLogger } from './core/log.js';
@@ -33,8 +33,7 @@ export async function startNode(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const { config } = parsed;
   const writer = createBufferedWriter((chunk) => process.stdout.write(chunk));
-  const secrets = [config.apiKey, config.turnstileSecretKey, config.alertWebhookUrl, config.deployHookUrl];
-  const log = createLogger({ write: writer.write, redact: secrets });
+  const log = createLogger({ write: writer.write, redact: secretsOf(env) });
   let admin: Admin | undefined;
   let redis: RedisServices | undefined;
   let isDisposableDomain: ((domain: string) => boolean) | undefined;
