@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { createCopyChooser, ifNoneMatchMatches } from '../core/http/read-reply.js';
 import type { ArchivePageBody, IssueSummary } from '../core/public-shapes.js';
 import { cacheControlOf, NO_STORE, SITE_POLICIES } from '../core/reads/cache-policies.js';
-import { strongEtag } from '../core/reads/rendered-json.js';
+import { renderedWithEtag, strongEtag, withEncodedCopies } from '../core/reads/rendered-json.js';
 import { createNodeBodyEncoder } from '../node/compression.js';
 
 const SITE_KEY_LINE = "window.NEWSLETTER_TURNSTILE_SITE_KEY = '';";
@@ -65,9 +65,7 @@ async function readSite(root: string, turnstileSiteKey: string | undefined) {
     }
     const [type = 'application/octet-stream', text = false] = TYPES[extname(path)] ?? [];
     const etag = await strongEtag(body);
-    const copies = text
-      ? (await encode(new TextDecoder().decode(body))).map((one) => ({ ...one, etag: `${etag.slice(0, -1)}-${one.coding}"` }))
-      : [];
+    const copies = text ? ((await withEncodedCopies(renderedWithEtag(new TextDecoder().decode(body), etag), encode)).encoded ?? []) : [];
     const policy = path.endsWith('.html') || path === '/config.js' ? SITE_POLICIES.sitePage : SITE_POLICIES.siteFile;
     return [path, { type, cacheControl: cacheControlOf(policy), body, etag, copies }] as const;
   });
