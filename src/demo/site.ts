@@ -131,10 +131,8 @@ function pagerHtml(q: string, page: number, pages: number): string {
 async function renderSearchPage(template: string, view: { q: string; page: string | undefined }, api: (path: string) => Promise<Response>) {
   const q = [...view.q.trim()].slice(0, MAX_SEARCH).join('');
   const pageNumber = /^\d{1,4}$/.test(view.page ?? '') ? Math.min(Math.max(Number(view.page), 1), MAX_PAGE) : 1;
-  const title = ['The Field Notes', q ? `Search: ${q}` : 'Archive', pageNumber > 1 ? `page ${pageNumber}` : undefined]
-    .filter(Boolean)
-    .join(' · ');
-  let html = replaceOnce(template, SLOTS.title, `<title>${escapeHtml(title)}</title>`);
+  const titleParts = ['The Field Notes', q ? `Search: ${q}` : 'Archive', pageNumber > 1 ? `page ${pageNumber}` : undefined];
+  let html = replaceOnce(template, SLOTS.title, `<title>${escapeHtml(titleParts.filter(Boolean).join(' · '))}</title>`);
   html = replaceOnce(html, SLOTS.body, '<body data-rendered="search">');
   html = replaceOnce(html, SLOTS.input, `${SLOTS.input} value="${escapeHtml(q)}"`);
   html = replaceOnce(html, SLOTS.noscript, '');
