@@ -41,11 +41,7 @@ async function main(): Promise<void> {
   if (!isHttp(values['site-url'])) throw new Error('the site URL must be http(s)');
   const searchApi = values['search-api'] ?? values.api;
   if (searchApi !== 'none' && !isHttp(searchApi)) throw new Error('--search-api must be an http(s) URL or none');
-  const { buildSite, createInProcessService, siteDigest, writeSite } = await importOptional(
-    'sanitize-html',
-    'npm run site:build (it sanitises each letter)',
-    () => import('./build.js'),
-  );
+  const site = await importOptional('sanitize-html', 'npm run site:build (it sanitises each letter)', () => import('./build.js'));
   const title = values.title ?? (process.env.PUBLICATION_NAME?.trim() || new URL(values['site-url']).host);
   const description = values.description ?? `The archive of ${title}.`;
   const started = performance.now();
@@ -58,13 +54,13 @@ async function main(): Promise<void> {
     readPublication({
       apiUrl: values.api,
       fetch: values['read-upstream']
-        ? createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) })
+        ? site.createInProcessService(process.env, { write: (line) => process.stderr.write(`${line}\n`) })
         : undefined,
       onWait: ({ path, status, ms, attempt }) =>
         process.stderr.write(`${path} answered ${status}: waiting ${Math.ceil(ms / 1000)} s before retry ${attempt}\n`),
     }),
   ]);
-  const files = buildSite(publication, {
+  const files = site.buildSite(publication, {
     siteUrl: values['site-url'],
     apiUrl: values.api,
     searchApiUrl: searchApi === 'none' ? undefined : searchApi,
@@ -72,11 +68,11 @@ async function main(): Promise<void> {
     description,
     assets: { styleCss, subscribeJs, faviconSvg, subscribeFormSnippet },
   });
-  await writeSite(values.out, files);
+  await site.writeSite(values.out, files);
   const bytes = [...files.values()].reduce((sum, text) => sum + Buffer.byteLength(text), 0);
   const pages = [...files.keys()].filter((path) => path.endsWith('.html')).length;
   const wrote = `wrote ${files.size} files (${pages} pages, ${bytes} bytes) for ${publication.issues.length} issues to ${values.out}`;
-  process.stdout.write(`${wrote} in ${Math.round(performance.now() - started)} ms\nsite digest: ${siteDigest(files)}\n`);
+  process.stdout.write(`${wrote} in ${Math.round(performance.now() - started)} ms\nsite digest: ${site.siteDigest(files)}\n`);
 }
 
 main().catch((error: unknown) => {
