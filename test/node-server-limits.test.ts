@@ -1,5 +1,5 @@
 import { createAdaptorServer } from '@hono/node-server';
-import { Agent, request, type Server } from 'node:http';
+import { Agent, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -215,19 +215,30 @@ describe('one address can be a crowd', () => {
 
   it('serves the same burst whole while another address holds 300 slowloris sockets, closing the attacker’s to make room', async () => {
     const { port, server, shed, shedding } = await listen({ maxConnections: 256, idleGraceMs: 1000 });
+    // Node itself drops a connection past its hard ceiling (288 here) while shed sockets have yet to close: not held.
+    let attackersHeld = 0;
+    server.on('connection', (socket: Socket) => (attackersHeld += socket.remoteAddress === '127.0.0.2' ? 1 : 0));
     for (let index = 0; index < 300; index += 1) {
       const attacker = await open(port, '127.0.0.2');
       if (index % 2 === 1) attacker.socket.write(SLOW_HEAD);
     }
     // The attacker alone is held down to the cap once its sockets are old enough to judge.
     expect(await until(async () => (await connectionsOf(server)) === 256)).toBe(true);
+    // A request read while the server is above the cap is answered with Connection: close: that room needs no shedding.
+    let closedAfterAnswer = 0;
+    server.on('request', (_incoming: IncomingMessage, outgoing: ServerResponse) =>
+      outgoing.once('finish', () => (closedAfterAnswer += outgoing.getHeader('connection') === 'close' ? 1 : 0)),
+    );
     const statuses = await burst(port, '127.0.0.3', 200);
     expect(statuses.filter((status) => status === 200)).toHaveLength(200);
-    // 44 to bring the attacker down to the cap, then one for each of the burst's: the attacker's,
-    // or one of the burst's own that went idle for a second meanwhile (on a slow machine).
-    expect(shed.filter((reason) => reason === 'over_share').length).toBeGreaterThan(44);
+    expect(await until(async () => (await connectionsOf(server)) <= 256)).toBe(true);
+    // What the attacker held above the cap (44 unless Node dropped some), then room for each of the burst's: the
+    // attacker's socket shed, one of the burst's own that went idle for a second meanwhile (on a slow machine), or the
+    // burst's closed after its answer.
+    expect(attackersHeld).toBeGreaterThan(256);
+    expect(shed.filter((reason) => reason === 'over_share').length).toBeGreaterThanOrEqual(attackersHeld - 256);
     expect(shed.filter((reason) => reason !== 'over_share' && reason !== 'idle')).toEqual([]);
-    expect(shed.length).toBeGreaterThanOrEqual(44 + 200);
+    expect(shed.length + closedAfterAnswer).toBeGreaterThanOrEqual(attackersHeld - 256 + 200);
     expect(shedding()).toBe(true);
   });
 
