@@ -4,7 +4,7 @@ import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { redisServerAvailable, startRedisServer } from './redis/support.js';
-import { freePort } from './free-port.js';
+import { freePort, twoFreePorts } from './free-port.js';
 import { createArchive } from './support/fake-upstream/archive.js';
 import { startFakeUpstreamServer } from './support/fake-upstream/server.js';
 import { startHookReceiver } from './support/hook-receiver.js';
@@ -134,7 +134,7 @@ describe('Node entry', () => {
   });
 
   it('serves /healthz, /readyz and /metrics on ADMIN_PORT only, none of them on PORT, and stops on SIGTERM', async () => {
-    const [port, adminPort] = [await freePort(), await freePort()];
+    const [port, adminPort] = await twoFreePorts();
     const run = start({ PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort) });
     await run.waitFor(`admin (/healthz, /readyz, /metrics) on http://127.0.0.1:${adminPort}`);
     await run.waitFor('listening on');
@@ -283,7 +283,7 @@ describe('Node entry', () => {
   });
 
   it('answers a Host it cannot read in the JSON envelope, with the security headers and a request line, and counts shed connections from zero', async () => {
-    const [port, adminPort] = [await freePort(), await freePort()];
+    const [port, adminPort] = await twoFreePorts();
     const run = start({ PORT: String(port), HOST: '127.0.0.1', ADMIN_PORT: String(adminPort) });
     await run.waitFor('listening on');
     await run.waitFor('admin (/healthz');
@@ -337,7 +337,7 @@ describe('Node entry', () => {
     }
 
     it('is logged and counted 499 when the client abandons it, and 408 when the listener times it out, never as a validation failure', async () => {
-      const [port, adminPort] = [await freePort(), await freePort()];
+      const [port, adminPort] = await twoFreePorts();
       const run = start({
         PORT: String(port),
         HOST: '127.0.0.1',
