@@ -204,13 +204,17 @@ export function listen(server: Server | NetServer, host: string): Promise<Addres
   });
 }
 
-/** A port that was free a moment ago (the demo server's address must be known before it starts). */
-export async function freePort(host: string): Promise<number> {
-  const probe = createServer();
-  const { port } = await listen(probe, host);
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
+/** `count` distinct ports that were free a moment ago, each held until all are chosen (asked one after the other, the second could be the first again). */
+export async function freePorts(host: string, count: number): Promise<number[]> {
+  const probes = Array.from({ length: count }, () => createServer());
+  const ports: number[] = [];
+  for (const probe of probes) ports.push((await listen(probe, host)).port);
+  await Promise.all(probes.map((probe) => new Promise((resolve) => probe.close(resolve))));
+  return ports;
 }
+
+/** A port that was free a moment ago (the demo server's address must be known before it starts). */
+export const freePort = async (host: string): Promise<number> => (await freePorts(host, 1))[0]!;
 
 async function waitFor(ready: () => boolean, timeoutMs: number, check: () => void): Promise<void> {
   const deadline = Date.now() + timeoutMs;
