@@ -341,6 +341,24 @@ describe('one address can be a crowd', () => {
     }
   });
 
+  it('counts a connection whose request was answered from the cache as idle, and closes it when nothing else can go', async () => {
+    // Not observed: the app's own fetch answers a cached hit at once, as in service.
+    const { port, shed } = await listen({ maxConnections: 4 }, {}, false);
+    const warm = await idleAfterOneAnswer(port, '127.0.0.2');
+    warm.socket.destroy();
+    const idle: Client[] = [];
+    for (let index = 0; index < 4; index += 1) idle.push(await idleAfterOneAnswer(port, '127.0.0.3'));
+    expect(idle.map((client) => /\r\nx-cache: HIT\r\n/i.test(client.received()))).toEqual([true, true, true, true]);
+    await pause(150); // past the idle grace
+    for (let index = 0; index < 4; index += 1) {
+      const newcomer = await open(port, `127.0.0.${4 + index}`);
+      newcomer.socket.write(GET_CATEGORIES);
+      expect(statusOf((await newcomer.responses(1))[0])).toBe(200);
+    }
+    expect(shed).toEqual(['idle', 'idle', 'idle', 'idle']);
+    expect(await until(() => idle.every((client) => client.isClosed()))).toBe(true);
+  });
+
   it('answers a request it has read even above the cap: with Connection: close, never a reset', async () => {
     const { port, server, shed, shedding } = await listen({ maxConnections: 8 });
     const busy: Client[] = [];
