@@ -204,7 +204,7 @@ export function listen(server: Server | NetServer, host: string): Promise<Addres
   });
 }
 
-/** `count` distinct ports that were free a moment ago, each held until all are chosen (asked one after the other, the second could be the first again). */
+/** `count` distinct ports free a moment ago, each held until all are chosen (asked one by one, the second could be the first). */
 export async function freePorts(host: string, count: number): Promise<number[]> {
   const probes = Array.from({ length: count }, () => createServer());
   const ports: number[] = [];
