@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startFolderHost } from './static-site-support.js';
 import {
   buildServer,
-  freePorts,
+  twoFreePorts,
   launchBrowser,
   listen,
   openVisitorPage,
@@ -142,14 +142,14 @@ beforeAll(async () => {
   // Every origin the pages are served from must be known (and allowed by the service) before the builds.
   host = await startFolderHost('127.0.0.3', join(EXAMPLE, 'dist'));
   foreignHost = await startFolderHost('127.0.0.4', join(EXAMPLE, 'dist'));
-  const [rendererPort, serverPort] = await freePorts('127.0.0.1', 2);
+  const [rendererPort, serverPort] = await twoFreePorts();
   const rendererOrigin = `http://127.0.0.1:${rendererPort}`;
-  server = await startDemoServer(serverPort!, { ALLOWED_ORIGINS: `${host.origin},${rendererOrigin}` });
+  server = await startDemoServer(serverPort, { ALLOWED_ORIGINS: `${host.origin},${rendererOrigin}` });
   buildSeconds.static = await astroBuild({ NEWSLETTER_BFF_URL: server.origin, SITE_URL: `${host.origin}/` });
   buildSeconds.server = await astroBuild({ NEWSLETTER_BFF_URL: server.origin, SITE_URL: `${rendererOrigin}/`, NEWSLETTER_SSR: '1' });
   console.log(`examples/astro built in ${buildSeconds.static.toFixed(1)} s (static) and ${buildSeconds.server.toFixed(1)} s (server)`);
   toService = await startCountingProxy(server.origin);
-  renderer = await startRenderer(rendererPort!, toService.origin);
+  renderer = await startRenderer(rendererPort, toService.origin);
   offMachine = await startRefusingProxy(
     [server.origin, host.origin, foreignHost.origin, rendererOrigin].map((origin) => new URL(origin).hostname),
   );
@@ -330,8 +330,8 @@ describe('the server build under a crowd', () => {
 describe('the server build when the service cannot be read', () => {
   it('answers 503 with Retry-After and a page saying so, not a 500 nor a 200 with half a page', async () => {
     // A port nothing listens on: every read of the service fails at once.
-    const [dead, port] = await freePorts('127.0.0.1', 2);
-    const cut = await startRenderer(port!, `http://127.0.0.1:${dead}`);
+    const [dead, port] = await twoFreePorts();
+    const cut = await startRenderer(port, `http://127.0.0.1:${dead}`);
     try {
       for (const path of ['/', '/issues/planning-next-years-plot/', '/categories/interviews/']) {
         const response = await fetch(`${cut.origin}${path}`);

@@ -42,7 +42,7 @@ const contexts: BrowserContext[] = [];
 beforeAll(async () => {
   await mkdir(SCREENSHOT_DIR, { recursive: true });
   await buildServer();
-  const port = await freePort('127.0.0.1');
+  const port = await freePort();
   const bffOrigin = `http://127.0.0.1:${port}`;
   allowedSite = await startStaticSite('127.0.0.2', bffOrigin);
   unlistedSite = await startStaticSite('127.0.0.3', bffOrigin);

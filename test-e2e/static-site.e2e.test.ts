@@ -49,7 +49,7 @@ beforeAll(async () => {
   await buildServer();
   // The host first: its origin is the site's URL and must be allowed by the service before the build.
   host = await startFolderHost('127.0.0.2', OUT);
-  const port = await freePort('127.0.0.1');
+  const port = await freePort();
   // Every setting but the allowed origin at its default: the build reads every issue from one
   // address against a cold service, as `npm run site:build` does out of the box.
   server = await startDemoServer(port, { ALLOWED_ORIGINS: host.origin });

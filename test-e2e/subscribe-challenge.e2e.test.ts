@@ -65,7 +65,7 @@ beforeAll(async () => {
     });
   });
   const { port: verifierPort } = await listen(verifier, '127.0.0.1');
-  const port = await freePort('127.0.0.1');
+  const port = await freePort();
   server = await startDemoServer(port, {
     TURNSTILE_SECRET_KEY: '0x4AAAAAAA-fake-e2e-secret',
     TURNSTILE_SITE_KEY: SITE_KEY,

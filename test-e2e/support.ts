@@ -204,17 +204,8 @@ export function listen(server: Server | NetServer, host: string): Promise<Addres
   });
 }
 
-/** `count` distinct ports free a moment ago, each held until all are chosen (asked one by one, the second could be the first). */
-export async function freePorts(host: string, count: number): Promise<number[]> {
-  const probes = Array.from({ length: count }, () => createServer());
-  const ports: number[] = [];
-  for (const probe of probes) ports.push((await listen(probe, host)).port);
-  await Promise.all(probes.map((probe) => new Promise((resolve) => probe.close(resolve))));
-  return ports;
-}
-
-/** A port that was free a moment ago (the demo server's address must be known before it starts). */
-export const freePort = async (host: string): Promise<number> => (await freePorts(host, 1))[0]!;
+// The service's address must be known before it starts.
+export { freePort, twoFreePorts } from '../test/free-port.js';
 
 async function waitFor(ready: () => boolean, timeoutMs: number, check: () => void): Promise<void> {
   const deadline = Date.now() + timeoutMs;

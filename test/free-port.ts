@@ -13,7 +13,7 @@ async function freePorts(count: number): Promise<number[]> {
   return ports;
 }
 
-/** A loopback port free at the time of asking (Node-only suites). */
+/** A loopback port free at the time of asking (Node-only suites and the e2e). */
 export const freePort = async (): Promise<number> => (await freePorts(1))[0]!;
 
 /** Two distinct ones: asked for one after the other, the second could be the first again. */
