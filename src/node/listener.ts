@@ -124,7 +124,7 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
   server.maxConnections = limits.maxConnections + Math.max(16, Math.ceil(limits.maxConnections / 8));
   const shedding = shedConnections(server, limits, options.onShed);
   server.on('request', (incoming: IncomingMessage, outgoing: ServerResponse) => {
-    shedding.requestStarted(incoming, outgoing);
+    shedding.requestStarted(incoming);
     if (closing.has(incoming.socket)) return void incoming.resume();
     if (shedding.overCap()) outgoing.setHeader('Connection', 'close');
     reading = outgoing;
@@ -132,6 +132,7 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
       return adapterListener(incoming, outgoing);
     } finally {
       reading = undefined;
+      shedding.answered(outgoing);
     }
   });
   server.listen(options.port, options.hostname, () => onListening?.(server.address() as AddressInfo));
@@ -279,13 +280,20 @@ function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?
   }
 
   return {
-    requestStarted(request: IncomingMessage, response: ServerResponse) {
+    requestStarted(request: IncomingMessage) {
       const held = open.get(request.socket);
       if (held === undefined) return;
       if (held.inFlight === 0) stopWaiting(held);
       held.inFlight += 1;
-      // On the response, not the socket; one shared handler, no closure per request.
-      response.on('close', responseClosed);
+    },
+    // After the listener's synchronous part. An answer all in the kernel's hands, to a request declaring no body, is done: only the
+    // others are followed to their close (one shared handler; a listener on every response was a visible share of a cached hit).
+    answered(response: ServerResponse) {
+      const { headers, socket } = response.req;
+      const whole = headers['content-length'] === undefined && headers['transfer-encoding'] === undefined;
+      if (!response.writableEnded || socket.writableLength > 0 || !whole) return void response.on('close', responseClosed);
+      const held = open.get(socket);
+      if (held !== undefined) done(held);
     },
     overCap,
     isShedding: () => overCap() || performance.now() - lastShedAt < limits.sheddingReportMs,
