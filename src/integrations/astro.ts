@@ -10,12 +10,7 @@ export type { IssueNeighbour };
 /** The public fields without the HTML (`rendered.html`); fields a newer service adds are kept. */
 export type NewsletterIssueData = Omit<IssueDetail, 'contentHtml'> & { [field: string]: unknown };
 
-export interface NewsletterEntry {
-  id: string;
-  data: Record<string, unknown>;
-  digest?: number | string;
-  rendered?: { html: string };
-}
+export type NewsletterEntry = { id: string; data: Record<string, unknown>; digest?: number | string; rendered?: { html: string } };
 
 export interface NewsletterLoaderContext {
   collection: string;

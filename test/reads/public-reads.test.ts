@@ -41,7 +41,7 @@ function publicReadsOver(upstream: UpstreamClient, now: () => number, more: Part
   });
 }
 
-function createReads(overrides: { archiveMaxIssues?: number } = {}) {
+function createReads(overrides: { archiveMaxIssues?: number; maxBytes?: number } = {}) {
   const clock = createFakeClock();
   const { upstream, calls } = createFakeUpstream();
   return { reads: publicReadsOver(upstream, clock.now, overrides), calls, clock };
@@ -57,6 +57,45 @@ describe('public reads', () => {
     clock.advance(2_000);
     await expect(reads.issue('nope')).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(calls).toEqual(['nope', 'nope']);
+  });
+
+  it("answers a slug's fresh hit again, counted, until any copy changes or it goes stale", async () => {
+    const { reads, calls, clock } = createReads();
+    await reads.archivePage({ limit: 20, offset: 0 }); // seeds the copy of "first" from its row
+    const hitsBefore = reads.stats().hits;
+    const first = reads.issue('first');
+    expect(first).toMatchObject({ state: 'HIT' });
+    expect(reads.issue('first')).toBe(first);
+    expect(reads.stats().hits).toBe(hitsBefore + 2);
+    // Another copy is set: the issue is read from the cache again, the same bytes in a new read.
+    await reads.categories();
+    const again = reads.issue('first');
+    expect(again).not.toBe(first);
+    expect(again).toMatchObject({ state: 'HIT', rendered: (first as { rendered: unknown }).rendered });
+    expect(reads.issue('first')).toBe(again);
+    expect(calls).toEqual(['archive']);
+    clock.advance(60_001);
+    expect(await reads.issue('first')).toMatchObject({ state: 'STALE' });
+  });
+
+  it('renews the recency of an issue answered again from its fresh hit: the cache evicts the one read least', async () => {
+    // An archive cut off at its cap settles nothing: every slug is read by slug.
+    const sizing = createReads({ archiveMaxIssues: 1 }).reads;
+    await sizing.issue('known-a');
+    const oneIssueLess = sizing.stats().bytes;
+    await sizing.issue('known-b');
+    const perIssue = sizing.stats().bytes - oneIssueLess;
+    // Room for the archive and two issues (upstream data is 70% of CACHE_MAX_BYTES): a third evicts one.
+    const { reads, calls } = createReads({ archiveMaxIssues: 1, maxBytes: Math.ceil((sizing.stats().bytes + perIssue / 2) / 0.7) });
+    await reads.issue('known-a');
+    await reads.issue('known-b');
+    expect([reads.issue('known-a'), reads.issue('known-b')]).toMatchObject([{ state: 'HIT' }, { state: 'HIT' }]);
+    for (let i = 0; i < 3; i += 1) reads.issue('known-a'); // answered again from the fresh hit
+    await reads.archivePage({ limit: 20, offset: 0 });
+    await reads.issue('known-c');
+    expect(reads.issue('known-a')).toMatchObject({ state: 'HIT' });
+    await reads.issue('known-b');
+    expect(calls.filter((slug) => slug.startsWith('known-'))).toEqual(['known-a', 'known-b', 'known-c', 'known-b']);
   });
 
   // 100,000 reads one after another: slow on a busy machine, however fast each one is.

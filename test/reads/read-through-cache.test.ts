@@ -78,9 +78,11 @@ async function settle(): Promise<void> {
 describe('read-through cache', () => {
   it('answers a second read within the TTL from memory without loading again', async () => {
     const { cache, clock, loader } = createCache();
+    const loadedAt = clock.now();
     expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'MISS' });
     clock.advance(TTL - 1);
-    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'HIT' });
+    // A hit says until when it is fresh.
+    expect(await cache.read('a')).toEqual({ value: 'a@v1', state: 'HIT', staleAt: loadedAt + TTL });
     expect(loader.loads).toEqual(['a']);
     expect(cache.stats()).toMatchObject({ hits: 1, misses: 1, entries: 1 });
   });
@@ -90,7 +92,7 @@ describe('read-through cache', () => {
     const first = cache.read('a');
     expect(first).toBeInstanceOf(Promise);
     await first;
-    expect(cache.read('a')).toEqual({ value: 'a@v1', state: 'HIT' });
+    expect(cache.read('a')).toEqual({ value: 'a@v1', state: 'HIT', staleAt: expect.any(Number) });
     clock.advance(TTL + 1);
     const stale = cache.read('a');
     expect(stale).toBeInstanceOf(Promise);
@@ -117,7 +119,7 @@ describe('read-through cache', () => {
     const fromB: Loader<string> = async (key) => (calls.push(`B:${key}`), 'from B');
     expect(await readThrough.read('one', fromA)).toEqual({ value: 'from A', state: 'MISS' });
     expect(await readThrough.read('two', fromB)).toEqual({ value: 'from B', state: 'MISS' });
-    expect(await readThrough.read('one', fromA)).toEqual({ value: 'from A', state: 'HIT' });
+    expect(await readThrough.read('one', fromA)).toEqual({ value: 'from A', state: 'HIT', staleAt: expect.any(Number) });
     expect(calls).toEqual(['A:one', 'B:two']);
   });
 
@@ -153,7 +155,7 @@ describe('read-through cache', () => {
     loader.release();
     await settle();
     expect(loader.loads).toEqual(['a', 'a']);
-    expect(await cache.read('a')).toEqual({ value: 'a@v2', state: 'HIT' });
+    expect(await cache.read('a')).toEqual({ value: 'a@v2', state: 'HIT', staleAt: expect.any(Number) });
   });
 
   it('hands the background refresh to waitUntil so a Worker keeps it alive', async () => {
@@ -332,7 +334,7 @@ describe('read-through cache', () => {
 
     // NOT_FOUND_TTL (45 s) is longer than the 30 s once hard-coded: the tombstone answers alone.
     clock.advance(NOT_FOUND_TTL - 1000);
-    expect(await cache.read('a')).toEqual({ value: undefined, state: 'HIT' });
+    expect(await cache.read('a')).toEqual({ value: undefined, state: 'HIT', staleAt: expect.any(Number) });
     expect(loads).toHaveLength(2);
 
     clock.advance(2000);
@@ -365,7 +367,7 @@ describe('read-through cache', () => {
     expect(await pending).toEqual({ value: 'a@v1', state: 'MISS' });
     expect(await joined).toEqual({ value: 'a@v1', state: 'MISS' });
     // The seeded copy stays: the load that was overtaken does not write over it.
-    expect(await cache.read('a')).toEqual({ value: 'a@seeded', state: 'HIT' });
+    expect(await cache.read('a')).toEqual({ value: 'a@seeded', state: 'HIT', staleAt: expect.any(Number) });
     expect(loader.loads).toEqual(['a']);
   });
 
@@ -376,7 +378,7 @@ describe('read-through cache', () => {
     expect(readThrough.replace('a', 'a@v0', 'a@other')).toBe(false);
     clock.advance(TTL / 2);
     expect(readThrough.replace('a', 'a@v1', 'a@v1+copies')).toBe(true);
-    expect(await cache.read('a')).toEqual({ value: 'a@v1+copies', state: 'HIT' });
+    expect(await cache.read('a')).toEqual({ value: 'a@v1+copies', state: 'HIT', staleAt: expect.any(Number) });
     // Stale from the first load's time, not from the replacement's.
     clock.advance(TTL / 2 + 1);
     expect(readThrough.replace('a', 'a@v1+copies', 'a@late')).toBe(false);
@@ -397,7 +399,7 @@ describe('read-through cache', () => {
     loader.bump();
     expect(await cache.read('a')).toEqual({ value: 'a@v1+copies', state: 'STALE' });
     await settle();
-    expect(await cache.read('a')).toEqual({ value: 'a@v2', state: 'HIT' });
+    expect(await cache.read('a')).toEqual({ value: 'a@v2', state: 'HIT', staleAt: expect.any(Number) });
     expect(loader.loads).toEqual(['a', 'a']);
   });
 

@@ -14,11 +14,7 @@ export const SITE_POLICIES: Record<'sitePage' | 'siteFile', CachePolicy> = {
 /** Categories change far less often than issues are sent: they may be fresh longer. */
 export function cachePolicies(config: { cacheTtlSeconds: number; categoriesTtlSeconds: number }) {
   const read = (ttlSeconds: number): CachePolicy => ({ ttlSeconds, staleWhileRevalidateSeconds: 300, staleIfErrorSeconds: 86_400 });
-  return {
-    archive: read(config.cacheTtlSeconds),
-    issue: read(config.cacheTtlSeconds),
-    categories: read(config.categoriesTtlSeconds),
-  };
+  return { archive: read(config.cacheTtlSeconds), issue: read(config.cacheTtlSeconds), categories: read(config.categoriesTtlSeconds) };
 }
 
 export function cacheControlOf(policy: CachePolicy): string {

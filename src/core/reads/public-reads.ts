@@ -115,6 +115,8 @@ export function createPublicReads(options: PublicReadsOptions) {
     ttlResolution: 0,
   });
 
+  // A slug's fresh hit, answered again with one lookup while no copy changes: its read looks the slug up in several tables.
+  const freshHits = new Map<string, { read: PublicRead<IssueBody>; key: string; staleAt: number }>();
   const cache = createReadThroughCache<CachedValue>({
     rulesFor: (key) => (key === ARCHIVE_KEY ? rules.archive : key === CATEGORIES_KEY ? rules.categories : rules.issue),
     maxBytes: budget.upstreamData,
@@ -127,6 +129,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     onLoaded: (_key, value) => options.spells?.loaded(value.fetchedAt),
     retryAtOf: (error) => (error instanceof UpstreamError ? error.heldUntilMs : undefined),
     onTooLarge: options.onTooLarge,
+    onChange: () => freshHits.clear(),
     metrics: options.metrics,
   });
   const pages = createIndexRenders(budget.renderedPages, (index, query) => {
@@ -312,7 +315,7 @@ export function createPublicReads(options: PublicReadsOptions) {
 
   const issuesLoading = new Set<string>();
 
-  const gone = (slug: string) => void notFound.set(slug, true);
+  const gone = (slug: string) => void (freshHits.delete(slug), notFound.set(slug, true));
 
   async function loadIssueFromUpstream(key: string, waitUntil: WaitUntil | undefined, client?: string, previous?: CachedValue) {
     const slug = key.slice(ISSUE_KEY_PREFIX.length);
@@ -434,12 +437,18 @@ export function createPublicReads(options: PublicReadsOptions) {
   function readIssue(slug: string, key: string, copy: CachedValue | undefined, request: unknown, requester?: Requester<unknown>) {
     const verdict = indexSays(slug, copy);
     if (verdict === 'dropped') return Promise.reject(noSuchIssue());
-    return andThen(cache.read(key, loadIssue, request, requester, verdict === 'edited'), issueReadOf);
+    const result = cache.read(key, loadIssue, request, requester, verdict === 'edited');
+    if (result instanceof Promise) return result.then(issueReadOf);
+    const read = issueReadOf(result);
+    if (result.staleAt !== undefined && !(read instanceof Promise)) freshHits.set(slug, { read, key, staleAt: result.staleAt });
+    return read;
   }
   const issueReadOf = (result: ReadResult<CachedValue>) => publicReadOf<IssueBody>(result) ?? Promise.reject(noSuchIssue());
   const categoriesReadOf = (result: ReadResult<CachedValue>) => publicReadOf<CategoriesBody>(result)!;
 
   function issue(slug: string, request: unknown, requester: Requester<unknown> | undefined): MaybePromise<PublicRead<IssueBody>> {
+    const kept = freshHits.get(slug);
+    if (kept !== undefined && isFresh(kept.staleAt, now())) return cache.hit(kept.key, kept.read);
     const key = ISSUE_KEY_PREFIX + slug;
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);

@@ -1,12 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { UpstreamError } from '../upstream/transport.js';
 
-interface ReadBudgetOptions {
-  totalPerMinute: number;
-  perClientPerMinute: number;
-  now: () => number;
-  onExhausted?: (scope: Scope) => void;
-}
+type ReadBudgetOptions = { totalPerMinute: number; perClientPerMinute: number; now: () => number; onExhausted?: (scope: Scope) => void };
 
 export class ReadBudgetExceeded extends UpstreamError {
   constructor(retryAfterSeconds: number) {

@@ -8,10 +8,7 @@ export type CacheState = (typeof CACHE_STATES)[number];
 export type WaitUntil = (promise: Promise<unknown>) => void;
 
 /** What a load needs of the request a read serves, asked only when it loads: the request passes as is, so a hit builds nothing. */
-export interface Requester<R> {
-  waitUntil(request: R): WaitUntil | undefined;
-  client(request: R): string | undefined;
-}
+export type Requester<R> = { waitUntil(request: R): WaitUntil | undefined; client(request: R): string | undefined };
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -30,7 +27,7 @@ export const isWithinStaleWhileRevalidate = (staleAt: number, time: number, rule
 export const isWithinStaleIfError = (staleAt: number, time: number, rules: FreshnessRules) => time - staleAt <= rules.staleIfErrorMs;
 
 // `fetchedAtOf`: when a value was fetched, if earlier (a shared copy); `maxEntryBytes`: a larger value is served, not kept;
-// `retryAtOf`: when a failed load may be tried again (a hold-off's end).
+// `retryAtOf`: when a failed load may be tried again (a hold-off's end); `onChange`: a copy was set, replaced or dropped.
 export interface ReadThroughCacheOptions<V> {
   rulesFor: (key: string) => FreshnessRules;
   fetchedAtOf?: (value: V) => number | undefined;
@@ -43,10 +40,11 @@ export interface ReadThroughCacheOptions<V> {
   onLoaded?: (key: string, value: V) => void;
   retryAtOf?: (error: unknown) => number | undefined;
   onTooLarge?: (key: string, bytes: number, maxEntryBytes: number) => void;
+  onChange?: () => void;
   metrics?: Pick<Metrics, 'cacheRead' | 'cacheEviction'>;
 }
 
-export type ReadResult<V> = { value: V | undefined; state: CacheState };
+export type ReadResult<V> = { value: V | undefined; state: CacheState; staleAt?: number };
 
 /** `value` undefined: a tombstone; before `retryAt` the stale copy is served without a load. */
 type Entry<V> = { value: V | undefined; staleAt: number; size: number; refreshFailedAt?: number | undefined; retryAt?: number | undefined };
@@ -64,7 +62,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
     maxSize: options.maxBytes,
     maxEntrySize: maxEntryBytes,
     sizeCalculation: (entry) => entry.size,
-    dispose: (_entry, _key, reason) => (reason === 'evict' ? metrics.cacheEviction(reason) : undefined),
+    dispose: (_entry, _key, reason) => void (options.onChange?.(), reason === 'evict' && metrics.cacheEviction(reason)),
   });
   // A key set or dropped meanwhile overtakes its load: the load's readers get what it loads, the cache does not.
   const loads = new Map<string, Promise<Entry<V> | undefined>>();
@@ -72,6 +70,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
   function put(key: string, entry: Entry<V>): void {
     loads.delete(key);
     lru.set(key, entry);
+    options.onChange?.();
   }
 
   // A value fetched earlier (by another isolate) is fresh only for what is left of its TTL.
@@ -156,7 +155,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
         if (entry !== undefined && isFresh(entry.staleAt, now())) {
           counters.hits += 1;
           metrics.cacheRead('HIT');
-          return { value: entry.value, state: 'HIT' };
+          return { value: entry.value, state: 'HIT', staleAt: entry.staleAt };
         }
       }
       return readThrough(key, load, request, requester, forceRefresh);
@@ -174,6 +173,13 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
       return true;
     },
     peek: (key: string) => lru.get(key)?.value,
+    /** A fresh hit the caller answers from what it kept of the copy: counted, and the copy's recency renewed. */
+    hit<A>(key: string, answer: A): A {
+      lru.get(key);
+      counters.hits += 1;
+      metrics.cacheRead('HIT');
+      return answer;
+    },
     stats: () => ({ ...counters, entries: lru.size, bytes: lru.calculatedSize }),
   };
 }
