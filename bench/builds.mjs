@@ -1,7 +1,7 @@
 // One or more builds of the service, compared on a cached GET by the bench's paired CPU runs
 // (docs/performance.md "Method"): in each round, each build in turn is started against the bench's
 // upstream simulator and loaded at the same time as two bare Hono apps (base: Content-Type only;
-// same-hdr: every header that build sends), a third of the connections each, on the server core.
+// same-hdr: every header that build sends), an equal share of the connections each, on the server core.
 // A build's figure for the round is the median of its paired ratios; rounds alternate the builds,
 // so a slow stretch of this shared machine meets all of them. Each process's process.nextTick is
 // timed after the runs (bench/lib/tick-probe.cjs): one that left V8's fast path
@@ -14,7 +14,11 @@
 // process after one unmeasured, BENCH_DURATION [3] seconds each, BENCH_PATH [/api/issues] (`:slug` stands for the newest issue's),
 // BENCH_ACCEPT_ENCODING [unset] sent with every request, so ours answers a compressed copy (the
 // references answer the same compressed bytes, with its Content-Encoding), BENCH_REVALIDATE [unset] 1 to
-// measure the 304: every side is sent `If-None-Match` with ours' ETag (the references answer 304).
+// measure the 304: every side is sent `If-None-Match` with ours' ETag (the references answer 304),
+// BENCH_BUILDS_TOGETHER [unset] 1 to load every build at once with the references (the connections
+// split between them; the builds started in the other order each round): a build's figure against the
+// first's is then the median of per-run ratios taken under the same load, fine enough for a few percent
+// (the rounds above cannot tell those apart). Their same-hdr reference sends the headers of the build started first.
 import { Agent } from 'node:http';
 import { resolve } from 'node:path';
 import { get, headersToReplay } from './lib/http.mjs';
@@ -41,74 +45,90 @@ const PATH_TEMPLATE = env.BENCH_PATH || '/api/issues';
 let PATH = PATH_TEMPLATE;
 const OURS_HEADERS = env.BENCH_ACCEPT_ENCODING ? { 'Accept-Encoding': env.BENCH_ACCEPT_ENCODING } : {};
 const REVALIDATE = env.BENCH_REVALIDATE === '1';
+const TOGETHER = env.BENCH_BUILDS_TOGETHER === '1';
 /** A tick above this many ns: the process is off V8's fast path for ticks (60–260 ns normally). */
 const SLOW_TICK_NS = 350;
 
-async function measureBuild(entry, sim, agent) {
+async function startBuild(entry, sim, agent, servers) {
+  const port = await freePort();
+  const ours = await startServerProcess({
+    name: 'bff-build',
+    nodeArgs: [...TICK_PROBE_ARGS, ...profArgs('bff-build'), ...settings.nodeArgs],
+    script: entry,
+    env: bffEnv(sim.baseUrl, port),
+    port,
+    stdoutMode: settings.serverStdout,
+  });
+  servers.push(ours);
+  await get(agent, ours.url + PATH);
+  const hit = await get(agent, ours.url + PATH);
+  if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT')
+    throw new Error(`${entry}: ${PATH} answered ${hit.status}, X-Cache ${hit.headers['x-cache']}`);
+  let served = hit;
+  if (env.BENCH_ACCEPT_ENCODING) {
+    served = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
+    if (!served.headers['content-encoding'])
+      throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
+  }
+  return { ours, served };
+}
+
+/** The figures of one round for each entry, all loaded at once with the two references. */
+async function measureBuilds(entries, sim, agent, reference = 0) {
   const servers = [];
   try {
-    const port = await freePort();
-    const ours = await startServerProcess({
-      name: 'bff-build',
-      nodeArgs: [...TICK_PROBE_ARGS, ...profArgs('bff-build'), ...settings.nodeArgs],
-      script: entry,
-      env: bffEnv(sim.baseUrl, port),
-      port,
-      stdoutMode: settings.serverStdout,
-    });
-    servers.push(ours);
-    await get(agent, ours.url + PATH);
-    const hit = await get(agent, ours.url + PATH);
-    if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT')
-      throw new Error(`${entry}: ${PATH} answered ${hit.status}, X-Cache ${hit.headers['x-cache']}`);
-    let served = hit;
-    if (env.BENCH_ACCEPT_ENCODING) {
-      served = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
-      if (!served.headers['content-encoding'])
-        throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
-    }
+    const started = [];
+    for (const entry of entries) started.push(await startBuild(entry, sim, agent, servers));
+    const { served } = started[0];
     // The references answer the bytes ours answers: its compressed copy, said so, when one was asked for.
     const coding = served.headers['content-encoding'];
     const body = coding ? { bodyBase64: served.bytes.toString('base64'), contentEncoding: coding } : { body: served.body };
     const answer = { ...body, contentType: served.headers['content-type'], ...(REVALIDATE && { etag: served.headers.etag }) };
     const revalidation = REVALIDATE ? { 'If-None-Match': served.headers.etag } : {};
-    await waitUntilQuiet(ours);
+    for (const { ours } of started) await waitUntilQuiet(ours);
     const base = await startBaseline(servers, 'baseline-builds', { [PATH]: answer });
     const same = await startBaseline(servers, 'baseline-same-headers-builds', {
       [PATH]: { ...answer, headers: headersToReplay(served.headers) },
     });
-    const third = {
+    const share = {
       tool: settings.tool,
-      connections: Math.max(1, Math.round(settings.connections / 3)),
+      connections: Math.max(1, Math.round(settings.connections / (entries.length + 2))),
       durationSec: settings.durationSec,
       warmupSec: 0,
       expectStatus: REVALIDATE ? 304 : 200,
     };
-    const ratios = { base: [], same: [] };
-    const cpuUs = { ours: [], base: [] };
+    const runs = entries.map(() => ({ base: [], same: [], first: [], ours: [], baseUs: [] }));
     for (let run = 0; run <= RUNS; run += 1) {
-      const [o, b, s] = await Promise.all(
-        [ours, base, same].map((server) =>
-          runLoad({ ...third, url: server.url + PATH, serverPid: server.pid, headers: { ...OURS_HEADERS, ...revalidation } }),
+      const loads = await Promise.all(
+        [...started.map(({ ours }) => ours), base, same].map((server) =>
+          runLoad({ ...share, url: server.url + PATH, serverPid: server.pid, headers: { ...OURS_HEADERS, ...revalidation } }),
         ),
       );
-      for (const r of [o, b, s])
-        if (r.errors || r.unexpected || !r.serverCpuUsPerRequest) throw new Error(`${entry}: a run had errors or unexpected answers`);
+      for (const r of loads)
+        if (r.errors || r.unexpected || !r.serverCpuUsPerRequest) throw new Error('a run had errors or unexpected answers');
       // The first run of fresh processes is their warm-up.
       if (run === 0) continue;
-      ratios.base.push(o.serverCpuUsPerRequest / b.serverCpuUsPerRequest);
-      ratios.same.push(o.serverCpuUsPerRequest / s.serverCpuUsPerRequest);
-      cpuUs.ours.push(o.serverCpuUsPerRequest);
-      cpuUs.base.push(b.serverCpuUsPerRequest);
+      const us = loads.map((r) => r.serverCpuUsPerRequest);
+      const [b, s] = us.slice(-2);
+      for (const [index, figures] of runs.entries()) {
+        figures.base.push(us[index] / b);
+        figures.same.push(us[index] / s);
+        figures.first.push(us[index] / us[reference]);
+        figures.ours.push(us[index]);
+        figures.baseUs.push(b);
+      }
     }
-    const ticks = { ours: await probeTicks(ours), base: await probeTicks(base), same: await probeTicks(same) };
-    return {
-      base: median(ratios.base),
-      same: median(ratios.same),
-      runs: ratios.base,
-      us: { ours: median(cpuUs.ours), base: median(cpuUs.base) },
-      ticks,
-    };
+    const baseTicks = { base: await probeTicks(base), same: await probeTicks(same) };
+    return await Promise.all(
+      runs.map(async (figures, index) => ({
+        base: median(figures.base),
+        same: median(figures.same),
+        first: median(figures.first),
+        runs: figures.base,
+        us: { ours: median(figures.ours), base: median(figures.baseUs) },
+        ticks: { ours: await probeTicks(started[index].ours), ...baseTicks },
+      })),
+    );
   } finally {
     for (const server of servers) await stopChild(server.child);
   }
@@ -128,17 +148,16 @@ async function main() {
   const builds = entries.map((entry, index) => ({ entry, label: `#${index + 1} ${entry}`, figures: [] }));
   try {
     for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const build of round % 2 === 1 ? builds : [...builds].reverse()) {
-        const figure = await measureBuild(build.entry, sim, agent);
-        build.figures.push(figure);
-        const slow = Object.entries(figure.ticks)
-          .filter(([, ns]) => ns > SLOW_TICK_NS)
-          .map(([name]) => name);
-        console.log(
-          `round ${round} ${build.label}: vs base ${figure.base.toFixed(3)} (runs ${figure.runs.map((r) => r.toFixed(2)).join(' ')}), vs same-hdr ${figure.same.toFixed(3)}; ` +
-            `µs CPU a request: ours ${figure.us.ours.toFixed(1)}, base ${figure.us.base.toFixed(1)}; ` +
-            `tick ns ours ${figure.ticks.ours}, base ${figure.ticks.base}, same-hdr ${figure.ticks.same}${slow.length ? `  OFF THE FAST PATH: ${slow.join(', ')}` : ''}`,
+      const order = round % 2 === 1 ? builds : [...builds].reverse();
+      const groups = TOGETHER ? [order] : order.map((build) => [build]);
+      for (const group of groups) {
+        const figures = await measureBuilds(
+          group.map((build) => build.entry),
+          sim,
+          agent,
+          Math.max(0, group.indexOf(builds[0])),
         );
+        for (const [index, build] of group.entries()) logFigure(round, build, figures[index]);
       }
     }
   } finally {
@@ -149,8 +168,22 @@ async function main() {
   for (const { label, figures: list } of builds) {
     const clean = list.filter((figure) => Object.values(figure.ticks).every((ns) => ns <= SLOW_TICK_NS));
     const show = (key) => (clean.length ? median(clean.map((figure) => figure[key])).toFixed(3) : '-');
-    console.log(`  ${label}: vs base ${show('base')}, vs same-hdr ${show('same')} (${clean.length} of ${list.length} rounds)`);
+    const first = TOGETHER ? `, vs ${builds[0].label} ${show('first')}` : '';
+    console.log(`  ${label}: vs base ${show('base')}, vs same-hdr ${show('same')}${first} (${clean.length} of ${list.length} rounds)`);
   }
+}
+
+function logFigure(round, build, figure) {
+  build.figures.push(figure);
+  const slow = Object.entries(figure.ticks)
+    .filter(([, ns]) => ns > SLOW_TICK_NS)
+    .map(([name]) => name);
+  const first = TOGETHER ? `, vs #1 ${figure.first.toFixed(3)}` : '';
+  console.log(
+    `round ${round} ${build.label}: vs base ${figure.base.toFixed(3)} (runs ${figure.runs.map((r) => r.toFixed(2)).join(' ')}), vs same-hdr ${figure.same.toFixed(3)}${first}; ` +
+      `µs CPU a request: ours ${figure.us.ours.toFixed(1)}, base ${figure.us.base.toFixed(1)}; ` +
+      `tick ns ours ${figure.ticks.ours}, base ${figure.ticks.base}, same-hdr ${figure.ticks.same}${slow.length ? `  OFF THE FAST PATH: ${slow.join(', ')}` : ''}`,
+  );
 }
 
 main().catch((error) => {
