@@ -230,7 +230,8 @@ describe('one address can be a crowd', () => {
       outgoing.once('finish', () => (closedAfterAnswer += outgoing.getHeader('connection') === 'close' ? 1 : 0)),
     );
     const statuses = await burst(port, '127.0.0.3', 200);
-    expect(statuses.filter((status) => status === 200)).toHaveLength(200);
+    // Any other answer is listed with what failed it (a status or an error code), to tell a shed from a refusal.
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
     expect(await until(async () => (await connectionsOf(server)) <= 256)).toBe(true);
     // What the attacker held above the cap (44 unless Node dropped some), then room for each of the burst's: the
     // attacker's socket shed, one of the burst's own that went idle for a second meanwhile (on a slow machine), or the
