@@ -360,6 +360,27 @@ describe('one address can be a crowd', () => {
     expect(await until(() => idle.every((client) => client.isClosed()))).toBe(true);
   });
 
+  it('closes the connection idle longest first, not the one opened first, and forgets one its client closed', async () => {
+    const { port, shed } = await listen({ maxConnections: 3 }, {}, false);
+    const first = await idleAfterOneAnswer(port, '127.0.0.2');
+    const second = await idleAfterOneAnswer(port, '127.0.0.3');
+    const third = await idleAfterOneAnswer(port, '127.0.0.4');
+    first.socket.write(GET_CATEGORIES); // idle again, now the newest: second, third, first
+    expect(statusOf((await first.responses(2))[1])).toBe(200);
+    third.socket.destroy(); // in the middle of the idle ones: gone from them
+    await pause(150); // past the idle grace
+    const newcomers = [];
+    for (const [index, closed] of [undefined, second, first].entries()) {
+      newcomers.push(await open(port, `127.0.0.${5 + index}`));
+      newcomers[index]!.socket.write(GET_CATEGORIES);
+      expect(statusOf((await newcomers[index]!.responses(1))[0])).toBe(200);
+      if (closed) expect(await until(() => closed.isClosed())).toBe(true);
+      expect(first.isClosed()).toBe(closed === first);
+    }
+    expect(shed).toEqual(['idle', 'idle']);
+    expect(newcomers.some((client) => client.isClosed())).toBe(false);
+  });
+
   it('answers a request it has read even above the cap: with Connection: close, never a reset', async () => {
     const { port, server, shed, shedding } = await listen({ maxConnections: 8 });
     const busy: Client[] = [];

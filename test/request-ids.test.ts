@@ -6,7 +6,7 @@ describe('createRequestIds', () => {
 
   it('gives 32 hex digits per id, all different, across several batches', () => {
     const newRequestId = createRequestIds();
-    const ids = Array.from({ length: 1000 }, () => newRequestId());
+    const ids = Array.from({ length: 2500 }, () => newRequestId());
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
     expect(new Set(ids).size).toBe(ids.length);
   });
@@ -15,9 +15,9 @@ describe('createRequestIds', () => {
     const draw = vi.spyOn(crypto, 'getRandomValues');
     const newRequestId = createRequestIds();
     expect(draw).not.toHaveBeenCalled();
-    for (let i = 0; i < 128; i += 1) newRequestId();
+    for (let i = 0; i < 1024; i += 1) newRequestId();
     expect(draw).toHaveBeenCalledTimes(1);
-    expect((draw.mock.calls[0]![0] as Uint8Array).byteLength).toBe(128 * 16);
+    expect((draw.mock.calls[0]![0] as Uint8Array).byteLength).toBe(1024 * 16);
     newRequestId();
     expect(draw).toHaveBeenCalledTimes(2);
   });

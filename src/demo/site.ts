@@ -91,9 +91,7 @@ const SLOTS = {
 
 const dateFormat = new Intl.DateTimeFormat('en-GB', { dateStyle: 'long', timeZone: 'UTC' });
 
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
-}
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (character) => `&#${character.charCodeAt(0)};`);
 
 function replaceOnce(html: string, slot: string | RegExp, replacement: string): string {
   const found = typeof slot === 'string' ? html.includes(slot) : slot.test(html);

@@ -124,7 +124,7 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
   server.maxConnections = limits.maxConnections + Math.max(16, Math.ceil(limits.maxConnections / 8));
   const shedding = shedConnections(server, limits, options.onShed);
   server.on('request', (incoming: IncomingMessage, outgoing: ServerResponse) => {
-    shedding.requestStarted(incoming);
+    const held = shedding.requestStarted(incoming);
     if (closing.has(incoming.socket)) return void incoming.resume();
     if (shedding.overCap()) outgoing.setHeader('Connection', 'close');
     reading = outgoing;
@@ -132,7 +132,7 @@ export function serveWithLimits(options: ServeOptions, given: ServerLimits, onLi
       return adapterListener(incoming, outgoing);
     } finally {
       reading = undefined;
-      shedding.answered(outgoing);
+      shedding.answered(outgoing, held);
     }
   });
   server.listen(options.port, options.hostname, () => onListening?.(server.address() as AddressInfo));
@@ -169,8 +169,8 @@ export function timedOutByListener(c: Context): boolean {
 }
 
 type Client = { key: string; held: number; fresh: Set<Held> };
-// `since`: accepted, or its last request done.
-type Held = { socket: Socket; client: Client | undefined; inFlight: number; since: number; gone: boolean };
+// `since`: accepted, or its last request done. `older`, `newer`: its neighbours while idle.
+type Held = { socket: Socket; client: Client | undefined; inFlight: number; since: number; gone: boolean; older?: Held; newer?: Held };
 
 /** Which connections make room above MAX_CONNECTIONS: docs/node-http.md "A crowd at one address". */
 function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?: (reason: ConnectionShedReason) => void) {
@@ -178,7 +178,12 @@ function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?
   const open = new Map<Socket, Held>();
   const clients = new Map<string, Client>();
   const fresh = new Set<Held>();
-  const idle = new Set<Held>();
+  // Idle connections, oldest first: a ring through their records, `idle` its ends (a Set rejoined per request rehashes every few).
+  const idle = {} as Held;
+  idle.older = idle.newer = idle;
+  const idleOldestFirst = function* () {
+    for (let held = idle.newer!; held !== idle; held = held.newer!) yield held;
+  };
   const byFresh: Set<Client>[] = [];
   let mostFresh = 0;
   let lastShedAt = Number.NEGATIVE_INFINITY;
@@ -194,7 +199,13 @@ function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?
   }
 
   function stopWaiting(held: Held) {
-    if (idle.delete(held) || !fresh.delete(held)) return;
+    if (held.newer !== undefined) {
+      held.older!.newer = held.newer;
+      held.newer.older = held.older;
+      held.older = held.newer = undefined;
+      return;
+    }
+    if (!fresh.delete(held)) return;
     if (held.client?.fresh.delete(held)) refile(held.client, held.client.fresh.size + 1);
   }
 
@@ -205,7 +216,7 @@ function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?
     if (held.client !== undefined && --held.client.held === 0) clients.delete(held.client.key);
   }
 
-  function pick(set: Set<Held>, graceMs: number, at: number): Held | undefined {
+  function pick(set: Iterable<Held>, graceMs: number, at: number): Held | undefined {
     let best: Held | undefined;
     let weighed = 0;
     for (const held of set) {
@@ -235,7 +246,7 @@ function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?
     let reason: ConnectionShedReason = 'slow_head';
     let held = pick(fresh, slowHeadGraceMs, at);
     if (held === undefined) [reason, held] = ['over_share', overShare(at)];
-    if (held === undefined) [reason, held] = ['idle', pick(idle, idleGraceMs, at)];
+    if (held === undefined) [reason, held] = ['idle', pick(idleOldestFirst(), idleGraceMs, at)];
     if (held === undefined) return false;
     release(held);
     lastShedAt = performance.now();
@@ -254,7 +265,7 @@ function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?
     const key = socket.remoteAddress === undefined ? undefined : clientKeyOf(socket.remoteAddress);
     let client = key === undefined ? undefined : clients.get(key);
     if (key !== undefined && client === undefined) clients.set(key, (client = { key, held: 0, fresh: new Set() }));
-    const held: Held = { socket, client, inFlight: 0, since: performance.now(), gone: false };
+    const held: Held = { socket, client, inFlight: 0, since: performance.now(), gone: false, older: undefined, newer: undefined };
     open.set(socket, held);
     fresh.add(held);
     if (client) {
@@ -269,7 +280,9 @@ function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?
   const done = (held: Held) => {
     if (--held.inFlight > 0 || held.gone) return;
     held.since = performance.now();
-    idle.add(held);
+    held.older = idle.older;
+    held.newer = idle;
+    idle.older = idle.older!.newer = held;
   };
   function responseClosed(this: ServerResponse) {
     const request = this.req;
@@ -280,19 +293,18 @@ function shedConnections(server: Server, limits: Required<ServerLimits>, onShed?
   }
 
   return {
-    requestStarted(request: IncomingMessage) {
+    requestStarted(request: IncomingMessage): Held | undefined {
       const held = open.get(request.socket);
       if (held === undefined) return;
       if (held.inFlight === 0) stopWaiting(held);
       held.inFlight += 1;
+      return held;
     },
-    // After the listener's synchronous part. An answer all in the kernel's hands, to a request declaring no body, is done: only the
-    // others are followed to their close (one shared handler; a listener on every response was a visible share of a cached hit).
-    answered(response: ServerResponse) {
+    // After the listener's synchronous part: a bodiless request whose answer is all in the kernel's hands is done; the rest, at `close`.
+    answered(response: ServerResponse, held: Held | undefined) {
       const { headers, socket } = response.req;
       const whole = headers['content-length'] === undefined && headers['transfer-encoding'] === undefined;
       if (!response.writableEnded || socket.writableLength > 0 || !whole) return void response.on('close', responseClosed);
-      const held = open.get(socket);
       if (held !== undefined) done(held);
     },
     overCap,

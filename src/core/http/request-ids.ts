@@ -1,5 +1,5 @@
 const ID_BYTES = 16;
-const BATCH = 128;
+const BATCH = 1024;
 const HEX_DIGITS = new TextEncoder().encode('0123456789abcdef');
 
 /** 128 random bits as 32 hex digits, telling nothing of traffic; drawn and written out in batches (docs/performance.md). */

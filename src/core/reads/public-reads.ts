@@ -98,11 +98,8 @@ export function createPublicReads(options: PublicReadsOptions) {
   const { upstream, now, sharedCache, encodeBody } = options;
   const resyncMs = options.archiveResyncSeconds * 1000;
   const budget = splitMemoryBudget(options.maxBytes);
-  const rules = {
-    archive: freshnessRulesOf(options.policies.archive),
-    categories: freshnessRulesOf(options.policies.categories),
-    issue: freshnessRulesOf(options.policies.issue),
-  };
+  const rulesOf = (read: keyof CachePolicies) => freshnessRulesOf(options.policies[read]);
+  const rules = { archive: rulesOf('archive'), categories: rulesOf('categories'), issue: rulesOf('issue') };
   const archiveFresh = (fetchedAt: number) => isFresh(fetchedAt + rules.archive.ttlMs, now());
 
   // Apart, so a slug scan can neither reach the upstream twice for one slug nor evict good entries (docs/contract.md).

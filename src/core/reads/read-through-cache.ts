@@ -106,10 +106,7 @@ export function createReadThroughCache<V>(options: ReadThroughCacheOptions<V>) {
       (error: unknown) => {
         if (loads.get(key) === loaded) loads.delete(key);
         counters.refreshFailures += 1;
-        if (stale) {
-          stale.refreshFailedAt = now();
-          stale.retryAt = options.retryAtOf?.(error);
-        }
+        if (stale) Object.assign(stale, { refreshFailedAt: now(), retryAt: options.retryAtOf?.(error) });
         options.onLoadError?.(key, error);
         throw error;
       },

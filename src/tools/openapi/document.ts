@@ -327,6 +327,4 @@ export function createOpenApiDocument(version: string): Json {
   };
 }
 
-export function serializeOpenApiDocument(document: Json): string {
-  return `${JSON.stringify(document, null, 2)}\n`;
-}
+export const serializeOpenApiDocument = (document: Json): string => `${JSON.stringify(document, null, 2)}\n`;

@@ -33,9 +33,7 @@ function absoluteOnly(attribs: sanitizeHtml.Attributes, name: string): sanitizeH
   return value !== undefined && /^[a-z][a-z0-9+.-]*:/i.test(value.trim()) ? { ...rest, [name]: value } : rest;
 }
 
-export function sanitizeLetter(html: string): string {
-  return sanitizeHtml(html, LETTER_POLICY).trim();
-}
+export const sanitizeLetter = (html: string): string => sanitizeHtml(html, LETTER_POLICY).trim();
 
 // The only entities sanitize-html writes into text; decoded in one pass, so `&amp;lt;` stays `&lt;`.
 const TEXT_ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" };
