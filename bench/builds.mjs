@@ -15,6 +15,8 @@
 // BENCH_ACCEPT_ENCODING [unset] sent with every request, so ours answers a compressed copy (the
 // references answer the same compressed bytes, with its Content-Encoding), BENCH_REVALIDATE [unset] 1 to
 // measure the 304: every side is sent `If-None-Match` with ours' ETag (the references answer 304),
+// BENCH_WARM [every] which reads each build answers before it is measured: `every` route and a page in each coding, with and
+// without an Origin, 200 and 304, as a server in service has (V8's inline caches then have seen every header shape), or only the measured `path`,
 // BENCH_BUILDS_TOGETHER [unset] 1 to load every build at once with the references (the connections
 // split between them; the builds started in the other order each round): a build's figure against the
 // first's is then the median of per-run ratios taken under the same load, fine enough for a few percent
@@ -43,9 +45,11 @@ const ROUNDS = Number(env.BENCH_BUILD_ROUNDS || 3);
 const RUNS = Number(env.BENCH_BUILD_RUNS || 5);
 const PATH_TEMPLATE = env.BENCH_PATH || '/api/issues';
 let PATH = PATH_TEMPLATE;
+let SLUG = '';
 const OURS_HEADERS = env.BENCH_ACCEPT_ENCODING ? { 'Accept-Encoding': env.BENCH_ACCEPT_ENCODING } : {};
 const REVALIDATE = env.BENCH_REVALIDATE === '1';
 const TOGETHER = env.BENCH_BUILDS_TOGETHER === '1';
+const WARM_EVERY = env.BENCH_WARM !== 'path';
 /** A tick above this many ns: the process is off V8's fast path for ticks (60–260 ns normally). */
 const SLOW_TICK_NS = 350;
 
@@ -64,6 +68,7 @@ async function startBuild(entry, sim, agent, servers) {
   const hit = await get(agent, ours.url + PATH);
   if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT')
     throw new Error(`${entry}: ${PATH} answered ${hit.status}, X-Cache ${hit.headers['x-cache']}`);
+  if (WARM_EVERY) await warmEveryRead(agent, ours.url);
   let served = hit;
   if (env.BENCH_ACCEPT_ENCODING) {
     served = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
@@ -71,6 +76,17 @@ async function startBuild(entry, sim, agent, servers) {
       throw new Error(`${entry}: ${PATH} has no compressed copy for Accept-Encoding: ${env.BENCH_ACCEPT_ENCODING}`);
   }
   return { ours, served };
+}
+
+/** Each route and a page, in each coding, with and without an Origin, 200 and 304: what a server in service has answered. */
+async function warmEveryRead(agent, url) {
+  for (const path of ['/api/issues', '/api/issues?limit=5', `/api/issues/${SLUG}`, '/api/categories'])
+    for (const coding of [undefined, 'gzip', 'br'])
+      for (const origin of [undefined, 'https://elsewhere.example']) {
+        const headers = { ...(coding && { 'Accept-Encoding': coding }), ...(origin && { Origin: origin }) };
+        const { etag } = (await get(agent, url + path, { headers })).headers;
+        if (etag) await get(agent, url + path, { headers: { ...headers, 'If-None-Match': etag } });
+      }
 }
 
 /** The figures of one round for each entry, all loaded at once with the two references. */
@@ -90,6 +106,8 @@ async function measureBuilds(entries, sim, agent, reference = 0) {
     const same = await startBaseline(servers, 'baseline-same-headers-builds', {
       [PATH]: { ...answer, headers: headersToReplay(served.headers) },
     });
+    // The references are asked the same (what they do not have they answer 404).
+    if (WARM_EVERY) for (const reference of [base, same]) await warmEveryRead(agent, reference.url);
     const share = {
       tool: settings.tool,
       connections: Math.max(1, Math.round(settings.connections / (entries.length + 2))),
@@ -143,7 +161,8 @@ async function main() {
     throw new Error("name the builds to compare: BENCH_BUILDS='/tmp/before/dist/cli.js dist/cli.js' node bench/builds.mjs");
   const agent = new Agent({ keepAlive: true });
   const sim = await startUpstreamSim({ latencyMs: settings.upstreamLatencyMs, apiKey: API_KEY });
-  PATH = PATH_TEMPLATE.replace(':slug', sim.archive.issues[0].slug);
+  SLUG = sim.archive.issues[0].slug;
+  PATH = PATH_TEMPLATE.replace(':slug', SLUG);
   // By position, so one build named twice (a check of the method) is measured as two.
   const builds = entries.map((entry, index) => ({ entry, label: `#${index + 1} ${entry}`, figures: [] }));
   try {

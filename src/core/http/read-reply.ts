@@ -28,15 +28,17 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
   const records = { 200: new WeakMap<RenderedJson | EncodedCopy, Map<string, HeaderRecord>>(), 304: new WeakMap() };
   const chooseCopy = createCopyChooser();
 
-  function recordFor(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304): HeaderRecord {
+  // A request gets a copy of a kept record with its own id. V8 keeps that copy fast only while it meets at most four record
+  // shapes, and records with the same header names share a shape only when built alike: so each is kept rebuilt from `{}`.
+  function headersOf(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304, requestId: string): HeaderRecord {
     const origin = requestHeader(c, 'origin');
     const granted = rules.origins.granted(origin) ?? '';
     const reusable = read.state === 'HIT' && read.ageSeconds === undefined;
     const sent = copy ?? read.rendered;
     const byOrigin = reusable ? records[status].get(sent) : undefined;
     const kept = byOrigin?.get(granted);
-    if (kept !== undefined) return kept;
-    const record = rules.headersFor({ path: c.req.path, origin, requestId: '' });
+    if (kept !== undefined) return { ...kept, 'X-Request-Id': requestId };
+    const record = rules.headersFor({ path: c.req.path, origin, requestId });
     record['Cache-Control'] = route.cacheControl;
     record.ETag = sent.etag;
     record['X-Cache'] = read.state;
@@ -46,8 +48,8 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     if (route.vary !== undefined || varies) record.Vary = [record.Vary, route.vary, varies && 'Accept-Encoding'].filter(Boolean).join(', ');
     if (status === 200) record['Content-Type'] = route.contentType;
     if (status === 200 && copy !== undefined) record['Content-Encoding'] = copy.coding;
-    if (reusable && byOrigin === undefined) records[status].set(sent, new Map([[granted, record]]));
-    else if (reusable && byOrigin!.size < MAX_RECORDS_PER_COPY) byOrigin!.set(granted, record);
+    if (reusable && byOrigin === undefined) records[status].set(sent, new Map([[granted, Object.fromEntries(Object.entries(record))]]));
+    else if (reusable && byOrigin!.size < MAX_RECORDS_PER_COPY) byOrigin!.set(granted, Object.fromEntries(Object.entries(record)));
     return record;
   }
 
@@ -55,7 +57,7 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     const { rendered } = read;
     const copy = chooseCopy(requestHeader(c, 'accept-encoding'), rendered.encoded);
     const status = ifNoneMatchMatches(requestHeader(c, 'if-none-match'), (copy ?? rendered).etag) ? 304 : 200;
-    const headers = { ...recordFor(c, read, copy, status), 'X-Request-Id': requestId };
+    const headers = headersOf(c, read, copy, status, requestId);
     // A plain header record and bytes: @hono/node-server writes it straight to the socket.
     return new Response(status === 304 ? null : (copy?.body ?? rendered.bytes), { status, headers }) as ReadAnswer<never>;
   } as SendRead;

@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../http/errors.js';
+import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import type { ArchivePageBody, CategoriesBody, IssueBody, IssueDetail, IssueSummary } from '../public-shapes.js';
 import { placeHead, type ListOrder } from '../upstream/archive.js';
 import type { FailureSpells, StaleReason } from '../upstream/failure-policy.js';
@@ -446,6 +447,8 @@ export function createPublicReads(options: PublicReadsOptions) {
   function issue(slug: string, request: unknown, requester: Requester<unknown> | undefined): MaybePromise<PublicRead<IssueBody>> {
     const kept = freshHits.get(slug);
     if (kept !== undefined && isFresh(kept.staleAt, now())) return cache.hit(kept.key, kept.read);
+    // Checked here, not in the route: only slugs that passed are kept above, so a fresh hit is spared the pattern.
+    if (!SLUG_PATTERN.test(slug)) throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
     const key = ISSUE_KEY_PREFIX + slug;
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
     const copy = cache.peek(key);

@@ -7,7 +7,6 @@ import type { HeaderRules } from '../http/response-headers.js';
 import type { ArchiveFeeds } from '../reads/archive-feeds.js';
 import type { PublicReads } from '../reads/public-reads.js';
 import { cacheControlOf, type CachePolicies } from '../reads/cache-policies.js';
-import { SLUG_PATTERN, SLUG_RULE } from '../slug.js';
 import { MEDIA_TYPES, negotiateFormat } from './archive-format.js';
 import { ARCHIVE_VARY, type ArchiveQueries, type ArchiveRequest } from './archive-query.js';
 
@@ -53,10 +52,8 @@ export function createReadRoutes(options: {
     .get(
       '/issues/:slug',
       pipeline.read('/api/issues/:slug', replies('issue'), (c: Context<{}, '/issues/:slug'>) => {
-        // Percent-decoded by Hono, so `%2F` or `%2E%2E` fail the pattern; a double encoding keeps a `%`.
-        const slug = c.req.param('slug');
-        if (!SLUG_PATTERN.test(slug)) throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
-        return reads.issue(slug, c, requester);
+        // Percent-decoded by Hono, so `%2F` or `%2E%2E` fail the slug pattern; a double encoding keeps a `%`.
+        return reads.issue(c.req.param('slug'), c, requester);
       }),
     )
     .get(
