@@ -28,8 +28,9 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
   const records = { 200: new WeakMap<RenderedJson | EncodedCopy, Map<string, HeaderRecord>>(), 304: new WeakMap() };
   const chooseCopy = createCopyChooser();
 
-  // A request gets a copy of a kept record with its own id. V8 keeps that copy fast only while it meets at most four record
-  // shapes, and records with the same header names share a shape only when built alike: so each is kept rebuilt from `{}`.
+  // A request gets a copy of a kept record with its own id. V8 keeps a copy fast while it meets at most four record shapes, and
+  // records with the same header names share one only when built alike: so each is kept rebuilt from `{}`, and 304s are copied
+  // apart (a 200's shape also tells coded from not and granted origin from none: four at most, with any ALLOWED_ORIGINS).
   function headersOf(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304, requestId: string): HeaderRecord {
     const origin = requestHeader(c, 'origin');
     const granted = rules.origins.granted(origin) ?? '';
@@ -37,7 +38,7 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     const sent = copy ?? read.rendered;
     const byOrigin = reusable ? records[status].get(sent) : undefined;
     const kept = byOrigin?.get(granted);
-    if (kept !== undefined) return { ...kept, 'X-Request-Id': requestId };
+    if (kept !== undefined) return status === 304 ? { ...kept, 'X-Request-Id': requestId } : { ...kept, 'X-Request-Id': requestId };
     const record = rules.headersFor({ path: c.req.path, origin, requestId });
     record['Cache-Control'] = route.cacheControl;
     record.ETag = sent.etag;

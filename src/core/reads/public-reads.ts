@@ -113,7 +113,7 @@ export function createPublicReads(options: PublicReadsOptions) {
     ttlResolution: 0,
   });
 
-  // A slug's fresh hit, answered again with one lookup while no copy changes: its read looks the slug up in several tables.
+  // A slug's fresh hit, answered with one lookup while no copy changes; only slugs that passed the pattern (checked after it) are in it.
   const freshHits = new Map<string, { read: PublicRead<IssueBody>; key: string; staleAt: number }>();
   const cache = createReadThroughCache<CachedValue>({
     rulesFor: (key) => (key === ARCHIVE_KEY ? rules.archive : key === CATEGORIES_KEY ? rules.categories : rules.issue),
@@ -447,7 +447,6 @@ export function createPublicReads(options: PublicReadsOptions) {
   function issue(slug: string, request: unknown, requester: Requester<unknown> | undefined): MaybePromise<PublicRead<IssueBody>> {
     const kept = freshHits.get(slug);
     if (kept !== undefined && isFresh(kept.staleAt, now())) return cache.hit(kept.key, kept.read);
-    // Checked here, not in the route: only slugs that passed are kept above, so a fresh hit is spared the pattern.
     if (!SLUG_PATTERN.test(slug)) throw new ApiError('VALIDATION_ERROR', { details: [{ path: 'slug', message: `slug ${SLUG_RULE}` }] });
     const key = ISSUE_KEY_PREFIX + slug;
     if (notFound.has(slug)) return Promise.reject(noSuchIssue());
