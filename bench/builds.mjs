@@ -49,6 +49,7 @@ let SLUG = '';
 const OURS_HEADERS = env.BENCH_ACCEPT_ENCODING ? { 'Accept-Encoding': env.BENCH_ACCEPT_ENCODING } : {};
 const REVALIDATE = env.BENCH_REVALIDATE === '1';
 const TOGETHER = env.BENCH_BUILDS_TOGETHER === '1';
+if (!['every', 'path', undefined].includes(env.BENCH_WARM)) throw new Error('BENCH_WARM is `every` or `path`');
 const WARM_EVERY = env.BENCH_WARM !== 'path';
 /** Granted, as a site's own origin is: the warm-up asks with it and without, as the site's pages and its server do. */
 const SITE_ORIGIN = 'https://www.example.com';
@@ -109,7 +110,7 @@ async function measureBuilds(entries, sim, agent, reference = 0) {
       [PATH]: { ...answer, headers: headersToReplay(served.headers) },
     });
     // The references are asked the same (what they do not have they answer 404).
-    if (WARM_EVERY) for (const reference of [base, same]) await warmEveryRead(agent, reference.url);
+    if (WARM_EVERY) for (const server of [base, same]) await warmEveryRead(agent, server.url);
     const share = {
       tool: settings.tool,
       connections: Math.max(1, Math.round(settings.connections / (entries.length + 2))),

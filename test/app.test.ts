@@ -297,6 +297,27 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it('gives each cached hit and each 304 made from a kept header record its own id, not that of the first answer', async () => {
+    const { app } = createDemoApp({ ALLOWED_ORIGINS: ALLOWED_ORIGIN });
+    const slug = ((await (await app.request('/api/issues')).json()) as { data: { slug: string }[] }).data[0]!.slug;
+    const ids: (string | null)[] = [];
+    for (const path of ['/api/issues', `/api/issues/${slug}`, '/api/categories'])
+      for (const origin of [{}, { Origin: ALLOWED_ORIGIN }]) {
+        // The first answer of each kind carries a client's id, which its kept record must not pass on.
+        const first = await app.request(path, { headers: { ...origin, 'X-Request-Id': 'edge-first' } });
+        expect(first.headers.get('x-request-id')).toBe('edge-first');
+        const etag = first.headers.get('etag')!;
+        for (let round = 0; round < 3; round += 1) {
+          const hit = await app.request(path, { headers: origin });
+          const notModified = await app.request(path, { headers: { ...origin, 'If-None-Match': etag } });
+          expect([hit.status, hit.headers.get('x-cache'), notModified.status]).toEqual([200, 'HIT', 304]);
+          ids.push(hit.headers.get('x-request-id'), notModified.headers.get('x-request-id'));
+        }
+      }
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{32}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
   it('gives the demo site its own page policy and the API the JSON one', async () => {
     const config = testConfig({ NEWSLETTER_API_KEY: '', NEWSLETTER_API_BASE_URL: '' });
     const demo = createDemoUpstream({ apiKey: TEST_API_KEY });

@@ -43,6 +43,7 @@ function setup(initial: string[], options: { complete?: boolean } = {}) {
       (error: { code?: string }) => error.code,
     );
   return {
+    reads,
     clock,
     calls,
     lookUp,
@@ -96,6 +97,17 @@ describe('looking a slug up in the archive index', () => {
     expect(await none.lookUp('first-light')).toBe(200);
     // Read by slug first: the index is loaded only afterwards, for the issue's neighbours.
     expect(none.calls).toEqual(['first-light', 'archive']);
+  });
+
+  it('refuses a slug that fails the pattern before the index, the cache or the upstream, and answers a known one again', async () => {
+    const { reads, lookUp, calls } = setup(['first-light']);
+    for (const slug of ['a.b', '../first-light', 'first-light%2F', '-first-light', 'x'.repeat(201), ''])
+      expect(() => reads.issue(slug)).toThrow(expect.objectContaining({ code: 'VALIDATION_ERROR' }));
+    expect(calls).toEqual([]);
+    expect(await lookUp('first-light')).toBe(200);
+    expect(await lookUp('first-light')).toBe(200);
+    expect(() => reads.issue('first-light.')).toThrow(expect.objectContaining({ code: 'VALIDATION_ERROR' }));
+    expect(calls).toEqual(['first-light', 'archive']);
   });
 
   it('leaves a missing slug to the upstream when the refresh fails', async () => {

@@ -1,7 +1,7 @@
 import type { Context, TypedResponse } from 'hono';
 import type { PublicRead } from '../reads/public-reads.js';
 import type { WaitUntil } from '../reads/read-through-cache.js';
-import type { EncodedCopy, RenderedJson } from '../reads/rendered-json.js';
+import type { EncodedCopy } from '../reads/rendered-json.js';
 import type { HeaderRules } from './response-headers.js';
 
 export type ReadAnswer<T> = (Response & TypedResponse<T, 200, 'json'>) | (Response & TypedResponse<null, 304, 'body'>);
@@ -25,12 +25,11 @@ const MAX_RECORDS_PER_COPY = 16;
 
 /** Besides the request id, a fresh copy's headers depend only on status, coding and granted origin: made once per copy. */
 export function createReadReplies(rules: HeaderRules, route: ReplyRoute, requestHeader: RequestHeader): SendRead {
-  const records = { 200: new WeakMap<RenderedJson | EncodedCopy, Map<string, HeaderRecord>>(), 304: new WeakMap() };
+  const records = { 200: new WeakMap<object, Map<string, HeaderRecord>>(), 304: new WeakMap<object, Map<string, HeaderRecord>>() };
   const chooseCopy = createCopyChooser();
 
   // A request gets a copy of a kept record with its own id. V8 keeps a copy fast while it meets at most four record shapes, and
-  // records with the same header names share one only when built alike: so each is kept rebuilt from `{}`, and 304s are copied
-  // apart (a 200's shape also tells coded from not and granted origin from none: four at most, with any ALLOWED_ORIGINS).
+  // records with the same header names share one only when built alike: so each is kept rebuilt from `{}`, with no request id.
   function headersOf(c: Context, read: PublicRead, copy: EncodedCopy | undefined, status: 200 | 304, requestId: string): HeaderRecord {
     const origin = requestHeader(c, 'origin');
     const granted = rules.origins.granted(origin) ?? '';
@@ -38,8 +37,9 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     const sent = copy ?? read.rendered;
     const byOrigin = reusable ? records[status].get(sent) : undefined;
     const kept = byOrigin?.get(granted);
+    // Two copies, not one: 304s apart, a 200's records have four shapes at most (coded or not, an origin granted or not).
     if (kept !== undefined) return status === 304 ? { ...kept, 'X-Request-Id': requestId } : { ...kept, 'X-Request-Id': requestId };
-    const record = rules.headersFor({ path: c.req.path, origin, requestId });
+    const record = rules.headersFor({ path: c.req.path, origin, requestId: '' });
     record['Cache-Control'] = route.cacheControl;
     record.ETag = sent.etag;
     record['X-Cache'] = read.state;
@@ -51,7 +51,7 @@ export function createReadReplies(rules: HeaderRules, route: ReplyRoute, request
     if (status === 200 && copy !== undefined) record['Content-Encoding'] = copy.coding;
     if (reusable && byOrigin === undefined) records[status].set(sent, new Map([[granted, Object.fromEntries(Object.entries(record))]]));
     else if (reusable && byOrigin!.size < MAX_RECORDS_PER_COPY) byOrigin!.set(granted, Object.fromEntries(Object.entries(record)));
-    return record;
+    return Object.assign(record, { 'X-Request-Id': requestId });
   }
 
   return function sendRead(c, read, requestId) {
