@@ -302,7 +302,7 @@ describe('security and CORS headers, cached hits and errors alike', () => {
     const slug = ((await (await app.request('/api/issues')).json()) as { data: { slug: string }[] }).data[0]!.slug;
     const ids: (string | null)[] = [];
     for (const path of ['/api/issues', `/api/issues/${slug}`, '/api/categories'])
-      for (const origin of [{}, { Origin: ALLOWED_ORIGIN }]) {
+      for (const origin of [{}, { Origin: ALLOWED_ORIGIN }] as Record<string, string>[]) {
         // The first answer of each kind carries a client's id, which its kept record must not pass on.
         const first = await app.request(path, { headers: { ...origin, 'X-Request-Id': 'edge-first' } });
         expect(first.headers.get('x-request-id')).toBe('edge-first');
