@@ -71,7 +71,7 @@ async function startBuild(entry, sim, agent, servers) {
   const hit = await get(agent, ours.url + PATH);
   if (hit.status !== 200 || hit.headers['x-cache'] !== 'HIT')
     throw new Error(`${entry}: ${PATH} answered ${hit.status}, X-Cache ${hit.headers['x-cache']}`);
-  if (WARM_EVERY) await warmEveryRead(agent, ours.url);
+  if (WARM_EVERY) await warmEveryRead(agent, ours.url, true);
   let served = hit;
   if (env.BENCH_ACCEPT_ENCODING) {
     served = await get(agent, ours.url + PATH, { headers: OURS_HEADERS });
@@ -82,13 +82,19 @@ async function startBuild(entry, sim, agent, servers) {
 }
 
 /** Each route and a page, in each coding, with and without an Origin, 200 and 304: what a server in service has answered. */
-async function warmEveryRead(agent, url) {
+/** `ours`: each answer must be a 200, then a 304 (a reference has only the measured path, and answers others 404). */
+async function warmEveryRead(agent, url, ours = false) {
   for (const path of ['/api/issues', '/api/issues?limit=5', `/api/issues/${SLUG}`, '/api/categories'])
     for (const coding of [undefined, 'gzip', 'br'])
       for (const origin of [undefined, SITE_ORIGIN]) {
         const headers = { ...(coding && { 'Accept-Encoding': coding }), ...(origin && { Origin: origin }) };
-        const { etag } = (await get(agent, url + path, { headers })).headers;
-        if (etag) await get(agent, url + path, { headers: { ...headers, 'If-None-Match': etag } });
+        const first = await get(agent, url + path, { headers });
+        const { etag } = first.headers;
+        const second = etag && (await get(agent, url + path, { headers: { ...headers, 'If-None-Match': etag } }));
+        if (ours && (first.status !== 200 || second?.status !== 304))
+          throw new Error(
+            `warm-up of ${path} (${coding ?? 'identity'}, ${origin ?? 'no Origin'}) answered ${first.status}, then ${second?.status}`,
+          );
       }
 }
 
