@@ -93,7 +93,7 @@ async function warmEveryRead(agent, url, ours = false) {
         const second = etag && (await get(agent, url + path, { headers: { ...headers, 'If-None-Match': etag } }));
         if (ours && (first.status !== 200 || second?.status !== 304))
           throw new Error(
-            `warm-up of ${path} (${coding ?? 'identity'}, ${origin ?? 'no Origin'}) answered ${first.status}, then ${second?.status}`,
+            `warm-up of ${path} (${coding ?? 'identity'}, ${origin ?? 'no Origin'}) answered ${first.status}, then ${etag ? second.status : 'no ETag'}`,
           );
       }
 }
