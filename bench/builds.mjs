@@ -81,8 +81,10 @@ async function startBuild(entry, sim, agent, servers) {
   return { ours, served };
 }
 
-/** Each route and a page, in each coding, with and without an Origin, 200 and 304: what a server in service has answered. */
-/** `ours`: each answer must be a 200, then a 304 (a reference has only the measured path, and answers others 404). */
+/**
+ * Each route and a page, in each coding, with and without an Origin, 200 and 304: what a server in service has answered.
+ * `ours`: each answer must be a 200, then a 304 (a reference has only the measured path, and answers others 404).
+ */
 async function warmEveryRead(agent, url, ours = false) {
   for (const path of ['/api/issues', '/api/issues?limit=5', `/api/issues/${SLUG}`, '/api/categories'])
     for (const coding of [undefined, 'gzip', 'br'])
