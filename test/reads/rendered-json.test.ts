@@ -16,6 +16,12 @@ describe('renderJson', () => {
     expect(rendered.body).toBe('{"ok":true,"data":[{"name":"News","slug":"news"}]}');
     expect(rendered.etag).toBe(await strongEtag(rendered.body));
   });
+
+  it('keeps the bytes as a Buffer where the runtime has one (Node wraps any other Uint8Array on every write), else a Uint8Array', async () => {
+    const rendered = await renderJson({ ok: true, data: 'é' });
+    expect(rendered.bytes.constructor).toBe(typeof Buffer === 'undefined' ? Uint8Array : Buffer);
+    expect([...rendered.bytes]).toEqual([...new TextEncoder().encode('{"ok":true,"data":"é"}')]);
+  });
 });
 
 describe('withEncodedCopies', () => {

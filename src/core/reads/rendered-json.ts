@@ -24,12 +24,16 @@ export type BodyEncoder = (body: string) => Promise<Omit<EncodedCopy, 'etag'>[]>
 
 export const renderJson = (envelope: unknown, encode?: BodyEncoder) => renderBody(JSON.stringify(envelope), encode);
 
+// A Buffer where there is one: Node wraps any other Uint8Array in one on every write (docs/performance.md).
+const bytesOf = (text: string, bytes = new TextEncoder().encode(text)) =>
+  typeof Buffer === 'undefined' ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
 export async function renderBody(body: string, encode?: BodyEncoder): Promise<RenderedJson> {
-  const bytes = new TextEncoder().encode(body);
+  const bytes = bytesOf(body);
   return withEncodedCopies(renderedOf(bytes, await strongEtag(bytes)), encode);
 }
 
-export const renderedWithEtag = (body: string, etag: string) => renderedOf(new TextEncoder().encode(body), etag);
+export const renderedWithEtag = (body: string, etag: string) => renderedOf(bytesOf(body), etag);
 
 /** `encoded` set, even empty (a body the encoder kept no copy of): not given to the encoder again. */
 export async function withEncodedCopies(rendered: RenderedJson, encode?: BodyEncoder): Promise<RenderedJson> {

@@ -59,12 +59,8 @@ export function createReadiness({ unreadyAfterMs, now = Date.now }: { unreadyAft
   let draining = false;
   return {
     observe(outcome: string): void {
-      if (ANSWERED.has(outcome)) {
-        answered = true;
-        failingSince = undefined;
-      } else if (FAILED.has(outcome)) {
-        failingSince ??= now();
-      }
+      if (ANSWERED.has(outcome)) [answered, failingSince] = [true, undefined];
+      else if (FAILED.has(outcome)) failingSince ??= now();
     },
     state(cacheWarm: boolean, shedding = false): { ready: true } | { ready: false; reason: string } {
       if (draining) return { ready: false, reason: 'shutting down' };
