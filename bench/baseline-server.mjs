@@ -17,7 +17,8 @@ const responses = new Map(
   Object.entries(JSON.parse(readFileSync(file, 'utf8'))).map(([key, value]) => [
     key,
     {
-      body: value.bodyBase64 === undefined ? value.body : new Uint8Array(Buffer.from(value.bodyBase64, 'base64')),
+      // A compressed copy as zlib hands it to a bare app: a Buffer, which Node writes without wrapping it in one.
+      body: value.bodyBase64 === undefined ? value.body : Buffer.from(value.bodyBase64, 'base64'),
       headers: value.headers ?? {
         'Content-Type': value.contentType,
         ...(value.contentEncoding && { 'Content-Encoding': value.contentEncoding }),
