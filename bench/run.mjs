@@ -50,6 +50,7 @@ import { Agent } from 'node:http';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { get } from './lib/http.mjs';
 import { countLines, canPin, killAll, LOAD_CPU, procStatus, SERVER_CPU, startBff, stopChild } from './lib/processes.mjs';
 import { API_KEY, benchDir, cpuCount, root, settings, wants, wrkAvailable } from './lib/settings.mjs';
 import { backgroundBusyPct, progress, say } from './lib/stats.mjs';
@@ -99,6 +100,9 @@ async function main() {
   try {
     const cachedScenarios = cachedScenarioList(sim.archive.issues[0].slug).filter((s) => wants(s.id));
     const needsMain = cachedScenarios.length > 0 || wants('subscribe');
+    if (settings.demo && settings.scenarios.some((id) => !cachedScenarios.some((s) => s.id === id))) {
+      throw new Error('BENCH_DEMO=1 runs the cached scenarios only (issues, deep, slug, categories, 304)');
+    }
 
     let ours;
     if (needsMain) {
@@ -106,6 +110,10 @@ async function main() {
       ours = await startBff('bff', sim.baseUrl);
       servers.push(ours);
       results.meta.oursStartRssMiB = procStatus(ours.pid).rssMiB;
+    }
+    if (settings.demo) {
+      const newest = JSON.parse((await get(agent, `${ours.url}/api/issues`)).body).data[0].slug;
+      for (const scenario of cachedScenarios) scenario.path = scenario.path.replace(sim.archive.issues[0].slug, newest);
     }
     if (cachedScenarios.length > 0) await runCachedScenarios(run, ours, cachedScenarios);
     if (wants('subscribe')) results.subscribe = await runSubscribe(run, ours);

@@ -180,8 +180,7 @@ export function bffEnv(upstreamUrl, port, extra = {}) {
   return {
     PATH: env.PATH ?? '',
     NODE_ENV: 'production',
-    NEWSLETTER_API_KEY: API_KEY,
-    NEWSLETTER_API_BASE_URL: upstreamUrl,
+    ...(settings.demo ? { NODE_ENV: 'development' } : { NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: upstreamUrl }),
     PORT: String(port),
     HOST,
     SUBSCRIBE_RATE_LIMIT_PER_MINUTE: String(settings.subscribeRateLimitPerMinute),
