@@ -41,6 +41,7 @@ import { startBaseline } from './scenarios/cached.mjs';
 import { median } from './lib/stats.mjs';
 import { API_KEY, env, settings } from './lib/settings.mjs';
 
+if (settings.demo) throw new Error('BENCH_DEMO=1 is for bench/run.mjs: bench:builds serves the fake upstream');
 const ROUNDS = Number(env.BENCH_BUILD_ROUNDS || 3);
 const RUNS = Number(env.BENCH_BUILD_RUNS || 5);
 const PATH_TEMPLATE = env.BENCH_PATH || '/api/issues';

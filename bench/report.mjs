@@ -134,7 +134,7 @@ export function report(results) {
   if (results.cached?.length) {
     say('');
     say(
-      `Cached reads — ours = ${s.entry} (NODE_ENV=production), against two bare Hono apps on @hono/node-server answering the same body from a constant:`,
+      `Cached reads — ours = ${s.entry} (${s.demo ? 'demo mode, its sample publication' : 'NODE_ENV=production'}), against two bare Hono apps on @hono/node-server answering the same body from a constant:`,
     );
     say('  base = with Content-Type only; same-hdr = with every header ours sends.');
     if (meta.nginx)

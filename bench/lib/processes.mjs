@@ -179,8 +179,9 @@ export async function startServerProcess({
 export function bffEnv(upstreamUrl, port, extra = {}) {
   return {
     PATH: env.PATH ?? '',
-    NODE_ENV: 'production',
-    ...(settings.demo ? { NODE_ENV: 'development' } : { NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: upstreamUrl }),
+    // BENCH_DEMO=1: demo mode, which production refuses.
+    NODE_ENV: settings.demo ? 'development' : 'production',
+    ...(!settings.demo && { NEWSLETTER_API_KEY: API_KEY, NEWSLETTER_API_BASE_URL: upstreamUrl }),
     PORT: String(port),
     HOST,
     SUBSCRIBE_RATE_LIMIT_PER_MINUTE: String(settings.subscribeRateLimitPerMinute),

@@ -81,7 +81,7 @@ export const settings = {
   nodeArgs: (env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean),
   cacheTtlSeconds: env.BENCH_CACHE_TTL_SECONDS,
   accessLog: env.BENCH_ACCESS_LOG,
-  // Ours in demo mode: its sample publication is read in-process, so the BFF never runs an HTTP client.
+  // Ours in demo mode: its upstream client calls the sample publication in-process, with no network fetch.
   demo: env.BENCH_DEMO === '1',
 };
 for (const s of settings.scenarios) if (!ALL_SCENARIOS.includes(s)) throw new Error(`unknown scenario ${s}; use ${ALL_SCENARIOS}`);
